@@ -1,0 +1,94 @@
+# memtrail build. `make` builds the CLI, the agent, the stub library and
+# pkg-config metadata under build/; `make check` builds and runs every test
+# (including an ASan+UBSan build of the CLI side); `make install PREFIX=...`.
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+VERSION  := 0.1.0
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS   ?= -O2 -g
+BASEFLAGS := -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -DMT_VERSION_STR='"$(VERSION)"'
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+COMMON_SRC := $(wildcard src/common/*.c)
+REPORT_SRC := $(wildcard src/report/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(COMMON_SRC)
+AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC)
+HDRS       := $(wildcard include/*.h src/*/*.h)
+
+BIN   := $(BUILD)/bin/memtrail
+AGENT := $(BUILD)/lib/libmemtrail.so
+STUB  := $(BUILD)/lib/libmemtrail-stub.so
+PC    := $(BUILD)/lib/pkgconfig/memtrail.pc
+
+# Test programs that run under the agent (plain build, no sanitizer: the
+# agent interposes malloc, and so would ASan).
+AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/agent/%,$(wildcard tests/agent/*.c))
+# Unit tests of CLI-side code, built with ASan+UBSan.
+UNIT_TESTS  := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/common/*.c tests/report/*.c tests/cli/*.c))
+ASAN_BIN    := $(BUILD)/asan/bin/memtrail
+
+.PHONY: all check install uninstall clean asan tests demo bench
+all: $(BIN) $(AGENT) $(STUB) $(PC)
+
+$(BIN): $(CLI_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(CLI_SRC)
+
+# The agent: hidden by default, exports only mt_* and the malloc family
+# (marked in the source). -fno-builtin keeps the compiler from turning our
+# own helpers into calls of the functions we interpose.
+$(AGENT): $(AGENT_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -fvisibility=hidden -fno-builtin-malloc \
+	  -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc -ftls-model=initial-exec \
+	  -fno-stack-protector -Wl,-z,nodelete -o $@ $(AGENT_SRC) -ldl -lpthread
+
+$(STUB): src/stub/stub.c include/memtrail.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -Wl,-soname,libmemtrail-stub.so -o $@ $<
+
+$(PC): Makefile
+	@mkdir -p $(dir $@)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: memtrail\nDescription: memtrail native memory tracking API (stub; the agent is preloaded by memtrail run)\nVersion: %s\nLibs: -L$${libdir} -lmemtrail-stub\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+
+$(BUILD)/tests/agent/%: tests/agent/%.c $(STUB) include/memtrail.h $(wildcard tests/agent/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/lib -lmemtrail-stub \
+	  -Wl,-rpath,'$$ORIGIN/../../lib' -lpthread
+
+$(ASAN_BIN): $(CLI_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC)
+
+$(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(COMMON_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(REPORT_SRC) $(COMMON_SRC)
+
+asan: $(ASAN_BIN) $(UNIT_TESTS)
+tests: all asan $(AGENT_TESTS)
+
+check: tests
+	BUILD=$(BUILD) bash tests/run.sh
+
+demo: all
+	bash scripts/demo.sh
+
+bench: all
+	bash bench/overhead.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/memtrail
+	install -m 755 $(AGENT) $(STUB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 include/memtrail.h $(DESTDIR)$(PREFIX)/include/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/memtrail $(DESTDIR)$(PREFIX)/lib/libmemtrail.so \
+	  $(DESTDIR)$(PREFIX)/lib/libmemtrail-stub.so $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtrail.pc \
+	  $(DESTDIR)$(PREFIX)/include/memtrail.h
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,47 @@
+/* memtrail.h — the public C API of memtrail, a native memory tracker.
+ *
+ * Link with -lmemtrail-stub (no-op versions of every function here) and run
+ * under `memtrail run` (or LD_PRELOAD=libmemtrail.so): the agent's real
+ * definitions take precedence over the stub's, so instrumented programs
+ * run unchanged with or without the agent.
+ *
+ * All functions are thread-safe and never allocate through malloc. */
+#ifndef MEMTRAIL_H
+#define MEMTRAIL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_VERSION "0.1.0"
+
+/* Longest category name, without the terminating NUL. Names use
+ * [A-Za-z0-9_.:/+-] only, so they survive every report format. */
+#define MT_CATEGORY_NAME_MAX 47
+/* How many user categories a process may define. */
+#define MT_MAX_USER_CATEGORIES 60
+/* How deep the per-thread tag stack goes. */
+#define MT_TAG_DEPTH 32
+
+/* Allocations made by the calling thread after this call are counted in
+ * category `name` (created on first use) until the matching mt_tag_pop().
+ * Returns 0, or -EINVAL (bad name), -ENOSPC (too many categories),
+ * -EOVERFLOW (tag stack full; the tag is not pushed), -ENOSYS (no agent). */
+int mt_tag_push(const char *name);
+
+/* Undo the last successful mt_tag_push() of this thread. Returns 0, or
+ * -ENOENT when the stack is empty. */
+int mt_tag_pop(void);
+
+/* Write the summary report now: to `path` (%p expands to the pid, %e to the
+ * program name, %% to %) or, when path is NULL, to the configured output.
+ * Returns 0 or a negative errno code. */
+int mt_report_write(const char *path);
+
+/* 1 when the agent is loaded and tracking, 0 otherwise. */
+int mt_is_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMTRAIL_H */

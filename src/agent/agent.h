@@ -1,0 +1,80 @@
+/* agent.h — the agent's shared state: the real allocator it forwards to,
+ * its options, its lifecycle, and the per-thread block every hook reads.
+ * Everything the agent keeps lives in these few structs. */
+#ifndef MT_AGENT_H
+#define MT_AGENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrail.h"
+
+#define MT_EXPORT __attribute__((visibility("default")))
+#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MT_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* The allocator below us, found with dlsym(RTLD_NEXT). */
+typedef struct mt_real {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    size_t (*malloc_usable_size)(void *);
+} mt_real;
+extern mt_real mt_real_fn;
+
+enum { MT_MODE_OFF, MT_MODE_SUMMARY };
+enum { MT_ON_ERROR_REPORT, MT_ON_ERROR_ABORT };
+#define MT_PATH_MAX 4096
+
+typedef struct mt_options {
+    int mode;
+    int on_error;
+    char output[MT_PATH_MAX]; /* template; made absolute at start-up */
+} mt_options;
+extern mt_options mt_opt;
+
+/* Lifecycle: hooks take the fast path only once state is READY. */
+enum { MT_STATE_UNINIT, MT_STATE_INIT, MT_STATE_READY };
+extern _Atomic int mt_state;
+extern int mt_tracking;        /* tracking (mode != off, options valid); set before READY */
+extern _Atomic int mt_hot;     /* READY && mt_tracking: the hooks' one fast-path test */
+extern uint64_t mt_secret;     /* keys the header checks; from AT_RANDOM */
+extern int64_t mt_start_ns;    /* CLOCK_REALTIME at start-up */
+
+struct mt_shard;
+/* Per-thread state. initial-exec TLS: no allocation on first touch. */
+typedef struct mt_tls {
+    struct mt_shard *shard;  /* this thread's counters, or NULL */
+    int in_agent;            /* >0 while the agent runs: nested calls go straight to the real allocator */
+    int exited;              /* shard folded at thread exit: count into the globals directly */
+    unsigned char cat;       /* category of new allocations */
+    unsigned char depth;     /* tag stack depth */
+    unsigned char stack[MT_TAG_DEPTH];
+} mt_tls;
+extern MT_TLS mt_tls mt_t;
+
+/* init.c */
+void mt_init_slow(void);
+/* Reports a heap error (double free, overwritten canary) on stderr and
+ * aborts when on_error=abort. `what` names the error. */
+void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat);
+/* Writes "memtrail: <msg>\n" to stderr. */
+void mt_say(const char *msg);
+
+/* Bootstrap arena for calls made while dlsym resolves the real allocator. */
+void *mt_arena_alloc(size_t size);
+int mt_arena_owns(const void *p);
+size_t mt_arena_size(const void *p);
+
+/* report_write.c: writes the summary report; path NULL = configured output.
+ * reason: "exit", "api", "signal". Returns 0 or -errno. */
+int mt_report_write_to(const char *path_template, const char *reason);
+
+/* Own memory from mmap, counted as overhead. */
+void *mt_os_alloc(size_t size);
+
+#endif

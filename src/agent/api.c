@@ -1,0 +1,46 @@
+/* api.c — the public mt_* functions of memtrail.h, as the agent defines
+ * them (libmemtrail-stub has the no-op twins). */
+#include <errno.h>
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+
+static int ready(void)
+{
+    if (atomic_load(&mt_state) != MT_STATE_READY && !mt_t.in_agent)
+        mt_init_slow();
+    return atomic_load(&mt_state) == MT_STATE_READY && mt_tracking;
+}
+
+MT_EXPORT int mt_tag_push(const char *name)
+{
+    if (!ready())
+        return -ENOSYS;
+    if (mt_t.depth >= MT_TAG_DEPTH)
+        return -EOVERFLOW;
+    int id = mt_category_get(name);
+    if (id < 0)
+        return id;
+    mt_t.stack[mt_t.depth++] = mt_t.cat;
+    mt_t.cat = (unsigned char)id;
+    return 0;
+}
+
+MT_EXPORT int mt_tag_pop(void)
+{
+    if (!ready())
+        return -ENOSYS;
+    if (mt_t.depth == 0)
+        return -ENOENT;
+    mt_t.cat = mt_t.stack[--mt_t.depth];
+    return 0;
+}
+
+MT_EXPORT int mt_report_write(const char *path)
+{
+    if (!ready())
+        return -ENOSYS;
+    return mt_report_write_to(path, "api");
+}
+
+MT_EXPORT int mt_is_active(void) { return ready(); }

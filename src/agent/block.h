@@ -1,0 +1,77 @@
+/* block.h — the header the agent puts in front of every block it hands out.
+ *
+ * As in HotSpot NMT, tracking data is co-located with the user data: a
+ * 16-byte header right before the pointer (so 16-byte alignment is kept),
+ * and a 2-byte canary right after the requested size. The real block is
+ *
+ *     [prefix: ... | mt_hdr (16 B)] [user data (size)] [canary (2 B)]
+ *      ^ real                         ^ p = real + prefix
+ *
+ * prefix is 16 for plain blocks and the alignment for aligned ones, stored
+ * as its log2 so realloc, free and malloc_usable_size find the real block.
+ * `check` is a keyed hash of the pointer and the other header fields: a
+ * pointer the agent did not hand out (allocated before it loaded, or by
+ * another allocator) fails it with probability 2^-32 and is passed through;
+ * a header overwritten by an underflow fails it too. */
+#ifndef MT_AGENT_BLOCK_H
+#define MT_AGENT_BLOCK_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "agent/agent.h"
+
+typedef struct mt_hdr {
+    uint64_t word;  /* size:48 | category:8 | log2(prefix):8 */
+    uint32_t site;  /* call-site index (detail mode); 0 in summary mode */
+    uint32_t check; /* keyed hash of p, word, site; ^MT_FREED_XOR once freed */
+} mt_hdr;
+
+#define MT_HDR_SIZE 16u
+#define MT_PLAIN_SHIFT 4u
+#define MT_SIZE_LIMIT ((1ull << 47) - 1)
+#define MT_FREED_XOR 0xD00DFEEDu
+/* Blocks below this size carry a tail canary; above it, the extra cache
+ * line (or page fault on a fresh mmap) it would touch costs too much. */
+#define MT_TAIL_MAX 65536u
+
+static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift)
+{
+    return size | (uint64_t)cat << 48 | (uint64_t)shift << 56;
+}
+static inline uint64_t mt_word_size(uint64_t w) { return w & ((1ull << 48) - 1); }
+static inline unsigned mt_word_cat(uint64_t w) { return (unsigned)(w >> 48) & 0xff; }
+static inline unsigned mt_word_shift(uint64_t w) { return (unsigned)(w >> 56); }
+
+static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t site)
+{
+    /* Every input bit reaches the high half of the product. */
+    uint64_t x = ((uint64_t)(uintptr_t)p ^ word ^ ((uint64_t)site << 19) ^ mt_secret) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(x >> 32);
+}
+
+/* What the real allocator is asked for: prefix, the size, and the canary,
+ * never less than 8 bytes after p, where a freed block keeps a tombstone. */
+static inline uint64_t mt_request(uint64_t size, unsigned shift)
+{
+    return (1ull << shift) + (size < 6 ? 8 : size + 2);
+}
+/* The agent's own bytes in a block: what it asked for beyond `size`. */
+static inline int64_t mt_overhead(uint64_t size, unsigned shift)
+{
+    return (int64_t)(mt_request(size, shift) - size);
+}
+
+static inline uint16_t mt_tail_value(uint32_t check) { return (uint16_t)(check ^ (check >> 16) ^ 0x5AA5u); }
+
+/* The tombstone left in the first 8 bytes of a freed block: a keyed hash
+ * of the pointer, the category and the size (saturated at 2^24-1), so a
+ * second free can be recognised and reported with what the block was. */
+#define MT_TOMB_SIZE_MAX 0xFFFFFFu
+static inline uint64_t mt_tombstone(const void *p, uint64_t size, unsigned cat)
+{
+    uint64_t s = size < MT_TOMB_SIZE_MAX ? size : MT_TOMB_SIZE_MAX;
+    return (uint64_t)mt_hash(p, 0x70B570E5ull, 0xDEAD) << 32 | (uint64_t)cat << 24 | s;
+}
+
+#endif

@@ -1,0 +1,226 @@
+/* counters.c — the shard registry, category registry and the sums behind
+ * every report (see counters.h for the design). */
+#include "agent/counters.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+mt_cglobal mt_glob[MT_NSLOT];
+mt_catinfo mt_cats[MT_NCAT];
+_Atomic int mt_ncats;
+_Atomic int64_t mt_err_double_free, mt_err_bad_canary, mt_err_foreign_free;
+
+static mt_shard *_Atomic shard_list;
+static pthread_key_t shard_key;
+static int shard_key_ok;
+static atomic_flag cat_lock = ATOMIC_FLAG_INIT;
+
+void *mt_os_alloc(size_t size)
+{
+    size = (size + 4095) & ~(size_t)4095;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    mt_cglobal *g = &mt_glob[MT_CAT_OVERHEAD];
+    int64_t now = atomic_fetch_add(&g->live_bytes, (int64_t)size) + (int64_t)size;
+    mt_raise_peak(g, now);
+    return p;
+}
+
+void mt_raise_peak(mt_cglobal *g, int64_t candidate)
+{
+    int64_t cur = mt_ld(&g->peak_bytes);
+    while (candidate > cur &&
+           !atomic_compare_exchange_weak_explicit(&g->peak_bytes, &cur, candidate, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+}
+
+static void set_category(int id, const char *name, int kind)
+{
+    strncpy(mt_cats[id].name, name, MT_CATEGORY_NAME_MAX);
+    mt_cats[id].kind = kind;
+}
+
+void mt_counters_init(void)
+{
+    set_category(MT_CAT_MALLOC, "malloc", MT_KIND_MALLOC);
+    set_category(MT_CAT_OVERHEAD, "memtrail", MT_KIND_OVERHEAD);
+    atomic_store(&mt_ncats, MT_CAT_FIRST_USER);
+    /* Keys below PTHREAD_KEY_2NDLEVEL_SIZE live in the thread descriptor,
+     * so pthread_setspecific never allocates for ours (created first). */
+    shard_key_ok = pthread_key_create(&shard_key, mt_shard_thread_exit) == 0;
+}
+
+mt_shard *mt_shard_acquire(void)
+{
+    if (mt_t.exited)
+        return NULL;
+    mt_t.in_agent++;
+    mt_shard *sh;
+    for (sh = atomic_load(&shard_list); sh; sh = sh->next) {
+        int expect = 0;
+        if (atomic_load_explicit(&sh->in_use, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong(&sh->in_use, &expect, 1))
+            break;
+    }
+    if (!sh) {
+        sh = mt_os_alloc(sizeof *sh);
+        if (sh) {
+            atomic_store(&sh->in_use, 1);
+            sh->next = atomic_load(&shard_list);
+            while (!atomic_compare_exchange_weak(&shard_list, &sh->next, sh)) {
+            }
+        }
+    }
+    if (sh) {
+        mt_t.shard = sh;
+        if (shard_key_ok)
+            pthread_setspecific(shard_key, sh);
+    }
+    mt_t.in_agent--;
+    return sh;
+}
+
+/* Moves a shard's counts into the globals and zeroes it. */
+static void fold_shard(mt_shard *sh)
+{
+    for (int i = 0; i < MT_NSLOT; i++) {
+        mt_cslot *c = &sh->slot[i];
+        mt_cglobal *g = &mt_glob[i];
+        atomic_fetch_add(&g->live_bytes, mt_ld(&c->live_bytes));
+        atomic_fetch_add(&g->allocs, mt_ld(&c->allocs));
+        atomic_fetch_add(&g->frees, mt_ld(&c->frees));
+        atomic_fetch_add(&g->reallocs, mt_ld(&c->reallocs));
+        memset((void *)c, 0, sizeof *c);
+    }
+}
+
+void mt_shard_thread_exit(void *arg)
+{
+    mt_shard *sh = arg;
+    /* Frees made by later TLS destructors of this thread count into the
+     * globals directly (mt_count_block_slow) instead of taking a new shard. */
+    mt_t.exited = 1;
+    mt_t.shard = NULL;
+    fold_shard(sh);
+    atomic_store(&sh->in_use, 0);
+}
+
+void mt_counters_after_fork_child(void)
+{
+    /* Only the forking thread exists in the child: the other shards hold
+     * counts of memory the child still has, so fold them and free them. */
+    for (mt_shard *sh = atomic_load(&shard_list); sh; sh = sh->next) {
+        if (sh == mt_t.shard || atomic_load(&sh->in_use) == 0)
+            continue;
+        fold_shard(sh);
+        atomic_store(&sh->in_use, 0);
+    }
+}
+
+void mt_count_block_slow(unsigned cat, int64_t size, int64_t ovh, int sign)
+{
+    unsigned slots[3] = {cat, MT_SLOT_TOTAL, MT_CAT_OVERHEAD};
+    int64_t bytes[3] = {size, size, ovh};
+    for (int i = 0; i < 3; i++) {
+        mt_cglobal *g = &mt_glob[slots[i]];
+        int64_t now = atomic_fetch_add(&g->live_bytes, sign * bytes[i]) + sign * bytes[i];
+        if (sign > 0)
+            mt_raise_peak(g, now);
+    }
+    atomic_fetch_add(sign > 0 ? &mt_glob[cat].allocs : &mt_glob[cat].frees, 1);
+}
+
+void mt_count_resize_slow(unsigned cat, int64_t dsize, int64_t dovh)
+{
+    unsigned slots[3] = {cat, MT_SLOT_TOTAL, MT_CAT_OVERHEAD};
+    int64_t d[3] = {dsize, dsize, dovh};
+    for (int i = 0; i < 3; i++) {
+        mt_cglobal *g = &mt_glob[slots[i]];
+        int64_t now = atomic_fetch_add(&g->live_bytes, d[i]) + d[i];
+        if (d[i] > 0)
+            mt_raise_peak(g, now);
+    }
+    atomic_fetch_add(&mt_glob[cat].reallocs, 1);
+}
+
+void mt_counters_sum(mt_catsum out[MT_NSLOT])
+{
+    for (int i = 0; i < MT_NSLOT; i++) {
+        mt_cglobal *g = &mt_glob[i];
+        out[i] = (mt_catsum){.live_bytes = mt_ld(&g->live_bytes), .peak_bytes = mt_ld(&g->peak_bytes),
+                             .allocs = mt_ld(&g->allocs), .frees = mt_ld(&g->frees),
+                             .reallocs = mt_ld(&g->reallocs)};
+    }
+    for (mt_shard *sh = atomic_load(&shard_list); sh; sh = sh->next) {
+        for (int i = 0; i < MT_NSLOT; i++) {
+            mt_cslot *c = &sh->slot[i];
+            out[i].live_bytes += mt_ld(&c->live_bytes);
+            out[i].allocs += mt_ld(&c->allocs);
+            out[i].frees += mt_ld(&c->frees);
+            out[i].reallocs += mt_ld(&c->reallocs);
+        }
+    }
+    /* Counts of the total and of the overhead (one header per block) are
+     * sums over the program's categories. */
+    mt_catsum *t = &out[MT_SLOT_TOTAL], *o = &out[MT_CAT_OVERHEAD];
+    t->allocs = t->frees = t->reallocs = 0;
+    for (int i = 0; i < MT_NCAT; i++) {
+        if (i == MT_CAT_OVERHEAD)
+            continue;
+        t->allocs += out[i].allocs;
+        t->frees += out[i].frees;
+        t->reallocs += out[i].reallocs;
+    }
+    o->allocs = t->allocs;
+    o->frees = t->frees;
+    o->reallocs = 0;
+    for (int i = 0; i < MT_NSLOT; i++) {
+        out[i].live_count = out[i].allocs - out[i].frees;
+        /* The peak is checked against global + own delta; another thread's
+         * unflushed growth can put the true sum above it for a moment. */
+        if (out[i].peak_bytes < out[i].live_bytes)
+            out[i].peak_bytes = out[i].live_bytes;
+    }
+}
+
+static int valid_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == ':' || c == '/' || c == '+' || c == '-';
+}
+
+int mt_category_get(const char *name)
+{
+    size_t len = 0;
+    if (!name)
+        return -EINVAL;
+    while (name[len]) {
+        if (len >= MT_CATEGORY_NAME_MAX || !valid_name_char(name[len]))
+            return -EINVAL;
+        len++;
+    }
+    if (len == 0)
+        return -EINVAL;
+    int n = atomic_load_explicit(&mt_ncats, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
+            return i;
+    while (atomic_flag_test_and_set_explicit(&cat_lock, memory_order_acquire)) {
+    }
+    int id = -ENOSPC;
+    n = atomic_load(&mt_ncats);
+    for (int i = 0; i < n; i++)
+        if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
+            id = i;
+    if (id < 0 && n < MT_CAT_FIRST_USER + MT_MAX_USER_CATEGORIES) {
+        set_category(n, name, MT_KIND_MALLOC);
+        atomic_store_explicit(&mt_ncats, n + 1, memory_order_release);
+        id = n;
+    }
+    atomic_flag_clear_explicit(&cat_lock, memory_order_release);
+    return id;
+}

@@ -1,0 +1,135 @@
+/* counters.h — per-category summary counters, kept without locks.
+ *
+ * Each thread owns a shard: plain relaxed loads and stores on memory no
+ * other thread writes, so the hot path has no lock and no atomic RMW.
+ * Live bytes also go to a global per category in batches (whenever a
+ * shard's unflushed delta passes MT_FLUSH_BYTES), so the peak can be
+ * checked on every allocation against (global + own delta): exact for a
+ * single thread, and never off by more than MT_FLUSH_BYTES per other
+ * thread. Readers sum the globals and every shard. */
+#ifndef MT_AGENT_COUNTERS_H
+#define MT_AGENT_COUNTERS_H
+
+#include "agent/agent.h"
+
+#define MT_NCAT 64
+#define MT_CAT_MALLOC 0
+#define MT_CAT_OVERHEAD 1
+#define MT_CAT_FIRST_USER 2
+#define MT_SLOT_TOTAL MT_NCAT /* the program's allocations, all categories */
+#define MT_NSLOT (MT_NCAT + 1)
+#define MT_FLUSH_BYTES (256 * 1024)
+
+typedef struct mt_cslot {
+    _Atomic int64_t live_bytes; /* not yet flushed to the global */
+    _Atomic int64_t allocs;
+    _Atomic int64_t frees;
+    _Atomic int64_t reallocs;
+} mt_cslot;
+
+typedef struct mt_shard {
+    mt_cslot slot[MT_NSLOT];
+    struct mt_shard *next; /* registry list; shards are never unmapped */
+    _Atomic int in_use;
+} mt_shard;
+
+typedef struct mt_cglobal {
+    _Atomic int64_t live_bytes; /* flushed deltas */
+    _Atomic int64_t peak_bytes;
+    /* counts folded in from exited threads */
+    _Atomic int64_t allocs;
+    _Atomic int64_t frees;
+    _Atomic int64_t reallocs;
+} __attribute__((aligned(64))) mt_cglobal;
+
+extern mt_cglobal mt_glob[MT_NSLOT];
+
+/* A consistent-enough sum for reports. */
+typedef struct mt_catsum {
+    int64_t live_bytes, live_count, peak_bytes, allocs, frees, reallocs;
+} mt_catsum;
+
+/* Category registry. */
+typedef struct mt_catinfo {
+    char name[MT_CATEGORY_NAME_MAX + 1];
+    int kind; /* MT_KIND_* */
+} mt_catinfo;
+enum { MT_KIND_MALLOC, MT_KIND_OVERHEAD };
+extern mt_catinfo mt_cats[MT_NCAT];
+extern _Atomic int mt_ncats;
+
+/* Heap error counters (reported in the errors line). */
+extern _Atomic int64_t mt_err_double_free, mt_err_bad_canary, mt_err_foreign_free;
+
+void mt_counters_init(void);
+mt_shard *mt_shard_acquire(void);        /* slow path: first use in a thread */
+void mt_shard_thread_exit(void *shard);  /* pthread key destructor */
+void mt_counters_after_fork_child(void); /* fold shards of threads the child lacks */
+void mt_counters_sum(mt_catsum out[MT_NSLOT]);
+/* Returns the id of category `name`, creating it; negative errno on error. */
+int mt_category_get(const char *name);
+void mt_raise_peak(mt_cglobal *g, int64_t candidate);
+
+static inline int64_t mt_ld(_Atomic int64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
+static inline void mt_bump(_Atomic int64_t *p, int64_t d)
+{
+    atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d, memory_order_relaxed);
+}
+
+/* Adds d to a slot's live bytes, checking the peak when growing. */
+static inline void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
+{
+    int64_t local = mt_ld(&c->live_bytes) + d;
+    int64_t flushed = mt_ld(&g->live_bytes);
+    if (d > 0 && flushed + local > mt_ld(&g->peak_bytes))
+        mt_raise_peak(g, flushed + local);
+    if (MT_UNLIKELY(local > MT_FLUSH_BYTES || local < -MT_FLUSH_BYTES)) {
+        atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed);
+        local = 0;
+    }
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+}
+
+static inline mt_shard *mt_my_shard(void)
+{
+    mt_shard *sh = mt_t.shard;
+    return MT_LIKELY(sh != NULL) ? sh : mt_shard_acquire();
+}
+
+/* One block of `size` program bytes and `ovh` agent bytes came (sign=+1)
+ * or went (sign=-1). A NULL shard (thread already exited) counts into the
+ * globals directly. Only what cannot be derived is counted here: live
+ * counts are allocs - frees, and the total's and the overhead's counts are
+ * sums over the categories (mt_counters_sum). */
+void mt_count_block_slow(unsigned cat, int64_t size, int64_t ovh, int sign);
+static inline void mt_count_block(unsigned cat, int64_t size, int64_t ovh, int sign)
+{
+    mt_shard *sh = mt_my_shard();
+    if (MT_UNLIKELY(sh == NULL)) {
+        mt_count_block_slow(cat, size, ovh, sign);
+        return;
+    }
+    mt_cslot *c = &sh->slot[cat];
+    mt_count_bytes(c, &mt_glob[cat], sign * size);
+    mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], sign * size);
+    mt_count_bytes(&sh->slot[MT_CAT_OVERHEAD], &mt_glob[MT_CAT_OVERHEAD], sign * ovh);
+    mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
+}
+
+/* A live block of category cat changed size. */
+void mt_count_resize_slow(unsigned cat, int64_t dsize, int64_t dovh);
+static inline void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)
+{
+    mt_shard *sh = mt_my_shard();
+    if (MT_UNLIKELY(sh == NULL)) {
+        mt_count_resize_slow(cat, dsize, dovh);
+        return;
+    }
+    mt_count_bytes(&sh->slot[cat], &mt_glob[cat], dsize);
+    mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], dsize);
+    if (dovh)
+        mt_count_bytes(&sh->slot[MT_CAT_OVERHEAD], &mt_glob[MT_CAT_OVERHEAD], dovh);
+    mt_bump(&sh->slot[cat].reallocs, 1);
+}
+
+#endif

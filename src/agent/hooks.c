@@ -1,0 +1,404 @@
+/* hooks.c — the interposed malloc family.
+ *
+ * Every entry point takes the fast path only when the agent is READY and
+ * the calling thread is not inside the agent; otherwise (start-up, calls
+ * the agent's own work makes) it goes straight to the real allocator, or to
+ * the bootstrap arena before dlsym has found it. The fast path is: ask the
+ * real allocator for header + size + canary, fill the header, count the
+ * block in this thread's shard. No locks, no system calls. */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/block.h"
+#include "agent/counters.h"
+
+/* mt_hot: start-up is over and the agent tracks. */
+#define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
+
+/* Called when !HOT: finishes start-up if needed; returns 1 if the caller
+ * may track, 0 if it must use the real allocator (or the arena) as is. */
+static int cold_gate(void)
+{
+    if (mt_t.in_agent)
+        return 0;
+    if (atomic_load(&mt_state) != MT_STATE_READY)
+        mt_init_slow();
+    return mt_t.in_agent == 0 && atomic_load(&mt_hot);
+}
+
+static void *raw_malloc(size_t n) { return mt_real_fn.malloc ? mt_real_fn.malloc(n) : mt_arena_alloc(n); }
+
+/* ---- classification of pointers handed to free/realloc ---------------- */
+
+enum { BLK_OURS, BLK_FREED, BLK_FOREIGN, BLK_UNMAPPED, BLK_ARENA };
+
+static int page_mapped(uintptr_t a)
+{
+    unsigned char v;
+    int saved = errno;
+    long r = syscall(SYS_mincore, (void *)(a & ~(uintptr_t)4095), (size_t)1, &v);
+    int gone = r != 0 && errno == ENOMEM;
+    errno = saved;
+    return !gone;
+}
+
+/* Sets *hp for OURS and for FREED blocks whose header survived, *tomb for
+ * FREED blocks known by their tombstone. */
+static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
+{
+    uintptr_t a = (uintptr_t)p;
+    *hp = NULL;
+    *tomb = 0;
+    if (a & 15)
+        return BLK_FOREIGN; /* ours are always 16-byte aligned */
+    if (MT_UNLIKELY(mt_arena_owns(p)))
+        return BLK_ARENA;
+    /* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
+     * 0 when page-aligned): after a free, such a block is unmapped and
+     * reading its header would fault. Probe those two offsets only. */
+    unsigned off = a & 4095;
+    if (MT_UNLIKELY(off == 0 || off == 32)) {
+        if (!page_mapped(a - MT_HDR_SIZE) || !page_mapped(a))
+            return BLK_UNMAPPED;
+    }
+    mt_hdr *h = (mt_hdr *)p - 1;
+    uint32_t want = mt_hash(p, h->word, h->site);
+    if (MT_LIKELY(h->check == want)) {
+        *hp = h;
+        return BLK_OURS;
+    }
+    if (h->check == (want ^ MT_FREED_XOR)) {
+        *hp = h;
+        return BLK_FREED;
+    }
+    uint64_t t;
+    memcpy(&t, p, sizeof t);
+    if ((t >> 32) == (mt_tombstone(p, 0, 0) >> 32)) {
+        *tomb = t;
+        return BLK_FREED;
+    }
+    return BLK_FOREIGN;
+}
+
+static int tail_intact(void *p, const mt_hdr *h, uint64_t size)
+{
+    if (size >= MT_TAIL_MAX)
+        return 1;
+    uint16_t t;
+    memcpy(&t, (char *)p + size, sizeof t);
+    return t == mt_tail_value(h->check);
+}
+
+static void check_tail(void *p, const mt_hdr *h, uint64_t size)
+{
+    if (MT_UNLIKELY(!tail_intact(p, h, size))) {
+        atomic_fetch_add(&mt_err_bad_canary, 1);
+        mt_heap_error("heap overflow: the canary after the block was overwritten", p, size,
+                      mt_word_cat(h->word));
+    }
+}
+
+static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, const char *call)
+{
+    atomic_fetch_add(&mt_err_double_free, 1);
+    if (kind == BLK_UNMAPPED) {
+        mt_heap_error(call[0] == 'f' ? "double free (block already unmapped)"
+                                     : "realloc of a freed block (already unmapped)",
+                      p, UINT64_MAX, MT_NCAT);
+    } else if (h) {
+        mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, mt_word_size(h->word),
+                      mt_word_cat(h->word));
+    } else {
+        unsigned cat = (unsigned)(tomb >> 24) & 0xff;
+        mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, tomb & MT_TOMB_SIZE_MAX,
+                      cat < MT_NCAT ? cat : MT_NCAT);
+    }
+}
+
+/* ---- tracked blocks ---------------------------------------------------- */
+
+static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+{
+    char *p = (char *)real + (1ull << shift);
+    mt_hdr *h = (mt_hdr *)p - 1;
+    uint64_t word = mt_word(size, cat, shift);
+    h->word = word;
+    h->site = 0;
+    h->check = mt_hash(p, word, 0);
+    if (size < MT_TAIL_MAX) {
+        uint16_t t = mt_tail_value(h->check);
+        memcpy(p + size, &t, sizeof t);
+    }
+    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    return p;
+}
+
+static void release(void *p, mt_hdr *h)
+{
+    uint64_t word = h->word, size = mt_word_size(word);
+    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
+    check_tail(p, h, size);
+    h->check ^= MT_FREED_XOR;
+    uint64_t tomb = mt_tombstone(p, size, cat);
+    memcpy(p, &tomb, sizeof tomb);
+    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
+    mt_real_fn.free((char *)p - (1ull << shift));
+}
+
+static void *alloc_plain(size_t n, unsigned cat)
+{
+    if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
+    return real ? track_new(real, n, cat, MT_PLAIN_SHIFT) : NULL;
+}
+
+/* align: a power of two. Returns 0 or an errno value. */
+static int alloc_aligned(void **out, size_t align, size_t n, unsigned cat)
+{
+    if (align <= MT_HDR_SIZE) {
+        *out = alloc_plain(n, cat);
+        return *out ? 0 : ENOMEM;
+    }
+    unsigned shift = (unsigned)__builtin_ctzll(align);
+    if (n > MT_SIZE_LIMIT || shift > 40)
+        return ENOMEM;
+    void *real = NULL;
+    int rc = mt_real_fn.posix_memalign(&real, align, mt_request(n, shift));
+    if (rc != 0)
+        return rc;
+    *out = track_new(real, n, cat, shift);
+    return 0;
+}
+
+/* ---- the interposed entry points --------------------------------------- */
+
+MT_EXPORT void *malloc(size_t n)
+{
+    if (!HOT && !cold_gate())
+        return raw_malloc(n);
+    return alloc_plain(n, mt_t.cat);
+}
+
+MT_EXPORT void free(void *p)
+{
+    if (!p)
+        return;
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_hot, memory_order_relaxed))) {
+        if (!mt_arena_owns(p) && mt_real_fn.free)
+            mt_real_fn.free(p);
+        return;
+    }
+    mt_hdr *h;
+    uint64_t tomb;
+    int kind = classify(p, &h, &tomb);
+    switch (kind) {
+    case BLK_OURS:
+        release(p, h);
+        return;
+    case BLK_FOREIGN:
+        atomic_fetch_add_explicit(&mt_err_foreign_free, 1, memory_order_relaxed);
+        mt_real_fn.free(p);
+        return;
+    case BLK_ARENA:
+        return;
+    default:
+        report_bad_pointer(kind, p, h, tomb, "free");
+        return;
+    }
+}
+
+MT_EXPORT void *calloc(size_t n, size_t m)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, m, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!HOT && !cold_gate())
+        return mt_real_fn.calloc ? mt_real_fn.calloc(n, m) : mt_arena_alloc(bytes); /* arena memory is zero */
+    if (MT_UNLIKELY(bytes > MT_SIZE_LIMIT)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *real = mt_real_fn.calloc(1, mt_request(bytes, MT_PLAIN_SHIFT));
+    return real ? track_new(real, bytes, mt_t.cat, MT_PLAIN_SHIFT) : NULL;
+}
+
+static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
+{
+    uint64_t word = h->word, size = mt_word_size(word);
+    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
+    uint32_t site = h->site;
+    check_tail(p, h, size);
+    if (shift != MT_PLAIN_SHIFT) {
+        /* realloc does not keep alignment: move to a plain block. */
+        void *np = alloc_plain(n, cat);
+        if (np) {
+            memcpy(np, p, size < n ? size : n);
+            release(p, h);
+        }
+        return np;
+    }
+    if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
+    if (!real)
+        return NULL; /* the old block is untouched */
+    char *np = real + MT_HDR_SIZE;
+    mt_hdr *nh = (mt_hdr *)np - 1;
+    nh->word = mt_word(n, cat, shift);
+    nh->site = site;
+    nh->check = mt_hash(np, nh->word, nh->site);
+    if (n < MT_TAIL_MAX) {
+        uint16_t t = mt_tail_value(nh->check);
+        memcpy(np + n, &t, sizeof t);
+    }
+    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, shift) - mt_overhead(size, shift));
+    return np;
+}
+
+MT_EXPORT void *realloc(void *p, size_t n)
+{
+    if (!p)
+        return malloc(n);
+    if (n == 0) { /* glibc: free and return NULL */
+        free(p);
+        return NULL;
+    }
+    if (!HOT && !cold_gate()) {
+        if (mt_arena_owns(p)) {
+            void *np = raw_malloc(n);
+            if (np)
+                memcpy(np, p, mt_arena_size(p) < n ? mt_arena_size(p) : n);
+            return np;
+        }
+        return mt_real_fn.realloc(p, n);
+    }
+    mt_hdr *h;
+    uint64_t tomb;
+    int kind = classify(p, &h, &tomb);
+    switch (kind) {
+    case BLK_OURS:
+        return realloc_tracked(p, h, n);
+    case BLK_FOREIGN:
+        return mt_real_fn.realloc(p, n);
+    case BLK_ARENA: {
+        void *np = alloc_plain(n, mt_t.cat);
+        if (np)
+            memcpy(np, p, mt_arena_size(p) < n ? mt_arena_size(p) : n);
+        return np;
+    }
+    default:
+        report_bad_pointer(kind, p, h, tomb, "realloc");
+        errno = EINVAL;
+        return NULL;
+    }
+}
+
+MT_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, m, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, bytes);
+}
+
+static int aligned_entry(void **out, size_t align, size_t n)
+{
+    if (!HOT && !cold_gate()) {
+        if (mt_real_fn.posix_memalign)
+            return mt_real_fn.posix_memalign(out, align, n);
+        return ENOMEM; /* no aligned requests come from dlsym itself */
+    }
+    return alloc_aligned(out, align, n, mt_t.cat);
+}
+
+static int pow2(size_t x) { return x && !(x & (x - 1)); }
+
+MT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align % sizeof(void *) != 0 || !pow2(align))
+        return EINVAL;
+    return aligned_entry(out, align, n);
+}
+
+static void *aligned_or_errno(size_t align, size_t n)
+{
+    void *p = NULL;
+    int rc = aligned_entry(&p, align, n);
+    if (rc != 0) {
+        errno = rc;
+        return NULL;
+    }
+    return p;
+}
+
+MT_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    if (!pow2(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return aligned_or_errno(align, n);
+}
+
+MT_EXPORT void *memalign(size_t align, size_t n)
+{
+    /* glibc rounds an alignment that is not a power of two up to one. */
+    if (align > SIZE_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    if (!pow2(align))
+        align = (size_t)1 << (64 - __builtin_clzll(align));
+    return aligned_or_errno(align, n);
+}
+
+MT_EXPORT void *valloc(size_t n) { return aligned_or_errno((size_t)getpagesize(), n); }
+
+MT_EXPORT void *pvalloc(size_t n)
+{
+    size_t page = (size_t)getpagesize(), rounded;
+    if (__builtin_add_overflow(n, page - 1, &rounded)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    rounded &= ~(page - 1);
+    return aligned_or_errno(page, rounded ? rounded : page);
+}
+
+MT_EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (mt_arena_owns(p))
+        return mt_arena_size(p);
+    if (!atomic_load_explicit(&mt_hot, memory_order_relaxed))
+        return mt_real_fn.malloc_usable_size ? mt_real_fn.malloc_usable_size(p) : 0;
+    mt_hdr *h;
+    uint64_t tomb;
+    switch (classify(p, &h, &tomb)) {
+    case BLK_OURS:
+        /* Exactly the requested size: the canary sits right after it. */
+        return mt_word_size(h->word);
+    case BLK_FOREIGN:
+        return mt_real_fn.malloc_usable_size(p);
+    default:
+        return 0;
+    }
+}

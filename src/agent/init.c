@@ -1,0 +1,270 @@
+/* init.c — the agent's life: start-up (finding the real allocator,
+ * reading MEMTRAIL_OPTIONS), the bootstrap arena, fork, the report at exit,
+ * and the one place that prints heap errors. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+#include "common/out.h"
+
+mt_real mt_real_fn;
+mt_options mt_opt;
+_Atomic int mt_state;
+int mt_tracking;
+_Atomic int mt_hot;
+uint64_t mt_secret;
+int64_t mt_start_ns;
+MT_TLS mt_tls mt_t;
+
+/* ---- bootstrap arena ---------------------------------------------------
+ * dlsym() may call calloc/malloc before we know where the real ones are.
+ * Those few requests are served from static memory that is never reused
+ * (so it stays zeroed for calloc) and recognised by address on free. */
+#define ARENA_SIZE (256 * 1024)
+static _Alignas(16) char arena[ARENA_SIZE];
+static _Atomic size_t arena_used;
+
+void *mt_arena_alloc(size_t size)
+{
+    size_t need = 16 + ((size + 15) & ~(size_t)15);
+    if (size > ARENA_SIZE)
+        return NULL;
+    size_t at = atomic_fetch_add(&arena_used, need);
+    if (at + need > ARENA_SIZE)
+        return NULL;
+    size_t *h = (size_t *)(arena + at);
+    *h = size;
+    return arena + at + 16;
+}
+
+int mt_arena_owns(const void *p) { return (const char *)p >= arena && (const char *)p < arena + ARENA_SIZE; }
+
+size_t mt_arena_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
+
+/* ---- messages ---------------------------------------------------------- */
+
+void mt_say(const char *msg)
+{
+    char buf[512];
+    mt_out o;
+    mt_out_init(&o, buf, sizeof buf, 2);
+    mt_out_str(&o, "memtrail: ");
+    mt_out_str(&o, msg);
+    mt_out_char(&o, '\n');
+    mt_out_flush(&o);
+}
+
+void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
+{
+    char buf[512];
+    mt_out o;
+    mt_out_init(&o, buf, sizeof buf, 2);
+    mt_out_str(&o, "memtrail: ");
+    mt_out_str(&o, what);
+    mt_out_str(&o, ": block at ");
+    mt_out_hex(&o, (uintptr_t)p);
+    if (size != UINT64_MAX) {
+        mt_out_str(&o, ", ");
+        if (size >= 0xFFFFFFu)
+            mt_out_str(&o, "at least ");
+        mt_out_u64(&o, size);
+        mt_out_str(&o, " bytes");
+    }
+    if (cat < MT_NCAT) {
+        mt_out_str(&o, ", category ");
+        mt_out_str(&o, mt_cats[cat].name);
+    }
+    mt_out_str(&o, mt_opt.on_error == MT_ON_ERROR_ABORT ? "; aborting (on_error=abort)\n"
+                                                         : "; the program continues (on_error=report)\n");
+    mt_out_flush(&o);
+    if (mt_opt.on_error == MT_ON_ERROR_ABORT)
+        abort();
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+static int set_option(const char *key, size_t klen, const char *val)
+{
+    char msg[MT_PATH_MAX + 256];
+    mt_out o;
+    mt_out_init(&o, msg, sizeof msg, -1);
+#define KEY_IS(k) (klen == sizeof(k) - 1 && memcmp(key, k, klen) == 0)
+    if (KEY_IS("mode")) {
+        if (strcmp(val, "summary") == 0)
+            mt_opt.mode = MT_MODE_SUMMARY;
+        else if (strcmp(val, "off") == 0)
+            mt_opt.mode = MT_MODE_OFF;
+        else
+            goto bad_value;
+        return 0;
+    }
+    if (KEY_IS("on_error")) {
+        if (strcmp(val, "report") == 0)
+            mt_opt.on_error = MT_ON_ERROR_REPORT;
+        else if (strcmp(val, "abort") == 0)
+            mt_opt.on_error = MT_ON_ERROR_ABORT;
+        else
+            goto bad_value;
+        return 0;
+    }
+    if (KEY_IS("output")) {
+        size_t n = strlen(val);
+        if (n == 0 || n >= sizeof mt_opt.output - 256)
+            goto bad_value;
+        memcpy(mt_opt.output, val, n + 1);
+        return 0;
+    }
+    mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
+    mt_out_mem(&o, key, klen);
+    mt_out_str(&o, "' (accepted: mode, output, on_error); running untracked");
+    mt_say(mt_out_cstr(&o));
+    return -1;
+bad_value:
+    mt_out_str(&o, "MEMTRAIL_OPTIONS: bad value '");
+    mt_out_str(&o, val);
+    mt_out_str(&o, "' for ");
+    mt_out_mem(&o, key, klen);
+    if (KEY_IS("mode"))
+        mt_out_str(&o, " (accepted: summary, off)");
+    else if (KEY_IS("on_error"))
+        mt_out_str(&o, " (accepted: report, abort)");
+    else
+        mt_out_str(&o, " (accepted: a file path, at most 3800 bytes; %p = pid, %e = program name)");
+    mt_out_str(&o, "; running untracked");
+    mt_say(mt_out_cstr(&o));
+    return -1;
+#undef KEY_IS
+}
+
+/* Parses "key=value:key=value"; in a value, "\:" is ':' and "\\" is '\'.
+ * Returns 0, or -1 after printing what is wrong. */
+static int parse_options(const char *s)
+{
+    static char val[MT_PATH_MAX];
+    while (*s) {
+        const char *key = s;
+        while (*s && *s != '=' && *s != ':')
+            s++;
+        size_t klen = (size_t)(s - key);
+        if (*s != '=') {
+            if (klen == 0 && *s == ':') { /* tolerate empty fields */
+                s++;
+                continue;
+            }
+            char msg[256];
+            mt_out o;
+            mt_out_init(&o, msg, sizeof msg, -1);
+            mt_out_str(&o, "MEMTRAIL_OPTIONS: '");
+            mt_out_mem(&o, key, klen < 64 ? klen : 64);
+            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error); running untracked");
+            mt_say(mt_out_cstr(&o));
+            return -1;
+        }
+        s++;
+        size_t n = 0;
+        while (*s && *s != ':') {
+            if (*s == '\\' && (s[1] == ':' || s[1] == '\\'))
+                s++;
+            if (n + 1 < sizeof val)
+                val[n++] = *s;
+            s++;
+        }
+        val[n] = '\0';
+        if (*s == ':')
+            s++;
+        if (set_option(key, klen, val) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* An absolute output template, so a later chdir() does not move it. */
+static void absolutize_output(void)
+{
+    if (mt_opt.output[0] == '/')
+        return;
+    char cwd[MT_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd - 1))
+        return;
+    size_t c = strlen(cwd), n = strlen(mt_opt.output);
+    if (c + 1 + n + 1 > sizeof mt_opt.output)
+        return;
+    memmove(mt_opt.output + c + 1, mt_opt.output, n + 1);
+    memcpy(mt_opt.output, cwd, c);
+    mt_opt.output[c] = '/';
+}
+
+/* ---- start-up and shutdown ---------------------------------------------- */
+
+static int resolve_real(void)
+{
+    mt_real_fn.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    mt_real_fn.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    mt_real_fn.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    mt_real_fn.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    mt_real_fn.malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
+           mt_real_fn.posix_memalign && mt_real_fn.malloc_usable_size;
+}
+
+static void after_fork_child(void) { mt_counters_after_fork_child(); }
+
+void mt_init_slow(void)
+{
+    int expect = MT_STATE_UNINIT;
+    if (!atomic_compare_exchange_strong(&mt_state, &expect, MT_STATE_INIT)) {
+        while (atomic_load(&mt_state) != MT_STATE_READY)
+            __builtin_ia32_pause();
+        return;
+    }
+    mt_t.in_agent++;
+    int ok = resolve_real();
+    if (!ok)
+        mt_say("cannot find the real malloc family (dlsym RTLD_NEXT failed); running untracked");
+    const unsigned char *rnd = (const unsigned char *)getauxval(AT_RANDOM);
+    if (rnd)
+        memcpy(&mt_secret, rnd, sizeof mt_secret);
+    mt_secret ^= (uint64_t)(uintptr_t)&mt_secret;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    mt_start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    mt_counters_init();
+
+    mt_opt.mode = MT_MODE_SUMMARY;
+    mt_opt.on_error = MT_ON_ERROR_REPORT;
+    strcpy(mt_opt.output, "memtrail.%p.mtr");
+    const char *env = getenv("MEMTRAIL_OPTIONS");
+    if (ok && env && parse_options(env) < 0)
+        ok = 0;
+    absolutize_output();
+    mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
+    if (mt_tracking)
+        pthread_atfork(NULL, NULL, after_fork_child);
+    atomic_store(&mt_state, MT_STATE_READY);
+    atomic_store(&mt_hot, mt_tracking);
+    mt_t.in_agent--;
+}
+
+__attribute__((constructor)) static void mt_constructor(void)
+{
+    if (atomic_load(&mt_state) == MT_STATE_UNINIT && !mt_t.in_agent)
+        mt_init_slow();
+}
+
+/* Runs from _dl_fini, after the program's own atexit handlers and the
+ * destructors of libraries loaded after us. */
+__attribute__((destructor)) static void mt_destructor(void)
+{
+    if (mt_tracking)
+        mt_report_write_to(NULL, "exit");
+}

@@ -1,0 +1,36 @@
+/* out.h — formatted output without malloc or stdio.
+ *
+ * The agent must format reports and error lines from inside malloc, from
+ * exit handlers and (later) from signal handlers, where snprintf and stdio
+ * may allocate or take locks. mt_out appends into a caller-owned buffer and,
+ * when it has a file descriptor, flushes to it with write(2) as it fills. */
+#ifndef MT_COMMON_OUT_H
+#define MT_COMMON_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mt_out {
+    char *buf;
+    size_t cap;
+    size_t len;
+    int fd;      /* -1: memory only, output past cap is dropped */
+    int err;     /* first negative errno from write(2), or -ENOSPC */
+} mt_out;
+
+void mt_out_init(mt_out *o, char *buf, size_t cap, int fd);
+void mt_out_str(mt_out *o, const char *s);
+void mt_out_mem(mt_out *o, const char *s, size_t n);
+void mt_out_char(mt_out *o, char c);
+void mt_out_u64(mt_out *o, uint64_t v);
+void mt_out_i64(mt_out *o, int64_t v);
+void mt_out_hex(mt_out *o, uint64_t v);   /* 0x-prefixed */
+/* Writes what is buffered; returns 0 or the first error seen. */
+int mt_out_flush(mt_out *o);
+/* NUL-terminates a memory-only buffer (truncating if full) and returns it. */
+const char *mt_out_cstr(mt_out *o);
+
+/* write(2) all of buf, retrying on EINTR and short writes. 0 or -errno. */
+int mt_write_all(int fd, const void *buf, size_t n);
+
+#endif

@@ -1,0 +1,26 @@
+# Shared helpers for the shell tests. Source it; it sets MT (the CLI),
+# MT_ASAN (the ASan+UBSan build of the CLI), AGENT and T (a scratch dir).
+set -u
+MT_ROOT=${MT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$MT_ROOT/$BUILD ;; esac
+MT=$BUILD/bin/memtrail
+MT_ASAN=$BUILD/asan/bin/memtrail
+AGENT=$BUILD/lib/libmemtrail.so
+TBIN=$BUILD/tests/agent
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+# check NAME COMMAND...: passes when the command succeeds.
+check() { local n=$1; shift; if "$@"; then pass "$n"; else fail "$n" "command failed: $*"; fi; }
+# expect_eq NAME EXPECTED ACTUAL
+expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "expected '$2', got '$3'"; fi; }
+# expect_match NAME REGEX TEXT
+expect_match() { if printf '%s' "$3" | grep -Eq -- "$2"; then pass "$1"; else fail "$1" "'$3' does not match /$2/"; fi; }
+# json_get FILE EXPR: evaluates a Python expression over the parsed JSON `j`
+# (python3 is the independent JSON parser here).
+json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
