@@ -24,7 +24,9 @@ PC    := $(BUILD)/lib/pkgconfig/memtrail.pc
 
 # Test programs that run under the agent (plain build, no sanitizer: the
 # agent interposes malloc, and so would ASan).
-AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/agent/%,$(wildcard tests/agent/*.c))
+AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/agent/%,$(wildcard tests/agent/*.c)) \
+               $(patsubst tests/agent/%.cc,$(BUILD)/tests/agent/%,$(wildcard tests/agent/*.cc))
+CXX      ?= c++
 # Unit tests of CLI-side code, built with ASan+UBSan.
 UNIT_TESTS  := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/common/*.c tests/report/*.c tests/cli/*.c))
 ASAN_BIN    := $(BUILD)/asan/bin/memtrail
@@ -57,6 +59,11 @@ $(BUILD)/tests/agent/%: tests/agent/%.c $(STUB) include/memtrail.h $(wildcard te
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/lib -lmemtrail-stub \
 	  -Wl,-rpath,'$$ORIGIN/../../lib' -lpthread
+
+$(BUILD)/tests/agent/%: tests/agent/%.cc $(STUB) include/memtrail.h $(wildcard tests/agent/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -Iinclude $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/lib \
+	  -lmemtrail-stub -Wl,-rpath,'$$ORIGIN/../../lib'
 
 $(ASAN_BIN): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(dir $@)

@@ -73,6 +73,8 @@ size_t mt_arena_size(const void *p);
 /* report_write.c: writes the summary report; path NULL = configured output.
  * reason: "exit", "api", "signal". Returns 0 or -errno. */
 int mt_report_write_to(const char *path_template, const char *reason);
+/* Keeps /proc/self/cmdline as it was at start-up. */
+void mt_report_capture_cmdline(void);
 
 /* Own memory from mmap, counted as overhead. */
 void *mt_os_alloc(size_t size);

@@ -123,20 +123,38 @@ static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, cons
 
 /* ---- tracked blocks ---------------------------------------------------- */
 
-static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+/* Writes header and canary for a block of `size` bytes in `real`. */
+static char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, uint32_t site)
 {
     char *p = (char *)real + (1ull << shift);
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = mt_word(size, cat, shift);
     h->word = word;
-    h->site = 0;
-    h->check = mt_hash(p, word, 0);
+    h->site = site;
+    h->check = mt_hash(p, word, site);
     if (size < MT_TAIL_MAX) {
         uint16_t t = mt_tail_value(h->check);
         memcpy(p + size, &t, sizeof t);
     }
+    return p;
+}
+
+static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+{
+    char *p = fill_header(real, size, cat, shift, 0);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     return p;
+}
+
+/* Marks a block freed (header and tombstone) and gives it back. */
+static void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
+{
+    h->check ^= MT_FREED_XOR;
+    if (size + 2 >= 8) { /* room for the tombstone: the size plus the canary */
+        uint64_t tomb = mt_tombstone(p, size, cat);
+        memcpy(p, &tomb, sizeof tomb);
+    }
+    mt_real_fn.free((char *)p - (1ull << shift));
 }
 
 static void release(void *p, mt_hdr *h)
@@ -144,11 +162,8 @@ static void release(void *p, mt_hdr *h)
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     check_tail(p, h, size);
-    h->check ^= MT_FREED_XOR;
-    uint64_t tomb = mt_tombstone(p, size, cat);
-    memcpy(p, &tomb, sizeof tomb);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
-    mt_real_fn.free((char *)p - (1ull << shift));
+    free_block(p, h, size, cat, shift);
 }
 
 static void *alloc_plain(size_t n, unsigned cat)
@@ -239,32 +254,26 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     uint32_t site = h->site;
     check_tail(p, h, size);
-    if (shift != MT_PLAIN_SHIFT) {
-        /* realloc does not keep alignment: move to a plain block. */
-        void *np = alloc_plain(n, cat);
-        if (np) {
-            memcpy(np, p, size < n ? size : n);
-            release(p, h);
-        }
-        return np;
-    }
     if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
         return NULL;
     }
-    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
-    if (!real)
-        return NULL; /* the old block is untouched */
-    char *np = real + MT_HDR_SIZE;
-    mt_hdr *nh = (mt_hdr *)np - 1;
-    nh->word = mt_word(n, cat, shift);
-    nh->site = site;
-    nh->check = mt_hash(np, nh->word, nh->site);
-    if (n < MT_TAIL_MAX) {
-        uint16_t t = mt_tail_value(nh->check);
-        memcpy(np + n, &t, sizeof t);
+    char *np;
+    if (shift != MT_PLAIN_SHIFT) {
+        /* realloc does not keep alignment: move to a plain block. */
+        void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
+        if (!real)
+            return NULL;
+        np = fill_header(real, n, cat, MT_PLAIN_SHIFT, site);
+        memcpy(np, p, size < n ? size : n);
+        free_block(p, h, size, cat, shift);
+    } else {
+        char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
+        if (!real)
+            return NULL; /* the old block is untouched */
+        np = fill_header(real, n, cat, shift, site);
     }
-    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, shift) - mt_overhead(size, shift));
+    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
     return np;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -248,8 +249,10 @@ void mt_init_slow(void)
         ok = 0;
     absolutize_output();
     mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
-    if (mt_tracking)
+    if (mt_tracking) {
         pthread_atfork(NULL, NULL, after_fork_child);
+        mt_report_capture_cmdline();
+    }
     atomic_store(&mt_state, MT_STATE_READY);
     atomic_store(&mt_hot, mt_tracking);
     mt_t.in_agent--;
@@ -260,6 +263,18 @@ __attribute__((constructor)) static void mt_constructor(void)
     if (atomic_load(&mt_state) == MT_STATE_UNINIT && !mt_t.in_agent)
         mt_init_slow();
 }
+
+/* _exit and _Exit skip destructors (dash leaves this way): write the
+ * report first. exit() reaches _exit inside libc without coming here. */
+static _Noreturn void exit_now(int status)
+{
+    if (atomic_load(&mt_hot))
+        mt_report_write_to(NULL, "exit");
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+MT_EXPORT void _exit(int status) { exit_now(status); }
+MT_EXPORT void _Exit(int status) { exit_now(status); }
 
 /* Runs from _dl_fini, after the program's own atexit handlers and the
  * destructors of libraries loaded after us. */

@@ -39,38 +39,45 @@ static int expand_path(const char *tmpl, char *out, size_t cap)
     return 0;
 }
 
-/* /proc/self/cmdline with NULs as spaces and \s \n \\ escapes. */
-static void write_cmdline(mt_out *o)
+/* The command line, read at start-up: programs may rewrite their argv in
+ * place later (sqlite3 does). */
+static char cmdline_buf[16384];
+static size_t cmdline_len;
+
+void mt_report_capture_cmdline(void)
 {
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    char buf[1024];
     ssize_t n;
-    int pending_space = 0;
-    size_t total = 0;
-    while ((n = read(fd, buf, sizeof buf)) > 0 && total < 65536) {
-        total += (size_t)n;
-        for (ssize_t i = 0; i < n; i++) {
-            char c = buf[i];
-            if (c == '\0') {
-                pending_space = 1;
-                continue;
-            }
-            if (pending_space)
-                mt_out_char(o, ' ');
-            pending_space = 0;
-            if (c == ' ')
-                mt_out_str(o, "\\s");
-            else if (c == '\n')
-                mt_out_str(o, "\\n");
-            else if (c == '\\')
-                mt_out_str(o, "\\\\");
-            else
-                mt_out_char(o, c);
-        }
-    }
+    while (cmdline_len < sizeof cmdline_buf &&
+           (n = read(fd, cmdline_buf + cmdline_len, sizeof cmdline_buf - cmdline_len)) > 0)
+        cmdline_len += (size_t)n;
     close(fd);
+}
+
+/* The arguments separated by spaces (one per argument end, so empty
+ * arguments survive), with \s \n \\ escapes. */
+static void write_cmdline(mt_out *o)
+{
+    int pending = 0;
+    for (size_t i = 0; i < cmdline_len; i++) {
+        char c = cmdline_buf[i];
+        if (c == '\0') {
+            pending++;
+            continue;
+        }
+        for (; pending > 0; pending--)
+            mt_out_char(o, ' ');
+        if (c == ' ')
+            mt_out_str(o, "\\s");
+        else if (c == '\n')
+            mt_out_str(o, "\\n");
+        else if (c == '\\')
+            mt_out_str(o, "\\\\");
+        else
+            mt_out_char(o, c);
+    }
 }
 
 static void write_counts(mt_out *o, const mt_catsum *c)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# First contact with memtrail: installs what is missing (scripts/deps.sh),
+# builds (make), runs a real program under memtrail's summary mode and prints
+# the report it wrote. The program is SQLite on the shared benchmark workload
+# (~1.9 M allocations) when sqlite3 and the workload are there, else CPython,
+# else `ls -R /usr/include`.
+# Usage: scripts/demo.sh   (MT_SHARED overrides ROOT/../shared, BUILD build/)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+SHARED=${MT_SHARED:-$ROOT/../shared}
+WORKLOAD=$SHARED/bench/workload.sql
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "checking build dependencies (scripts/deps.sh)"
+bash scripts/deps.sh
+
+step "building (make)"
+make BUILD="$BUILD"
+
+if command -v sqlite3 >/dev/null 2>&1 && [ -f "$WORKLOAD" ]; then
+    WORKLOAD=$(cd "$(dirname "$WORKLOAD")" && pwd)/workload.sql
+    # sqlite3 splits a dot-command's argument on blanks: quote only if needed.
+    if [[ $WORKLOAD =~ [[:space:]] ]]; then WORKLOAD="'$WORKLOAD'"; fi
+    prog=(sqlite3 :memory: ".read $WORKLOAD")
+elif command -v python3 >/dev/null 2>&1; then
+    prog=(python3 -c 'd = {i: str(i) * 8 for i in range(200000)}; print(len(d))')
+else
+    prog=(ls -R /usr/include)
+fi
+
+rm -f "$BUILD"/demo.*.mtr
+shown=""
+for a in "${prog[@]}"; do
+    if [[ $a =~ [^[:alnum:]_./:%=-] ]]; then shown+=" \"$a\""; else shown+=" $a"; fi
+done
+step "running: $BUILD/bin/memtrail run -o $BUILD/demo.%p.mtr --$shown"
+# The program's own output is not the point; memtrail's line on stderr is.
+"$BUILD/bin/memtrail" run -o "$BUILD/demo.%p.mtr" -- "${prog[@]}" >/dev/null
+
+# The newest report (a program that forks leaves one per process).
+report=""
+for f in "$BUILD"/demo.*.mtr; do
+    [ -e "$f" ] || continue
+    if [ -z "$report" ] || [ "$f" -nt "$report" ]; then report=$f; fi
+done
+if [ -z "$report" ]; then
+    echo "demo.sh: memtrail wrote no report in $BUILD/ (expected $BUILD/demo.PID.mtr)" >&2
+    exit 1
+fi
+
+step "$BUILD/bin/memtrail report summary $report"
+"$BUILD/bin/memtrail" report summary "$report"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages memtrail needs to build, test and
+# benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
+# `make check`, python3, sqlite3 and heaptrack. Prints nothing and touches
+# nothing when all is there; otherwise runs apt-get update + install,
+# non-interactively, through sudo when not root.
+# Usage: scripts/deps.sh   (exit 0 when everything is there afterwards)
+set -euo pipefail
+
+say() { echo "deps.sh: $*" >&2; }
+
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() {
+    [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
+}
+
+# Does gcc link a program with -fsanitize=address,undefined (the Makefile's
+# ASan+UBSan build)?
+sanitizers_link() {
+    have_cmd gcc || return 1
+    local d rc
+    d=$(mktemp -d "${TMPDIR:-/tmp}/mt-deps.XXXXXX")
+    printf 'int main(void) { return 0; }\n' >"$d/t.c"
+    if gcc -fsanitize=address,undefined -o "$d/t" "$d/t.c" >/dev/null 2>&1; then rc=0; else rc=1; fi
+    rm -rf "$d"
+    return "$rc"
+}
+
+# The sanitizer runtime packages for the installed gcc: the libasan*/libubsan*
+# that its libgcc-N-dev depends on (libasan8 and libubsan1 for gcc 12-14).
+sanitizer_pkgs() {
+    local major dev pkgs
+    major=$(gcc -dumpversion 2>/dev/null | cut -d. -f1)
+    dev=libgcc-$major-dev
+    pkgs=$(apt-cache depends "$dev" 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^lib(asan|ubsan)[0-9]+$/ { print $2 }' | sort -u)
+    [ -n "$pkgs" ] || pkgs="libasan8 libubsan1"
+    # shellcheck disable=SC2086 # one word per package
+    echo "$dev" $pkgs
+}
+
+missing=()
+want() { # PACKAGE: add once
+    local p
+    for p in "${missing[@]+"${missing[@]}"}"; do [ "$p" = "$1" ] && return 0; done
+    missing+=("$1")
+}
+
+check() {
+    missing=()
+    have_cmd gcc || want gcc
+    have_cmd cc || want gcc # make's default $(CC)
+    have_cmd make || want make
+    have_cmd python3 || want python3
+    have_cmd sqlite3 || want sqlite3
+    have_cmd heaptrack || want heaptrack
+    if have_cmd dpkg-query; then
+        have_pkg libc6-dev || want libc6-dev
+    fi
+}
+
+SUDO=()
+apt_install() { # PACKAGES...
+    if ! have_cmd apt-get; then
+        say "missing: $* — this is not an apt-based system; install them by hand"
+        exit 1
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        have_cmd sudo || { say "missing: $* — not root and no sudo; install them by hand"; exit 1; }
+        SUDO=(sudo)
+    fi
+    say "installing: $*"
+    if [ -z "${updated:-}" ]; then
+        "${SUDO[@]+"${SUDO[@]}"}" env DEBIAN_FRONTEND=noninteractive apt-get -q update
+        updated=1
+    fi
+    "${SUDO[@]+"${SUDO[@]}"}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get -q install -y --no-install-recommends "$@"
+}
+
+check
+if [ "${#missing[@]}" -gt 0 ]; then
+    apt_install "${missing[@]}"
+    check
+    if [ "${#missing[@]}" -gt 0 ]; then
+        say "still missing after install: ${missing[*]}"
+        exit 1
+    fi
+fi
+
+# gcc normally brings its sanitizer runtimes (libgcc-N-dev depends on them),
+# but a minimal image may lack them: check the link itself.
+if ! sanitizers_link; then
+    # shellcheck disable=SC2046 # one word per package
+    apt_install $(sanitizer_pkgs)
+    if ! sanitizers_link; then
+        say "gcc -fsanitize=address,undefined still does not link a test program"
+        exit 1
+    fi
+fi
+exit 0

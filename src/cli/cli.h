@@ -1,0 +1,44 @@
+/* cli.h — the memtrail command-line tool: one cmd_<name>() per subcommand
+ * (each in src/cli/cmd_<name>.c, dispatched from the table in main.c) and
+ * the helpers they share for option parsing and error lines.
+ *
+ * Exit codes: 0 ok, 1 the tool failed, 2 bad usage; `run` passes the
+ * traced program's own status through. */
+#ifndef MT_CLI_H
+#define MT_CLI_H
+
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+/* Subcommands: argv[0] is the subcommand's name. */
+int cmd_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* "memtrail: <message>" on stderr; returns CLI_FAILED. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "memtrail: <message>" and "Try 'memtrail CMD --help'." on stderr;
+ * returns CLI_USAGE. `cmd` may be NULL for the top level. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Match argv[*i] against an option taking a value: a long option `name`
+ * ("--output") as "--output V" or "--output=V", or a short one `short_name`
+ * ("-o", may be NULL) as "-o V" or "-oV". Returns 1 and sets *value (and
+ * advances *i past a separate value), 0 when argv[*i] is another option, or
+ * -1 after printing a usage error (value missing). */
+int cli_option_value(const char *cmd, int argc, char **argv, int *i, const char *name,
+                     const char *short_name, const char **value);
+
+/* Find `cmd` as execvp would (PATH search unless it has a slash). Returns 0
+ * and a malloc'd path, or -ENOENT, -EACCES, -ENOMEM. (run_check.c) */
+int run_resolve_command(const char *cmd, char **resolved);
+
+/* Refuse a program the agent cannot get into: setuid/setgid, file
+ * capabilities, statically linked, not 64-bit ELF (a script's interpreter
+ * is checked too). Returns 0, or CLI_FAILED after printing why; `shown` is
+ * the name used in the message. (run_check.c) */
+int run_check_program(const char *path, const char *shown);
+
+/* True for "-h" and "--help". */
+int cli_is_help(const char *arg);
+
+#endif /* MT_CLI_H */

@@ -1,0 +1,446 @@
+/* cmd_run.c — `memtrail run [--mode summary] [-o FILE] [--] CMD ARGS...`:
+ * starts CMD with the agent (libmemtrail.so) preloaded and its options in
+ * MEMTRAIL_OPTIONS, waits for it, says where its summary report went, and
+ * exits with CMD's own status (128+N when signal N killed it). */
+#include "cli/cli.h"
+#include "report/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char run_usage[] =
+    "usage: memtrail run [--mode summary] [-o FILE] [--] CMD [ARGS...]\n"
+    "\n"
+    "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
+    "summary report when it exits. CMD is found on PATH as a shell would.\n"
+    "memtrail's exit status is CMD's own (128+N when signal N killed it).\n"
+    "\n"
+    "Options:\n"
+    "  --mode MODE      what to record; accepted: summary (the default)\n"
+    "  -o, --output FILE\n"
+    "                   where the report goes (default memtrail.%p.mtr);\n"
+    "                   %p is the pid, %e the program name, %% a percent sign.\n"
+    "                   With %p, each forked child writes its own report.\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "Environment:\n"
+    "  MEMTRAIL_LIB      the agent to preload (default: ../lib/libmemtrail.so\n"
+    "                    next to this memtrail binary)\n"
+    "  MEMTRAIL_OPTIONS  agent options; memtrail's own keys are appended, so they win\n"
+    "  LD_PRELOAD        kept; the agent is put first\n"
+    "\n"
+    "Refused, because nothing could be tracked: setuid/setgid programs and\n"
+    "programs with file capabilities (the loader ignores LD_PRELOAD for them)\n"
+    "and statically linked programs (no malloc to interpose).\n"
+    "\n"
+    "Then: memtrail report summary FILE\n";
+
+static const char *const modes[] = { "summary" };
+
+/* Check an output template: only %p, %e and %% expand; anything else
+ * after % would be read differently by the agent, so it is refused. */
+static int check_template(const char *t)
+{
+    for (const char *p = t; *p; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        if (*p == '\0')
+            return cli_usage_error("run", "-o: '%s' ends in a lone '%%' (write %%%% for a percent sign)", t);
+        if (*p != 'p' && *p != 'e' && *p != '%')
+            return cli_usage_error("run", "-o: unknown '%%%c' in '%s' (accepted: %%p, %%e, %%%%)", *p, t);
+    }
+    return 0;
+}
+
+/* The template with %p, %e and %% expanded, as the agent expands it. */
+static char *expand_output(const char *t, pid_t pid, const char *prog)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return NULL;
+    for (const char *p = t; *p; p++) {
+        if (*p != '%' || p[1] == '\0') {
+            fputc(*p, m);
+            continue;
+        }
+        p++;
+        if (*p == 'p')
+            fprintf(m, "%d", (int)pid);
+        else if (*p == 'e')
+            fputs(prog, m);
+        else
+            fputc(*p, m);
+    }
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* The agent can only say it failed to write, at the very end: find a
+ * missing or unwritable directory before the program runs instead. */
+static int check_output_dir(const char *out_abs)
+{
+    const char *slash = strrchr(out_abs, '/');
+    size_t len = slash > out_abs ? (size_t)(slash - out_abs) : 1;
+    char *d = strndup(out_abs, len);
+    if (!d)
+        return cli_error("out of memory");
+    int rc = 0;
+    if (!strchr(d, '%') && access(d, W_OK | X_OK) != 0)
+        rc = cli_error("cannot write the report in %s: %s", d, strerror(errno));
+    free(d);
+    return rc;
+}
+
+/* MEMTRAIL_OPTIONS escaping: inside a value, ':' is "\:" and '\' is "\\". */
+static void put_option_value(FILE *m, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == ':' || *v == '\\')
+            fputc('\\', m);
+        fputc(*v, m);
+    }
+}
+
+/* The agent: $MEMTRAIL_LIB, or ../lib/libmemtrail.so beside this binary
+ * (build/bin -> build/lib, PREFIX/bin -> PREFIX/lib). Returns an absolute,
+ * resolved path (LD_PRELOAD must not depend on the program's cwd) or NULL
+ * after printing why. */
+static char *find_agent(void)
+{
+    const char *env = getenv("MEMTRAIL_LIB");
+    char guess[PATH_MAX + 32];
+    const char *path = env && *env ? env : NULL;
+    if (!path) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n < 0) {
+            cli_error("cannot find the agent: /proc/self/exe: %s (set MEMTRAIL_LIB)", strerror(errno));
+            return NULL;
+        }
+        self[n] = '\0';
+        snprintf(guess, sizeof guess, "%s/../lib/libmemtrail.so", dirname(self));
+        path = guess;
+    }
+    char *agent = realpath(path, NULL);
+    if (!agent || access(agent, R_OK) != 0) {
+        cli_error("agent library %s not found: %s (%s)", path, strerror(errno),
+                  env && *env ? "MEMTRAIL_LIB names it" : "build it with 'make', or set MEMTRAIL_LIB");
+        free(agent);
+        return NULL;
+    }
+    if (strpbrk(agent, ": \t\n")) {
+        cli_error("agent path %s contains ':' or whitespace, which LD_PRELOAD cannot express", agent);
+        free(agent);
+        return NULL;
+    }
+    return agent;
+}
+
+/* LD_PRELOAD=agent[:old] and MEMTRAIL_OPTIONS=[old:]mode=M:output=OUT. */
+static int set_agent_env(const char *agent, const char *mode, const char *output)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char *preload = NULL, *opts = NULL;
+    size_t len;
+    if (old && *old) {
+        if (asprintf(&preload, "%s:%s", agent, old) < 0)
+            return cli_error("out of memory");
+    } else if (!(preload = strdup(agent))) {
+        return cli_error("out of memory");
+    }
+    FILE *m = open_memstream(&opts, &len);
+    if (!m) {
+        free(preload);
+        return cli_error("out of memory");
+    }
+    const char *old_opts = getenv("MEMTRAIL_OPTIONS");
+    if (old_opts && *old_opts) {
+        size_t n = strlen(old_opts), bs = 0;
+        while (bs < n && old_opts[n - 1 - bs] == '\\')
+            bs++;
+        fprintf(m, "%s%s:", old_opts, bs % 2 ? "\\" : "");  /* a dangling '\' must not eat our ':' */
+    }
+    fprintf(m, "mode=%s:output=", mode);
+    put_option_value(m, output);
+    int bad = fclose(m) != 0;
+    if (bad || setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MEMTRAIL_OPTIONS", opts, 1) < 0) {
+        free(preload);
+        free(opts);
+        return cli_error("cannot set up the environment: %s", strerror(errno ? errno : ENOMEM));
+    }
+    free(preload);
+    free(opts);
+    return 0;
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* memtrail killed or hung up: pass it on to the program, whose status we
+ * then report as usual. */
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+    ssize_t n;
+    do
+        n = read(fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    return n;
+}
+
+struct launch {
+    const char *path;       /* the resolved program */
+    char **argv;            /* its arguments, argv[0] as the user wrote it */
+    const char *out_abs;    /* the output template, absolute */
+    const char *prog;       /* %e */
+};
+
+struct outcome {
+    pid_t pid;
+    int status;             /* from waitpid */
+    char *report;           /* expanded output path (absolute) */
+    bool stale;             /* the file there predates this run */
+};
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mtim.tv_sec == b->st_mtim.tv_sec
+           && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_size == b->st_size;
+}
+
+/* fork + exec + wait. The child waits for a go byte so that the parent can
+ * note what sits at the report path before the program can write there,
+ * and reports a failed exec through a close-on-exec pipe. */
+static int launch(const struct launch *l, struct outcome *o)
+{
+    int go[2], errp[2];
+    if (pipe2(go, O_CLOEXEC) < 0)
+        return cli_error("pipe: %s", strerror(errno));
+    if (pipe2(errp, O_CLOEXEC) < 0) {
+        close(go[0]);
+        close(go[1]);
+        return cli_error("pipe: %s", strerror(errno));
+    }
+    /* As system(): the program gets ^C and ^\, memtrail waits for it. */
+    struct sigaction ign = { .sa_handler = SIG_IGN }, dfl = { .sa_handler = SIG_DFL };
+    struct sigaction old_int, old_quit, old_chld, old_term, old_hup;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    sigaction(SIGCHLD, &dfl, &old_chld);   /* an inherited SIG_IGN would reap it for us */
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        sigaction(SIGCHLD, &old_chld, NULL);
+        close(go[0]), close(go[1]), close(errp[0]), close(errp[1]);
+        return cli_error("fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        sigaction(SIGCHLD, &old_chld, NULL);
+        close(go[1]);
+        close(errp[0]);
+        char c;
+        if (read_full(go[0], &c, 1) != 1)
+            _exit(127);     /* the parent went away */
+        execv(l->path, l->argv);
+        if (errno == ENOEXEC) {     /* no #! line: a shell script, as execvp does */
+            int n = 0;
+            while (l->argv[n])
+                n++;
+            char **sh = calloc((size_t)n + 2, sizeof *sh);
+            if (sh) {
+                sh[0] = (char *)"sh";
+                sh[1] = (char *)l->path;
+                memcpy(sh + 2, l->argv + 1, (size_t)n * sizeof *sh);
+                execv("/bin/sh", sh);
+            }
+        }
+        int e = errno;
+        ssize_t w = write(errp[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(go[0]);
+    close(errp[1]);
+    o->pid = pid;
+    o->report = expand_output(l->out_abs, pid, l->prog);
+    struct stat before;
+    bool existed = o->report && stat(o->report, &before) == 0;
+    ssize_t w = write(go[1], "g", 1);
+    (void)w;    /* if the child is gone, waitpid tells */
+    close(go[1]);
+    int exec_errno = 0;
+    bool exec_failed = read_full(errp[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno;
+    close(errp[0]);
+
+    child_pid = pid;
+    struct sigaction fwd = { .sa_handler = forward_signal };
+    sigemptyset(&fwd.sa_mask);
+    sigaction(SIGTERM, &fwd, &old_term);
+    sigaction(SIGHUP, &fwd, &old_hup);
+    pid_t got;
+    do
+        got = waitpid(pid, &o->status, 0);
+    while (got < 0 && errno == EINTR);
+    int wait_errno = errno;
+    child_pid = 0;
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+
+    if (got < 0)
+        return cli_error("waitpid: %s", strerror(wait_errno));
+    if (exec_failed)
+        return cli_error("cannot run %s: %s", l->argv[0], strerror(exec_errno));
+    if (!o->report)
+        return cli_error("out of memory");
+    struct stat after;
+    o->stale = existed && stat(o->report, &after) == 0 && same_file(&before, &after);
+    return 0;
+}
+
+static void announce_report(const struct outcome *o, const char *out_template, const char *prog)
+{
+    char *shown = expand_output(out_template, o->pid, prog);
+    const char *path = shown ? shown : o->report;
+    struct stat st;
+    if (!o->stale && stat(o->report, &st) == 0) {
+        fprintf(stderr, "memtrail: summary report of %d written to %s\n", (int)o->pid, path);
+        fputs("memtrail: read it with: memtrail report summary ", stderr);
+        report_shell_quote(stderr, path);
+        fputc('\n', stderr);
+    } else if (o->stale) {
+        fprintf(stderr, "memtrail: no new report from %d: %s is from an earlier run\n", (int)o->pid, path);
+    } else {
+        fprintf(stderr, "memtrail: no report from %d at %s: ", (int)o->pid, path);
+        if (WIFSIGNALED(o->status))
+            fprintf(stderr, "it was killed by signal %d (%s) before the agent could write one\n",
+                    WTERMSIG(o->status), strsignal(WTERMSIG(o->status)));
+        else
+            fputs("the program may have called _exit(), exec'd another program, been killed,\n"
+                  "memtrail: or the agent was not loaded (see any loader message above)\n", stderr);
+    }
+    free(shown);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *mode = "summary", *output = "memtrail.%p.mtr";
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i], *value;
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-' || arg[1] == '\0')
+            break;      /* CMD without "--" */
+        if (cli_is_help(arg)) {
+            fputs(run_usage, stdout);
+            return CLI_OK;
+        }
+        int m = cli_option_value("run", argc, argv, &i, "--mode", NULL, &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            bool known = false;
+            for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
+                known |= strcmp(value, modes[k]) == 0;
+            if (!known)
+                return cli_usage_error("run", "--mode: unknown mode '%s' (accepted: summary)", value);
+            mode = value;
+            continue;
+        }
+        m = cli_option_value("run", argc, argv, &i, "--output", "-o", &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            if (*value == '\0')
+                return cli_usage_error("run", "-o: empty file name");
+            output = value;
+            continue;
+        }
+        return cli_usage_error("run", "unknown option '%s' (put the command after '--')", arg);
+    }
+    if (i >= argc)
+        return cli_usage_error("run", "missing the command to run");
+    if (check_template(output) != 0)
+        return CLI_USAGE;
+    char **cmd = argv + i;
+
+    char *path = NULL;
+    int rc = run_resolve_command(cmd[0], &path);
+    if (rc == -ENOMEM)
+        return cli_error("out of memory");
+    if (rc < 0)
+        return cli_error("%s: %s", cmd[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+    if (run_check_program(path, cmd[0]) != 0) {
+        free(path);
+        return CLI_FAILED;
+    }
+    char *agent = find_agent();
+    if (!agent) {
+        free(path);
+        return CLI_FAILED;
+    }
+
+    /* The agent resolves a relative path against the program's cwd, which
+     * the program may change: give it an absolute one. */
+    char *out_abs = NULL, *cwd = NULL;
+    if (output[0] == '/') {
+        out_abs = strdup(output);
+    } else if ((cwd = getcwd(NULL, 0)) != NULL) {
+        if (asprintf(&out_abs, "%s/%s", cwd, output) < 0)
+            out_abs = NULL;
+    }
+    free(cwd);
+    if (out_abs && (rc = check_output_dir(out_abs)) != 0) {
+        free(out_abs);
+        free(agent);
+        free(path);
+        return rc;
+    }
+    const char *prog = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
+    struct outcome o = {0};
+    if (!out_abs)
+        rc = cli_error("cannot make the output path absolute: %s", strerror(errno));
+    else if ((rc = set_agent_env(agent, mode, out_abs)) == 0) {
+        struct launch l = { path, cmd, out_abs, prog };
+        rc = launch(&l, &o);
+    }
+    if (rc == 0) {
+        announce_report(&o, output, prog);
+        rc = WIFSIGNALED(o.status) ? 128 + WTERMSIG(o.status) : WEXITSTATUS(o.status);
+    }
+    free(o.report);
+    free(out_abs);
+    free(agent);
+    free(path);
+    return rc;
+}

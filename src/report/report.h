@@ -1,0 +1,128 @@
+/* report.h — the summary report (.mtr) as the CLI sees it: one struct that
+ * holds everything a report file says, a reader that fills it
+ * (report_read.c) and the printers that turn it into NMT-like text or JSON
+ * (report_print.c). The file format is docs/report-format.md.
+ *
+ * This is CLI-side code: it allocates with malloc freely. Functions return
+ * 0 or a negative errno code and, on error, leave one line in the caller's
+ * buffer naming the file, the line and the problem (without the
+ * "memtrail: " prefix, which the CLI adds). */
+#ifndef MT_REPORT_H
+#define MT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The format version this reader understands (line 1: "memtrail-report 1"). */
+#define REPORT_FORMAT_VERSION 1
+
+/* Size of the error buffer callers should pass. */
+#define REPORT_ERR_MAX 512
+
+struct report_category {
+    char *name;
+    char *kind;             /* "malloc", "overhead", or what a newer writer says */
+    int64_t live_bytes;
+    int64_t live_count;
+    int64_t peak_bytes;
+    int64_t allocs;
+    int64_t frees;
+    int64_t reallocs;       /* 0 when the file has no reallocs= field */
+};
+
+struct report_total {
+    int64_t live_bytes;
+    int64_t live_count;
+    int64_t peak_bytes;
+    int64_t allocs;
+    int64_t frees;
+    int64_t reallocs; /* 0 when the file has no reallocs= field */
+};
+
+struct report_errors {
+    int64_t double_free;
+    int64_t bad_canary;
+    int64_t foreign_free;
+};
+
+/* Which single-valued lines were present (a truncated file may lack some). */
+enum {
+    REPORT_HAS_PID      = 1u << 0,
+    REPORT_HAS_PPID     = 1u << 1,
+    REPORT_HAS_EXE      = 1u << 2,
+    REPORT_HAS_CMDLINE  = 1u << 3,
+    REPORT_HAS_MODE     = 1u << 4,
+    REPORT_HAS_START    = 1u << 5,
+    REPORT_HAS_END_NS   = 1u << 6,
+    REPORT_HAS_REASON   = 1u << 7,
+    REPORT_HAS_TOTAL    = 1u << 8,
+    REPORT_HAS_ERRORS   = 1u << 9,
+};
+
+struct report {
+    unsigned has;           /* REPORT_HAS_* bits */
+    int64_t pid;
+    int64_t ppid;
+    char *exe;
+    char **argv;            /* unescaped command line, argc entries */
+    size_t argc;
+    char *mode;
+    int64_t start_ns;
+    int64_t end_ns;
+    char *reason;
+    struct report_category *categories;   /* in file order */
+    size_t ncategories;
+    struct report_total total;
+    struct report_errors errors;
+    bool complete;          /* the end marker was read */
+    long lines_read;        /* complete lines accepted so far */
+};
+
+/* Read the report at `path` into `r` (which the function initialises).
+ * On any return, `r` holds what was read before the problem and must be
+ * released with report_free(). Errors:
+ *   -ENOENT, -EACCES, ...  the file cannot be opened or read
+ *   -EISDIR                path is a directory
+ *   -EINVAL                not a report (bad header, empty file)
+ *   -ENOTSUP               a newer format version
+ *   -EBADMSG               a corrupt line (bad value, bad field, ...)
+ *   -ERANGE                a number that does not fit in 64 bits
+ *   -ENODATA               truncated: no end marker; r holds every line
+ *                          before the cut and r->complete is false */
+int report_read(const char *path, struct report *r, char *err, size_t errlen);
+
+/* Same, reading from an open stream; `name` is used in messages. */
+int report_read_stream(FILE *f, const char *name, struct report *r,
+                       char *err, size_t errlen);
+
+void report_free(struct report *r);
+
+/* Parse a strict signed 64-bit decimal: optional '-', then digits only.
+ * Returns 0, -EINVAL (not an integer) or -ERANGE (overflow). */
+int report_parse_i64(const char *s, int64_t *out);
+
+/* Text output units for the summary. */
+struct report_scale {
+    const char *unit;       /* "KB", "MB", "GB" */
+    int64_t bytes;          /* 1024, 1024^2, 1024^3 */
+};
+
+/* Look up a --scale value (KB, MB, GB; lowercase accepted). Returns 0 or
+ * -EINVAL. */
+int report_scale_parse(const char *s, struct report_scale *out);
+
+/* `bytes` in `scale` units, rounded to the nearest (as NMT does). */
+int64_t report_scaled(int64_t bytes, int64_t scale);
+
+/* The NMT-like text summary and the JSON document (docs/cli.md). They
+ * print whatever `r` holds, complete or not. Return 0 or -EIO when the
+ * stream reports a write error. */
+int report_print_text(FILE *out, const struct report *r, const struct report_scale *scale);
+int report_print_json(FILE *out, const struct report *r);
+
+/* Write `s` so that a POSIX shell reads it back as one word. */
+void report_shell_quote(FILE *out, const char *s);
+
+#endif /* MT_REPORT_H */

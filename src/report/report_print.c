@@ -1,0 +1,375 @@
+/* report_print.c — the printers of a summary report: the NMT-like text
+ * summary (`memtrail report summary`), the JSON document (`--json`, keys
+ * documented in docs/cli.md), and the small helpers they share: scaling
+ * with NMT's rounding, JSON string escaping, shell quoting. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int report_scale_parse(const char *s, struct report_scale *out)
+{
+    static const struct report_scale scales[] = {
+        { "KB", 1024 }, { "MB", 1024 * 1024 }, { "GB", 1024 * 1024 * 1024 },
+    };
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) {
+        if (strcasecmp(s, scales[i].unit) == 0) {
+            *out = scales[i];
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* Nearest, halves away from zero, computed without overflow near INT64_MAX. */
+int64_t report_scaled(int64_t bytes, int64_t scale)
+{
+    int64_t q = bytes / scale, r = bytes % scale;
+    if (r >= 0 ? r >= scale - r : -r >= scale + r)
+        q += r >= 0 ? 1 : -1;
+    return q;
+}
+
+/* --- shell quoting, for command lines shown to a human ------------------ */
+
+static bool shell_safe(const char *s)
+{
+    if (*s == '\0')
+        return false;
+    for (; *s; s++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-", *s))
+            return false;
+    return true;
+}
+
+void report_shell_quote(FILE *out, const char *s)
+{
+    if (shell_safe(s)) {
+        fputs(s, out);
+        return;
+    }
+    bool control = false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        control |= *p < 0x20 || *p == 0x7f;
+    if (!control) {     /* '...' with each ' written as '\'' */
+        fputc('\'', out);
+        for (; *s; s++) {
+            if (*s == '\'')
+                fputs("'\\''", out);
+            else
+                fputc(*s, out);
+        }
+        fputc('\'', out);
+        return;
+    }
+    fputs("$'", out);   /* bash/zsh/ksh ANSI-C quoting, so newlines stay visible */
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\n')
+            fputs("\\n", out);
+        else if (*p == '\t')
+            fputs("\\t", out);
+        else if (*p == '\\' || *p == '\'')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\x%02x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('\'', out);
+}
+
+static void print_cmdline(FILE *out, const struct report *r)
+{
+    for (size_t i = 0; i < r->argc; i++) {
+        if (i)
+            fputc(' ', out);
+        report_shell_quote(out, r->argv[i]);
+    }
+}
+
+/* --- text ----------------------------------------------------------------- */
+
+/* NMT's layout: "-" and the name right-aligned in 26 columns, details
+ * continued under the opening parenthesis. */
+#define NAME_COLUMN 26
+#define CONTINUE "                            "   /* NAME_COLUMN + 2 spaces */
+
+static bool is_overhead(const struct report_category *c)
+{
+    return c->kind && strcmp(c->kind, "overhead") == 0;
+}
+
+/* Live bytes descending, then name, for a stable order. */
+static int by_live_desc(const void *a, const void *b)
+{
+    const struct report_category *x = *(const struct report_category *const *)a;
+    const struct report_category *y = *(const struct report_category *const *)b;
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes > y->live_bytes ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void print_category(FILE *out, const struct report_category *c, const struct report_scale *sc)
+{
+    const char *u = sc->unit;
+    int64_t live = report_scaled(c->live_bytes, sc->bytes);
+    /* Heap categories: reserved = committed = live bytes. Virtual memory
+     * categories will carry their own reserved/committed fields. */
+    fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
+            NAME_COLUMN, c->name, live, u, live, u);
+    if (is_overhead(c))
+        fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding)\n", out);
+    fprintf(out, CONTINUE "(malloc=%" PRId64 "%s #%" PRId64 ") (peak=%" PRId64 "%s)\n",
+            live, u, c->live_count, report_scaled(c->peak_bytes, sc->bytes), u);
+    fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->allocs, c->frees);
+    if (c->reallocs)
+        fprintf(out, " reallocs=%" PRId64, c->reallocs);
+    fputs(")\n\n", out);
+}
+
+static void print_title(FILE *out, const struct report *r)
+{
+    fputs("memtrail native memory summary: ", out);
+    if (r->has & REPORT_HAS_PID)
+        fprintf(out, "pid %" PRId64, r->pid);
+    else
+        fputs("pid unknown", out);
+    if (r->argc) {
+        fputs(", ", out);
+        print_cmdline(out, r);
+    } else if (r->exe) {
+        fprintf(out, ", %s", r->exe);
+    }
+    fputc('\n', out);
+
+    /* One line of context: what ran, how it was tracked, why it reported. */
+    const char *sep = "(";
+    if (r->exe) {
+        fprintf(out, "%sexe %s", sep, r->exe);
+        sep = ", ";
+    }
+    if (r->has & REPORT_HAS_PPID) {
+        fprintf(out, "%sparent %" PRId64, sep, r->ppid);
+        sep = ", ";
+    }
+    if (r->mode) {
+        fprintf(out, "%smode %s", sep, r->mode);
+        sep = ", ";
+    }
+    if (r->reason) {
+        const char *why = strcmp(r->reason, "exit") == 0 ? "written at exit"
+            : strcmp(r->reason, "api") == 0              ? "written by mt_report_write()"
+            : strcmp(r->reason, "signal") == 0           ? "written on a fatal signal"
+                                                         : NULL;
+        if (why)
+            fprintf(out, "%s%s", sep, why);
+        else
+            fprintf(out, "%sreason %s", sep, r->reason);
+        sep = ", ";
+    }
+    if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
+        uint64_t d = (uint64_t)r->end_ns - (uint64_t)r->start_ns;
+        if (d < 1000000000u)
+            fprintf(out, "%safter %" PRIu64 ".%03" PRIu64 " ms", sep, d / 1000000u, d % 1000000u / 1000u);
+        else
+            fprintf(out, "%safter %" PRIu64 ".%03" PRIu64 " s", sep, d / 1000000000u,
+                    d % 1000000000u / 1000000u);
+        sep = ", ";
+    }
+    if (sep[0] == ',')
+        fputs(")\n", out);
+    fputc('\n', out);
+}
+
+int report_print_text(FILE *out, const struct report *r, const struct report_scale *sc)
+{
+    const char *u = sc->unit;
+    print_title(out, r);
+
+    if (r->has & REPORT_HAS_TOTAL)
+        fprintf(out, "Total: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
+                "allocs=%" PRId64 ", frees=%" PRId64 "\n\n",
+                report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
+                report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees);
+    else
+        fputs("Total: not in the report (the file was cut short before it)\n\n", out);
+
+    const struct report_category **order = malloc((r->ncategories + 1) * sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < r->ncategories; i++) {
+        const struct report_category *c = &r->categories[i];
+        bool unused = !c->live_bytes && !c->live_count && !c->peak_bytes && !c->allocs
+                      && !c->frees && !c->reallocs;
+        if (!is_overhead(c) && !unused)
+            order[n++] = c;
+    }
+    qsort(order, n, sizeof *order, by_live_desc);
+    for (size_t i = 0; i < n; i++)
+        print_category(out, order[i], sc);
+    free(order);
+    /* memtrail's own cost is always shown, last, as NMT shows its own. */
+    bool overhead_seen = false;
+    for (size_t i = 0; i < r->ncategories; i++) {
+        if (is_overhead(&r->categories[i])) {
+            print_category(out, &r->categories[i], sc);
+            overhead_seen = true;
+        }
+    }
+    if (!overhead_seen)
+        fprintf(out, "-%*s (not in the report)\n\n", NAME_COLUMN, "memtrail overhead");
+
+    const struct report_errors *e = &r->errors;
+    if (e->double_free || e->bad_canary || e->foreign_free) {
+        static const char *const why[] = {
+            "a block freed twice",
+            "a block's guard bytes overwritten: an out-of-bounds write",
+            "free of a pointer memtrail did not hand out; passed through",
+        };
+        static const char *const name[] = { "double_free", "bad_canary", "foreign_free" };
+        const int64_t count[] = { e->double_free, e->bad_canary, e->foreign_free };
+        fputs("Errors detected by memtrail:\n", out);
+        for (int i = 0; i < 3; i++) {
+            char field[48];
+            snprintf(field, sizeof field, "%s=%" PRId64, name[i], count[i]);
+            fprintf(out, "    %-20s (%s)\n", field, why[i]);
+        }
+        fputc('\n', out);
+    }
+    if (!r->complete)
+        fprintf(out, "Incomplete: the report file was cut short after line %ld; "
+                "the numbers above are what it held.\n", r->lines_read);
+    return ferror(out) ? -EIO : 0;
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 (overlong forms,
+ * surrogates and code points past U+10FFFF are invalid). */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    else if (c >= 0xc2 && c <= 0xdf)
+        n = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, cp = c & 0x07;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff))
+        || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* A JSON string: quotes and backslashes escaped, control characters as
+ * \u00XX, bytes that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8). */
+static void json_string(FILE *out, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    fputc('"', out);
+    while (*s) {
+        size_t n = utf8_len(s);
+        if (n == 0) {
+            fputs("\\ufffd", out);
+            s++;
+        } else if (*s == '"' || *s == '\\') {
+            fprintf(out, "\\%c", *s++);
+        } else if (*s < 0x20 || *s == 0x7f) {
+            fprintf(out, "\\u%04x", *s++);
+        } else {
+            fwrite(s, 1, n, out);
+            s += n;
+        }
+    }
+    fputc('"', out);
+}
+
+static void json_opt_string(FILE *out, const char *key, const char *value)
+{
+    fprintf(out, "  \"%s\": ", key);
+    if (value)
+        json_string(out, value);
+    else
+        fputs("null", out);
+    fputs(",\n", out);
+}
+
+static void json_opt_int(FILE *out, const char *key, bool present, int64_t value)
+{
+    if (present)
+        fprintf(out, "  \"%s\": %" PRId64 ",\n", key, value);
+    else
+        fprintf(out, "  \"%s\": null,\n", key);
+}
+
+int report_print_json(FILE *out, const struct report *r)
+{
+    fputs("{\n", out);
+    json_opt_int(out, "pid", r->has & REPORT_HAS_PID, r->pid);
+    json_opt_int(out, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
+    json_opt_string(out, "exe", r->exe);
+    if (r->has & REPORT_HAS_CMDLINE) {
+        fputs("  \"cmdline\": [", out);
+        for (size_t i = 0; i < r->argc; i++) {
+            if (i)
+                fputs(", ", out);
+            json_string(out, r->argv[i]);
+        }
+        fputs("],\n", out);
+    } else {
+        fputs("  \"cmdline\": null,\n", out);
+    }
+    json_opt_string(out, "mode", r->mode);
+    json_opt_string(out, "reason", r->reason);
+    json_opt_int(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
+    json_opt_int(out, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
+    fprintf(out, "  \"complete\": %s,\n", r->complete ? "true" : "false");
+
+    fputs("  \"categories\": [", out);
+    for (size_t i = 0; i < r->ncategories; i++) {
+        const struct report_category *c = &r->categories[i];
+        fputs(i ? ",\n    {" : "\n    {", out);
+        fputs("\"name\": ", out);
+        json_string(out, c->name);
+        fputs(", \"kind\": ", out);
+        json_string(out, c->kind);
+        fprintf(out, ", \"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64
+                ", \"peak_bytes\": %" PRId64 ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64
+                ", \"reallocs\": %" PRId64 ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64 "}",
+                c->live_bytes, c->live_count, c->peak_bytes, c->allocs, c->frees, c->reallocs,
+                c->live_bytes, c->live_bytes);
+    }
+    fputs(r->ncategories ? "\n  ],\n" : "],\n", out);
+
+    if (r->has & REPORT_HAS_TOTAL)
+        fprintf(out, "  \"total\": {\"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64
+                ", \"peak_bytes\": %" PRId64 ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64
+                ", \"reallocs\": %" PRId64 "},\n",
+                r->total.live_bytes, r->total.live_count, r->total.peak_bytes, r->total.allocs,
+                r->total.frees, r->total.reallocs);
+    else
+        fputs("  \"total\": null,\n", out);
+    if (r->has & REPORT_HAS_ERRORS)
+        fprintf(out, "  \"errors\": {\"double_free\": %" PRId64 ", \"bad_canary\": %" PRId64
+                ", \"foreign_free\": %" PRId64 "}\n",
+                r->errors.double_free, r->errors.bad_canary, r->errors.foreign_free);
+    else
+        fputs("  \"errors\": null\n", out);
+    fputs("}\n", out);
+    return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,478 @@
+/* report_read.c — the .mtr reader: turns a summary report file
+ * (docs/report-format.md) into a struct report, strictly. Every problem is
+ * one message naming the file and the line; a file cut short keeps every
+ * line read before the cut. Unknown keys and fields are ignored, as the
+ * format asks, so newer writers stay readable. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct reader {
+    const char *name;       /* the file, as the user named it */
+    long lineno;
+    char *err;
+    size_t errlen;
+};
+
+static int fail(struct reader *rd, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "NAME: line N: what" (or "NAME: what" when lineno is 0). */
+static int fail(struct reader *rd, int code, const char *fmt, ...)
+{
+    if (rd->err && rd->errlen) {
+        int n = rd->lineno > 0
+            ? snprintf(rd->err, rd->errlen, "%s: line %ld: ", rd->name, rd->lineno)
+            : snprintf(rd->err, rd->errlen, "%s: ", rd->name);
+        if (n >= 0 && (size_t)n < rd->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(rd->err + n, rd->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return code;
+}
+
+/* A value as it may appear inside '...' in a message: at most 40 bytes,
+ * non-printable bytes shown as '?', so a binary file cannot garble the
+ * terminal. */
+static const char *shown(const char *s, char buf[48])
+{
+    size_t i = 0;
+    for (; i < 40 && s[i]; i++)
+        buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+    if (s[i]) {
+        memcpy(buf + i, "...", 3);
+        i += 3;
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
+int report_parse_i64(const char *s, int64_t *out)
+{
+    bool neg = false;
+    if (*s == '-') {
+        neg = true;
+        s++;
+    }
+    if (*s == '\0')
+        return -EINVAL;
+    const uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t acc = 0;
+    bool overflow = false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -EINVAL;
+        unsigned d = (unsigned)(*s - '0');
+        if (acc > (limit - d) / 10)
+            overflow = true;    /* keep scanning: "99999999999999999999x" is not an integer at all */
+        else
+            acc = acc * 10 + d;
+    }
+    if (overflow)
+        return -ERANGE;
+    if (neg)
+        *out = acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc;
+    else
+        *out = (int64_t)acc;
+    return 0;
+}
+
+static int parse_int(struct reader *rd, const char *what, const char *value, int64_t *out)
+{
+    char buf[48];
+    int rc = report_parse_i64(value, out);
+    if (rc == -ERANGE)
+        return fail(rd, -ERANGE, "value '%s' for %s does not fit in a signed 64-bit integer",
+                    shown(value, buf), what);
+    if (rc < 0)
+        return fail(rd, -EBADMSG, "bad value '%s' for %s (expected an integer)",
+                    shown(value, buf), what);
+    return 0;
+}
+
+static int set_string(struct reader *rd, char **dst, const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return fail(rd, -ENOMEM, "out of memory");
+    free(*dst);
+    *dst = copy;
+    return 0;
+}
+
+/* Split the cmdline value on single spaces and undo \s, \n and \\. */
+static int parse_cmdline(struct reader *rd, struct report *r, const char *value)
+{
+    if (*value == '\0')
+        return 0;
+    size_t n = 1;
+    for (const char *p = value; *p; p++)
+        n += *p == ' ';
+    r->argv = calloc(n, sizeof *r->argv);
+    if (!r->argv)
+        return fail(rd, -ENOMEM, "out of memory");
+    const char *p = value;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(p, " ");
+        char *arg = malloc(len + 1), *o = arg;
+        if (!arg)
+            return fail(rd, -ENOMEM, "out of memory");
+        r->argv[r->argc++] = arg;
+        for (size_t j = 0; j < len; j++) {
+            if (p[j] != '\\') {
+                *o++ = p[j];
+                continue;
+            }
+            char c = j + 1 < len ? p[j + 1] : '\0';
+            if (c == 's')
+                *o++ = ' ';
+            else if (c == 'n')
+                *o++ = '\n';
+            else if (c == '\\')
+                *o++ = '\\';
+            else if (c == '\0')
+                return fail(rd, -EBADMSG, "cmdline argument %zu ends in a lone backslash", i + 1);
+            else
+                return fail(rd, -EBADMSG, "bad escape '\\%c' in cmdline (expected \\s, \\n or \\\\)",
+                            c >= 0x20 && c < 0x7f ? c : '?');
+            j++;
+        }
+        *o = '\0';
+        p += len + (p[len] == ' ');
+    }
+    return 0;
+}
+
+/* One known integer field of a category, total or errors line. */
+struct field {
+    const char *name;
+    size_t offset;
+    bool required;
+};
+
+#define CAT_FIELD(f, req) { #f, offsetof(struct report_category, f), req }
+static const struct field category_fields[] = {
+    CAT_FIELD(live_bytes, true), CAT_FIELD(live_count, true), CAT_FIELD(peak_bytes, true),
+    CAT_FIELD(allocs, true),     CAT_FIELD(frees, true),      CAT_FIELD(reallocs, false),
+};
+#define TOTAL_FIELD(f, req) { #f, offsetof(struct report_total, f), req }
+static const struct field total_fields[] = {
+    TOTAL_FIELD(live_bytes, true), TOTAL_FIELD(live_count, true), TOTAL_FIELD(peak_bytes, true),
+    TOTAL_FIELD(allocs, true),     TOTAL_FIELD(frees, true),      TOTAL_FIELD(reallocs, false),
+};
+#define ERR_FIELD(f) { #f, offsetof(struct report_errors, f), true }
+static const struct field error_fields[] = {
+    ERR_FIELD(double_free), ERR_FIELD(bad_canary), ERR_FIELD(foreign_free),
+};
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+/* Parse "a=1 b=2 ..." (modified in place) into `base` through `tab`.
+ * `kind`, when not NULL, receives the string field kind=. */
+static int parse_fields(struct reader *rd, const char *line_key, char *s,
+                        const struct field *tab, size_t ntab, void *base, char **kind)
+{
+    char buf[48];
+    unsigned seen = 0;
+    bool kind_seen = false;
+    while (*s) {
+        char *tok = s;
+        char *sp = strchr(s, ' ');
+        if (sp) {
+            *sp = '\0';
+            s = sp + 1;
+        } else {
+            s += strlen(s);
+        }
+        if (*tok == '\0')
+            return fail(rd, -EBADMSG, "empty field in %s line (two spaces in a row?)", line_key);
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok)
+            return fail(rd, -EBADMSG, "bad field '%s' in %s line (expected name=value)",
+                        shown(tok, buf), line_key);
+        *eq = '\0';
+        const char *value = eq + 1;
+        if (kind && strcmp(tok, "kind") == 0) {
+            if (kind_seen)
+                return fail(rd, -EBADMSG, "field kind given twice");
+            if (*value == '\0')
+                return fail(rd, -EBADMSG, "empty value for kind");
+            kind_seen = true;
+            int rc = set_string(rd, kind, value);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        size_t i = 0;
+        while (i < ntab && strcmp(tab[i].name, tok) != 0)
+            i++;
+        if (i == ntab)
+            continue;   /* unknown field: a newer writer's; ignored */
+        if (seen & (1u << i))
+            return fail(rd, -EBADMSG, "field %s given twice", tok);
+        seen |= 1u << i;
+        int rc = parse_int(rd, tok, value, (int64_t *)(void *)((char *)base + tab[i].offset));
+        if (rc < 0)
+            return rc;
+    }
+    if (kind && !kind_seen)
+        return fail(rd, -EBADMSG, "%s line lacks field kind", line_key);
+    for (size_t i = 0; i < ntab; i++)
+        if (tab[i].required && !(seen & (1u << i)))
+            return fail(rd, -EBADMSG, "%s line lacks field %s", line_key, tab[i].name);
+    return 0;
+}
+
+static int parse_category(struct reader *rd, struct report *r, char *value)
+{
+    char buf[48];
+    char *fields = strchr(value, ' ');
+    if (fields)
+        *fields++ = '\0';
+    else
+        fields = value + strlen(value);
+    if (*value == '\0')
+        return fail(rd, -EBADMSG, "category line without a name");
+    if (strchr(value, '='))
+        return fail(rd, -EBADMSG, "category line without a name (found '%s')", shown(value, buf));
+    for (size_t i = 0; i < r->ncategories; i++)
+        if (strcmp(r->categories[i].name, value) == 0)
+            return fail(rd, -EBADMSG, "duplicate category '%s'", shown(value, buf));
+
+    struct report_category c = {0};
+    char line_key[80];
+    snprintf(line_key, sizeof line_key, "category '%s'", shown(value, buf));
+    int rc = parse_fields(rd, line_key, fields, category_fields, NFIELDS(category_fields), &c, &c.kind);
+    if (rc == 0 && !(c.name = strdup(value)))
+        rc = fail(rd, -ENOMEM, "out of memory");
+    if (rc == 0) {
+        struct report_category *grown =
+            realloc(r->categories, (r->ncategories + 1) * sizeof *grown);
+        if (!grown) {
+            rc = fail(rd, -ENOMEM, "out of memory");
+        } else {
+            r->categories = grown;
+            r->categories[r->ncategories++] = c;
+            return 0;
+        }
+    }
+    free(c.name);
+    free(c.kind);
+    return rc;
+}
+
+/* The single-valued lines: key, its REPORT_HAS_ bit, where it goes. */
+enum value_type { V_INT, V_STRING };
+struct single {
+    const char *key;
+    unsigned bit;
+    enum value_type type;
+    size_t offset;
+};
+static const struct single singles[] = {
+    { "pid",      REPORT_HAS_PID,    V_INT,    offsetof(struct report, pid) },
+    { "ppid",     REPORT_HAS_PPID,   V_INT,    offsetof(struct report, ppid) },
+    { "exe",      REPORT_HAS_EXE,    V_STRING, offsetof(struct report, exe) },
+    { "mode",     REPORT_HAS_MODE,   V_STRING, offsetof(struct report, mode) },
+    { "start_ns", REPORT_HAS_START,  V_INT,    offsetof(struct report, start_ns) },
+    { "end_ns",   REPORT_HAS_END_NS, V_INT,    offsetof(struct report, end_ns) },
+    { "reason",   REPORT_HAS_REASON, V_STRING, offsetof(struct report, reason) },
+};
+
+/* One line after the header. Returns 1 for the end marker. */
+static int parse_line(struct reader *rd, struct report *r, char *line)
+{
+    if (*line == '\0')
+        return fail(rd, -EBADMSG, "empty line");
+    char *value = strchr(line, ' ');
+    if (value)
+        *value++ = '\0';
+    else
+        value = line + strlen(line);
+    const char *key = line;
+
+    if (strcmp(key, "end") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof singles / sizeof singles[0]; i++) {
+        const struct single *s = &singles[i];
+        if (strcmp(key, s->key) != 0)
+            continue;
+        if (r->has & s->bit)
+            return fail(rd, -EBADMSG, "duplicate %s line", key);
+        void *dst = (char *)r + s->offset;
+        int rc = s->type == V_INT ? parse_int(rd, key, value, dst)
+                                  : set_string(rd, dst, value);
+        if (rc == 0)
+            r->has |= s->bit;
+        return rc;
+    }
+    if (strcmp(key, "cmdline") == 0) {
+        if (r->has & REPORT_HAS_CMDLINE)
+            return fail(rd, -EBADMSG, "duplicate cmdline line");
+        r->has |= REPORT_HAS_CMDLINE;
+        return parse_cmdline(rd, r, value);
+    }
+    if (strcmp(key, "category") == 0)
+        return parse_category(rd, r, value);
+    if (strcmp(key, "total") == 0 || strcmp(key, "errors") == 0) {
+        bool total = key[0] == 't';
+        unsigned bit = total ? REPORT_HAS_TOTAL : REPORT_HAS_ERRORS;
+        if (r->has & bit)
+            return fail(rd, -EBADMSG, "duplicate %s line", key);
+        struct report_total t = {0};
+        struct report_errors e = {0};
+        int rc = total ? parse_fields(rd, key, value, total_fields, NFIELDS(total_fields), &t, NULL)
+                       : parse_fields(rd, key, value, error_fields, NFIELDS(error_fields), &e, NULL);
+        if (rc < 0)
+            return rc;
+        if (total)
+            r->total = t;
+        else
+            r->errors = e;
+        r->has |= bit;
+        return 0;
+    }
+    return 0;   /* unknown key: a newer writer's; ignored */
+}
+
+static int parse_header(struct reader *rd, const char *line)
+{
+    static const char magic[] = "memtrail-report ";
+    const char *v = line + sizeof magic - 1;
+    int64_t version = 0;
+    if (strncmp(line, magic, sizeof magic - 1) != 0 || *v == '-')
+        return fail(rd, -EINVAL, "not a memtrail report (bad header)");
+    int rc = report_parse_i64(v, &version);
+    if (rc == -EINVAL || (rc == 0 && version < 1))
+        return fail(rd, -EINVAL, "not a memtrail report (bad header)");
+    if (rc == -ERANGE || version > REPORT_FORMAT_VERSION)
+        return fail(rd, -ENOTSUP,
+                    "report format version %s is newer than this memtrail reads (version %d); "
+                    "use a newer memtrail", v, REPORT_FORMAT_VERSION);
+    return 0;
+}
+
+int report_read_stream(FILE *f, const char *name, struct report *r, char *err, size_t errlen)
+{
+    struct reader rd = { name, 0, err, errlen };
+    memset(r, 0, sizeof *r);
+    if (err && errlen)
+        err[0] = '\0';
+
+    /* Line 1, read with a bound so that a large file that is not a report
+     * (no newline for megabytes) is rejected without reading it all. */
+    char head[64];
+    size_t hl = 0;
+    int c;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (hl == sizeof head - 1 || c == '\0') {
+            hl = sizeof head;   /* too long or binary: not our header */
+            break;
+        }
+        head[hl++] = (char)c;
+    }
+    if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        return fail(&rd, -e, "read error: %s", strerror(e));
+    }
+    if (hl == 0 && c == EOF)
+        return fail(&rd, -EINVAL, "empty file (not a memtrail report)");
+    if (hl == sizeof head)
+        return fail(&rd, -EINVAL, "not a memtrail report (bad header)");
+    head[hl] = '\0';
+    int rc = parse_header(&rd, head);   /* lineno 0: "bad header" is about the file */
+    if (rc < 0)
+        return rc;
+    rd.lineno = r->lines_read = 1;      /* a whole header without its newline is still a header */
+
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long cut_line = 0;  /* a last line without newline: the writer stopped mid-line */
+    while ((n = getline(&line, &cap, f)) != -1) {
+        rd.lineno++;
+        if (r->complete) {
+            rc = fail(&rd, -EBADMSG, "data after the end marker");
+            break;
+        }
+        if (n > 0 && line[n - 1] == '\n')
+            line[--n] = '\0';
+        else
+            cut_line = rd.lineno;
+        if (memchr(line, '\0', (size_t)n)) {
+            rc = fail(&rd, -EBADMSG, "NUL byte in line");
+            break;
+        }
+        if (cut_line && strcmp(line, "end") != 0)
+            break;      /* a partial line is not trusted; reported as truncation below */
+        cut_line = 0;
+        rc = parse_line(&rd, r, line);
+        if (rc < 0)
+            break;
+        r->lines_read = rd.lineno;
+        if (rc == 1) {
+            r->complete = true;
+            rc = 0;
+        }
+    }
+    int read_errno = ferror(f) ? (errno ? errno : EIO) : 0;
+    free(line);
+    if (rc < 0)
+        return rc;
+    rd.lineno = 0;
+    if (read_errno)
+        return fail(&rd, -read_errno, "read error: %s", strerror(read_errno));
+    if (!r->complete) {
+        if (cut_line)
+            return fail(&rd, -ENODATA, "truncated after line %ld (line %ld cut short, no end marker)",
+                        r->lines_read, cut_line);
+        return fail(&rd, -ENODATA, "truncated after line %ld (no end marker)", r->lines_read);
+    }
+    if (!(r->has & REPORT_HAS_PID))
+        return fail(&rd, -EBADMSG, "no pid line");
+    if (!(r->has & REPORT_HAS_TOTAL))
+        return fail(&rd, -EBADMSG, "no total line");
+    return 0;
+}
+
+int report_read(const char *path, struct report *r, char *err, size_t errlen)
+{
+    struct reader rd = { path, 0, err, errlen };
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return fail(&rd, -errno, "cannot open: %s", strerror(errno));
+    struct stat st;
+    int rc;
+    if (fstat(fileno(f), &st) < 0)
+        rc = fail(&rd, -errno, "cannot stat: %s", strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        rc = fail(&rd, -EISDIR, "is a directory, not a report file");
+    else
+        rc = report_read_stream(f, path, r, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+void report_free(struct report *r)
+{
+    free(r->exe);
+    free(r->mode);
+    free(r->reason);
+    for (size_t i = 0; i < r->argc; i++)
+        free(r->argv[i]);
+    free(r->argv);
+    for (size_t i = 0; i < r->ncategories; i++) {
+        free(r->categories[i].name);
+        free(r->categories[i].kind);
+    }
+    free(r->categories);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,71 @@
+/* forker.c — fork, with a second thread holding blocks at the moment of
+ * the fork: the child must write its own report (%p) that includes what it
+ * inherited (the other thread's blocks too) plus its own allocations, and
+ * the parent's report must not see the child's.
+ * Usage: forker LEDGER_FILE   (writes "parent" and "child" ledgers) */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "ledger.h"
+#include "memtrail.h"
+
+static pthread_barrier_t ready, done;
+static ledger worker_l;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    mt_tag_push("worker");
+    for (int i = 0; i < 5; i++) {
+        malloc(4096);
+        ledger_alloc(&worker_l, 4096);
+    }
+    mt_tag_pop();
+    pthread_barrier_wait(&ready); /* blocks live in this thread's shard */
+    pthread_barrier_wait(&done);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    pthread_t t;
+    pthread_barrier_init(&ready, NULL, 2);
+    pthread_barrier_init(&done, NULL, 2);
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_barrier_wait(&ready);
+
+    ledger parent = {0};
+    mt_tag_push("family");
+    for (int i = 0; i < 3; i++) {
+        malloc(1111);
+        ledger_alloc(&parent, 1111);
+    }
+    mt_tag_pop();
+    ledger_write(argv[1], "worker", &worker_l, 0);
+    ledger_write(argv[1], "parent-family", &parent, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ledger child = parent; /* inherited blocks are the child's memory too */
+        mt_tag_push("family");
+        void *p = malloc(7777);
+        ledger_alloc(&child, 7777);
+        free(malloc(100000));
+        ledger_alloc(&child, 100000);
+        ledger_free(&child, 100000);
+        (void)p;
+        mt_tag_pop();
+        ledger_write(argv[1], "child-family", &child, 1);
+        exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    pthread_barrier_wait(&done);
+    pthread_join(t, NULL);
+    dprintf(1, "child pid %d\n", (int)pid);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
+    dprintf(1, "%s forker: %d failures\n", test_failures ? "FAIL" : "PASS", test_failures);
+    return test_failures;
+}

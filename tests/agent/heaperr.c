@@ -1,0 +1,52 @@
+/* heaperr.c — heap errors the agent must report instead of crashing:
+ * double free (small block, header overwritten by glibc; large block,
+ * already unmapped), an overwritten canary, and frees/reallocs of blocks
+ * the agent never handed out. Usage: heaperr double|double-big|overflow|foreign */
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger.h"
+#include "memtrail.h"
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    const char *what = argv[1];
+    mt_tag_push("victim");
+    if (strcmp(what, "double") == 0) {
+        char *p = malloc(100);
+        free(p);
+        free(p);
+    } else if (strcmp(what, "double-big") == 0) {
+        char *p = malloc(5u << 20);
+        p[0] = 1;
+        free(p);
+        free(p);
+    } else if (strcmp(what, "overflow") == 0) {
+        char *p = malloc(40);
+        memset(p, 'x', 41); /* one byte too many */
+        free(p);
+    } else if (strcmp(what, "foreign") == 0) {
+        /* blocks from the allocator below the agent: no header */
+        char *a = __libc_malloc(64);
+        char *b = __libc_memalign(4096, 8192);
+        char *c = __libc_malloc(1 << 20);
+        EXPECT(malloc_usable_size(a) >= 64, "usable size of a foreign block");
+        strcpy(a, "kept");
+        a = realloc(a, 100000);
+        EXPECT(a && strcmp(a, "kept") == 0, "realloc of a foreign block lost it");
+        free(a);
+        free(b);
+        free(c);
+    } else {
+        return 2;
+    }
+    mt_tag_pop();
+    dprintf(1, "survived %s\n", what);
+    return 0;
+}

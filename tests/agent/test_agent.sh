@@ -1,0 +1,161 @@
+# Agent tests on real programs: every count in a report is compared with
+# the ledger the test program kept itself (tests/agent/ledger.h), or with
+# what the program's own output and the kernel say.
+source "$(dirname "$0")/../lib.sh"
+[ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
+
+# report_json MTR JSON: the CLI's JSON view of a report.
+report_json() { "$MT" report --json "$1" >"$2"; }
+
+# compare_ledger NAME JSON LEDGER CATEGORY [fields...]: each ledger field
+# must equal the report's value for that category.
+compare_ledger() {
+    local name=$1 json=$2 ledger=$3 cat=$4
+    local line; line=$(grep "^$cat " "$ledger") || { fail "$name" "no ledger line for $cat"; return; }
+    set -- $line
+    local want="live_bytes=$2 live_count=$3 peak_bytes=$4 allocs=$5 frees=$6 reallocs=$7"
+    local got
+    got=$(json_get "$json" "' '.join('%s=%s' % (k, c[k]) for c in j['categories'] if c['name'] == '$cat' for k in ('live_bytes','live_count','peak_bytes','allocs','frees','reallocs'))")
+    expect_eq "$name" "$want" "$got"
+}
+
+# --- exact accounting through every entry point ---------------------------
+out=$(MEMTRAIL_OPTIONS="output=$T/exact.mtr" LD_PRELOAD=$AGENT "$TBIN/exact" "$T/exact.ledger" 2>&1)
+echo "$out" | grep -E '^(PASS|FAIL) '
+report_json "$T/exact.mtr" "$T/exact.json"
+compare_ledger "exact: every entry point, to the byte" "$T/exact.json" "$T/exact.ledger" exact
+expect_eq "exact: total = sum of program categories" \
+    "$(json_get "$T/exact.json" "sum(c['live_bytes'] for c in j['categories'] if c['kind']=='malloc')")" \
+    "$(json_get "$T/exact.json" "j['total']['live_bytes']")"
+expect_eq "exact: overhead category always present" "1" \
+    "$(json_get "$T/exact.json" "sum(1 for c in j['categories'] if c['kind']=='overhead' and c['live_bytes'] > 0)")"
+expect_eq "exact: no heap errors" "0 0 0" \
+    "$(json_get "$T/exact.json" "'%d %d %d' % (j['errors']['double_free'], j['errors']['bad_canary'], j['errors']['foreign_free'])")"
+
+# --- the report on request (mt_report_write) -------------------------------
+MEMTRAIL_OPTIONS="output=$T/api-exit.mtr" LD_PRELOAD=$AGENT "$TBIN/exact" "$T/api.ledger" "$T/api-%p.mtr" >/dev/null 2>&1
+api=$(ls "$T"/api-*.mtr 2>/dev/null | head -1)
+if [ -n "$api" ]; then
+    report_json "$api" "$T/api.json"
+    expect_eq "api: mt_report_write writes a report with reason api" "api" "$(json_get "$T/api.json" "j['reason']")"
+    compare_ledger "api: the on-request report matches the ledger" "$T/api.json" "$T/api.ledger" exact
+else
+    fail "api: mt_report_write" "no report at $T/api-<pid>.mtr"
+fi
+
+# --- threads: 8 threads x 1M mixed operations balance exactly --------------
+MEMTRAIL_OPTIONS="output=$T/threads.mtr" LD_PRELOAD=$AGENT "$TBIN/threads" "$T/threads.ledger" 8 1000000 | grep -E '^(PASS|FAIL) '
+report_json "$T/threads.mtr" "$T/threads.json"
+for cat in t-odd t-even; do
+    line=($(grep "^$cat " "$T/threads.ledger"))
+    expect_eq "threads: $cat balances (live, count, allocs, frees, reallocs)" \
+        "${line[1]} ${line[2]} ${line[4]} ${line[5]} ${line[6]}" \
+        "$(json_get "$T/threads.json" "' '.join(str(c[k]) for c in j['categories'] if c['name']=='$cat' for k in ('live_bytes','live_count','allocs','frees','reallocs'))")"
+    lo=$(awk '/^max_thread_peak /{print $2}' "$T/threads.ledger")
+    hi=$(( ${line[3]} + 8 * 256 * 1024 ))
+    peak=$(json_get "$T/threads.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='$cat'][0]")
+    if [ "$peak" -ge "$lo" ] && [ "$peak" -le "$hi" ]; then pass "threads: $cat peak within [largest thread peak, sum of peaks + flush slack]"
+    else fail "threads: $cat peak" "$peak not in [$lo, $hi]"; fi
+done
+compare_ledger "threads: main thread's held blocks exact" "$T/threads.json" "$T/threads.ledger" main-held
+
+# --- fork: the child writes its own report with what it inherited ----------
+out=$(MEMTRAIL_OPTIONS="output=$T/fork.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/forker" "$T/fork.ledger")
+echo "$out" | grep -E '^(PASS|FAIL) '
+child=$(echo "$out" | sed -n 's/^child pid //p')
+parent=$(ls "$T"/fork.*.mtr | grep -v "fork.$child.mtr" | head -1)
+if [ -f "$T/fork.$child.mtr" ] && [ -n "$parent" ]; then
+    report_json "$T/fork.$child.mtr" "$T/child.json"
+    report_json "$parent" "$T/parent.json"
+    sed 's/^child-family /family /' "$T/fork.ledger" >"$T/child.ledger"
+    sed 's/^parent-family /family /' "$T/fork.ledger" >"$T/parent.ledger"
+    compare_ledger "fork: child report = inherited + own blocks" "$T/child.json" "$T/child.ledger" family
+    compare_ledger "fork: parent report lacks the child's blocks" "$T/parent.json" "$T/parent.ledger" family
+    compare_ledger "fork: child keeps the other thread's blocks (shard folded)" "$T/child.json" "$T/fork.ledger" worker
+    expect_eq "fork: child report names its own pid" "$child" "$(json_get "$T/child.json" "j['pid']")"
+else
+    fail "fork: one report per process" "expected fork.$child.mtr and the parent's; have: $(ls "$T")"
+fi
+
+# --- heap errors are reported, never a crash ---------------------------------
+heaperr() { # case, extra options
+    MEMTRAIL_OPTIONS="output=$T/he.mtr${2:+:$2}" LD_PRELOAD=$AGENT "$TBIN/heaperr" "$1" >"$T/he.out" 2>"$T/he.err"
+}
+heaperr double; rc=$?
+expect_eq "double free: program continues" "0 survived double" "$rc $(cat "$T/he.out")"
+expect_match "double free: reported with size and category" \
+    "memtrail: double free: block at 0x[0-9a-f]+, 100 bytes, category victim" "$(cat "$T/he.err")"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "double free: counted in the report" "1" "$(json_get "$T/he.json" "j['errors']['double_free']")"
+expect_eq "double free: the block was counted freed once" "0 1 1" \
+    "$(json_get "$T/he.json" "' '.join(str(c[k]) for c in j['categories'] if c['name']=='victim' for k in ('live_bytes','allocs','frees'))")"
+
+heaperr double-big; rc=$?
+expect_eq "double free of an unmapped 5 MiB block: program continues" "0" "$rc"
+expect_match "double free of an unmapped block: reported" "double free \(block already unmapped\)" "$(cat "$T/he.err")"
+
+heaperr overflow; rc=$?
+expect_eq "overflow: program continues" "0" "$rc"
+expect_match "overflow: canary reported with size and category" \
+    "canary after the block was overwritten: block at 0x[0-9a-f]+, 40 bytes, category victim" "$(cat "$T/he.err")"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "overflow: counted in the report" "1" "$(json_get "$T/he.json" "j['errors']['bad_canary']")"
+
+heaperr double on_error=abort 2>/dev/null; rc=$?
+expect_eq "on_error=abort: the program is aborted (SIGABRT)" "134" "$rc"
+expect_match "on_error=abort: says so" "aborting \(on_error=abort\)" "$(cat "$T/he.err")"
+
+heaperr foreign; rc=$?
+expect_eq "foreign blocks (from the allocator below): free/realloc/usable size pass through" "0 survived foreign" "$rc $(cat "$T/he.out")"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "foreign blocks: counted as foreign, not as frees of ours" "3 0" \
+    "$(json_get "$T/he.json" "'%d %d' % (j['errors']['foreign_free'], j['total']['frees'] - j['total']['allocs'] + j['total']['live_count'])")"
+
+# --- bad options: one clear line, the program runs untracked ----------------
+badopt() { # MEMTRAIL_OPTIONS value, expected message regex
+    rm -f "$T"/bad.*
+    local err rc
+    err=$(cd "$T" && MEMTRAIL_OPTIONS="$1" LD_PRELOAD=$AGENT "$TBIN/heaperr" foreign 2>&1 >/dev/null); rc=$?
+    expect_eq "bad option '$1': program runs normally" "0" "$rc"
+    expect_match "bad option '$1': clear message" "$2" "$err"
+    expect_eq "bad option '$1': one line" "1" "$(printf '%s\n' "$err" | grep -c memtrail)"
+    expect_eq "bad option '$1': untracked (no report)" "" "$(cd "$T" && ls memtrail.*.mtr 2>/dev/null)"
+}
+badopt "mode=bogus" "bad value 'bogus' for mode \(accepted: summary, off\); running untracked"
+badopt "output=x.mtr:colour=red" "unknown key 'colour' \(accepted: mode, output, on_error\); running untracked"
+badopt "on_error=explode" "bad value 'explode' for on_error \(accepted: report, abort\)"
+badopt "mode" "'mode' is not key=value"
+out=$(cd "$T" && MEMTRAIL_OPTIONS="mode=off" LD_PRELOAD=$AGENT "$TBIN/exact" "$T/off.ledger" 2>&1)
+expect_match "mode=off: the API says inactive, nothing written" "exact.c:[0-9]+: mt_tag_push failed \(agent active: 0\)" "$out"
+expect_eq "mode=off: no report" "" "$(cd "$T" && ls memtrail.*.mtr 2>/dev/null)"
+out=$(cd "$T" && MEMTRAIL_OPTIONS='output=a\:b.%p.mtr' LD_PRELOAD=$AGENT /bin/true 2>&1)
+expect_eq "output: '\\:' escapes a colon, %p expands" "1" "$(cd "$T" && ls a:b.*.mtr 2>/dev/null | wc -l)"
+
+# --- real programs -------------------------------------------------------------
+if command -v sqlite3 >/dev/null; then
+    sql="$MT_ROOT/../shared/bench/workload.sql"
+    [ -f "$sql" ] || { printf 'CREATE TABLE t(x);\nWITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<50000) INSERT INTO t SELECT printf("%%08d",x) FROM c;\nSELECT count(*), sum(length(x)) FROM t;\n' >"$T/w.sql"; sql=$T/w.sql; }
+    bare=$(sqlite3 :memory: ".read $sql" 2>&1)
+    traced=$(MEMTRAIL_OPTIONS="output=$T/sq.mtr" LD_PRELOAD=$AGENT sqlite3 :memory: ".read $sql" 2>&1)
+    expect_eq "sqlite3: same output under the agent" "$bare" "$traced"
+    report_json "$T/sq.mtr" "$T/sq.json"
+    allocs=$(json_get "$T/sq.json" "j['total']['allocs']")
+    if [ "$allocs" -gt 100000 ]; then pass "sqlite3: allocations tracked ($allocs)"; else fail "sqlite3: allocations tracked" "only $allocs"; fi
+    expect_eq "sqlite3: live = allocs - frees" "$(json_get "$T/sq.json" "j['total']['allocs'] - j['total']['frees']")" \
+        "$(json_get "$T/sq.json" "j['total']['live_count']")"
+else
+    fail "sqlite3" "sqlite3 is not installed (scripts/deps.sh installs it)"
+fi
+py=$(command -v python3)
+pyprog='import json; print(len(json.dumps([{"k": i} for i in range(100000)])))'
+bare=$("$py" -c "$pyprog" 2>&1)
+out=$(MEMTRAIL_OPTIONS="output=$T/py.%p.mtr" LD_PRELOAD=$AGENT "$py" -c "$pyprog" 2>&1)
+expect_eq "python3: same output under the agent" "$bare" "$out"
+n=$(ls "$T"/py.*.mtr 2>/dev/null | wc -l)
+if [ "$n" -ge 1 ]; then pass "python3: report written"; else fail "python3: report written" "none"; fi
+if [ -x "$TBIN/cxx_new" ]; then
+    out=$(MEMTRAIL_OPTIONS="output=$T/cxx.mtr" LD_PRELOAD=$AGENT "$TBIN/cxx_new" "$T/cxx.ledger" 2>&1)
+    echo "$out" | grep -E '^(PASS|FAIL) '
+    report_json "$T/cxx.mtr" "$T/cxx.json"
+    compare_ledger "c++: new/delete, new[]/delete[], aligned new reach the agent" "$T/cxx.json" "$T/cxx.ledger" cxx
+fi

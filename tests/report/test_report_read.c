@@ -1,0 +1,289 @@
+/* test_report_read.c — unit tests of the .mtr reader (src/report/): every
+ * field of a good file, forward compatibility (unknown keys and fields),
+ * and each kind of bad input getting its own error code and message.
+ * Fixtures are written to a fresh temp dir. Prints PASS/FAIL lines. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+static char dir[] = "/tmp/mt-test-report-XXXXXX";
+
+#define CHECK(name, cond)                                                        \
+    do {                                                                         \
+        if (cond)                                                                \
+            printf("PASS %s\n", name);                                           \
+        else {                                                                   \
+            printf("FAIL %s: %s (%s:%d)\n", name, #cond, __FILE__, __LINE__);    \
+            failures++;                                                          \
+        }                                                                        \
+    } while (0)
+
+static char *fixture(const char *name, const char *text, size_t len)
+{
+    char *path;
+    if (asprintf(&path, "%s/%s", dir, name) < 0)
+        abort();
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+    return path;
+}
+
+/* Read a fixture given as a C string; returns the reader's result. */
+static int read_text(const char *name, const char *text, struct report *r, char *err)
+{
+    char *path = fixture(name, text, strlen(text));
+    int rc = report_read(path, r, err, REPORT_ERR_MAX);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+#define HEAD "memtrail-report 1\n"
+static const char good[] =
+    HEAD
+    "pid 4242\n"
+    "ppid 4241\n"
+    "exe /usr/bin/sqlite3\n"
+    "cmdline sqlite3 :memory: .read\\sworkload.sql a\\\\b\\nc\n"
+    "mode summary\n"
+    "start_ns 1763868000123456789\n"
+    "end_ns 1763868001123456789\n"
+    "reason exit\n"
+    "category malloc kind=malloc live_bytes=1048 live_count=3 peak_bytes=90000 allocs=1900000 frees=1899997\n"
+    "category parser kind=malloc live_bytes=0 live_count=0 peak_bytes=4096 allocs=10 frees=10 reallocs=7\n"
+    "category memtrail kind=overhead live_bytes=54 live_count=3 peak_bytes=3000 allocs=1900010 frees=1900007\n"
+    "total live_bytes=1048 live_count=3 peak_bytes=90000 allocs=1900010 frees=1900007\n"
+    "errors double_free=1 bad_canary=2 foreign_free=3\n"
+    "end\n";
+
+static void test_good(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("good.mtr", good, &r, err);
+    CHECK("good: reads", rc == 0);
+    CHECK("good: complete", r.complete && r.lines_read == 15);
+    CHECK("good: pid/ppid", r.pid == 4242 && r.ppid == 4241);
+    CHECK("good: exe", r.exe && strcmp(r.exe, "/usr/bin/sqlite3") == 0);
+    CHECK("good: mode/reason", r.mode && strcmp(r.mode, "summary") == 0 && r.reason
+                               && strcmp(r.reason, "exit") == 0);
+    CHECK("good: start/end", r.start_ns == 1763868000123456789LL && r.end_ns == 1763868001123456789LL);
+    CHECK("good: cmdline argc", r.argc == 4);
+    if (r.argc == 4) {
+        CHECK("good: cmdline plain", strcmp(r.argv[0], "sqlite3") == 0 && strcmp(r.argv[1], ":memory:") == 0);
+        CHECK("good: cmdline \\s", strcmp(r.argv[2], ".read workload.sql") == 0);
+        CHECK("good: cmdline \\\\ and \\n", strcmp(r.argv[3], "a\\b\nc") == 0);
+    }
+    CHECK("good: 3 categories", r.ncategories == 3);
+    if (r.ncategories == 3) {
+        const struct report_category *m = &r.categories[0], *p = &r.categories[1], *o = &r.categories[2];
+        CHECK("good: malloc category", strcmp(m->name, "malloc") == 0 && strcmp(m->kind, "malloc") == 0
+              && m->live_bytes == 1048 && m->live_count == 3 && m->peak_bytes == 90000
+              && m->allocs == 1900000 && m->frees == 1899997 && m->reallocs == 0);
+        CHECK("good: reallocs field", strcmp(p->name, "parser") == 0 && p->reallocs == 7
+              && p->peak_bytes == 4096 && p->allocs == 10 && p->frees == 10);
+        CHECK("good: overhead kind", strcmp(o->name, "memtrail") == 0 && strcmp(o->kind, "overhead") == 0
+              && o->live_bytes == 54 && o->allocs == 1900010);
+    }
+    CHECK("good: total", (r.has & REPORT_HAS_TOTAL) && r.total.live_bytes == 1048 && r.total.live_count == 3
+          && r.total.peak_bytes == 90000 && r.total.allocs == 1900010 && r.total.frees == 1900007);
+    CHECK("good: errors", (r.has & REPORT_HAS_ERRORS) && r.errors.double_free == 1
+          && r.errors.bad_canary == 2 && r.errors.foreign_free == 3);
+    report_free(&r);
+}
+
+static void test_unknown_ignored(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("unknown.mtr",
+                       HEAD "pid 7\nfuture_key whatever it says\n"
+                       "category a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0 "
+                       "colour=blue new_counter=12\n"
+                       "total live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0 extra=x\n"
+                       "end\n", &r, err);
+    CHECK("unknown keys and fields ignored", rc == 0 && r.complete && r.ncategories == 1
+          && r.categories[0].live_bytes == 1 && r.total.allocs == 1);
+    CHECK("absent optional lines stay absent", !(r.has & REPORT_HAS_EXE) && !r.exe && !r.argv
+          && !(r.has & REPORT_HAS_ERRORS));
+    report_free(&r);
+}
+
+static void expect_error(const char *name, const char *text, int want_rc, const char *want_msg)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("bad.mtr", text, &r, err);
+    char label[160];
+    snprintf(label, sizeof label, "%s: error code", name);
+    CHECK(label, rc == want_rc);
+    if (rc != want_rc)
+        printf("    got %d (%s), message: %s\n", rc, strerror(-rc), err);
+    snprintf(label, sizeof label, "%s: message", name);
+    CHECK(label, strstr(err, want_msg) != NULL);
+    if (!strstr(err, want_msg))
+        printf("    wanted '%s' in: %s\n", want_msg, err);
+    report_free(&r);
+}
+
+static void test_errors(void)
+{
+    expect_error("bad header", "memtrail-repor 1\npid 1\nend\n", -EINVAL, "not a memtrail report (bad header)");
+    expect_error("binary file", "\177ELF\2\1\1\0\0\0\n", -EINVAL, "not a memtrail report (bad header)");
+    expect_error("version 0", "memtrail-report 0\nend\n", -EINVAL, "bad header");
+    expect_error("future version", "memtrail-report 2\npid 1\nend\n", -ENOTSUP,
+                 "version 2 is newer than this memtrail reads (version 1)");
+    expect_error("empty file", "", -EINVAL, "empty file");
+    expect_error("bad integer",
+                 HEAD "pid 1\nppid 1\nexe /x\ncmdline x\nmode summary\n"
+                 "category a kind=malloc live_bytes=x live_count=1 peak_bytes=1 allocs=1 frees=0\nend\n",
+                 -EBADMSG, "bad.mtr: line 7: bad value 'x' for live_bytes (expected an integer)");
+    expect_error("integer with sign", HEAD "pid +5\nend\n", -EBADMSG, "line 2: bad value '+5' for pid");
+    expect_error("integer with trailing junk", HEAD "pid 5x\nend\n", -EBADMSG, "bad value '5x' for pid");
+    expect_error("empty integer", HEAD "pid\nend\n", -EBADMSG, "bad value '' for pid");
+    expect_error("overflowing integer", HEAD "pid 1\nstart_ns 9223372036854775808\nend\n", -ERANGE,
+                 "line 3: value '9223372036854775808' for start_ns does not fit in a signed 64-bit integer");
+    expect_error("negative overflow", HEAD "pid -9223372036854775809\nend\n", -ERANGE, "does not fit");
+    expect_error("missing field",
+                 HEAD "pid 1\ncategory a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1\nend\n",
+                 -EBADMSG, "line 3: category 'a' line lacks field frees");
+    expect_error("field without =", HEAD "pid 1\ntotal live_bytes=1 oops\nend\n", -EBADMSG,
+                 "bad field 'oops' in total line (expected name=value)");
+    expect_error("duplicate category",
+                 HEAD "pid 1\n"
+                 "category a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\n"
+                 "category a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\nend\n",
+                 -EBADMSG, "line 4: duplicate category 'a'");
+    expect_error("bad escape", HEAD "pid 1\ncmdline a\\tb\nend\n", -EBADMSG, "bad escape '\\t' in cmdline");
+    expect_error("no total", HEAD "pid 1\nend\n", -EBADMSG, "no total line");
+    expect_error("data after end",
+                 HEAD "pid 1\ntotal live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\nend\nx\n",
+                 -EBADMSG, "line 5: data after the end marker");
+    expect_error("empty line", HEAD "pid 1\n\nend\n", -EBADMSG, "line 3: empty line");
+
+    /* Not a file: a missing path and a directory. */
+    struct report r;
+    char err[REPORT_ERR_MAX], *missing;
+    if (asprintf(&missing, "%s/missing.mtr", dir) < 0)
+        abort();
+    int rc = report_read(missing, &r, err, sizeof err);
+    CHECK("missing file", rc == -ENOENT && strstr(err, "missing.mtr: cannot open: "));
+    report_free(&r);
+    free(missing);
+    rc = report_read(dir, &r, err, sizeof err);
+    CHECK("directory", rc == -EISDIR && strstr(err, "is a directory"));
+    report_free(&r);
+}
+
+static void test_i64(void)
+{
+    int64_t v = 0;
+    CHECK("i64 max", report_parse_i64("9223372036854775807", &v) == 0 && v == INT64_MAX);
+    CHECK("i64 min", report_parse_i64("-9223372036854775808", &v) == 0 && v == INT64_MIN);
+    CHECK("i64 max+1", report_parse_i64("9223372036854775808", &v) == -ERANGE);
+    CHECK("i64 huge", report_parse_i64("99999999999999999999999", &v) == -ERANGE);
+    CHECK("i64 huge then junk is not an integer", report_parse_i64("99999999999999999999x", &v) == -EINVAL);
+    CHECK("i64 lone minus", report_parse_i64("-", &v) == -EINVAL);
+    CHECK("i64 space", report_parse_i64(" 1", &v) == -EINVAL);
+    CHECK("i64 leading zeros", report_parse_i64("007", &v) == 0 && v == 7);
+}
+
+static void test_truncated(void)
+{
+    static const char cut[] =
+        HEAD "pid 9\nppid 8\ncmdline prog\n"
+        "category a kind=malloc live_bytes=100 live_count=2 peak_bytes=300 allocs=4 frees=2\n"
+        "category b kind=malloc live_bytes=5 live_count=1 peak_bytes=5 allocs=1 frees=0\n";
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("cut.mtr", cut, &r, err);
+    CHECK("truncated: -ENODATA", rc == -ENODATA);
+    CHECK("truncated: message", strstr(err, "cut.mtr: truncated after line 6 (no end marker)") != NULL);
+    CHECK("truncated: keeps what was read", !r.complete && r.pid == 9 && r.ncategories == 2
+          && r.categories[1].live_bytes == 5 && !(r.has & REPORT_HAS_TOTAL) && r.lines_read == 6);
+    report_free(&r);
+
+    /* Cut in the middle of a line: that line is not trusted. */
+    rc = read_text("cut2.mtr",
+                   HEAD "pid 9\ncategory a kind=malloc live_bytes=100 live_count=2 peak_bytes=300 allocs=4 "
+                   "frees=2\ncategory b kind=malloc live_by", &r, err);
+    CHECK("cut mid-line: -ENODATA", rc == -ENODATA && r.ncategories == 1);
+    CHECK("cut mid-line: message", strstr(err, "truncated after line 3 (line 4 cut short, no end marker)"));
+    report_free(&r);
+
+    /* The end marker without its newline still ends the report. */
+    rc = read_text("endnonl.mtr", HEAD "pid 1\ntotal live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\nend",
+                   &r, err);
+    CHECK("end without newline", rc == 0 && r.complete);
+    report_free(&r);
+
+    rc = read_text("headonly.mtr", HEAD, &r, err);
+    CHECK("header only is truncated", rc == -ENODATA && strstr(err, "truncated after line 1"));
+    report_free(&r);
+}
+
+static void test_cmdline(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("cmd.mtr",
+                       HEAD "pid 1\ncmdline \\\\s\\s\\\\ x\\n\\n  y\n"
+                       "total live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0\nend\n", &r, err);
+    CHECK("cmdline: reads", rc == 0);
+    CHECK("cmdline: argc counts empty args", r.argc == 4);
+    if (r.argc == 4)
+        CHECK("cmdline: unescape", strcmp(r.argv[0], "\\s \\") == 0 && strcmp(r.argv[1], "x\n\n") == 0
+              && strcmp(r.argv[2], "") == 0 && strcmp(r.argv[3], "y") == 0);
+    report_free(&r);
+    rc = read_text("cmd2.mtr", HEAD "pid 1\ncmdline a\\\nend\n", &r, err);
+    CHECK("cmdline: lone backslash", rc == -EBADMSG && strstr(err, "lone backslash"));
+    report_free(&r);
+}
+
+static void test_print(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    CHECK("print: reads", read_text("p.mtr", good, &r, err) == 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct report_scale kb;
+    report_scale_parse("kb", &kb);
+    CHECK("print: text ok", report_print_text(m, &r, &kb) == 0);
+    fclose(m);
+    CHECK("print: total line", strstr(buf, "Total: live=1KB (3 blocks), peak=88KB, allocs=1900010, frees=1900007"));
+    CHECK("print: category line", strstr(buf, "-                    malloc (reserved=1KB, committed=1KB)"));
+    CHECK("print: overhead last", strstr(buf, "memtrail (") > strstr(buf, "parser ("));
+    free(buf);
+    report_free(&r);
+    CHECK("scaled: rounds half up", report_scaled(512, 1024) == 1 && report_scaled(511, 1024) == 0);
+    CHECK("scaled: negative", report_scaled(-512, 1024) == -1 && report_scaled(-511, 1024) == 0);
+    CHECK("scaled: no overflow at max", report_scaled(INT64_MAX, 1024) == INT64_MAX / 1024 + 1);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_good();
+    test_unknown_ignored();
+    test_errors();
+    test_i64();
+    test_truncated();
+    test_cmdline();
+    test_print();
+    rmdir(dir);
+    return failures ? 1 : 0;
+}
