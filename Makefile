@@ -31,7 +31,7 @@ CXX      ?= c++
 UNIT_TESTS  := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/common/*.c tests/report/*.c tests/cli/*.c))
 ASAN_BIN    := $(BUILD)/asan/bin/memtrail
 
-.PHONY: all check install uninstall clean asan tests demo bench
+.PHONY: all check deps install uninstall clean asan tests demo bench
 all: $(BIN) $(AGENT) $(STUB) $(PC)
 
 $(BIN): $(CLI_SRC) $(HDRS)
@@ -51,9 +51,15 @@ $(STUB): src/stub/stub.c include/memtrail.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -Wl,-soname,libmemtrail-stub.so -o $@ $<
 
+# pkg-config metadata for $(PREFIX); `make install` writes it again for the
+# PREFIX it installs to.
+define write_pc
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: memtrail\nDescription: memtrail native memory tracking API (stub; the agent is preloaded by memtrail run)\nVersion: %s\nLibs: -L$${libdir} -lmemtrail-stub\nCflags: -I$${includedir}\n' '$(1)' '$(VERSION)' > $(2)
+endef
+
 $(PC): Makefile
 	@mkdir -p $(dir $@)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: memtrail\nDescription: memtrail native memory tracking API (stub; the agent is preloaded by memtrail run)\nVersion: %s\nLibs: -L$${libdir} -lmemtrail-stub\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+	$(call write_pc,$(PREFIX),$@)
 
 $(BUILD)/tests/agent/%: tests/agent/%.c $(STUB) include/memtrail.h $(wildcard tests/agent/*.h)
 	@mkdir -p $(dir $@)
@@ -76,8 +82,13 @@ $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(COMMON_SRC) $(HDRS)
 asan: $(ASAN_BIN) $(UNIT_TESTS)
 tests: all asan $(AGENT_TESTS)
 
-check: tests
+# The README's test command: installs what is missing, builds, runs everything.
+check: deps
+	$(MAKE) tests
 	BUILD=$(BUILD) bash tests/run.sh
+
+deps:
+	bash scripts/deps.sh
 
 demo: all
 	bash scripts/demo.sh
@@ -89,7 +100,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/memtrail
 	install -m 755 $(AGENT) $(STUB) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	$(call write_pc,$(PREFIX),$(DESTDIR)$(PREFIX)/lib/pkgconfig/memtrail.pc)
 	install -m 644 include/memtrail.h $(DESTDIR)$(PREFIX)/include/
 
 uninstall:

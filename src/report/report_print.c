@@ -121,7 +121,7 @@ static void print_category(FILE *out, const struct report_category *c, const str
     fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
             NAME_COLUMN, c->name, live, u, live, u);
     if (is_overhead(c))
-        fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding)\n", out);
+        fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n", out);
     fprintf(out, CONTINUE "(malloc=%" PRId64 "%s #%" PRId64 ") (peak=%" PRId64 "%s)\n",
             live, u, c->live_count, report_scaled(c->peak_bytes, sc->bytes), u);
     fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->allocs, c->frees);
@@ -191,9 +191,10 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
 
     if (r->has & REPORT_HAS_TOTAL)
         fprintf(out, "Total: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
-                "allocs=%" PRId64 ", frees=%" PRId64 "\n\n",
+                "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
                 report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
-                report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees);
+                report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees,
+                r->total.reallocs);
     else
         fputs("Total: not in the report (the file was cut short before it)\n\n", out);
 
