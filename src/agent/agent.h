@@ -66,9 +66,14 @@ void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
 void mt_say(const char *msg);
 
 /* Bootstrap arena for calls made while dlsym resolves the real allocator. */
+#define MT_ARENA_SIZE (256 * 1024)
+extern char mt_arena[MT_ARENA_SIZE];
 void *mt_arena_alloc(size_t size);
-int mt_arena_owns(const void *p);
-size_t mt_arena_size(const void *p);
+static inline int mt_arena_owns(const void *p)
+{
+    return (uintptr_t)p - (uintptr_t)mt_arena < MT_ARENA_SIZE;
+}
+static inline size_t mt_arena_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
 
 /* report_write.c: writes the summary report; path NULL = configured output.
  * reason: "exit", "api", "signal". Returns 0 or -errno. */

@@ -50,28 +50,24 @@ static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t site)
     return (uint32_t)(x >> 32);
 }
 
-/* What the real allocator is asked for: prefix, the size, and the canary,
- * never less than 8 bytes after p, where a freed block keeps a tombstone. */
-static inline uint64_t mt_request(uint64_t size, unsigned shift)
-{
-    return (1ull << shift) + (size < 6 ? 8 : size + 2);
-}
+/* What the real allocator is asked for: prefix, the size, and the canary. */
+static inline uint64_t mt_request(uint64_t size, unsigned shift) { return (1ull << shift) + size + 2; }
 /* The agent's own bytes in a block: what it asked for beyond `size`. */
-static inline int64_t mt_overhead(uint64_t size, unsigned shift)
-{
-    return (int64_t)(mt_request(size, shift) - size);
-}
+static inline int64_t mt_overhead(unsigned shift) { return (int64_t)(1ull << shift) + 2; }
 
 static inline uint16_t mt_tail_value(uint32_t check) { return (uint16_t)(check ^ (check >> 16) ^ 0x5AA5u); }
 
-/* The tombstone left in the first 8 bytes of a freed block: a keyed hash
- * of the pointer, the category and the size (saturated at 2^24-1), so a
- * second free can be recognised and reported with what the block was. */
+/* The tombstone left in the first 8 bytes of a freed block (blocks of 6
+ * bytes or more: with the canary's 2 bytes there is room): a keyed mark of
+ * the pointer, the category and the size (saturated at 2^24-1), so a second
+ * free can be recognised and reported with what the block was. */
 #define MT_TOMB_SIZE_MAX 0xFFFFFFu
+#define MT_TOMB_MIN_SIZE 6u
+static inline uint32_t mt_tomb_mark(const void *p) { return (uint32_t)((uintptr_t)p >> 4) ^ (uint32_t)mt_secret; }
 static inline uint64_t mt_tombstone(const void *p, uint64_t size, unsigned cat)
 {
     uint64_t s = size < MT_TOMB_SIZE_MAX ? size : MT_TOMB_SIZE_MAX;
-    return (uint64_t)mt_hash(p, 0x70B570E5ull, 0xDEAD) << 32 | (uint64_t)cat << 24 | s;
+    return (uint64_t)mt_tomb_mark(p) << 32 | (uint64_t)cat << 24 | s;
 }
 
 #endif

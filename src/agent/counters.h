@@ -80,10 +80,13 @@ static inline void mt_bump(_Atomic int64_t *p, int64_t d)
 static inline void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
 {
     int64_t local = mt_ld(&c->live_bytes) + d;
-    int64_t flushed = mt_ld(&g->live_bytes);
-    if (d > 0 && flushed + local > mt_ld(&g->peak_bytes))
-        mt_raise_peak(g, flushed + local);
-    if (MT_UNLIKELY(local > MT_FLUSH_BYTES || local < -MT_FLUSH_BYTES)) {
+    if (d > 0) {
+        int64_t now = mt_ld(&g->live_bytes) + local;
+        if (now > mt_ld(&g->peak_bytes))
+            mt_raise_peak(g, now);
+    }
+    /* |local| > MT_FLUSH_BYTES, in one comparison */
+    if (MT_UNLIKELY((uint64_t)(local + MT_FLUSH_BYTES) > 2 * (uint64_t)MT_FLUSH_BYTES)) {
         atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed);
         local = 0;
     }

@@ -79,7 +79,7 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
     }
     uint64_t t;
     memcpy(&t, p, sizeof t);
-    if ((t >> 32) == (mt_tombstone(p, 0, 0) >> 32)) {
+    if ((t >> 32) == mt_tomb_mark(p)) {
         *tomb = t;
         return BLK_FREED;
     }
@@ -142,7 +142,7 @@ static char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift
 static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     char *p = fill_header(real, size, cat, shift, 0);
-    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    mt_count_block(cat, (int64_t)size, mt_overhead(shift), +1);
     return p;
 }
 
@@ -150,7 +150,7 @@ static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 static void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
 {
     h->check ^= MT_FREED_XOR;
-    if (size + 2 >= 8) { /* room for the tombstone: the size plus the canary */
+    if (size >= MT_TOMB_MIN_SIZE) {
         uint64_t tomb = mt_tombstone(p, size, cat);
         memcpy(p, &tomb, sizeof tomb);
     }
@@ -162,7 +162,7 @@ static void release(void *p, mt_hdr *h)
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     check_tail(p, h, size);
-    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
+    mt_count_block(cat, (int64_t)size, mt_overhead(shift), -1);
     free_block(p, h, size, cat, shift);
 }
 
@@ -211,6 +211,16 @@ MT_EXPORT void free(void *p)
         if (!mt_arena_owns(p) && mt_real_fn.free)
             mt_real_fn.free(p);
         return;
+    }
+    /* Fast path: a 16-byte aligned pointer away from the page offsets that
+     * need a probe (0 and 32, see classify), with a valid header. */
+    uintptr_t a = (uintptr_t)p;
+    if (MT_LIKELY((a & 15) == 0 && (a & (4095 & ~32)) != 0)) {
+        mt_hdr *fh = (mt_hdr *)p - 1;
+        if (MT_LIKELY(fh->check == mt_hash(p, fh->word, fh->site))) {
+            release(p, fh);
+            return;
+        }
     }
     mt_hdr *h;
     uint64_t tomb;
@@ -273,7 +283,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
             return NULL; /* the old block is untouched */
         np = fill_header(real, n, cat, shift, site);
     }
-    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
+    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(MT_PLAIN_SHIFT) - mt_overhead(shift));
     return np;
 }
 

@@ -30,26 +30,21 @@ MT_TLS mt_tls mt_t;
  * dlsym() may call calloc/malloc before we know where the real ones are.
  * Those few requests are served from static memory that is never reused
  * (so it stays zeroed for calloc) and recognised by address on free. */
-#define ARENA_SIZE (256 * 1024)
-static _Alignas(16) char arena[ARENA_SIZE];
+_Alignas(16) char mt_arena[MT_ARENA_SIZE];
 static _Atomic size_t arena_used;
 
 void *mt_arena_alloc(size_t size)
 {
     size_t need = 16 + ((size + 15) & ~(size_t)15);
-    if (size > ARENA_SIZE)
+    if (size > MT_ARENA_SIZE)
         return NULL;
     size_t at = atomic_fetch_add(&arena_used, need);
-    if (at + need > ARENA_SIZE)
+    if (at + need > MT_ARENA_SIZE)
         return NULL;
-    size_t *h = (size_t *)(arena + at);
+    size_t *h = (size_t *)(mt_arena + at);
     *h = size;
-    return arena + at + 16;
+    return mt_arena + at + 16;
 }
-
-int mt_arena_owns(const void *p) { return (const char *)p >= arena && (const char *)p < arena + ARENA_SIZE; }
-
-size_t mt_arena_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
 
 /* ---- messages ---------------------------------------------------------- */
 
