@@ -86,6 +86,20 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
     return BLK_FOREIGN;
 }
 
+/* The header of a live block of ours when that can be told without a
+ * probe: a 16-byte aligned pointer away from the page offsets classify()
+ * probes (0 and 32), with a valid check. NULL: ask classify(). */
+static inline mt_hdr *fast_header(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (MT_LIKELY((a & 15) == 0 && (a & (4095 & ~32)) != 0)) {
+        mt_hdr *h = (mt_hdr *)p - 1;
+        if (MT_LIKELY(h->check == mt_hash(p, h->word, h->site)))
+            return h;
+    }
+    return NULL;
+}
+
 static int tail_intact(void *p, const mt_hdr *h, uint64_t size)
 {
     if (size >= MT_TAIL_MAX)
@@ -212,17 +226,11 @@ MT_EXPORT void free(void *p)
             mt_real_fn.free(p);
         return;
     }
-    /* Fast path: a 16-byte aligned pointer away from the page offsets that
-     * need a probe (0 and 32, see classify), with a valid header. */
-    uintptr_t a = (uintptr_t)p;
-    if (MT_LIKELY((a & 15) == 0 && (a & (4095 & ~32)) != 0)) {
-        mt_hdr *fh = (mt_hdr *)p - 1;
-        if (MT_LIKELY(fh->check == mt_hash(p, fh->word, fh->site))) {
-            release(p, fh);
-            return;
-        }
+    mt_hdr *h = fast_header(p);
+    if (MT_LIKELY(h != NULL)) {
+        release(p, h);
+        return;
     }
-    mt_hdr *h;
     uint64_t tomb;
     int kind = classify(p, &h, &tomb);
     switch (kind) {
@@ -304,7 +312,9 @@ MT_EXPORT void *realloc(void *p, size_t n)
         }
         return mt_real_fn.realloc(p, n);
     }
-    mt_hdr *h;
+    mt_hdr *h = fast_header(p);
+    if (MT_LIKELY(h != NULL))
+        return realloc_tracked(p, h, n);
     uint64_t tomb;
     int kind = classify(p, &h, &tomb);
     switch (kind) {
@@ -409,9 +419,9 @@ MT_EXPORT size_t malloc_usable_size(void *p)
         return mt_arena_size(p);
     if (!atomic_load_explicit(&mt_hot, memory_order_relaxed))
         return mt_real_fn.malloc_usable_size ? mt_real_fn.malloc_usable_size(p) : 0;
-    mt_hdr *h;
+    mt_hdr *h = fast_header(p);
     uint64_t tomb;
-    switch (classify(p, &h, &tomb)) {
+    switch (h ? BLK_OURS : classify(p, &h, &tomb)) {
     case BLK_OURS:
         /* Exactly the requested size: the canary sits right after it. */
         return mt_word_size(h->word);
