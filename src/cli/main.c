@@ -20,13 +20,18 @@ static const struct command commands[] = {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
+static void vsay(const char *fmt, va_list ap)
+{
+    fputs("memtrail: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 int cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("memtrail: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsay(fmt, ap);
     va_end(ap);
     return CLI_FAILED;
 }
@@ -35,9 +40,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("memtrail: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsay(fmt, ap);
     va_end(ap);
     fprintf(stderr, "Try 'memtrail%s%s --help' for usage.\n", cmd ? " " : "", cmd ? cmd : "");
     return CLI_USAGE;

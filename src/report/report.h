@@ -21,9 +21,8 @@
 /* Size of the error buffer callers should pass. */
 #define REPORT_ERR_MAX 512
 
-struct report_category {
-    char *name;
-    char *kind;             /* "malloc", "overhead", or what a newer writer says */
+/* The counters of a category line and of the total line. */
+struct report_counts {
     int64_t live_bytes;
     int64_t live_count;
     int64_t peak_bytes;
@@ -32,13 +31,10 @@ struct report_category {
     int64_t reallocs;       /* 0 when the file has no reallocs= field */
 };
 
-struct report_total {
-    int64_t live_bytes;
-    int64_t live_count;
-    int64_t peak_bytes;
-    int64_t allocs;
-    int64_t frees;
-    int64_t reallocs; /* 0 when the file has no reallocs= field */
+struct report_category {
+    char *name;
+    char *kind;             /* "malloc", "overhead", or what a newer writer says */
+    struct report_counts n;
 };
 
 struct report_errors {
@@ -74,7 +70,7 @@ struct report {
     char *reason;
     struct report_category *categories;   /* in file order */
     size_t ncategories;
-    struct report_total total;
+    struct report_counts total;
     struct report_errors errors;
     bool complete;          /* the end marker was read */
     long lines_read;        /* complete lines accepted so far */

@@ -107,15 +107,15 @@ static int by_live_desc(const void *a, const void *b)
 {
     const struct report_category *x = *(const struct report_category *const *)a;
     const struct report_category *y = *(const struct report_category *const *)b;
-    if (x->live_bytes != y->live_bytes)
-        return x->live_bytes > y->live_bytes ? -1 : 1;
+    if (x->n.live_bytes != y->n.live_bytes)
+        return x->n.live_bytes > y->n.live_bytes ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
 static void print_category(FILE *out, const struct report_category *c, const struct report_scale *sc)
 {
     const char *u = sc->unit;
-    int64_t live = report_scaled(c->live_bytes, sc->bytes);
+    int64_t live = report_scaled(c->n.live_bytes, sc->bytes);
     /* Heap categories: reserved = committed = live bytes. Virtual memory
      * categories will carry their own reserved/committed fields. */
     fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
@@ -123,10 +123,10 @@ static void print_category(FILE *out, const struct report_category *c, const str
     if (is_overhead(c))
         fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n", out);
     fprintf(out, CONTINUE "(malloc=%" PRId64 "%s #%" PRId64 ") (peak=%" PRId64 "%s)\n",
-            live, u, c->live_count, report_scaled(c->peak_bytes, sc->bytes), u);
-    fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->allocs, c->frees);
-    if (c->reallocs)
-        fprintf(out, " reallocs=%" PRId64, c->reallocs);
+            live, u, c->n.live_count, report_scaled(c->n.peak_bytes, sc->bytes), u);
+    fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->n.allocs, c->n.frees);
+    if (c->n.reallocs)
+        fprintf(out, " reallocs=%" PRId64, c->n.reallocs);
     fputs(")\n\n", out);
 }
 
@@ -204,8 +204,8 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
     size_t n = 0;
     for (size_t i = 0; i < r->ncategories; i++) {
         const struct report_category *c = &r->categories[i];
-        bool unused = !c->live_bytes && !c->live_count && !c->peak_bytes && !c->allocs
-                      && !c->frees && !c->reallocs;
+        bool unused = !c->n.live_bytes && !c->n.live_count && !c->n.peak_bytes && !c->n.allocs
+                      && !c->n.frees && !c->n.reallocs;
         if (!is_overhead(c) && !unused)
             order[n++] = c;
     }
@@ -352,8 +352,8 @@ int report_print_json(FILE *out, const struct report *r)
         fprintf(out, ", \"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64
                 ", \"peak_bytes\": %" PRId64 ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64
                 ", \"reallocs\": %" PRId64 ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64 "}",
-                c->live_bytes, c->live_count, c->peak_bytes, c->allocs, c->frees, c->reallocs,
-                c->live_bytes, c->live_bytes);
+                c->n.live_bytes, c->n.live_count, c->n.peak_bytes, c->n.allocs, c->n.frees, c->n.reallocs,
+                c->n.live_bytes, c->n.live_bytes);
     }
     fputs(r->ncategories ? "\n  ],\n" : "],\n", out);
 

@@ -158,15 +158,11 @@ struct field {
     bool required;
 };
 
-#define CAT_FIELD(f, req) { #f, offsetof(struct report_category, f), req }
-static const struct field category_fields[] = {
-    CAT_FIELD(live_bytes, true), CAT_FIELD(live_count, true), CAT_FIELD(peak_bytes, true),
-    CAT_FIELD(allocs, true),     CAT_FIELD(frees, true),      CAT_FIELD(reallocs, false),
-};
-#define TOTAL_FIELD(f, req) { #f, offsetof(struct report_total, f), req }
-static const struct field total_fields[] = {
-    TOTAL_FIELD(live_bytes, true), TOTAL_FIELD(live_count, true), TOTAL_FIELD(peak_bytes, true),
-    TOTAL_FIELD(allocs, true),     TOTAL_FIELD(frees, true),      TOTAL_FIELD(reallocs, false),
+/* Fields of the category and total lines (struct report_counts). */
+#define COUNT_FIELD(f, req) { #f, offsetof(struct report_counts, f), req }
+static const struct field count_fields[] = {
+    COUNT_FIELD(live_bytes, true), COUNT_FIELD(live_count, true), COUNT_FIELD(peak_bytes, true),
+    COUNT_FIELD(allocs, true),     COUNT_FIELD(frees, true),      COUNT_FIELD(reallocs, false),
 };
 #define ERR_FIELD(f) { #f, offsetof(struct report_errors, f), true }
 static const struct field error_fields[] = {
@@ -249,7 +245,7 @@ static int parse_category(struct reader *rd, struct report *r, char *value)
     struct report_category c = {0};
     char line_key[80];
     snprintf(line_key, sizeof line_key, "category '%s'", shown(value, buf));
-    int rc = parse_fields(rd, line_key, fields, category_fields, NFIELDS(category_fields), &c, &c.kind);
+    int rc = parse_fields(rd, line_key, fields, count_fields, NFIELDS(count_fields), &c.n, &c.kind);
     if (rc == 0 && !(c.name = strdup(value)))
         rc = fail(rd, -ENOMEM, "out of memory");
     if (rc == 0) {
@@ -326,9 +322,9 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
         unsigned bit = total ? REPORT_HAS_TOTAL : REPORT_HAS_ERRORS;
         if (r->has & bit)
             return fail(rd, -EBADMSG, "duplicate %s line", key);
-        struct report_total t = {0};
+        struct report_counts t = {0};
         struct report_errors e = {0};
-        int rc = total ? parse_fields(rd, key, value, total_fields, NFIELDS(total_fields), &t, NULL)
+        int rc = total ? parse_fields(rd, key, value, count_fields, NFIELDS(count_fields), &t, NULL)
                        : parse_fields(rd, key, value, error_fields, NFIELDS(error_fields), &e, NULL);
         if (rc < 0)
             return rc;

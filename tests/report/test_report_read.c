@@ -87,12 +87,12 @@ static void test_good(void)
     if (r.ncategories == 3) {
         const struct report_category *m = &r.categories[0], *p = &r.categories[1], *o = &r.categories[2];
         CHECK("good: malloc category", strcmp(m->name, "malloc") == 0 && strcmp(m->kind, "malloc") == 0
-              && m->live_bytes == 1048 && m->live_count == 3 && m->peak_bytes == 90000
-              && m->allocs == 1900000 && m->frees == 1899997 && m->reallocs == 0);
-        CHECK("good: reallocs field", strcmp(p->name, "parser") == 0 && p->reallocs == 7
-              && p->peak_bytes == 4096 && p->allocs == 10 && p->frees == 10);
+              && m->n.live_bytes == 1048 && m->n.live_count == 3 && m->n.peak_bytes == 90000
+              && m->n.allocs == 1900000 && m->n.frees == 1899997 && m->n.reallocs == 0);
+        CHECK("good: reallocs field", strcmp(p->name, "parser") == 0 && p->n.reallocs == 7
+              && p->n.peak_bytes == 4096 && p->n.allocs == 10 && p->n.frees == 10);
         CHECK("good: overhead kind", strcmp(o->name, "memtrail") == 0 && strcmp(o->kind, "overhead") == 0
-              && o->live_bytes == 54 && o->allocs == 1900010);
+              && o->n.live_bytes == 54 && o->n.allocs == 1900010);
     }
     CHECK("good: total", (r.has & REPORT_HAS_TOTAL) && r.total.live_bytes == 1048 && r.total.live_count == 3
           && r.total.peak_bytes == 90000 && r.total.allocs == 1900010 && r.total.frees == 1900007);
@@ -112,7 +112,7 @@ static void test_unknown_ignored(void)
                        "total live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0 extra=x\n"
                        "end\n", &r, err);
     CHECK("unknown keys and fields ignored", rc == 0 && r.complete && r.ncategories == 1
-          && r.categories[0].live_bytes == 1 && r.total.allocs == 1);
+          && r.categories[0].n.live_bytes == 1 && r.total.allocs == 1);
     CHECK("absent optional lines stay absent", !(r.has & REPORT_HAS_EXE) && !r.exe && !r.argv
           && !(r.has & REPORT_HAS_ERRORS));
     report_free(&r);
@@ -209,7 +209,7 @@ static void test_truncated(void)
     CHECK("truncated: -ENODATA", rc == -ENODATA);
     CHECK("truncated: message", strstr(err, "cut.mtr: truncated after line 6 (no end marker)") != NULL);
     CHECK("truncated: keeps what was read", !r.complete && r.pid == 9 && r.ncategories == 2
-          && r.categories[1].live_bytes == 5 && !(r.has & REPORT_HAS_TOTAL) && r.lines_read == 6);
+          && r.categories[1].n.live_bytes == 5 && !(r.has & REPORT_HAS_TOTAL) && r.lines_read == 6);
     report_free(&r);
 
     /* Cut in the middle of a line: that line is not trusted. */
