@@ -94,6 +94,7 @@ demo: all
 	bash scripts/demo.sh
 
 bench: all
+	bash scripts/deps.sh --bench
 	bash bench/overhead.sh
 
 install: all

@@ -4,10 +4,19 @@
 # `make check`, python3, sqlite3 and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
-# Usage: scripts/deps.sh   (exit 0 when everything is there afterwards)
+# Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
+#   --bench  also heaptrack, the peer the benchmark compares against; the
+#            tests do not need it
 set -euo pipefail
 
 say() { echo "deps.sh: $*" >&2; }
+
+bench=0
+case ${1:-} in
+    --bench) bench=1 ;;
+    "") ;;
+    *) say "unknown option '$1' (accepted: --bench)"; exit 2 ;;
+esac
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() {
@@ -53,7 +62,7 @@ check() {
     have_cmd make || want make
     have_cmd python3 || want python3
     have_cmd sqlite3 || want sqlite3
-    have_cmd heaptrack || want heaptrack
+    if [ "$bench" = 1 ]; then have_cmd heaptrack || want heaptrack; fi
     if have_cmd dpkg-query; then
         have_pkg libc6-dev || want libc6-dev
     fi
