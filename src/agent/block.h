@@ -42,6 +42,9 @@ static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift)
 static inline uint64_t mt_word_size(uint64_t w) { return w & ((1ull << 48) - 1); }
 static inline unsigned mt_word_cat(uint64_t w) { return (unsigned)(w >> 48) & 0xff; }
 static inline unsigned mt_word_shift(uint64_t w) { return (unsigned)(w >> 56); }
+/* Shifts the agent writes: 4 (plain) to 40 (1 TiB alignment). A header
+ * that passes the check by a 2^-32 chance must not steer us further. */
+static inline int mt_word_sane(uint64_t w) { return mt_word_shift(w) - 4u <= 36u; }
 
 static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t site)
 {
@@ -50,19 +53,30 @@ static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t site)
     return (uint32_t)(x >> 32);
 }
 
-/* What the real allocator is asked for: prefix, the size, and the canary. */
-static inline uint64_t mt_request(uint64_t size, unsigned shift) { return (1ull << shift) + size + 2; }
+/* What the real allocator is asked for: prefix, the size, and the canary,
+ * never less than 8 bytes after p, so even a tiny block has room for its
+ * tombstone. */
+static inline uint64_t mt_request(uint64_t size, unsigned shift)
+{
+    return (1ull << shift) + (size < 6 ? 8 : size + 2);
+}
 /* The agent's own bytes in a block: what it asked for beyond `size`. */
-static inline int64_t mt_overhead(unsigned shift) { return (int64_t)(1ull << shift) + 2; }
+static inline int64_t mt_overhead(uint64_t size, unsigned shift)
+{
+    return (int64_t)(mt_request(size, shift) - size);
+}
 
 static inline uint16_t mt_tail_value(uint32_t check) { return (uint16_t)(check ^ (check >> 16) ^ 0x5AA5u); }
 
-/* The tombstone left in the first 8 bytes of a freed block (blocks of 6
- * bytes or more: with the canary's 2 bytes there is room): a keyed mark of
- * the pointer, the category and the size (saturated at 2^24-1), so a second
- * free can be recognised and reported with what the block was. */
+/* The tombstone left in a freed block: a keyed mark of the pointer, the
+ * category and the size (saturated at 2^24-1), so a second free can be
+ * recognised and reported with what the block was. glibc writes up to 32
+ * bytes of free-list links from the start of a freed chunk, which is 16
+ * bytes before p (our header) to 16 bytes after it (large bins): the
+ * tombstone goes past them, at p+16, in blocks of 24 bytes or more; smaller
+ * blocks only ever reach bins that stop at p, so theirs goes at p. */
 #define MT_TOMB_SIZE_MAX 0xFFFFFFu
-#define MT_TOMB_MIN_SIZE 6u
+static inline size_t mt_tomb_off(uint64_t size) { return size >= 24 ? 16 : 0; }
 static inline uint32_t mt_tomb_mark(const void *p) { return (uint32_t)((uintptr_t)p >> 4) ^ (uint32_t)mt_secret; }
 static inline uint64_t mt_tombstone(const void *p, uint64_t size, unsigned cat)
 {

@@ -17,6 +17,14 @@ static pthread_key_t shard_key;
 static int shard_key_ok;
 static atomic_flag cat_lock = ATOMIC_FLAG_INIT;
 
+void mt_category_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&cat_lock, memory_order_acquire)) {
+    }
+}
+
+void mt_category_unlock(void) { atomic_flag_clear_explicit(&cat_lock, memory_order_release); }
+
 void *mt_os_alloc(size_t size)
 {
     size = (size + 4095) & ~(size_t)4095;
@@ -209,8 +217,7 @@ int mt_category_get(const char *name)
     for (int i = 0; i < n; i++)
         if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
             return i;
-    while (atomic_flag_test_and_set_explicit(&cat_lock, memory_order_acquire)) {
-    }
+    mt_category_lock();
     int id = -ENOSPC;
     n = atomic_load(&mt_ncats);
     for (int i = 0; i < n; i++)
@@ -221,6 +228,6 @@ int mt_category_get(const char *name)
         atomic_store_explicit(&mt_ncats, n + 1, memory_order_release);
         id = n;
     }
-    atomic_flag_clear_explicit(&cat_lock, memory_order_release);
+    mt_category_unlock();
     return id;
 }

@@ -68,6 +68,9 @@ void mt_counters_after_fork_child(void); /* fold shards of threads the child lac
 void mt_counters_sum(mt_catsum out[MT_NSLOT]);
 /* Returns the id of category `name`, creating it; negative errno on error. */
 int mt_category_get(const char *name);
+/* The lock that serialises creating categories (held across fork). */
+void mt_category_lock(void);
+void mt_category_unlock(void);
 void mt_raise_peak(mt_cglobal *g, int64_t candidate);
 
 static inline int64_t mt_ld(_Atomic int64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }

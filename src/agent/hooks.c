@@ -69,19 +69,25 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
     }
     mt_hdr *h = (mt_hdr *)p - 1;
     uint32_t want = mt_hash(p, h->word, h->site);
-    if (MT_LIKELY(h->check == want)) {
-        *hp = h;
-        return BLK_OURS;
+    if (mt_word_sane(h->word)) {
+        if (MT_LIKELY(h->check == want)) {
+            *hp = h;
+            return BLK_OURS;
+        }
+        if (h->check == (want ^ MT_FREED_XOR)) {
+            *hp = h;
+            return BLK_FREED;
+        }
     }
-    if (h->check == (want ^ MT_FREED_XOR)) {
-        *hp = h;
-        return BLK_FREED;
-    }
-    uint64_t t;
-    memcpy(&t, p, sizeof t);
-    if ((t >> 32) == mt_tomb_mark(p)) {
-        *tomb = t;
-        return BLK_FREED;
+    /* The tombstone, at p or p+16 (mt_tomb_off); p+16 only when it lies in
+     * p's page, which is mapped. */
+    for (size_t at = 0; at <= 16 && off + at + 8 <= 4096; at += 16) {
+        uint64_t t;
+        memcpy(&t, (char *)p + at, sizeof t);
+        if ((t >> 32) == mt_tomb_mark(p) && mt_tomb_off(t & MT_TOMB_SIZE_MAX) == at) {
+            *tomb = t;
+            return BLK_FREED;
+        }
     }
     return BLK_FOREIGN;
 }
@@ -94,7 +100,7 @@ static inline mt_hdr *fast_header(void *p)
     uintptr_t a = (uintptr_t)p;
     if (MT_LIKELY((a & 15) == 0 && (a & (4095 & ~32)) != 0)) {
         mt_hdr *h = (mt_hdr *)p - 1;
-        if (MT_LIKELY(h->check == mt_hash(p, h->word, h->site)))
+        if (MT_LIKELY(h->check == mt_hash(p, h->word, h->site) && mt_word_sane(h->word)))
             return h;
     }
     return NULL;
@@ -156,7 +162,7 @@ static char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift
 static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     char *p = fill_header(real, size, cat, shift, 0);
-    mt_count_block(cat, (int64_t)size, mt_overhead(shift), +1);
+    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     return p;
 }
 
@@ -164,10 +170,8 @@ static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 static void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
 {
     h->check ^= MT_FREED_XOR;
-    if (size >= MT_TOMB_MIN_SIZE) {
-        uint64_t tomb = mt_tombstone(p, size, cat);
-        memcpy(p, &tomb, sizeof tomb);
-    }
+    uint64_t tomb = mt_tombstone(p, size, cat);
+    memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
     mt_real_fn.free((char *)p - (1ull << shift));
 }
 
@@ -176,7 +180,7 @@ static void release(void *p, mt_hdr *h)
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     check_tail(p, h, size);
-    mt_count_block(cat, (int64_t)size, mt_overhead(shift), -1);
+    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     free_block(p, h, size, cat, shift);
 }
 
@@ -286,12 +290,23 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         memcpy(np, p, size < n ? size : n);
         free_block(p, h, size, cat, shift);
     } else {
+        /* If the block moves, the real realloc frees the old one: leave a
+         * tombstone there first, so a later free of the old pointer is
+         * known for what it is, and give the program its bytes back. */
+        size_t at = mt_tomb_off(size);
+        uint64_t saved, tomb = mt_tombstone(p, size, cat);
+        memcpy(&saved, (char *)p + at, sizeof saved);
+        memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
+        char *q = real ? real + MT_HDR_SIZE : p;   /* where the program's bytes are now */
+        uint64_t keep = real ? n : size;           /* and how many */
+        if (at < keep)
+            memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
         if (!real)
-            return NULL; /* the old block is untouched */
+            return NULL; /* the old block is as it was */
         np = fill_header(real, n, cat, shift, site);
     }
-    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(MT_PLAIN_SHIFT) - mt_overhead(shift));
+    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
     return np;
 }
 
@@ -303,12 +318,18 @@ MT_EXPORT void *realloc(void *p, size_t n)
         free(p);
         return NULL;
     }
-    if (!HOT && !cold_gate()) {
+    /* Raw path only while nothing is tracked; when tracking, even a call
+     * from inside the agent (a signal handler) may hold a tracked block. */
+    if (!HOT && !cold_gate() && !atomic_load(&mt_hot)) {
         if (mt_arena_owns(p)) {
             void *np = raw_malloc(n);
             if (np)
                 memcpy(np, p, mt_arena_size(p) < n ? mt_arena_size(p) : n);
             return np;
+        }
+        if (!mt_real_fn.realloc) {
+            errno = ENOMEM;
+            return NULL;
         }
         return mt_real_fn.realloc(p, n);
     }
@@ -345,14 +366,21 @@ MT_EXPORT void *reallocarray(void *p, size_t n, size_t m)
     return realloc(p, bytes);
 }
 
+/* align: a power of two. Sets *out only on success, as glibc does. */
 static int aligned_entry(void **out, size_t align, size_t n)
 {
+    void *p = NULL;
+    int rc;
     if (!HOT && !cold_gate()) {
-        if (mt_real_fn.posix_memalign)
-            return mt_real_fn.posix_memalign(out, align, n);
-        return ENOMEM; /* no aligned requests come from dlsym itself */
+        if (!mt_real_fn.posix_memalign)
+            return ENOMEM; /* no aligned requests come from dlsym itself */
+        rc = mt_real_fn.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
+    } else {
+        rc = alloc_aligned(&p, align, n, mt_t.cat);
     }
-    return alloc_aligned(out, align, n, mt_t.cat);
+    if (rc == 0)
+        *out = p;
+    return rc;
 }
 
 static int pow2(size_t x) { return x && !(x & (x - 1)); }
@@ -375,18 +403,10 @@ static void *aligned_or_errno(size_t align, size_t n)
     return p;
 }
 
-MT_EXPORT void *aligned_alloc(size_t align, size_t n)
-{
-    if (!pow2(align)) {
-        errno = EINVAL;
-        return NULL;
-    }
-    return aligned_or_errno(align, n);
-}
-
 MT_EXPORT void *memalign(size_t align, size_t n)
 {
-    /* glibc rounds an alignment that is not a power of two up to one. */
+    /* glibc rounds an alignment that is not a power of two up to one
+     * (aligned_alloc too, up to glibc 2.37). */
     if (align > SIZE_MAX / 2 + 1) {
         errno = EINVAL;
         return NULL;
@@ -397,6 +417,8 @@ MT_EXPORT void *memalign(size_t align, size_t n)
         align = (size_t)1 << (64 - __builtin_clzll(align));
     return aligned_or_errno(align, n);
 }
+
+MT_EXPORT void *aligned_alloc(size_t align, size_t n) { return memalign(align, n); }
 
 MT_EXPORT void *valloc(size_t n) { return aligned_or_errno((size_t)getpagesize(), n); }
 

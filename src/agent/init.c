@@ -213,7 +213,14 @@ static int resolve_real(void)
            mt_real_fn.posix_memalign && mt_real_fn.malloc_usable_size;
 }
 
-static void after_fork_child(void) { mt_counters_after_fork_child(); }
+/* A fork must not leave the category lock held in the child. */
+static void before_fork(void) { mt_category_lock(); }
+static void after_fork_parent(void) { mt_category_unlock(); }
+static void after_fork_child(void)
+{
+    mt_category_unlock();
+    mt_counters_after_fork_child();
+}
 
 void mt_init_slow(void)
 {
@@ -223,6 +230,7 @@ void mt_init_slow(void)
             __builtin_ia32_pause();
         return;
     }
+    int saved_errno = errno; /* the program must find errno as the C runtime left it */
     mt_t.in_agent++;
     int ok = resolve_real();
     if (!ok)
@@ -245,12 +253,13 @@ void mt_init_slow(void)
     absolutize_output();
     mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
     if (mt_tracking) {
-        pthread_atfork(NULL, NULL, after_fork_child);
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();
     }
     atomic_store(&mt_state, MT_STATE_READY);
     atomic_store(&mt_hot, mt_tracking);
     mt_t.in_agent--;
+    errno = saved_errno;
 }
 
 __attribute__((constructor)) static void mt_constructor(void)
@@ -271,10 +280,25 @@ static _Noreturn void exit_now(int status)
 MT_EXPORT void _exit(int status) { exit_now(status); }
 MT_EXPORT void _Exit(int status) { exit_now(status); }
 
-/* Runs from _dl_fini, after the program's own atexit handlers and the
- * destructors of libraries loaded after us. */
+/* The report at exit must come after every library's destructors (they
+ * free what their constructors allocated), but ours runs inside _dl_fini
+ * before those of the libraries the program itself links. So our destructor
+ * only queues the report as one more exit handler: glibc runs handlers
+ * registered while it runs the others, after _dl_fini returns. The NULL
+ * DSO handle keeps __cxa_finalize of our own library from running it early. */
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+static void final_report(void *unused)
+{
+    (void)unused;
+    if (atomic_load(&mt_hot))
+        mt_report_write_to(NULL, "exit");
+}
+
 __attribute__((destructor)) static void mt_destructor(void)
 {
-    if (mt_tracking)
-        mt_report_write_to(NULL, "exit");
+    if (!mt_tracking)
+        return;
+    if (__cxa_atexit(final_report, NULL, NULL) != 0)
+        final_report(NULL);
 }

@@ -1,6 +1,9 @@
 /* report_write.c — writes the summary report (docs/report-format.md)
  * with open/write/rename and a stack buffer: no malloc, no stdio. */
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,30 +99,59 @@ static void write_counts(mt_out *o, const mt_catsum *c)
     mt_out_i64(o, c->reallocs);
 }
 
+/* One report at a time, in static buffers: a report written from _exit in
+ * a signal handler on a small alternate stack must not need kilobytes of
+ * stack. Taken with a bounded try-lock (a handler may have interrupted a
+ * writer on its own thread). */
+static struct {
+    char path[MT_PATH_MAX];
+    char tmp[MT_PATH_MAX + 64];
+    char buf[4096];
+    char exe[MT_PATH_MAX];
+    char msg[MT_PATH_MAX + 128];
+    mt_catsum sum[MT_NSLOT];
+} w;
+static atomic_flag w_busy = ATOMIC_FLAG_INIT;
+
+static int64_t now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int take_buffers(void)
+{
+    int64_t give_up = now_ns(CLOCK_MONOTONIC) + 200000000; /* 200 ms */
+    while (atomic_flag_test_and_set_explicit(&w_busy, memory_order_acquire)) {
+        if (now_ns(CLOCK_MONOTONIC) > give_up)
+            return -EBUSY;
+        sched_yield();
+    }
+    return 0;
+}
+
 static void write_report(mt_out *o, const char *reason)
 {
-    mt_catsum sum[MT_NSLOT];
+    mt_catsum *sum = w.sum;
     mt_counters_sum(sum);
 
     mt_out_str(o, "memtrail-report 1\npid ");
     mt_out_u64(o, (uint64_t)getpid());
     mt_out_str(o, "\nppid ");
     mt_out_u64(o, (uint64_t)getppid());
-    char exe[MT_PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = readlink("/proc/self/exe", w.exe, sizeof w.exe - 1);
     if (n > 0) {
         mt_out_str(o, "\nexe ");
         for (ssize_t i = 0; i < n; i++)
-            mt_out_char(o, exe[i] == '\n' ? '?' : exe[i]);
+            mt_out_char(o, w.exe[i] == '\n' ? '?' : w.exe[i]);
     }
     mt_out_str(o, "\ncmdline ");
     write_cmdline(o);
     mt_out_str(o, "\nmode summary\nstart_ns ");
     mt_out_i64(o, mt_start_ns);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     mt_out_str(o, "\nend_ns ");
-    mt_out_i64(o, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+    mt_out_i64(o, now_ns(CLOCK_REALTIME));
     mt_out_str(o, "\nreason ");
     mt_out_str(o, reason);
     mt_out_char(o, '\n');
@@ -143,44 +175,63 @@ static void write_report(mt_out *o, const char *reason)
     mt_out_str(o, "\nend\n");
 }
 
+/* PATH.tmp.PID.TID, created exclusively: writers never share it, and a
+ * planted symlink is not followed. */
+static int open_tmp(void)
+{
+    mt_out o;
+    mt_out_init(&o, w.tmp, sizeof w.tmp, -1);
+    mt_out_str(&o, w.path);
+    mt_out_str(&o, ".tmp.");
+    mt_out_u64(&o, (uint64_t)getpid());
+    mt_out_char(&o, '.');
+    mt_out_u64(&o, (uint64_t)syscall(SYS_gettid));
+    mt_out_cstr(&o);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = open(w.tmp, flags, 0644);
+    if (fd < 0 && errno == EEXIST && unlink(w.tmp) == 0) /* left by a killed writer */
+        fd = open(w.tmp, flags, 0644);
+    return fd < 0 ? -errno : fd;
+}
+
 int mt_report_write_to(const char *path_template, const char *reason)
 {
     int saved_errno = errno;
     mt_t.in_agent++;
-    char path[MT_PATH_MAX], tmp[MT_PATH_MAX + 8];
-    int rc = expand_path(path_template ? path_template : mt_opt.output, path, sizeof path);
-    int fd = -1;
-    if (rc == 0) {
-        size_t n = strlen(path);
-        memcpy(tmp, path, n);
-        memcpy(tmp + n, ".tmp", 5);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-            rc = -errno;
+    int rc = take_buffers();
+    if (rc < 0) {
+        mt_say("cannot write the report: another report is being written");
+        goto out;
     }
+    rc = expand_path(path_template ? path_template : mt_opt.output, w.path, sizeof w.path);
+    int fd = rc == 0 ? open_tmp() : rc;
     if (fd >= 0) {
-        char buf[4096];
         mt_out o;
-        mt_out_init(&o, buf, sizeof buf, fd);
+        mt_out_init(&o, w.buf, sizeof w.buf, fd);
         write_report(&o, reason);
         rc = mt_out_flush(&o);
         if (close(fd) < 0 && rc == 0)
             rc = -errno;
-        if (rc == 0 && rename(tmp, path) < 0)
+        if (rc == 0 && rename(w.tmp, w.path) < 0)
             rc = -errno;
         if (rc < 0)
-            unlink(tmp);
+            unlink(w.tmp);
+    } else {
+        rc = fd;
     }
     if (rc < 0) {
-        char msg[MT_PATH_MAX + 128];
+        /* strerrordesc_np: no locale, no allocation (safe in a handler). */
         mt_out o;
-        mt_out_init(&o, msg, sizeof msg, -1);
+        mt_out_init(&o, w.msg, sizeof w.msg, -1);
         mt_out_str(&o, "cannot write the report to ");
-        mt_out_str(&o, rc == -ENAMETOOLONG ? "(path too long)" : path);
+        mt_out_str(&o, rc == -ENAMETOOLONG ? "(path too long)" : w.path);
         mt_out_str(&o, ": ");
-        mt_out_str(&o, strerror(-rc));
+        const char *why = strerrordesc_np(-rc);
+        mt_out_str(&o, why ? why : "error");
         mt_say(mt_out_cstr(&o));
     }
+    atomic_flag_clear_explicit(&w_busy, memory_order_release);
+out:
     mt_t.in_agent--;
     errno = saved_errno;
     return rc;

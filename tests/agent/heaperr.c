@@ -1,7 +1,10 @@
 /* heaperr.c — heap errors the agent must report instead of crashing:
  * double free (small block, header overwritten by glibc; large block,
  * already unmapped), an overwritten canary, and frees/reallocs of blocks
- * the agent never handed out. Usage: heaperr double|double-big|overflow|foreign */
+ * the agent never handed out, and the cases where glibc overwrites the
+ * header of a freed block: a tiny block, a chunk glibc sorted into a large
+ * bin, and the old pointer of a realloc that moved.
+ * Usage: heaperr double|double-big|tiny|largebin|realloc-old|overflow|foreign */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,23 @@ int main(int argc, char **argv)
         p[0] = 1;
         free(p);
         free(p);
+    } else if (strcmp(what, "tiny") == 0) {
+        char *p = malloc(1);
+        free(p);
+        free(p);
+    } else if (strcmp(what, "largebin") == 0) {
+        char *g1 = malloc(3000), *p = malloc(3000), *g2 = malloc(3000);
+        free(p);
+        void *sort = malloc(5000); /* sorts p's chunk into a large bin */
+        free(p);
+        (void)g1, (void)g2, (void)sort;
+    } else if (strcmp(what, "realloc-old") == 0) {
+        char *p = malloc(100);
+        char *guard = malloc(100); /* p cannot grow in place */
+        char *q = realloc(p, 10000);
+        EXPECT(q != p, "realloc did not move the block");
+        free(p);
+        (void)guard;
     } else if (strcmp(what, "overflow") == 0) {
         char *p = malloc(40);
         memset(p, 'x', 41); /* one byte too many */
