@@ -13,6 +13,7 @@
 #define MT_EXPORT __attribute__((visibility("default")))
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MT_INLINE inline __attribute__((always_inline))
 #define MT_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* The allocator below us, found with dlsym(RTLD_NEXT). */

@@ -144,7 +144,7 @@ static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, cons
 /* ---- tracked blocks ---------------------------------------------------- */
 
 /* Writes header and canary for a block of `size` bytes in `real`. */
-static char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, uint32_t site)
+static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, uint32_t site)
 {
     char *p = (char *)real + (1ull << shift);
     mt_hdr *h = (mt_hdr *)p - 1;
@@ -159,7 +159,7 @@ static char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift
     return p;
 }
 
-static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     char *p = fill_header(real, size, cat, shift, 0);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
@@ -167,7 +167,7 @@ static void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 }
 
 /* Marks a block freed (header and tombstone) and gives it back. */
-static void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
+static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
 {
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone(p, size, cat);
