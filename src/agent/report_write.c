@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -85,18 +86,20 @@ static void write_cmdline(mt_out *o)
 
 static void write_counts(mt_out *o, const mt_catsum *c)
 {
-    mt_out_str(o, " live_bytes=");
-    mt_out_i64(o, c->live_bytes);
-    mt_out_str(o, " live_count=");
-    mt_out_i64(o, c->live_count);
-    mt_out_str(o, " peak_bytes=");
-    mt_out_i64(o, c->peak_bytes);
-    mt_out_str(o, " allocs=");
-    mt_out_i64(o, c->allocs);
-    mt_out_str(o, " frees=");
-    mt_out_i64(o, c->frees);
-    mt_out_str(o, " reallocs=");
-    mt_out_i64(o, c->reallocs);
+    static const struct {
+        const char *key;
+        size_t offset;
+    } fields[] = {
+        {" live_bytes=", offsetof(mt_catsum, live_bytes)}, {" live_count=", offsetof(mt_catsum, live_count)},
+        {" peak_bytes=", offsetof(mt_catsum, peak_bytes)}, {" allocs=", offsetof(mt_catsum, allocs)},
+        {" frees=", offsetof(mt_catsum, frees)},           {" reallocs=", offsetof(mt_catsum, reallocs)},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)c + fields[i].offset, sizeof v);
+        mt_out_str(o, fields[i].key);
+        mt_out_i64(o, v);
+    }
 }
 
 /* One report at a time, in static buffers: a report written from _exit in
