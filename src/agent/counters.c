@@ -201,6 +201,14 @@ static int valid_name_char(char c)
            c == '.' || c == ':' || c == '/' || c == '+' || c == '-';
 }
 
+static int find_category(const char *name, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
+            return i;
+    return -ENOENT;
+}
+
 int mt_category_get(const char *name)
 {
     size_t len = 0;
@@ -213,16 +221,14 @@ int mt_category_get(const char *name)
     }
     if (len == 0)
         return -EINVAL;
-    int n = atomic_load_explicit(&mt_ncats, memory_order_acquire);
-    for (int i = 0; i < n; i++)
-        if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
-            return i;
+    int id = find_category(name, atomic_load_explicit(&mt_ncats, memory_order_acquire));
+    if (id >= 0)
+        return id;
     mt_category_lock();
-    int id = -ENOSPC;
-    n = atomic_load(&mt_ncats);
-    for (int i = 0; i < n; i++)
-        if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
-            id = i;
+    int n = atomic_load(&mt_ncats);
+    id = find_category(name, n); /* another thread may have just made it */
+    if (id < 0)
+        id = -ENOSPC;
     if (id < 0 && n < MT_CAT_FIRST_USER + MT_MAX_USER_CATEGORIES) {
         set_category(n, name, MT_KIND_MALLOC);
         atomic_store_explicit(&mt_ncats, n + 1, memory_order_release);

@@ -48,6 +48,11 @@ static int page_mapped(uintptr_t a)
     return !gone;
 }
 
+/* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
+ * 0 when page-aligned): after a free, such a block is unmapped and reading
+ * its header would fault. Pointers at those two offsets are probed first. */
+static inline int needs_probe(uintptr_t a) { return (a & (4095 & ~32)) == 0; }
+
 /* Sets *hp for OURS and for FREED blocks whose header survived, *tomb for
  * FREED blocks known by their tombstone. */
 static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
@@ -59,11 +64,8 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
         return BLK_FOREIGN; /* ours are always 16-byte aligned */
     if (MT_UNLIKELY(mt_arena_owns(p)))
         return BLK_ARENA;
-    /* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
-     * 0 when page-aligned): after a free, such a block is unmapped and
-     * reading its header would fault. Probe those two offsets only. */
     unsigned off = a & 4095;
-    if (MT_UNLIKELY(off == 0 || off == 32)) {
+    if (MT_UNLIKELY(needs_probe(a))) {
         if (!page_mapped(a - MT_HDR_SIZE) || !page_mapped(a))
             return BLK_UNMAPPED;
     }
@@ -93,12 +95,12 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
 }
 
 /* The header of a live block of ours when that can be told without a
- * probe: a 16-byte aligned pointer away from the page offsets classify()
- * probes (0 and 32), with a valid check. NULL: ask classify(). */
+ * probe: a 16-byte aligned pointer that needs none, with a valid check.
+ * NULL: ask classify(). */
 static inline mt_hdr *fast_header(void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    if (MT_LIKELY((a & 15) == 0 && (a & (4095 & ~32)) != 0)) {
+    if (MT_LIKELY((a & 15) == 0 && !needs_probe(a))) {
         mt_hdr *h = (mt_hdr *)p - 1;
         if (MT_LIKELY(h->check == mt_hash(p, h->word, h->site) && mt_word_sane(h->word)))
             return h;
@@ -270,6 +272,14 @@ MT_EXPORT void *calloc(size_t n, size_t m)
     return real ? track_new(real, bytes, mt_t.cat, MT_PLAIN_SHIFT) : NULL;
 }
 
+/* realloc of a bootstrap-arena block into np (fresh, n bytes, or NULL). */
+static void *move_from_arena(void *p, void *np, size_t n)
+{
+    if (np)
+        memcpy(np, p, mt_arena_size(p) < n ? mt_arena_size(p) : n);
+    return np;
+}
+
 static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
 {
     uint64_t word = h->word, size = mt_word_size(word);
@@ -321,12 +331,8 @@ MT_EXPORT void *realloc(void *p, size_t n)
     /* Raw path only while nothing is tracked; when tracking, even a call
      * from inside the agent (a signal handler) may hold a tracked block. */
     if (!HOT && !cold_gate() && !atomic_load(&mt_hot)) {
-        if (mt_arena_owns(p)) {
-            void *np = raw_malloc(n);
-            if (np)
-                memcpy(np, p, mt_arena_size(p) < n ? mt_arena_size(p) : n);
-            return np;
-        }
+        if (mt_arena_owns(p))
+            return move_from_arena(p, raw_malloc(n), n);
         if (!mt_real_fn.realloc) {
             errno = ENOMEM;
             return NULL;
@@ -343,12 +349,8 @@ MT_EXPORT void *realloc(void *p, size_t n)
         return realloc_tracked(p, h, n);
     case BLK_FOREIGN:
         return mt_real_fn.realloc(p, n);
-    case BLK_ARENA: {
-        void *np = alloc_plain(n, mt_t.cat);
-        if (np)
-            memcpy(np, p, mt_arena_size(p) < n ? mt_arena_size(p) : n);
-        return np;
-    }
+    case BLK_ARENA:
+        return move_from_arena(p, alloc_plain(n, mt_t.cat), n);
     default:
         report_bad_pointer(kind, p, h, tomb, "realloc");
         errno = EINVAL;

@@ -268,12 +268,19 @@ __attribute__((constructor)) static void mt_constructor(void)
         mt_init_slow();
 }
 
+/* The report a process writes as it leaves (exit, _exit, _Exit). */
+static void final_report(void *unused)
+{
+    (void)unused;
+    if (atomic_load(&mt_hot))
+        mt_report_write_to(NULL, "exit");
+}
+
 /* _exit and _Exit skip destructors (dash leaves this way): write the
  * report first. exit() reaches _exit inside libc without coming here. */
 static _Noreturn void exit_now(int status)
 {
-    if (atomic_load(&mt_hot))
-        mt_report_write_to(NULL, "exit");
+    final_report(NULL);
     for (;;)
         syscall(SYS_exit_group, status);
 }
@@ -287,13 +294,6 @@ MT_EXPORT void _Exit(int status) { exit_now(status); }
  * registered while it runs the others, after _dl_fini returns. The NULL
  * DSO handle keeps __cxa_finalize of our own library from running it early. */
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
-
-static void final_report(void *unused)
-{
-    (void)unused;
-    if (atomic_load(&mt_hot))
-        mt_report_write_to(NULL, "exit");
-}
 
 __attribute__((destructor)) static void mt_destructor(void)
 {
