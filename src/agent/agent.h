@@ -79,6 +79,12 @@ static inline size_t mt_arena_size(const void *p) { return *(const size_t *)((co
 /* report_write.c: writes the summary report; path NULL = configured output.
  * reason: "exit", "api", "signal". Returns 0 or -errno. */
 int mt_report_write_to(const char *path_template, const char *reason);
+/* The same report written to an open descriptor (a socket, stderr), or
+ * into buf (returns its length, or -ENOSPC when it does not fit). Neither
+ * allocates; both are safe in a signal handler. `reason` is written as is
+ * on the reason line ("exit", "api", "signal SIGSEGV", "query", ...). */
+int mt_report_to_fd(int fd, const char *reason);
+long mt_report_to_mem(char *buf, size_t cap, const char *reason);
 /* Keeps /proc/self/cmdline as it was at start-up. */
 void mt_report_capture_cmdline(void);
 

@@ -239,3 +239,37 @@ out:
     errno = saved_errno;
     return rc;
 }
+
+int mt_report_to_fd(int fd, const char *reason)
+{
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    int rc = take_buffers();
+    if (rc == 0) {
+        mt_out o;
+        mt_out_init(&o, w.buf, sizeof w.buf, fd);
+        write_report(&o, reason);
+        rc = mt_out_flush(&o);
+        atomic_flag_clear_explicit(&w_busy, memory_order_release);
+    }
+    mt_t.in_agent--;
+    errno = saved_errno;
+    return rc;
+}
+
+long mt_report_to_mem(char *buf, size_t cap, const char *reason)
+{
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    long rc = take_buffers();
+    if (rc == 0) {
+        mt_out o;
+        mt_out_init(&o, buf, cap, -1);
+        write_report(&o, reason);
+        rc = o.err < 0 || o.len >= cap ? -ENOSPC : (long)o.len;
+        atomic_flag_clear_explicit(&w_busy, memory_order_release);
+    }
+    mt_t.in_agent--;
+    errno = saved_errno;
+    return rc;
+}
