@@ -25,7 +25,9 @@ extern "C" {
 
 /* Allocations made by the calling thread after this call are counted in
  * category `name` (created on first use) until the matching mt_tag_pop().
- * Returns 0, or -EINVAL (bad name), -ENOSPC (too many categories),
+ * "malloc" is the default category; the other built-in names (memtrail,
+ * heap, stacks, mmap, files, code, other) cannot be tags.
+ * Returns 0, or -EINVAL (bad or built-in name), -ENOSPC (too many categories),
  * -EOVERFLOW (tag stack full; the tag is not pushed), -ENOSYS (no agent). */
 int mt_tag_push(const char *name);
 

@@ -56,6 +56,12 @@ void mt_counters_init(void)
 {
     set_category(MT_CAT_MALLOC, "malloc", MT_KIND_MALLOC);
     set_category(MT_CAT_OVERHEAD, "memtrail", MT_KIND_OVERHEAD);
+    set_category(MT_CAT_HEAP, "heap", MT_KIND_VM);
+    set_category(MT_CAT_STACKS, "stacks", MT_KIND_VM);
+    set_category(MT_CAT_MMAP, "mmap", MT_KIND_VM);
+    set_category(MT_CAT_FILES, "files", MT_KIND_VM);
+    set_category(MT_CAT_CODE, "code", MT_KIND_VM);
+    set_category(MT_CAT_OTHER, "other", MT_KIND_VM);
     atomic_store(&mt_ncats, MT_CAT_FIRST_USER);
     /* Keys below PTHREAD_KEY_2NDLEVEL_SIZE live in the thread descriptor,
      * so pthread_setspecific never allocates for ours (created first). */
@@ -201,11 +207,13 @@ static int valid_name_char(char c)
            c == '.' || c == ':' || c == '/' || c == '+' || c == '-';
 }
 
+/* The category called `name`; a built-in one other than "malloc" cannot
+ * be used as a tag (-EINVAL). */
 static int find_category(const char *name, int n)
 {
     for (int i = 0; i < n; i++)
-        if (mt_cats[i].kind == MT_KIND_MALLOC && strcmp(mt_cats[i].name, name) == 0)
-            return i;
+        if (strcmp(mt_cats[i].name, name) == 0)
+            return mt_cats[i].kind == MT_KIND_MALLOC ? i : -EINVAL;
     return -ENOENT;
 }
 
@@ -222,14 +230,14 @@ int mt_category_get(const char *name)
     if (len == 0)
         return -EINVAL;
     int id = find_category(name, atomic_load_explicit(&mt_ncats, memory_order_acquire));
-    if (id >= 0)
+    if (id != -ENOENT)
         return id;
     mt_category_lock();
     int n = atomic_load(&mt_ncats);
     id = find_category(name, n); /* another thread may have just made it */
-    if (id < 0)
-        id = -ENOSPC;
-    if (id < 0 && n < MT_CAT_FIRST_USER + MT_MAX_USER_CATEGORIES) {
+    if (id == -ENOENT)
+        id = n < MT_CAT_FIRST_USER + MT_MAX_USER_CATEGORIES ? -ENOENT : -ENOSPC;
+    if (id == -ENOENT) {
         set_category(n, name, MT_KIND_MALLOC);
         atomic_store_explicit(&mt_ncats, n + 1, memory_order_release);
         id = n;

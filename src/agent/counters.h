@@ -12,10 +12,17 @@
 
 #include "agent/agent.h"
 
-#define MT_NCAT 64
+#define MT_NCAT 72
 #define MT_CAT_MALLOC 0
 #define MT_CAT_OVERHEAD 1
-#define MT_CAT_FIRST_USER 2
+/* Address space by origin (vm_scan.c); these never hold malloc blocks. */
+#define MT_CAT_HEAP 2
+#define MT_CAT_STACKS 3
+#define MT_CAT_MMAP 4
+#define MT_CAT_FILES 5
+#define MT_CAT_CODE 6
+#define MT_CAT_OTHER 7
+#define MT_CAT_FIRST_USER 8
 #define MT_SLOT_TOTAL MT_NCAT /* the program's allocations, all categories */
 #define MT_NSLOT (MT_NCAT + 1)
 #define MT_FLUSH_BYTES (256 * 1024)
@@ -54,7 +61,7 @@ typedef struct mt_catinfo {
     char name[MT_CATEGORY_NAME_MAX + 1];
     int kind; /* MT_KIND_* */
 } mt_catinfo;
-enum { MT_KIND_MALLOC, MT_KIND_OVERHEAD };
+enum { MT_KIND_MALLOC, MT_KIND_OVERHEAD, MT_KIND_VM };
 extern mt_catinfo mt_cats[MT_NCAT];
 extern _Atomic int mt_ncats;
 

@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/vm.h"
 #include "common/out.h"
 
 mt_real mt_real_fn;
@@ -209,15 +210,25 @@ static int resolve_real(void)
     mt_real_fn.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
     mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
     mt_real_fn.malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    mt_vm_init();
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
            mt_real_fn.posix_memalign && mt_real_fn.malloc_usable_size;
 }
 
 /* A fork must not leave the category lock held in the child. */
-static void before_fork(void) { mt_category_lock(); }
-static void after_fork_parent(void) { mt_category_unlock(); }
+static void before_fork(void)
+{
+    mt_category_lock();
+    mt_vm_before_fork();
+}
+static void after_fork_parent(void)
+{
+    mt_vm_after_fork();
+    mt_category_unlock();
+}
 static void after_fork_child(void)
 {
+    mt_vm_after_fork();
     mt_category_unlock();
     mt_counters_after_fork_child();
 }

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/vm.h"
 #include "common/out.h"
 
 /* Expands %p (pid), %e (program name) and %% into out. 0 or -ENAMETOOLONG. */
@@ -113,6 +114,8 @@ static struct {
     char exe[MT_PATH_MAX];
     char msg[MT_PATH_MAX + 128];
     mt_catsum sum[MT_NSLOT];
+    mt_vm_sum vm[MT_NCAT];
+    mt_vm_process proc;
 } w;
 static atomic_flag w_busy = ATOMIC_FLAG_INIT;
 
@@ -134,10 +137,30 @@ static int take_buffers(void)
     return 0;
 }
 
+static void write_vm(mt_out *o, const mt_vm_sum *v)
+{
+    mt_out_str(o, " reserved=");
+    mt_out_i64(o, v->reserved);
+    mt_out_str(o, " committed=");
+    mt_out_i64(o, v->committed);
+    mt_out_str(o, " resident=");
+    mt_out_i64(o, v->resident);
+    mt_out_str(o, " mappings=");
+    mt_out_i64(o, v->mappings);
+    mt_out_str(o, " peak_mapped=");
+    mt_out_i64(o, v->peak_mapped);
+}
+
+static const char *kind_name(int kind)
+{
+    return kind == MT_KIND_OVERHEAD ? " kind=overhead" : kind == MT_KIND_VM ? " kind=vm" : " kind=malloc";
+}
+
 static void write_report(mt_out *o, const char *reason)
 {
     mt_catsum *sum = w.sum;
     mt_counters_sum(sum);
+    mt_vm_scan(w.vm, MT_NCAT, &w.proc, strncmp(reason, "signal", 6) == 0);
 
     mt_out_str(o, "memtrail-report 1\npid ");
     mt_out_u64(o, (uint64_t)getpid());
@@ -163,12 +186,25 @@ static void write_report(mt_out *o, const char *reason)
     for (int i = 0; i < ncats; i++) {
         mt_out_str(o, "category ");
         mt_out_str(o, mt_cats[i].name);
-        mt_out_str(o, mt_cats[i].kind == MT_KIND_OVERHEAD ? " kind=overhead" : " kind=malloc");
+        mt_out_str(o, kind_name(mt_cats[i].kind));
         write_counts(o, &sum[i]);
+        write_vm(o, &w.vm[i]);
         mt_out_char(o, '\n');
     }
     mt_out_str(o, "total");
     write_counts(o, &sum[MT_SLOT_TOTAL]);
+    if (w.proc.ok) {
+        mt_out_str(o, "\nprocess rss_bytes=");
+        mt_out_i64(o, w.proc.rss);
+        mt_out_str(o, " peak_rss_bytes=");
+        mt_out_i64(o, w.proc.peak_rss);
+        mt_out_str(o, " reserved=");
+        mt_out_i64(o, w.proc.reserved);
+        mt_out_str(o, " committed=");
+        mt_out_i64(o, w.proc.committed);
+        mt_out_str(o, " resident=");
+        mt_out_i64(o, w.proc.resident);
+    }
     mt_out_str(o, "\nerrors double_free=");
     mt_out_i64(o, atomic_load(&mt_err_double_free));
     mt_out_str(o, " bad_canary=");

@@ -1,0 +1,243 @@
+/* vm_hooks.c — the interposed virtual memory calls: mmap, mmap64, munmap,
+ * mremap, brk, sbrk, and pthread_create (for thread stacks). Each records
+ * what it changed in the range table (vm.h). The system call is made under
+ * the table lock, so the table and the kernel agree for these ranges even
+ * when threads race to unmap and map the same addresses.
+ *
+ * mprotect and madvise need no hook: protection and residency are read from
+ * the kernel when a report is written (vm_scan.c). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+#include "agent/vm.h"
+
+#define PAGE_UP(x) (((uintptr_t)(x) + 4095) & ~(uintptr_t)4095)
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static pthread_create_fn real_pthread_create;
+
+/* glibc's own names for brk and sbrk: they keep its idea of the break
+ * (__curbrk) right, which a raw system call would not. */
+extern int __brk(void *addr);
+extern void *__sbrk(intptr_t increment);
+
+void mt_vm_init(void)
+{
+    real_pthread_create = (pthread_create_fn)dlvsym(RTLD_NEXT, "pthread_create", "GLIBC_2.34");
+    if (!real_pthread_create)
+        real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+}
+
+/* Tracking VM calls: once the agent runs and tracks (start it if a mapping
+ * comes first). */
+static int vm_tracking(void)
+{
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_acquire) != MT_STATE_READY) &&
+        !mt_t.in_agent)
+        mt_init_slow();
+    return atomic_load_explicit(&mt_hot, memory_order_relaxed);
+}
+
+/* The category of a mapping the calling thread makes now. */
+static unsigned new_mapping_category(int file)
+{
+    if (mt_t.in_agent)
+        return MT_CAT_OVERHEAD;
+    if (mt_t.cat != MT_CAT_MALLOC)
+        return mt_t.cat;
+    return file ? MT_CAT_FILES : MT_CAT_MMAP;
+}
+
+static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (off & 4095) { /* as glibc's wrapper */
+        errno = EINVAL;
+        return MAP_FAILED;
+    }
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (!vm_tracking())
+        return sys_mmap(addr, len, prot, flags, fd, off);
+    int file = !(flags & MAP_ANONYMOUS);
+    unsigned cat = new_mapping_category(file);
+    mt_vm_lock();
+    void *p = sys_mmap(addr, len, prot, flags, fd, off);
+    if (p != MAP_FAILED) {
+        int saved = errno;
+        mt_vm_record((uintptr_t)p, PAGE_UP((uintptr_t)p + len), cat, file ? MT_VM_FILE : 0, 0);
+        errno = saved;
+    }
+    mt_vm_unlock();
+    return p;
+}
+
+MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT int munmap(void *addr, size_t len)
+{
+    if (!vm_tracking())
+        return (int)syscall(SYS_munmap, addr, len);
+    mt_vm_lock();
+    int rc = (int)syscall(SYS_munmap, addr, len);
+    if (rc == 0) {
+        int saved = errno;
+        mt_vm_forget((uintptr_t)addr, PAGE_UP((uintptr_t)addr + len));
+        errno = saved;
+    }
+    mt_vm_unlock();
+    return rc;
+}
+
+MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (!vm_tracking())
+        return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
+    mt_vm_lock();
+    void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
+    if (p != MAP_FAILED) {
+        int saved = errno;
+        /* oldlen 0 (a second mapping of shared memory) and MREMAP_DONTUNMAP
+         * leave the old range mapped. */
+        size_t gone = (oldlen == 0 || (flags & MREMAP_DONTUNMAP)) ? 0 : PAGE_UP(oldlen);
+        mt_vm_moved((uintptr_t)old, gone, (uintptr_t)p, PAGE_UP(newlen));
+        errno = saved;
+    }
+    mt_vm_unlock();
+    return p;
+}
+
+/* The program's own use of the break (glibc's malloc moves it without
+ * coming here; that part of [heap] is malloc's). */
+static void break_moved(uintptr_t before, uintptr_t after)
+{
+    if (after > before)
+        mt_vm_record(PAGE_UP(before), PAGE_UP(after), new_mapping_category(0), 0, 0);
+    else if (after < before)
+        mt_vm_forget(PAGE_UP(after), PAGE_UP(before));
+}
+
+MT_EXPORT int brk(void *addr)
+{
+    if (!vm_tracking())
+        return __brk(addr);
+    mt_vm_lock();
+    uintptr_t before = (uintptr_t)__sbrk(0);
+    int rc = __brk(addr);
+    if (rc == 0) {
+        int saved = errno;
+        break_moved(before, (uintptr_t)__sbrk(0));
+        errno = saved;
+    }
+    mt_vm_unlock();
+    return rc;
+}
+
+MT_EXPORT void *sbrk(intptr_t increment)
+{
+    if (!vm_tracking() || increment == 0)
+        return __sbrk(increment);
+    mt_vm_lock();
+    void *old = __sbrk(increment);
+    if (old != (void *)-1) {
+        int saved = errno;
+        break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
+        errno = saved;
+    }
+    mt_vm_unlock();
+    return old;
+}
+
+/* ---- thread stacks ----------------------------------------------------- */
+
+typedef struct thread_start {
+    void *(*fn)(void *);
+    void *arg;
+    int agent; /* created by the agent itself: its stack is overhead */
+} thread_start;
+
+/* Records the calling thread's stack block: [bottom - guard, top), which is
+ * what glibc mapped for it (descriptor and static TLS included). */
+static void record_own_stack(int agent)
+{
+    pthread_attr_t a;
+    mt_t.in_agent++;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        void *bottom = NULL;
+        size_t size = 0, guard = 0;
+        pthread_attr_getstack(&a, &bottom, &size);
+        pthread_attr_getguardsize(&a, &guard);
+        pthread_attr_destroy(&a);
+        guard = PAGE_UP(guard);
+        uintptr_t lo = (uintptr_t)bottom - guard;
+        mt_vm_lock();
+        mt_vm_record(lo, (uintptr_t)bottom + size, agent ? MT_CAT_OVERHEAD : MT_CAT_STACKS, MT_VM_STACK,
+                     (uint32_t)guard);
+        mt_vm_unlock();
+    }
+    mt_t.in_agent--;
+}
+
+/* pthread_attr_getstack reports the stored top minus the size; with no
+ * stack set the stored top is NULL, so the two add up to zero. */
+static int user_stack(const pthread_attr_t *attr)
+{
+    void *bottom = NULL;
+    size_t size = 0;
+    return pthread_attr_getstack(attr, &bottom, &size) == 0 && (uintptr_t)bottom + size != 0;
+}
+
+static void *thread_trampoline(void *p)
+{
+    thread_start s = *(thread_start *)p;
+    mt_t.in_agent++;
+    mt_real_fn.free(p);
+    mt_t.in_agent--;
+    record_own_stack(s.agent);
+    return s.fn(s.arg);
+}
+
+MT_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    if (!real_pthread_create && !mt_t.in_agent) /* before start-up: find it now */
+        mt_init_slow();
+    if (!real_pthread_create)
+        return EAGAIN;
+    if (!vm_tracking())
+        return real_pthread_create(t, attr, fn, arg);
+    /* A stack the program supplies is its own memory, already counted. */
+    if (attr && user_stack(attr))
+        return real_pthread_create(t, attr, fn, arg);
+    mt_t.in_agent++;
+    thread_start *s = mt_real_fn.malloc(sizeof *s);
+    mt_t.in_agent--;
+    if (!s)
+        return real_pthread_create(t, attr, fn, arg);
+    *s = (thread_start){fn, arg, mt_t.in_agent > 0};
+    int rc = real_pthread_create(t, attr, thread_trampoline, s);
+    if (rc != 0) {
+        mt_t.in_agent++;
+        mt_real_fn.free(s);
+        mt_t.in_agent--;
+    }
+    return rc;
+}
