@@ -91,4 +91,19 @@ void mt_report_capture_cmdline(void);
 /* Own memory from mmap, counted as overhead. */
 void *mt_os_alloc(size_t size);
 
+/* crash.c: the report on fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE,
+ * SIGILL). mt_crash_report_opt is option crash_report (1 = on, the
+ * default). mt_crash_install takes the signals whose disposition is still
+ * SIG_DFL and gives the calling thread an alternate stack; called once at
+ * start-up. A new thread calls mt_crash_thread_start as it starts (an
+ * alternate stack for it, if it has none and the handlers are ours) and
+ * mt_crash_thread_exit as it ends (releases that stack). */
+extern int mt_crash_report_opt;
+void mt_crash_install(void);
+void mt_crash_thread_start(void);
+void mt_crash_thread_exit(void);
+/* report_write.c: the path a report template (NULL = configured output)
+ * expands to in this process. 0 or -ENAMETOOLONG. Signal-safe. */
+int mt_report_path(const char *path_template, char *out, size_t cap);
+
 #endif

@@ -120,9 +120,15 @@ static int set_option(const char *key, size_t klen, const char *val)
         memcpy(mt_opt.output, val, n + 1);
         return 0;
     }
+    if (KEY_IS("crash_report")) {
+        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
+            goto bad_value;
+        mt_crash_report_opt = strcmp(val, "on") == 0;
+        return 0;
+    }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, output, on_error); running untracked");
+    mt_out_str(&o, "' (accepted: mode, output, on_error, crash_report); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -134,6 +140,8 @@ bad_value:
         mt_out_str(&o, " (accepted: summary, off)");
     else if (KEY_IS("on_error"))
         mt_out_str(&o, " (accepted: report, abort)");
+    else if (KEY_IS("crash_report"))
+        mt_out_str(&o, " (accepted: on, off)");
     else
         mt_out_str(&o, " (accepted: a file path, at most 3800 bytes; %p = pid, %e = program name)");
     mt_out_str(&o, "; running untracked");
@@ -162,7 +170,7 @@ static int parse_options(const char *s)
             mt_out_init(&o, msg, sizeof msg, -1);
             mt_out_str(&o, "MEMTRAIL_OPTIONS: '");
             mt_out_mem(&o, key, klen < 64 ? klen : 64);
-            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error); running untracked");
+            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error, crash_report); running untracked");
             mt_say(mt_out_cstr(&o));
             return -1;
         }
@@ -266,6 +274,7 @@ void mt_init_slow(void)
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();
+        mt_crash_install();
     }
     atomic_store(&mt_state, MT_STATE_READY);
     atomic_store(&mt_hot, mt_tracking);

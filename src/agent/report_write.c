@@ -309,3 +309,8 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
     errno = saved_errno;
     return rc;
 }
+
+int mt_report_path(const char *path_template, char *out, size_t cap)
+{
+    return expand_path(path_template ? path_template : mt_opt.output, out, cap);
+}

@@ -1,0 +1,296 @@
+/* crash.c — the report on fatal signals, like the NMT section of a JVM
+ * hs_err file.
+ *
+ * At start-up the agent takes SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL
+ * where their disposition is still the default (a program or runtime that
+ * installed its own handler keeps it; one that chains to the previous
+ * handler, as CPython's faulthandler does, reaches ours after its own).
+ * The handler runs on an alternate signal stack, so a stack overflow is
+ * reported too, and does only async-signal-safe work: it sums the counters
+ * (lock-free), prints a summary on stderr with mt_out, writes the report
+ * file with the static-buffer writer (reason "signal SIGSEGV"), then lets
+ * the default action happen, so the process dies of the same signal.
+ *
+ * Never looping, never hanging: the crash signals stay blocked while the
+ * handler runs, so a fault inside it gets the default action from the
+ * kernel at once; a crash signal raised again on the reporting thread
+ * (abort() in a chained handler) and a crash on a second thread go to the
+ * default action too (the second thread after giving the first a bounded
+ * time to finish its report). The report writer's own lock is a bounded
+ * try-lock, so a thread holding it cannot stall the crash report. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+#include "common/out.h"
+
+int mt_crash_report_opt = 1;
+
+#define CRASH_STACK_SIZE (64 * 1024)
+#define CRASH_GUARD_SIZE 4096
+/* How long a second crashing thread waits for the first one's report. */
+#define CRASH_WAIT_STEPS 200 /* x 10 ms */
+
+static const struct {
+    int sig;
+    const char *name;
+} crash_sigs[] = {
+    {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"}, {SIGILL, "SIGILL"},
+};
+#define NCRASH ((int)(sizeof crash_sigs / sizeof crash_sigs[0]))
+
+static int crash_installed;      /* at least one handler is ours */
+static _Atomic long crash_owner; /* tid of the thread writing the crash report */
+static MT_TLS void *crash_stack; /* this thread's alternate stack, if we made it */
+static void crash_free_stack(void *mem);
+
+/* Written only by the one thread that owns the crash (crash_owner). */
+static struct {
+    mt_catsum sum[MT_NSLOT];
+    char out[1024];
+    char path[MT_PATH_MAX];
+    char reason[32];
+} cr;
+
+static const char *crash_signame(int sig)
+{
+    for (int i = 0; i < NCRASH; i++)
+        if (crash_sigs[i].sig == sig)
+            return crash_sigs[i].name;
+    return "SIG?";
+}
+
+/* What si_code says about the cause, or NULL. */
+static const char *crash_cause(int sig, int code)
+{
+    if (code == SI_USER)
+        return "sent by kill()";
+    if (code == SI_TKILL)
+        return "raised by abort, raise or tgkill";
+    if (code == SI_QUEUE)
+        return "sent by sigqueue()";
+    if (code == SI_KERNEL)
+        return sig == SIGSEGV ? "general protection fault" : "sent by the kernel";
+    switch (sig) {
+    case SIGSEGV:
+        return code == SEGV_MAPERR   ? "address not mapped"
+               : code == SEGV_ACCERR ? "access not permitted"
+                                     : NULL;
+    case SIGBUS:
+        return code == BUS_ADRALN   ? "misaligned address"
+               : code == BUS_ADRERR ? "no page behind the address (e.g. past the end of a mapped file)"
+               : code == BUS_OBJERR ? "hardware error"
+                                    : NULL;
+    case SIGFPE:
+        return code == FPE_INTDIV   ? "integer division by zero"
+               : code == FPE_INTOVF ? "integer overflow"
+                                    : "floating-point exception";
+    case SIGILL:
+        return code == ILL_ILLOPC   ? "illegal opcode"
+               : code == ILL_ILLOPN ? "illegal operand"
+                                    : "illegal instruction";
+    }
+    return NULL;
+}
+
+static void out_padded(mt_out *o, const char *s, size_t width)
+{
+    size_t n = strlen(s);
+    mt_out_str(o, s);
+    do
+        mt_out_char(o, ' ');
+    while (++n < width);
+}
+
+static void out_counts(mt_out *o, const mt_catsum *c)
+{
+    mt_out_str(o, "live_bytes=");
+    mt_out_i64(o, c->live_bytes);
+    mt_out_str(o, " live_count=");
+    mt_out_i64(o, c->live_count);
+    mt_out_str(o, " peak_bytes=");
+    mt_out_i64(o, c->peak_bytes);
+}
+
+/* The human-readable summary: the signal and where, then the native memory
+ * per category and the total. Takes the sums so that more figures (virtual
+ * memory) can join them here. */
+static void crash_write_summary(mt_out *o, int sig, const siginfo_t *si, const mt_catsum sum[MT_NSLOT],
+                                int ncats)
+{
+    mt_out_str(o, "memtrail: fatal signal ");
+    mt_out_str(o, crash_signame(sig));
+    mt_out_str(o, " in pid ");
+    mt_out_u64(o, (uint64_t)getpid());
+    mt_out_str(o, " (");
+    mt_out_str(o, program_invocation_short_name);
+    mt_out_str(o, "), thread ");
+    mt_out_u64(o, (uint64_t)syscall(SYS_gettid));
+    const char *cause = crash_cause(sig, si->si_code);
+    if (cause) {
+        mt_out_str(o, ": ");
+        mt_out_str(o, cause);
+    }
+    if ((sig == SIGSEGV || sig == SIGBUS) && si->si_code > 0 && si->si_code != SI_KERNEL) {
+        mt_out_str(o, cause ? ", at address " : ": at address ");
+        mt_out_hex(o, (uintptr_t)si->si_addr);
+    }
+    mt_out_str(o, "\nmemtrail: native memory at the crash:\n");
+    for (int i = 0; i < ncats; i++) {
+        mt_out_str(o, "memtrail:   ");
+        out_padded(o, mt_cats[i].name, 16);
+        out_counts(o, &sum[i]);
+        if (mt_cats[i].kind == MT_KIND_OVERHEAD)
+            mt_out_str(o, " (memtrail's own)");
+        mt_out_char(o, '\n');
+    }
+    mt_out_str(o, "memtrail:   ");
+    out_padded(o, "total", 16);
+    out_counts(o, &sum[MT_SLOT_TOTAL]);
+    mt_out_str(o, " (the program's)\n");
+}
+
+/* Leaves the process to the signal's default action. A fault the kernel
+ * raised recurs when the instruction runs again, now fatal (and the core
+ * shows the faulting frame); a signal sent by a call (abort, kill, a
+ * chained handler's raise) is sent again and unblocked. */
+static void crash_die(int sig, const siginfo_t *si)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (si->si_code > 0 && sig != SIGABRT)
+        return;
+    syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)sig);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(SIG_UNBLOCK, &s, NULL);
+}
+
+static void crash_handler(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    int saved_errno = errno;
+    long tid = syscall(SYS_gettid);
+    long owner = 0;
+    if (!atomic_compare_exchange_strong(&crash_owner, &owner, tid)) {
+        /* Another thread is writing the report and will end the process;
+         * give it time to finish. On this thread, we were re-entered by a
+         * crash signal raised in a handler (ours or one chained to it). */
+        for (int i = 0; owner != tid && i < CRASH_WAIT_STEPS; i++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        crash_die(sig, si);
+        errno = saved_errno;
+        return;
+    }
+    mt_t.in_agent++;
+    int ncats = atomic_load(&mt_ncats);
+    mt_counters_sum(cr.sum);
+
+    mt_out o;
+    mt_out_init(&o, cr.out, sizeof cr.out, 2);
+    crash_write_summary(&o, sig, si, cr.sum, ncats);
+    mt_out_flush(&o);
+
+    mt_out_init(&o, cr.reason, sizeof cr.reason, -1);
+    mt_out_str(&o, "signal ");
+    mt_out_str(&o, crash_signame(sig));
+    mt_out_cstr(&o);
+    if (mt_report_path(NULL, cr.path, sizeof cr.path) < 0)
+        cr.path[0] = '\0';
+    /* On failure the writer says why. */
+    if (mt_report_write_to(NULL, cr.reason) == 0) {
+        mt_out_init(&o, cr.out, sizeof cr.out, 2);
+        mt_out_str(&o, "memtrail: crash report written to ");
+        mt_out_str(&o, cr.path);
+        mt_out_char(&o, '\n');
+        mt_out_flush(&o);
+    }
+    mt_t.in_agent--;
+    crash_die(sig, si);
+    errno = saved_errno;
+}
+
+/* Gives the calling thread an alternate signal stack with a guard page
+ * below it, unless it has one. */
+void mt_crash_thread_start(void)
+{
+    if (!crash_installed || crash_stack)
+        return;
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
+        return;
+    mt_t.in_agent++;
+    char *mem = mt_os_alloc(CRASH_GUARD_SIZE + CRASH_STACK_SIZE);
+    if (mem) {
+        mprotect(mem, CRASH_GUARD_SIZE, PROT_NONE);
+        stack_t st = {.ss_sp = mem + CRASH_GUARD_SIZE, .ss_size = CRASH_STACK_SIZE, .ss_flags = 0};
+        if (sigaltstack(&st, NULL) == 0)
+            crash_stack = mem;
+        else
+            crash_free_stack(mem);
+    }
+    mt_t.in_agent--;
+}
+
+/* Releases the alternate stack mt_crash_thread_start made for this thread. */
+void mt_crash_thread_exit(void)
+{
+    char *mem = crash_stack;
+    if (!mem)
+        return;
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_ONSTACK))
+        return; /* running on it: leave it be */
+    if (!(cur.ss_flags & SS_DISABLE) && cur.ss_sp != mem + CRASH_GUARD_SIZE)
+        return; /* the program replaced it; ours may still be in use elsewhere */
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    crash_stack = NULL;
+    mt_t.in_agent++;
+    crash_free_stack(mem);
+    mt_t.in_agent--;
+}
+
+static void crash_free_stack(void *mem)
+{
+    size_t size = (CRASH_GUARD_SIZE + CRASH_STACK_SIZE + 4095) & ~(size_t)4095;
+    if (munmap(mem, size) == 0)
+        atomic_fetch_sub(&mt_glob[MT_CAT_OVERHEAD].live_bytes, (int64_t)size);
+}
+
+void mt_crash_install(void)
+{
+    if (!mt_crash_report_opt || crash_installed)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = crash_handler;
+    /* SA_ONSTACK: a stack overflow can still be reported. All crash signals
+     * blocked while it runs: a fault inside it is fatal at once. */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NCRASH; i++)
+        sigaddset(&sa.sa_mask, crash_sigs[i].sig);
+    for (int i = 0; i < NCRASH; i++) {
+        struct sigaction old;
+        if (sigaction(crash_sigs[i].sig, NULL, &old) != 0)
+            continue;
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL &&
+            sigaction(crash_sigs[i].sig, &sa, NULL) == 0)
+            crash_installed = 1;
+    }
+    mt_crash_thread_start(); /* the thread that starts the agent, normally the main one */
+}
