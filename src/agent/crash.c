@@ -29,6 +29,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/vm.h"
 #include "common/out.h"
 
 int mt_crash_report_opt = 1;
@@ -122,6 +123,43 @@ static void out_counts(mt_out *o, const mt_catsum *c)
 /* The human-readable summary: the signal and where, then the native memory
  * per category and the total. Takes the sums so that more figures (virtual
  * memory) can join them here. */
+static void out_vm(mt_out *o, const mt_vm_sum *v)
+{
+    mt_out_str(o, " reserved=");
+    mt_out_i64(o, v->reserved);
+    mt_out_str(o, " committed=");
+    mt_out_i64(o, v->committed);
+    mt_out_str(o, " resident=");
+    mt_out_i64(o, v->resident);
+}
+
+/* The address space per category, as the report just written found it. */
+static void crash_write_vm(mt_out *o, const mt_vm_report *vm, int ncats)
+{
+    if (!vm->proc.ok)
+        return;
+    mt_out_str(o, "memtrail: address space at the crash (bytes):\n");
+    for (int i = 0; i < ncats; i++) {
+        if (!vm->sum[i].reserved)
+            continue;
+        mt_out_str(o, "memtrail:   ");
+        out_padded(o, mt_cats[i].name, 16);
+        out_vm(o, &vm->sum[i]);
+        mt_out_char(o, '\n');
+    }
+    mt_out_str(o, "memtrail:   ");
+    out_padded(o, "process", 16);
+    mt_out_str(o, "rss_bytes=");
+    mt_out_i64(o, vm->proc.rss);
+    mt_out_str(o, " peak_rss_bytes=");
+    mt_out_i64(o, vm->proc.peak_rss);
+    mt_out_str(o, " reserved=");
+    mt_out_i64(o, vm->proc.reserved);
+    mt_out_str(o, " committed=");
+    mt_out_i64(o, vm->proc.committed);
+    mt_out_char(o, '\n');
+}
+
 static void crash_write_summary(mt_out *o, int sig, const siginfo_t *si, const mt_catsum sum[MT_NSLOT],
                                 int ncats)
 {
@@ -144,6 +182,8 @@ static void crash_write_summary(mt_out *o, int sig, const siginfo_t *si, const m
     }
     mt_out_str(o, "\nmemtrail: native memory at the crash:\n");
     for (int i = 0; i < ncats; i++) {
+        if (mt_cats[i].kind == MT_KIND_VM)
+            continue;
         mt_out_str(o, "memtrail:   ");
         out_padded(o, mt_cats[i].name, 16);
         out_counts(o, &sum[i]);
@@ -199,6 +239,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
     int ncats = atomic_load(&mt_ncats);
     mt_counters_sum(cr.sum);
 
+    /* The malloc figures first: they need nothing that can fail. */
     mt_out o;
     mt_out_init(&o, cr.out, sizeof cr.out, 2);
     crash_write_summary(&o, sig, si, cr.sum, ncats);
@@ -210,9 +251,11 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
     mt_out_cstr(&o);
     if (mt_report_path(NULL, cr.path, sizeof cr.path) < 0)
         cr.path[0] = '\0';
-    /* On failure the writer says why. */
+    /* The report reads the kernel's view of the address space, which the
+     * summary then shows. On failure the writer says why. */
     if (mt_report_write_to(NULL, cr.reason) == 0) {
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
+        crash_write_vm(&o, mt_report_last_vm(), ncats);
         mt_out_str(&o, "memtrail: crash report written to ");
         mt_out_str(&o, cr.path);
         mt_out_char(&o, '\n');

@@ -137,6 +137,15 @@ static int take_buffers(void)
     return 0;
 }
 
+static mt_vm_report last_vm;
+
+const mt_vm_report *mt_report_last_vm(void)
+{
+    last_vm.sum = w.vm;
+    last_vm.proc = w.proc;
+    return &last_vm;
+}
+
 static void write_vm(mt_out *o, const mt_vm_sum *v)
 {
     mt_out_str(o, " reserved=");

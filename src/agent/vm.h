@@ -72,6 +72,14 @@ typedef struct mt_vm_process {
  * waiting. */
 void mt_vm_scan(mt_vm_sum *out, int ncat, mt_vm_process *proc, int in_signal);
 
+/* The figures of the last report written (report_write.c), for the crash
+ * summary, which prints right after writing one. */
+typedef struct mt_vm_report {
+    const mt_vm_sum *sum; /* MT_NCAT entries */
+    mt_vm_process proc;
+} mt_vm_report;
+const mt_vm_report *mt_report_last_vm(void);
+
 /* init.c calls this once the real functions are known. */
 void mt_vm_init(void);
 /* Fork: the table lock is taken before and released after, in both. */

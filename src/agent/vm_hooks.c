@@ -66,7 +66,8 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 
 MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (!vm_tracking())
+    /* The agent's own mappings are recorded even while it starts. */
+    if (!mt_t.in_agent && !vm_tracking())
         return sys_mmap(addr, len, prot, flags, fd, off);
     int file = !(flags & MAP_ANONYMOUS);
     unsigned cat = new_mapping_category(file);
@@ -88,7 +89,7 @@ MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 
 MT_EXPORT int munmap(void *addr, size_t len)
 {
-    if (!vm_tracking())
+    if (!mt_t.in_agent && !vm_tracking())
         return (int)syscall(SYS_munmap, addr, len);
     mt_vm_lock();
     int rc = (int)syscall(SYS_munmap, addr, len);
@@ -206,6 +207,12 @@ static int user_stack(const pthread_attr_t *attr)
     return pthread_attr_getstack(attr, &bottom, &size) == 0 && (uintptr_t)bottom + size != 0;
 }
 
+static void thread_end(void *unused)
+{
+    (void)unused;
+    mt_crash_thread_exit();
+}
+
 static void *thread_trampoline(void *p)
 {
     thread_start s = *(thread_start *)p;
@@ -213,7 +220,14 @@ static void *thread_trampoline(void *p)
     mt_real_fn.free(p);
     mt_t.in_agent--;
     record_own_stack(s.agent);
-    return s.fn(s.arg);
+    /* Its own alternate signal stack, so a stack overflow still gets the
+     * crash report; released however the thread ends. */
+    mt_crash_thread_start();
+    void *ret;
+    pthread_cleanup_push(thread_end, NULL);
+    ret = s.fn(s.arg);
+    pthread_cleanup_pop(1);
+    return ret;
 }
 
 MT_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
