@@ -7,6 +7,7 @@
  *   stack    unbounded recursion         bus     touch a truncated mapping (FILE)
  *   fpe      integer division by zero    ill     __builtin_trap()
  *   thread   NULL dereference in a second thread (which allocates too)
+ *   threadstack  stack overflow in a second thread (which allocates too)
  *   own      NULL dereference with the program's own SIGSEGV handler
  *   inhook   free() of a pointer into PROT_NONE memory: the fault is in
  *            the agent's free hook
@@ -21,6 +22,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -87,6 +89,17 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Stack overflow on a thread: its alternate stack comes from the agent's
+ * pthread_create trampoline. */
+static void *overflow_main(void *arg)
+{
+    (void)arg;
+    allocate_known(7);
+    write_book();
+    dprintf(1, "tid %ld\n", (long)syscall(SYS_gettid));
+    return (void *)(intptr_t)recurse(0);
+}
+
 static void own_handler(int sig)
 {
     (void)sig;
@@ -130,9 +143,9 @@ int main(int argc, char **argv)
     ledger_path = argv[2];
     allocate_known(0);
 
-    if (strcmp(mode, "thread") == 0) {
+    if (strcmp(mode, "thread") == 0 || strcmp(mode, "threadstack") == 0) {
         pthread_t t;
-        pthread_create(&t, NULL, thread_main, NULL);
+        pthread_create(&t, NULL, mode[6] ? overflow_main : thread_main, NULL);
         pthread_join(t, NULL);
         return 1;
     }

@@ -108,6 +108,12 @@ check_report "thread (main + crashing thread's blocks)" thread SIGSEGV
 expect_match "thread: summary names the crashing thread" "thread $(sed -n 's/^tid //p' "$T/thread.out"):" \
     "$(grep 'fatal signal' "$T/thread.err")"
 
+# --- a stack overflow on another thread: its alternate stack comes from the
+# agent's pthread_create trampoline -----------------------------------------
+crash threadstack
+expect_eq "thread stack overflow: dies of SIGSEGV, as without memtrail" "signal SIGSEGV $bare" "$got signal SIGSEGV"
+check_report "thread stack overflow (the thread's alternate stack)" threadstack SIGSEGV
+
 # --- a crash inside the agent's own free hook --------------------------------
 crash inhook
 expect_eq "in the agent's free hook: dies of SIGSEGV, as without memtrail" "signal SIGSEGV $bare" "$got signal SIGSEGV"
