@@ -91,4 +91,18 @@ void mt_report_capture_cmdline(void);
 /* Own memory from mmap, counted as overhead. */
 void *mt_os_alloc(size_t size);
 
+/* exec.c: the report at exec and exec following (option follow_exec). */
+extern int mt_follow_exec; /* follow_exec=on: keep the agent across exec */
+/* At start-up, once the options are parsed (`options` is MEMTRAIL_OPTIONS
+ * as found, or NULL): notes the pid, resolves the real exec family, finds
+ * our own path, and with following off takes the agent out of LD_PRELOAD
+ * in environ. */
+void mt_exec_init(const char *options);
+/* Notes getpid() as the process that owns the counters: at start-up and
+ * in a fork child. */
+void mt_exec_note_pid(void);
+/* 0 in a vfork child (its own pid, its parent's memory and counters):
+ * reports are written only when this is 1. */
+int mt_own_process(void);
+
 #endif
