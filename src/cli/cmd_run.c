@@ -381,7 +381,7 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
     else
         fprintf(stderr, "memtrail: %d more report%s, from other processes of the tree, in %s\n", n,
                 n == 1 ? "" : "s", dir);
-    if (n != 0 && dir) {
+    if (n > 0) {
         fputs("memtrail: summarise the tree with: memtrail report ", stderr);
         report_shell_quote(stderr, dir);
         fputc('\n', stderr);
