@@ -106,4 +106,18 @@ void mt_crash_thread_exit(void);
  * expands to in this process. 0 or -ENAMETOOLONG. Signal-safe. */
 int mt_report_path(const char *path_template, char *out, size_t cap);
 
+/* exec.c: the report at exec and exec following (option follow_exec). */
+extern int mt_follow_exec; /* follow_exec=on: keep the agent across exec */
+/* At start-up, once the options are parsed (`options` is MEMTRAIL_OPTIONS
+ * as found, or NULL): notes the pid, resolves the real exec family, finds
+ * our own path, and with following off takes the agent out of LD_PRELOAD
+ * in environ. */
+void mt_exec_init(const char *options);
+/* Notes getpid() as the process that owns the counters: at start-up and
+ * in a fork child. */
+void mt_exec_note_pid(void);
+/* 0 in a vfork child (its own pid, its parent's memory and counters):
+ * reports are written only when this is 1. */
+int mt_own_process(void);
+
 #endif

@@ -253,7 +253,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
         cr.path[0] = '\0';
     /* The report reads the kernel's view of the address space, which the
      * summary then shows. On failure the writer says why. */
-    if (mt_report_write_to(NULL, cr.reason) == 0) {
+    if (mt_own_process() && mt_report_write_to(NULL, cr.reason) == 0) { /* not from a vfork child */
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
         crash_write_vm(&o, mt_report_last_vm(), ncats);
         mt_out_str(&o, "memtrail: crash report written to ");

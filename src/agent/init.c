@@ -126,9 +126,18 @@ static int set_option(const char *key, size_t klen, const char *val)
         mt_crash_report_opt = strcmp(val, "on") == 0;
         return 0;
     }
+    if (KEY_IS("follow_exec")) {
+        if (strcmp(val, "on") == 0)
+            mt_follow_exec = 1;
+        else if (strcmp(val, "off") == 0)
+            mt_follow_exec = 0;
+        else
+            goto bad_value;
+        return 0;
+    }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, output, on_error, crash_report); running untracked");
+    mt_out_str(&o, "' (accepted: mode, output, on_error, crash_report, follow_exec); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -140,7 +149,7 @@ bad_value:
         mt_out_str(&o, " (accepted: summary, off)");
     else if (KEY_IS("on_error"))
         mt_out_str(&o, " (accepted: report, abort)");
-    else if (KEY_IS("crash_report"))
+    else if (KEY_IS("crash_report") || KEY_IS("follow_exec"))
         mt_out_str(&o, " (accepted: on, off)");
     else
         mt_out_str(&o, " (accepted: a file path, at most 3800 bytes; %p = pid, %e = program name)");
@@ -170,7 +179,7 @@ static int parse_options(const char *s)
             mt_out_init(&o, msg, sizeof msg, -1);
             mt_out_str(&o, "MEMTRAIL_OPTIONS: '");
             mt_out_mem(&o, key, klen < 64 ? klen : 64);
-            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error, crash_report); running untracked");
+            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error, crash_report, follow_exec); running untracked");
             mt_say(mt_out_cstr(&o));
             return -1;
         }
@@ -239,6 +248,7 @@ static void after_fork_child(void)
     mt_vm_after_fork();
     mt_category_unlock();
     mt_counters_after_fork_child();
+    mt_exec_note_pid();
 }
 
 void mt_init_slow(void)
@@ -271,6 +281,7 @@ void mt_init_slow(void)
         ok = 0;
     absolutize_output();
     mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
+    mt_exec_init(env);
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();
@@ -292,7 +303,7 @@ __attribute__((constructor)) static void mt_constructor(void)
 static void final_report(void *unused)
 {
     (void)unused;
-    if (atomic_load(&mt_hot))
+    if (atomic_load(&mt_hot) && mt_own_process()) /* not from a vfork child */
         mt_report_write_to(NULL, "exit");
 }
 

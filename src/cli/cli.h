@@ -41,4 +41,15 @@ int run_check_program(const char *path, const char *shown);
 /* True for "-h" and "--help". */
 int cli_is_help(const char *arg);
 
+/* --follow-exec (run_tree.c): does the output template hold %p? */
+int run_template_has_pid(const char *tmpl);
+/* The reports other processes of a run's tree wrote: files in the
+ * template's directory whose names fit it (%p any pid, %e any name),
+ * modified at or after `since`, other than main_report. Returns how many,
+ * or -1 when they cannot be counted (the template's directory has a '%',
+ * or cannot be read). *dir is set to that directory (malloc'd) or NULL. */
+struct timespec;
+int run_count_tree_reports(const char *template_abs, const char *main_report, const struct timespec *since,
+                           char **dir);
+
 #endif /* MT_CLI_H */

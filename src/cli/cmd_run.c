@@ -1,4 +1,4 @@
-/* cmd_run.c — `memtrail run [--mode summary] [-o FILE] [--] CMD ARGS...`:
+/* cmd_run.c — `memtrail run [--mode summary] [-o FILE] [--follow-exec] [--] CMD ARGS...`:
  * starts CMD with the agent (libmemtrail.so) preloaded and its options in
  * MEMTRAIL_OPTIONS, waits for it, says where its summary report went, and
  * exits with CMD's own status (128+N when signal N killed it). */
@@ -16,10 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char run_usage[] =
-    "usage: memtrail run [--mode summary] [-o FILE] [--] CMD [ARGS...]\n"
+    "usage: memtrail run [--mode summary] [-o FILE] [--follow-exec] [--] CMD [ARGS...]\n"
     "\n"
     "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
     "summary report when it exits. CMD is found on PATH as a shell would.\n"
@@ -31,6 +32,11 @@ static const char run_usage[] =
     "                   where the report goes (default memtrail.%p.mtr);\n"
     "                   %p is the pid, %e the program name, %% a percent sign.\n"
     "                   With %p, each forked child writes its own report.\n"
+    "  --follow-exec    keep tracking across exec: programs the tree execs (even\n"
+    "                   with an environment that drops LD_PRELOAD) load the agent\n"
+    "                   and write their own reports, so FILE must contain %p.\n"
+    "                   Without it, exec'd programs run untracked, and a process\n"
+    "                   that execs leaves a report with reason exec.\n"
     "  -h, --help       show this help\n"
     "\n"
     "Environment:\n"
@@ -349,9 +355,44 @@ static void announce_report(const struct outcome *o, const char *out_template, c
     free(shown);
 }
 
+/* --follow-exec: one more agent option, after the others. */
+static int set_follow_exec(void)
+{
+    const char *opts = getenv("MEMTRAIL_OPTIONS");
+    char *v = NULL;
+    if (asprintf(&v, "%s:follow_exec=on", opts ? opts : "") < 0)
+        return cli_error("out of memory");
+    int rc = 0;
+    if (setenv("MEMTRAIL_OPTIONS", v, 1) < 0)
+        rc = cli_error("cannot set up the environment: %s", strerror(errno));
+    free(v);
+    return rc;
+}
+
+/* --follow-exec: the other processes of the tree wrote their own reports. */
+static void announce_tree(const char *out_abs, const char *main_report, const struct timespec *since)
+{
+    char *dir = NULL;
+    int n = run_count_tree_reports(out_abs, main_report, since, &dir);
+    if (n < 0)
+        fprintf(stderr, "memtrail: the tree's other processes wrote their reports to %s\n", out_abs);
+    else if (n == 0)
+        fputs("memtrail: no other process of the tree wrote a report\n", stderr);
+    else
+        fprintf(stderr, "memtrail: %d more report%s, from other processes of the tree, in %s\n", n,
+                n == 1 ? "" : "s", dir);
+    if (n > 0) {
+        fputs("memtrail: summarise the tree with: memtrail report ", stderr);
+        report_shell_quote(stderr, dir);
+        fputc('\n', stderr);
+    }
+    free(dir);
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *mode = "summary", *output = "memtrail.%p.mtr";
+    bool follow_exec = false;
     int i = 1;
     for (; i < argc; i++) {
         const char *arg = argv[i], *value;
@@ -364,6 +405,10 @@ int cmd_run(int argc, char **argv)
         if (cli_is_help(arg)) {
             fputs(run_usage, stdout);
             return CLI_OK;
+        }
+        if (strcmp(arg, "--follow-exec") == 0) {
+            follow_exec = true;
+            continue;
         }
         int m = cli_option_value("run", argc, argv, &i, "--mode", NULL, &value);
         if (m < 0)
@@ -392,6 +437,9 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "missing the command to run");
     if (check_template(output) != 0)
         return CLI_USAGE;
+    if (follow_exec && !run_template_has_pid(output))
+        return cli_usage_error("run", "--follow-exec: -o '%s' has no %%p, but every process of the tree writes "
+                               "its own report (e.g. -o memtrail.%%p.mtr)", output);
     char **cmd = argv + i;
 
     char *path = NULL;
@@ -428,14 +476,21 @@ int cmd_run(int argc, char **argv)
     }
     const char *prog = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     struct outcome o = {0};
+    struct timespec started = {0};
     if (!out_abs)
         rc = cli_error("cannot make the output path absolute: %s", strerror(errno));
-    else if ((rc = set_agent_env(agent, mode, out_abs)) == 0) {
+    else if ((rc = set_agent_env(agent, mode, out_abs)) == 0 && follow_exec)
+        rc = set_follow_exec();
+    if (out_abs && rc == 0) {
+        /* The coarse clock is the one file times are taken from. */
+        clock_gettime(CLOCK_REALTIME_COARSE, &started);
         struct launch l = { path, cmd, out_abs, prog };
         rc = launch(&l, &o);
     }
     if (rc == 0) {
         announce_report(&o, output, prog);
+        if (follow_exec)
+            announce_tree(out_abs, o.report, &started);
         rc = WIFSIGNALED(o.status) ? 128 + WTERMSIG(o.status) : WEXITSTATUS(o.status);
     }
     free(o.report);

@@ -197,13 +197,16 @@ if command -v sqlite3 >/dev/null; then
 else
     fail "sqlite3" "sqlite3 is not installed (scripts/deps.sh installs it)"
 fi
-py=$(command -v python3)
+# The interpreter itself: a wrapper script that execs it (pyenv's shim)
+# would leave it untracked, since exec'd programs are not followed by default.
+py=$(python3 -c 'import sys; print(sys.executable)')
 pyprog='import json; print(len(json.dumps([{"k": i} for i in range(100000)])))'
 bare=$("$py" -c "$pyprog" 2>&1)
 out=$(MEMTRAIL_OPTIONS="output=$T/py.%p.mtr" LD_PRELOAD=$AGENT "$py" -c "$pyprog" 2>&1)
 expect_eq "python3: same output under the agent" "$bare" "$out"
 n=$(ls "$T"/py.*.mtr 2>/dev/null | wc -l)
 if [ "$n" -ge 1 ]; then pass "python3: report written"; else fail "python3: report written" "none"; fi
+expect_match "python3: the report is the interpreter's" "^exe .*python" "$(grep -h '^exe ' "$T"/py.*.mtr 2>/dev/null | head -1)"
 if [ -x "$TBIN/cxx_new" ]; then
     out=$(MEMTRAIL_OPTIONS="output=$T/cxx.mtr" LD_PRELOAD=$AGENT "$TBIN/cxx_new" "$T/cxx.ledger" 2>&1)
     echo "$out" | grep -E '^(PASS|FAIL) '

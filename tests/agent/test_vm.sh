@@ -53,7 +53,10 @@ expect_eq "stacks resident = the kernel's Rss of those mappings" "$rss" "$(field
 # --- CPython: pymalloc's arenas come from mmap ---
 if [ -f "$SHARED/bench/pyalloc.py" ]; then
     # The report is written while the workload's objects are still alive.
-    REPORT="$T/py.mtr" LD_PRELOAD=$AGENT python3 -c '
+    # The interpreter itself, not a wrapper script (pyenv's shim) that execs
+    # it: exec'd programs run untracked unless following is on.
+    PY=$(python3 -c 'import sys; print(sys.executable)')
+    REPORT="$T/py.mtr" LD_PRELOAD=$AGENT "$PY" -c '
 import ctypes, os, runpy, sys
 sys.argv = [sys.argv[1]]
 g = runpy.run_path(sys.argv[0], run_name="__main__")
