@@ -1,22 +1,32 @@
 /* cmd_report.c — `memtrail report [summary] FILE [--scale KB|MB|GB] [--json]`:
  * reads a summary report (.mtr) and prints it as NMT-like text or JSON. A
- * report cut short prints what it holds, then the error, and exits 1. */
+ * report cut short prints what it holds, then the error, and exits 1.
+ * With a directory or several files, it summarises the process tree they
+ * came from (one report per process; report_tree.c). */
 #include "cli/cli.h"
 #include "report/report.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char report_usage[] =
     "usage: memtrail report [summary] FILE [--scale KB|MB|GB] [--json]\n"
+    "       memtrail report [summary] DIR|FILE FILE... [--scale KB|MB|GB] [--json]\n"
     "\n"
     "Print the summary report FILE (written by 'memtrail run'; - reads stdin) in\n"
     "the layout of HotSpot's 'jcmd PID VM.native_memory summary': the total,\n"
-    "then one block per category, largest live size first, memtrail's own\n"
-    "overhead last, and the errors memtrail detected (double frees, overwritten\n"
-    "canaries, frees of foreign pointers) when there are any.\n"
+    "then one block per category, largest first (committed + live bytes),\n"
+    "memtrail's own overhead last, the process's RSS and how much of it the\n"
+    "categories explain, and the errors memtrail detected (double frees,\n"
+    "overwritten canaries, frees of foreign pointers) when there are any.\n"
+    "\n"
+    "Given a directory (every *.mtr in it) or several files, print one row per\n"
+    "report instead: a process tree, each child under its parent, with totals.\n"
     "\n"
     "Options:\n"
     "  --scale KB|MB|GB  unit of the text report, rounded to the nearest (default KB)\n"
@@ -24,11 +34,146 @@ static const char report_usage[] =
     "  -h, --help        show this help\n"
     "\n"
     "A report cut short (no end marker) is printed as far as it goes, with\n"
-    "\"complete\": false in JSON; the error goes to stderr and the exit status is 1.\n";
+    "\"complete\": false in JSON; the error goes to stderr and the exit status is 1.\n"
+    "In a tree, a file that cannot be read is named on stderr, the others are\n"
+    "still shown, and the exit status is 1.\n";
 
-int cmd_report(int argc, char **argv)
+/* The files of a process tree, from the command line and directories. */
+struct file_list {
+    char **paths;
+    size_t n, cap;
+};
+
+static int list_add(struct file_list *l, char *path)
 {
-    const char *positional[3];
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **grown = realloc(l->paths, cap * sizeof *grown);
+        if (!grown) {
+            free(path);
+            return -ENOMEM;
+        }
+        l->paths = grown;
+        l->cap = cap;
+    }
+    l->paths[l->n++] = path;
+    return 0;
+}
+
+/* A report file of a directory: NAME.mtr, but not a writer's temporary
+ * (PATH.tmp, or a *.tmp.* name). */
+static bool is_report_name(const char *name)
+{
+    size_t len = strlen(name);
+    return name[0] != '.' && len > 4 && strcmp(name + len - 4, ".mtr") == 0 && !strstr(name, ".tmp.");
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strverscmp((*a)->d_name, (*b)->d_name);
+}
+
+static int filter_reports(const struct dirent *d)
+{
+    return is_report_name(d->d_name);
+}
+
+/* Adds every report file of `dir`, in version order. Returns 0 (with an
+ * error line printed when it holds none), or CLI_FAILED. */
+static int add_directory(struct file_list *l, const char *dir, bool *failed)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, filter_reports, by_name);
+    if (n < 0) {
+        cli_error("%s: cannot read the directory: %s", dir, strerror(errno));
+        *failed = true;
+        return 0;
+    }
+    int rc = 0, added = 0;
+    size_t dl = strlen(dir);
+    for (int i = 0; i < n; i++) {
+        char *path;
+        if (rc == 0) {
+            bool slash = dl && dir[dl - 1] == '/';
+            if (asprintf(&path, "%s%s%s", dir, slash ? "" : "/", names[i]->d_name) < 0)
+                rc = -ENOMEM;
+            else {
+                struct stat st;
+                if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                    free(path);     /* a directory named *.mtr: not a report */
+                else if ((rc = list_add(l, path)) == 0)
+                    added++;
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (rc < 0)
+        return cli_error("out of memory");
+    if (added == 0) {
+        cli_error("%s: no report files (*.mtr) in this directory", dir);
+        *failed = true;
+    }
+    return 0;
+}
+
+/* `memtrail report DIR` / `memtrail report FILE FILE...`. */
+static int report_tree(char **args, int nargs, bool json, const struct report_scale *scale)
+{
+    struct file_list files = {0};
+    bool failed = false;
+    int rc = CLI_OK;
+    for (int i = 0; i < nargs && rc == CLI_OK; i++) {
+        struct stat st;
+        if (stat(args[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            rc = add_directory(&files, args[i], &failed);
+        } else {
+            char *copy = strdup(args[i]);
+            if (!copy || list_add(&files, copy) < 0)
+                rc = cli_error("out of memory");
+        }
+    }
+    struct report *reports = calloc(files.n + 1, sizeof *reports);
+    const char **names = calloc(files.n + 1, sizeof *names);
+    if (rc == CLI_OK && (!reports || !names))
+        rc = cli_error("out of memory");
+    size_t nread = 0;
+    for (size_t i = 0; i < files.n && rc == CLI_OK; i++) {
+        char err[REPORT_ERR_MAX];
+        int r = report_read(files.paths[i], &reports[nread], err, sizeof err);
+        if (r < 0) {
+            cli_error("%s", err);
+            failed = true;
+        }
+        if (r < 0 && r != -ENODATA) {
+            report_free(&reports[nread]);
+            continue;
+        }
+        names[nread++] = files.paths[i];    /* a truncated report is shown as far as it goes */
+    }
+    if (rc == CLI_OK && nread > 0) {
+        int prc = json ? report_tree_print_json(stdout, reports, names, nread)
+                       : report_tree_print_text(stdout, reports, names, nread, scale);
+        errno = 0;
+        if (prc == -ENOMEM)
+            rc = cli_error("out of memory");
+        else if (fflush(stdout) != 0 || prc < 0)
+            rc = cli_error("cannot write the report to stdout: %s", strerror(errno ? errno : EIO));
+    }
+    for (size_t i = 0; i < nread; i++)
+        report_free(&reports[i]);
+    for (size_t i = 0; i < files.n; i++)
+        free(files.paths[i]);
+    free(files.paths);
+    free(reports);
+    free(names);
+    if (rc != CLI_OK)
+        return rc;
+    return failed ? CLI_FAILED : CLI_OK;
+}
+
+static int report_main(int argc, char **argv, char **positional)
+{
     int npos = 0;
     bool json = false, options_done = false;
     struct report_scale scale;
@@ -37,9 +182,7 @@ int cmd_report(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value;
         if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            if (npos == 2)
-                return cli_usage_error("report", "too many arguments ('%s')", arg);
-            positional[npos++] = arg;
+            positional[npos++] = argv[i];
             continue;
         }
         if (strcmp(arg, "--") == 0) {
@@ -67,9 +210,27 @@ int cmd_report(int argc, char **argv)
     }
     if (npos == 0)
         return cli_usage_error("report", "missing the report FILE");
-    const char *path = positional[npos - 1];
-    if (npos == 2 && strcmp(positional[0], "summary") != 0)
-        return cli_usage_error("report", "unknown report '%s' (accepted: summary)", positional[0]);
+    /* A first word that is the view, or that looks like one while others
+     * follow (`report detail x.mtr`: no such file, no slash, no .mtr), is
+     * the view. */
+    struct stat st;
+    const char *first = positional[0];
+    size_t fl = strlen(first);
+    bool view_like = strcmp(first, "-") != 0 && stat(first, &st) < 0 && !strchr(first, '/')
+                     && !(fl > 4 && strcmp(first + fl - 4, ".mtr") == 0);
+    if (npos >= 2 && (strcmp(first, "summary") == 0 || view_like)) {
+        if (strcmp(positional[0], "summary") != 0)
+            return cli_usage_error("report", "unknown report '%s' (accepted: summary)", positional[0]);
+        positional++;
+        npos--;
+    }
+    const char *path = positional[0];
+    if (npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+        for (int i = 0; i < npos; i++)
+            if (strcmp(positional[i], "-") == 0)
+                return cli_usage_error("report", "- (stdin) reads a single report, not one of several");
+        return report_tree(positional, npos, json, &scale);
+    }
 
     struct report r;
     char err[REPORT_ERR_MAX];
@@ -90,4 +251,14 @@ int cmd_report(int argc, char **argv)
     if (rc < 0)
         return cli_error("%s", err);
     return CLI_OK;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    char **positional = calloc((size_t)argc + 1, sizeof *positional);
+    if (!positional)
+        return cli_error("out of memory");
+    int rc = report_main(argc, argv, positional);
+    free(positional);
+    return rc;
 }

@@ -31,10 +31,30 @@ struct report_counts {
     int64_t reallocs;       /* 0 when the file has no reallocs= field */
 };
 
+/* The virtual memory fields of a category line (all 0 in a report written
+ * before they existed; see has_vm). */
+struct report_vm {
+    int64_t reserved;       /* address space mapped */
+    int64_t committed;      /* the accessible part of it */
+    int64_t resident;       /* the part in memory when the report was written */
+    int64_t mappings;       /* address ranges */
+};
+
 struct report_category {
     char *name;
-    char *kind;             /* "malloc", "overhead", or what a newer writer says */
+    char *kind;             /* "malloc", "overhead", "vm", or what a newer writer says */
     struct report_counts n;
+    struct report_vm vm;
+    bool has_vm;            /* the line carried the virtual memory fields */
+};
+
+/* The process line: the kernel's figures when the report was written. */
+struct report_process {
+    int64_t rss_bytes;
+    int64_t peak_rss_bytes; /* VmHWM */
+    int64_t reserved;
+    int64_t committed;
+    int64_t resident;
 };
 
 struct report_errors {
@@ -55,6 +75,8 @@ enum {
     REPORT_HAS_REASON   = 1u << 7,
     REPORT_HAS_TOTAL    = 1u << 8,
     REPORT_HAS_ERRORS   = 1u << 9,
+    REPORT_HAS_PROCESS  = 1u << 10, /* a process line */
+    REPORT_HAS_VM       = 1u << 11, /* some category line carried VM fields */
 };
 
 struct report {
@@ -67,11 +89,12 @@ struct report {
     char *mode;
     int64_t start_ns;
     int64_t end_ns;
-    char *reason;
+    char *reason;           /* the whole rest of the line: "exit", "signal SIGSEGV", ... */
     struct report_category *categories;   /* in file order */
     size_t ncategories;
     struct report_counts total;
     struct report_errors errors;
+    struct report_process process;      /* zeros unless REPORT_HAS_PROCESS */
     bool complete;          /* the end marker was read */
     long lines_read;        /* complete lines accepted so far */
 };
@@ -120,5 +143,49 @@ int report_print_json(FILE *out, const struct report *r);
 
 /* Write `s` so that a POSIX shell reads it back as one word. */
 void report_shell_quote(FILE *out, const char *s);
+
+/* --- helpers the printers share (report_print.c) ------------------------- */
+
+/* a + b and a - b, saturating at INT64_MIN/INT64_MAX (files are untrusted). */
+int64_t report_add(int64_t a, int64_t b);
+int64_t report_sub(int64_t a, int64_t b);
+
+/* The sum of every category's virtual memory fields. */
+void report_vm_total(const struct report *r, struct report_vm *sum);
+
+/* How much of the RSS the categories explain: the sum of `resident` over
+ * every category except `other` (address space of unknown origin). */
+int64_t report_explained(const struct report *r);
+
+/* The command line, each argument shell-quoted, separated by spaces. */
+void report_print_cmdline(FILE *out, const struct report *r);
+
+/* The reason line in words: "written at exit", "written on fatal signal
+ * SIGSEGV", ... */
+void report_print_reason(FILE *out, const char *reason);
+
+/* `s` as a JSON string (escaped; bytes that are not UTF-8 become U+FFFD). */
+void report_json_string(FILE *out, const char *s);
+
+/* --- process trees (report_tree.c) --------------------------------------- */
+
+/* One row per report, indented under its parent when the parent's report
+ * is among them (matched by pid = ppid), then a totals row; JSON is
+ * {"processes": [...], "total": {...}} (docs/cli.md). `files[i]` names
+ * `reports[i]`. Return 0, -ENOMEM or -EIO. */
+int report_tree_print_text(FILE *out, const struct report *reports, const char *const *files, size_t n,
+                           const struct report_scale *scale);
+int report_tree_print_json(FILE *out, const struct report *reports, const char *const *files, size_t n);
+
+/* --- diff of two reports (report_diff.c) --------------------------------- */
+
+/* Category by category (matched by name; one present on one side only is
+ * shown as new or gone), the new value and the change from `base` to `cur`
+ * of every counter and virtual memory field, then the total's and the
+ * process's. The text is like 'jcmd PID VM.native_memory summary.diff';
+ * the JSON contract is in docs/cli.md. Either report may be incomplete.
+ * Return 0 or -EIO (or -ENOMEM). */
+int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur, const struct report_scale *scale);
+int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur);
 
 #endif /* MT_REPORT_H */

@@ -33,6 +33,43 @@ int64_t report_scaled(int64_t bytes, int64_t scale)
     return q;
 }
 
+int64_t report_add(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
+
+int64_t report_sub(int64_t a, int64_t b)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(a, b, &d))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return d;
+}
+
+void report_vm_total(const struct report *r, struct report_vm *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    for (size_t i = 0; i < r->ncategories; i++) {
+        const struct report_vm *v = &r->categories[i].vm;
+        sum->reserved = report_add(sum->reserved, v->reserved);
+        sum->committed = report_add(sum->committed, v->committed);
+        sum->resident = report_add(sum->resident, v->resident);
+        sum->mappings = report_add(sum->mappings, v->mappings);
+    }
+}
+
+int64_t report_explained(const struct report *r)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < r->ncategories; i++)
+        if (strcmp(r->categories[i].name, "other") != 0)
+            sum = report_add(sum, r->categories[i].vm.resident);
+    return sum;
+}
+
 /* --- shell quoting, for command lines shown to a human ------------------ */
 
 static bool shell_safe(const char *s)
@@ -81,7 +118,7 @@ void report_shell_quote(FILE *out, const char *s)
     fputc('\'', out);
 }
 
-static void print_cmdline(FILE *out, const struct report *r)
+void report_print_cmdline(FILE *out, const struct report *r)
 {
     for (size_t i = 0; i < r->argc; i++) {
         if (i)
@@ -102,13 +139,27 @@ static bool is_overhead(const struct report_category *c)
     return c->kind && strcmp(c->kind, "overhead") == 0;
 }
 
-/* Live bytes descending, then name, for a stable order. */
-static int by_live_desc(const void *a, const void *b)
+static bool is_vm_kind(const struct report_category *c)
+{
+    return c->kind && strcmp(c->kind, "vm") == 0;
+}
+
+/* What the text shows first: the address space and the heap blocks
+ * together, saturating (an order, not a figure anyone reads). */
+static int64_t footprint(const struct report_category *c)
+{
+    return report_add(c->vm.committed, c->n.live_bytes);
+}
+
+/* Committed + live bytes descending, then name: in a report without VM
+ * fields that is live bytes descending, as before they existed. */
+static int by_footprint_desc(const void *a, const void *b)
 {
     const struct report_category *x = *(const struct report_category *const *)a;
     const struct report_category *y = *(const struct report_category *const *)b;
-    if (x->n.live_bytes != y->n.live_bytes)
-        return x->n.live_bytes > y->n.live_bytes ? -1 : 1;
+    int64_t fx = footprint(x), fy = footprint(y);
+    if (fx != fy)
+        return fx > fy ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
@@ -116,18 +167,44 @@ static void print_category(FILE *out, const struct report_category *c, const str
 {
     const char *u = sc->unit;
     int64_t live = report_scaled(c->n.live_bytes, sc->bytes);
-    /* Heap categories: reserved = committed = live bytes. Virtual memory
-     * categories will carry their own reserved/committed fields. */
-    fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
-            NAME_COLUMN, c->name, live, u, live, u);
+    if (c->has_vm)
+        fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64
+                "%s, mappings=%" PRId64 ")\n", NAME_COLUMN, c->name,
+                report_scaled(c->vm.reserved, sc->bytes), u, report_scaled(c->vm.committed, sc->bytes), u,
+                report_scaled(c->vm.resident, sc->bytes), u, c->vm.mappings);
+    else    /* a report without VM fields: reserved = committed = live bytes */
+        fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
+                NAME_COLUMN, c->name, live, u, live, u);
     if (is_overhead(c))
         fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n", out);
+    if (is_vm_kind(c)) {    /* address space only: no heap blocks to show */
+        fputc('\n', out);
+        return;
+    }
     fprintf(out, CONTINUE "(malloc=%" PRId64 "%s #%" PRId64 ") (peak=%" PRId64 "%s)\n",
             live, u, c->n.live_count, report_scaled(c->n.peak_bytes, sc->bytes), u);
     fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->n.allocs, c->n.frees);
     if (c->n.reallocs)
         fprintf(out, " reallocs=%" PRId64, c->n.reallocs);
     fputs(")\n\n", out);
+}
+
+void report_print_reason(FILE *out, const char *reason)
+{
+    if (strcmp(reason, "exit") == 0)
+        fputs("written at exit", out);
+    else if (strcmp(reason, "api") == 0)
+        fputs("written by mt_report_write()", out);
+    else if (strcmp(reason, "exec") == 0)
+        fputs("written at exec", out);
+    else if (strcmp(reason, "query") == 0)
+        fputs("read over the control socket", out);
+    else if (strcmp(reason, "signal") == 0)
+        fputs("written on a fatal signal", out);
+    else if (strncmp(reason, "signal ", 7) == 0)
+        fprintf(out, "written on fatal signal %s", reason + 7);
+    else
+        fprintf(out, "reason %s", reason);
 }
 
 static void print_title(FILE *out, const struct report *r)
@@ -139,7 +216,7 @@ static void print_title(FILE *out, const struct report *r)
         fputs("pid unknown", out);
     if (r->argc) {
         fputs(", ", out);
-        print_cmdline(out, r);
+        report_print_cmdline(out, r);
     } else if (r->exe) {
         fprintf(out, ", %s", r->exe);
     }
@@ -160,14 +237,8 @@ static void print_title(FILE *out, const struct report *r)
         sep = ", ";
     }
     if (r->reason) {
-        const char *why = strcmp(r->reason, "exit") == 0 ? "written at exit"
-            : strcmp(r->reason, "api") == 0              ? "written by mt_report_write()"
-            : strcmp(r->reason, "signal") == 0           ? "written on a fatal signal"
-                                                         : NULL;
-        if (why)
-            fprintf(out, "%s%s", sep, why);
-        else
-            fprintf(out, "%sreason %s", sep, r->reason);
+        fputs(sep, out);
+        report_print_reason(out, r->reason);
         sep = ", ";
     }
     if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
@@ -184,12 +255,46 @@ static void print_title(FILE *out, const struct report *r)
     fputc('\n', out);
 }
 
+/* The kernel's view, and how much of it the categories account for. */
+static void print_process(FILE *out, const struct report *r, const struct report_scale *sc)
+{
+    const char *u = sc->unit;
+    const struct report_process *p = &r->process;
+    fprintf(out, "Process: rss=%" PRId64 "%s, peak rss=%" PRId64 "%s "
+            "(reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64 "%s)\n",
+            report_scaled(p->rss_bytes, sc->bytes), u, report_scaled(p->peak_rss_bytes, sc->bytes), u,
+            report_scaled(p->reserved, sc->bytes), u, report_scaled(p->committed, sc->bytes), u,
+            report_scaled(p->resident, sc->bytes), u);
+    if (p->rss_bytes > 0) {
+        int64_t explained = report_explained(r);
+        fprintf(out, "         the categories explain %" PRId64 "%s of it (%.1f%%; 'other' not counted)\n\n",
+                report_scaled(explained, sc->bytes), u, 100.0 * (double)explained / (double)p->rss_bytes);
+    } else {
+        fputs("         RSS not measured (/proc was not readable when the report was written)\n\n", out);
+    }
+}
+
 int report_print_text(FILE *out, const struct report *r, const struct report_scale *sc)
 {
     const char *u = sc->unit;
     print_title(out, r);
 
-    if (r->has & REPORT_HAS_TOTAL)
+    bool vm = r->has & REPORT_HAS_VM;
+    if (vm) {
+        struct report_vm sum;
+        report_vm_total(r, &sum);
+        fprintf(out, "Total: reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64 "%s\n",
+                report_scaled(sum.reserved, sc->bytes), u, report_scaled(sum.committed, sc->bytes), u,
+                report_scaled(sum.resident, sc->bytes), u);
+        if (r->has & REPORT_HAS_TOTAL)
+            fprintf(out, "       malloc: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
+                    "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
+                    report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
+                    report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees,
+                    r->total.reallocs);
+        else
+            fputs("       malloc: not in the report (the file was cut short before it)\n\n", out);
+    } else if (r->has & REPORT_HAS_TOTAL)
         fprintf(out, "Total: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
                 "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
                 report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
@@ -205,11 +310,12 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
     for (size_t i = 0; i < r->ncategories; i++) {
         const struct report_category *c = &r->categories[i];
         bool unused = !c->n.live_bytes && !c->n.live_count && !c->n.peak_bytes && !c->n.allocs
-                      && !c->n.frees && !c->n.reallocs;
+                      && !c->n.frees && !c->n.reallocs && !c->vm.reserved && !c->vm.committed
+                      && !c->vm.resident && !c->vm.mappings;
         if (!is_overhead(c) && !unused)
             order[n++] = c;
     }
-    qsort(order, n, sizeof *order, by_live_desc);
+    qsort(order, n, sizeof *order, by_footprint_desc);
     for (size_t i = 0; i < n; i++)
         print_category(out, order[i], sc);
     free(order);
@@ -223,6 +329,9 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
     }
     if (!overhead_seen)
         fprintf(out, "-%*s (not in the report)\n\n", NAME_COLUMN, "memtrail overhead");
+
+    if (r->has & REPORT_HAS_PROCESS)
+        print_process(out, r, sc);
 
     const struct report_errors *e = &r->errors;
     if (e->double_free || e->bad_canary || e->foreign_free) {
@@ -279,7 +388,7 @@ static size_t utf8_len(const unsigned char *s)
 
 /* A JSON string: quotes and backslashes escaped, control characters as
  * \u00XX, bytes that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8). */
-static void json_string(FILE *out, const char *str)
+void report_json_string(FILE *out, const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
     fputc('"', out);
@@ -304,7 +413,7 @@ static void json_opt_string(FILE *out, const char *key, const char *value)
 {
     fprintf(out, "  \"%s\": ", key);
     if (value)
-        json_string(out, value);
+        report_json_string(out, value);
     else
         fputs("null", out);
     fputs(",\n", out);
@@ -329,7 +438,7 @@ int report_print_json(FILE *out, const struct report *r)
         for (size_t i = 0; i < r->argc; i++) {
             if (i)
                 fputs(", ", out);
-            json_string(out, r->argv[i]);
+            report_json_string(out, r->argv[i]);
         }
         fputs("],\n", out);
     } else {
@@ -346,25 +455,47 @@ int report_print_json(FILE *out, const struct report *r)
         const struct report_category *c = &r->categories[i];
         fputs(i ? ",\n    {" : "\n    {", out);
         fputs("\"name\": ", out);
-        json_string(out, c->name);
+        report_json_string(out, c->name);
         fputs(", \"kind\": ", out);
-        json_string(out, c->kind);
+        report_json_string(out, c->kind);
         fprintf(out, ", \"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64
                 ", \"peak_bytes\": %" PRId64 ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64
-                ", \"reallocs\": %" PRId64 ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64 "}",
-                c->n.live_bytes, c->n.live_count, c->n.peak_bytes, c->n.allocs, c->n.frees, c->n.reallocs,
-                c->n.live_bytes, c->n.live_bytes);
+                ", \"reallocs\": %" PRId64,
+                c->n.live_bytes, c->n.live_count, c->n.peak_bytes, c->n.allocs, c->n.frees, c->n.reallocs);
+        if (c->has_vm)
+            fprintf(out, ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64
+                    ", \"resident_bytes\": %" PRId64 ", \"mappings\": %" PRId64 "}",
+                    c->vm.reserved, c->vm.committed, c->vm.resident, c->vm.mappings);
+        else    /* a report without VM fields: as before they existed */
+            fprintf(out, ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64
+                    ", \"resident_bytes\": null, \"mappings\": null}", c->n.live_bytes, c->n.live_bytes);
     }
     fputs(r->ncategories ? "\n  ],\n" : "],\n", out);
 
     if (r->has & REPORT_HAS_TOTAL)
         fprintf(out, "  \"total\": {\"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64
                 ", \"peak_bytes\": %" PRId64 ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64
-                ", \"reallocs\": %" PRId64 "},\n",
+                ", \"reallocs\": %" PRId64,
                 r->total.live_bytes, r->total.live_count, r->total.peak_bytes, r->total.allocs,
                 r->total.frees, r->total.reallocs);
-    else
+    if ((r->has & REPORT_HAS_TOTAL) && (r->has & REPORT_HAS_VM)) {
+        struct report_vm sum;
+        report_vm_total(r, &sum);
+        fprintf(out, ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64 ", \"resident_bytes\": %" PRId64
+                "},\n", sum.reserved, sum.committed, sum.resident);
+    } else if (r->has & REPORT_HAS_TOTAL) {
+        fputs(", \"reserved\": null, \"committed\": null, \"resident_bytes\": null},\n", out);
+    } else {
         fputs("  \"total\": null,\n", out);
+    }
+    if (r->has & REPORT_HAS_PROCESS)
+        fprintf(out, "  \"process\": {\"rss_bytes\": %" PRId64 ", \"peak_rss_bytes\": %" PRId64
+                ", \"reserved\": %" PRId64 ", \"committed\": %" PRId64 ", \"resident_bytes\": %" PRId64
+                ", \"explained_bytes\": %" PRId64 "},\n",
+                r->process.rss_bytes, r->process.peak_rss_bytes, r->process.reserved, r->process.committed,
+                r->process.resident, report_explained(r));
+    else
+        fputs("  \"process\": null,\n", out);
     if (r->has & REPORT_HAS_ERRORS)
         fprintf(out, "  \"errors\": {\"double_free\": %" PRId64 ", \"bad_canary\": %" PRId64
                 ", \"foreign_free\": %" PRId64 "}\n",

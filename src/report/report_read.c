@@ -164,6 +164,23 @@ static const struct field count_fields[] = {
     COUNT_FIELD(live_bytes, true), COUNT_FIELD(live_count, true), COUNT_FIELD(peak_bytes, true),
     COUNT_FIELD(allocs, true),     COUNT_FIELD(frees, true),      COUNT_FIELD(reallocs, false),
 };
+/* Fields of a category line: the counters, then the virtual memory fields
+ * (optional, for reports written before them, but all four or none). */
+#define CAT_COUNT(f) { #f, offsetof(struct report_category, n) + offsetof(struct report_counts, f), true }
+#define CAT_VM(f) { #f, offsetof(struct report_category, vm) + offsetof(struct report_vm, f), false }
+static const struct field category_fields[] = {
+    CAT_COUNT(live_bytes), CAT_COUNT(live_count), CAT_COUNT(peak_bytes),
+    CAT_COUNT(allocs),     CAT_COUNT(frees),
+    { "reallocs", offsetof(struct report_category, n) + offsetof(struct report_counts, reallocs), false },
+    CAT_VM(reserved),      CAT_VM(committed),     CAT_VM(resident),  CAT_VM(mappings),
+};
+#define CAT_VM_FIRST 6      /* index of reserved in category_fields */
+#define CAT_VM_BITS (0xfu << CAT_VM_FIRST)
+#define PROC_FIELD(f) { #f, offsetof(struct report_process, f), true }
+static const struct field process_fields[] = {
+    PROC_FIELD(rss_bytes), PROC_FIELD(peak_rss_bytes), PROC_FIELD(reserved),
+    PROC_FIELD(committed), PROC_FIELD(resident),
+};
 #define ERR_FIELD(f) { #f, offsetof(struct report_errors, f), true }
 static const struct field error_fields[] = {
     ERR_FIELD(double_free), ERR_FIELD(bad_canary), ERR_FIELD(foreign_free),
@@ -171,9 +188,11 @@ static const struct field error_fields[] = {
 #define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
 /* Parse "a=1 b=2 ..." (modified in place) into `base` through `tab`.
- * `kind`, when not NULL, receives the string field kind=. */
+ * `kind`, when not NULL, receives the string field kind=. `seen_out`, when
+ * not NULL, receives one bit per entry of `tab` that was present. */
 static int parse_fields(struct reader *rd, const char *line_key, char *s,
-                        const struct field *tab, size_t ntab, void *base, char **kind)
+                        const struct field *tab, size_t ntab, void *base, char **kind,
+                        unsigned *seen_out)
 {
     char buf[48];
     unsigned seen = 0;
@@ -223,6 +242,8 @@ static int parse_fields(struct reader *rd, const char *line_key, char *s,
     for (size_t i = 0; i < ntab; i++)
         if (tab[i].required && !(seen & (1u << i)))
             return fail(rd, -EBADMSG, "%s line lacks field %s", line_key, tab[i].name);
+    if (seen_out)
+        *seen_out = seen;
     return 0;
 }
 
@@ -245,7 +266,18 @@ static int parse_category(struct reader *rd, struct report *r, char *value)
     struct report_category c = {0};
     char line_key[80];
     snprintf(line_key, sizeof line_key, "category '%s'", shown(value, buf));
-    int rc = parse_fields(rd, line_key, fields, count_fields, NFIELDS(count_fields), &c.n, &c.kind);
+    unsigned seen = 0;
+    int rc = parse_fields(rd, line_key, fields, category_fields, NFIELDS(category_fields), &c, &c.kind,
+                          &seen);
+    if (rc == 0 && (seen & CAT_VM_BITS) && (seen & CAT_VM_BITS) != CAT_VM_BITS) {
+        /* A writer that knows the VM fields writes all four. */
+        size_t i = CAT_VM_FIRST;
+        while (seen & (1u << i))
+            i++;
+        rc = fail(rd, -EBADMSG, "%s line lacks field %s (it has other virtual memory fields)",
+                  line_key, category_fields[i].name);
+    }
+    c.has_vm = (seen & CAT_VM_BITS) != 0;
     if (rc == 0 && !(c.name = strdup(value)))
         rc = fail(rd, -ENOMEM, "out of memory");
     if (rc == 0) {
@@ -256,6 +288,8 @@ static int parse_category(struct reader *rd, struct report *r, char *value)
         } else {
             r->categories = grown;
             r->categories[r->ncategories++] = c;
+            if (c.has_vm)
+                r->has |= REPORT_HAS_VM;
             return 0;
         }
     }
@@ -324,8 +358,8 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
             return fail(rd, -EBADMSG, "duplicate %s line", key);
         struct report_counts t = {0};
         struct report_errors e = {0};
-        int rc = total ? parse_fields(rd, key, value, count_fields, NFIELDS(count_fields), &t, NULL)
-                       : parse_fields(rd, key, value, error_fields, NFIELDS(error_fields), &e, NULL);
+        int rc = total ? parse_fields(rd, key, value, count_fields, NFIELDS(count_fields), &t, NULL, NULL)
+                       : parse_fields(rd, key, value, error_fields, NFIELDS(error_fields), &e, NULL, NULL);
         if (rc < 0)
             return rc;
         if (total)
@@ -333,6 +367,17 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
         else
             r->errors = e;
         r->has |= bit;
+        return 0;
+    }
+    if (strcmp(key, "process") == 0) {
+        if (r->has & REPORT_HAS_PROCESS)
+            return fail(rd, -EBADMSG, "duplicate process line");
+        struct report_process p = {0};
+        int rc = parse_fields(rd, key, value, process_fields, NFIELDS(process_fields), &p, NULL, NULL);
+        if (rc < 0)
+            return rc;
+        r->process = p;
+        r->has |= REPORT_HAS_PROCESS;
         return 0;
     }
     return 0;   /* unknown key: a newer writer's; ignored */

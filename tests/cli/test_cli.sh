@@ -162,9 +162,11 @@ expect_eq "scale: JSON stays in bytes" 1572864 "$(json_get "$T/scale.json" "j['t
 run_mt x "$MT_ASAN" report "$T/nonexistent.mtr"
 expect_eq "bad: missing file exits 1" 1 "$rc"
 contains "bad: missing file message" "memtrail: $T/nonexistent.mtr: cannot open: No such file or directory" "$err"
-run_mt x "$MT_ASAN" report "$T"
+# A directory is a process tree (tests/cli/test_diff.sh); one without reports is an error.
+mkdir -p "$T/noreports"
+run_mt x "$MT_ASAN" report "$T/noreports"
 expect_eq "bad: directory exits 1" 1 "$rc"
-contains "bad: directory message" "is a directory" "$err"
+contains "bad: directory message" "$T/noreports: no report files (*.mtr) in this directory" "$err"
 : >"$T/empty.mtr"
 run_mt x "$MT_ASAN" report "$T/empty.mtr"
 expect_eq "bad: empty file exits 1" 1 "$rc"

@@ -271,6 +271,211 @@ static void test_print(void)
     CHECK("scaled: no overflow at max", report_scaled(INT64_MAX, 1024) == INT64_MAX / 1024 + 1);
 }
 
+/* --- virtual memory fields (docs/report-format.md) ------------------------ */
+
+static const char vm_report[] =
+    HEAD
+    "pid 500\n"
+    "ppid 499\n"
+    "reason signal SIGSEGV\n"
+    "category malloc kind=malloc live_bytes=2048 live_count=2 peak_bytes=4096 allocs=9 frees=7 reallocs=1 "
+    "reserved=0 committed=0 resident=0 mappings=0\n"
+    "category parser kind=malloc live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 reallocs=0 "
+    "reserved=1048576 committed=524288 resident=40960 mappings=2\n"
+    "category memtrail kind=overhead live_bytes=64 live_count=2 peak_bytes=128 allocs=9 frees=7 reallocs=0 "
+    "reserved=262144 committed=131072 resident=65536 mappings=3\n"
+    "category heap kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 reallocs=0 "
+    "reserved=8388608 committed=4194304 resident=2097152 mappings=1 future=3\n"
+    "category other kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 reallocs=0 "
+    "reserved=16384 committed=16384 resident=8192 mappings=2\n"
+    "total live_bytes=2048 live_count=2 peak_bytes=4096 allocs=9 frees=7 reallocs=1\n"
+    "process rss_bytes=2220032 peak_rss_bytes=3145728 reserved=9715712 committed=4866048 resident=2211840\n"
+    "end\n";
+
+static void test_vm_fields(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("vm.mtr", vm_report, &r, err);
+    CHECK("vm: reads", rc == 0 && r.complete);
+    CHECK("vm: has flags", (r.has & REPORT_HAS_VM) && (r.has & REPORT_HAS_PROCESS));
+    CHECK("vm: reason keeps the whole line", r.reason && strcmp(r.reason, "signal SIGSEGV") == 0);
+    CHECK("vm: 5 categories", r.ncategories == 5);
+    if (r.ncategories == 5) {
+        const struct report_category *m = &r.categories[0], *p = &r.categories[1], *h = &r.categories[3];
+        CHECK("vm: malloc category has zero VM", m->has_vm && m->vm.reserved == 0 && m->vm.mappings == 0
+              && m->n.live_bytes == 2048 && m->n.reallocs == 1);
+        CHECK("vm: parser VM fields", p->has_vm && p->vm.reserved == 1048576 && p->vm.committed == 524288
+              && p->vm.resident == 40960 && p->vm.mappings == 2);
+        CHECK("vm: kind vm, unknown field ignored", strcmp(h->kind, "vm") == 0 && h->vm.reserved == 8388608
+              && h->vm.committed == 4194304 && h->vm.resident == 2097152 && h->vm.mappings == 1);
+    }
+    CHECK("vm: process line", r.process.rss_bytes == 2220032 && r.process.peak_rss_bytes == 3145728
+          && r.process.reserved == 9715712 && r.process.committed == 4866048 && r.process.resident == 2211840);
+    struct report_vm sum;
+    report_vm_total(&r, &sum);
+    CHECK("vm: sum of categories", sum.reserved == 9715712 && sum.committed == 4866048
+          && sum.resident == 2211840 && sum.mappings == 8);
+    /* 0 + 40960 + 65536 + 2097152 (other's 8192 not counted) */
+    CHECK("vm: explained excludes other", report_explained(&r) == 2203648);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct report_scale kb;
+    report_scale_parse("KB", &kb);
+    CHECK("vm print: text ok", report_print_text(m, &r, &kb) == 0);
+    fclose(m);
+    CHECK("vm print: total line", strstr(buf, "Total: reserved=9488KB, committed=4752KB, resident=2160KB\n"
+                                               "       malloc: live=2KB (2 blocks), peak=4KB, allocs=9, frees=7, reallocs=1"));
+    CHECK("vm print: vm category", strstr(buf, "-                      heap (reserved=8192KB, committed=4096KB, "
+                                               "resident=2048KB, mappings=1)\n\n"));
+    CHECK("vm print: malloc category keeps its heap lines",
+          strstr(buf, "-                    malloc (reserved=0KB, committed=0KB, resident=0KB, mappings=0)\n"
+                      "                            (malloc=2KB #2) (peak=4KB)"));
+    /* 2203648 / 2220032 = 99.26% */
+    CHECK("vm print: process and explained share",
+          strstr(buf, "Process: rss=2168KB, peak rss=3072KB (reserved=9488KB, committed=4752KB, resident=2160KB)\n"
+                      "         the categories explain 2152KB of it (99.3%; 'other' not counted)"));
+    CHECK("vm print: fatal signal named", strstr(buf, "written on fatal signal SIGSEGV"));
+    CHECK("vm print: sorted by committed + live", strstr(buf, " heap (") < strstr(buf, " parser (")
+          && strstr(buf, " parser (") < strstr(buf, " other (") && strstr(buf, " other (") < strstr(buf, " malloc (")
+          && strstr(buf, " malloc (") < strstr(buf, " memtrail ("));
+    free(buf);
+
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    CHECK("vm print: json ok", report_print_json(m, &r) == 0);
+    fclose(m);
+    CHECK("vm json: category fields", strstr(buf, "\"reserved\": 1048576, \"committed\": 524288, "
+                                                  "\"resident_bytes\": 40960, \"mappings\": 2}"));
+    CHECK("vm json: process", strstr(buf, "\"process\": {\"rss_bytes\": 2220032, \"peak_rss_bytes\": 3145728, "
+                                          "\"reserved\": 9715712, \"committed\": 4866048, \"resident_bytes\": 2211840, "
+                                          "\"explained_bytes\": 2203648}"));
+    free(buf);
+    report_free(&r);
+}
+
+static void test_old_report_compat(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    CHECK("old: reads", read_text("old.mtr", good, &r, err) == 0);
+    CHECK("old: no VM, no process", !(r.has & REPORT_HAS_VM) && !(r.has & REPORT_HAS_PROCESS)
+          && r.process.rss_bytes == 0);
+    bool none = true;
+    for (size_t i = 0; i < r.ncategories; i++)
+        none &= !r.categories[i].has_vm && r.categories[i].vm.reserved == 0 && r.categories[i].vm.resident == 0;
+    CHECK("old: categories without VM", none);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct report_scale kb;
+    report_scale_parse("KB", &kb);
+    report_print_text(m, &r, &kb);
+    fclose(m);
+    CHECK("old print: no VM lines", !strstr(buf, "resident") && !strstr(buf, "Process:"));
+    free(buf);
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    report_print_json(m, &r);
+    fclose(m);
+    CHECK("old json: reserved = live, resident null",
+          strstr(buf, "\"reserved\": 1048, \"committed\": 1048, \"resident_bytes\": null, \"mappings\": null}"));
+    CHECK("old json: process null", strstr(buf, "\"process\": null,"));
+    free(buf);
+    report_free(&r);
+}
+
+static void test_vm_errors(void)
+{
+    expect_error("some VM fields but not all",
+                 HEAD "pid 1\ncategory a kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 "
+                 "reserved=1 committed=1 mappings=1\nend\n",
+                 -EBADMSG, "line 3: category 'a' line lacks field resident (it has other virtual memory fields)");
+    expect_error("bad VM value",
+                 HEAD "pid 1\ncategory a kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 "
+                 "reserved=1 committed=x resident=1 mappings=1\nend\n",
+                 -EBADMSG, "bad value 'x' for committed");
+    expect_error("process line lacks a field",
+                 HEAD "pid 1\nprocess rss_bytes=1 peak_rss_bytes=2 reserved=3 committed=4\nend\n",
+                 -EBADMSG, "line 3: process line lacks field resident");
+    expect_error("duplicate process line",
+                 HEAD "pid 1\nprocess rss_bytes=1 peak_rss_bytes=2 reserved=3 committed=4 resident=5\n"
+                 "process rss_bytes=1 peak_rss_bytes=2 reserved=3 committed=4 resident=5\nend\n",
+                 -EBADMSG, "line 4: duplicate process line");
+    expect_error("process overflow",
+                 HEAD "pid 1\nprocess rss_bytes=9223372036854775808 peak_rss_bytes=2 reserved=3 committed=4 resident=5\nend\n",
+                 -ERANGE, "value '9223372036854775808' for rss_bytes does not fit");
+}
+
+/* Write `r` through a printer into a string (the caller frees it). */
+static char *diff_text(const struct report *b, const struct report *c, bool json)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct report_scale kb;
+    report_scale_parse("KB", &kb);
+    int rc = json ? report_diff_print_json(m, b, c) : report_diff_print_text(m, b, c, &kb);
+    fclose(m);
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static void test_diff_api(void)
+{
+    struct report b, c;
+    char err[REPORT_ERR_MAX];
+    CHECK("diff api: base reads", read_text("b.mtr", good, &b, err) == 0);
+    CHECK("diff api: new reads", read_text("c.mtr", vm_report, &c, err) == 0);
+    /* good: malloc 1048 live; vm_report: malloc 2048 live -> +1000; parser
+     * 7 reallocs -> 0; memtrail 54 -> 64; heap and other only in new. */
+    char *t = diff_text(&b, &c, true);
+    CHECK("diff api: json ok", t != NULL);
+    if (t) {
+        CHECK("diff api: matched category delta",
+              strstr(t, "{\"name\": \"malloc\", \"kind\": \"malloc\", \"status\": \"both\", \"live_bytes\": 2048, "
+                        "\"live_bytes_delta\": 1000, \"live_count\": 2, \"live_count_delta\": -1"));
+        CHECK("diff api: new category", strstr(t, "{\"name\": \"heap\", \"kind\": \"vm\", \"status\": \"new\""));
+        CHECK("diff api: VM deltas null when base has none",
+              strstr(t, "\"reserved\": 8388608, \"reserved_delta\": null"));
+        CHECK("diff api: process without base", strstr(t, "\"process\": {\"present_in_base\": false, "
+                                                           "\"rss_bytes\": 2220032, \"rss_bytes_delta\": null"));
+        free(t);
+    }
+    t = diff_text(&c, &b, false);
+    CHECK("diff api: text ok", t != NULL);
+    if (t) {
+        CHECK("diff api: gone category", strstr(t, "-                      heap (reserved=0KB, committed=0KB)\n"
+                                                   "                            (gone: not in the new report)\n"));
+        CHECK("diff api: mixed reports noted", strstr(t, "(the new report has no virtual memory fields"));
+        CHECK("diff api: process gone", strstr(t, "Process: not in the new report"));
+        free(t);
+    }
+    t = diff_text(&c, &c, false);
+    CHECK("diff api: same report, no changes shown", t && !strchr(strstr(t, "Total:"), '+')
+          && !strstr(strstr(t, "Total:"), " -"));
+    free(t);
+
+    /* A write error is -EIO, as for the summary printers. */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        setvbuf(full, NULL, _IONBF, 0);
+        struct report_scale kb;
+        report_scale_parse("KB", &kb);
+        CHECK("diff api: text write error is -EIO", report_diff_print_text(full, &b, &c, &kb) == -EIO);
+        clearerr(full);
+        CHECK("diff api: json write error is -EIO", report_diff_print_json(full, &b, &c) == -EIO);
+        fclose(full);
+    }
+    report_free(&b);
+    report_free(&c);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -284,6 +489,10 @@ int main(void)
     test_truncated();
     test_cmdline();
     test_print();
+    test_vm_fields();
+    test_old_report_compat();
+    test_vm_errors();
+    test_diff_api();
     rmdir(dir);
     return failures ? 1 : 0;
 }

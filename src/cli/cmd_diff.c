@@ -1,0 +1,111 @@
+/* cmd_diff.c — `memtrail diff BASE NEW [--json] [--scale KB|MB|GB]`: what
+ * changed between two summary reports, category by category, like HotSpot's
+ * `jcmd PID VM.native_memory summary.diff` (report_diff.c). Two builds of a
+ * program, or a baseline and a later snapshot of one process. */
+#include "cli/cli.h"
+#include "report/report.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char diff_usage[] =
+    "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json]\n"
+    "\n"
+    "Compare two summary reports (.mtr): two runs of a program (e.g. two builds),\n"
+    "or a baseline and a later snapshot of one process (mt_report_write()). For\n"
+    "each category, matched by name, it shows the NEW value and the change since\n"
+    "BASE of the live bytes and blocks, peak, allocs, frees, and of the reserved,\n"
+    "committed and resident address space; a category on one side only is marked\n"
+    "new or gone. Then the total's and the process's RSS changes. Categories are\n"
+    "listed by the size of their change, largest first; memtrail's own last.\n"
+    "Either file may be - (stdin).\n"
+    "\n"
+    "Options:\n"
+    "  --scale KB|MB|GB  unit of the text, rounded to the nearest (default KB)\n"
+    "  --json            print JSON instead (raw bytes; keys in docs/cli.md)\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "A report cut short is compared as far as it goes and named on stderr, with\n"
+    "exit status 1; a file that is not a report is named, with nothing printed.\n";
+
+/* Reads one side; returns the reader's code, the error already printed
+ * when it is not -ENODATA (which the caller reports after the diff). */
+static int read_side(const char *path, struct report *r, char *err)
+{
+    int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", r, err, REPORT_ERR_MAX)
+                                    : report_read(path, r, err, REPORT_ERR_MAX);
+    if (rc < 0 && rc != -ENODATA)
+        cli_error("%s", err);
+    return rc;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    const char *positional[2];
+    int npos = 0;
+    bool json = false, options_done = false;
+    struct report_scale scale;
+    report_scale_parse("KB", &scale);
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value;
+        if (options_done || arg[0] != '-' || arg[1] == '\0') {
+            if (npos == 2)
+                return cli_usage_error("diff", "too many arguments ('%s'; expected BASE NEW)", arg);
+            positional[npos++] = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (cli_is_help(arg)) {
+            fputs(diff_usage, stdout);
+            return CLI_OK;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            json = true;
+            continue;
+        }
+        int m = cli_option_value("diff", argc, argv, &i, "--scale", NULL, &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            if (report_scale_parse(value, &scale) < 0)
+                return cli_usage_error("diff", "--scale: unknown scale '%s' (accepted: KB, MB, GB)", value);
+            continue;
+        }
+        return cli_usage_error("diff", "unknown option '%s'", arg);
+    }
+    if (npos < 2)
+        return cli_usage_error("diff", npos ? "missing the NEW report" : "missing the BASE and NEW reports");
+    if (strcmp(positional[0], "-") == 0 && strcmp(positional[1], "-") == 0)
+        return cli_usage_error("diff", "only one of BASE and NEW can be - (stdin)");
+
+    struct report base, cur;
+    char base_err[REPORT_ERR_MAX], cur_err[REPORT_ERR_MAX];
+    int brc = read_side(positional[0], &base, base_err);
+    int crc = read_side(positional[1], &cur, cur_err);
+    int status = CLI_OK;
+    if ((brc < 0 && brc != -ENODATA) || (crc < 0 && crc != -ENODATA)) {
+        status = CLI_FAILED;    /* not a report: nothing to compare */
+    } else {
+        /* A truncated report still holds everything before the cut: compare it. */
+        int prc = json ? report_diff_print_json(stdout, &base, &cur)
+                       : report_diff_print_text(stdout, &base, &cur, &scale);
+        errno = 0;
+        if (prc == -ENOMEM)
+            status = cli_error("out of memory");
+        else if (fflush(stdout) != 0 || prc < 0)
+            status = cli_error("cannot write the diff to stdout: %s", strerror(errno ? errno : EIO));
+        if (brc < 0)
+            status = cli_error("%s", base_err);
+        if (crc < 0)
+            status = cli_error("%s", cur_err);
+    }
+    report_free(&base);
+    report_free(&cur);
+    return status;
+}

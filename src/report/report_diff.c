@@ -1,0 +1,467 @@
+/* report_diff.c — the difference between two summary reports, like HotSpot's
+ * `jcmd PID VM.native_memory summary.diff`: categories matched by name
+ * (one present on one side only is "new" or "gone"), each counter and
+ * virtual memory field shown as its new value and its change, then the
+ * total's and the process's. Used by `memtrail diff BASE NEW` and by the
+ * live `memtrail query PID diff`. JSON keys: docs/cli.md. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NMT's layout, as in the summary: "-" and the name right-aligned in 26
+ * columns, details continued under the opening parenthesis. */
+#define NAME_COLUMN 26
+#define CONTINUE "                            "
+
+/* One category of the diff: present in base, in cur, or in both. */
+struct row {
+    const struct report_category *base, *cur;
+};
+
+static const struct report_category *row_any(const struct row *w)
+{
+    return w->cur ? w->cur : w->base;
+}
+
+static const char *row_status(const struct row *w)
+{
+    return !w->base ? "new" : !w->cur ? "gone" : "both";
+}
+
+static const struct report_counts zero_counts;
+static const struct report_vm zero_vm;
+
+static const struct report_counts *counts_of(const struct report_category *c)
+{
+    return c ? &c->n : &zero_counts;
+}
+
+static const struct report_vm *vm_of(const struct report_category *c)
+{
+    return c ? &c->vm : &zero_vm;
+}
+
+static const struct report_category *find_category(const struct report *r, const char *name)
+{
+    for (size_t i = 0; i < r->ncategories; i++)
+        if (strcmp(r->categories[i].name, name) == 0)
+            return &r->categories[i];
+    return NULL;
+}
+
+/* Every category of cur in file order, then those only in base. The
+ * caller frees *rows. */
+static int match_rows(const struct report *base, const struct report *cur, struct row **rows, size_t *n)
+{
+    *n = 0;
+    *rows = malloc((base->ncategories + cur->ncategories + 1) * sizeof **rows);
+    if (!*rows)
+        return -ENOMEM;
+    for (size_t i = 0; i < cur->ncategories; i++)
+        (*rows)[(*n)++] = (struct row){ find_category(base, cur->categories[i].name), &cur->categories[i] };
+    for (size_t i = 0; i < base->ncategories; i++)
+        if (!find_category(cur, base->categories[i].name))
+            (*rows)[(*n)++] = (struct row){ &base->categories[i], NULL };
+    return 0;
+}
+
+static bool is_kind(const struct report_category *c, const char *kind)
+{
+    return c->kind && strcmp(c->kind, kind) == 0;
+}
+
+/* --- text ----------------------------------------------------------------- */
+
+/* "key=VALUE<unit>", then " +DELTA<unit>" when the change shows at this scale. */
+static void t_bytes(FILE *out, const char *key, int64_t cur, int64_t base, bool delta,
+                    const struct report_scale *sc)
+{
+    fprintf(out, "%s%" PRId64 "%s", key, report_scaled(cur, sc->bytes), sc->unit);
+    int64_t d = report_scaled(report_sub(cur, base), sc->bytes);
+    if (delta && d)
+        fprintf(out, " %+" PRId64 "%s", d, sc->unit);
+}
+
+/* "key=VALUE", then " +DELTA" when it changed. */
+static void t_count(FILE *out, const char *key, int64_t cur, int64_t base, bool delta)
+{
+    fprintf(out, "%s%" PRId64, key, cur);
+    if (delta && cur != base)
+        fprintf(out, " %+" PRId64, report_sub(cur, base));
+}
+
+/* A row's position in the text: the overhead last, then by how much it
+ * changed (committed + live bytes), then by its size now, then by name. */
+static int64_t row_footprint(const struct report_category *c)
+{
+    return c ? report_add(c->vm.committed, c->n.live_bytes) : 0;
+}
+
+static int64_t abs64(int64_t v)
+{
+    return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
+}
+
+static int by_change_desc(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    bool ox = is_kind(row_any(x), "overhead"), oy = is_kind(row_any(y), "overhead");
+    if (ox != oy)
+        return ox ? 1 : -1;
+    int64_t dx = abs64(report_sub(row_footprint(x->cur), row_footprint(x->base)));
+    int64_t dy = abs64(report_sub(row_footprint(y->cur), row_footprint(y->base)));
+    if (dx != dy)
+        return dx > dy ? -1 : 1;
+    int64_t fx = row_footprint(x->cur), fy = row_footprint(y->cur);
+    if (fx != fy)
+        return fx > fy ? -1 : 1;
+    return strcmp(row_any(x)->name, row_any(y)->name);
+}
+
+static bool all_zero(const struct report_category *c)
+{
+    if (!c)
+        return true;
+    const struct report_counts *n = &c->n;
+    const struct report_vm *v = &c->vm;
+    return !n->live_bytes && !n->live_count && !n->peak_bytes && !n->allocs && !n->frees && !n->reallocs
+           && !v->reserved && !v->committed && !v->resident && !v->mappings;
+}
+
+static void text_row(FILE *out, const struct row *w, bool vm, const struct report_scale *sc)
+{
+    const struct report_category *c = row_any(w);
+    const struct report_counts *nb = counts_of(w->base), *nc = counts_of(w->cur);
+    const struct report_vm *vb = vm_of(w->base), *vc = vm_of(w->cur);
+
+    fprintf(out, "-%*s (", NAME_COLUMN, c->name);
+    if (vm) {
+        t_bytes(out, "reserved=", vc->reserved, vb->reserved, true, sc);
+        t_bytes(out, ", committed=", vc->committed, vb->committed, true, sc);
+        t_bytes(out, ", resident=", vc->resident, vb->resident, true, sc);
+        t_count(out, ", mappings=", vc->mappings, vb->mappings, true);
+    } else {    /* reports without VM fields: reserved = committed = live bytes */
+        t_bytes(out, "reserved=", nc->live_bytes, nb->live_bytes, true, sc);
+        t_bytes(out, ", committed=", nc->live_bytes, nb->live_bytes, true, sc);
+    }
+    fputs(")\n", out);
+    if (!w->base)
+        fputs(CONTINUE "(new: not in the base report)\n", out);
+    else if (!w->cur)
+        fputs(CONTINUE "(gone: not in the new report)\n", out);
+    if (is_kind(c, "overhead"))
+        fputs(CONTINUE "(memtrail's own overhead)\n", out);
+    if (!is_kind(c, "vm")) {
+        fputs(CONTINUE "(", out);
+        t_bytes(out, "malloc=", nc->live_bytes, nb->live_bytes, true, sc);
+        t_count(out, " #", nc->live_count, nb->live_count, true);
+        t_bytes(out, ") (peak=", nc->peak_bytes, nb->peak_bytes, true, sc);
+        fputs(")\n" CONTINUE "(", out);
+        t_count(out, "allocs=", nc->allocs, nb->allocs, true);
+        t_count(out, " frees=", nc->frees, nb->frees, true);
+        if (nc->reallocs || nb->reallocs)
+            t_count(out, " reallocs=", nc->reallocs, nb->reallocs, true);
+        fputs(")\n", out);
+    }
+    fputc('\n', out);
+}
+
+/* "pid N, CMDLINE (written at exit, after 1.000 s)" */
+static void text_side(FILE *out, const char *label, const struct report *r)
+{
+    fputs(label, out);
+    if (r->has & REPORT_HAS_PID)
+        fprintf(out, "pid %" PRId64, r->pid);
+    else
+        fputs("pid unknown", out);
+    if (r->argc) {
+        fputs(", ", out);
+        report_print_cmdline(out, r);
+    } else if (r->exe) {
+        fprintf(out, ", %s", r->exe);
+    }
+    const char *sep = " (";
+    if (r->reason) {
+        fputs(sep, out);
+        report_print_reason(out, r->reason);
+        sep = ", ";
+    }
+    if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
+        uint64_t d = (uint64_t)r->end_ns - (uint64_t)r->start_ns;
+        fprintf(out, "%safter %" PRIu64 ".%03" PRIu64 " s", sep, d / 1000000000u, d % 1000000000u / 1000000u);
+        sep = ", ";
+    }
+    if (!r->complete) {
+        fprintf(out, "%scut short after line %ld", sep, r->lines_read);
+        sep = ", ";
+    }
+    fputs(sep[0] == ',' ? ")\n" : "\n", out);
+}
+
+static void text_total(FILE *out, const struct report *base, const struct report *cur, bool vm,
+                       const struct report_scale *sc)
+{
+    const struct report_counts *tb = &base->total, *tc = &cur->total;
+    bool have = (base->has & REPORT_HAS_TOTAL) && (cur->has & REPORT_HAS_TOTAL);
+    if (vm) {
+        struct report_vm sb, sc_;
+        report_vm_total(base, &sb);
+        report_vm_total(cur, &sc_);
+        fputs("Total: ", out);
+        t_bytes(out, "reserved=", sc_.reserved, sb.reserved, true, sc);
+        t_bytes(out, ", committed=", sc_.committed, sb.committed, true, sc);
+        t_bytes(out, ", resident=", sc_.resident, sb.resident, true, sc);
+        fputs("\n       malloc: ", out);
+    } else {
+        fputs("Total: ", out);
+    }
+    if (!have) {
+        fprintf(out, "not in the %s report (the file was cut short before it)\n\n",
+                !(base->has & REPORT_HAS_TOTAL) ? "base" : "new");
+        return;
+    }
+    t_bytes(out, "live=", tc->live_bytes, tb->live_bytes, true, sc);
+    t_count(out, " (", tc->live_count, tb->live_count, true);
+    t_bytes(out, " blocks), peak=", tc->peak_bytes, tb->peak_bytes, true, sc);
+    t_count(out, ", allocs=", tc->allocs, tb->allocs, true);
+    t_count(out, ", frees=", tc->frees, tb->frees, true);
+    t_count(out, ", reallocs=", tc->reallocs, tb->reallocs, true);
+    fputs("\n\n", out);
+}
+
+static void text_process(FILE *out, const struct report *base, const struct report *cur,
+                         const struct report_scale *sc)
+{
+    bool hb = base->has & REPORT_HAS_PROCESS, hc = cur->has & REPORT_HAS_PROCESS;
+    if (!hb && !hc)
+        return;
+    if (!hc) {
+        fputs("Process: not in the new report\n\n", out);
+        return;
+    }
+    const struct report_process *pb = &base->process, *pc = &cur->process;
+    fputs("Process: ", out);
+    t_bytes(out, "rss=", pc->rss_bytes, pb->rss_bytes, hb, sc);
+    t_bytes(out, ", peak rss=", pc->peak_rss_bytes, pb->peak_rss_bytes, hb, sc);
+    t_bytes(out, " (reserved=", pc->reserved, pb->reserved, hb, sc);
+    t_bytes(out, ", committed=", pc->committed, pb->committed, hb, sc);
+    t_bytes(out, ", resident=", pc->resident, pb->resident, hb, sc);
+    fputs(")\n", out);
+    if (!hb)
+        fputs("         (the base report has no process line: no changes shown)\n", out);
+    if (pc->rss_bytes > 0) {
+        int64_t e = report_explained(cur);
+        fprintf(out, "         the categories explain %" PRId64 "%s of it (%.1f%%; 'other' not counted)\n",
+                report_scaled(e, sc->bytes), sc->unit, 100.0 * (double)e / (double)pc->rss_bytes);
+    }
+    fputc('\n', out);
+}
+
+int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
+                           const struct report_scale *scale)
+{
+    struct row *rows;
+    size_t n;
+    if (match_rows(base, cur, &rows, &n) < 0)
+        return -ENOMEM;
+    /* Address space figures only when both sides have them. */
+    bool vm = (base->has & REPORT_HAS_VM) && (cur->has & REPORT_HAS_VM);
+
+    fputs("memtrail native memory diff\n", out);
+    text_side(out, "base: ", base);
+    text_side(out, "new:  ", cur);
+    if ((base->has & REPORT_HAS_END_NS) && (cur->has & REPORT_HAS_END_NS) && cur->end_ns >= base->end_ns) {
+        uint64_t d = (uint64_t)cur->end_ns - (uint64_t)base->end_ns;
+        fprintf(out, "(new written %" PRIu64 ".%03" PRIu64 " s after base)\n", d / 1000000000u,
+                d % 1000000000u / 1000000u);
+    }
+    if ((base->has & REPORT_HAS_VM) != (cur->has & REPORT_HAS_VM))
+        fprintf(out, "(the %s report has no virtual memory fields: only heap figures are compared)\n",
+                (base->has & REPORT_HAS_VM) ? "new" : "base");
+    fputc('\n', out);
+    text_total(out, base, cur, vm, scale);
+
+    qsort(rows, n, sizeof *rows, by_change_desc);
+    for (size_t i = 0; i < n; i++) {
+        const struct row *w = &rows[i];
+        if (all_zero(w->base) && all_zero(w->cur) && !is_kind(row_any(w), "overhead"))
+            continue;   /* nothing on either side: as the summary, left out of the text */
+        text_row(out, w, vm, scale);
+    }
+    free(rows);
+    text_process(out, base, cur, scale);
+
+    const struct report_errors *eb = &base->errors, *ec = &cur->errors;
+    if (ec->double_free || ec->bad_canary || ec->foreign_free || eb->double_free || eb->bad_canary
+        || eb->foreign_free) {
+        fputs("Errors detected by memtrail: ", out);
+        t_count(out, "double_free=", ec->double_free, eb->double_free, true);
+        t_count(out, ", bad_canary=", ec->bad_canary, eb->bad_canary, true);
+        t_count(out, ", foreign_free=", ec->foreign_free, eb->foreign_free, true);
+        fputs("\n\n", out);
+    }
+    if (!base->complete)
+        fprintf(out, "Incomplete: the base report was cut short after line %ld; "
+                "the numbers above are what it held.\n", base->lines_read);
+    if (!cur->complete)
+        fprintf(out, "Incomplete: the new report was cut short after line %ld; "
+                "the numbers above are what it held.\n", cur->lines_read);
+    return ferror(out) ? -EIO : 0;
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+/* `"key": CUR, "key_delta": CUR-BASE`, each null when its side is unknown. */
+static void j_pair(FILE *out, const char *key, int64_t cur, bool has_cur, int64_t base, bool has_base)
+{
+    if (has_cur)
+        fprintf(out, ", \"%s\": %" PRId64, key, cur);
+    else
+        fprintf(out, ", \"%s\": null", key);
+    if (has_cur && has_base)
+        fprintf(out, ", \"%s_delta\": %" PRId64, key, report_sub(cur, base));
+    else
+        fprintf(out, ", \"%s_delta\": null", key);
+}
+
+static void j_counts(FILE *out, const struct report_counts *c, bool hc, const struct report_counts *b,
+                     bool hb)
+{
+    j_pair(out, "live_bytes", c->live_bytes, hc, b->live_bytes, hb);
+    j_pair(out, "live_count", c->live_count, hc, b->live_count, hb);
+    j_pair(out, "peak_bytes", c->peak_bytes, hc, b->peak_bytes, hb);
+    j_pair(out, "allocs", c->allocs, hc, b->allocs, hb);
+    j_pair(out, "frees", c->frees, hc, b->frees, hb);
+    j_pair(out, "reallocs", c->reallocs, hc, b->reallocs, hb);
+}
+
+static void j_vm(FILE *out, const struct report_vm *c, bool hc, const struct report_vm *b, bool hb,
+                 bool mappings)
+{
+    j_pair(out, "reserved", c->reserved, hc, b->reserved, hb);
+    j_pair(out, "committed", c->committed, hc, b->committed, hb);
+    j_pair(out, "resident_bytes", c->resident, hc, b->resident, hb);
+    if (mappings)
+        j_pair(out, "mappings", c->mappings, hc, b->mappings, hb);
+}
+
+static void j_int_or_null(FILE *out, const char *key, bool has, int64_t v)
+{
+    if (has)
+        fprintf(out, "\"%s\": %" PRId64, key, v);
+    else
+        fprintf(out, "\"%s\": null", key);
+}
+
+/* Which report a side is: enough to tell two builds or two moments apart. */
+static void j_side(FILE *out, const char *key, const struct report *r)
+{
+    fprintf(out, "  \"%s\": {", key);
+    j_int_or_null(out, "pid", r->has & REPORT_HAS_PID, r->pid);
+    fputs(", ", out);
+    j_int_or_null(out, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
+    fputs(", \"exe\": ", out);
+    if (r->exe)
+        report_json_string(out, r->exe);
+    else
+        fputs("null", out);
+    fputs(", \"cmdline\": ", out);
+    if (r->has & REPORT_HAS_CMDLINE) {
+        fputc('[', out);
+        for (size_t i = 0; i < r->argc; i++) {
+            if (i)
+                fputs(", ", out);
+            report_json_string(out, r->argv[i]);
+        }
+        fputc(']', out);
+    } else {
+        fputs("null", out);
+    }
+    fputs(", \"reason\": ", out);
+    if (r->reason)
+        report_json_string(out, r->reason);
+    else
+        fputs("null", out);
+    fputs(", ", out);
+    j_int_or_null(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
+    fputs(", ", out);
+    j_int_or_null(out, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
+    fprintf(out, ", \"complete\": %s},\n", r->complete ? "true" : "false");
+}
+
+int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur)
+{
+    struct row *rows;
+    size_t n;
+    if (match_rows(base, cur, &rows, &n) < 0)
+        return -ENOMEM;
+    bool vb = base->has & REPORT_HAS_VM, vc = cur->has & REPORT_HAS_VM;
+
+    fputs("{\n", out);
+    j_side(out, "base", base);
+    j_side(out, "new", cur);
+
+    fputs("  \"categories\": [", out);
+    for (size_t i = 0; i < n; i++) {
+        const struct row *w = &rows[i];
+        const struct report_category *c = row_any(w);
+        fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
+        report_json_string(out, c->name);
+        fputs(", \"kind\": ", out);
+        report_json_string(out, c->kind);
+        fprintf(out, ", \"status\": \"%s\"", row_status(w));
+        /* A category absent on one side counts as zeros there. */
+        j_counts(out, counts_of(w->cur), true, counts_of(w->base), true);
+        j_vm(out, vm_of(w->cur), vc, vm_of(w->base), vb, true);
+        fputc('}', out);
+    }
+    free(rows);
+    fputs(n ? "\n  ],\n" : "],\n", out);
+
+    bool tb = base->has & REPORT_HAS_TOTAL, tc = cur->has & REPORT_HAS_TOTAL;
+    if (tc) {
+        struct report_vm sb, sc;
+        report_vm_total(base, &sb);
+        report_vm_total(cur, &sc);
+        fputs("  \"total\": {", out);
+        fprintf(out, "\"present_in_base\": %s", tb ? "true" : "false");
+        j_counts(out, &cur->total, true, &base->total, tb);
+        j_vm(out, &sc, vc, &sb, vb, false);
+        fputs("},\n", out);
+    } else {
+        fputs("  \"total\": null,\n", out);
+    }
+
+    bool pb = base->has & REPORT_HAS_PROCESS, pc = cur->has & REPORT_HAS_PROCESS;
+    if (pc) {
+        const struct report_process *b = &base->process, *c = &cur->process;
+        fprintf(out, "  \"process\": {\"present_in_base\": %s", pb ? "true" : "false");
+        j_pair(out, "rss_bytes", c->rss_bytes, true, b->rss_bytes, pb);
+        j_pair(out, "peak_rss_bytes", c->peak_rss_bytes, true, b->peak_rss_bytes, pb);
+        j_pair(out, "reserved", c->reserved, true, b->reserved, pb);
+        j_pair(out, "committed", c->committed, true, b->committed, pb);
+        j_pair(out, "resident_bytes", c->resident, true, b->resident, pb);
+        j_pair(out, "explained_bytes", report_explained(cur), true, report_explained(base), pb);
+        fputs("},\n", out);
+    } else {
+        fputs("  \"process\": null,\n", out);
+    }
+
+    const struct report_errors *eb = &base->errors, *ec = &cur->errors;
+    bool hb = base->has & REPORT_HAS_ERRORS, hc = cur->has & REPORT_HAS_ERRORS;
+    if (hc) {
+        fputs("  \"errors\": {\"present_in_base\": ", out);
+        fputs(hb ? "true" : "false", out);
+        j_pair(out, "double_free", ec->double_free, true, eb->double_free, hb);
+        j_pair(out, "bad_canary", ec->bad_canary, true, eb->bad_canary, hb);
+        j_pair(out, "foreign_free", ec->foreign_free, true, eb->foreign_free, hb);
+        fputs("}\n", out);
+    } else {
+        fputs("  \"errors\": null\n", out);
+    }
+    fputs("}\n", out);
+    return ferror(out) ? -EIO : 0;
+}
