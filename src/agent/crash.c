@@ -112,12 +112,9 @@ static void out_padded(mt_out *o, const char *s, size_t width)
 
 static void out_counts(mt_out *o, const mt_catsum *c)
 {
-    mt_out_str(o, "live_bytes=");
-    mt_out_i64(o, c->live_bytes);
-    mt_out_str(o, " live_count=");
-    mt_out_i64(o, c->live_count);
-    mt_out_str(o, " peak_bytes=");
-    mt_out_i64(o, c->peak_bytes);
+    mt_out_field(o, "live_bytes", c->live_bytes);
+    mt_out_field(o, "live_count", c->live_count);
+    mt_out_field(o, "peak_bytes", c->peak_bytes);
 }
 
 /* The human-readable summary: the signal and where, then the native memory
@@ -125,12 +122,9 @@ static void out_counts(mt_out *o, const mt_catsum *c)
  * memory) can join them here. */
 static void out_vm(mt_out *o, const mt_vm_sum *v)
 {
-    mt_out_str(o, " reserved=");
-    mt_out_i64(o, v->reserved);
-    mt_out_str(o, " committed=");
-    mt_out_i64(o, v->committed);
-    mt_out_str(o, " resident=");
-    mt_out_i64(o, v->resident);
+    mt_out_field(o, "reserved", v->reserved);
+    mt_out_field(o, "committed", v->committed);
+    mt_out_field(o, "resident", v->resident);
 }
 
 /* The address space per category, as the report just written found it. */
@@ -143,20 +137,16 @@ static void crash_write_vm(mt_out *o, const mt_vm_report *vm, int ncats)
         if (!vm->sum[i].reserved)
             continue;
         mt_out_str(o, "memtrail:   ");
-        out_padded(o, mt_cats[i].name, 16);
+        out_padded(o, mt_cats[i].name, 15);
         out_vm(o, &vm->sum[i]);
         mt_out_char(o, '\n');
     }
     mt_out_str(o, "memtrail:   ");
-    out_padded(o, "process", 16);
-    mt_out_str(o, "rss_bytes=");
-    mt_out_i64(o, vm->proc.rss);
-    mt_out_str(o, " peak_rss_bytes=");
-    mt_out_i64(o, vm->proc.peak_rss);
-    mt_out_str(o, " reserved=");
-    mt_out_i64(o, vm->proc.reserved);
-    mt_out_str(o, " committed=");
-    mt_out_i64(o, vm->proc.committed);
+    out_padded(o, "process", 15);
+    mt_out_field(o, "rss_bytes", vm->proc.rss);
+    mt_out_field(o, "peak_rss_bytes", vm->proc.peak_rss);
+    mt_out_field(o, "reserved", vm->proc.reserved);
+    mt_out_field(o, "committed", vm->proc.committed);
     mt_out_char(o, '\n');
 }
 
@@ -185,14 +175,14 @@ static void crash_write_summary(mt_out *o, int sig, const siginfo_t *si, const m
         if (mt_cats[i].kind == MT_KIND_VM)
             continue;
         mt_out_str(o, "memtrail:   ");
-        out_padded(o, mt_cats[i].name, 16);
+        out_padded(o, mt_cats[i].name, 15);
         out_counts(o, &sum[i]);
         if (mt_cats[i].kind == MT_KIND_OVERHEAD)
             mt_out_str(o, " (memtrail's own)");
         mt_out_char(o, '\n');
     }
     mt_out_str(o, "memtrail:   ");
-    out_padded(o, "total", 16);
+    out_padded(o, "total", 15);
     out_counts(o, &sum[MT_SLOT_TOTAL]);
     mt_out_str(o, " (the program's)\n");
 }

@@ -148,16 +148,11 @@ const mt_vm_report *mt_report_last_vm(void)
 
 static void write_vm(mt_out *o, const mt_vm_sum *v)
 {
-    mt_out_str(o, " reserved=");
-    mt_out_i64(o, v->reserved);
-    mt_out_str(o, " committed=");
-    mt_out_i64(o, v->committed);
-    mt_out_str(o, " resident=");
-    mt_out_i64(o, v->resident);
-    mt_out_str(o, " mappings=");
-    mt_out_i64(o, v->mappings);
-    mt_out_str(o, " peak_mapped=");
-    mt_out_i64(o, v->peak_mapped);
+    mt_out_field(o, "reserved", v->reserved);
+    mt_out_field(o, "committed", v->committed);
+    mt_out_field(o, "resident", v->resident);
+    mt_out_field(o, "mappings", v->mappings);
+    mt_out_field(o, "peak_mapped", v->peak_mapped);
 }
 
 static const char *kind_name(int kind)
@@ -203,16 +198,12 @@ static void write_report(mt_out *o, const char *reason)
     mt_out_str(o, "total");
     write_counts(o, &sum[MT_SLOT_TOTAL]);
     if (w.proc.ok) {
-        mt_out_str(o, "\nprocess rss_bytes=");
-        mt_out_i64(o, w.proc.rss);
-        mt_out_str(o, " peak_rss_bytes=");
-        mt_out_i64(o, w.proc.peak_rss);
-        mt_out_str(o, " reserved=");
-        mt_out_i64(o, w.proc.reserved);
-        mt_out_str(o, " committed=");
-        mt_out_i64(o, w.proc.committed);
-        mt_out_str(o, " resident=");
-        mt_out_i64(o, w.proc.resident);
+        mt_out_str(o, "\nprocess");
+        mt_out_field(o, "rss_bytes", w.proc.rss);
+        mt_out_field(o, "peak_rss_bytes", w.proc.peak_rss);
+        mt_out_field(o, "reserved", w.proc.reserved);
+        mt_out_field(o, "committed", w.proc.committed);
+        mt_out_field(o, "resident", w.proc.resident);
     }
     mt_out_str(o, "\nerrors double_free=");
     mt_out_i64(o, atomic_load(&mt_err_double_free));

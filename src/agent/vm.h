@@ -37,6 +37,9 @@ typedef struct mt_vm_range {
 extern mt_vm_range *mt_vm_table;
 extern size_t mt_vm_count;
 
+/* Index of the first range whose end is above addr (mt_vm_count if none). */
+size_t mt_vm_first_after(uintptr_t addr);
+
 void mt_vm_lock(void);
 /* Bounded attempt (for signal handlers): 0 when taken, -1 otherwise. */
 int mt_vm_trylock(long spins);

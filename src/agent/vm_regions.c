@@ -53,8 +53,7 @@ void mt_vm_unlock(void) { atomic_flag_clear_explicit(&vm_busy, memory_order_rele
 void mt_vm_before_fork(void) { mt_vm_lock(); }
 void mt_vm_after_fork(void) { mt_vm_unlock(); }
 
-/* First range whose end is above addr. */
-static size_t first_after(uintptr_t addr)
+size_t mt_vm_first_after(uintptr_t addr)
 {
     size_t lo = 0, hi = mt_vm_count;
     while (lo < hi) {
@@ -84,7 +83,7 @@ static void remove_at(size_t i)
 
 static void forget_range(uintptr_t s, uintptr_t e)
 {
-    size_t i = first_after(s);
+    size_t i = mt_vm_first_after(s);
     while (i < mt_vm_count && mt_vm_table[i].start < e) {
         mt_vm_range *r = &mt_vm_table[i];
         if (r->start < s && r->end > e) { /* a hole in the middle: split */
@@ -138,7 +137,7 @@ static int reserve(size_t more)
     }
     mt_vm_range self = {(uintptr_t)p, (uintptr_t)p + bytes, 0, MT_CAT_OVERHEAD, 0};
     forget_range(self.start, self.end);
-    insert_at(first_after(self.start), self);
+    insert_at(mt_vm_first_after(self.start), self);
     return 0;
 }
 
@@ -148,7 +147,7 @@ void mt_vm_record(uintptr_t start, uintptr_t end, unsigned cat, unsigned flags, 
         return;
     forget_range(start, end);
     mt_vm_range r = {start, end, guard, (uint8_t)cat, (uint8_t)flags};
-    insert_at(first_after(start), r);
+    insert_at(mt_vm_first_after(start), r);
 }
 
 void mt_vm_forget(uintptr_t start, uintptr_t end)
@@ -160,7 +159,7 @@ void mt_vm_forget(uintptr_t start, uintptr_t end)
 
 void mt_vm_moved(uintptr_t old, size_t oldlen, uintptr_t new_start, size_t newlen)
 {
-    size_t i = first_after(old);
+    size_t i = mt_vm_first_after(old);
     if (i >= mt_vm_count || mt_vm_table[i].start > old) { /* not ours: the new range is not either */
         mt_vm_forget(new_start, new_start + newlen);
         return;

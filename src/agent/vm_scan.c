@@ -375,25 +375,12 @@ static void classify_known(const mt_vm_range *r, uintptr_t s, uintptr_t e)
     emit(r->cat, s, e);
 }
 
-static size_t table_first_after(uintptr_t addr)
-{
-    size_t lo = 0, hi = sc.have_table ? mt_vm_count : 0;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (mt_vm_table[mid].end <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void classify_vma(const vma *v)
 {
     sc.v = v;
     uintptr_t p = v->s;
     size_t n = sc.have_table ? mt_vm_count : 0;
-    for (size_t i = table_first_after(v->s); i < n && mt_vm_table[i].start < v->e; i++) {
+    for (size_t i = n ? mt_vm_first_after(v->s) : 0; i < n && mt_vm_table[i].start < v->e; i++) {
         const mt_vm_range *r = &mt_vm_table[i];
         if (r->start > p)
             classify_unknown(p, r->start);

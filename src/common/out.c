@@ -116,3 +116,11 @@ const char *mt_out_cstr(mt_out *o)
     o->buf[o->len] = '\0';
     return o->buf;
 }
+
+void mt_out_field(mt_out *o, const char *key, int64_t v)
+{
+    mt_out_char(o, ' ');
+    mt_out_str(o, key);
+    mt_out_char(o, '=');
+    mt_out_i64(o, v);
+}

@@ -25,6 +25,8 @@ void mt_out_char(mt_out *o, char c);
 void mt_out_u64(mt_out *o, uint64_t v);
 void mt_out_i64(mt_out *o, int64_t v);
 void mt_out_hex(mt_out *o, uint64_t v);   /* 0x-prefixed */
+/* " key=value": one field of a report line. */
+void mt_out_field(mt_out *o, const char *key, int64_t v);
 /* Writes what is buffered; returns 0 or the first error seen. */
 int mt_out_flush(mt_out *o);
 /* NUL-terminates a memory-only buffer (truncating if full) and returns it. */
