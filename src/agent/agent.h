@@ -91,4 +91,14 @@ void mt_report_capture_cmdline(void);
 /* Own memory from mmap, counted as overhead. */
 void *mt_os_alloc(size_t size);
 
+/* control.c: the live control socket of `memtrail query` (docs/cli.md).
+ * mt_control_enabled: option query=on|off (default on). start: at start-up
+ * when tracking (creates the socket, starts the server thread); again in a
+ * fork child, for its own socket; shutdown: removes the socket file, only in
+ * the process that created it (not in a vfork child). */
+extern int mt_control_enabled;
+void mt_control_start(void);
+void mt_control_after_fork_child(void);
+void mt_control_shutdown(void);
+
 #endif
