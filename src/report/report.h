@@ -121,4 +121,11 @@ int report_print_json(FILE *out, const struct report *r);
 /* Write `s` so that a POSIX shell reads it back as one word. */
 void report_shell_quote(FILE *out, const char *s);
 
+/* Category-by-category deltas of `cur` against `base` (report_diff.c):
+ * as text in `scale` units, or as JSON with, per category,
+ * name/live_bytes_delta/live_count_delta/... Return 0 or -EIO. */
+int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
+                           const struct report_scale *scale);
+int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur);
+
 #endif /* MT_REPORT_H */
