@@ -6,11 +6,13 @@
  *   step 2: 5 x 3000, calloc 4 x 250, frees two of step 1
  *                                            → DIR/phase2, DIR/ready2; waits DIR/go2
  *   fork (with "fork"): a child allocates 7 x 500 in "child" → DIR/child (ledger),
- *     DIR/child.ready (its pid); waits DIR/child.go. The parent reaps it,
+ *     DIR/child.ready (its pid), DIR/child.errno (errno as fork left it in
+ *     the child, set to 4242 before); waits DIR/child.go. The parent reaps it,
  *     then runs a vfork child that only calls _exit → DIR/forked; waits DIR/go3.
  *
  * Ready files hold the pid that wrote them.
  * Usage: live DIR [fork] */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -100,8 +102,17 @@ int main(int argc, char **argv)
     wait_for("go2");
 
     if (forking) {
+        errno = 4242;
         pid_t pid = fork();
         if (pid == 0) {
+            int e = errno; /* the agent started a socket and thread in fork */
+            char path[PATH_MAX];
+            path_of(path, sizeof path, "child.errno");
+            FILE *f = fopen(path, "w");
+            if (f) {
+                fprintf(f, "%d\n", e);
+                fclose(f);
+            }
             ledger c = {0};
             mt_tag_push("child");
             for (int i = 0; i < 7; i++) {

@@ -112,6 +112,7 @@ expect_eq "protocol: diff is two complete reports (baseline, then now)" "baselin
 touch "$D/go2"
 if wait_file "$D/child.ready"; then
     child=$(cat "$D/child.ready")
+    expect_eq "fork: errno in the child is as the program left it" "4242" "$(cat "$D/child.errno")"
     expect_eq "fork: the child has its own socket" "socket" "$(stat -c %F "$(sock_of "$child")" 2>&1)"
     "$MT" query "$child" summary --json >"$T/child.json" 2>"$T/child.err"
     expect_eq "fork: the child answers with its own pid and books" \
