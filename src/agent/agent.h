@@ -85,6 +85,8 @@ int mt_report_write_to(const char *path_template, const char *reason);
  * on the reason line ("exit", "api", "signal SIGSEGV", "query", ...). */
 int mt_report_to_fd(int fd, const char *reason);
 long mt_report_to_mem(char *buf, size_t cap, const char *reason);
+/* In a fork child: frees the report buffers another thread may have held. */
+void mt_report_after_fork_child(void);
 /* Keeps /proc/self/cmdline as it was at start-up. */
 void mt_report_capture_cmdline(void);
 
@@ -119,5 +121,14 @@ void mt_exec_note_pid(void);
 /* 0 in a vfork child (its own pid, its parent's memory and counters):
  * reports are written only when this is 1. */
 int mt_own_process(void);
+/* control.c: the live control socket of `memtrail query` (docs/cli.md).
+ * mt_control_enabled: option query=on|off (default on). start: at start-up
+ * when tracking (creates the socket, starts the server thread); again in a
+ * fork child, for its own socket; shutdown: removes the socket file, only in
+ * the process that created it (not in a vfork child). */
+extern int mt_control_enabled;
+void mt_control_start(void);
+void mt_control_after_fork_child(void);
+void mt_control_shutdown(void);
 
 #endif

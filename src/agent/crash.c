@@ -251,6 +251,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
         mt_out_char(&o, '\n');
         mt_out_flush(&o);
     }
+    mt_control_shutdown(); /* the process is going: no stale socket */
     mt_t.in_agent--;
     crash_die(sig, si);
     errno = saved_errno;

@@ -244,7 +244,10 @@ MT_EXPORT void free(void *p)
         release(p, h);
         return;
     case BLK_FOREIGN:
-        atomic_fetch_add_explicit(&mt_err_foreign_free, 1, memory_order_relaxed);
+        /* The agent's own frees (of blocks it took from the real allocator
+         * while in_agent) are not the program's foreign frees. */
+        if (!mt_t.in_agent)
+            atomic_fetch_add_explicit(&mt_err_foreign_free, 1, memory_order_relaxed);
         mt_real_fn.free(p);
         return;
     case BLK_ARENA:

@@ -83,8 +83,10 @@ void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
     mt_out_str(&o, mt_opt.on_error == MT_ON_ERROR_ABORT ? "; aborting (on_error=abort)\n"
                                                          : "; the program continues (on_error=report)\n");
     mt_out_flush(&o);
-    if (mt_opt.on_error == MT_ON_ERROR_ABORT)
+    if (mt_opt.on_error == MT_ON_ERROR_ABORT) {
+        mt_control_shutdown();
         abort();
+    }
 }
 
 /* ---- options ----------------------------------------------------------- */
@@ -135,9 +137,18 @@ static int set_option(const char *key, size_t klen, const char *val)
             goto bad_value;
         return 0;
     }
+    if (KEY_IS("query")) {
+        if (strcmp(val, "on") == 0)
+            mt_control_enabled = 1;
+        else if (strcmp(val, "off") == 0)
+            mt_control_enabled = 0;
+        else
+            goto bad_value;
+        return 0;
+    }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, output, on_error, crash_report, follow_exec); running untracked");
+    mt_out_str(&o, "' (accepted: mode, output, on_error, crash_report, follow_exec, query); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -149,7 +160,7 @@ bad_value:
         mt_out_str(&o, " (accepted: summary, off)");
     else if (KEY_IS("on_error"))
         mt_out_str(&o, " (accepted: report, abort)");
-    else if (KEY_IS("crash_report") || KEY_IS("follow_exec"))
+    else if (KEY_IS("crash_report") || KEY_IS("follow_exec") || KEY_IS("query"))
         mt_out_str(&o, " (accepted: on, off)");
     else
         mt_out_str(&o, " (accepted: a file path, at most 3800 bytes; %p = pid, %e = program name)");
@@ -179,7 +190,7 @@ static int parse_options(const char *s)
             mt_out_init(&o, msg, sizeof msg, -1);
             mt_out_str(&o, "MEMTRAIL_OPTIONS: '");
             mt_out_mem(&o, key, klen < 64 ? klen : 64);
-            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error, crash_report, follow_exec); running untracked");
+            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error, crash_report, follow_exec, query); running untracked");
             mt_say(mt_out_cstr(&o));
             return -1;
         }
@@ -249,6 +260,8 @@ static void after_fork_child(void)
     mt_category_unlock();
     mt_counters_after_fork_child();
     mt_exec_note_pid();
+    mt_report_after_fork_child();
+    mt_control_after_fork_child();
 }
 
 void mt_init_slow(void)
@@ -297,12 +310,15 @@ __attribute__((constructor)) static void mt_constructor(void)
 {
     if (atomic_load(&mt_state) == MT_STATE_UNINIT && !mt_t.in_agent)
         mt_init_slow();
+    if (atomic_load(&mt_state) == MT_STATE_READY && mt_tracking)
+        mt_control_start();
 }
 
 /* The report a process writes as it leaves (exit, _exit, _Exit). */
 static void final_report(void *unused)
 {
     (void)unused;
+    mt_control_shutdown();
     if (atomic_load(&mt_hot) && mt_own_process()) /* not from a vfork child */
         mt_report_write_to(NULL, "exit");
 }

@@ -126,6 +126,10 @@ static int64_t now_ns(clockid_t clock)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A fork child has only the forking thread: a report another thread was
+ * writing at that moment will never finish there. */
+void mt_report_after_fork_child(void) { atomic_flag_clear_explicit(&w_busy, memory_order_release); }
+
 static int take_buffers(void)
 {
     int64_t give_up = now_ns(CLOCK_MONOTONIC) + 200000000; /* 200 ms */

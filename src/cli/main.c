@@ -18,6 +18,7 @@ static const struct command commands[] = {
     { "run",    cmd_run,    "run a program with the memtrail agent and write its summary report" },
     { "report", cmd_report, "print a summary report (.mtr) as NMT-like text or JSON" },
     { "diff",   cmd_diff,   "compare two summary reports, category by category" },
+    { "query",  cmd_query,  "ask a running tracked process for its summary, a baseline, or a diff" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,451 @@
+/* control.c — the live control socket (`memtrail query PID ...`).
+ *
+ * A tracking process listens on $XDG_RUNTIME_DIR/memtrail/PID.sock (or
+ * /tmp/memtrail-UID/PID.sock) from start-up, and a forked child on its
+ * own. One thread serves it: every signal blocked, a small stack, inside
+ * the agent for its whole life (what it allocates is untracked), one client
+ * at a time. A client sends one line and gets the reply, then EOF:
+ *
+ *   summary   the report (docs/report-format.md), reason "query"
+ *   baseline  keeps the report as the baseline and replies with it
+ *   diff      the baseline report, then the current one
+ *   other     "error unknown command '...'"
+ *
+ * Peers of another uid get "error permission denied". Serving never calls
+ * malloc: reports are rendered into static buffers, so a query answers
+ * even when the heap is exhausted. The protocol is in docs/cli.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h> /* rename only */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/out.h"
+
+int mt_control_enabled = 1;
+
+#define SUN_PATH_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
+#define REPLY_MAX (64 * 1024)
+
+static struct {
+    char dir[SUN_PATH_MAX];
+    char path[SUN_PATH_MAX];
+    uid_t uid;             /* owner of the socket; peers must match */
+    _Atomic int listen_fd; /* -1: none, or no longer ours */
+    _Atomic int conn_fd;   /* the connection being served, or -1 */
+    _Atomic pid_t owner;   /* the process that created the socket file (0: none) */
+    dev_t sock_dev;        /* the listening socket (fstat): is the fd still ours? */
+    ino_t sock_ino;
+    dev_t file_dev; /* the socket file (lstat): remove only that */
+    ino_t file_ino;
+} ctl = {.listen_fd = -1, .conn_fd = -1};
+
+/* Only the server thread touches these. */
+static char baseline[REPLY_MAX];
+static long baseline_len;
+static char reply[REPLY_MAX];
+
+/* One line on stderr; the program goes on without a control socket. */
+static void complain(const char *what, const char *path, int err)
+{
+    char buf[512];
+    mt_out o;
+    mt_out_init(&o, buf, sizeof buf, -1);
+    mt_out_str(&o, "no control socket ('memtrail query' cannot reach this process): ");
+    mt_out_str(&o, what);
+    if (path) {
+        mt_out_char(&o, ' ');
+        mt_out_str(&o, path);
+    }
+    if (err) {
+        const char *s = strerrordesc_np(err);
+        mt_out_str(&o, ": ");
+        mt_out_str(&o, s ? s : "error");
+    }
+    mt_say(mt_out_cstr(&o));
+}
+
+/* ---- where the socket lives -------------------------------------------- */
+
+/* $XDG_RUNTIME_DIR/memtrail when XDG_RUNTIME_DIR is absolute and a
+ * directory of ours (and the socket path fits), else /tmp/memtrail-UID. */
+static void pick_dir(void)
+{
+    mt_out o;
+    mt_out_init(&o, ctl.dir, sizeof ctl.dir, -1);
+    const char *x = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    /* room for "/memtrail/" + 20 digits + ".sock" */
+    if (x && x[0] == '/' && strlen(x) + 10 + 20 + 5 < sizeof ctl.dir && stat(x, &st) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_uid == ctl.uid) {
+        mt_out_str(&o, x);
+        mt_out_str(&o, "/memtrail");
+    } else {
+        mt_out_str(&o, "/tmp/memtrail-");
+        mt_out_u64(&o, ctl.uid);
+    }
+    mt_out_cstr(&o);
+}
+
+/* Creates the directory (0700) if needed and checks it is a real directory
+ * of ours that nobody else can enter. 0 or -1 after saying why. */
+static int check_dir(void)
+{
+    if (mkdir(ctl.dir, 0700) == 0) {
+        chmod(ctl.dir, 0700); /* in case the umask took bits we need */
+    } else if (errno != EEXIST) {
+        complain("cannot create", ctl.dir, errno);
+        return -1;
+    }
+    struct stat st;
+    if (lstat(ctl.dir, &st) != 0) {
+        complain("cannot check", ctl.dir, errno);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ctl.uid || (st.st_mode & 077) != 0) {
+        complain("not a private directory of ours (owned by us, mode 0700):", ctl.dir, 0);
+        return -1;
+    }
+    return 0;
+}
+
+static int sun_addr(struct sockaddr_un *addr, const char *path)
+{
+    *addr = (struct sockaddr_un){.sun_family = AF_UNIX};
+    size_t n = strlen(path);
+    if (n >= sizeof addr->sun_path)
+        return -1;
+    memcpy(addr->sun_path, path, n + 1);
+    return 0;
+}
+
+/* Does a process listen at path? One with our pid can only be in another
+ * pid namespace that shares the directory; a socket nobody listens on is
+ * left by a dead process that had our pid. */
+static int live_at(const char *path)
+{
+    struct sockaddr_un addr;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || sun_addr(&addr, path) < 0)
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int live = connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+    close(fd);
+    return live;
+}
+
+/* Binds PID.sock.new, makes it 0600, listens, and only then renames it to
+ * PID.sock (replacing a stale one): a client never finds a socket that
+ * refuses connections because it is not listening yet. */
+static int open_socket(void)
+{
+    static char tmp[SUN_PATH_MAX + 8];
+    ctl.uid = geteuid();
+    pick_dir();
+    if (check_dir() < 0)
+        return -1;
+    mt_out o;
+    mt_out_init(&o, ctl.path, sizeof ctl.path, -1);
+    mt_out_str(&o, ctl.dir);
+    mt_out_char(&o, '/');
+    mt_out_u64(&o, (uint64_t)getpid());
+    mt_out_str(&o, ".sock");
+    mt_out_cstr(&o);
+    mt_out_init(&o, tmp, sizeof tmp, -1);
+    mt_out_str(&o, ctl.path);
+    mt_out_str(&o, ".new");
+    mt_out_cstr(&o);
+
+    struct sockaddr_un addr;
+    if (sun_addr(&addr, tmp) < 0) {
+        complain("path too long:", tmp, 0);
+        return -1;
+    }
+    if (live_at(ctl.path)) {
+        complain("another live process (in another pid namespace?) serves", ctl.path, 0);
+        return -1;
+    }
+    struct stat st, fst;
+    if (lstat(tmp, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(tmp); /* a dead process with our pid was setting up */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && fd < 3) {
+        /* Started with stdin/stdout/stderr closed: leave those numbers to
+         * the program, which may open them expecting exactly them. */
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = high;
+    }
+    if (fd < 0) {
+        complain("socket", NULL, errno);
+        return -1;
+    }
+    /* The file takes the socket inode's mode (less the umask) at bind. */
+    fchmod(fd, 0600);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        complain("cannot bind", tmp, errno);
+        close(fd);
+        return -1;
+    }
+    if (chmod(tmp, 0600) != 0 || lstat(tmp, &st) != 0 || fstat(fd, &fst) != 0 || listen(fd, 8) != 0 ||
+        rename(tmp, ctl.path) != 0) {
+        complain("cannot set up", tmp, errno);
+        unlink(tmp);
+        close(fd);
+        return -1;
+    }
+    ctl.file_dev = st.st_dev;
+    ctl.file_ino = st.st_ino;
+    ctl.sock_dev = fst.st_dev;
+    ctl.sock_ino = fst.st_ino;
+    atomic_store(&ctl.owner, getpid());
+    atomic_store(&ctl.listen_fd, fd);
+    return 0;
+}
+
+/* ---- serving ------------------------------------------------------------ */
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void send_str(int fd, const char *s)
+{
+    send_all(fd, s, strlen(s));
+}
+
+/* The current report, from a static buffer; one that does not fit goes
+ * straight to the socket instead. */
+static void send_current(int fd)
+{
+    long n = mt_report_to_mem(reply, sizeof reply, "query");
+    if (n >= 0)
+        send_all(fd, reply, (size_t)n);
+    else if (n == -ENOSPC)
+        mt_report_to_fd(fd, "query");
+    else
+        send_str(fd, "error busy: another report is being written; try again\n");
+}
+
+/* Reads one command line (without its newline); a client that closes
+ * without a newline sent what it sent. Returns its length or -1. */
+static int read_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        char *nl = memchr(buf + n, '\n', (size_t)r);
+        n += (size_t)r;
+        if (nl) {
+            n = (size_t)(nl - buf);
+            break;
+        }
+    }
+    if (n > 0 && buf[n - 1] == '\r')
+        n--;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+static void serve_one(int fd)
+{
+    struct timeval rcv = {.tv_sec = 2}, snd = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
+    /* The request is read even from a peer we refuse: closing a Unix
+     * socket with unread data resets the peer, which would lose the reply. */
+    char cmd[128];
+    if (read_line(fd, cmd, sizeof cmd) < 0)
+        return;
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != ctl.uid) {
+        send_str(fd, "error permission denied\n");
+        return;
+    }
+    if (strcmp(cmd, "summary") == 0) {
+        send_current(fd);
+    } else if (strcmp(cmd, "baseline") == 0) {
+        long n = mt_report_to_mem(baseline, sizeof baseline, "baseline");
+        if (n >= 0) {
+            baseline_len = n;
+            send_all(fd, baseline, (size_t)n);
+        } else if (n == -ENOSPC) {
+            send_str(fd, "error the report is too large for the baseline buffer (64 KiB)\n");
+        } else {
+            send_str(fd, "error busy: another report is being written; try again\n");
+        }
+    } else if (strcmp(cmd, "diff") == 0) {
+        if (baseline_len <= 0) {
+            send_str(fd, "error no baseline; run 'memtrail query PID baseline' first\n");
+            return;
+        }
+        long n = mt_report_to_mem(reply, sizeof reply, "query");
+        if (n < 0 && n != -ENOSPC) {
+            send_str(fd, "error busy: another report is being written; try again\n");
+            return;
+        }
+        send_all(fd, baseline, (size_t)baseline_len);
+        if (n >= 0)
+            send_all(fd, reply, (size_t)n);
+        else
+            mt_report_to_fd(fd, "query");
+    } else {
+        char msg[256];
+        mt_out o;
+        mt_out_init(&o, msg, sizeof msg, -1);
+        mt_out_str(&o, "error unknown command '");
+        for (size_t i = 0; cmd[i] && i < 64; i++)
+            mt_out_char(&o, cmd[i] >= 0x20 && cmd[i] < 0x7f ? cmd[i] : '?');
+        mt_out_str(&o, "' (accepted: summary, baseline, diff)\n");
+        send_all(fd, o.buf, o.len);
+    }
+}
+
+/* Is the listening descriptor still the socket we made? The program may
+ * have closed it (closefrom) or put another file at that number. */
+static int still_ours(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == ctl.sock_dev && st.st_ino == ctl.sock_ino;
+}
+
+static void *serve(void *unused)
+{
+    (void)unused;
+    mt_t.in_agent = 1;
+    int lfd = atomic_load(&ctl.listen_fd);
+    for (;;) {
+        if (!still_ours(lfd))
+            break;
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                struct timespec ts = {.tv_nsec = 100 * 1000 * 1000}; /* the connection waits */
+                nanosleep(&ts, NULL);
+                continue;
+            }
+            break;
+        }
+        atomic_store(&ctl.conn_fd, c);
+        serve_one(c);
+        shutdown(c, SHUT_WR);
+        char drain[256]; /* whatever else the client sent, so close does not reset it */
+        while (recv(c, drain, sizeof drain, MSG_DONTWAIT) > 0) {
+        }
+        atomic_store(&ctl.conn_fd, -1);
+        close(c);
+    }
+    /* The descriptor is no longer ours: leave it alone. The thread stays
+     * (parked; its memory came from the real allocator and must not be
+     * freed through ours). */
+    atomic_store(&ctl.listen_fd, -1);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int start_thread(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, old;
+    int rc = EINVAL;
+    sigfillset(&all);
+    /* The thread inherits this mask: it never receives the program's
+     * signals, not even between its creation and its first instruction. */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    static const size_t stacks[] = {64 * 1024, 256 * 1024, 1024 * 1024};
+    for (size_t i = 0; i < sizeof stacks / sizeof stacks[0] && rc == EINVAL; i++) {
+        if (pthread_attr_init(&attr) != 0)
+            break;
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, stacks[i]); /* large static TLS needs more */
+        rc = pthread_create(&t, &attr, serve, NULL);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        complain("cannot start its thread", NULL, rc);
+    return rc == 0 ? 0 : -1;
+}
+
+/* ---- life --------------------------------------------------------------- */
+
+static void remove_file(void)
+{
+    struct stat st;
+    if (lstat(ctl.path, &st) == 0 && st.st_dev == ctl.file_dev && st.st_ino == ctl.file_ino)
+        unlink(ctl.path);
+}
+
+void mt_control_start(void)
+{
+    if (!mt_control_enabled || !mt_tracking || atomic_load(&ctl.listen_fd) >= 0)
+        return;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    if (open_socket() == 0 && start_thread() < 0) {
+        atomic_store(&ctl.owner, 0);
+        remove_file();
+        close(atomic_exchange(&ctl.listen_fd, -1));
+    }
+    mt_t.in_agent--;
+    errno = saved_errno;
+}
+
+void mt_control_after_fork_child(void)
+{
+    int saved_errno = errno;
+    /* The parent's socket and connection are not the child's business. */
+    int fd = atomic_exchange(&ctl.listen_fd, -1);
+    if (fd >= 0)
+        close(fd);
+    fd = atomic_exchange(&ctl.conn_fd, -1);
+    if (fd >= 0)
+        close(fd);
+    atomic_store(&ctl.owner, 0);
+    baseline_len = 0;
+    errno = saved_errno;
+    mt_control_start();
+}
+
+void mt_control_shutdown(void)
+{
+    /* getpid() differs in a vfork child, which shares our memory: it must
+     * neither remove the parent's socket nor write anything here. */
+    pid_t me = getpid();
+    if (atomic_load(&ctl.owner) != me)
+        return;
+    int saved_errno = errno;
+    if (atomic_compare_exchange_strong(&ctl.owner, &me, 0))
+        remove_file();
+    errno = saved_errno;
+}

@@ -1,0 +1,242 @@
+# `memtrail query` and the agent's control socket, on running programs
+# (tests/agent/live.c, live_oom.c). Every figure a query returns is compared
+# with the program's own books; permissions with stat(1) and the kernel's
+# /proc; JSON is read back with python3.
+source "$(dirname "$0")/../lib.sh"
+[ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+trap cleanup EXIT
+
+# wait_file FILE: until the program creates it (bounded; no timing is checked).
+wait_file() { local i; for ((i = 0; i < 3000; i++)); do [ -e "$1" ] && return 0; sleep 0.02; done; return 1; }
+# wait_gone PID: until the process has exited.
+wait_gone() { local i; for ((i = 0; i < 3000; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.02; done; return 1; }
+# ledger_field FILE CATEGORY N: field N (1 = live bytes, 2 = live count) of a ledger line.
+ledger_field() { awk -v c="$2" -v n="$3" '$1 == c { print $(n + 1) }' "$1"; }
+# cat_json JSON CATEGORY KEY
+cat_json() { json_get "$1" "[c['$3'] for c in j['categories'] if c['name'] == '$2'][0]"; }
+# The socket of a process of ours, as the agent places it (XDG_RUNTIME_DIR is unset below).
+sock_of() { echo "/tmp/memtrail-$(id -u)/$1.sock"; }
+
+unset XDG_RUNTIME_DIR
+
+# --- summary, baseline and diff of a running program ------------------------
+D=$T/live; mkdir -p "$D"
+MEMTRAIL_OPTIONS="output=$T/live.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" fork >"$T/live.out" 2>&1 &
+pid=$!; pids+=("$pid")
+if ! wait_file "$D/ready1"; then
+    fail "query: live program starts" "no $D/ready1; output: $(cat "$T/live.out")"
+    exit 1
+fi
+sock=$(sock_of "$pid")
+expect_eq "query: socket is mode 0600, a socket, ours" "600 socket $(id -u)" "$(stat -c '%a %F %u' "$sock" 2>&1)"
+expect_eq "query: its directory is mode 0700, a directory, ours" "700 directory $(id -u)" \
+    "$(stat -c '%a %F %u' "$(dirname "$sock")" 2>&1)"
+
+"$MT" query "$pid" summary --json >"$T/q1.json" 2>"$T/q1.err"
+expect_eq "query summary: exits 0" "0" "$?"
+expect_eq "query summary: live bytes and count of the category = the program's books" \
+    "$(ledger_field "$D/phase1" live 1) $(ledger_field "$D/phase1" live 2)" \
+    "$(cat_json "$T/q1.json" live live_bytes) $(cat_json "$T/q1.json" live live_count)"
+expect_eq "query summary: the report is the process's own, reason query" "$pid query" \
+    "$(json_get "$T/q1.json" "'%s %s' % (j['pid'], j['reason'])")"
+"$MT" query "$pid" >"$T/q1.txt" 2>&1
+expect_match "query: text summary names the category with its block count" \
+    '^-[[:space:]]+live \(reserved=[0-9]+KB, committed=[0-9]+KB, resident=[0-9]+KB, mappings=[0-9]+\)' "$(cat "$T/q1.txt")"
+expect_match "query: text summary, live=10KB (10 blocks) for it" 'malloc=10KB #10' "$(grep -A1 ' live (' "$T/q1.txt")"
+"$MT_ASAN" query "$pid" summary --scale MB >"$T/q1-asan.txt" 2>"$T/q1-asan.err"
+expect_eq "query (ASan build): summary exits 0, nothing on stderr" "0:" "$?:$(cat "$T/q1-asan.err")"
+
+# diff before any baseline: the agent says so
+out=$("$MT_ASAN" query "$pid" diff 2>&1); rc=$?
+expect_eq "query diff without a baseline: the process's error, exit 1" \
+    "1 memtrail: process $pid: no baseline; run 'memtrail query PID baseline' first" "$rc $out"
+
+"$MT" query "$pid" baseline >"$T/base.txt" 2>&1
+expect_eq "query baseline: exits 0" "0" "$?"
+expect_match "query baseline: confirms, then the summary" "^Baseline of process $pid set" "$(head -1 "$T/base.txt")"
+expect_match "query baseline: the summary follows" "malloc=10KB #10" "$(cat "$T/base.txt")"
+"$MT" query "$pid" baseline --json >"$T/base.json" 2>/dev/null
+expect_eq "query baseline --json: stdout is the report (reason baseline)" "baseline" "$(json_get "$T/base.json" "j['reason']")"
+
+touch "$D/go1"
+wait_file "$D/ready2" || fail "query: step 2" "no $D/ready2"
+"$MT" query "$pid" diff --json >"$T/diff.json" 2>"$T/diff.err"
+expect_eq "query diff: exits 0" "0" "$?"
+want_b=$(( $(ledger_field "$D/phase2" live 1) - $(ledger_field "$D/phase1" live 1) ))
+want_c=$(( $(ledger_field "$D/phase2" live 2) - $(ledger_field "$D/phase1" live 2) ))
+expect_eq "query diff --json: live bytes/count delta = the program's books" "$want_b $want_c" \
+    "$(cat_json "$T/diff.json" live live_bytes_delta) $(cat_json "$T/diff.json" live live_count_delta)"
+"$MT_ASAN" query "$pid" diff >"$T/diff.txt" 2>"$T/diff-asan.err"
+expect_eq "query diff (ASan build): text diff exits 0, nothing on stderr" "0:" "$?:$(cat "$T/diff-asan.err")"
+
+# The program's signals never land on the agent's thread; its fds are CLOEXEC.
+tasks=$(ls "/proc/$pid/task" | grep -v "^$pid\$")
+expect_eq "agent: one extra thread" "1" "$(echo "$tasks" | grep -c .)"
+blk=$(awk '/^SigBlk:/ { print $2 }' "/proc/$pid/task/$tasks/status" 2>/dev/null)
+want=$(python3 -c 'print("%016x" % (((1 << 64) - 1) & ~sum(1 << (s - 1) for s in (9, 19, 32, 33))))')
+expect_eq "agent thread: every signal blocked (all but SIGKILL, SIGSTOP and glibc's two)" "$want" "$blk"
+nocloexec=0
+for fd in /proc/$pid/fd/*; do
+    case $(readlink "$fd") in socket:*) ;; *) continue ;; esac
+    flags=$(awk '/^flags:/ { print $2 }' "/proc/$pid/fdinfo/${fd##*/}")
+    (( (8#$flags & 8#2000000) == 0 )) && nocloexec=$((nocloexec + 1))
+done
+expect_eq "agent: its sockets are close-on-exec" "0" "$nocloexec"
+
+# The protocol, spoken directly (python3's socket module).
+ask() { python3 - "$1" "$2" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+try:
+    s.sendall(sys.argv[2].encode()); s.shutdown(socket.SHUT_WR)
+except OSError:
+    pass    # a refusing server may have closed already; its answer is still there
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    data += b
+sys.stdout.write(data.decode(errors="replace"))
+EOF
+}
+expect_eq "protocol: an unknown command is named in the error" \
+    "error unknown command 'frobnicate' (accepted: summary, baseline, diff)" "$(ask "$sock" $'frobnicate\n')"
+expect_eq "protocol: diff is two complete reports (baseline, then now)" "baseline query 2" \
+    "$(ask "$sock" $'diff\n' | awk '/^reason /{ r = r $2 " " } /^end$/ { n++ } END { print r n }')"
+
+# --- fork: the child has its own socket; a vfork child removes nothing ----
+touch "$D/go2"
+if wait_file "$D/child.ready"; then
+    child=$(cat "$D/child.ready")
+    expect_eq "fork: errno in the child is as the program left it" "4242" "$(cat "$D/child.errno")"
+    expect_eq "fork: the child has its own socket" "socket" "$(stat -c %F "$(sock_of "$child")" 2>&1)"
+    "$MT" query "$child" summary --json >"$T/child.json" 2>"$T/child.err"
+    expect_eq "fork: the child answers with its own pid and books" \
+        "$child $(ledger_field "$D/child" child 1) $(ledger_field "$D/child" child 2)" \
+        "$(json_get "$T/child.json" "j['pid']") $(cat_json "$T/child.json" child live_bytes) $(cat_json "$T/child.json" child live_count)"
+    "$MT" query "$child" diff >/dev/null 2>"$T/child-diff.err"
+    expect_match "fork: the child does not inherit the parent's baseline" "no baseline" "$(cat "$T/child-diff.err")"
+    "$MT" query "$pid" summary --json >"$T/parent.json" 2>/dev/null
+    expect_eq "fork: the parent still answers with its own pid" "$pid" "$(json_get "$T/parent.json" "j['pid']")"
+    touch "$D/child.go"
+    wait_file "$D/forked" || fail "fork: parent goes on" "no $D/forked"
+    check "fork: the child's socket is gone after it exits" test ! -e "$(sock_of "$child")"
+    check "vfork: a vfork child's _exit leaves the parent's socket" test -S "$sock"
+    "$MT" query "$pid" summary --json >"$T/parent2.json" 2>/dev/null
+    expect_eq "vfork: the parent answers after its vfork child left" "$pid" "$(json_get "$T/parent2.json" "j['pid']")"
+else
+    fail "fork: child" "no $D/child.ready; output: $(cat "$T/live.out")"
+fi
+touch "$D/go3"
+wait_gone "$pid"
+wait "$pid"; rc=$?
+expect_eq "query: the program ran to its end undisturbed" "0" "$rc"
+check "query: the socket is gone after the program exits" test ! -e "$sock"
+
+# --- the heap is exhausted: the summary still comes --------------------------
+D=$T/oom; mkdir -p "$D"
+MEMTRAIL_OPTIONS="output=$T/oom.mtr" LD_PRELOAD=$AGENT "$TBIN/live_oom" "$D" >"$T/oom.out" 2>&1 &
+pid=$!; pids+=("$pid")
+if wait_file "$D/ready"; then
+    expect_eq "oom: the program's last malloc failed" "1" "$(ledger_field "$D/oom" exhausted 1)"
+    "$MT" query "$pid" summary --json >"$T/oom.json" 2>"$T/oom.err"
+    expect_eq "oom: query summary works with the heap exhausted" "0" "$?"
+    expect_eq "oom: and its figures are the program's books" \
+        "$(ledger_field "$D/oom" oom 1) $(ledger_field "$D/oom" oom 2)" \
+        "$(cat_json "$T/oom.json" oom live_bytes) $(cat_json "$T/oom.json" oom live_count)"
+else
+    fail "oom: program" "no $D/ready; output: $(cat "$T/oom.out")"
+fi
+touch "$D/go"; wait_gone "$pid"
+
+# --- processes memtrail cannot or must not talk to ---------------------------
+sleep 600 & plain=$!; pids+=("$plain")
+for mt in "$MT" "$MT_ASAN"; do
+    tag=$([ "$mt" = "$MT_ASAN" ] && echo " (ASan build)")
+    out=$("$mt" query "$plain" summary 2>&1); rc=$?
+    expect_eq "query$tag: a process without the agent is not tracked, exit 1" \
+        "1 memtrail: process $plain is not tracked by memtrail (no control socket at $(sock_of "$plain"))" "$rc $out"
+    nopid=$(cat /proc/sys/kernel/pid_max)   # pids are below pid_max
+    out=$("$mt" query "$nopid" summary 2>&1); rc=$?
+    expect_eq "query$tag: a pid that does not exist, exit 1" "1 memtrail: no process with pid $nopid" "$rc $out"
+    out=$("$mt" query 12x summary 2>&1); rc=$?
+    expect_eq "query$tag: a PID that is not a number is a usage error" "2" "$rc"
+    out=$("$mt" query "$plain" leaks 2>&1); rc=$?
+    expect_match "query$tag: an unknown request is a usage error naming the accepted ones" \
+        "^2 memtrail: unknown request 'leaks' \(accepted: summary, baseline, diff\)" "$rc $out"
+    out=$("$mt" query 2>&1); rc=$?
+    expect_eq "query$tag: missing PID, exit 2" "2" "$rc"
+done
+kill "$plain"
+"$MT" query --help | grep -q '^usage: memtrail query PID'
+expect_eq "query --help: usage on stdout, exit 0" "0" "$?"
+
+# query=off: the agent tracks but serves no socket; a bad value is named.
+D=$T/off; mkdir -p "$D"
+MEMTRAIL_OPTIONS="query=off:output=$T/off.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" >"$T/off.out" 2>&1 & off=$!; pids+=("$off")
+wait_file "$D/ready1" || fail "query=off: program" "no $D/ready1; output: $(cat "$T/off.out")"
+out=$("$MT" query "$off" 2>&1); rc=$?
+expect_match "query=off: no socket, so not tracked" "^1 memtrail: process $off is not tracked" "$rc $out"
+expect_eq "query=off: no extra thread" "1" "$(ls "/proc/$off/task" | wc -l)"
+kill "$off"
+out=$(MEMTRAIL_OPTIONS="query=maybe" LD_PRELOAD=$AGENT /bin/true 2>&1)
+expect_eq "query=maybe: named, with the accepted values" \
+    "memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for query (accepted: on, off); running untracked" "$out"
+
+# Started with stdin closed: the socket does not take fd 0.
+D=$T/closed; mkdir -p "$D"
+MEMTRAIL_OPTIONS="output=$T/closed.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" <&- >"$T/closed.out" 2>&1 & closed=$!; pids+=("$closed")
+if wait_file "$D/ready1"; then
+    expect_eq "stdin closed: fd 0 stays free for the program" "" "$(readlink "/proc/$closed/fd/0" 2>/dev/null)"
+    "$MT" query "$closed" --json >"$T/closed.json" 2>&1
+    expect_eq "stdin closed: the socket still answers" "$closed" "$(json_get "$T/closed.json" "j['pid']")"
+else
+    fail "stdin closed: program" "no $D/ready1; output: $(cat "$T/closed.out")"
+fi
+touch "$D/go1" "$D/go2"; wait_gone "$closed"
+
+# A stopped process: the client gives up after --timeout and says why.
+MEMTRAIL_OPTIONS="output=$T/stop.mtr" LD_PRELOAD=$AGENT sleep 600 & stopped=$!; pids+=("$stopped")
+wait_file "$(sock_of "$stopped")"
+kill -STOP "$stopped"
+out=$("$MT" query "$stopped" --timeout 1 2>&1); rc=$?
+expect_eq "query: a stopped process times out, exit 1" \
+    "1 memtrail: process $stopped did not answer within 1 seconds (is it stopped?)" "$rc $out"
+kill -CONT "$stopped"
+"$MT" query "$stopped" summary --json >"$T/cont.json" 2>/dev/null
+expect_eq "query: it answers again once continued" "$stopped" "$(json_get "$T/cont.json" "j['pid']")"
+kill "$stopped"; wait_gone "$stopped"
+rm -f "$(sock_of "$stopped")"   # killed by a signal: no exit handler removed it
+
+# --- another user's process -------------------------------------------------
+if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+    chmod 0711 "$T"
+    D=$T/other; mkdir -m 0777 "$D"
+    # The agent goes into the program, not into setpriv (a second thread
+    # makes its setresuid-then-setresgid fail: see docs/cli.md).
+    env -u HOME -u XDG_RUNTIME_DIR setpriv --reuid=65534 --regid=65534 --clear-groups \
+        env MEMTRAIL_OPTIONS="output=$D/other.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" >"$T/other.out" 2>&1 &
+    other=$!; pids+=("$other")
+    if wait_file "$D/ready1"; then
+        opid=$(cat "$D/ready1")
+        osock=/tmp/memtrail-65534/$opid.sock
+        expect_eq "other user: its socket is its own, mode 0600" "600 65534" "$(stat -c '%a %u' "$osock" 2>&1)"
+        for mt in "$MT" "$MT_ASAN"; do
+            out=$("$mt" query "$opid" summary 2>&1); rc=$?
+            expect_eq "other user: the client refuses$([ "$mt" = "$MT_ASAN" ] && echo ' (ASan build)')" \
+                "1 memtrail: process $opid belongs to uid 65534; memtrail query only talks to your own processes" "$rc $out"
+        done
+        expect_eq "other user: the server refuses root too" "error permission denied" "$(ask "$osock" $'summary\n')"
+        touch "$D/go1" "$D/go2"
+        wait_gone "$other"
+        check "other user: its socket is gone after it exits" test ! -e "$osock"
+    else
+        fail "other user: program" "no $D/ready1; output: $(cat "$T/other.out")"
+    fi
+else
+    echo "NOTE other-user checks skipped: this machine cannot switch to uid 65534"
+fi
