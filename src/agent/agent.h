@@ -126,7 +126,8 @@ int mt_own_process(void);
  * when tracking (creates the socket, starts the server thread); again in a
  * fork child, for its own socket; shutdown: removes the socket file, only in
  * the process that created it (not in a vfork child). */
-extern int mt_control_enabled;
+enum { MT_QUERY_OFF, MT_QUERY_SIGNAL, MT_QUERY_THREAD };
+extern int mt_control_enabled; /* MT_QUERY_*: query=off|on|thread */
 void mt_control_start(void);
 void mt_control_after_fork_child(void);
 void mt_control_shutdown(void);

@@ -2,9 +2,17 @@
  *
  * A tracking process listens on $XDG_RUNTIME_DIR/memtrail/PID.sock (or
  * /tmp/memtrail-UID/PID.sock) from start-up, and a forked child on its
- * own. One thread serves it: every signal blocked, a small stack, inside
- * the agent for its whole life (what it allocates is untracked), one client
- * at a time. A client sends one line and gets the reply, then EOF:
+ * own. By default no thread serves it: the socket is in O_ASYNC mode, so a
+ * connecting client makes the kernel send the process a real-time signal,
+ * whose handler accepts and answers on whichever thread it lands. Nothing
+ * runs, and nothing costs, until someone asks; a second thread would make
+ * glibc's malloc take its arena locks on every call (its single-thread
+ * fast path ends), which costs malloc-heavy programs several percent.
+ * Everything the handler does is async-signal-safe (the report writer is
+ * built for signal handlers). query=thread serves from a thread instead:
+ * every signal blocked, a small stack, inside the agent for its whole life
+ * (what it allocates is untracked), for programs that block the signal or
+ * take it for themselves. One client at a time either way. A client sends one line and gets the reply, then EOF:
  *
  *   summary   the report (docs/report-format.md), reason "query"
  *   baseline  keeps the report as the baseline and replies with it
@@ -16,6 +24,7 @@
  * even when the heap is exhausted. The protocol is in docs/cli.md. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h> /* rename only */
@@ -335,6 +344,73 @@ static int still_ours(int fd)
     return fstat(fd, &st) == 0 && st.st_dev == ctl.sock_dev && st.st_ino == ctl.sock_ino;
 }
 
+/* One accepted connection, answered and closed. */
+static void serve_conn(int c)
+{
+    atomic_store(&ctl.conn_fd, c);
+    serve_one(c);
+    shutdown(c, SHUT_WR);
+    char drain[256]; /* whatever else the client sent, so close does not reset it */
+    while (recv(c, drain, sizeof drain, MSG_DONTWAIT) > 0) {
+    }
+    atomic_store(&ctl.conn_fd, -1);
+    close(c);
+}
+
+/* ---- signal-driven serving (query=on) ------------------------------------ */
+
+static int ctl_signal;               /* the real-time signal the socket raises */
+static atomic_flag serving = ATOMIC_FLAG_INIT;
+
+static void on_connect(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)si, (void)uc;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    int lfd = atomic_load(&ctl.listen_fd);
+    /* The signal may land on several threads at once: one serves, and
+     * looks again after letting go, so no connection is left waiting. */
+    while (lfd >= 0 && still_ours(lfd) && !atomic_flag_test_and_set(&serving)) {
+        int c;
+        while ((c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+            serve_conn(c);
+        atomic_flag_clear(&serving);
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0)
+            break;
+    }
+    mt_t.in_agent--;
+    errno = saved_errno;
+}
+
+/* Arms the listening socket to signal us on each connection. Fails (and
+ * the caller falls back to a thread) when the program already handles the
+ * signal. */
+static int start_async(int lfd)
+{
+    if (!ctl_signal) {
+        struct sigaction old, sa;
+        int sig = SIGRTMAX - 3;
+        if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+            return -1;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_connect;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigfillset(&sa.sa_mask);
+        if (sigaction(sig, &sa, NULL) != 0)
+            return -1;
+        ctl_signal = sig;
+    }
+    struct f_owner_ex owner = {.type = F_OWNER_PID, .pid = getpid()};
+    int fl = fcntl(lfd, F_GETFL);
+    if (fl < 0 || fcntl(lfd, F_SETOWN_EX, &owner) != 0 || fcntl(lfd, F_SETSIG, ctl_signal) != 0 ||
+        fcntl(lfd, F_SETFL, fl | O_ASYNC | O_NONBLOCK) != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- thread serving (query=thread) ---------------------------------------- */
+
 static void *serve(void *unused)
 {
     (void)unused;
@@ -354,14 +430,7 @@ static void *serve(void *unused)
             }
             break;
         }
-        atomic_store(&ctl.conn_fd, c);
-        serve_one(c);
-        shutdown(c, SHUT_WR);
-        char drain[256]; /* whatever else the client sent, so close does not reset it */
-        while (recv(c, drain, sizeof drain, MSG_DONTWAIT) > 0) {
-        }
-        atomic_store(&ctl.conn_fd, -1);
-        close(c);
+        serve_conn(c);
     }
     /* The descriptor is no longer ours: leave it alone. The thread stays
      * (parked; its memory came from the real allocator and must not be
@@ -412,7 +481,9 @@ void mt_control_start(void)
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
-    if (open_socket() == 0 && start_thread() < 0) {
+    if (open_socket() == 0 &&
+        (mt_control_enabled != MT_QUERY_SIGNAL || start_async(atomic_load(&ctl.listen_fd)) < 0) &&
+        start_thread() < 0) {
         atomic_store(&ctl.owner, 0);
         remove_file();
         close(atomic_exchange(&ctl.listen_fd, -1));

@@ -139,9 +139,11 @@ static int set_option(const char *key, size_t klen, const char *val)
     }
     if (KEY_IS("query")) {
         if (strcmp(val, "on") == 0)
-            mt_control_enabled = 1;
+            mt_control_enabled = MT_QUERY_SIGNAL;
+        else if (strcmp(val, "thread") == 0)
+            mt_control_enabled = MT_QUERY_THREAD;
         else if (strcmp(val, "off") == 0)
-            mt_control_enabled = 0;
+            mt_control_enabled = MT_QUERY_OFF;
         else
             goto bad_value;
         return 0;
@@ -160,7 +162,9 @@ bad_value:
         mt_out_str(&o, " (accepted: summary, off)");
     else if (KEY_IS("on_error"))
         mt_out_str(&o, " (accepted: report, abort)");
-    else if (KEY_IS("crash_report") || KEY_IS("follow_exec") || KEY_IS("query"))
+    else if (KEY_IS("query"))
+        mt_out_str(&o, " (accepted: on, thread, off)");
+    else if (KEY_IS("crash_report") || KEY_IS("follow_exec"))
         mt_out_str(&o, " (accepted: on, off)");
     else
         mt_out_str(&o, " (accepted: a file path, at most 3800 bytes; %p = pid, %e = program name)");

@@ -168,7 +168,11 @@ static void write_report(mt_out *o, const char *reason)
 {
     mt_catsum *sum = w.sum;
     mt_counters_sum(sum);
-    mt_vm_scan(w.vm, MT_NCAT, &w.proc, strncmp(reason, "signal", 6) == 0);
+    /* Only the program's own calls (exit, exec, mt_report_write) may wait
+     * for the VM table: a crash or a query runs in a signal handler, maybe
+     * on the very thread that holds it. */
+    int in_handler = strcmp(reason, "exit") != 0 && strcmp(reason, "api") != 0 && strcmp(reason, "exec") != 0;
+    mt_vm_scan(w.vm, MT_NCAT, &w.proc, in_handler);
 
     mt_out_str(o, "memtrail-report 1\npid ");
     mt_out_u64(o, (uint64_t)getpid());

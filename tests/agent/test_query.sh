@@ -3,6 +3,9 @@
 # with the program's own books; permissions with stat(1) and the kernel's
 # /proc; JSON is read back with python3.
 source "$(dirname "$0")/../lib.sh"
+# MT_QUERY_MODE=thread runs it all against query=thread (test_query_thread.sh).
+MODE=${MT_QUERY_MODE:-on}
+QOPT="query=$MODE:"
 [ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
 
 pids=()
@@ -24,7 +27,7 @@ unset XDG_RUNTIME_DIR
 
 # --- summary, baseline and diff of a running program ------------------------
 D=$T/live; mkdir -p "$D"
-MEMTRAIL_OPTIONS="output=$T/live.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" fork >"$T/live.out" 2>&1 &
+MEMTRAIL_OPTIONS="${QOPT}output=$T/live.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" fork >"$T/live.out" 2>&1 &
 pid=$!; pids+=("$pid")
 if ! wait_file "$D/ready1"; then
     fail "query: live program starts" "no $D/ready1; output: $(cat "$T/live.out")"
@@ -72,12 +75,21 @@ expect_eq "query diff --json: live bytes/count delta = the program's books" "$wa
 "$MT_ASAN" query "$pid" diff >"$T/diff.txt" 2>"$T/diff-asan.err"
 expect_eq "query diff (ASan build): text diff exits 0, nothing on stderr" "0:" "$?:$(cat "$T/diff-asan.err")"
 
-# The program's signals never land on the agent's thread; its fds are CLOEXEC.
 tasks=$(ls "/proc/$pid/task" | grep -v "^$pid\$")
-expect_eq "agent: one extra thread" "1" "$(echo "$tasks" | grep -c .)"
-blk=$(awk '/^SigBlk:/ { print $2 }' "/proc/$pid/task/$tasks/status" 2>/dev/null)
-want=$(python3 -c 'print("%016x" % (((1 << 64) - 1) & ~sum(1 << (s - 1) for s in (9, 19, 32, 33))))')
-expect_eq "agent thread: every signal blocked (all but SIGKILL, SIGSTOP and glibc's two)" "$want" "$blk"
+if [ "$MODE" = thread ]; then
+    # The program's signals never land on the agent's thread.
+    expect_eq "agent: one extra thread" "1" "$(echo "$tasks" | grep -c .)"
+    blk=$(awk '/^SigBlk:/ { print $2 }' "/proc/$pid/task/$tasks/status" 2>/dev/null)
+    want=$(python3 -c 'print("%016x" % (((1 << 64) - 1) & ~sum(1 << (s - 1) for s in (9, 19, 32, 33))))')
+    expect_eq "agent thread: every signal blocked (all but SIGKILL, SIGSTOP and glibc's two)" "$want" "$blk"
+else
+    # Signal-driven: no thread of the agent's; the queries above were
+    # answered by a handler on the program's own thread.
+    expect_eq "agent: no extra thread (signal-driven serving)" "0" "$(echo "$tasks" | grep -c .)"
+    sig=$(python3 -c 'import signal; print(signal.SIGRTMAX - 3)')
+    cgt=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status")
+    check "agent: the query signal (SIGRTMAX-3) is caught" python3 -c "import sys; sys.exit(not (int(sys.argv[1], 16) >> ($sig - 1)) & 1)" "$cgt"
+fi
 nocloexec=0
 for fd in /proc/$pid/fd/*; do
     case $(readlink "$fd") in socket:*) ;; *) continue ;; esac
@@ -139,7 +151,7 @@ check "query: the socket is gone after the program exits" test ! -e "$sock"
 
 # --- the heap is exhausted: the summary still comes --------------------------
 D=$T/oom; mkdir -p "$D"
-MEMTRAIL_OPTIONS="output=$T/oom.mtr" LD_PRELOAD=$AGENT "$TBIN/live_oom" "$D" >"$T/oom.out" 2>&1 &
+MEMTRAIL_OPTIONS="${QOPT}output=$T/oom.mtr" LD_PRELOAD=$AGENT "$TBIN/live_oom" "$D" >"$T/oom.out" 2>&1 &
 pid=$!; pids+=("$pid")
 if wait_file "$D/ready"; then
     expect_eq "oom: the program's last malloc failed" "1" "$(ledger_field "$D/oom" exhausted 1)"
@@ -182,14 +194,16 @@ wait_file "$D/ready1" || fail "query=off: program" "no $D/ready1; output: $(cat 
 out=$("$MT" query "$off" 2>&1); rc=$?
 expect_match "query=off: no socket, so not tracked" "^1 memtrail: process $off is not tracked" "$rc $out"
 expect_eq "query=off: no extra thread" "1" "$(ls "/proc/$off/task" | wc -l)"
+expect_eq "query=off: the query signal is not caught" "0" \
+    "$(python3 -c 'import signal, sys; print((int(sys.argv[1], 16) >> (signal.SIGRTMAX - 4)) & 1)' "$(awk '/^SigCgt:/ { print $2 }' "/proc/$off/status")")"
 kill "$off"
 out=$(MEMTRAIL_OPTIONS="query=maybe" LD_PRELOAD=$AGENT /bin/true 2>&1)
 expect_eq "query=maybe: named, with the accepted values" \
-    "memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for query (accepted: on, off); running untracked" "$out"
+    "memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for query (accepted: on, thread, off); running untracked" "$out"
 
 # Started with stdin closed: the socket does not take fd 0.
 D=$T/closed; mkdir -p "$D"
-MEMTRAIL_OPTIONS="output=$T/closed.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" <&- >"$T/closed.out" 2>&1 & closed=$!; pids+=("$closed")
+MEMTRAIL_OPTIONS="${QOPT}output=$T/closed.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" <&- >"$T/closed.out" 2>&1 & closed=$!; pids+=("$closed")
 if wait_file "$D/ready1"; then
     expect_eq "stdin closed: fd 0 stays free for the program" "" "$(readlink "/proc/$closed/fd/0" 2>/dev/null)"
     "$MT" query "$closed" --json >"$T/closed.json" 2>&1
@@ -200,7 +214,7 @@ fi
 touch "$D/go1" "$D/go2"; wait_gone "$closed"
 
 # A stopped process: the client gives up after --timeout and says why.
-MEMTRAIL_OPTIONS="output=$T/stop.mtr" LD_PRELOAD=$AGENT sleep 600 & stopped=$!; pids+=("$stopped")
+MEMTRAIL_OPTIONS="${QOPT}output=$T/stop.mtr" LD_PRELOAD=$AGENT sleep 600 & stopped=$!; pids+=("$stopped")
 wait_file "$(sock_of "$stopped")"
 kill -STOP "$stopped"
 out=$("$MT" query "$stopped" --timeout 1 2>&1); rc=$?
@@ -219,7 +233,7 @@ if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups true
     # The agent goes into the program, not into setpriv (a second thread
     # makes its setresuid-then-setresgid fail: see docs/cli.md).
     env -u HOME -u XDG_RUNTIME_DIR setpriv --reuid=65534 --regid=65534 --clear-groups \
-        env MEMTRAIL_OPTIONS="output=$D/other.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" >"$T/other.out" 2>&1 &
+        env MEMTRAIL_OPTIONS="${QOPT}output=$D/other.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" >"$T/other.out" 2>&1 &
     other=$!; pids+=("$other")
     if wait_file "$D/ready1"; then
         opid=$(cat "$D/ready1")
