@@ -52,6 +52,8 @@ typedef struct mt_tls {
     struct mt_shard *shard;  /* this thread's counters, or NULL */
     int in_agent;            /* >0 while the agent runs: nested calls go straight to the real allocator */
     int exited;              /* shard folded at thread exit: count into the globals directly */
+    int vm_locked;           /* holding (or taking) the VM table lock: a signal handler on
+                                this thread must not wait for it */
     unsigned char cat;       /* category of new allocations */
     unsigned char depth;     /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];

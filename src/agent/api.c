@@ -1,6 +1,7 @@
 /* api.c — the public mt_* functions of memtrail.h, as the agent defines
  * them (libmemtrail-stub has the no-op twins). */
 #include <errno.h>
+#include <pthread.h>
 
 #include "agent/agent.h"
 #include "agent/counters.h"
@@ -40,7 +41,11 @@ MT_EXPORT int mt_report_write(const char *path)
 {
     if (!ready())
         return -ENOSYS;
-    return mt_report_write_to(path, "api");
+    int rc = mt_report_write_to(path, "api");
+    /* Cancellation waits while the report is written (it holds locks) and
+     * may act here, where nothing is held. */
+    pthread_testcancel();
+    return rc;
 }
 
 MT_EXPORT int mt_is_active(void) { return ready(); }

@@ -234,6 +234,26 @@ static void absolutize_output(void)
 
 /* ---- start-up and shutdown ---------------------------------------------- */
 
+/* _Fork (the async-signal-safe fork) runs no fork handlers: a lock another
+ * thread held at that moment would stay taken in the child for ever. */
+typedef pid_t (*fork_fn)(void);
+static fork_fn real_Fork;
+
+MT_EXPORT pid_t _Fork(void)
+{
+    if (!real_Fork) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pid_t pid = real_Fork();
+    if (pid == 0) {
+        mt_vm_reset_after_fork();
+        mt_category_unlock();
+        mt_report_after_fork_child();
+    }
+    return pid;
+}
+
 static int resolve_real(void)
 {
     mt_real_fn.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
@@ -243,6 +263,7 @@ static int resolve_real(void)
     mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
     mt_real_fn.malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
     mt_vm_init();
+    real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
            mt_real_fn.posix_memalign && mt_real_fn.malloc_usable_size;
 }

@@ -1,6 +1,7 @@
 /* report_write.c — writes the summary report (docs/report-format.md)
  * with open/write/rename and a stack buffer: no malloc, no stdio. */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -241,7 +242,26 @@ static int open_tmp(void)
     return fd < 0 ? -errno : fd;
 }
 
+/* A thread cancelled inside a report (open, read and write are cancellation
+ * points) would leave the report buffers and the VM table locked. */
+static int no_cancel(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+
+static int report_write_to(const char *path_template, const char *reason);
+
 int mt_report_write_to(const char *path_template, const char *reason)
+{
+    int old = no_cancel();
+    int rc = report_write_to(path_template, reason);
+    pthread_setcancelstate(old, NULL);
+    return rc;
+}
+
+static int report_write_to(const char *path_template, const char *reason)
 {
     int saved_errno = errno;
     mt_t.in_agent++;
@@ -286,6 +306,7 @@ out:
 
 int mt_report_to_fd(int fd, const char *reason)
 {
+    int old = no_cancel();
     int saved_errno = errno;
     mt_t.in_agent++;
     int rc = take_buffers();
@@ -298,11 +319,13 @@ int mt_report_to_fd(int fd, const char *reason)
     }
     mt_t.in_agent--;
     errno = saved_errno;
+    pthread_setcancelstate(old, NULL);
     return rc;
 }
 
 long mt_report_to_mem(char *buf, size_t cap, const char *reason)
 {
+    int old = no_cancel();
     int saved_errno = errno;
     mt_t.in_agent++;
     long rc = take_buffers();
@@ -315,6 +338,7 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
     }
     mt_t.in_agent--;
     errno = saved_errno;
+    pthread_setcancelstate(old, NULL);
     return rc;
 }
 

@@ -44,6 +44,9 @@ void mt_vm_lock(void);
 /* Bounded attempt (for signal handlers): 0 when taken, -1 otherwise. */
 int mt_vm_trylock(long spins);
 void mt_vm_unlock(void);
+/* In a child made without fork handlers (_Fork): the lock of a thread that
+ * does not exist there is let go. */
+void mt_vm_reset_after_fork(void);
 
 /* Table updates; the caller holds the lock. They fail silently when the
  * table cannot grow (the range then counts as unknown). */

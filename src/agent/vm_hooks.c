@@ -66,8 +66,9 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 
 MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    /* The agent's own mappings are recorded even while it starts. */
-    if (!mt_t.in_agent && !vm_tracking())
+    /* The agent's own mappings are recorded even while it starts. A handler
+     * that interrupted this thread inside the table lock maps unrecorded. */
+    if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return sys_mmap(addr, len, prot, flags, fd, off);
     int file = !(flags & MAP_ANONYMOUS);
     unsigned cat = new_mapping_category(file);
@@ -89,7 +90,7 @@ MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 
 MT_EXPORT int munmap(void *addr, size_t len)
 {
-    if (!mt_t.in_agent && !vm_tracking())
+    if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return (int)syscall(SYS_munmap, addr, len);
     mt_vm_lock();
     int rc = (int)syscall(SYS_munmap, addr, len);
@@ -111,7 +112,7 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
         want = va_arg(ap, void *);
         va_end(ap);
     }
-    if (!vm_tracking())
+    if (mt_t.vm_locked || !vm_tracking())
         return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     mt_vm_lock();
     void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
@@ -139,7 +140,7 @@ static void break_moved(uintptr_t before, uintptr_t after)
 
 MT_EXPORT int brk(void *addr)
 {
-    if (!vm_tracking())
+    if (mt_t.vm_locked || !vm_tracking())
         return __brk(addr);
     mt_vm_lock();
     uintptr_t before = (uintptr_t)__sbrk(0);
@@ -155,7 +156,7 @@ MT_EXPORT int brk(void *addr)
 
 MT_EXPORT void *sbrk(intptr_t increment)
 {
-    if (!vm_tracking() || increment == 0)
+    if (mt_t.vm_locked || !vm_tracking() || increment == 0)
         return __sbrk(increment);
     mt_vm_lock();
     void *old = __sbrk(increment);
@@ -190,6 +191,12 @@ static void record_own_stack(int agent)
         pthread_attr_destroy(&a);
         guard = PAGE_UP(guard);
         uintptr_t lo = (uintptr_t)bottom - guard;
+        /* Without a guard a stale record (glibc unmaps cached stacks
+         * unseen) could not be told from a live one: leave it to the scan. */
+        if (guard == 0) {
+            mt_t.in_agent--;
+            return;
+        }
         mt_vm_lock();
         mt_vm_record(lo, (uintptr_t)bottom + size, agent ? MT_CAT_OVERHEAD : MT_CAT_STACKS, MT_VM_STACK,
                      (uint32_t)guard);

@@ -29,6 +29,7 @@ static atomic_flag vm_busy = ATOMIC_FLAG_INIT;
 
 void mt_vm_lock(void)
 {
+    mt_t.vm_locked++; /* before taking it: a handler arriving now must not wait */
     /* The holder may be inside a system call: yield rather than spin long. */
     for (int n = 0; atomic_flag_test_and_set_explicit(&vm_busy, memory_order_acquire); n++) {
         if (n > 64)
@@ -40,15 +41,30 @@ void mt_vm_lock(void)
 
 int mt_vm_trylock(long spins)
 {
+    if (mt_t.vm_locked) /* this very thread holds it: a handler interrupted it */
+        return -1;
+    mt_t.vm_locked++;
     for (long n = 0; atomic_flag_test_and_set_explicit(&vm_busy, memory_order_acquire); n++) {
-        if (n >= spins)
+        if (n >= spins) {
+            mt_t.vm_locked--;
             return -1;
+        }
         __builtin_ia32_pause();
     }
     return 0;
 }
 
-void mt_vm_unlock(void) { atomic_flag_clear_explicit(&vm_busy, memory_order_release); }
+void mt_vm_unlock(void)
+{
+    atomic_flag_clear_explicit(&vm_busy, memory_order_release);
+    mt_t.vm_locked--;
+}
+
+void mt_vm_reset_after_fork(void)
+{
+    atomic_flag_clear_explicit(&vm_busy, memory_order_release);
+    mt_t.vm_locked = 0;
+}
 
 void mt_vm_before_fork(void) { mt_vm_lock(); }
 void mt_vm_after_fork(void) { mt_vm_unlock(); }
@@ -81,11 +97,23 @@ static void remove_at(size_t i)
     mt_vm_count--;
 }
 
-static void forget_range(uintptr_t s, uintptr_t e)
+/* Removes [s, e) from the table. `room`: a split may insert one range;
+ * without room the upper part is dropped (unknown beats stale). A thread
+ * stack is only ever unmapped whole, so any cut into one drops it all. */
+static void forget_range(uintptr_t s, uintptr_t e, int room)
 {
     size_t i = mt_vm_first_after(s);
     while (i < mt_vm_count && mt_vm_table[i].start < e) {
         mt_vm_range *r = &mt_vm_table[i];
+        if (r->flags & MT_VM_STACK) {
+            remove_at(i);
+            continue;
+        }
+        if (r->start < s && r->end > e && !room) {
+            count(r->cat, -(int64_t)(r->end - s));
+            r->end = s;
+            return;
+        }
         if (r->start < s && r->end > e) { /* a hole in the middle: split */
             mt_vm_range upper = *r;
             upper.start = e;
@@ -133,39 +161,41 @@ static int reserve(size_t more)
     capacity = bytes / sizeof(mt_vm_range);
     if (old) {
         syscall(SYS_munmap, old, old_bytes);
-        forget_range((uintptr_t)old, (uintptr_t)old + old_bytes);
+        forget_range((uintptr_t)old, (uintptr_t)old + old_bytes, 1);
     }
     mt_vm_range self = {(uintptr_t)p, (uintptr_t)p + bytes, 0, MT_CAT_OVERHEAD, 0};
-    forget_range(self.start, self.end);
+    forget_range(self.start, self.end, 1);
     insert_at(mt_vm_first_after(self.start), self);
     return 0;
 }
 
 void mt_vm_record(uintptr_t start, uintptr_t end, unsigned cat, unsigned flags, uint32_t guard)
 {
-    if (end <= start || reserve(2) < 0) /* a split in forget_range may take one more */
+    if (end <= start)
         return;
-    forget_range(start, end);
-    mt_vm_range r = {start, end, guard, (uint8_t)cat, (uint8_t)flags};
-    insert_at(mt_vm_first_after(start), r);
+    int room = reserve(2) == 0; /* the new range, and a split in forget_range */
+    forget_range(start, end, room);
+    if (room) {
+        mt_vm_range r = {start, end, guard, (uint8_t)cat, (uint8_t)flags};
+        insert_at(mt_vm_first_after(start), r);
+    }
 }
 
 void mt_vm_forget(uintptr_t start, uintptr_t end)
 {
-    if (end <= start || reserve(1) < 0)
-        return;
-    forget_range(start, end);
+    if (end > start)
+        forget_range(start, end, reserve(1) == 0);
 }
 
 void mt_vm_moved(uintptr_t old, size_t oldlen, uintptr_t new_start, size_t newlen)
 {
     size_t i = mt_vm_first_after(old);
-    if (i >= mt_vm_count || mt_vm_table[i].start > old) { /* not ours: the new range is not either */
-        mt_vm_forget(new_start, new_start + newlen);
-        return;
-    }
-    mt_vm_range r = mt_vm_table[i];
+    int known = i < mt_vm_count && mt_vm_table[i].start <= old;
+    mt_vm_range r = known ? mt_vm_table[i] : (mt_vm_range){0};
     if (oldlen)
         mt_vm_forget(old, old + oldlen);
-    mt_vm_record(new_start, new_start + newlen, r.cat, r.flags & ~MT_VM_STACK, 0);
+    if (known) /* the moved range keeps its category */
+        mt_vm_record(new_start, new_start + newlen, r.cat, r.flags & ~MT_VM_STACK, 0);
+    else /* not ours before, not ours now */
+        mt_vm_forget(new_start, new_start + newlen);
 }

@@ -304,7 +304,8 @@ static void emit(unsigned cat, uintptr_t s, uintptr_t e)
     o->reserved += (int64_t)(e - s);
     if (strncmp(v->perms, "---", 3) != 0)
         o->committed += (int64_t)(e - s);
-    o->resident += (s == v->s && e == v->e) ? v->rss : present_bytes(s, e);
+    /* pagemap only where a VMA with resident pages is split */
+    o->resident += (s == v->s && e == v->e) || v->rss == 0 ? v->rss : present_bytes(s, e);
     o->mappings++;
 }
 
@@ -425,7 +426,9 @@ void mt_vm_scan(mt_vm_sum *out, int ncat, mt_vm_process *proc, int in_signal)
     sc.pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     /* In a signal handler the interrupted code may hold the table: without
      * it every piece is classified by origin, which still adds up. */
-    if (in_signal)
+    if (mt_t.vm_locked) /* a handler on the thread that holds the table */
+        sc.have_table = 0;
+    else if (in_signal)
         sc.have_table = mt_vm_trylock(1000000) == 0;
     else {
         mt_vm_lock();

@@ -84,3 +84,18 @@ if command -v sqlite3 >/dev/null && [ -f "$SHARED/bench/workload.sql" ]; then
 else
     fail "SQLite workload" "sqlite3 or workload.sql missing"
 fi
+
+# --- the VM lock under hostile timing ---
+# (timeout runs the program through env, so the agent goes into the program
+# and not into timeout, which would drop it before the exec.)
+MEMTRAIL_OPTIONS="output=$T/race.mtr" timeout 20 env LD_PRELOAD=$AGENT "$TBIN/vmrace" exit
+expect_eq "_exit in a signal handler during mmap: exits with its status, no hang" 7 $?
+check "_exit in a signal handler during mmap: report written" grep -q '^end$' "$T/race.mtr"
+out=$(MEMTRAIL_OPTIONS="output=$T/fork.%p.mtr" timeout 120 env LD_PRELOAD=$AGENT "$TBIN/vmrace" fork)
+expect_eq "_Fork while another thread maps: no child hangs on the VM lock" "stuck 0" "$out"
+out=$(MEMTRAIL_OPTIONS="output=$T/st.mtr" timeout 60 env LD_PRELOAD=$AGENT "$TBIN/vmrace" stacks "$T/st.mtr")
+big=${out#big }
+check "stacks of exited guardless threads leave no stale record (stacks resident $(field "$T/st.mtr" stacks resident) < 4 MiB)" \
+    test "$(field "$T/st.mtr" stacks resident)" -lt $((4 << 20))
+check "the 60 MiB block is heap (heap resident $(field "$T/st.mtr" heap resident) >= $big)" \
+    test "$(field "$T/st.mtr" heap resident)" -ge "$big"
