@@ -40,6 +40,13 @@ int run_resolve_command(const char *cmd, char **resolved);
  * the name used in the message. (run_check.c) */
 int run_check_program(const char *path, const char *shown);
 
+/* The output options of every subcommand that prints a report: --json and
+ * --scale KB|MB|GB (report.h's struct report_scale). Returns 1 when argv[*i]
+ * was one of them (advancing *i past a separate value), 0 when it is
+ * something else, or -1 after printing a usage error. */
+struct report_scale;
+int cli_output_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale);
+
 /* True for "-h" and "--help". */
 int cli_is_help(const char *arg);
 

@@ -50,7 +50,7 @@ int cmd_diff(int argc, char **argv)
     report_scale_parse("KB", &scale);
 
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value;
+        const char *arg = argv[i];
         if (options_done || arg[0] != '-' || arg[1] == '\0') {
             if (npos == 2)
                 return cli_usage_error("diff", "too many arguments ('%s'; expected BASE NEW)", arg);
@@ -65,18 +65,11 @@ int cmd_diff(int argc, char **argv)
             fputs(diff_usage, stdout);
             return CLI_OK;
         }
-        if (strcmp(arg, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        int m = cli_option_value("diff", argc, argv, &i, "--scale", NULL, &value);
+        int m = cli_output_option("diff", argc, argv, &i, &json, &scale);
         if (m < 0)
             return CLI_USAGE;
-        if (m > 0) {
-            if (report_scale_parse(value, &scale) < 0)
-                return cli_usage_error("diff", "--scale: unknown scale '%s' (accepted: KB, MB, GB)", value);
+        if (m > 0)
             continue;
-        }
         return cli_usage_error("diff", "unknown option '%s'", arg);
     }
     if (npos < 2)

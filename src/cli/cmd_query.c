@@ -362,18 +362,11 @@ int cmd_query(int argc, char **argv)
             fputs(query_usage, stdout);
             return CLI_OK;
         }
-        if (strcmp(arg, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        int m = cli_option_value("query", argc, argv, &i, "--scale", NULL, &value);
+        int m = cli_output_option("query", argc, argv, &i, &json, &scale);
         if (m < 0)
             return CLI_USAGE;
-        if (m > 0) {
-            if (report_scale_parse(value, &scale) < 0)
-                return cli_usage_error("query", "--scale: unknown scale '%s' (accepted: KB, MB, GB)", value);
+        if (m > 0)
             continue;
-        }
         m = cli_option_value("query", argc, argv, &i, "--timeout", NULL, &value);
         if (m < 0)
             return CLI_USAGE;

@@ -180,7 +180,7 @@ static int report_main(int argc, char **argv, char **positional)
     report_scale_parse("KB", &scale);
 
     for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value;
+        const char *arg = argv[i];
         if (options_done || arg[0] != '-' || arg[1] == '\0') {
             positional[npos++] = argv[i];
             continue;
@@ -193,19 +193,11 @@ static int report_main(int argc, char **argv, char **positional)
             fputs(report_usage, stdout);
             return CLI_OK;
         }
-        if (strcmp(arg, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        int m = cli_option_value("report", argc, argv, &i, "--scale", NULL, &value);
+        int m = cli_output_option("report", argc, argv, &i, &json, &scale);
         if (m < 0)
             return CLI_USAGE;
-        if (m > 0) {
-            if (report_scale_parse(value, &scale) < 0)
-                return cli_usage_error("report", "--scale: unknown scale '%s' (accepted: KB, MB, GB)",
-                                       value);
+        if (m > 0)
             continue;
-        }
         return cli_usage_error("report", "unknown option '%s'", arg);
     }
     if (npos == 0)

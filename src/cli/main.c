@@ -2,6 +2,7 @@
  * --help/--version/help CMD, and the option and error helpers every
  * subcommand shares (cli.h). */
 #include "cli/cli.h"
+#include "report/report.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -134,4 +135,21 @@ int main(int argc, char **argv)
     if (!c)
         return cli_usage_error(NULL, "unknown command '%s'", first);
     return c->fn(argc - 1, argv + 1);
+}
+
+int cli_output_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale)
+{
+    const char *value;
+    if (strcmp(argv[*i], "--json") == 0) {
+        *json = 1;
+        return 1;
+    }
+    int m = cli_option_value(cmd, argc, argv, i, "--scale", NULL, &value);
+    if (m <= 0)
+        return m;
+    if (report_scale_parse(value, scale) < 0) {
+        cli_usage_error(cmd, "--scale: unknown scale '%s' (accepted: KB, MB, GB)", value);
+        return -1;
+    }
+    return 1;
 }
