@@ -164,8 +164,13 @@ void report_print_cmdline(FILE *out, const struct report *r);
  * SIGSEGV", ... */
 void report_print_reason(FILE *out, const char *reason);
 
-/* `s` as a JSON string (escaped; bytes that are not UTF-8 become U+FFFD). */
+/* `s` as a JSON string (escaped; bytes that are not UTF-8 become U+FFFD),
+ * or null when s is NULL. */
 void report_json_string(FILE *out, const char *s);
+/* Whether category c is of `kind` ("malloc", "overhead", "vm"). */
+bool report_category_is(const struct report_category *c, const char *kind);
+/* The command line as a JSON array of strings, or null when r has none. */
+void report_json_cmdline(FILE *out, const struct report *r);
 
 /* --- process trees (report_tree.c) --------------------------------------- */
 

@@ -68,11 +68,6 @@ static int match_rows(const struct report *base, const struct report *cur, struc
     return 0;
 }
 
-static bool is_kind(const struct report_category *c, const char *kind)
-{
-    return c->kind && strcmp(c->kind, kind) == 0;
-}
-
 /* --- text ----------------------------------------------------------------- */
 
 /* "key=VALUE<unit>", then " +DELTA<unit>" when the change shows at this scale. */
@@ -108,7 +103,7 @@ static int64_t abs64(int64_t v)
 static int by_change_desc(const void *a, const void *b)
 {
     const struct row *x = a, *y = b;
-    bool ox = is_kind(row_any(x), "overhead"), oy = is_kind(row_any(y), "overhead");
+    bool ox = report_category_is(row_any(x), "overhead"), oy = report_category_is(row_any(y), "overhead");
     if (ox != oy)
         return ox ? 1 : -1;
     int64_t dx = abs64(report_sub(row_footprint(x->cur), row_footprint(x->base)));
@@ -152,9 +147,9 @@ static void text_row(FILE *out, const struct row *w, bool vm, const struct repor
         fputs(CONTINUE "(new: not in the base report)\n", out);
     else if (!w->cur)
         fputs(CONTINUE "(gone: not in the new report)\n", out);
-    if (is_kind(c, "overhead"))
+    if (report_category_is(c, "overhead"))
         fputs(CONTINUE "(memtrail's own overhead)\n", out);
-    if (!is_kind(c, "vm")) {
+    if (!report_category_is(c, "vm")) {
         fputs(CONTINUE "(", out);
         t_bytes(out, "malloc=", nc->live_bytes, nb->live_bytes, true, sc);
         t_count(out, " #", nc->live_count, nb->live_count, true);
@@ -287,7 +282,7 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
     qsort(rows, n, sizeof *rows, by_change_desc);
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rows[i];
-        if (all_zero(w->base) && all_zero(w->cur) && !is_kind(row_any(w), "overhead"))
+        if (all_zero(w->base) && all_zero(w->cur) && !report_category_is(row_any(w), "overhead"))
             continue;   /* nothing on either side: as the summary, left out of the text */
         text_row(out, w, vm, scale);
     }
@@ -364,27 +359,11 @@ static void j_side(FILE *out, const char *key, const struct report *r)
     fputs(", ", out);
     j_int_or_null(out, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
     fputs(", \"exe\": ", out);
-    if (r->exe)
-        report_json_string(out, r->exe);
-    else
-        fputs("null", out);
+    report_json_string(out, r->exe);
     fputs(", \"cmdline\": ", out);
-    if (r->has & REPORT_HAS_CMDLINE) {
-        fputc('[', out);
-        for (size_t i = 0; i < r->argc; i++) {
-            if (i)
-                fputs(", ", out);
-            report_json_string(out, r->argv[i]);
-        }
-        fputc(']', out);
-    } else {
-        fputs("null", out);
-    }
+    report_json_cmdline(out, r);
     fputs(", \"reason\": ", out);
-    if (r->reason)
-        report_json_string(out, r->reason);
-    else
-        fputs("null", out);
+    report_json_string(out, r->reason);
     fputs(", ", out);
     j_int_or_null(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
     fputs(", ", out);

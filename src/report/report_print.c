@@ -134,14 +134,9 @@ void report_print_cmdline(FILE *out, const struct report *r)
 #define NAME_COLUMN 26
 #define CONTINUE "                            "   /* NAME_COLUMN + 2 spaces */
 
-static bool is_overhead(const struct report_category *c)
+bool report_category_is(const struct report_category *c, const char *kind)
 {
-    return c->kind && strcmp(c->kind, "overhead") == 0;
-}
-
-static bool is_vm_kind(const struct report_category *c)
-{
-    return c->kind && strcmp(c->kind, "vm") == 0;
+    return c->kind && strcmp(c->kind, kind) == 0;
 }
 
 /* What the text shows first: the address space and the heap blocks
@@ -175,9 +170,9 @@ static void print_category(FILE *out, const struct report_category *c, const str
     else    /* a report without VM fields: reserved = committed = live bytes */
         fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
                 NAME_COLUMN, c->name, live, u, live, u);
-    if (is_overhead(c))
+    if (report_category_is(c, "overhead"))
         fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n", out);
-    if (is_vm_kind(c)) {    /* address space only: no heap blocks to show */
+    if (report_category_is(c, "vm")) {    /* address space only: no heap blocks to show */
         fputc('\n', out);
         return;
     }
@@ -286,22 +281,17 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
         fprintf(out, "Total: reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64 "%s\n",
                 report_scaled(sum.reserved, sc->bytes), u, report_scaled(sum.committed, sc->bytes), u,
                 report_scaled(sum.resident, sc->bytes), u);
-        if (r->has & REPORT_HAS_TOTAL)
-            fprintf(out, "       malloc: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
-                    "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
-                    report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
-                    report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees,
-                    r->total.reallocs);
-        else
-            fputs("       malloc: not in the report (the file was cut short before it)\n\n", out);
-    } else if (r->has & REPORT_HAS_TOTAL)
-        fprintf(out, "Total: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
+    }
+    /* The heap blocks: the whole total without VM data, under it with. */
+    const char *label = vm ? "       malloc:" : "Total:";
+    if (r->has & REPORT_HAS_TOTAL)
+        fprintf(out, "%s live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
                 "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
-                report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
+                label, report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
                 report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees,
                 r->total.reallocs);
     else
-        fputs("Total: not in the report (the file was cut short before it)\n\n", out);
+        fprintf(out, "%s not in the report (the file was cut short before it)\n\n", label);
 
     const struct report_category **order = malloc((r->ncategories + 1) * sizeof *order);
     if (!order)
@@ -312,7 +302,7 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
         bool unused = !c->n.live_bytes && !c->n.live_count && !c->n.peak_bytes && !c->n.allocs
                       && !c->n.frees && !c->n.reallocs && !c->vm.reserved && !c->vm.committed
                       && !c->vm.resident && !c->vm.mappings;
-        if (!is_overhead(c) && !unused)
+        if (!report_category_is(c, "overhead") && !unused)
             order[n++] = c;
     }
     qsort(order, n, sizeof *order, by_footprint_desc);
@@ -322,7 +312,7 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
     /* memtrail's own cost is always shown, last, as NMT shows its own. */
     bool overhead_seen = false;
     for (size_t i = 0; i < r->ncategories; i++) {
-        if (is_overhead(&r->categories[i])) {
+        if (report_category_is(&r->categories[i], "overhead")) {
             print_category(out, &r->categories[i], sc);
             overhead_seen = true;
         }
@@ -387,9 +377,14 @@ static size_t utf8_len(const unsigned char *s)
 }
 
 /* A JSON string: quotes and backslashes escaped, control characters as
- * \u00XX, bytes that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8). */
+ * \u00XX, bytes that are not UTF-8 replaced by U+FFFD (JSON must be UTF-8).
+ * NULL (a line the report lacks) is null. */
 void report_json_string(FILE *out, const char *str)
 {
+    if (!str) {
+        fputs("null", out);
+        return;
+    }
     const unsigned char *s = (const unsigned char *)str;
     fputc('"', out);
     while (*s) {
@@ -409,13 +404,25 @@ void report_json_string(FILE *out, const char *str)
     fputc('"', out);
 }
 
+void report_json_cmdline(FILE *out, const struct report *r)
+{
+    if (!(r->has & REPORT_HAS_CMDLINE)) {
+        fputs("null", out);
+        return;
+    }
+    fputc('[', out);
+    for (size_t i = 0; i < r->argc; i++) {
+        if (i)
+            fputs(", ", out);
+        report_json_string(out, r->argv[i]);
+    }
+    fputc(']', out);
+}
+
 static void json_opt_string(FILE *out, const char *key, const char *value)
 {
     fprintf(out, "  \"%s\": ", key);
-    if (value)
-        report_json_string(out, value);
-    else
-        fputs("null", out);
+    report_json_string(out, value);
     fputs(",\n", out);
 }
 
@@ -433,17 +440,9 @@ int report_print_json(FILE *out, const struct report *r)
     json_opt_int(out, "pid", r->has & REPORT_HAS_PID, r->pid);
     json_opt_int(out, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
     json_opt_string(out, "exe", r->exe);
-    if (r->has & REPORT_HAS_CMDLINE) {
-        fputs("  \"cmdline\": [", out);
-        for (size_t i = 0; i < r->argc; i++) {
-            if (i)
-                fputs(", ", out);
-            report_json_string(out, r->argv[i]);
-        }
-        fputs("],\n", out);
-    } else {
-        fputs("  \"cmdline\": null,\n", out);
-    }
+    fputs("  \"cmdline\": ", out);
+    report_json_cmdline(out, r);
+    fputs(",\n", out);
     json_opt_string(out, "mode", r->mode);
     json_opt_string(out, "reason", r->reason);
     json_opt_int(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);

@@ -236,10 +236,7 @@ static void j_int(FILE *out, const char *key, bool has, int64_t v)
 static void j_str(FILE *out, const char *key, const char *v)
 {
     fprintf(out, ", \"%s\": ", key);
-    if (v)
-        report_json_string(out, v);
-    else
-        fputs("null", out);
+    report_json_string(out, v);
 }
 
 int report_tree_print_json(FILE *out, const struct report *reports, const char *const *files, size_t n)
@@ -260,17 +257,7 @@ int report_tree_print_json(FILE *out, const struct report *reports, const char *
         fprintf(out, ", \"depth\": %zu", t.depth[pos]);
         j_str(out, "exe", r->exe);
         fputs(", \"cmdline\": ", out);
-        if (r->has & REPORT_HAS_CMDLINE) {
-            fputc('[', out);
-            for (size_t i = 0; i < r->argc; i++) {
-                if (i)
-                    fputs(", ", out);
-                report_json_string(out, r->argv[i]);
-            }
-            fputc(']', out);
-        } else {
-            fputs("null", out);
-        }
+        report_json_cmdline(out, r);
         j_str(out, "reason", r->reason);
         j_int(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
         j_int(out, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
