@@ -62,6 +62,13 @@ extern MT_TLS mt_tls mt_t;
 
 /* init.c */
 void mt_init_slow(void);
+/* Starts the agent if it has not started (entry points other than malloc
+ * may come first); never from inside the agent, which is starting it. */
+static inline void mt_start(void)
+{
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_acquire) != MT_STATE_READY) && !mt_t.in_agent)
+        mt_init_slow();
+}
 /* Reports a heap error (double free, overwritten canary) on stderr and
  * aborts when on_error=abort. `what` names the error. */
 void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat);

@@ -8,8 +8,7 @@
 
 static int ready(void)
 {
-    if (atomic_load(&mt_state) != MT_STATE_READY && !mt_t.in_agent)
-        mt_init_slow();
+    mt_start();
     return atomic_load(&mt_state) == MT_STATE_READY && mt_tracking;
 }
 

@@ -221,12 +221,6 @@ void mt_exec_init(const char *options)
 
 /* Before the first report or exec: the constructor may not have run yet
  * (a program's own constructor can exec). */
-static void ensure_ready(void)
-{
-    if (atomic_load(&mt_state) != MT_STATE_READY && !mt_t.in_agent)
-        mt_init_slow();
-}
-
 /* The image is about to be replaced without running destructors: leave
  * its report now. Never from a vfork child. */
 static void report_before_exec(void)
@@ -362,7 +356,7 @@ static char **args_from_list(scratch *s, const char *first, va_list ap, char *co
 /* execve, or execvpe when `search` (a PATH search, as execvp does). */
 static int do_exec(int search, const char *file, char *const argv[], char *const envp[])
 {
-    ensure_ready();
+    mt_start();
     scratch s;
     char *const *env = env_for_exec(envp, &s);
     report_before_exec();
@@ -383,52 +377,49 @@ MT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
     return do_exec(1, file, argv, envp);
 }
 
-MT_EXPORT int execl(const char *path, const char *arg, ...)
+/* The execl family: argv (and execle's envp) rebuilt from the list. */
+static int exec_list(int search, const char *path, const char *arg, va_list ap, int with_env)
 {
     scratch s;
-    va_list ap;
-    va_start(ap, arg);
-    char **argv = args_from_list(&s, arg, ap, NULL);
-    va_end(ap);
+    char *const *envp = environ;
+    char **argv = args_from_list(&s, arg, ap, with_env ? &envp : NULL);
     if (!argv)
         return -1; /* errno from mmap */
-    int rc = do_exec(0, path, argv, environ);
+    int rc = do_exec(search, path, argv, envp);
     scratch_release(&s);
+    return rc;
+}
+
+MT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = exec_list(0, path, arg, ap, 0);
+    va_end(ap);
     return rc;
 }
 
 MT_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-    scratch s;
     va_list ap;
     va_start(ap, arg);
-    char **argv = args_from_list(&s, arg, ap, NULL);
+    int rc = exec_list(1, file, arg, ap, 0);
     va_end(ap);
-    if (!argv)
-        return -1;
-    int rc = do_exec(1, file, argv, environ);
-    scratch_release(&s);
     return rc;
 }
 
 MT_EXPORT int execle(const char *path, const char *arg, ...)
 {
-    scratch s;
-    char *const *envp = NULL;
     va_list ap;
     va_start(ap, arg);
-    char **argv = args_from_list(&s, arg, ap, &envp);
+    int rc = exec_list(0, path, arg, ap, 1);
     va_end(ap);
-    if (!argv)
-        return -1;
-    int rc = do_exec(0, path, argv, envp);
-    scratch_release(&s);
     return rc;
 }
 
 MT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    ensure_ready();
+    mt_start();
     scratch s;
     char *const *env = env_for_exec(envp, &s);
     report_before_exec();
@@ -443,7 +434,7 @@ MT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags);
 MT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-    ensure_ready();
+    mt_start();
     scratch s;
     char *const *env = env_for_exec(envp, &s);
     report_before_exec();
@@ -457,7 +448,7 @@ MT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
 static int do_spawn(int search, pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    ensure_ready();
+    mt_start();
     spawn_fn fn = search ? real.posix_spawnp : real.posix_spawn;
     if (!fn)
         return ENOSYS;

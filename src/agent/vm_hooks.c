@@ -39,9 +39,7 @@ void mt_vm_init(void)
  * comes first). */
 static int vm_tracking(void)
 {
-    if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_acquire) != MT_STATE_READY) &&
-        !mt_t.in_agent)
-        mt_init_slow();
+    mt_start();
     return atomic_load_explicit(&mt_hot, memory_order_relaxed);
 }
 
