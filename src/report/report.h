@@ -77,6 +77,25 @@ enum {
     REPORT_HAS_ERRORS   = 1u << 9,
     REPORT_HAS_PROCESS  = 1u << 10, /* a process line */
     REPORT_HAS_VM       = 1u << 11, /* some category line carried VM fields */
+    REPORT_HAS_SITES    = 1u << 12, /* detail mode: a stack_depth line (sites may follow) */
+};
+
+/* Detail mode (docs/report-format.md "Detail mode"): the ELF objects the
+ * recorded frames lie in, and the allocation sites. */
+struct report_module {
+    int64_t id;
+    uint64_t bias;          /* runtime address - ELF virtual address */
+    uint64_t start, end;    /* [start, end): the span of its PT_LOAD segments */
+    char *buildid;          /* lowercase hex, or NULL ("-") */
+    char *path;             /* unescaped */
+};
+
+struct report_site {
+    int64_t id;
+    char *category;
+    struct report_counts n; /* the blocks allocated at this site */
+    uint64_t *frames;       /* return addresses, innermost first */
+    size_t nframes;
 };
 
 struct report {
@@ -95,6 +114,13 @@ struct report {
     struct report_counts total;
     struct report_errors errors;
     struct report_process process;      /* zeros unless REPORT_HAS_PROCESS */
+    int64_t stack_depth;    /* detail mode: frames per stack; 0 otherwise */
+    char *unwinder;         /* "libunwind", "fp", or NULL */
+    struct report_module *modules;
+    size_t nmodules;
+    struct report_site *sites;          /* in file order */
+    size_t nsites;
+    int64_t sites_dropped;  /* the sites line's dropped= */
     bool complete;          /* the end marker was read */
     long lines_read;        /* complete lines accepted so far */
 };

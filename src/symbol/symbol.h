@@ -1,0 +1,50 @@
+/* symbol.h — offline symbolization of the return addresses a detail-mode
+ * report recorded: function, file:line (through inlined calls) and module,
+ * read with libdw (elfutils) from the modules' files on disk, or from
+ * their separate debug info (/usr/lib/debug/.build-id/...), never in the
+ * traced process.
+ *
+ * CLI-side code: allocates freely. */
+#ifndef MT_SYMBOL_H
+#define MT_SYMBOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/report.h"
+
+/* One frame of a symbolized address. A return address that lies in
+ * inlined code gives several: the innermost inlined function first, the
+ * function it was inlined into last. Strings belong to the symbolizer and
+ * live until sym_close. */
+struct sym_frame {
+    const char *function;   /* demangled name, or NULL when unknown */
+    const char *file;       /* source file, or NULL */
+    int line;               /* 0 when unknown */
+    const char *module;     /* the module's path, or NULL (no module) */
+    uint64_t address;       /* the recorded return address */
+    uint64_t offset;        /* address - the module's bias (ELF address); 0 without a module */
+    bool inlined;           /* this frame was inlined into the next one */
+};
+
+struct symbolizer;
+
+/* A symbolizer for the modules of `r` (which must outlive it). Modules
+ * whose file is missing, unreadable or has another build-id than recorded
+ * get module+offset frames only; sym_warnings says which. NULL on
+ * out-of-memory. */
+struct symbolizer *sym_open(const struct report *r);
+
+/* Symbolizes one recorded return address into up to `max` frames
+ * (innermost first); returns how many were written (>= 1 when max >= 1). */
+int sym_lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, int max);
+
+/* One line per module that could not be symbolized and why ("no such
+ * file", "build-id differs: rebuilt since the run?", "no debug info"),
+ * joined with '\n'; "" when none. */
+const char *sym_warnings(struct symbolizer *s);
+
+void sym_close(struct symbolizer *s);
+
+#endif
