@@ -20,6 +20,7 @@ static const struct command commands[] = {
     { "report", cmd_report, "print a summary report (.mtr) as NMT-like text or JSON" },
     { "diff",   cmd_diff,   "compare two summary reports, category by category" },
     { "query",  cmd_query,  "ask a running tracked process for its summary, a baseline, or a diff" },
+    { "export", cmd_export, "export a detail report's sites as folded stacks or a pprof profile" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

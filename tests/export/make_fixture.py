@@ -32,14 +32,16 @@ if prog_path:
 stacks["nomodule"] = [0x10]
 stacks["none"] = []
 
-# The functions each recorded chain passes through, root first (stackprog.c).
+# The functions each recorded chain passes through, root first, grouped by
+# return address (stackprog.c): index_insert is inlined into build_index, so
+# build_index's return address gives both.
 chains = {
-    "config1": ["main", "load_settings", "parse_config"],
-    "config2": ["main", "load_settings", "parse_config"],
-    "index": ["main", "build_index", "index_insert"],
-    "lib": ["main", "lib_make_buffer", "lib_alloc"],
-    "nomodule": ["0x10"],
-    "none": ["[unknown]"],
+    "config1": [["main"], ["load_settings"], ["parse_config"]],
+    "config2": [["main"], ["load_settings"], ["parse_config"]],
+    "index": [["main"], ["build_index", "index_insert"]],
+    "lib": [["main"], ["lib_make_buffer"], ["lib_alloc"]],
+    "nomodule": [["0x10"]],
+    "none": [["[unknown]"]],
 }
 # id, stack, category, live_bytes, live_count, peak_bytes, allocs, frees, reallocs
 sites = [
@@ -69,7 +71,7 @@ def stripped_name(addr):
     return "%s+0x%x" % (m["path"].rsplit("/", 1)[-1], addr - int(m["bias"], 16))
 
 
-truth = {"sites": [], "modules": []}
+truth = {"sites": [], "modules": [], "start_ns": 1700000000000000000, "end_ns": 1700000002500000000}
 for name in order:
     m = modules[name]
     truth["modules"].append({"id": mod_id[name], "path": m["path"], "bias": int(m["bias"], 16),
@@ -79,11 +81,12 @@ total = [0] * 6
 lines = []
 for sid, stack, cat, lb, lc, pk, al, fr, rl in sites:
     frames = stacks[stack]
-    names = list(chains[stack])
+    groups = [list(g) for g in chains[stack]]
     if prog_path:   # the program's frames have no names; its library's still do
-        for k, addr in enumerate(frames):      # innermost first; names are root first
+        for k, addr in enumerate(frames):      # innermost first; groups are root first
             if module_of(addr) == "prog":
-                names[len(frames) - 1 - k] = stripped_name(addr)
+                groups[len(frames) - 1 - k] = [stripped_name(addr)]
+    names = [n for g in groups for n in g]
     truth["sites"].append({"id": sid, "stack": stack, "category": cat, "live_bytes": lb, "live_count": lc,
                            "peak_bytes": pk, "allocs": al, "frees": fr, "reallocs": rl,
                            "frames": frames, "names": names,

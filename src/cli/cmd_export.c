@@ -1,0 +1,178 @@
+/* cmd_export.c — `memtrail export FILE --format folded|pprof [-o OUT]
+ * [--value COUNTER]`: a detail report's sites, symbolized, as folded stacks
+ * (flamegraph.pl, speedscope, inferno) or as a gzip'ed pprof profile
+ * (go tool pprof, Pyroscope, Parca). The formats are src/export's. */
+#include "cli/cli.h"
+#include "export/export.h"
+#include "report/report.h"
+#include "symbol/symbol.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char export_usage[] =
+    "usage: memtrail export FILE --format folded|pprof [-o OUT] [--value COUNTER]\n"
+    "\n"
+    "Export the allocation sites of the detail report FILE (written by\n"
+    "'memtrail run --mode detail'; - reads stdin) for other tools. Return\n"
+    "addresses are symbolized from the recorded modules' files (debug info\n"
+    "where there is some), inlined calls as frames of their own.\n"
+    "\n"
+    "  folded  one line per distinct stack: root;...;leaf VALUE, the value\n"
+    "          summed over the sites with that stack, for flamegraph.pl,\n"
+    "          speedscope and inferno. Stacks whose value is 0 are left out.\n"
+    "          Unknown functions are MODULE+0xOFFSET or 0xADDRESS. Written to\n"
+    "          stdout unless -o is given.\n"
+    "  pprof   a gzip'ed profile.proto for go tool pprof, Pyroscope and Parca:\n"
+    "          one sample per site with the values inuse_space (live bytes),\n"
+    "          inuse_objects (live blocks) and alloc_objects (allocations), and\n"
+    "          a 'category' label. Written to FILE with its extension replaced\n"
+    "          by .pb.gz unless -o is given.\n"
+    "\n"
+    "Options:\n"
+    "  --format FORMAT   folded or pprof (required)\n"
+    "  -o, --output OUT  the output file (- for stdout)\n"
+    "  --value COUNTER   folded: the counter shown, one of live_bytes (default),\n"
+    "                    live_count, peak_bytes, allocs, frees, reallocs;\n"
+    "                    pprof: the default sample type, one of live_bytes\n"
+    "                    (default), live_count, allocs\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "A report cut short is exported as far as it goes, then named on stderr with\n"
+    "exit status 1. A summary report (no sites) is refused with exit status 1.\n";
+
+enum format { FORMAT_NONE, FORMAT_FOLDED, FORMAT_PPROF };
+
+/* FILE with its extension (if any, in the last path component) replaced by .pb.gz. */
+static char *pprof_default_output(const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *dot = strrchr(base, '.');
+    size_t keep = dot && dot != base ? (size_t)(dot - file) : strlen(file);
+    char *out = NULL;
+    return asprintf(&out, "%.*s.pb.gz", (int)keep, file) < 0 ? NULL : out;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    const char *file = NULL, *output = NULL, *format_arg = NULL, *value_arg = NULL;
+    bool options_done = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_done || arg[0] != '-' || arg[1] == '\0') {
+            if (file)
+                return cli_usage_error("export", "too many arguments ('%s'; expected one FILE)", arg);
+            file = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (cli_is_help(arg)) {
+            fputs(export_usage, stdout);
+            return CLI_OK;
+        }
+        int m = cli_option_value("export", argc, argv, &i, "--format", NULL, &format_arg);
+        if (m == 0)
+            m = cli_option_value("export", argc, argv, &i, "--output", "-o", &output);
+        if (m == 0)
+            m = cli_option_value("export", argc, argv, &i, "--value", NULL, &value_arg);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m == 0)
+            return cli_usage_error("export", "unknown option '%s'", arg);
+    }
+    if (!file)
+        return cli_usage_error("export", "missing the report FILE");
+    if (!format_arg)
+        return cli_usage_error("export", "missing --format (folded or pprof)");
+    enum format format = strcmp(format_arg, "folded") == 0 ? FORMAT_FOLDED
+                       : strcmp(format_arg, "pprof") == 0  ? FORMAT_PPROF
+                                                           : FORMAT_NONE;
+    if (format == FORMAT_NONE)
+        return cli_usage_error("export", "--format: unknown format '%s' (accepted: folded, pprof)", format_arg);
+    enum export_value value = EXPORT_LIVE_BYTES;
+    if (value_arg && export_value_parse(value_arg, &value) < 0)
+        return cli_usage_error("export",
+                               "--value: unknown counter '%s' (accepted: live_bytes, live_count, peak_bytes, "
+                               "allocs, frees, reallocs)", value_arg);
+    if (format == FORMAT_PPROF && value != EXPORT_LIVE_BYTES && value != EXPORT_LIVE_COUNT &&
+        value != EXPORT_ALLOCS)
+        return cli_usage_error("export", "--value: pprof has no sample type for '%s' (accepted: live_bytes, "
+                               "live_count, allocs)", value_arg);
+    bool from_stdin = strcmp(file, "-") == 0;
+    char *derived = NULL;
+    if (!output && format == FORMAT_PPROF) {
+        if (from_stdin)
+            return cli_usage_error("export", "reading stdin: name the pprof output with -o");
+        if (!(derived = pprof_default_output(file)))
+            return cli_error("out of memory");
+        output = derived;
+    }
+    bool to_stdout = !output || strcmp(output, "-") == 0;
+    const char *shown_out = to_stdout ? "stdout" : output;
+
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rrc = from_stdin ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
+                         : report_read(file, &r, err, sizeof err);
+    int status = CLI_OK;
+    FILE *out = NULL;
+    struct symbolizer *sym = NULL;
+    if (rrc < 0 && rrc != -ENODATA) {
+        status = cli_error("%s", err);
+        goto done;
+    }
+    if (!(r.has & REPORT_HAS_SITES) && !(r.mode && strcmp(r.mode, "detail") == 0)) {
+        status = cli_error("%s: not a detail report (mode %s): it has no allocation sites to export; "
+                           "record one with 'memtrail run --mode detail'",
+                           from_stdin ? "(stdin)" : file, r.mode ? r.mode : "unknown");
+        goto done;
+    }
+    if (!(sym = sym_open(&r))) {
+        status = cli_error("out of memory");
+        goto done;
+    }
+    out = to_stdout ? stdout : fopen(output, "wb");
+    if (!out) {
+        status = cli_error("cannot write %s: %s", output, strerror(errno));
+        goto done;
+    }
+    int xrc = format == FORMAT_FOLDED ? export_folded(out, &r, sym, value)
+                                      : export_pprof(out, &r, sym, value, from_stdin ? "(stdin)" : file);
+    errno = 0;
+    int crc = to_stdout ? fflush(out) : fclose(out);
+    int werr = errno ? errno : EIO;
+    out = NULL;
+    if (xrc == -ENOMEM)
+        status = cli_error("out of memory");
+    else if (xrc < 0 || crc != 0)
+        status = cli_error("cannot write %s: %s", shown_out, strerror(xrc < 0 && xrc != -EIO ? -xrc : werr));
+    if (status != CLI_OK && !to_stdout)
+        unlink(output);     /* no half-written profile */
+    const char *warnings = sym_warnings(sym);
+    for (const char *w = warnings; w && *w;) {
+        const char *nl = strchr(w, '\n');
+        int len = nl ? (int)(nl - w) : (int)strlen(w);
+        fprintf(stderr, "memtrail: warning: %.*s\n", len, w);
+        w = nl ? nl + 1 : w + len;
+    }
+    if (status == CLI_OK && format == FORMAT_PPROF && !to_stdout)
+        fprintf(stderr, "memtrail: wrote %s (%zu sites)\n", output, r.nsites);
+    if (rrc == -ENODATA)
+        status = cli_error("%s", err);
+done:
+    if (out && !to_stdout)
+        fclose(out);
+    if (sym)
+        sym_close(sym);
+    report_free(&r);
+    free(derived);
+    return status;
+}

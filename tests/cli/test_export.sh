@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# `memtrail export FILE --format folded|pprof`. Fixtures are detail reports
+# whose frames are real return addresses: tests/export/stackprog.c (built
+# here with -O0 -g, with its shared library) records them in known call
+# chains (one through an inlined function, one into the library) along with
+# its modules' load biases, spans and build-ids, and
+# tests/export/make_fixture.py writes the .mtr and the truth (per site its
+# counters, frames and the functions of its chain by construction). The
+# folded output is compared with stacks and sums computed from that truth;
+# the pprof file is read back by two decoders independent of memtrail's
+# encoder — protoc --decode with tests/export/profile.proto and
+# `go tool pprof -raw` — and compared with the same truth and, for line
+# numbers, with addr2line. Every CLI call runs the ASan+UBSan build.
+. "$(dirname "$0")/../lib.sh"
+
+X=$MT_ROOT/tests/export
+[ -x "$MT_ASAN" ] || { fail export-build "$MT_ASAN missing (make build/asan/bin/memtrail)"; exit 1; }
+
+run_mt() {
+    "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+    out=$(cat "$T/out")
+    err=$(cat "$T/err")
+}
+contains() {
+    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $3"; fi
+}
+
+# --- the test program and its fixtures ------------------------------------------
+mkdir -p "$T/bin"
+if ! cc -O0 -g -fPIC -shared -o "$T/bin/libstacklib.so" "$X/stacklib.c" ||
+   ! cc -O0 -g -o "$T/bin/stackprog" "$X/stackprog.c" -L"$T/bin" -lstacklib -Wl,-rpath,'$ORIGIN'; then
+    fail export-stackprog "cannot build tests/export/stackprog.c"
+    exit 1
+fi
+"$T/bin/stackprog" >"$T/prog.out" || { fail export-stackprog "stackprog failed"; exit 1; }
+check export-stackprog-output grep -q '^module lib ' "$T/prog.out"
+python3 "$X/make_fixture.py" "$T/prog.out" "$T/app.mtr" "$T/app.json"
+cp "$T/bin/stackprog" "$T/bin/stackprog.stripped"
+strip "$T/bin/stackprog.stripped"
+python3 "$X/make_fixture.py" "$T/prog.out" "$T/stripped.mtr" "$T/stripped.json" --prog-path "$T/bin/stackprog.stripped"
+python3 "$X/make_fixture.py" "$T/prog.out" "$T/cut.mtr" "$T/cut.json" --truncate
+
+# folded_truth TRUTH COUNTER: the folded lines the truth implies: the
+# chains' names root first, the counter summed over sites with the same
+# names, non-positive sums left out, sorted by stack (bytewise).
+folded_truth() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+sums = {}
+for s in t["sites"]:
+    k = ";".join(s["names"])
+    sums[k] = sums.get(k, 0) + s[sys.argv[2]]
+for k in sorted(sums, key=lambda x: x.encode()):
+    if sums[k] > 0:
+        print("%s %d" % (k, sums[k]))
+PY
+}
+# the sum of a folded file's values, and the report's total line's live_bytes
+folded_sum() { python3 -c 'import sys; print(sum(int(l.rsplit(None, 1)[1]) for l in open(sys.argv[1])))' "$1"; }
+report_total() { sed -n 's/^total live_bytes=\([0-9]*\) .*/\1/p' "$1"; }
+
+# --- folded ------------------------------------------------------------------
+run_mt "$MT_ASAN" export "$T/app.mtr" --format folded
+expect_eq export-folded-rc 0 "$rc"
+expect_eq export-folded-stacks "$(folded_truth "$T/app.json" live_bytes)" "$out"
+expect_eq export-folded-no-stderr "" "$err"
+printf '%s\n' "$out" >"$T/app.folded"
+expect_eq export-folded-total "$(report_total "$T/app.mtr")" "$(folded_sum "$T/app.folded")"
+# the two call sites of parse_config (and its two categories) fold into one line
+expect_eq export-folded-merged "main;load_settings;parse_config 5120" \
+    "$(grep '^main;load_settings;parse_config ' "$T/app.folded")"
+expect_eq export-folded-inlined "main;build_index;index_insert 1099511627779" \
+    "$(grep 'index_insert' "$T/app.folded")"
+expect_eq export-folded-no-module "0x10 16" "$(grep '^0x' "$T/app.folded")"
+expect_eq export-folded-no-frames "[unknown] 32" "$(grep '^\[unknown\]' "$T/app.folded")"
+# the library's site has no live bytes: left out
+expect_eq export-folded-zero-left-out "" "$(grep lib_alloc "$T/app.folded")"
+for v in live_count allocs frees reallocs peak_bytes; do
+    run_mt "$MT_ASAN" export "$T/app.mtr" --format folded --value "$v"
+    expect_eq "export-folded-value-$v" "0 $(folded_truth "$T/app.json" "$v")" "$rc $out"
+done
+expect_eq export-folded-lib-allocs "main;lib_make_buffer;lib_alloc 11" \
+    "$("$MT_ASAN" export "$T/app.mtr" --format folded --value=allocs | grep lib_alloc)"
+# frames are each a stack's per-line sum: every line's value is a sum of site values
+run_mt "$MT_ASAN" export "$T/app.mtr" --format folded -o "$T/o.folded"
+expect_eq export-folded-o "0 $(cat "$T/app.folded")" "$rc $(cat "$T/o.folded")"
+run_mt "$MT_ASAN" export - --format folded <"$T/app.mtr"
+expect_eq export-folded-stdin "0 $(cat "$T/app.folded")" "$rc $out"
+
+# A stripped program: its frames are MODULE+0xOFFSET (the ELF address), the
+# library's still named.
+run_mt "$MT_ASAN" export "$T/stripped.mtr" --format folded
+expect_eq export-folded-stripped "0 $(folded_truth "$T/stripped.json" live_bytes)" "$rc $out"
+contains export-folded-stripped-offset "stackprog.stripped+0x" "$out"
+
+# --- pprof -----------------------------------------------------------------------
+run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof
+expect_eq export-pprof-rc 0 "$rc"
+check export-pprof-default-name test -s "$T/app.pb.gz"
+contains export-pprof-says-where "$T/app.pb.gz" "$err"
+check export-pprof-gzip gzip -t "$T/app.pb.gz"
+gzip -dc "$T/app.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto \
+    >"$T/app.protoc" 2>"$T/protoc.err"
+expect_eq export-pprof-protoc-decodes "0 " "${PIPESTATUS[1]} $(cat "$T/protoc.err")"
+python3 "$X/check_pprof.py" protoc "$T/app.protoc" "$T/app.json" export-pprof-protoc --addr2line
+
+if command -v go >/dev/null 2>&1; then
+    go tool pprof -raw -symbolize=none "$T/app.pb.gz" >"$T/app.raw" 2>"$T/go.err"
+    expect_eq export-pprof-go-reads "0" "$?"
+    python3 "$X/check_pprof.py" goraw "$T/app.raw" "$T/app.json" export-pprof-go
+    # inlined frames: two Lines in one Location, innermost first
+    expect_match export-pprof-inline-lines 'index_insert .* build_index ' \
+        "$(grep -A1 ' index_insert ' "$T/app.raw" | tr '\n' ' ')"
+    # go's own totals per sample type equal the report's
+    total=$(report_total "$T/app.mtr")
+    expect_match export-pprof-go-total "Total samples = ${total}B" \
+        "$(go tool pprof -top -unit=byte -sample_index=inuse_space -symbolize=none "$T/app.pb.gz" 2>&1)"
+    allocs=$(sed -n 's/^total .* allocs=\([0-9]*\) .*/\1/p' "$T/app.mtr")
+    expect_match export-pprof-go-allocs "Total samples = $allocs " \
+        "$(go tool pprof -top -sample_index=alloc_objects -symbolize=none "$T/app.pb.gz" 2>&1)"
+    # --value picks the default sample type
+    run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof --value live_count -o "$T/count.pb.gz"
+    expect_match export-pprof-default-type 'inuse_objects/count\[dflt\]' \
+        "$(go tool pprof -raw -symbolize=none "$T/count.pb.gz" 2>&1 | grep dflt)"
+    # the stripped program: its locations carry no lines, the library's do
+    "$MT_ASAN" export "$T/stripped.mtr" --format pprof -o "$T/stripped.pb.gz" 2>/dev/null
+    go tool pprof -raw -symbolize=none "$T/stripped.pb.gz" >"$T/stripped.raw" 2>&1
+    python3 "$X/check_pprof.py" goraw "$T/stripped.raw" "$T/stripped.json" export-pprof-stripped
+else
+    echo "SKIP export-pprof-go: no go (scripts/deps.sh installs golang-go)"
+    pass export-pprof-go-skipped-visibly
+fi
+
+# --- truncated, summary-only, errors ---------------------------------------------
+run_mt "$MT_ASAN" export "$T/cut.mtr" --format folded
+expect_eq export-truncated-rc 1 "$rc"
+expect_eq export-truncated-folded "$(folded_truth "$T/cut.json" live_bytes)" "$out"
+contains export-truncated-message "cut.mtr" "$err"
+run_mt "$MT_ASAN" export "$T/cut.mtr" --format pprof
+expect_eq export-truncated-pprof-rc 1 "$rc"
+gzip -dc "$T/cut.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto >"$T/cut.protoc"
+python3 "$X/check_pprof.py" protoc "$T/cut.protoc" "$T/cut.json" export-truncated-pprof
+
+cat >"$T/summary.mtr" <<'EOF2'
+memtrail-report 1
+pid 7
+ppid 1
+exe /bin/true
+cmdline true
+mode summary
+start_ns 1
+end_ns 2
+reason exit
+category malloc kind=malloc live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 reallocs=0
+total live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 reallocs=0
+errors double_free=0 bad_canary=0 foreign_free=0
+end
+EOF2
+run_mt "$MT_ASAN" export "$T/summary.mtr" --format pprof
+expect_eq export-summary-rc 1 "$rc"
+contains export-summary-message "summary.mtr: not a detail report" "$err"
+check export-summary-no-output test ! -e "$T/summary.pb.gz"
+run_mt "$MT_ASAN" export "$T/summary.mtr" --format folded
+expect_eq export-summary-folded "1 " "$rc $out"
+
+run_mt "$MT_ASAN" export "$T/app.mtr" --format svg
+expect_eq export-unknown-format-rc 2 "$rc"
+contains export-unknown-format-message "unknown format 'svg'" "$err"
+run_mt "$MT_ASAN" export "$T/app.mtr"
+expect_eq export-no-format 2 "$rc"
+run_mt "$MT_ASAN" export --format folded
+expect_eq export-no-file 2 "$rc"
+run_mt "$MT_ASAN" export "$T/app.mtr" --format folded --value bogus
+expect_eq export-bad-value 2 "$rc"
+run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof --value peak_bytes
+expect_eq export-pprof-bad-value 2 "$rc"
+run_mt "$MT_ASAN" export - --format pprof <"$T/app.mtr"
+expect_eq export-pprof-stdin-needs-o 2 "$rc"
+run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof -o "$T/no/such/dir/x.pb.gz"
+expect_eq export-unwritable-rc 1 "$rc"
+contains export-unwritable-message "$T/no/such/dir/x.pb.gz" "$err"
+run_mt "$MT_ASAN" export "$T/missing.mtr" --format folded
+expect_eq export-missing-input "1" "$rc"
+contains export-missing-input-message "missing.mtr" "$err"
+run_mt "$MT_ASAN" export --help
+expect_eq export-help "0" "$rc"
+contains export-help-text "--format folded|pprof" "$out"
+run_mt "$MT_ASAN" help export
+expect_eq export-help-command "0" "$rc"
