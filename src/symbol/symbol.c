@@ -26,6 +26,7 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define SYM_MAX_INLINE 16
 
 enum sym_state {
+    MOD_UNOPENED,
     MOD_FULL,       /* ELF (and maybe DWARF) usable */
     MOD_OFFSET,     /* module + offset only */
 };
@@ -193,10 +194,17 @@ struct symbolizer *sym_open(const struct report *r)
         return NULL;
     }
     s->nmods = r->nmodules;
-    /* Opened now, so that sym_warnings is complete from the start. */
-    for (size_t i = 0; i < r->nmodules; i++) {
+    for (size_t i = 0; i < r->nmodules; i++)
         s->mods[i].rm = &r->modules[i];
-        open_module(s, &s->mods[i]);
+    /* The modules some frame lies in are opened now, so that sym_warnings
+     * is complete from the start (and says nothing of unused ones). */
+    for (size_t i = 0; i < r->nsites; i++) {
+        for (size_t j = 0; j < r->sites[i].nframes; j++) {
+            uint64_t pc = r->sites[i].frames[j];
+            struct sym_module *m = find_module(s, pc ? pc - 1 : 0);
+            if (m && m->state == MOD_UNOPENED)
+                open_module(s, m);
+        }
     }
     return s;
 }
@@ -312,6 +320,8 @@ static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out,
         out[0] = base;
         return 1;
     }
+    if (m->state == MOD_UNOPENED)
+        open_module(s, m);
     base.module = m->rm->path;
     base.offset = address - m->rm->bias;
     if (m->state != MOD_FULL) {
