@@ -13,7 +13,11 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 COMMON_SRC := $(wildcard src/common/*.c)
 REPORT_SRC := $(wildcard src/report/*.c)
-CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(COMMON_SRC)
+SYMBOL_SRC := $(wildcard src/symbol/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC)
+# The CLI's libraries: libdw/libelf (elfutils) for symbolization, libstdc++
+# for demangling C++ names.
+CLI_LIBS   := -ldw -lelf -lz -lstdc++
 AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC)
 HDRS       := $(wildcard include/*.h src/*/*.h)
 
@@ -36,7 +40,7 @@ all: $(BIN) $(AGENT) $(STUB) $(PC)
 
 $(BIN): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(CLI_SRC)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(CLI_SRC) $(CLI_LIBS)
 
 # The agent: hidden by default, exports only mt_* and the malloc family
 # (marked in the source). -fno-builtin keeps the compiler from turning our
@@ -73,11 +77,11 @@ $(BUILD)/tests/agent/%: tests/agent/%.cc $(STUB) include/memtrail.h $(wildcard t
 
 $(ASAN_BIN): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC) $(CLI_LIBS)
 
-$(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(COMMON_SRC) $(HDRS)
+$(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(REPORT_SRC) $(COMMON_SRC)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(CLI_LIBS)
 
 asan: $(ASAN_BIN) $(UNIT_TESTS)
 tests: all asan $(AGENT_TESTS)

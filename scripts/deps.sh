@@ -66,6 +66,16 @@ check() {
     if have_cmd dpkg-query; then
         have_pkg libc6-dev || want libc6-dev
     fi
+    # Detail reports: libdw/libelf to symbolize, libstdc++ (g++) to demangle;
+    # their tests check against eu-addr2line and use strip/objdump (binutils).
+    if have_cmd dpkg-query; then
+        have_pkg libdw-dev || want libdw-dev
+        have_pkg libelf-dev || want libelf-dev
+        have_pkg zlib1g-dev || want zlib1g-dev
+    fi
+    have_cmd g++ || want g++
+    have_cmd eu-addr2line || want elfutils
+    have_cmd strip || want binutils
 }
 
 SUDO=()

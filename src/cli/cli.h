@@ -62,4 +62,16 @@ struct timespec;
 int run_count_tree_reports(const char *template_abs, const char *main_report, const struct timespec *since,
                            char **dir);
 
+/* Detail reports (detail_cmd.c): --depth N, --top N, --sort live|allocated
+ * for `report detail` and `diff`. Returns 1 (and sets *given) when argv[*i]
+ * was one of them, 0 when it is something else, -1 after a usage error. */
+struct detail_options;
+struct report;
+int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct detail_options *o, _Bool *given);
+/* `memtrail report detail FILE`: returns the exit code. */
+int detail_cli_report(const char *path, _Bool json, const struct report_scale *scale, const struct detail_options *o);
+/* The diff of two detail reports: the category diff, then the sites. */
+int detail_cli_diff(const struct report *base, const struct report *cur, _Bool json,
+                    const struct report_scale *scale, const struct detail_options *o);
+
 #endif /* MT_CLI_H */

@@ -3,6 +3,7 @@
  * `jcmd PID VM.native_memory summary.diff` (report_diff.c). Two builds of a
  * program, or a baseline and a later snapshot of one process. */
 #include "cli/cli.h"
+#include "report/detail.h"
 #include "report/report.h"
 
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include <string.h>
 
 static const char diff_usage[] =
-    "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json]\n"
+    "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json] [--depth N] [--top N]\n"
     "\n"
     "Compare two summary reports (.mtr): two runs of a program (e.g. two builds),\n"
     "or a baseline and a later snapshot of one process (mt_report_write()). For\n"
@@ -22,9 +23,16 @@ static const char diff_usage[] =
     "listed by the size of their change, largest first; memtrail's own last.\n"
     "Either file may be - (stdin).\n"
     "\n"
+    "When both are detail reports ('memtrail run --mode detail'), the allocation\n"
+    "sites that grew, shrank, appeared or went follow, largest change of live\n"
+    "bytes first, matched by symbolized stack (function names and module file\n"
+    "names, module+offset where no name is known) and category, not by address.\n"
+    "\n"
     "Options:\n"
     "  --scale KB|MB|GB  unit of the text, rounded to the nearest (default KB)\n"
     "  --json            print JSON instead (raw bytes; keys in docs/cli.md)\n"
+    "  --depth N         detail: match sites by their first N frames only\n"
+    "  --top N           detail: show the N largest changes only\n"
     "  -h, --help        show this help\n"
     "\n"
     "A report cut short is compared as far as it goes and named on stderr, with\n"
@@ -45,9 +53,10 @@ int cmd_diff(int argc, char **argv)
 {
     const char *positional[2];
     int npos = 0;
-    bool json = false, options_done = false;
+    bool json = false, options_done = false, detail_given = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
+    struct detail_options dopt = {0};
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -70,6 +79,10 @@ int cmd_diff(int argc, char **argv)
             return CLI_USAGE;
         if (m > 0)
             continue;
+        if ((m = detail_cli_option("diff", argc, argv, &i, &dopt, &detail_given)) < 0)
+            return CLI_USAGE;
+        if (m > 0)
+            continue;
         return cli_usage_error("diff", "unknown option '%s'", arg);
     }
     if (npos < 2)
@@ -86,13 +99,17 @@ int cmd_diff(int argc, char **argv)
         status = CLI_FAILED;    /* not a report: nothing to compare */
     } else {
         /* A truncated report still holds everything before the cut: compare it. */
-        int prc = json ? report_diff_print_json(stdout, &base, &cur)
-                       : report_diff_print_text(stdout, &base, &cur, &scale);
-        errno = 0;
-        if (prc == -ENOMEM)
-            status = cli_error("out of memory");
-        else if (fflush(stdout) != 0 || prc < 0)
-            status = cli_error("cannot write the diff to stdout: %s", strerror(errno ? errno : EIO));
+        if ((base.has & REPORT_HAS_SITES) && (cur.has & REPORT_HAS_SITES)) {
+            status = detail_cli_diff(&base, &cur, json, &scale, &dopt);
+        } else {
+            int prc = json ? report_diff_print_json(stdout, &base, &cur)
+                           : report_diff_print_text(stdout, &base, &cur, &scale);
+            errno = 0;
+            if (prc == -ENOMEM)
+                status = cli_error("out of memory");
+            else if (fflush(stdout) != 0 || prc < 0)
+                status = cli_error("cannot write the diff to stdout: %s", strerror(errno ? errno : EIO));
+        }
         if (brc < 0)
             status = cli_error("%s", base_err);
         if (crc < 0)

@@ -4,6 +4,7 @@
  * With a directory or several files, it summarises the process tree they
  * came from (one report per process; report_tree.c). */
 #include "cli/cli.h"
+#include "report/detail.h"
 #include "report/report.h"
 
 #include <dirent.h>
@@ -17,6 +18,8 @@
 static const char report_usage[] =
     "usage: memtrail report [summary] FILE [--scale KB|MB|GB] [--json]\n"
     "       memtrail report [summary] DIR|FILE FILE... [--scale KB|MB|GB] [--json]\n"
+    "       memtrail report detail FILE [--depth N] [--top N] [--sort live|allocated]\n"
+    "                                   [--scale KB|MB|GB] [--json]\n"
     "\n"
     "Print the summary report FILE (written by 'memtrail run'; - reads stdin) in\n"
     "the layout of HotSpot's 'jcmd PID VM.native_memory summary': the total,\n"
@@ -28,9 +31,19 @@ static const char report_usage[] =
     "Given a directory (every *.mtr in it) or several files, print one row per\n"
     "report instead: a process tree, each child under its parent, with totals.\n"
     "\n"
+    "'report detail' (a report of 'memtrail run --mode detail') prints the summary,\n"
+    "then the allocation sites, largest live bytes first, each with its call stack\n"
+    "symbolized from the modules' files and debug info: function, file:line\n"
+    "(inlined calls marked), module; module+offset where no symbol is known.\n"
+    "\n"
     "Options:\n"
     "  --scale KB|MB|GB  unit of the text report, rounded to the nearest (default KB)\n"
     "  --json            print JSON instead (raw byte counts; keys in docs/cli.md)\n"
+    "  --depth N         detail: show N frames per site, and merge the sites whose\n"
+    "                    first N frames and category are equal (counters summed)\n"
+    "  --top N           detail: show the N largest sites only\n"
+    "  --sort live|allocated  detail: order by live bytes (default) or by the\n"
+    "                    number of allocations (bytes allocated are not recorded)\n"
     "  -h, --help        show this help\n"
     "\n"
     "A report cut short (no end marker) is printed as far as it goes, with\n"
@@ -175,9 +188,10 @@ static int report_tree(char **args, int nargs, bool json, const struct report_sc
 static int report_main(int argc, char **argv, char **positional)
 {
     int npos = 0;
-    bool json = false, options_done = false;
+    bool json = false, options_done = false, detail_given = false, detail = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
+    struct detail_options dopt = {0};
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -198,6 +212,10 @@ static int report_main(int argc, char **argv, char **positional)
             return CLI_USAGE;
         if (m > 0)
             continue;
+        if ((m = detail_cli_option("report", argc, argv, &i, &dopt, &detail_given)) < 0)
+            return CLI_USAGE;
+        if (m > 0)
+            continue;
         return cli_usage_error("report", "unknown option '%s'", arg);
     }
     if (npos == 0)
@@ -210,12 +228,19 @@ static int report_main(int argc, char **argv, char **positional)
     size_t fl = strlen(first);
     bool view_like = strcmp(first, "-") != 0 && stat(first, &st) < 0 && !strchr(first, '/')
                      && !(fl > 4 && strcmp(first + fl - 4, ".mtr") == 0);
-    if (npos >= 2 && (strcmp(first, "summary") == 0 || view_like)) {
-        if (strcmp(positional[0], "summary") != 0)
-            return cli_usage_error("report", "unknown report '%s' (accepted: summary)", positional[0]);
+    if (npos >= 2 && (strcmp(first, "summary") == 0 || strcmp(first, "detail") == 0 || view_like)) {
+        if (strcmp(positional[0], "summary") != 0 && strcmp(positional[0], "detail") != 0)
+            return cli_usage_error("report", "unknown report '%s' (accepted: summary, detail)", positional[0]);
+        detail = strcmp(positional[0], "detail") == 0;
         positional++;
         npos--;
     }
+    if (detail_given && !detail)
+        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
+    if (detail && npos > 1)
+        return cli_usage_error("report", "'report detail' reads a single report (got %d files)", npos);
+    if (detail)
+        return detail_cli_report(positional[0], json, &scale, &dopt);
     const char *path = positional[0];
     if (npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
         for (int i = 0; i < npos; i++)
@@ -234,6 +259,9 @@ static int report_main(int argc, char **argv, char **positional)
     }
     /* A truncated report still holds everything before the cut: show it. */
     int prc = json ? report_print_json(stdout, &r) : report_print_text(stdout, &r, &scale);
+    if (!json && prc == 0 && (r.has & REPORT_HAS_SITES))
+        printf("Detail report: 'memtrail report detail %s' shows its %zu allocation sites with their stacks.\n",
+               path, r.nsites);
     report_free(&r);
     if (prc == -ENOMEM)
         return cli_error("out of memory");

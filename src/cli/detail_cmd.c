@@ -1,0 +1,127 @@
+/* detail_cmd.c — the command-line side of detail reports shared by
+ * `memtrail report detail` (cmd_report.c) and `memtrail diff` (cmd_diff.c):
+ * the --depth/--top/--sort options, opening the symbolizers, printing
+ * their warnings, and running the printers of report_detail.c. */
+#include "cli/cli.h"
+#include "report/detail.h"
+#include "symbol/symbol.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_count(const char *cmd, const char *opt, const char *v, int min, int max, int *out)
+{
+    int64_t n;
+    if (report_parse_i64(v, &n) < 0 || n < min || n > max)
+        return cli_usage_error(cmd, "bad value '%s' for %s (expected an integer from %d to %d)", v, opt, min, max),
+               -1;
+    *out = (int)n;
+    return 1;
+}
+
+int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct detail_options *o, bool *given)
+{
+    const char *v;
+    int m;
+    if ((m = cli_option_value(cmd, argc, argv, i, "--depth", NULL, &v)) != 0) {
+        *given = true;
+        return m < 0 ? -1 : parse_count(cmd, "--depth", v, 1, 1024, &o->depth);
+    }
+    if ((m = cli_option_value(cmd, argc, argv, i, "--top", NULL, &v)) != 0) {
+        *given = true;
+        return m < 0 ? -1 : parse_count(cmd, "--top", v, 1, 1000000000, &o->top);
+    }
+    if ((m = cli_option_value(cmd, argc, argv, i, "--sort", NULL, &v)) != 0) {
+        *given = true;
+        if (m < 0)
+            return -1;
+        if (strcmp(v, "live") == 0)
+            o->by_allocs = false;
+        else if (strcmp(v, "allocated") == 0 || strcmp(v, "allocs") == 0)
+            o->by_allocs = true;
+        else
+            return cli_usage_error(cmd, "bad value '%s' for --sort (accepted: live, allocated)", v), -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Each warning line as "memtrail: warning: ..." on stderr; `side` names
+ * the report in a diff (NULL otherwise). */
+static void print_warnings(struct symbolizer *s, const char *side)
+{
+    const char *w = sym_warnings(s);
+    while (*w) {
+        size_t len = strcspn(w, "\n");
+        fprintf(stderr, "memtrail: warning: %s%s%.*s\n", side ? side : "", side ? ": " : "", (int)len, w);
+        w += len + (w[len] == '\n');
+    }
+}
+
+static int write_status(int prc)
+{
+    if (prc == -ENOMEM)
+        return cli_error("out of memory");
+    errno = 0;
+    if (fflush(stdout) != 0 || prc < 0)
+        return cli_error("cannot write to stdout: %s", strerror(errno ? errno : EIO));
+    return CLI_OK;
+}
+
+int detail_cli_report(const char *path, bool json, const struct report_scale *scale, const struct detail_options *o)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
+                                    : report_read(path, &r, err, sizeof err);
+    if (rc < 0 && rc != -ENODATA) {
+        report_free(&r);
+        return cli_error("%s", err);
+    }
+    if (!(r.has & REPORT_HAS_SITES)) {
+        const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
+        int st = rc < 0 ? cli_error("%s", err)
+                        : cli_error("%s: not a detail report (mode %s, no stack_depth line): it has no allocation "
+                                    "sites; record one with 'memtrail run --mode detail'",
+                                    name, r.mode ? r.mode : "unknown");
+        report_free(&r);
+        return st;
+    }
+    struct symbolizer *s = sym_open(&r);
+    if (!s) {
+        report_free(&r);
+        return cli_error("out of memory");
+    }
+    print_warnings(s, NULL);
+    int st = write_status(json ? detail_print_json(stdout, &r, s, o) : detail_print_text(stdout, &r, s, o, scale));
+    sym_close(s);
+    report_free(&r);
+    if (st != CLI_OK)
+        return st;
+    if (rc < 0)
+        return cli_error("%s", err);
+    return CLI_OK;
+}
+
+int detail_cli_diff(const struct report *base, const struct report *cur, bool json,
+                    const struct report_scale *scale, const struct detail_options *o)
+{
+    struct symbolizer *sb = sym_open(base), *sc = sym_open(cur);
+    int st;
+    if (!sb || !sc) {
+        st = cli_error("out of memory");
+    } else {
+        print_warnings(sb, "BASE");
+        print_warnings(sc, "NEW");
+        int prc = json ? detail_diff_print_json(stdout, base, cur, sb, sc, o)
+                       : report_diff_print_text(stdout, base, cur, scale);
+        if (!json && prc == 0)
+            prc = detail_diff_print_text(stdout, base, cur, sb, sc, o, scale);
+        st = write_status(prc);
+    }
+    sym_close(sb);
+    sym_close(sc);
+    return st;
+}

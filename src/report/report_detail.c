@@ -1,0 +1,640 @@
+/* report_detail.c — the allocation sites of a detail-mode report, as
+ * `memtrail report detail` and `memtrail diff` show them: sites grouped
+ * (by their first --depth frames and category, as NMT aggregates its
+ * detail view), sorted, symbolized (symbol.c) and printed as NMT-like text
+ * or added to the summary's JSON document. Two reports are compared by
+ * symbolized stack, not raw address, so two runs or two builds (with their
+ * own load addresses) still match. */
+#include "report/detail.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SYM 16      /* symbolized frames per return address (inlined calls) */
+
+/* Sites merged into one row. */
+struct group {
+    const char *category;
+    const uint64_t *frames;     /* the first member's, cut to the depth */
+    size_t nframes;
+    struct report_counts n;     /* summed; peak_bytes is the sum of the members' peaks */
+    size_t nsites;
+    int64_t first_id;
+    char *key;                  /* diff: the symbolized stack */
+};
+
+struct grouping {
+    struct group *g;
+    size_t n;
+};
+
+static void grouping_free(struct grouping *gr)
+{
+    for (size_t i = 0; i < gr->n; i++)
+        free(gr->g[i].key);
+    free(gr->g);
+    gr->g = NULL;
+    gr->n = 0;
+}
+
+static size_t depth_of(const struct report_site *s, const struct detail_options *o)
+{
+    return o->depth > 0 && s->nframes > (size_t)o->depth ? (size_t)o->depth : s->nframes;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* --- the symbolized key of a stack (diff matching) ------------------------ */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *grown = realloc(b->p, cap);
+        if (!grown) {
+            b->oom = true;
+            return;
+        }
+        b->p = grown;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void buf_str(struct buf *b, const char *s)
+{
+    buf_add(b, s, strlen(s));
+}
+
+static void buf_hex(struct buf *b, const char *prefix, uint64_t v)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s0x%" PRIx64, prefix, v);
+    buf_str(b, tmp);
+}
+
+/* "category|f1;f1inl@module|f2@module|..." */
+static char *symbol_key(struct symbolizer *s, const char *category, const uint64_t *frames, size_t n)
+{
+    struct buf b = {0};
+    buf_str(&b, category);
+    for (size_t i = 0; i < n; i++) {
+        struct sym_frame f[MAX_SYM];
+        int k = sym_lookup(s, frames[i], f, MAX_SYM);
+        buf_str(&b, "|");
+        for (int j = 0; j < k; j++) {
+            if (j)
+                buf_str(&b, ";");
+            if (f[j].function)
+                buf_str(&b, f[j].function);
+            else if (f[j].module)
+                buf_hex(&b, "+", f[j].offset);
+            else
+                buf_hex(&b, "", f[j].address);
+        }
+        if (k > 0 && f[0].module) {
+            buf_str(&b, "@");
+            buf_str(&b, base_name(f[0].module));
+        }
+    }
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p ? b.p : strdup("");
+}
+
+/* --- grouping ------------------------------------------------------------- */
+
+struct keyed {
+    const struct report_site *site;
+    size_t depth;
+    char *key;      /* NULL: compare raw frames */
+};
+
+static int cmp_keyed(const void *pa, const void *pb)
+{
+    const struct keyed *a = pa, *b = pb;
+    if (a->key || b->key) {
+        int c = strcmp(a->key, b->key);
+        return c ? c : (a->site->id > b->site->id) - (a->site->id < b->site->id);
+    }
+    int c = strcmp(a->site->category, b->site->category);
+    if (c)
+        return c;
+    size_t n = a->depth < b->depth ? a->depth : b->depth;
+    for (size_t i = 0; i < n; i++)
+        if (a->site->frames[i] != b->site->frames[i])
+            return a->site->frames[i] < b->site->frames[i] ? -1 : 1;
+    if (a->depth != b->depth)
+        return a->depth < b->depth ? -1 : 1;
+    return (a->site->id > b->site->id) - (a->site->id < b->site->id);
+}
+
+static bool same_group(const struct keyed *a, const struct keyed *b)
+{
+    if (a->key)
+        return strcmp(a->key, b->key) == 0;
+    return strcmp(a->site->category, b->site->category) == 0 && a->depth == b->depth
+           && memcmp(a->site->frames, b->site->frames, a->depth * sizeof *a->site->frames) == 0;
+}
+
+static void add_counts(struct report_counts *sum, const struct report_counts *c)
+{
+    sum->live_bytes = report_add(sum->live_bytes, c->live_bytes);
+    sum->live_count = report_add(sum->live_count, c->live_count);
+    sum->peak_bytes = report_add(sum->peak_bytes, c->peak_bytes);
+    sum->allocs = report_add(sum->allocs, c->allocs);
+    sum->frees = report_add(sum->frees, c->frees);
+    sum->reallocs = report_add(sum->reallocs, c->reallocs);
+}
+
+/* Groups r's sites: by raw frames, or (s not NULL) by symbolized stack. */
+static int group_sites(const struct report *r, struct symbolizer *s, const struct detail_options *o,
+                       struct grouping *out)
+{
+    out->g = NULL;
+    out->n = 0;
+    struct keyed *k = calloc(r->nsites + 1, sizeof *k);
+    if (!k)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < r->nsites && rc == 0; i++) {
+        k[i].site = &r->sites[i];
+        k[i].depth = depth_of(&r->sites[i], o);
+        if (s && !(k[i].key = symbol_key(s, r->sites[i].category, r->sites[i].frames, k[i].depth)))
+            rc = -ENOMEM;
+    }
+    if (rc == 0)
+        qsort(k, r->nsites, sizeof *k, cmp_keyed);
+    if (rc == 0 && !(out->g = calloc(r->nsites + 1, sizeof *out->g)))
+        rc = -ENOMEM;
+    for (size_t i = 0; i < r->nsites && rc == 0; i++) {
+        if (i == 0 || !same_group(&k[i - 1], &k[i])) {
+            struct group *g = &out->g[out->n++];
+            g->category = k[i].site->category;
+            g->frames = k[i].site->frames;
+            g->nframes = k[i].depth;
+            g->first_id = k[i].site->id;
+            g->key = k[i].key;
+            k[i].key = NULL;
+        }
+        struct group *g = &out->g[out->n - 1];
+        add_counts(&g->n, &k[i].site->n);
+        g->nsites++;
+    }
+    for (size_t i = 0; i < r->nsites; i++)
+        free(k[i].key);
+    free(k);
+    if (rc < 0)
+        grouping_free(out);
+    return rc;
+}
+
+static bool by_allocs_sort;
+
+static int cmp_group(const void *pa, const void *pb)
+{
+    const struct group *a = pa, *b = pb;
+    int64_t x1 = by_allocs_sort ? a->n.allocs : a->n.live_bytes, y1 = by_allocs_sort ? b->n.allocs : b->n.live_bytes;
+    int64_t x2 = by_allocs_sort ? a->n.live_bytes : a->n.allocs, y2 = by_allocs_sort ? b->n.live_bytes : b->n.allocs;
+    if (x1 != y1)
+        return x1 > y1 ? -1 : 1;
+    if (x2 != y2)
+        return x2 > y2 ? -1 : 1;
+    return (a->first_id > b->first_id) - (a->first_id < b->first_id);
+}
+
+static void sort_groups(struct grouping *gr, const struct detail_options *o)
+{
+    by_allocs_sort = o->by_allocs;
+    qsort(gr->g, gr->n, sizeof *gr->g, cmp_group);
+}
+
+/* --- text ----------------------------------------------------------------- */
+
+#define COUNTS_INDENT 29    /* NMT's column for a site's counters */
+
+static void text_frames(FILE *out, struct symbolizer *s, const uint64_t *frames, size_t n)
+{
+    if (n == 0)
+        fputs("[no frames: allocations counted here when the site table was full]\n", out);
+    for (size_t i = 0; i < n; i++) {
+        struct sym_frame f[MAX_SYM];
+        int k = sym_lookup(s, frames[i], f, MAX_SYM);
+        for (int j = 0; j < k; j++) {
+            fprintf(out, "[0x%016" PRIx64 "] ", frames[i]);
+            if (f[j].function)
+                fputs(f[j].function, out);
+            else if (f[j].module)
+                fprintf(out, "%s+0x%" PRIx64, base_name(f[j].module), f[j].offset);
+            else
+                fputs("??", out);
+            if (f[j].inlined)
+                fputs(" [inlined]", out);
+            if (f[j].file && f[j].line > 0)
+                fprintf(out, " (%s:%d)", f[j].file, f[j].line);
+            else if (f[j].file)
+                fprintf(out, " (%s)", f[j].file);
+            if (f[j].function && f[j].module)
+                fprintf(out, " %s", base_name(f[j].module));
+            fputc('\n', out);
+        }
+    }
+}
+
+static void text_counts(FILE *out, const struct group *g, const struct report_scale *sc)
+{
+    fprintf(out, "%*s(%s: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, allocs=%" PRId64
+            ", frees=%" PRId64 ", reallocs=%" PRId64, COUNTS_INDENT, "", g->category,
+            report_scaled(g->n.live_bytes, sc->bytes), sc->unit, g->n.live_count,
+            report_scaled(g->n.peak_bytes, sc->bytes), sc->unit, g->n.allocs, g->n.frees, g->n.reallocs);
+    if (g->nsites > 1)
+        fprintf(out, "; %zu sites merged", g->nsites);
+    fputs(")\n\n", out);
+}
+
+int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o,
+                      const struct report_scale *sc)
+{
+    int rc = report_print_text(out, r, sc);
+    if (rc < 0)
+        return rc;
+    struct grouping gr;
+    if ((rc = group_sites(r, NULL, o, &gr)) < 0)
+        return rc;
+    sort_groups(&gr, o);
+    size_t shown = o->top > 0 && gr.n > (size_t)o->top ? (size_t)o->top : gr.n;
+    fprintf(out, "Allocation sites: %zu", shown);
+    if (shown < gr.n)
+        fprintf(out, " of %zu", gr.n);
+    fprintf(out, ", by %s (stack depth %" PRId64 ", %s", o->by_allocs ? "allocations" : "live bytes",
+            r->stack_depth, r->unwinder ? r->unwinder : "unwinder unknown");
+    if (o->depth > 0)
+        fprintf(out, "; first %d frames, %zu sites merged into %zu", o->depth, r->nsites, gr.n);
+    fputs("):\n\n", out);
+    for (size_t i = 0; i < shown; i++) {
+        text_frames(out, s, gr.g[i].frames, gr.g[i].nframes);
+        text_counts(out, &gr.g[i], sc);
+    }
+    if (r->sites_dropped)
+        fprintf(out, "Dropped: %" PRId64 " allocations found the site table full; they are counted in the "
+                "site without frames.\n", r->sites_dropped);
+    grouping_free(&gr);
+    return ferror(out) ? -EIO : 0;
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+static void json_frames(FILE *out, struct symbolizer *s, const uint64_t *frames, size_t n)
+{
+    fputs("\"frames\": [", out);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        struct sym_frame f[MAX_SYM];
+        int k = sym_lookup(s, frames[i], f, MAX_SYM);
+        for (int j = 0; j < k; j++) {
+            fputs(first ? "\n      {" : ",\n      {", out);
+            first = false;
+            fputs("\"function\": ", out);
+            report_json_string(out, f[j].function);
+            fputs(", \"file\": ", out);
+            report_json_string(out, f[j].file);
+            if (f[j].line > 0)
+                fprintf(out, ", \"line\": %d", f[j].line);
+            else
+                fputs(", \"line\": null", out);
+            fputs(", \"module\": ", out);
+            report_json_string(out, f[j].module);
+            fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"offset\": ", f[j].address);
+            if (f[j].module)
+                fprintf(out, "\"0x%" PRIx64 "\"", f[j].offset);
+            else
+                fputs("null", out);
+            fprintf(out, ", \"inlined\": %s}", f[j].inlined ? "true" : "false");
+        }
+    }
+    fputs(first ? "]" : "\n    ]", out);
+}
+
+static void json_counts(FILE *out, const struct report_counts *c)
+{
+    fprintf(out, "\"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64 ", \"peak_bytes\": %" PRId64
+            ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64 ", \"reallocs\": %" PRId64,
+            c->live_bytes, c->live_count, c->peak_bytes, c->allocs, c->frees, c->reallocs);
+}
+
+/* The warnings, one JSON string each. */
+static void json_warnings(FILE *out, const char *key, struct symbolizer *s)
+{
+    fprintf(out, "  \"%s\": [", key);
+    const char *w = sym_warnings(s);
+    bool first = true;
+    while (*w) {
+        size_t len = strcspn(w, "\n");
+        char *line = strndup(w, len);
+        fputs(first ? "" : ", ", out);
+        first = false;
+        report_json_string(out, line ? line : "");
+        free(line);
+        w += len + (w[len] == '\n');
+    }
+    fputs("],\n", out);
+}
+
+/* Prints `doc` (a JSON object ending in "}\n") without its closing brace,
+ * then ",\n", so more keys can follow. */
+static int open_document(FILE *out, char *doc, size_t len)
+{
+    while (len && (doc[len - 1] == '\n' || doc[len - 1] == ' '))
+        len--;
+    if (!len || doc[len - 1] != '}')
+        return -EIO;
+    len--;
+    while (len && (doc[len - 1] == '\n' || doc[len - 1] == ' '))
+        len--;
+    fwrite(doc, 1, len, out);
+    fputs(",\n", out);
+    return 0;
+}
+
+int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o)
+{
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&doc, &len);
+    if (!mem)
+        return -ENOMEM;
+    int rc = report_print_json(mem, r);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = open_document(out, doc, len);
+    free(doc);
+    if (rc < 0)
+        return rc;
+
+    struct grouping gr;
+    if ((rc = group_sites(r, NULL, o, &gr)) < 0)
+        return rc;
+    sort_groups(&gr, o);
+    size_t shown = o->top > 0 && gr.n > (size_t)o->top ? (size_t)o->top : gr.n;
+    fprintf(out, "  \"stack_depth\": %" PRId64 ",\n  \"unwinder\": ", r->stack_depth);
+    report_json_string(out, r->unwinder);
+    fprintf(out, ",\n  \"sites_dropped\": %" PRId64 ",\n  \"sites_total\": %zu,\n", r->sites_dropped, gr.n);
+    json_warnings(out, "symbol_warnings", s);
+    fputs("  \"sites\": [", out);
+    for (size_t i = 0; i < shown; i++) {
+        const struct group *g = &gr.g[i];
+        fputs(i ? ",\n    {" : "\n    {", out);
+        fprintf(out, "\"id\": %" PRId64 ", \"merged_sites\": %zu, \"category\": ", g->first_id, g->nsites);
+        report_json_string(out, g->category);
+        fputs(", ", out);
+        json_counts(out, &g->n);
+        fputs(",\n    ", out);
+        json_frames(out, s, g->frames, g->nframes);
+        fputc('}', out);
+    }
+    fputs(shown ? "\n  ]\n}\n" : "]\n}\n", out);
+    grouping_free(&gr);
+    return ferror(out) ? -EIO : 0;
+}
+
+/* --- diff ----------------------------------------------------------------- */
+
+struct drow {
+    const struct group *b, *c;  /* either may be NULL: gone / new */
+};
+
+static const struct report_counts zero;
+
+static const struct report_counts *counts(const struct group *g)
+{
+    return g ? &g->n : &zero;
+}
+
+static int64_t abs64(int64_t v)
+{
+    return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
+}
+
+static bool unchanged(const struct drow *w)
+{
+    return w->b && w->c && memcmp(&w->b->n, &w->c->n, sizeof w->b->n) == 0;
+}
+
+static const char *status_of(const struct drow *w)
+{
+    return !w->b ? "new" : !w->c ? "gone" : unchanged(w) ? "unchanged" : "changed";
+}
+
+static int cmp_drow(const void *pa, const void *pb)
+{
+    const struct drow *a = pa, *b = pb;
+    int64_t da = abs64(report_sub(counts(a->c)->live_bytes, counts(a->b)->live_bytes));
+    int64_t db = abs64(report_sub(counts(b->c)->live_bytes, counts(b->b)->live_bytes));
+    if (da != db)
+        return da > db ? -1 : 1;
+    da = abs64(report_sub(counts(a->c)->allocs, counts(a->b)->allocs));
+    db = abs64(report_sub(counts(b->c)->allocs, counts(b->b)->allocs));
+    if (da != db)
+        return da > db ? -1 : 1;
+    const char *ka = (a->c ? a->c : a->b)->key, *kb = (b->c ? b->c : b->b)->key;
+    return strcmp(ka, kb);
+}
+
+static int cmp_key(const void *pa, const void *pb)
+{
+    return strcmp(((const struct group *)pa)->key, ((const struct group *)pb)->key);
+}
+
+struct diff {
+    struct grouping gb, gc;
+    struct drow *rows;
+    size_t n;
+};
+
+static void diff_free(struct diff *d)
+{
+    grouping_free(&d->gb);
+    grouping_free(&d->gc);
+    free(d->rows);
+}
+
+/* Match the two sides' groups by key (both sorted by key: a merge). */
+static int diff_build(struct diff *d, const struct report *base, const struct report *cur, struct symbolizer *sb,
+                      struct symbolizer *sc, const struct detail_options *o)
+{
+    memset(d, 0, sizeof *d);
+    int rc = group_sites(base, sb, o, &d->gb);
+    if (rc == 0)
+        rc = group_sites(cur, sc, o, &d->gc);
+    if (rc == 0 && !(d->rows = calloc(d->gb.n + d->gc.n + 1, sizeof *d->rows)))
+        rc = -ENOMEM;
+    if (rc < 0) {
+        diff_free(d);
+        return rc;
+    }
+    qsort(d->gb.g, d->gb.n, sizeof *d->gb.g, cmp_key);
+    qsort(d->gc.g, d->gc.n, sizeof *d->gc.g, cmp_key);
+    size_t i = 0, j = 0;
+    while (i < d->gb.n || j < d->gc.n) {
+        int c = i == d->gb.n ? 1 : j == d->gc.n ? -1 : strcmp(d->gb.g[i].key, d->gc.g[j].key);
+        struct drow *w = &d->rows[d->n++];
+        if (c <= 0)
+            w->b = &d->gb.g[i++];
+        if (c >= 0)
+            w->c = &d->gc.g[j++];
+    }
+    qsort(d->rows, d->n, sizeof *d->rows, cmp_drow);
+    return 0;
+}
+
+static void t_delta_bytes(FILE *out, const char *key, int64_t cur, int64_t base, const struct report_scale *sc)
+{
+    fprintf(out, "%s%" PRId64 "%s", key, report_scaled(cur, sc->bytes), sc->unit);
+    int64_t d = report_scaled(report_sub(cur, base), sc->bytes);
+    if (d)
+        fprintf(out, " %+" PRId64 "%s", d, sc->unit);
+}
+
+static void t_delta(FILE *out, const char *key, int64_t cur, int64_t base)
+{
+    fprintf(out, "%s%" PRId64, key, cur);
+    if (cur != base)
+        fprintf(out, " %+" PRId64, report_sub(cur, base));
+}
+
+int detail_diff_print_text(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
+                           struct symbolizer *sc, const struct detail_options *o, const struct report_scale *scale)
+{
+    struct diff d;
+    int rc = diff_build(&d, base, cur, sb, sc, o);
+    if (rc < 0)
+        return rc;
+    size_t grew = 0, shrank = 0, added = 0, gone = 0, same = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        const struct drow *w = &d.rows[i];
+        int64_t dl = report_sub(counts(w->c)->live_bytes, counts(w->b)->live_bytes);
+        if (!w->b)
+            added++;
+        else if (!w->c)
+            gone++;
+        else if (unchanged(w))
+            same++;
+        else if (dl < 0)
+            shrank++;
+        else
+            grew++;
+    }
+    fprintf(out, "\nAllocation sites, matched by symbolized stack%s: %zu grew, %zu shrank, %zu new, %zu gone, "
+            "%zu unchanged (not shown)\n\n", o->depth > 0 ? " (first frames only: --depth)" : "", grew, shrank,
+            added, gone, same);
+    size_t shown = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        const struct drow *w = &d.rows[i];
+        if (unchanged(w))
+            continue;
+        if (o->top > 0 && shown == (size_t)o->top)
+            break;
+        shown++;
+        const struct group *g = w->c ? w->c : w->b;
+        text_frames(out, w->c ? sc : sb, g->frames, g->nframes);
+        const struct report_counts *c = counts(w->c), *b = counts(w->b);
+        fprintf(out, "%*s(%s: ", COUNTS_INDENT, "", g->category);
+        t_delta_bytes(out, "live=", c->live_bytes, b->live_bytes, scale);
+        fputs(" (", out);
+        t_delta(out, "", c->live_count, b->live_count);
+        fputs(" blocks), ", out);
+        t_delta_bytes(out, "peak=", c->peak_bytes, b->peak_bytes, scale);
+        t_delta(out, ", allocs=", c->allocs, b->allocs);
+        t_delta(out, ", frees=", c->frees, b->frees);
+        fprintf(out, ")%s\n\n", !w->b ? " [new]" : !w->c ? " [gone]" : "");
+    }
+    diff_free(&d);
+    return ferror(out) ? -EIO : 0;
+}
+
+static void j_side(FILE *out, const char *key, const struct group *g)
+{
+    fprintf(out, ", \"%s\": ", key);
+    if (!g) {
+        fputs("null", out);
+        return;
+    }
+    fputc('{', out);
+    json_counts(out, &g->n);
+    fprintf(out, ", \"merged_sites\": %zu}", g->nsites);
+}
+
+int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
+                           struct symbolizer *sc, const struct detail_options *o)
+{
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&doc, &len);
+    if (!mem)
+        return -ENOMEM;
+    int rc = report_diff_print_json(mem, base, cur);
+    if (fclose(mem) != 0 && rc == 0)
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = open_document(out, doc, len);
+    free(doc);
+    if (rc < 0)
+        return rc;
+    struct diff d;
+    if ((rc = diff_build(&d, base, cur, sb, sc, o)) < 0)
+        return rc;
+    json_warnings(out, "symbol_warnings_base", sb);
+    json_warnings(out, "symbol_warnings_new", sc);
+    fputs("  \"sites\": [", out);
+    size_t shown = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        const struct drow *w = &d.rows[i];
+        if (o->top > 0 && shown == (size_t)o->top)
+            break;
+        const struct group *g = w->c ? w->c : w->b;
+        const struct report_counts *c = counts(w->c), *b = counts(w->b);
+        struct report_counts delta = {
+            report_sub(c->live_bytes, b->live_bytes), report_sub(c->live_count, b->live_count),
+            report_sub(c->peak_bytes, b->peak_bytes), report_sub(c->allocs, b->allocs),
+            report_sub(c->frees, b->frees), report_sub(c->reallocs, b->reallocs),
+        };
+        fputs(shown++ ? ",\n    {" : "\n    {", out);
+        fputs("\"status\": ", out);
+        report_json_string(out, status_of(w));
+        fputs(", \"category\": ", out);
+        report_json_string(out, g->category);
+        fputs(", \"key\": ", out);
+        report_json_string(out, g->key);
+        j_side(out, "base", w->b);
+        j_side(out, "new", w->c);
+        fputs(", \"delta\": {", out);
+        json_counts(out, &delta);
+        fputs("},\n    ", out);
+        json_frames(out, w->c ? sc : sb, g->frames, g->nframes);
+        fputc('}', out);
+    }
+    fputs(shown ? "\n  ]\n}\n" : "]\n}\n", out);
+    diff_free(&d);
+    return ferror(out) ? -EIO : 0;
+}

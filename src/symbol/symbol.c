@@ -1,0 +1,451 @@
+/* symbol.c — offline symbolization of a detail report's return addresses
+ * with libdw (elfutils). Each recorded module gets its own Dwfl, reported
+ * from the file on disk at the module's recorded bias; the recorded
+ * build-id is checked against the file's, so a rebuilt binary is not
+ * trusted. Debug info comes from the file itself or from where
+ * dwfl_standard_find_debuginfo looks (/usr/lib/debug/.build-id/...,
+ * .gnu_debuglink). An address inside inlined code expands to one frame per
+ * inlined call (DW_TAG_inlined_subroutine scopes, their DW_AT_call_file and
+ * DW_AT_call_line giving the outer frames' lines). Results are cached per
+ * address: a report repeats the same return addresses across sites. */
+#include "symbol/symbol.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* libstdc++'s demangler (linked with -lstdc++); C++ names only. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Inlined calls expanded per address, at most (deeper nests are cut). */
+#define SYM_MAX_INLINE 16
+
+enum sym_state {
+    MOD_UNOPENED,
+    MOD_FULL,       /* ELF (and maybe DWARF) usable */
+    MOD_OFFSET,     /* module + offset only */
+};
+
+struct sym_module {
+    const struct report_module *rm;
+    enum sym_state state;
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    GElf_Addr dwfl_bias;    /* where libdwfl placed the file: its address = ELF address + dwfl_bias */
+};
+
+struct cache_entry {
+    uint64_t address;       /* 0: empty slot (address 0 is never cached) */
+    struct sym_frame *frames;
+    int n;
+};
+
+struct symbolizer {
+    const struct report *r;
+    struct sym_module *mods;
+    size_t nmods;
+    struct cache_entry *cache;
+    size_t cache_cap, cache_used;
+    char **strings;         /* every string frames point at */
+    size_t nstrings, strings_cap;
+    char *warnings;
+    size_t warnings_len;
+};
+
+static char *debuginfo_path;   /* NULL: libdwfl's default search path */
+static const Dwfl_Callbacks offline_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+/* Keep `s` (taking ownership) for the symbolizer's lifetime. */
+static const char *keep(struct symbolizer *s, char *str)
+{
+    if (!str)
+        return NULL;
+    if (s->nstrings == s->strings_cap) {
+        size_t cap = s->strings_cap ? 2 * s->strings_cap : 64;
+        char **grown = realloc(s->strings, cap * sizeof *grown);
+        if (!grown) {
+            free(str);
+            return NULL;
+        }
+        s->strings = grown;
+        s->strings_cap = cap;
+    }
+    s->strings[s->nstrings++] = str;
+    return str;
+}
+
+static const char *keep_copy(struct symbolizer *s, const char *str)
+{
+    return str ? keep(s, strdup(str)) : NULL;
+}
+
+/* A C++ symbol demangled, others as they are. */
+static const char *function_name(struct symbolizer *s, const char *name)
+{
+    if (!name)
+        return NULL;
+    if (name[0] == '_' && name[1] == 'Z') {
+        int status = -1;
+        char *d = __cxa_demangle(name, NULL, NULL, &status);
+        if (d && status == 0)
+            return keep(s, d);
+        free(d);
+    }
+    return keep_copy(s, name);
+}
+
+static void warn(struct symbolizer *s, const char *path, const char *why)
+{
+    char *line;
+    int n = asprintf(&line, "%s%s: %s", s->warnings_len ? "\n" : "", path, why);
+    if (n < 0)
+        return;
+    char *grown = realloc(s->warnings, s->warnings_len + (size_t)n + 1);
+    if (grown) {
+        memcpy(grown + s->warnings_len, line, (size_t)n + 1);
+        s->warnings = grown;
+        s->warnings_len += (size_t)n;
+    }
+    free(line);
+}
+
+/* Opens module m on first use: the file, its build-id, its debug info. */
+static void open_module(struct symbolizer *s, struct sym_module *m)
+{
+    const struct report_module *rm = m->rm;
+    m->state = MOD_OFFSET;
+    if (access(rm->path, R_OK) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "%s; frames in it shown as module+offset",
+                 errno == ENOENT ? "no such file" : strerror(errno));
+        warn(s, rm->path, why);
+        return;
+    }
+    m->dwfl = dwfl_begin(&offline_callbacks);
+    if (!m->dwfl)
+        return;
+    dwfl_report_begin(m->dwfl);
+    m->mod = dwfl_report_elf(m->dwfl, rm->path, rm->path, -1, rm->bias, false);
+    dwfl_report_end(m->dwfl, NULL, NULL);
+    if (!m->mod) {
+        char why[200];
+        snprintf(why, sizeof why, "cannot read it as ELF (%s); frames in it shown as module+offset",
+                 dwfl_errmsg(-1));
+        warn(s, rm->path, why);
+        return;
+    }
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(m->mod, &bits, &vaddr);
+    if (rm->buildid) {
+        char hex[2 * 64 + 1] = "";
+        for (int i = 0; i < len && i < 64; i++)
+            snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+        if (len <= 0 || strcmp(hex, rm->buildid) != 0) {
+            char why[400];
+            snprintf(why, sizeof why, "build-id differs: rebuilt since the run? (recorded %.128s, file has %s); "
+                     "frames in it shown as module+offset", rm->buildid, len > 0 ? hex : "none");
+            warn(s, rm->path, why);
+            return;
+        }
+    }
+    if (!dwfl_module_getelf(m->mod, &m->dwfl_bias)) {
+        warn(s, rm->path, "cannot read its ELF data; frames in it shown as module+offset");
+        return;
+    }
+    m->state = MOD_FULL;
+    GElf_Addr dwbias;
+    if (!dwfl_module_getdwarf(m->mod, &dwbias))
+        warn(s, rm->path, "no debug info (stripped?): function names from its symbol table only, no file:line");
+}
+
+static struct sym_module *find_module(struct symbolizer *s, uint64_t pc)
+{
+    for (size_t i = 0; i < s->nmods; i++) {
+        const struct report_module *rm = s->mods[i].rm;
+        if (pc >= rm->start && pc < rm->end)
+            return &s->mods[i];
+    }
+    return NULL;
+}
+
+struct symbolizer *sym_open(const struct report *r)
+{
+    struct symbolizer *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->r = r;
+    s->mods = calloc(r->nmodules + 1, sizeof *s->mods);
+    s->cache_cap = 256;
+    s->cache = calloc(s->cache_cap, sizeof *s->cache);
+    s->warnings = strdup("");
+    if (!s->mods || !s->cache || !s->warnings) {
+        sym_close(s);
+        return NULL;
+    }
+    s->nmods = r->nmodules;
+    for (size_t i = 0; i < r->nmodules; i++)
+        s->mods[i].rm = &r->modules[i];
+    /* The modules some frame lies in are opened now, so that sym_warnings
+     * is complete from the start (and says nothing of unused ones). */
+    for (size_t i = 0; i < r->nsites; i++) {
+        for (size_t j = 0; j < r->sites[i].nframes; j++) {
+            uint64_t pc = r->sites[i].frames[j];
+            struct sym_module *m = find_module(s, pc ? pc - 1 : 0);
+            if (m && m->state == MOD_UNOPENED)
+                open_module(s, m);
+        }
+    }
+    return s;
+}
+
+/* The name of a subprogram or inlined_subroutine DIE: its linkage name
+ * demangled when it has one (C++: qualified, with parameters), else
+ * DW_AT_name; both looked up through abstract_origin/specification. */
+static const char *die_name(struct symbolizer *s, Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+    if (!name)
+        name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (!name)
+        name = dwarf_diename(die);
+    return function_name(s, name);
+}
+
+/* A source file name as kept: relative names joined to the compilation
+ * directory, as the compiler saw them. */
+static const char *source_path(struct symbolizer *s, const char *comp_dir, const char *name)
+{
+    if (!name)
+        return NULL;
+    if (name[0] == '/' || !comp_dir || !*comp_dir)
+        return keep_copy(s, name);
+    char *joined;
+    if (asprintf(&joined, "%s/%s", comp_dir, name) < 0)
+        return NULL;
+    return keep(s, joined);
+}
+
+static bool is_function(Dwarf_Die *die)
+{
+    int tag = dwarf_tag(die);
+    return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* Expands the inlined calls at `pc` (Dwfl address) of m into out[];
+ * returns how many frames, or 0 when DWARF has nothing for it. The
+ * innermost function scope comes from dwarf_getscopes; each inlined
+ * instance's caller is the next function scope around that instance
+ * (dwarf_getscopes_die: the concrete tree, not the abstract origin's). */
+static int dwarf_frames(struct symbolizer *s, struct sym_module *m, uint64_t pc, const char *file, int line,
+                        struct sym_frame *out, int max)
+{
+    Dwarf_Addr cubias;
+    Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, pc, &cubias);
+    if (!cudie)
+        return 0;
+    Dwarf_Die *scopes = NULL;
+    int nscopes = dwarf_getscopes(cudie, pc - cubias, &scopes);
+    Dwarf_Die die;
+    int i = 0;
+    while (i < nscopes && !is_function(&scopes[i]))
+        i++;
+    if (i == nscopes) {
+        free(scopes);
+        return 0;
+    }
+    die = scopes[i];
+    free(scopes);
+
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+        files = NULL;
+    int n = 0;
+    while (n < max) {
+        struct sym_frame *f = &out[n++];
+        bool inlined = dwarf_tag(&die) == DW_TAG_inlined_subroutine;
+        f->function = die_name(s, &die);
+        f->file = file;
+        f->line = line;
+        f->inlined = inlined;
+        if (!inlined)
+            break;
+        /* The next frame out is at this inlined call's call site. */
+        Dwarf_Attribute attr;
+        Dwarf_Word fileidx = 0, callline = 0;
+        file = NULL;
+        line = 0;
+        if (files && dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &fileidx) == 0 && fileidx < nfiles)
+            file = source_path(s, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr)),
+                               dwarf_filesrc(files, fileidx, NULL, NULL));
+        if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &callline) == 0)
+            line = (int)callline;
+        Dwarf_Die *outer = NULL;
+        int nouter = dwarf_getscopes_die(&die, &outer);
+        int j = 1;
+        while (j < nouter && !is_function(&outer[j]))
+            j++;
+        if (j >= nouter) {
+            free(outer);
+            /* The caller's scope is unknown: keep its call site without a name. */
+            if (n < max)
+                out[n++] = (struct sym_frame){ .file = file, .line = line };
+            break;
+        }
+        die = outer[j];
+        free(outer);
+    }
+    return n;
+}
+
+/* Symbolizes pc (the recorded return address) without the cache. */
+static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, int max)
+{
+    struct sym_frame base = { .address = address };
+    uint64_t pc = address ? address - 1 : 0;   /* inside the call instruction */
+    struct sym_module *m = find_module(s, pc);
+    if (!m) {
+        out[0] = base;
+        return 1;
+    }
+    if (m->state == MOD_UNOPENED)
+        open_module(s, m);
+    base.module = m->rm->path;
+    base.offset = address - m->rm->bias;
+    if (m->state != MOD_FULL) {
+        out[0] = base;
+        return 1;
+    }
+    /* The ELF address, placed where libdwfl put the file. */
+    uint64_t dpc = pc - m->rm->bias + m->dwfl_bias;
+
+    const char *file = NULL;
+    int line = 0;
+    Dwfl_Line *dl = dwfl_module_getsrc(m->mod, dpc);
+    if (dl) {
+        int lineno = 0;
+        const char *src = dwfl_lineinfo(dl, NULL, &lineno, NULL, NULL, NULL);
+        if (src && lineno > 0) {
+            file = source_path(s, dwfl_line_comp_dir(dl), src);
+            line = lineno;
+        }
+    }
+    int n = dwarf_frames(s, m, dpc, file, line, out, max);
+    if (n == 0) {
+        /* No DWARF scope: the symbol table's name (.symtab or .dynsym). */
+        GElf_Off off;
+        GElf_Sym sym;
+        const char *name = dwfl_module_addrinfo(m->mod, dpc, &off, &sym, NULL, NULL, NULL);
+        out[0] = base;
+        out[0].function = function_name(s, name);
+        out[0].file = file;
+        out[0].line = line;
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        out[i].module = base.module;
+        out[i].address = address;
+        out[i].offset = base.offset;
+    }
+    /* A DWARF scope without a name (rare): fall back to the symbol table. */
+    if (!out[n - 1].function) {
+        GElf_Off off;
+        GElf_Sym sym;
+        out[n - 1].function = function_name(s, dwfl_module_addrinfo(m->mod, dpc, &off, &sym, NULL, NULL, NULL));
+    }
+    return n;
+}
+
+static size_t slot_of(uint64_t address, size_t cap)
+{
+    uint64_t h = address * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+static int cache_grow(struct symbolizer *s)
+{
+    size_t cap = 2 * s->cache_cap;
+    struct cache_entry *grown = calloc(cap, sizeof *grown);
+    if (!grown)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->cache_cap; i++) {
+        if (!s->cache[i].address)
+            continue;
+        size_t j = slot_of(s->cache[i].address, cap);
+        while (grown[j].address)
+            j = (j + 1) & (cap - 1);
+        grown[j] = s->cache[i];
+    }
+    free(s->cache);
+    s->cache = grown;
+    s->cache_cap = cap;
+    return 0;
+}
+
+int sym_lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, int max)
+{
+    if (max <= 0)
+        return 0;
+    size_t j = slot_of(address, s->cache_cap);
+    while (address && s->cache[j].address) {
+        if (s->cache[j].address == address) {
+            int n = s->cache[j].n < max ? s->cache[j].n : max;
+            memcpy(out, s->cache[j].frames, (size_t)n * sizeof *out);
+            return n;
+        }
+        j = (j + 1) & (s->cache_cap - 1);
+    }
+    struct sym_frame frames[SYM_MAX_INLINE];
+    memset(frames, 0, sizeof frames);
+    int n = lookup(s, address, frames, SYM_MAX_INLINE);
+    if (address && (s->cache_used + 1) * 2 <= s->cache_cap) {
+        struct sym_frame *copy = malloc((size_t)n * sizeof *copy);
+        if (copy) {
+            memcpy(copy, frames, (size_t)n * sizeof *copy);
+            s->cache[j] = (struct cache_entry){ address, copy, n };
+            s->cache_used++;
+            if ((s->cache_used + 1) * 2 > s->cache_cap)
+                cache_grow(s);
+        }
+    }
+    if (n > max)
+        n = max;
+    memcpy(out, frames, (size_t)n * sizeof *out);
+    return n;
+}
+
+const char *sym_warnings(struct symbolizer *s)
+{
+    return s->warnings ? s->warnings : "";
+}
+
+void sym_close(struct symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nmods; i++)
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+    free(s->mods);
+    if (s->cache)
+        for (size_t i = 0; i < s->cache_cap; i++)
+            free(s->cache[i].frames);
+    free(s->cache);
+    for (size_t i = 0; i < s->nstrings; i++)
+        free(s->strings[i]);
+    free(s->strings);
+    free(s->warnings);
+    free(s);
+}
