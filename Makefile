@@ -25,6 +25,8 @@ BIN   := $(BUILD)/bin/memtrail
 AGENT := $(BUILD)/lib/libmemtrail.so
 STUB  := $(BUILD)/lib/libmemtrail-stub.so
 PC    := $(BUILD)/lib/pkgconfig/memtrail.pc
+# Exports of detail reports: folded stacks and pprof (zlib, in CLI_LIBS).
+CLI_SRC += $(wildcard src/export/*.c)
 
 # Test programs that run under the agent (plain build, no sanitizer: the
 # agent interposes malloc, and so would ASan).

@@ -76,6 +76,9 @@ check() {
     have_cmd g++ || want g++
     have_cmd eu-addr2line || want elfutils
     have_cmd strip || want binutils
+    # memtrail export's tests read the pprof output back with protoc and go tool pprof.
+    have_cmd protoc || want protobuf-compiler
+    have_cmd go || want golang-go
 }
 
 SUDO=()
