@@ -45,7 +45,7 @@ $(AGENT): $(AGENT_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -fvisibility=hidden -fno-builtin-malloc \
 	  -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc -ftls-model=initial-exec \
-	  -fno-stack-protector -Wl,-z,nodelete -o $@ $(AGENT_SRC) -ldl -lpthread
+	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete -o $@ $(AGENT_SRC) -lunwind -ldl -lpthread
 
 $(STUB): src/stub/stub.c include/memtrail.h
 	@mkdir -p $(dir $@)
