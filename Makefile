@@ -111,3 +111,21 @@ uninstall:
 
 clean:
 	rm -rf $(BUILD)
+
+# Detail mode's test program: allocations from a shared library's function
+# too, and a copy built with frame pointers for the frame-pointer walk.
+$(BUILD)/tests/agent/libdetail_lib.so: tests/agent/lib/detail_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/tests/agent/detail: tests/agent/detail.c $(BUILD)/tests/agent/libdetail_lib.so $(STUB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/tests/agent -ldetail_lib \
+	  -Wl,-rpath,'$$ORIGIN' -lpthread
+
+$(BUILD)/tests/agent/detail_fp: tests/agent/detail.c $(BUILD)/tests/agent/libdetail_lib.so $(STUB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer -fno-builtin -o $@ $< -L$(BUILD)/tests/agent \
+	  -ldetail_lib -Wl,-rpath,'$$ORIGIN' -lpthread
+
+tests: $(BUILD)/tests/agent/detail_fp
