@@ -189,3 +189,56 @@ expect_eq export-help "0" "$rc"
 contains export-help-text "--format folded|pprof" "$out"
 run_mt "$MT_ASAN" help export
 expect_eq export-help-command "0" "$rc"
+
+# --- end to end: a real detail report -------------------------------------------
+# tests/agent/detail.c allocates from known functions and prints its ledger
+# ("fn NAME live_bytes N live_count N allocs N"); the exports, attributed by
+# their innermost function (an inlined helper counts for the function it was
+# inlined into), must give the ledger's numbers, and their totals the
+# report's total.
+if [ -x "$TBIN/detail" ] && [ -e "$AGENT" ]; then
+    "$MT" run --mode detail -o "$T/e2e.mtr" -- "$TBIN/detail" threads 2 recurse 3 >"$T/e2e.ledger" 2>/dev/null
+    expect_eq e2e-run-complete "end" "$(tail -n1 "$T/e2e.mtr")"
+    # by_leaf FOLDED: "NAME SUM" per innermost function
+    by_leaf() {
+        python3 - "$1" "$T/e2e.ledger" "$2" <<'PY'
+import sys
+sums = {}
+for line in open(sys.argv[1]):
+    stack, value = line.rsplit(None, 1)
+    frames = stack.split(";")
+    leaf = frames[-1]
+    if leaf == "inlined_alloc" and len(frames) > 1:
+        leaf = frames[-2]
+    sums[leaf] = sums.get(leaf, 0) + int(value)
+for line in open(sys.argv[2]):
+    f = line.split()
+    want = int(f[f.index(sys.argv[3]) + 1])
+    print("%s %s" % (f[1], "ok" if sums.get(f[1], 0) == want else "ledger %d, export %d" % (want, sums.get(f[1], 0))))
+PY
+    }
+    for v in live_bytes allocs; do
+        "$MT_ASAN" export "$T/e2e.mtr" --format folded --value "$v" -o "$T/e2e.$v.folded"
+        expect_eq "e2e-folded-$v-rc" 0 "$?"
+        while read -r fn verdict; do
+            expect_eq "e2e-folded-$v-$fn" ok "$verdict"
+        done < <(by_leaf "$T/e2e.$v.folded" "$v")
+    done
+    expect_eq e2e-folded-total "$(report_total "$T/e2e.mtr")" "$(folded_sum "$T/e2e.live_bytes.folded")"
+    expect_eq e2e-folded-inlined "main;inline_host;inlined_alloc 2100" \
+        "$(grep -o 'main;inline_host;inlined_alloc [0-9]*$' "$T/e2e.live_bytes.folded")"
+    "$MT_ASAN" export "$T/e2e.mtr" --format pprof 2>/dev/null
+    expect_eq e2e-pprof-rc 0 "$?"
+    gzip -dc "$T/e2e.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto >"$T/e2e.protoc"
+    expect_eq e2e-pprof-protoc-samples "$(grep -c '^site ' "$T/e2e.mtr")" "$(grep -c '^sample {' "$T/e2e.protoc")"
+    if command -v go >/dev/null 2>&1; then
+        top=$(go tool pprof -top -unit=byte -nodefraction=0 -symbolize=none "$T/e2e.pb.gz" 2>&1)
+        expect_match e2e-pprof-go-total "Total samples = $(report_total "$T/e2e.mtr")B" "$top"
+        for fn in from_static detail_lib_alloc regrow thread_work recurse; do
+            want=$(awk -v f="$fn" '$2 == f { print $4 }' "$T/e2e.ledger")
+            expect_match "e2e-pprof-go-flat-$fn" "^ *${want}B .* $fn\$" "$(grep " $fn\$" <<<"$top")"
+        done
+    fi
+else
+    echo "SKIP e2e: $TBIN/detail or the agent not built"
+fi
