@@ -53,15 +53,15 @@ contains "usage: report unknown option named" "memtrail: unknown option '--bogus
 contains "usage: report hint" "memtrail report --help" "$err"
 run_mt x "$MT_ASAN" report
 expect_eq "usage: report without file exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" report detail x.mtr
-expect_eq "usage: report detail exits 2" 2 "$rc"
-contains "usage: report detail names accepted" "(accepted: summary)" "$err"
+run_mt x "$MT_ASAN" report leaks x.mtr
+expect_eq "usage: report leaks exits 2" 2 "$rc"
+contains "usage: report leaks names accepted" "(accepted: summary, detail)" "$err"
 run_mt x "$MT_ASAN" report x.mtr --scale XB
 expect_eq "usage: bad --scale exits 2" 2 "$rc"
 contains "usage: bad --scale message" "memtrail: --scale: unknown scale 'XB' (accepted: KB, MB, GB)" "$err"
-run_mt x "$MT_ASAN" run --mode detail -- true
-expect_eq "usage: run --mode detail exits 2" 2 "$rc"
-contains "usage: run --mode message" "memtrail: --mode: unknown mode 'detail' (accepted: summary)" "$err"
+run_mt x "$MT_ASAN" run --mode trace -- true
+expect_eq "usage: run --mode trace exits 2" 2 "$rc"
+contains "usage: run --mode message" "memtrail: --mode: unknown mode 'trace' (accepted: summary, detail)" "$err"
 run_mt x "$MT_ASAN" run --frob -- true
 expect_eq "usage: run unknown option exits 2" 2 "$rc"
 run_mt x "$MT_ASAN" run
