@@ -17,7 +17,7 @@
 #include "agent/agent.h"
 #include "agent/block.h"
 #include "agent/counters.h"
-#include "agent/site.h"
+#include "agent/site_capture.h"
 
 /* mt_hot: start-up is over and the agent tracks. */
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
@@ -165,7 +165,7 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     if (MT_UNLIKELY(mt_site_opt.detail)) {
-        uint32_t site = mt_site_capture(cat);
+        uint32_t site = mt_site_here(cat, 1);
         char *p = fill_header(real, size, cat, shift, site);
         mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
@@ -196,7 +196,7 @@ static void release(void *p, mt_hdr *h)
     free_block(p, h, size, cat, shift);
 }
 
-static void *alloc_plain(size_t n, unsigned cat)
+static MT_INLINE void *alloc_plain(size_t n, unsigned cat)
 {
     if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
@@ -305,7 +305,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     }
     /* Detail mode: the block goes to the realloc call's site. */
     if (MT_UNLIKELY(mt_site_opt.detail))
-        site = mt_site_capture(cat);
+        site = mt_site_here(cat, 2);
     char *np;
     if (shift != MT_PLAIN_SHIFT) {
         /* realloc does not keep alignment: move to a plain block. */

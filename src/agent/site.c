@@ -29,6 +29,7 @@ enum { USE_LIBUNWIND, USE_FP, USE_CALIBRATING };
 #define CALIBRATION_STACKS 256
 static _Atomic int unwinder = USE_LIBUNWIND;
 static _Atomic int calibrated;
+int mt_site_fp; /* unwinder == USE_FP, for the inlined capture */
 
 static void *map_table(size_t bytes)
 {
@@ -66,10 +67,12 @@ int mt_site_init(void)
     }
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&mt_site_init);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    if (mt_site_opt.unwind == MT_UNWIND_FP)
+    if (mt_site_opt.unwind == MT_UNWIND_FP) {
         unwinder = USE_FP;
-    else if (mt_site_opt.unwind == MT_UNWIND_AUTO)
+        mt_site_fp = 1;
+    } else if (mt_site_opt.unwind == MT_UNWIND_AUTO) {
         unwinder = USE_CALIBRATING;
+    }
     return 0;
 }
 
@@ -101,7 +104,7 @@ static void learn_stack(void)
 /* Return addresses through the frame-pointer chain, every frame checked
  * to lie higher on this thread's stack than the last: reads never leave
  * the stack, whatever a frame without a frame pointer left in rbp. */
-__attribute__((noinline)) static int fp_walk(uintptr_t *out, int max)
+__attribute__((noinline)) int mt_site_fp_walk(uintptr_t *out, int max)
 {
     if (MT_UNLIKELY(mt_t.stack_hi == 0))
         learn_stack();
@@ -147,7 +150,7 @@ static int capture(uintptr_t *pcs, int want, int fp)
     int extra = 3; /* the agent's frames we expect to skip */
     for (;;) {
         int ask = want + extra;
-        int n = fp ? fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+        int n = fp ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
         if (n < 0)
             n = 0;
         int skipped, got = strip_self(pcs, n, want, &skipped);
@@ -172,7 +175,8 @@ static int calibrate(uintptr_t *pcs, int want)
         atomic_store(&unwinder, USE_LIBUNWIND);
     else if (atomic_fetch_add(&calibrated, 1) + 1 == CALIBRATION_STACKS) {
         int expect = USE_CALIBRATING;
-        atomic_compare_exchange_strong(&unwinder, &expect, USE_FP);
+        if (atomic_compare_exchange_strong(&unwinder, &expect, USE_FP))
+            mt_site_fp = 1;
     }
     return n;
 }
@@ -193,7 +197,16 @@ static uint64_t hash_stack(unsigned cat, const uintptr_t *pcs, int n)
     return h;
 }
 
+static int same_frames(const uintptr_t *a, const uintptr_t *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 static void note_modules(const uintptr_t *pcs, int n);
+static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n);
 
 /* A record for a new site: this thread's spare (claimed earlier, lost a
  * race) or a fresh one; 0 when the table is full. */
@@ -236,24 +249,36 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
             mt_t.spare_site = mine; /* another thread filled this bucket: id is theirs */
         }
         const mt_site *s = &mt_sites[id];
-        if (s->hash == h && s->cat == cat && s->nframes == n &&
-            memcmp(frames_of(id), pcs, (size_t)n * sizeof *pcs) == 0)
+        if (s->hash == h && s->cat == cat && s->nframes == n && same_frames(frames_of(id), pcs, n))
             return id;
         i = (i + 1) & (NBUCKETS - 1);
     }
 }
 
+uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
+{
+    int want = mt_site_opt.depth, skipped;
+    if (MT_UNLIKELY(atomic_load_explicit(&unwinder, memory_order_relaxed) == USE_CALIBRATING)) {
+        n = calibrate(pcs, want);
+    } else {
+        if (n < 0)
+            n = 0;
+        int got = strip_self(pcs, n, want, &skipped);
+        /* The walk stopped at our request inside the agent (more of its
+         * frames than the entry point expected): ask again. */
+        n = got < want && n == ask ? capture(pcs, want, atomic_load(&unwinder) == USE_FP) : got;
+    }
+    return find_or_add(cat, pcs, n);
+}
+
 uint32_t mt_site_capture(unsigned cat)
 {
     uintptr_t pcs[MT_DEPTH_MAX + 16];
-    int want = mt_site_opt.depth;
     mt_t.in_agent++; /* libunwind may allocate: not through us */
-    int mode = atomic_load_explicit(&unwinder, memory_order_relaxed), n;
-    if (MT_LIKELY(mode != USE_CALIBRATING))
-        n = capture(pcs, want, mode == USE_FP);
-    else
-        n = calibrate(pcs, want);
-    uint32_t id = find_or_add(cat, pcs, n);
+    int fp = atomic_load_explicit(&unwinder, memory_order_relaxed) == USE_FP;
+    int ask = mt_site_opt.depth + 3;
+    int n = fp ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+    uint32_t id = mt_site_from_stack(cat, pcs, n, ask);
     mt_t.in_agent--;
     return id;
 }

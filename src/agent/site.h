@@ -63,8 +63,15 @@ int mt_site_init(void);
 
 /* The site of an allocation of category `cat` made by the caller of the
  * agent's entry point: captures the stack and finds or creates its site.
- * Never fails: a full table gives 0. */
+ * Never fails: a full table gives 0. (site_capture.h has the inlined
+ * form the malloc hooks use.) */
 uint32_t mt_site_capture(unsigned cat);
+/* The second half of a capture: pcs holds n frames of a walk that was
+ * asked for `ask`; drops the agent's frames (walking again if it has to)
+ * and finds or creates the site. */
+uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask);
+int mt_site_fp_walk(uintptr_t *out, int max);
+extern int mt_site_fp; /* the frame-pointer walk is in use */
 
 enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };
 /* Counts `bytes` (signed) into site `id` as an alloc, free or resize. */

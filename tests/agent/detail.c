@@ -1,6 +1,6 @@
 /* detail.c — allocations from known functions, for detail mode's tests.
  * Prints its ledger, one line per function: "fn NAME live_bytes N
- * live_count N allocs N", which the report's sites must match when
+ * live_count N allocs N [peak_bytes N]", which the report's sites must match when
  * attributed by their innermost frame (tests/agent/test_detail.sh).
  *
  * Usage: detail [threads N] [recurse DEPTH] — the functions:
@@ -126,12 +126,12 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     if (depth > 0)
         recurse(depth);
-    printf("fn from_static live_bytes 10000 live_count 10 allocs 10\n");
-    printf("fn inline_host live_bytes 2100 live_count 7 allocs 7\n");
-    printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5\n");
-    printf("fn churn live_bytes 0 live_count 0 allocs 100\n");
-    printf("fn grower live_bytes 0 live_count 0 allocs 1\n");
-    printf("fn regrow live_bytes 5000 live_count 1 allocs 1\n");
+    printf("fn from_static live_bytes 10000 live_count 10 allocs 10 peak_bytes 10000\n");
+    printf("fn inline_host live_bytes 2100 live_count 7 allocs 7 peak_bytes 2100\n");
+    printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5 peak_bytes 20480\n");
+    printf("fn churn live_bytes 0 live_count 0 allocs 100 peak_bytes 64\n");
+    printf("fn grower live_bytes 0 live_count 0 allocs 1 peak_bytes 100\n");
+    printf("fn regrow live_bytes 5000 live_count 1 allocs 1 peak_bytes 5000\n");
     printf("fn thread_work live_bytes %d live_count %d allocs %d\n", threads * 50 * 128, threads * 50, threads * 50);
     if (depth > 0)
         printf("fn recurse live_bytes 777 live_count 1 allocs 1\n");

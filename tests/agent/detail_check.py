@@ -5,8 +5,9 @@ Parses the .mtr itself and attributes each site to a function by its
 innermost frame, using `nm -S` symbol tables of the modules the report
 lists (not memtrail's symbolizer). Subcommands:
   ledger REPORT LEDGER   compare per-function live bytes/count and allocs
-                         with the program's ledger ("fn NAME live_bytes N
-                         live_count N allocs N"); prints one line per fn
+                         (and the peak, for a function with one site) with
+                         the program's ledger ("fn NAME live_bytes N
+                         live_count N allocs N [peak_bytes N]")
   invariant REPORT       "live_bytes A B live_count C D": sites vs total
   stack REPORT FN        the stack of FN's site: module+offset per frame,
                          and the function each frame lies in
@@ -76,9 +77,9 @@ def by_function(rep):
         if not s["frames"]:
             continue
         fn = where(rep, s["frames"][0])[2]
-        a = acc.setdefault(fn, {"live_bytes": 0, "live_count": 0, "allocs": 0})
+        a = acc.setdefault(fn, {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0, "sites": 0})
         for k in a:
-            a[k] += s[k]
+            a[k] += s[k] if k != "sites" else 1
     return acc
 
 
@@ -91,7 +92,13 @@ def main():
             if not p or p[0] != "fn":
                 continue
             want = {"live_bytes": int(p[3]), "live_count": int(p[5]), "allocs": int(p[7])}
-            got = acc.get(p[1], {"live_bytes": 0, "live_count": 0, "allocs": 0})
+            got = dict(acc.get(p[1], {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0, "sites": 0}))
+            # A site's peak is its own: comparable when the function has one site.
+            if len(p) > 9 and p[8] == "peak_bytes" and got["sites"] == 1:
+                want["peak_bytes"] = int(p[9])
+            else:
+                got.pop("peak_bytes")
+            got.pop("sites")
             print(p[1], "ok" if got == want else "want %s got %s" % (want, got))
     elif cmd == "invariant":
         t = report["total"]
