@@ -95,6 +95,14 @@ run_mt "$MT_ASAN" export "$T/stripped.mtr" --format folded
 expect_eq export-folded-stripped "0 $(folded_truth "$T/stripped.json" live_bytes)" "$rc $out"
 contains export-folded-stripped-offset "stackprog.stripped+0x" "$out"
 
+# A module whose file is gone: its frames are MODULE+0xOFFSET, a warning
+# names it, and the export still succeeds.
+sed "s|path=$T/bin/stackprog\$|path=$T/bin/gone|" "$T/app.mtr" >"$T/gone.mtr"
+run_mt "$MT_ASAN" export "$T/gone.mtr" --format folded
+expect_eq export-folded-gone-rc 0 "$rc"
+contains export-folded-gone-warning "memtrail: warning: $T/bin/gone" "$err"
+contains export-folded-gone-offset "gone+0x" "$out"
+
 # --- pprof -----------------------------------------------------------------------
 run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof
 expect_eq export-pprof-rc 0 "$rc"
