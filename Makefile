@@ -49,7 +49,7 @@ $(AGENT): $(AGENT_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -fvisibility=hidden -fno-builtin-malloc \
 	  -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc -ftls-model=initial-exec \
-	  -fno-stack-protector -Wl,-z,nodelete -o $@ $(AGENT_SRC) -ldl -lpthread
+	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete -o $@ $(AGENT_SRC) -lunwind -ldl -lpthread
 
 $(STUB): src/stub/stub.c include/memtrail.h
 	@mkdir -p $(dir $@)
@@ -139,3 +139,21 @@ uninstall:
 
 clean:
 	rm -rf $(BUILD)
+
+# Detail mode's test program: allocations from a shared library's function
+# too, and a copy built with frame pointers for the frame-pointer walk.
+$(BUILD)/tests/agent/libdetail_lib.so: tests/agent/lib/detail_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -o $@ $<
+
+$(BUILD)/tests/agent/detail: tests/agent/detail.c $(BUILD)/tests/agent/libdetail_lib.so $(STUB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/tests/agent -ldetail_lib \
+	  -Wl,-rpath,'$$ORIGIN' -lpthread
+
+$(BUILD)/tests/agent/detail_fp: tests/agent/detail.c $(BUILD)/tests/agent/libdetail_lib.so $(STUB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer -fno-builtin -o $@ $< -L$(BUILD)/tests/agent \
+	  -ldetail_lib -Wl,-rpath,'$$ORIGIN' -lpthread
+
+tests: $(BUILD)/tests/agent/detail_fp

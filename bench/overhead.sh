@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Overhead of memtrail's summary mode against the bare program and against
-# heaptrack, on the shared workloads (../shared/bench): the mbench malloc
+# Overhead of memtrail's summary and detail modes against the bare program and
+# against heaptrack, on the shared workloads (../shared/bench): the mbench malloc
 # microbenchmark, SQLite and CPython. Runs are interleaved (bare, memtrail,
 # heaptrack, bare, ...) so machine noise hits every column alike; the headline
 # figure is min-of-runs, the median is shown beside it.
 #
 # Usage: bench/overhead.sh [--runs N] [--quick] [--only mbench|sqlite|python]
 #                          [--direct] [--no-heaptrack] [--no-memtrail]
+#                          [--no-detail] [--no-summary]
 #   --runs N        timed runs per column (default 5)
 #   --quick         2 runs, mbench with fewer ops: a smoke test, not a result
 #   --only W        one workload
@@ -14,6 +15,8 @@
 #                   instead of through `memtrail run`
 #   --no-heaptrack  skip the heaptrack column
 #   --no-memtrail   time bare and heaptrack only (memtrail need not be built)
+#   --no-detail     skip the detail-mode column (memtrail run --mode detail)
+#   --no-summary    skip the summary-mode column
 # Environment: MT_SHARED (default ROOT/../shared), BUILD (default build).
 # Exit status: 0, or 1 when a workload fails under memtrail (or bare), or
 # memtrail is not built.
@@ -29,7 +32,7 @@ case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
 MEMTRAIL=$BUILD_DIR/bin/memtrail
 AGENT=$BUILD_DIR/lib/libmemtrail.so
 
-runs=5 quick=0 only="" direct=0 use_heaptrack=1 use_memtrail=1
+runs=5 quick=0 only="" direct=0 use_heaptrack=1 use_memtrail=1 use_summary=1 use_detail=1
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "overhead.sh: $*" >&2; exit 1; }
@@ -47,6 +50,8 @@ while [ $# -gt 0 ]; do
         --direct) direct=1 ;;
         --no-heaptrack) use_heaptrack=0 ;;
         --no-memtrail) use_memtrail=0 ;;
+        --no-detail) use_detail=0 ;;
+        --no-summary) use_summary=0 ;;
         -h|--help) usage; exit 0 ;;
         *) bad_usage "unknown option '$1'" ;;
     esac
@@ -57,6 +62,8 @@ case $only in ""|mbench|sqlite|python) ;; *) bad_usage "--only wants mbench, sql
 if [ "$quick" = 1 ]; then runs=2; fi
 [ -d "$BENCH_SRC" ] || die "workloads not found: $BENCH_SRC (set MT_SHARED to the shared directory)"
 
+if [ "$use_memtrail" = 0 ]; then use_summary=0 use_detail=0; fi
+if [ "$use_summary" = 0 ] && [ "$use_detail" = 0 ]; then use_memtrail=0; fi
 if [ "$use_memtrail" = 1 ]; then
     if [ ! -x "$MEMTRAIL" ] || [ ! -f "$AGENT" ]; then
         die "memtrail is not built ($MEMTRAIL, $AGENT): run 'make' first (or pass --no-memtrail)"
@@ -111,13 +118,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else
 # Each sets $rc and $elapsed; workload output is discarded.
 col_bare() { run_timed "$TMP/bare.err" "$@"; }
 
-col_memtrail() { # REPORT_PREFIX CMD...
-    local prefix=$1; shift
+col_memtrail() { # MODE REPORT_PREFIX CMD...
+    local mode=$1 prefix=$2; shift 2
     if [ "$direct" = 1 ]; then
         run_timed "$TMP/memtrail.err" env LD_PRELOAD="$AGENT" \
-            MEMTRAIL_OPTIONS="mode=summary:output=$prefix.%p.mtr" "$@"
+            MEMTRAIL_OPTIONS="mode=$mode:output=$prefix.%p.mtr" "$@"
     else
-        run_timed "$TMP/memtrail.err" "$MEMTRAIL" run --mode summary -o "$prefix.%p.mtr" -- "$@"
+        run_timed "$TMP/memtrail.err" "$MEMTRAIL" run --mode "$mode" -o "$prefix.%p.mtr" -- "$@"
     fi
 }
 
@@ -190,13 +197,15 @@ group() { # 1912345 -> 1,912,345
 
 summary_lines=()
 
-# bench_workload NAME TARGET LABEL CMD...: TARGET is the ratio memtrail/bare
-# must stay under ("" for none).
+# bench_workload NAME TARGET DETAIL_TARGET LABEL CMD...: the targets are
+# the ratios to bare that summary and detail mode must stay under ("" for
+# none).
 bench_workload() {
-    local name=$1 target=$2 label=$3; shift 3
-    local -a t_bare=() t_mt=() t_ht=()
+    local name=$1 target=$2 dtarget=$3 label=$4; shift 4
+    local -a t_bare=() t_mt=() t_dt=() t_ht=()
     local i prefix cols="bare"
-    if [ "$use_memtrail" = 1 ]; then cols+=", memtrail"; fi
+    if [ "$use_summary" = 1 ]; then cols+=", memtrail summary"; fi
+    if [ "$use_detail" = 1 ]; then cols+=", memtrail detail"; fi
     if [ "$use_heaptrack" = 1 ]; then cols+=", heaptrack"; fi
 
     echo
@@ -220,21 +229,24 @@ bench_workload() {
         fi
         t_bare+=("$elapsed")
 
-        if [ "$use_memtrail" = 1 ]; then
-            prefix=$TMP/mt-$name-$i
-            col_memtrail "$prefix" "$@"
+        local mode
+        for mode in summary detail; do
+            if [ "$mode" = summary ] && [ "$use_summary" = 0 ]; then continue; fi
+            if [ "$mode" = detail ] && [ "$use_detail" = 0 ]; then continue; fi
+            prefix=$TMP/mt-$mode-$name-$i
+            col_memtrail "$mode" "$prefix" "$@"
             if [ "$rc" -ne 0 ]; then
-                echo "   FAILED: the workload exited with status $rc under memtrail (run $i; bare runs exit 0)"
+                echo "   FAILED: the workload exited with status $rc under memtrail $mode (run $i; bare runs exit 0)"
                 show_err "$TMP/memtrail.err"
-                status=1; summary_lines+=("$name: FAILED under memtrail (status $rc)"); return
+                status=1; summary_lines+=("$name: FAILED under memtrail $mode (status $rc)"); return
             fi
             if ! compgen -G "$prefix.*.mtr" >/dev/null; then
-                echo "   FAILED: memtrail wrote no report ($prefix.PID.mtr) in run $i"
+                echo "   FAILED: memtrail $mode wrote no report ($prefix.PID.mtr) in run $i"
                 show_err "$TMP/memtrail.err"
-                status=1; summary_lines+=("$name: FAILED under memtrail (no report)"); return
+                status=1; summary_lines+=("$name: FAILED under memtrail $mode (no report)"); return
             fi
-            t_mt+=("$elapsed")
-        fi
+            if [ "$mode" = summary ]; then t_mt+=("$elapsed"); else t_dt+=("$elapsed"); fi
+        done
 
         if [ "$ht" = 1 ]; then
             col_heaptrack "$@"
@@ -252,11 +264,16 @@ bench_workload() {
     read -r b_min b_med < <(min_median "${t_bare[@]}")
     printf '   %-10s %10s %10s %14s %14s\n' "" "min s" "median s" "x bare (min)" "x bare (med)"
     printf '   %-10s %10.3f %10.3f %14s %14s\n' bare "$b_min" "$b_med" 1.00 1.00
-    local r_min="" r_med=""
+    local r_min="" r_med="" d_min d_med dr_min="" dr_med=""
     if [ "${#t_mt[@]}" -gt 0 ]; then
         read -r m_min m_med < <(min_median "${t_mt[@]}")
         r_min=$(ratio "$m_min" "$b_min"); r_med=$(ratio "$m_med" "$b_med")
-        printf '   %-10s %10.3f %10.3f %14.2f %14.2f\n' memtrail "$m_min" "$m_med" "$r_min" "$r_med"
+        printf '   %-10s %10.3f %10.3f %14.2f %14.2f\n' summary "$m_min" "$m_med" "$r_min" "$r_med"
+    fi
+    if [ "${#t_dt[@]}" -gt 0 ]; then
+        read -r d_min d_med < <(min_median "${t_dt[@]}")
+        dr_min=$(ratio "$d_min" "$b_min"); dr_med=$(ratio "$d_med" "$b_med")
+        printf '   %-10s %10.3f %10.3f %14.2f %14.2f\n' detail "$d_min" "$d_med" "$dr_min" "$dr_med"
     fi
     local hr_min="" hr_med=""
     if [ "${#t_ht[@]}" -gt 0 ]; then
@@ -267,7 +284,7 @@ bench_workload() {
 
     local line="$name:" sep=" "
     if [ -n "$r_min" ]; then
-        line+=$(printf ' memtrail %.2fx (median %.2fx)' "$r_min" "$r_med")
+        line+=$(printf ' summary %.2fx (median %.2fx)' "$r_min" "$r_med")
         if [ -n "$target" ]; then
             local verdict
             verdict=$(awk -v r="$r_min" -v t="$target" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
@@ -276,12 +293,26 @@ bench_workload() {
             line+=", target <= ${target}x $verdict"
         fi
         local allocs reallocs frees src
-        read -r allocs reallocs frees src < <(report_allocs "$(compgen -G "$TMP/mt-$name-1.*.mtr" | head -n 1)")
+        read -r allocs reallocs frees src < <(report_allocs "$(compgen -G "$TMP/mt-summary-$name-1.*.mtr" | head -n 1)")
         local what
         what="$(group "$allocs") allocations"
         if [ "$reallocs" != "?" ]; then what+=" + $(group "$reallocs") reallocs"; fi
         echo "   memtrail tracked: $what, $(group "$frees") frees (run 1, from $src)"
         line+=", $(group "$allocs") allocs tracked"
+    fi
+    if [ -n "$dr_min" ]; then
+        if [ -n "$r_min" ]; then line+="; "; fi
+        line+=$(printf 'detail %.2fx (median %.2fx)' "$dr_min" "$dr_med")
+        if [ -n "$dtarget" ]; then
+            local dverdict sites
+            dverdict=$(awk -v r="$dr_min" -v t="$dtarget" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
+            printf '   target: detail mode <= %sx bare: %s (%.2fx by min, %.2fx by median)\n' \
+                "$dtarget" "$dverdict" "$dr_min" "$dr_med"
+            line+=", target <= ${dtarget}x $dverdict"
+        fi
+        sites=$(awk '$1 == "sites" { sub(/^count=/, "", $2); print $2 }' "$(compgen -G "$TMP/mt-detail-$name-1.*.mtr" | head -n 1)")
+        echo "   memtrail detail recorded ${sites:-?} allocation sites (run 1)"
+        sep="; "
     fi
     if [ -n "$hr_min" ]; then
         if [ -n "$r_min" ]; then sep="; "; fi
@@ -293,13 +324,13 @@ bench_workload() {
 # ---- the workloads ----------------------------------------------------------
 
 host_cpus=$(nproc 2>/dev/null || echo "?")
-echo "memtrail overhead benchmark: summary mode vs bare vs heaptrack"
+echo "memtrail overhead benchmark: summary and detail mode vs bare vs heaptrack"
 echo "   machine: $(uname -srm), $host_cpus CPUs; wall time of whole runs, min-of-runs is the headline"
 if [ "$use_memtrail" = 1 ]; then
     if [ "$direct" = 1 ]; then
-        echo "   memtrail timed as the agent alone: LD_PRELOAD=$AGENT MEMTRAIL_OPTIONS=mode=summary:output=..."
+        echo "   memtrail timed as the agent alone: LD_PRELOAD=$AGENT MEMTRAIL_OPTIONS=mode=summary|detail:output=..."
     else
-        echo "   memtrail timed through the CLI: $MEMTRAIL run --mode summary -o FILE -- CMD"
+        echo "   memtrail timed through the CLI: $MEMTRAIL run --mode summary|detail -o FILE -- CMD (detail: default depth 4)"
     fi
 else
     echo "   memtrail column skipped (--no-memtrail)"
@@ -319,7 +350,7 @@ if want mbench; then
     fi
     ops=2000000
     if [ "$quick" = 1 ]; then ops=200000; fi
-    bench_workload mbench 1.5 "mbench 2 $ops 4096 (gcc -O2 -pthread)" "$mbench" 2 "$ops" 4096
+    bench_workload mbench 1.5 2.5 "mbench 2 $ops 4096 (gcc -O2 -pthread)" "$mbench" 2 "$ops" 4096
 fi
 
 if want sqlite; then
@@ -328,7 +359,7 @@ if want sqlite; then
         sql=$BENCH_SRC/workload.sql
         # sqlite3 splits a dot-command's argument on blanks: quote only if needed.
         if [[ $sql =~ [[:space:]] ]]; then sql="'$sql'"; fi
-        bench_workload sqlite 1.03 "sqlite3 :memory: \".read $sql\"" "$sqlite" :memory: ".read $sql"
+        bench_workload sqlite 1.03 1.3 "sqlite3 :memory: \".read $sql\"" "$sqlite" :memory: ".read $sql"
     else
         echo; echo "== sqlite: skipped, sqlite3 is not installed (apt install sqlite3, or scripts/deps.sh)"
         summary_lines+=("sqlite: skipped (no sqlite3)")
@@ -341,7 +372,7 @@ if want python; then
         # would be timed too, and heaptrack does not follow its exec.
         python=$(python3 -c 'import sys; print(sys.executable)')
         [ -x "$python" ] || python=$(command -v python3)
-        bench_workload python "" "$python $BENCH_SRC/pyalloc.py" "$python" "$BENCH_SRC/pyalloc.py"
+        bench_workload python "" "" "$python $BENCH_SRC/pyalloc.py" "$python" "$BENCH_SRC/pyalloc.py"
     else
         echo; echo "== python: skipped, python3 is not installed (apt install python3, or scripts/deps.sh)"
         summary_lines+=("python: skipped (no python3)")

@@ -27,7 +27,7 @@ typedef struct mt_real {
 } mt_real;
 extern mt_real mt_real_fn;
 
-enum { MT_MODE_OFF, MT_MODE_SUMMARY };
+enum { MT_MODE_OFF, MT_MODE_SUMMARY, MT_MODE_DETAIL };
 enum { MT_ON_ERROR_REPORT, MT_ON_ERROR_ABORT };
 #define MT_PATH_MAX 4096
 
@@ -54,6 +54,8 @@ typedef struct mt_tls {
     int exited;              /* shard folded at thread exit: count into the globals directly */
     int vm_locked;           /* holding (or taking) the VM table lock: a signal handler on
                                 this thread must not wait for it */
+    uintptr_t stack_lo, stack_hi; /* this thread's stack, for frame-pointer walks (site.c); 0 = unknown */
+    uint32_t spare_site;     /* a site record claimed but not published (site.c) */
     unsigned char cat;       /* category of new allocations */
     unsigned char depth;     /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];
@@ -93,6 +95,9 @@ int mt_report_write_to(const char *path_template, const char *reason);
  * allocates; both are safe in a signal handler. `reason` is written as is
  * on the reason line ("exit", "api", "signal SIGSEGV", "query", ...). */
 int mt_report_to_fd(int fd, const char *reason);
+/* The same with detail mode's module and site lines (the two above leave
+ * them out: a query's summary must fit its buffers). */
+int mt_report_detail_to_fd(int fd, const char *reason);
 long mt_report_to_mem(char *buf, size_t cap, const char *reason);
 /* In a fork child: frees the report buffers another thread may have held. */
 void mt_report_after_fork_child(void);

@@ -15,6 +15,7 @@
  * take it for themselves. One client at a time either way. A client sends one line and gets the reply, then EOF:
  *
  *   summary   the report (docs/report-format.md), reason "query"
+ *   detail    the same with detail mode's module and site lines
  *   baseline  keeps the report as the baseline and replies with it
  *   diff      the baseline report, then the current one
  *   other     "error unknown command '...'"
@@ -299,6 +300,10 @@ static void serve_one(int fd)
     }
     if (strcmp(cmd, "summary") == 0) {
         send_current(fd);
+    } else if (strcmp(cmd, "detail") == 0) {
+        /* Sites can be many: straight to the socket, no buffer to fit. */
+        if (mt_report_detail_to_fd(fd, "query") < 0)
+            send_str(fd, "error busy: another report is being written; try again\n");
     } else if (strcmp(cmd, "baseline") == 0) {
         long n = mt_report_to_mem(baseline, sizeof baseline, "baseline");
         if (n >= 0) {
@@ -331,7 +336,7 @@ static void serve_one(int fd)
         mt_out_str(&o, "error unknown command '");
         for (size_t i = 0; cmd[i] && i < 64; i++)
             mt_out_char(&o, cmd[i] >= 0x20 && cmd[i] < 0x7f ? cmd[i] : '?');
-        mt_out_str(&o, "' (accepted: summary, baseline, diff)\n");
+        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff)\n");
         send_all(fd, o.buf, o.len);
     }
 }

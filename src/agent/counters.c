@@ -1,6 +1,7 @@
 /* counters.c — the shard registry, category registry and the sums behind
  * every report (see counters.h for the design). */
 #include "agent/counters.h"
+#include "agent/site.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -37,14 +38,17 @@ void *mt_os_alloc(size_t size)
     return p;
 }
 
-void mt_raise_peak(mt_cglobal *g, int64_t candidate)
+void mt_raise_peak_i64(_Atomic int64_t *peak, int64_t candidate)
 {
-    int64_t cur = mt_ld(&g->peak_bytes);
+    int64_t cur = mt_ld(peak);
     while (candidate > cur &&
-           !atomic_compare_exchange_weak_explicit(&g->peak_bytes, &cur, candidate, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
+           !atomic_compare_exchange_weak_explicit(peak, &cur, candidate, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
+
+void mt_raise_peak(mt_cglobal *g, int64_t candidate) { mt_raise_peak_i64(&g->peak_bytes, candidate); }
+
+mt_shard *mt_shard_first(void) { return atomic_load(&shard_list); }
 
 static void set_category(int id, const char *name, int kind)
 {
@@ -110,6 +114,8 @@ static void fold_shard(mt_shard *sh)
         atomic_fetch_add(&g->reallocs, mt_ld(&c->reallocs));
         memset((void *)c, 0, sizeof *c);
     }
+    if (sh->site_chunks)
+        mt_site_fold_shard(sh);
 }
 
 void mt_shard_thread_exit(void *arg)

@@ -34,8 +34,10 @@ typedef struct mt_cslot {
     _Atomic int64_t reallocs;
 } mt_cslot;
 
+struct mt_site_slot;
 typedef struct mt_shard {
     mt_cslot slot[MT_NSLOT];
+    struct mt_site_slot **site_chunks; /* detail mode (site.h): NULL until first used */
     struct mt_shard *next; /* registry list; shards are never unmapped */
     _Atomic int in_use;
 } mt_shard;
@@ -79,6 +81,9 @@ int mt_category_get(const char *name);
 void mt_category_lock(void);
 void mt_category_unlock(void);
 void mt_raise_peak(mt_cglobal *g, int64_t candidate);
+void mt_raise_peak_i64(_Atomic int64_t *peak, int64_t candidate);
+/* The registered shards (never unmapped); a reader walks them with ->next. */
+mt_shard *mt_shard_first(void);
 
 static inline int64_t mt_ld(_Atomic int64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
 static inline void mt_bump(_Atomic int64_t *p, int64_t d)

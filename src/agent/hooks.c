@@ -17,6 +17,7 @@
 #include "agent/agent.h"
 #include "agent/block.h"
 #include "agent/counters.h"
+#include "agent/site_capture.h"
 
 /* mt_hot: start-up is over and the agent tracks. */
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
@@ -163,6 +164,13 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
+    if (MT_UNLIKELY(mt_site_opt.detail)) {
+        uint32_t site = mt_site_here(cat, 1);
+        char *p = fill_header(real, size, cat, shift, site);
+        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+        mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
+        return p;
+    }
     char *p = fill_header(real, size, cat, shift, 0);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     return p;
@@ -183,10 +191,12 @@ static void release(void *p, mt_hdr *h)
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     check_tail(p, h, size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
+    if (MT_UNLIKELY(mt_site_opt.detail))
+        mt_site_count(h->site, -(int64_t)size, MT_SITE_FREE);
     free_block(p, h, size, cat, shift);
 }
 
-static void *alloc_plain(size_t n, unsigned cat)
+static MT_INLINE void *alloc_plain(size_t n, unsigned cat)
 {
     if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
@@ -287,12 +297,15 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
 {
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
-    uint32_t site = h->site;
+    uint32_t old_site = h->site, site = old_site;
     check_tail(p, h, size);
     if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
         return NULL;
     }
+    /* Detail mode: the block goes to the realloc call's site. */
+    if (MT_UNLIKELY(mt_site_opt.detail))
+        site = mt_site_here(cat, 2);
     char *np;
     if (shift != MT_PLAIN_SHIFT) {
         /* realloc does not keep alignment: move to a plain block. */
@@ -320,6 +333,14 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         np = fill_header(real, n, cat, shift, site);
     }
     mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
+    if (MT_UNLIKELY(mt_site_opt.detail)) {
+        if (site == old_site) {
+            mt_site_count(site, (int64_t)n - (int64_t)size, MT_SITE_REALLOC);
+        } else {
+            mt_site_count(old_site, -(int64_t)size, MT_SITE_FREE);
+            mt_site_count(site, (int64_t)n, MT_SITE_ALLOC);
+        }
+    }
     return np;
 }
 

@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/site.h"
 #include "agent/vm.h"
 #include "common/out.h"
 
@@ -100,8 +101,29 @@ static int set_option(const char *key, size_t klen, const char *val)
     if (KEY_IS("mode")) {
         if (strcmp(val, "summary") == 0)
             mt_opt.mode = MT_MODE_SUMMARY;
+        else if (strcmp(val, "detail") == 0)
+            mt_opt.mode = MT_MODE_DETAIL;
         else if (strcmp(val, "off") == 0)
             mt_opt.mode = MT_MODE_OFF;
+        else
+            goto bad_value;
+        return 0;
+    }
+    if (KEY_IS("depth")) {
+        char *end;
+        long d = strtol(val, &end, 10);
+        if (!*val || *end || d < 1 || d > MT_DEPTH_MAX)
+            goto bad_value;
+        mt_site_opt.depth = (int)d;
+        return 0;
+    }
+    if (KEY_IS("unwind")) {
+        if (strcmp(val, "auto") == 0)
+            mt_site_opt.unwind = MT_UNWIND_AUTO;
+        else if (strcmp(val, "libunwind") == 0)
+            mt_site_opt.unwind = MT_UNWIND_LIBUNWIND;
+        else if (strcmp(val, "fp") == 0)
+            mt_site_opt.unwind = MT_UNWIND_FP;
         else
             goto bad_value;
         return 0;
@@ -150,7 +172,7 @@ static int set_option(const char *key, size_t klen, const char *val)
     }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, output, on_error, crash_report, follow_exec, query); running untracked");
+    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, on_error, crash_report, follow_exec, query); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -159,7 +181,11 @@ bad_value:
     mt_out_str(&o, "' for ");
     mt_out_mem(&o, key, klen);
     if (KEY_IS("mode"))
-        mt_out_str(&o, " (accepted: summary, off)");
+        mt_out_str(&o, " (accepted: summary, detail, off)");
+    else if (KEY_IS("depth"))
+        mt_out_str(&o, " (accepted: 1 to 64 frames)");
+    else if (KEY_IS("unwind"))
+        mt_out_str(&o, " (accepted: auto, libunwind, fp)");
     else if (KEY_IS("on_error"))
         mt_out_str(&o, " (accepted: report, abort)");
     else if (KEY_IS("query"))
@@ -194,7 +220,7 @@ static int parse_options(const char *s)
             mt_out_init(&o, msg, sizeof msg, -1);
             mt_out_str(&o, "MEMTRAIL_OPTIONS: '");
             mt_out_mem(&o, key, klen < 64 ? klen : 64);
-            mt_out_str(&o, "' is not key=value (accepted keys: mode, output, on_error, crash_report, follow_exec, query); running untracked");
+            mt_out_str(&o, "' is not key=value (accepted keys: mode, depth, unwind, output, on_error, crash_report, follow_exec, query); running untracked");
             mt_say(mt_out_cstr(&o));
             return -1;
         }
@@ -249,6 +275,7 @@ MT_EXPORT pid_t _Fork(void)
     if (pid == 0) {
         mt_vm_reset_after_fork();
         mt_category_unlock();
+        mt_site_after_fork_child();
         mt_report_after_fork_child();
     }
     return pid;
@@ -284,6 +311,7 @@ static void after_fork_child(void)
     mt_vm_after_fork();
     mt_category_unlock();
     mt_counters_after_fork_child();
+    mt_site_after_fork_child();
     mt_exec_note_pid();
     mt_report_after_fork_child();
     mt_control_after_fork_child();
@@ -320,6 +348,8 @@ void mt_init_slow(void)
     absolutize_output();
     mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
     mt_exec_init(env);
+    if (mt_tracking && mt_opt.mode == MT_MODE_DETAIL && mt_site_init() == 0)
+        mt_site_opt.detail = 1;
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();

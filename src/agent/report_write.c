@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/site.h"
 #include "agent/vm.h"
 #include "common/out.h"
 
@@ -165,6 +166,83 @@ static const char *kind_name(int kind)
     return kind == MT_KIND_OVERHEAD ? " kind=overhead" : kind == MT_KIND_VM ? " kind=vm" : " kind=malloc";
 }
 
+/* path= takes the rest of the line: escape what would end it. */
+static void write_escaped_path(mt_out *o, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n')
+            mt_out_str(o, "\\n");
+        else if (*s == '\\')
+            mt_out_str(o, "\\\\");
+        else
+            mt_out_char(o, *s);
+    }
+}
+
+/* Detail mode's lines (docs/report-format.md "Detail mode"). */
+static void write_sites(mt_out *o, int in_handler)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!in_handler)
+        mt_modules_refresh(); /* dl_iterate_phdr: not in a signal handler */
+    mt_out_str(o, "\nstack_depth ");
+    mt_out_i64(o, mt_site_opt.depth);
+    mt_out_str(o, "\nunwinder ");
+    mt_out_str(o, mt_site_unwinder());
+    int nm = mt_module_count();
+    for (int i = 0; i < nm; i++) {
+        const mt_module *m = mt_module_get(i);
+        mt_out_str(o, "\nmodule ");
+        mt_out_i64(o, i + 1);
+        mt_out_str(o, " bias=");
+        mt_out_hex(o, m->bias);
+        mt_out_str(o, " start=");
+        mt_out_hex(o, m->start);
+        mt_out_str(o, " end=");
+        mt_out_hex(o, m->end);
+        mt_out_str(o, " buildid=");
+        for (unsigned k = 0; k < m->build_id_len; k++) {
+            mt_out_char(o, hex[m->build_id[k] >> 4]);
+            mt_out_char(o, hex[m->build_id[k] & 15]);
+        }
+        if (m->build_id_len == 0)
+            mt_out_char(o, '-');
+        mt_out_str(o, " path=");
+        write_escaped_path(o, m->path);
+    }
+    uint32_t ids = mt_site_count_ids();
+    int64_t written = 0;
+    for (uint32_t id = 0; id < ids; id++) {
+        mt_site_sum s;
+        if (!mt_site_sum_of(id, &s))
+            continue;
+        const mt_site *site = &mt_sites[id];
+        mt_out_str(o, "\nsite ");
+        mt_out_u64(o, id);
+        mt_out_str(o, " category=");
+        mt_out_str(o, site->cat < MT_NCAT ? mt_cats[site->cat].name : "malloc");
+        mt_out_field(o, "live_bytes", s.live_bytes);
+        mt_out_field(o, "live_count", s.live_count);
+        mt_out_field(o, "peak_bytes", s.peak_bytes);
+        mt_out_field(o, "allocs", s.allocs);
+        mt_out_field(o, "frees", s.frees);
+        mt_out_field(o, "reallocs", s.reallocs);
+        mt_out_str(o, " frames=");
+        const uintptr_t *f = mt_site_frames(id);
+        for (unsigned k = 0; k < site->nframes; k++) {
+            if (k)
+                mt_out_char(o, ',');
+            mt_out_hex(o, f[k]);
+        }
+        written++;
+    }
+    mt_out_str(o, "\nsites");
+    mt_out_field(o, "count", written);
+    mt_out_field(o, "dropped", mt_site_dropped());
+}
+
+static int report_sites = 1; /* under w_busy: the report being written has detail lines */
+
 static void write_report(mt_out *o, const char *reason)
 {
     mt_catsum *sum = w.sum;
@@ -187,7 +265,7 @@ static void write_report(mt_out *o, const char *reason)
     }
     mt_out_str(o, "\ncmdline ");
     write_cmdline(o);
-    mt_out_str(o, "\nmode summary\nstart_ns ");
+    mt_out_str(o, mt_site_opt.detail ? "\nmode detail\nstart_ns " : "\nmode summary\nstart_ns ");
     mt_out_i64(o, mt_start_ns);
     mt_out_str(o, "\nend_ns ");
     mt_out_i64(o, now_ns(CLOCK_REALTIME));
@@ -220,6 +298,8 @@ static void write_report(mt_out *o, const char *reason)
     mt_out_i64(o, atomic_load(&mt_err_bad_canary));
     mt_out_str(o, " foreign_free=");
     mt_out_i64(o, atomic_load(&mt_err_foreign_free));
+    if (mt_site_opt.detail && report_sites)
+        write_sites(o, in_handler);
     mt_out_str(o, "\nend\n");
 }
 
@@ -304,7 +384,7 @@ out:
     return rc;
 }
 
-int mt_report_to_fd(int fd, const char *reason)
+static int report_to_fd(int fd, const char *reason, int sites)
 {
     int old = no_cancel();
     int saved_errno = errno;
@@ -313,7 +393,9 @@ int mt_report_to_fd(int fd, const char *reason)
     if (rc == 0) {
         mt_out o;
         mt_out_init(&o, w.buf, sizeof w.buf, fd);
+        report_sites = sites;
         write_report(&o, reason);
+        report_sites = 1;
         rc = mt_out_flush(&o);
         atomic_flag_clear_explicit(&w_busy, memory_order_release);
     }
@@ -322,6 +404,9 @@ int mt_report_to_fd(int fd, const char *reason)
     pthread_setcancelstate(old, NULL);
     return rc;
 }
+
+int mt_report_to_fd(int fd, const char *reason) { return report_to_fd(fd, reason, 0); }
+int mt_report_detail_to_fd(int fd, const char *reason) { return report_to_fd(fd, reason, 1); }
 
 long mt_report_to_mem(char *buf, size_t cap, const char *reason)
 {
@@ -332,7 +417,9 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
     if (rc == 0) {
         mt_out o;
         mt_out_init(&o, buf, cap, -1);
+        report_sites = 0;
         write_report(&o, reason);
+        report_sites = 1;
         rc = o.err < 0 || o.len >= cap ? -ENOSPC : (long)o.len;
         atomic_flag_clear_explicit(&w_busy, memory_order_release);
     }

@@ -1,4 +1,4 @@
-/* cmd_run.c — `memtrail run [--mode summary] [-o FILE] [--follow-exec] [--] CMD ARGS...`:
+/* cmd_run.c — `memtrail run [--mode summary|detail] [--depth N] [--unwind U] [-o FILE] [--follow-exec] [--] CMD ARGS...`:
  * starts CMD with the agent (libmemtrail.so) preloaded and its options in
  * MEMTRAIL_OPTIONS, waits for it, says where its summary report went, and
  * exits with CMD's own status (128+N when signal N killed it). */
@@ -20,14 +20,23 @@
 #include <unistd.h>
 
 static const char run_usage[] =
-    "usage: memtrail run [--mode summary] [-o FILE] [--follow-exec] [--] CMD [ARGS...]\n"
+    "usage: memtrail run [--mode summary|detail] [--depth N] [--unwind auto|libunwind|fp]\n"
+    "                    [-o FILE] [--follow-exec] [--] CMD [ARGS...]\n"
     "\n"
     "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
     "summary report when it exits. CMD is found on PATH as a shell would.\n"
     "memtrail's exit status is CMD's own (128+N when signal N killed it).\n"
     "\n"
     "Options:\n"
-    "  --mode MODE      what to record; accepted: summary (the default)\n"
+    "  --mode MODE      what to record: summary (the default: counters per category)\n"
+    "                   or detail (also the call stack of every allocation, and\n"
+    "                   counters per allocation site; see memtrail report detail)\n"
+    "  --depth N        detail mode: frames per stack, 1 to 64 (default 4)\n"
+    "  --unwind U       detail mode: how stacks are taken: libunwind (DWARF unwind\n"
+    "                   tables, works for any code), fp (frame pointers: faster,\n"
+    "                   right only where every frame keeps one), or auto (the\n"
+    "                   default: fp if it agrees with libunwind on the first 256\n"
+    "                   stacks, else libunwind)\n"
     "  -o, --output FILE\n"
     "                   where the report goes (default memtrail.%p.mtr);\n"
     "                   %p is the pid, %e the program name, %% a percent sign.\n"
@@ -51,7 +60,7 @@ static const char run_usage[] =
     "\n"
     "Then: memtrail report summary FILE\n";
 
-static const char *const modes[] = { "summary" };
+static const char *const modes[] = { "summary", "detail" };
 
 /* Check an output template: only %p, %e and %% expand; anything else
  * after % would be read differently by the agent, so it is refused. */
@@ -158,8 +167,8 @@ static char *find_agent(void)
     return agent;
 }
 
-/* LD_PRELOAD=agent[:old] and MEMTRAIL_OPTIONS=[old:]mode=M:output=OUT. */
-static int set_agent_env(const char *agent, const char *mode, const char *output)
+/* LD_PRELOAD=agent[:old] and MEMTRAIL_OPTIONS=[old:]mode=M[DETAIL_OPTS]:output=OUT. */
+static int set_agent_env(const char *agent, const char *mode, const char *detail_opts, const char *output)
 {
     const char *old = getenv("LD_PRELOAD");
     char *preload = NULL, *opts = NULL;
@@ -182,7 +191,7 @@ static int set_agent_env(const char *agent, const char *mode, const char *output
             bs++;
         fprintf(m, "%s%s:", old_opts, bs % 2 ? "\\" : "");  /* a dangling '\' must not eat our ':' */
     }
-    fprintf(m, "mode=%s:output=", mode);
+    fprintf(m, "mode=%s%s:output=", mode, detail_opts);
     put_option_value(m, output);
     int bad = fclose(m) != 0;
     if (bad || setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MEMTRAIL_OPTIONS", opts, 1) < 0) {
@@ -331,14 +340,14 @@ static int launch(const struct launch *l, struct outcome *o)
     return 0;
 }
 
-static void announce_report(const struct outcome *o, const char *out_template, const char *prog)
+static void announce_report(const struct outcome *o, const char *out_template, const char *prog, const char *mode)
 {
     char *shown = expand_output(out_template, o->pid, prog);
     const char *path = shown ? shown : o->report;
     struct stat st;
     if (!o->stale && stat(o->report, &st) == 0) {
-        fprintf(stderr, "memtrail: summary report of %d written to %s\n", (int)o->pid, path);
-        fputs("memtrail: read it with: memtrail report summary ", stderr);
+        fprintf(stderr, "memtrail: %s report of %d written to %s\n", mode, (int)o->pid, path);
+        fprintf(stderr, "memtrail: read it with: memtrail report %s ", mode);
         report_shell_quote(stderr, path);
         fputc('\n', stderr);
     } else if (o->stale) {
@@ -391,7 +400,7 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
 
 int cmd_run(int argc, char **argv)
 {
-    const char *mode = "summary", *output = "memtrail.%p.mtr";
+    const char *mode = "summary", *output = "memtrail.%p.mtr", *depth = NULL, *unwind = NULL;
     bool follow_exec = false;
     int i = 1;
     for (; i < argc; i++) {
@@ -418,8 +427,27 @@ int cmd_run(int argc, char **argv)
             for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
                 known |= strcmp(value, modes[k]) == 0;
             if (!known)
-                return cli_usage_error("run", "--mode: unknown mode '%s' (accepted: summary)", value);
+                return cli_usage_error("run", "--mode: unknown mode '%s' (accepted: summary, detail)", value);
             mode = value;
+            continue;
+        }
+        m = cli_option_value("run", argc, argv, &i, "--depth", NULL, &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            int64_t d;
+            if (report_parse_i64(value, &d) != 0 || d < 1 || d > 64)
+                return cli_usage_error("run", "--depth: '%s' is not a number of frames from 1 to 64", value);
+            depth = value;
+            continue;
+        }
+        m = cli_option_value("run", argc, argv, &i, "--unwind", NULL, &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            if (strcmp(value, "auto") != 0 && strcmp(value, "libunwind") != 0 && strcmp(value, "fp") != 0)
+                return cli_usage_error("run", "--unwind: unknown unwinder '%s' (accepted: auto, libunwind, fp)", value);
+            unwind = value;
             continue;
         }
         m = cli_option_value("run", argc, argv, &i, "--output", "-o", &value);
@@ -440,6 +468,11 @@ int cmd_run(int argc, char **argv)
     if (follow_exec && !run_template_has_pid(output))
         return cli_usage_error("run", "--follow-exec: -o '%s' has no %%p, but every process of the tree writes "
                                "its own report (e.g. -o memtrail.%%p.mtr)", output);
+    if ((depth || unwind) && strcmp(mode, "detail") != 0)
+        return cli_usage_error("run", "%s is for detail mode: add --mode detail", depth ? "--depth" : "--unwind");
+    char detail_opts[64] = "";
+    snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s", depth ? ":depth=" : "", depth ? depth : "",
+             unwind ? ":unwind=" : "", unwind ? unwind : "");
     char **cmd = argv + i;
 
     char *path = NULL;
@@ -479,7 +512,7 @@ int cmd_run(int argc, char **argv)
     struct timespec started = {0};
     if (!out_abs)
         rc = cli_error("cannot make the output path absolute: %s", strerror(errno));
-    else if ((rc = set_agent_env(agent, mode, out_abs)) == 0 && follow_exec)
+    else if ((rc = set_agent_env(agent, mode, detail_opts, out_abs)) == 0 && follow_exec)
         rc = set_follow_exec();
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
@@ -488,7 +521,7 @@ int cmd_run(int argc, char **argv)
         rc = launch(&l, &o);
     }
     if (rc == 0) {
-        announce_report(&o, output, prog);
+        announce_report(&o, output, prog, mode);
         if (follow_exec)
             announce_tree(out_abs, o.report, &started);
         rc = WIFSIGNALED(o.status) ? 128 + WTERMSIG(o.status) : WEXITSTATUS(o.status);

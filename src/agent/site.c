@@ -1,0 +1,496 @@
+/* site.c — detail mode's stack capture and lock-free site table (see
+ * site.h for the design). */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "agent/site.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/out.h"
+
+mt_site_opts mt_site_opt = {.detail = 0, .depth = MT_DEPTH_DEFAULT, .unwind = MT_UNWIND_AUTO};
+mt_site *mt_sites;
+
+#define NBUCKETS (2 * MT_SITES_MAX) /* at most half full: probes stay short */
+static _Atomic uint32_t *buckets;   /* site id, 0 = empty */
+static uintptr_t *frames;           /* [MT_SITES_MAX][depth] */
+static _Atomic uint32_t next_id = 1;
+static _Atomic int64_t dropped;
+static uintptr_t self_lo, self_hi; /* the agent's own code: frames there are skipped */
+
+/* The unwinder in use: libunwind, or the frame-pointer walk; while
+ * calibrating (unwind=auto), both run and must agree. */
+enum { USE_LIBUNWIND, USE_FP, USE_CALIBRATING };
+#define CALIBRATION_STACKS 256
+static _Atomic int unwinder = USE_LIBUNWIND;
+static _Atomic int calibrated;
+int mt_site_fp; /* unwinder == USE_FP, for the inlined capture */
+
+static void *map_table(size_t bytes)
+{
+    mt_t.in_agent++; /* the mapping is the agent's own (vm_hooks.c) */
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    mt_t.in_agent--;
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t pc = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && pc - lo < ph->p_memsz) {
+            self_lo = lo;
+            self_hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int mt_site_init(void)
+{
+    size_t depth = (size_t)mt_site_opt.depth;
+    mt_sites = map_table(sizeof(mt_site) * MT_SITES_MAX);
+    buckets = map_table(sizeof(uint32_t) * NBUCKETS);
+    frames = map_table(sizeof(uintptr_t) * depth * MT_SITES_MAX);
+    if (!mt_sites || !buckets || !frames) {
+        mt_say("detail mode: cannot map the site table; running in summary mode");
+        return -1;
+    }
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&mt_site_init);
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    if (mt_site_opt.unwind == MT_UNWIND_FP) {
+        unwinder = USE_FP;
+        mt_site_fp = 1;
+    } else if (mt_site_opt.unwind == MT_UNWIND_AUTO) {
+        unwinder = USE_CALIBRATING;
+    }
+    return 0;
+}
+
+const char *mt_site_unwinder(void)
+{
+    return atomic_load(&unwinder) == USE_FP ? "fp" : "libunwind";
+}
+
+/* ---- stack capture ------------------------------------------------------ */
+
+static inline int in_self(uintptr_t pc) { return pc - self_lo < self_hi - self_lo; }
+
+/* This thread's stack, for bounding frame-pointer walks. */
+static void learn_stack(void)
+{
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    mt_t.stack_hi = 1; /* tried: a failure is not retried */
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+        mt_t.stack_lo = (uintptr_t)addr;
+        mt_t.stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
+/* Return addresses through the frame-pointer chain, every frame checked
+ * to lie higher on this thread's stack than the last: reads never leave
+ * the stack, whatever a frame without a frame pointer left in rbp. */
+__attribute__((noinline)) int mt_site_fp_walk(uintptr_t *out, int max)
+{
+    if (MT_UNLIKELY(mt_t.stack_hi == 0))
+        learn_stack();
+    uintptr_t hi = mt_t.stack_hi;
+    const uintptr_t *fp = __builtin_frame_address(0);
+    uintptr_t lo = (uintptr_t)fp;
+    int n = 0;
+    while (n < max) {
+        uintptr_t a = (uintptr_t)fp;
+        if (a < lo || a > hi - 16 || (a & 7))
+            break;
+        uintptr_t ret = fp[1], next = fp[0];
+        if (ret < 4096)
+            break;
+        out[n++] = ret;
+        if (next <= a)
+            break;
+        lo = a + 16;
+        fp = (const uintptr_t *)next;
+    }
+    return n;
+}
+
+/* Drops the agent's own frames (the entry point and what it called, and
+ * the thread-start trampoline further up); returns how many remain (at
+ * most want), moved to the front of pcs. *skipped: how many led. */
+static int strip_self(uintptr_t *pcs, int n, int want, int *skipped)
+{
+    int k = 0, keep = 0;
+    while (k < n && in_self(pcs[k]))
+        k++;
+    *skipped = k;
+    for (int i = k; i < n && keep < want; i++)
+        if (!in_self(pcs[i]))
+            pcs[keep++] = pcs[i];
+    return keep;
+}
+
+/* The stack in the agent's entry point's caller and above: `want`
+ * frames, or fewer when the stack is shorter. */
+static int capture(uintptr_t *pcs, int want, int fp)
+{
+    int extra = 3; /* the agent's frames we expect to skip */
+    for (;;) {
+        int ask = want + extra;
+        int n = fp ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+        if (n < 0)
+            n = 0;
+        int skipped, got = strip_self(pcs, n, want, &skipped);
+        /* Cut short only if the walk stopped at our request, deep in the
+         * agent: ask again for more. */
+        if (got == want || n < ask || extra >= 16)
+            return got;
+        extra = skipped + 2;
+    }
+}
+
+/* unwind=auto: the frame-pointer walk is used only if it gave the same
+ * stacks as libunwind for the first CALIBRATION_STACKS allocations. */
+static int calibrate(uintptr_t *pcs, int want)
+{
+    uintptr_t fp_pcs[MT_DEPTH_MAX + 16];
+    int n = capture(pcs, want, 0);
+    if (mt_t.stack_hi == 0)
+        learn_stack();
+    int m = mt_t.stack_lo ? capture(fp_pcs, want, 1) : -1;
+    if (m != n || memcmp(pcs, fp_pcs, (size_t)n * sizeof *pcs) != 0)
+        atomic_store(&unwinder, USE_LIBUNWIND);
+    else if (atomic_fetch_add(&calibrated, 1) + 1 == CALIBRATION_STACKS) {
+        int expect = USE_CALIBRATING;
+        if (atomic_compare_exchange_strong(&unwinder, &expect, USE_FP))
+            mt_site_fp = 1;
+    }
+    return n;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static inline uintptr_t *frames_of(uint32_t id) { return frames + (size_t)id * (size_t)mt_site_opt.depth; }
+const uintptr_t *mt_site_frames(uint32_t id) { return frames_of(id); }
+
+static uint64_t hash_stack(unsigned cat, const uintptr_t *pcs, int n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ cat ^ ((uint64_t)n << 8);
+    for (int i = 0; i < n; i++) {
+        h ^= pcs[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+static int same_frames(const uintptr_t *a, const uintptr_t *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static void note_modules(const uintptr_t *pcs, int n);
+static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n);
+
+/* A record for a new site: this thread's spare (claimed earlier, lost a
+ * race) or a fresh one; 0 when the table is full. */
+static uint32_t claim(void)
+{
+    uint32_t id = mt_t.spare_site;
+    if (id) {
+        mt_t.spare_site = 0;
+        return id;
+    }
+    id = atomic_fetch_add(&next_id, 1);
+    if (id >= MT_SITES_MAX) {
+        atomic_store(&next_id, MT_SITES_MAX);
+        return 0;
+    }
+    return id;
+}
+
+static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
+{
+    uint64_t h = hash_stack(cat, pcs, n);
+    size_t i = (size_t)h & (NBUCKETS - 1);
+    for (;;) {
+        uint32_t id = atomic_load_explicit(&buckets[i], memory_order_acquire);
+        if (id == 0) {
+            uint32_t mine = claim();
+            if (mine == 0) {
+                atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+                return 0;
+            }
+            mt_site *s = &mt_sites[mine];
+            s->hash = h;
+            s->cat = (uint16_t)cat;
+            s->nframes = (uint16_t)n;
+            memcpy(frames_of(mine), pcs, (size_t)n * sizeof *pcs);
+            if (atomic_compare_exchange_strong(&buckets[i], &id, mine)) {
+                note_modules(pcs, n);
+                return mine;
+            }
+            mt_t.spare_site = mine; /* another thread filled this bucket: id is theirs */
+        }
+        const mt_site *s = &mt_sites[id];
+        if (s->hash == h && s->cat == cat && s->nframes == n && same_frames(frames_of(id), pcs, n))
+            return id;
+        i = (i + 1) & (NBUCKETS - 1);
+    }
+}
+
+uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
+{
+    int want = mt_site_opt.depth, skipped;
+    if (MT_UNLIKELY(atomic_load_explicit(&unwinder, memory_order_relaxed) == USE_CALIBRATING)) {
+        n = calibrate(pcs, want);
+    } else {
+        if (n < 0)
+            n = 0;
+        int got = strip_self(pcs, n, want, &skipped);
+        /* The walk stopped at our request inside the agent (more of its
+         * frames than the entry point expected): ask again. */
+        n = got < want && n == ask ? capture(pcs, want, atomic_load(&unwinder) == USE_FP) : got;
+    }
+    return find_or_add(cat, pcs, n);
+}
+
+uint32_t mt_site_capture(unsigned cat)
+{
+    uintptr_t pcs[MT_DEPTH_MAX + 16];
+    mt_t.in_agent++; /* libunwind may allocate: not through us */
+    int fp = atomic_load_explicit(&unwinder, memory_order_relaxed) == USE_FP;
+    int ask = mt_site_opt.depth + 3;
+    int n = fp ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+    uint32_t id = mt_site_from_stack(cat, pcs, n, ask);
+    mt_t.in_agent--;
+    return id;
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+static void count_global(uint32_t id, int64_t bytes, int what)
+{
+    mt_site *site = &mt_sites[id];
+    int64_t now = atomic_fetch_add(&site->live_bytes, bytes) + bytes;
+    if (bytes > 0)
+        mt_raise_peak_i64(&site->peak_bytes, now);
+    atomic_fetch_add(what == MT_SITE_ALLOC ? &site->allocs : what == MT_SITE_FREE ? &site->frees : &site->reallocs,
+                     1);
+    atomic_store_explicit(&site->used, 1, memory_order_relaxed);
+}
+
+void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int what)
+{
+    if (sh && !sh->site_chunks) {
+        mt_t.in_agent++;
+        sh->site_chunks = mt_os_alloc(sizeof(mt_site_slot *) * (MT_SITES_MAX / MT_SITE_CHUNK));
+        mt_t.in_agent--;
+    }
+    if (sh && sh->site_chunks && !sh->site_chunks[id / MT_SITE_CHUNK]) {
+        mt_t.in_agent++;
+        sh->site_chunks[id / MT_SITE_CHUNK] = mt_os_alloc(sizeof(mt_site_slot) * MT_SITE_CHUNK);
+        mt_t.in_agent--;
+    }
+    if (sh && sh->site_chunks && sh->site_chunks[id / MT_SITE_CHUNK])
+        mt_site_count(id, bytes, what);
+    else
+        count_global(id, bytes, what); /* exited thread, or no memory for slots */
+}
+
+void mt_site_fold_shard(mt_shard *sh)
+{
+    uint32_t ids = mt_site_count_ids();
+    for (uint32_t c = 0; c * MT_SITE_CHUNK < ids; c++) {
+        mt_site_slot *chunk = sh->site_chunks[c];
+        if (!chunk)
+            continue;
+        for (uint32_t k = 0; k < MT_SITE_CHUNK; k++) {
+            mt_site_slot *s = &chunk[k];
+            mt_site *site = &mt_sites[c * MT_SITE_CHUNK + k];
+            atomic_fetch_add(&site->live_bytes, mt_ld(&s->live_bytes));
+            atomic_fetch_add(&site->allocs, mt_ld(&s->allocs));
+            atomic_fetch_add(&site->frees, mt_ld(&s->frees));
+            atomic_fetch_add(&site->reallocs, mt_ld(&s->reallocs));
+            memset((void *)s, 0, sizeof *s);
+        }
+    }
+}
+
+uint32_t mt_site_count_ids(void)
+{
+    uint32_t n = atomic_load(&next_id);
+    return n < MT_SITES_MAX ? n : MT_SITES_MAX;
+}
+
+int64_t mt_site_dropped(void) { return atomic_load(&dropped); }
+
+int mt_site_sum_of(uint32_t id, mt_site_sum *out)
+{
+    mt_site *site = &mt_sites[id];
+    if (!atomic_load_explicit(&site->used, memory_order_relaxed))
+        return 0;
+    *out = (mt_site_sum){.live_bytes = mt_ld(&site->live_bytes), .peak_bytes = mt_ld(&site->peak_bytes),
+                         .allocs = mt_ld(&site->allocs), .frees = mt_ld(&site->frees),
+                         .reallocs = mt_ld(&site->reallocs)};
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next) {
+        mt_site_slot **chunks = sh->site_chunks;
+        mt_site_slot *chunk = chunks ? chunks[id / MT_SITE_CHUNK] : NULL;
+        if (!chunk)
+            continue;
+        mt_site_slot *s = &chunk[id % MT_SITE_CHUNK];
+        out->live_bytes += mt_ld(&s->live_bytes);
+        out->allocs += mt_ld(&s->allocs);
+        out->frees += mt_ld(&s->frees);
+        out->reallocs += mt_ld(&s->reallocs);
+    }
+    out->live_count = out->allocs - out->frees;
+    if (out->peak_bytes < out->live_bytes)
+        out->peak_bytes = out->live_bytes;
+    return 1;
+}
+
+/* ---- modules ------------------------------------------------------------ */
+
+#define MODULES_MAX 4096
+#define PATHS_SIZE (1u << 20)
+static mt_module modules[MODULES_MAX];
+static _Atomic int nmodules;
+static atomic_flag module_lock = ATOMIC_FLAG_INIT;
+static char *paths;
+static size_t paths_used;
+
+static int module_index(uintptr_t pc)
+{
+    int n = atomic_load_explicit(&nmodules, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (pc - modules[i].start < modules[i].end - modules[i].start)
+            return i;
+    return -1;
+}
+
+static const char *keep_path(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (!paths) {
+        paths = map_table(PATHS_SIZE);
+        if (!paths)
+            return "";
+    }
+    if (paths_used + n > PATHS_SIZE)
+        return "";
+    char *p = paths + paths_used;
+    memcpy(p, s, n);
+    paths_used += n;
+    return p;
+}
+
+static void read_build_id(const struct dl_phdr_info *info, mt_module *m)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            const char *name = p + sizeof *nh;
+            const unsigned char *desc = (const unsigned char *)name + ((nh->n_namesz + 3) & ~3u);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                nh->n_descsz <= sizeof m->build_id && (const char *)desc + nh->n_descsz <= end) {
+                memcpy(m->build_id, desc, nh->n_descsz);
+                m->build_id_len = nh->n_descsz;
+                return;
+            }
+            p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+}
+
+/* dl_iterate_phdr callback: notes a module if it holds *pc (or every one
+ * when pc is NULL) and is not noted yet. Under module_lock. */
+static int note_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const uintptr_t *pc = arg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (lo >= hi || (pc && *pc - lo >= hi - lo))
+        return 0;
+    int n = atomic_load(&nmodules);
+    for (int i = 0; i < n; i++)
+        if (modules[i].start == lo && modules[i].end == hi && modules[i].bias == info->dlpi_addr)
+            return pc != NULL;
+    if (n >= MODULES_MAX)
+        return 1;
+    mt_module *m = &modules[n];
+    *m = (mt_module){.start = lo, .end = hi, .bias = info->dlpi_addr};
+    const char *name = info->dlpi_name;
+    char exe[MT_PATH_MAX];
+    if (!name || !name[0]) {
+        /* The main program (or the vdso, which has a name "linux-vdso..."). */
+        ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[k > 0 ? k : 0] = '\0';
+        name = exe;
+    }
+    m->path = keep_path(name);
+    read_build_id(info, m);
+    atomic_store_explicit(&nmodules, n + 1, memory_order_release);
+    return pc != NULL;
+}
+
+/* Makes sure the modules of new frames are noted, while they are still
+ * loaded. Best effort: if another thread is noting, they are noted at the
+ * latest when the report is written (mt_modules_refresh). */
+static void note_modules(const uintptr_t *pcs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (module_index(pcs[i]) >= 0 || in_self(pcs[i]))
+            continue;
+        if (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
+            return;
+        uintptr_t pc = pcs[i];
+        dl_iterate_phdr(note_one, &pc);
+        atomic_flag_clear_explicit(&module_lock, memory_order_release);
+    }
+}
+
+void mt_site_after_fork_child(void) { atomic_flag_clear_explicit(&module_lock, memory_order_release); }
+
+void mt_modules_refresh(void)
+{
+    if (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
+        return;
+    mt_t.in_agent++;
+    dl_iterate_phdr(note_one, NULL);
+    mt_t.in_agent--;
+    atomic_flag_clear_explicit(&module_lock, memory_order_release);
+}
+
+int mt_module_count(void) { return atomic_load_explicit(&nmodules, memory_order_acquire); }
+const mt_module *mt_module_get(int i) { return &modules[i]; }

@@ -1,0 +1,132 @@
+/* site.h — detail mode: the call stack of every allocation and counters
+ * per allocation site, as NMT's detail level keeps them.
+ *
+ * A site is one distinct (stack, category). Sites live in a lock-free hash
+ * table: records are claimed with an atomic counter, filled, then
+ * published by a CAS into an open-addressing bucket array, so a reader
+ * that sees an id sees a complete record. Nothing is ever removed. Each
+ * block's header carries its site id, so a free is attributed without a
+ * lookup.
+ *
+ * Counters are kept like the summary's: each thread adds into its own
+ * slots (one per site, in pages it maps on first use), and live bytes go
+ * to the site's global in batches, against which the peak is checked.
+ *
+ * Stacks come from libunwind's unw_backtrace (DWARF unwind tables, cached
+ * per thread) or a frame-pointer walk bounded by the thread's stack;
+ * option unwind=auto compares the two on the first stacks and keeps the
+ * frame-pointer walk only if it agreed on every one. The frames are return
+ * addresses outside the agent, innermost first. */
+#ifndef MT_AGENT_SITE_H
+#define MT_AGENT_SITE_H
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+
+#define MT_DEPTH_MAX 64
+#define MT_DEPTH_DEFAULT 4
+#define MT_SITES_MAX (1u << 19)
+#define MT_SITE_CHUNK 128 /* slots per page of a thread's site slots */
+
+enum { MT_UNWIND_AUTO, MT_UNWIND_LIBUNWIND, MT_UNWIND_FP };
+
+typedef struct mt_site_opts {
+    int detail; /* mode=detail */
+    int depth;  /* frames per stack, 1..MT_DEPTH_MAX */
+    int unwind; /* MT_UNWIND_*: as asked */
+} mt_site_opts;
+extern mt_site_opts mt_site_opt;
+
+/* One thread's counts for one site (see counters.h for the batching). */
+typedef struct mt_site_slot {
+    _Atomic int64_t live_bytes;
+    _Atomic int64_t allocs;
+    _Atomic int64_t frees;
+    _Atomic int64_t reallocs;
+} mt_site_slot;
+
+typedef struct mt_site {
+    _Atomic int64_t live_bytes; /* flushed batches and exited threads' counts */
+    _Atomic int64_t peak_bytes;
+    _Atomic int64_t allocs, frees, reallocs; /* exited threads' counts */
+    uint64_t hash;
+    uint16_t cat;
+    uint16_t nframes;
+    _Atomic uint32_t used; /* a block was counted here (report writes only these) */
+} __attribute__((aligned(64))) mt_site;
+
+extern mt_site *mt_sites; /* [MT_SITES_MAX]; id 0 = "no stack" (table full) */
+
+/* Sets up the table and the unwinder; at start-up, before READY, in
+ * detail mode. Returns 0, or -1 after saying why (then no detail). */
+int mt_site_init(void);
+
+/* The site of an allocation of category `cat` made by the caller of the
+ * agent's entry point: captures the stack and finds or creates its site.
+ * Never fails: a full table gives 0. (site_capture.h has the inlined
+ * form the malloc hooks use.) */
+uint32_t mt_site_capture(unsigned cat);
+/* The second half of a capture: pcs holds n frames of a walk that was
+ * asked for `ask`; drops the agent's frames (walking again if it has to)
+ * and finds or creates the site. */
+uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask);
+int mt_site_fp_walk(uintptr_t *out, int max);
+extern int mt_site_fp; /* the frame-pointer walk is in use */
+
+enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };
+/* Counts `bytes` (signed) into site `id` as an alloc, free or resize. */
+void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int what);
+static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
+{
+    mt_shard *sh = mt_t.shard;
+    mt_site_slot *chunk = sh && sh->site_chunks ? sh->site_chunks[id / MT_SITE_CHUNK] : NULL;
+    if (MT_UNLIKELY(chunk == NULL)) {
+        mt_site_count_slow(sh, id, bytes, what);
+        return;
+    }
+    mt_site_slot *s = &chunk[id % MT_SITE_CHUNK];
+    mt_site *site = &mt_sites[id];
+    int64_t local = mt_ld(&s->live_bytes) + bytes;
+    if (bytes > 0) {
+        int64_t now = mt_ld(&site->live_bytes) + local;
+        if (now > mt_ld(&site->peak_bytes))
+            mt_raise_peak_i64(&site->peak_bytes, now);
+    }
+    if (MT_UNLIKELY((uint64_t)(local + MT_FLUSH_BYTES) > 2 * (uint64_t)MT_FLUSH_BYTES)) {
+        atomic_fetch_add_explicit(&site->live_bytes, local, memory_order_relaxed);
+        local = 0;
+    }
+    atomic_store_explicit(&s->live_bytes, local, memory_order_relaxed);
+    mt_bump(what == MT_SITE_ALLOC ? &s->allocs : what == MT_SITE_FREE ? &s->frees : &s->reallocs, 1);
+    if (MT_UNLIKELY(!atomic_load_explicit(&site->used, memory_order_relaxed)))
+        atomic_store_explicit(&site->used, 1, memory_order_relaxed);
+}
+
+/* A shard's site slots into the sites' globals (thread exit, fork child). */
+void mt_site_fold_shard(mt_shard *sh);
+
+/* report_write.c's view: the sum of one site, and the table's extent. */
+typedef struct mt_site_sum {
+    int64_t live_bytes, live_count, peak_bytes, allocs, frees, reallocs;
+} mt_site_sum;
+uint32_t mt_site_count_ids(void);  /* ids in use are below this */
+int mt_site_sum_of(uint32_t id, mt_site_sum *out); /* 0 when the site has no blocks */
+const uintptr_t *mt_site_frames(uint32_t id);
+int64_t mt_site_dropped(void);
+const char *mt_site_unwinder(void);
+
+/* Modules (ELF objects) the frames lie in: noted when a site is made, and
+ * all loaded ones when `refresh` (not from a signal handler). */
+typedef struct mt_module {
+    uintptr_t start, end, bias;
+    const char *path;
+    unsigned char build_id[32];
+    unsigned build_id_len;
+} mt_module;
+void mt_modules_refresh(void);
+/* In a fork child: lets go of the module lock another thread held. */
+void mt_site_after_fork_child(void);
+int mt_module_count(void);
+const mt_module *mt_module_get(int i);
+
+#endif

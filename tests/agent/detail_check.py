@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Independent reader of detail-mode reports for tests/agent/test_detail.sh.
+
+Parses the .mtr itself and attributes each site to a function by its
+innermost frame, using `nm -S` symbol tables of the modules the report
+lists (not memtrail's symbolizer). Subcommands:
+  ledger REPORT LEDGER   compare per-function live bytes/count and allocs
+                         (and the peak, for a function with one site) with
+                         the program's ledger ("fn NAME live_bytes N
+                         live_count N allocs N [peak_bytes N]")
+  invariant REPORT       "live_bytes A B live_count C D": sites vs total
+  stack REPORT FN        the stack of FN's site: module+offset per frame,
+                         and the function each frame lies in
+"""
+import os
+import subprocess
+import sys
+
+
+def parse(path):
+    rep = {"modules": [], "sites": [], "total": {}}
+    for line in open(path):
+        line = line.rstrip("\n")
+        key, _, rest = line.partition(" ")
+        if key == "module":
+            mid, _, fields = rest.partition(" ")
+            head, _, p = fields.partition(" path=")
+            m = dict(kv.split("=", 1) for kv in head.split())
+            rep["modules"].append({"bias": int(m["bias"], 16), "start": int(m["start"], 16),
+                                   "end": int(m["end"], 16), "path": p})
+        elif key == "site":
+            parts = rest.split()
+            f = dict(kv.split("=", 1) for kv in parts[1:])
+            frames = [int(x, 16) for x in f["frames"].split(",")] if f.get("frames") else []
+            rep["sites"].append({k: (int(v) if k not in ("frames", "category") else v) for k, v in f.items()
+                                 if k != "frames"} | {"frames": frames})
+        elif key == "total":
+            rep["total"] = {k: int(v) for k, v in (kv.split("=", 1) for kv in rest.split())}
+        elif key in ("unwinder", "stack_depth", "mode"):
+            rep[key] = rest
+    return rep
+
+
+_syms = {}
+
+
+def symbols(path):
+    if path not in _syms:
+        out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True).stdout
+        syms = []
+        for line in out.splitlines():
+            p = line.split()
+            if len(p) == 4 and p[2] in "tTwW":
+                syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+        _syms[path] = syms
+    return _syms[path]
+
+
+def where(rep, addr):
+    """(module basename, offset, function or None) of a return address."""
+    for m in rep["modules"]:
+        if m["start"] <= addr < m["end"]:
+            off = addr - m["bias"]
+            fn = None
+            if os.path.exists(m["path"]):
+                for lo, size, name in symbols(m["path"]):
+                    if lo <= off - 1 < lo + size:
+                        fn = name
+                        break
+            return os.path.basename(m["path"]), off, fn
+    return None, addr, None
+
+
+def by_function(rep):
+    acc = {}
+    for s in rep["sites"]:
+        if not s["frames"]:
+            continue
+        fn = where(rep, s["frames"][0])[2]
+        a = acc.setdefault(fn, {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0, "sites": 0})
+        for k in a:
+            a[k] += s[k] if k != "sites" else 1
+    return acc
+
+
+def main():
+    cmd, report = sys.argv[1], parse(sys.argv[2])
+    if cmd == "ledger":
+        acc = by_function(report)
+        for line in open(sys.argv[3]):
+            p = line.split()
+            if not p or p[0] != "fn":
+                continue
+            want = {"live_bytes": int(p[3]), "live_count": int(p[5]), "allocs": int(p[7])}
+            got = dict(acc.get(p[1], {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0, "sites": 0}))
+            # A site's peak is its own: comparable when the function has one site.
+            if len(p) > 9 and p[8] == "peak_bytes" and got["sites"] == 1:
+                want["peak_bytes"] = int(p[9])
+            else:
+                got.pop("peak_bytes")
+            got.pop("sites")
+            print(p[1], "ok" if got == want else "want %s got %s" % (want, got))
+    elif cmd == "invariant":
+        t = report["total"]
+        print("live_bytes %d %d live_count %d %d" % (
+            sum(s["live_bytes"] for s in report["sites"]), t["live_bytes"],
+            sum(s["live_count"] for s in report["sites"]), t["live_count"]))
+    elif cmd == "stack":
+        for s in report["sites"]:
+            if s["frames"] and where(report, s["frames"][0])[2] == sys.argv[3]:
+                print(" ".join("%s+0x%x:%s" % where(report, a) for a in s["frames"]))
+    else:
+        sys.exit("unknown subcommand " + cmd)
+
+
+main()

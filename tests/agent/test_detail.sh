@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Detail mode in the agent: every site's counters against the test
+# program's own ledger, attributed by an independent reader
+# (detail_check.py: the report parsed in Python, frames mapped to functions
+# with nm); stacks under both unwinders, depth limits, threads, fork,
+# realloc moving a block between sites, options, and real programs.
+. "$(dirname "$0")/../lib.sh"
+CHECK="python3 $(dirname "$0")/detail_check.py"
+
+# run_detail NAME OPTIONS PROGRAM ARGS...: report in $T/NAME.mtr, stdout
+# (the ledger) in $T/NAME.out.
+run_detail() {
+    local name=$1 opts=$2
+    shift 2
+    MEMTRAIL_OPTIONS="mode=detail:output=$T/$name.mtr${opts:+:$opts}" LD_PRELOAD=$AGENT "$@" >"$T/$name.out" 2>"$T/$name.err"
+}
+
+# ledger_ok NAME: every function of the ledger matches the report's sites.
+ledger_ok() {
+    local res
+    res=$($CHECK ledger "$T/$1.mtr" "$T/$1.out")
+    while read -r fn verdict; do
+        expect_eq "$1: $fn's sites match its ledger" "ok" "$verdict"
+    done <<<"$res"
+    [ -n "$res" ] || fail "$1: ledger" "no functions compared"
+    read -r _ a b _ c d <<<"$($CHECK invariant "$T/$1.mtr")"
+    expect_eq "$1: the sites' live bytes add up to the total's" "$b" "$a"
+    expect_eq "$1: the sites' live blocks add up to the total's" "$d" "$c"
+}
+
+# Static, shared-library and inlined functions, churn, realloc moving a
+# block to another site, 4 threads and a recursion, default depth (4).
+run_detail plain "" "$TBIN/detail" threads 4 recurse 12
+expect_eq "plain: mode line" "mode detail" "$(grep '^mode' "$T/plain.mtr")"
+expect_eq "plain: stack_depth line" "stack_depth 4" "$(grep '^stack_depth' "$T/plain.mtr")"
+expect_eq "plain: report complete" "end" "$(tail -n1 "$T/plain.mtr")"
+ledger_ok plain
+expect_match "plain: the library is a module" "^module [0-9]+ .*path=.*/libdetail_lib\.so$" "$(grep '^module' "$T/plain.mtr")"
+expect_match "plain: the main program is a module with its build-id" "^module [0-9]+ bias=0x[0-9a-f]+ start=0x[0-9a-f]+ end=0x[0-9a-f]+ buildid=[0-9a-f]{40} path=$TBIN/detail$" "$(grep '^module' "$T/plain.mtr")"
+stack=$($CHECK stack "$T/plain.mtr" recurse)
+expect_eq "depth 4: the recursion's stack is 4 frames of recurse" "recurse recurse recurse recurse" \
+    "$(tr ' ' '\n' <<<"$stack" | sed 's/.*://' | tr '\n' ' ' | sed 's/ $//')"
+expect_match "the innermost frame of a library function's site is in the library" "^libdetail_lib\.so\+0x[0-9a-f]+:detail_lib_alloc detail\+0x[0-9a-f]+:main" \
+    "$($CHECK stack "$T/plain.mtr" detail_lib_alloc)"
+expect_eq "sites line counts the site lines" "$(grep -c '^site ' "$T/plain.mtr")" \
+    "$(sed -n 's/^sites count=\([0-9]*\) dropped=0$/\1/p' "$T/plain.mtr")"
+
+# Deep stacks: depth 64 sees the whole recursion and main below it; depth 1
+# one frame.
+run_detail deep "depth=64" "$TBIN/detail" recurse 40
+ledger_ok deep
+frames=$($CHECK stack "$T/deep.mtr" recurse | tr ' ' '\n')
+expect_eq "depth 64: 40 frames in recurse" "40" "$(grep -c ':recurse$' <<<"$frames")"
+expect_eq "depth 64: then main" "main" "$(sed -n 41p <<<"$frames" | sed 's/.*://')"
+run_detail one "depth=1" "$TBIN/detail" recurse 5
+ledger_ok one
+expect_eq "depth 1: every site has one frame" "" "$(grep '^site ' "$T/one.mtr" | grep 'frames=.*,' )"
+
+# Frame-pointer walk on a build with frame pointers: the same stacks as
+# libunwind's where every frame has one (the recursion, 8 deep), the same
+# innermost frames elsewhere; auto keeps libunwind's stacks either way.
+run_detail fp_lu "depth=8:unwind=libunwind" "$TBIN/detail_fp" threads 2 recurse 20
+run_detail fp_fp "depth=8:unwind=fp" "$TBIN/detail_fp" threads 2 recurse 20
+run_detail fp_auto "depth=8:unwind=auto" "$TBIN/detail_fp" threads 2 recurse 20
+expect_eq "unwind=fp: unwinder line" "unwinder fp" "$(grep '^unwinder' "$T/fp_fp.mtr")"
+expect_eq "unwind=libunwind: unwinder line" "unwinder libunwind" "$(grep '^unwinder' "$T/fp_lu.mtr")"
+ledger_ok fp_fp
+lu=$($CHECK stack "$T/fp_lu.mtr" recurse)
+expect_match "libunwind: 8 frames of the recursion" "^(detail_fp\+0x[0-9a-f]+:recurse ?){8}$" "$lu"
+expect_eq "unwind=fp: the recursion's stack equals libunwind's" "$lu" "$($CHECK stack "$T/fp_fp.mtr" recurse)"
+for fn in from_static thread_work regrow; do
+    expect_eq "unwind=fp: $fn's two innermost frames equal libunwind's" \
+        "$($CHECK stack "$T/fp_lu.mtr" $fn | cut -d' ' -f1-2)" "$($CHECK stack "$T/fp_fp.mtr" $fn | cut -d' ' -f1-2)"
+done
+ledger_ok fp_auto
+for fn in from_static inline_host detail_lib_alloc thread_work regrow recurse; do
+    expect_eq "unwind=auto: $fn's stack equals libunwind's" "$($CHECK stack "$T/fp_lu.mtr" $fn)" "$($CHECK stack "$T/fp_auto.mtr" $fn)"
+done
+
+# Through the CLI, and the bad options.
+out=$(cd "$T" && "$MT" run --mode detail --depth 6 -o "$T/cli.mtr" -- "$TBIN/detail" threads 1 2>&1 >"$T/cli.out")
+expect_match "run --mode detail: announces a detail report" "detail report of [0-9]+ written to .*cli\.mtr" "$out"
+expect_eq "run --depth 6: stack_depth line" "stack_depth 6" "$(grep '^stack_depth' "$T/cli.mtr")"
+$CHECK ledger "$T/cli.mtr" "$T/cli.out" | grep -qv ' ok$' && fail "run --mode detail: ledger" "$($CHECK ledger "$T/cli.mtr" "$T/cli.out")" || pass "run --mode detail: ledger"
+err=$("$MT" run --depth 5 -- true 2>&1); rc=$?
+expect_eq "run --depth without detail mode: usage error" "2" "$rc"
+expect_match "run --depth without detail mode: says so" "--depth is for detail mode: add --mode detail" "$err"
+err=$("$MT" run --mode detail --depth 65 -- true 2>&1); rc=$?
+expect_eq "run --depth 65: usage error" "2" "$rc"
+expect_match "run --depth 65: names the range" "--depth: '65' is not a number of frames from 1 to 64" "$err"
+err=$("$MT" run --mode detail --unwind dwarf -- true 2>&1); rc=$?
+expect_match "run --unwind dwarf: names the accepted values" "unknown unwinder 'dwarf' \(accepted: auto, libunwind, fp\)" "$err"
+for bad in depth=0 depth=65 depth=4x unwind=dwarf; do
+    err=$(cd "$T" && MEMTRAIL_OPTIONS="mode=detail:$bad" LD_PRELOAD=$AGENT "$TBIN/detail" 2>&1 >/dev/null)
+    expect_match "option $bad: one clear line, untracked" "^memtrail: MEMTRAIL_OPTIONS: bad value '[^']*' for (depth|unwind) \(accepted: [^)]*\); running untracked$" "$err"
+done
+
+# Across fork: parent and child each write a report whose sites add up.
+MEMTRAIL_OPTIONS="mode=detail:output=$T/fork.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/forker" "$T/fork.ledger" >/dev/null 2>&1
+n=0
+for f in "$T"/fork.[0-9]*.mtr; do
+    [ -e "$f" ] || continue
+    n=$((n + 1))
+    read -r _ a b _ c d <<<"$($CHECK invariant "$f")"
+    expect_eq "fork: $(basename "$f"): sites' live bytes add up to the total's" "$b" "$a"
+    expect_eq "fork: $(basename "$f"): sites' live blocks add up" "$d" "$c"
+done
+[ "$n" -ge 2 ] && pass "fork: parent and child reports ($n)" || fail "fork: reports" "found $n"
+
+# Real programs: same output as without the agent, and sites that add up.
+if command -v sqlite3 >/dev/null; then
+    q="create table t(a,b); with recursive c(x) as (select 1 union all select x+1 from c where x<20000) insert into t select x, hex(randomblob(40)) from c; select count(*), sum(length(b)) from t;"
+    want=$(sqlite3 :memory: "$q")
+    got=$(MEMTRAIL_OPTIONS="mode=detail:depth=8:output=$T/sqlite.mtr" LD_PRELOAD=$AGENT sqlite3 :memory: "$q")
+    expect_eq "sqlite3 under detail mode: same output" "$want" "$got"
+    read -r _ a b _ c d <<<"$($CHECK invariant "$T/sqlite.mtr")"
+    expect_eq "sqlite3: sites' live bytes add up to the total's" "$b" "$a"
+    expect_match "sqlite3: many sites, none dropped" "^sites count=[0-9]{2,} dropped=0$" "$(grep '^sites' "$T/sqlite.mtr")"
+fi
+py=$(command -v python3)
+want=$("$py" -c 'import json; print(len(json.dumps([{"k": i} for i in range(20000)])))')
+got=$(MEMTRAIL_OPTIONS="mode=detail:output=$T/py.mtr" LD_PRELOAD=$AGENT "$py" -c 'import json; print(len(json.dumps([{"k": i} for i in range(20000)])))')
+expect_eq "python3 under detail mode: same output" "$want" "$got"
+read -r _ a b _ c d <<<"$($CHECK invariant "$T/py.mtr")"
+expect_eq "python3: sites' live bytes add up to the total's" "$b" "$a"
+expect_eq "python3: sites' live blocks add up to the total's" "$d" "$c"
