@@ -85,8 +85,32 @@ $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDR
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(CLI_LIBS)
 
+# Detail-report test programs (tests/cli/test_detail.sh): real stacks in
+# known functions, built -g -O1; stripped copies (same build-id) and a
+# rebuilt variant (another build-id).
+DETAIL_DIR   := $(BUILD)/tests/detail
+DETAIL_TESTS := $(DETAIL_DIR)/sites $(DETAIL_DIR)/sites.stripped $(DETAIL_DIR)/sites.v2 \
+                $(DETAIL_DIR)/libmtplugin.stripped.so
+DETAIL_FLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -g -O1 -fno-optimize-sibling-calls
+
+$(DETAIL_DIR)/libmtplugin.so: tests/detail/plugin.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -g -O1 -fPIC -shared -o $@ $<
+
+$(DETAIL_DIR)/sites: tests/detail/sites.c $(DETAIL_DIR)/libmtplugin.so
+	$(CC) $(DETAIL_FLAGS) -o $@ $< -L$(DETAIL_DIR) -lmtplugin -Wl,-rpath,'$$ORIGIN'
+
+$(DETAIL_DIR)/sites.v2: tests/detail/sites.c $(DETAIL_DIR)/libmtplugin.so
+	$(CC) $(DETAIL_FLAGS) -DVARIANT=1 -o $@ $< -L$(DETAIL_DIR) -lmtplugin -Wl,-rpath,'$$ORIGIN'
+
+$(DETAIL_DIR)/sites.stripped: $(DETAIL_DIR)/sites
+	strip -o $@ $<
+
+$(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
+	strip -o $@ $<
+
 asan: $(ASAN_BIN) $(UNIT_TESTS)
-tests: all asan $(AGENT_TESTS)
+tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS)
 
 # The README's test command: installs what is missing, builds, runs everything.
 check: deps

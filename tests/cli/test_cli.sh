@@ -53,9 +53,9 @@ contains "usage: report unknown option named" "memtrail: unknown option '--bogus
 contains "usage: report hint" "memtrail report --help" "$err"
 run_mt x "$MT_ASAN" report
 expect_eq "usage: report without file exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" report leaks x.mtr
-expect_eq "usage: report leaks exits 2" 2 "$rc"
-contains "usage: report leaks names accepted" "(accepted: summary, detail)" "$err"
+run_mt x "$MT_ASAN" report flame x.mtr
+expect_eq "usage: report flame (unknown view) exits 2" 2 "$rc"
+contains "usage: report flame names accepted" "(accepted: summary, detail)" "$err"
 run_mt x "$MT_ASAN" report x.mtr --scale XB
 expect_eq "usage: bad --scale exits 2" 2 "$rc"
 contains "usage: bad --scale message" "memtrail: --scale: unknown scale 'XB' (accepted: KB, MB, GB)" "$err"
