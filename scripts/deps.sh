@@ -69,6 +69,7 @@ check() {
     # Detail reports: libdw/libelf to symbolize, libstdc++ (g++) to demangle;
     # their tests check against eu-addr2line and use strip/objdump (binutils).
     if have_cmd dpkg-query; then
+        have_pkg libunwind-dev || want libunwind-dev # the agent's stack walks (detail mode)
         have_pkg libdw-dev || want libdw-dev
         have_pkg libelf-dev || want libelf-dev
         have_pkg zlib1g-dev || want zlib1g-dev
