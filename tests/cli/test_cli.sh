@@ -59,9 +59,9 @@ contains "usage: report flame names accepted" "(accepted: summary, detail)" "$er
 run_mt x "$MT_ASAN" report x.mtr --scale XB
 expect_eq "usage: bad --scale exits 2" 2 "$rc"
 contains "usage: bad --scale message" "memtrail: --scale: unknown scale 'XB' (accepted: KB, MB, GB)" "$err"
-run_mt x "$MT_ASAN" run --mode detail -- true
-expect_eq "usage: run --mode detail exits 2" 2 "$rc"
-contains "usage: run --mode message" "memtrail: --mode: unknown mode 'detail' (accepted: summary)" "$err"
+run_mt x "$MT_ASAN" run --mode full -- true
+expect_eq "usage: run --mode full (unknown mode) exits 2" 2 "$rc"
+contains "usage: run --mode message" "memtrail: --mode: unknown mode 'full' (accepted: summary, detail)" "$err"
 run_mt x "$MT_ASAN" run --frob -- true
 expect_eq "usage: run unknown option exits 2" 2 "$rc"
 run_mt x "$MT_ASAN" run
