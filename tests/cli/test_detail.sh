@@ -354,3 +354,44 @@ py "diff --top 2" "2" 'import json, sys; print(len(json.load(open(sys.argv[1]))[
 # Against a summary report: the category diff only.
 run_mt "$MT_ASAN" diff "$T/sum.mtr" "$T/new.mtr" --json
 py "diff with a summary side: no sites key" "False" 'import json, sys; print("sites" in json.load(open(sys.argv[1])))' "$T/out"
+
+# --- end to end: a real detail report of the agent -------------------------
+# tests/agent/detail prints its own ledger per function; report detail's
+# sites, attributed by the function that holds their first frame (the
+# non-inlined entry of frame 0), must add up to it.
+if [ -x "$TBIN/detail" ] && [ -e "$AGENT" ]; then
+    "$MT" run --mode detail --depth 6 -o "$T/real.mtr" -- "$TBIN/detail" threads 3 recurse 5 >"$T/real.ledger" 2>/dev/null
+    expect_eq "real: run exits 0" 0 "$?"
+    run_mt "$MT_ASAN" report detail "$T/real.mtr" --json
+    expect_eq "real: report detail exits 0" 0 "$rc"
+    want=$(awk '$1 == "fn" { print $2, $4, $6, $8 }' "$T/real.ledger" | sort)
+    got=$(python3 - "$T/out" "$T/real.ledger" <<'EOF2'
+import json, sys
+j = json.load(open(sys.argv[1]))
+fns = {l.split()[1] for l in open(sys.argv[2]) if l.startswith("fn ")}
+sums = {}
+for s in j["sites"]:
+    first = [f for f in s["frames"] if f["address"] == s["frames"][0]["address"]]
+    fn = first[-1]["function"]
+    if fn in fns:
+        t = sums.setdefault(fn, [0, 0, 0])
+        t[0] += s["live_bytes"]; t[1] += s["live_count"]; t[2] += s["allocs"]
+for fn in sorted(sums):
+    print(fn, *sums[fn])
+EOF2
+)
+    expect_eq "real: symbolized sites per function equal the program's ledger" "$want" "$got"
+    py "real: the always-inlined allocator shows as inlined into inline_host" "inlined_alloc True inline_host" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+for s in j["sites"]:
+    f = s["frames"]
+    if len(f) > 1 and f[1]["function"] == "inline_host" and f[0]["address"] == f[1]["address"]:
+        print(f[0]["function"], f[0]["inlined"], f[1]["function"]); break' "$T/out"
+    py "real: the sites add up to the total" "True" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(sum(s["live_bytes"] for s in j["sites"]) == j["total"]["live_bytes"])' "$T/out"
+else
+    fail "real: detail program" "$TBIN/detail or $AGENT missing (make tests)"
+fi
