@@ -7,6 +7,7 @@
  * environment (XDG_RUNTIME_DIR) or /tmp/memtrail-UID, and its directory
  * and file must belong to that uid before we connect. */
 #include "cli/cli.h"
+#include "report/detail.h"
 #include "report/report.h"
 
 #include <errno.h>
@@ -24,13 +25,16 @@
 #include <unistd.h>
 
 static const char query_usage[] =
-    "usage: memtrail query PID [summary|baseline|diff] [--json] [--scale KB|MB|GB]\n"
-    "                          [--timeout SECONDS]\n"
+    "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
+    "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n"
     "\n"
     "Ask the running process PID, tracked by memtrail (started with 'memtrail\n"
     "run'), without stopping it:\n"
     "\n"
     "  summary   its summary now, laid out as 'memtrail report' does (default)\n"
+    "  detail    its allocation sites now, symbolized, as 'memtrail report detail'\n"
+    "            shows them (the process must run in detail mode; --depth, --top\n"
+    "            and --sort as there)\n"
     "  baseline  keep its summary now as the baseline (in the process) and print it\n"
     "  diff      what changed, category by category, since the baseline\n"
     "\n"
@@ -281,10 +285,19 @@ static size_t first_report_end(const char *buf, size_t len)
 }
 
 static int print_reply(const struct target *t, const char *cmd, const char *buf, size_t len, bool json,
-                       const struct report_scale *scale)
+                       const struct report_scale *scale, const struct detail_options *dopt)
 {
     char name[64];
     int rc, prc;
+    if (strcmp(cmd, "detail") == 0) {
+        struct report r;
+        snprintf(name, sizeof name, "process %ld", t->pid);
+        rc = parse(buf, len, name, &r);
+        if (rc == 0)
+            rc = detail_cli_print(&r, name, json, scale, dopt);
+        report_free(&r);
+        return rc;
+    }
     if (strcmp(cmd, "diff") == 0) {
         struct report base, cur;
         size_t cut = first_report_end(buf, len);
@@ -342,9 +355,10 @@ int cmd_query(int argc, char **argv)
 {
     const char *positional[2];
     int npos = 0, timeout_s = 5;
-    bool json = false, options_done = false;
+    bool json = false, options_done = false, detail_given = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
+    struct detail_options dopt = {0};
 
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value;
@@ -378,13 +392,20 @@ int cmd_query(int argc, char **argv)
             timeout_s = (int)v;
             continue;
         }
+        if ((m = detail_cli_option("query", argc, argv, &i, &dopt, &detail_given)) < 0)
+            return CLI_USAGE;
+        if (m > 0)
+            continue;
         return cli_usage_error("query", "unknown option '%s'", arg);
     }
     if (npos == 0)
         return cli_usage_error("query", "missing the PID of the process to ask");
     const char *cmd = npos == 2 ? positional[1] : "summary";
-    if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "baseline") != 0 && strcmp(cmd, "diff") != 0)
-        return cli_usage_error("query", "unknown request '%s' (accepted: summary, baseline, diff)", cmd);
+    if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
+        strcmp(cmd, "diff") != 0)
+        return cli_usage_error("query", "unknown request '%s' (accepted: summary, detail, baseline, diff)", cmd);
+    if (detail_given && strcmp(cmd, "detail") != 0)
+        return cli_usage_error("query", "--depth, --top and --sort apply to 'query PID detail' only");
 
     struct target t = {0};
     if (parse_pid(positional[0], &t.pid) < 0)
@@ -404,7 +425,7 @@ int cmd_query(int argc, char **argv)
     if (rc == 0)
         rc = ask(&t, sock, line, timeout_s * 1000, &buf, &len);
     if (rc == 0)
-        rc = print_reply(&t, cmd, buf, len, json, &scale);
+        rc = print_reply(&t, cmd, buf, len, json, &scale, &dopt);
     free(buf);
     free(sock);
     for (int i = 0; i < t.ndirs; i++)

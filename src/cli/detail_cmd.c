@@ -70,37 +70,37 @@ static int write_status(int prc)
     return CLI_OK;
 }
 
+int detail_cli_print(const struct report *r, const char *name, bool json, const struct report_scale *scale,
+                     const struct detail_options *o)
+{
+    if (!(r->has & REPORT_HAS_SITES))
+        return cli_error("%s: not a detail report (mode %s, no stack_depth line): it has no allocation "
+                         "sites; record one with 'memtrail run --mode detail'",
+                         name, r->mode ? r->mode : "unknown");
+    struct symbolizer *s = sym_open(r);
+    if (!s)
+        return cli_error("out of memory");
+    print_warnings(s, NULL);
+    int st = write_status(json ? detail_print_json(stdout, r, s, o) : detail_print_text(stdout, r, s, o, scale));
+    sym_close(s);
+    return st;
+}
+
 int detail_cli_report(const char *path, bool json, const struct report_scale *scale, const struct detail_options *o)
 {
     struct report r;
     char err[REPORT_ERR_MAX];
     int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
                                     : report_read(path, &r, err, sizeof err);
-    if (rc < 0 && rc != -ENODATA) {
+    if (rc < 0 && (rc != -ENODATA || !(r.has & REPORT_HAS_SITES))) {
         report_free(&r);
         return cli_error("%s", err);
     }
-    if (!(r.has & REPORT_HAS_SITES)) {
-        const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
-        int st = rc < 0 ? cli_error("%s", err)
-                        : cli_error("%s: not a detail report (mode %s, no stack_depth line): it has no allocation "
-                                    "sites; record one with 'memtrail run --mode detail'",
-                                    name, r.mode ? r.mode : "unknown");
-        report_free(&r);
-        return st;
-    }
-    struct symbolizer *s = sym_open(&r);
-    if (!s) {
-        report_free(&r);
-        return cli_error("out of memory");
-    }
-    print_warnings(s, NULL);
-    int st = write_status(json ? detail_print_json(stdout, &r, s, o) : detail_print_text(stdout, &r, s, o, scale));
-    sym_close(s);
+    int st = detail_cli_print(&r, strcmp(path, "-") == 0 ? "(stdin)" : path, json, scale, o);
     report_free(&r);
     if (st != CLI_OK)
         return st;
-    if (rc < 0)
+    if (rc < 0) /* truncated: what it held is shown, then the reason */
         return cli_error("%s", err);
     return CLI_OK;
 }

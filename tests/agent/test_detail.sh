@@ -124,3 +124,28 @@ expect_eq "python3 under detail mode: same output" "$want" "$got"
 read -r _ a b _ c d <<<"$($CHECK invariant "$T/py.mtr")"
 expect_eq "python3: sites' live bytes add up to the total's" "$b" "$a"
 expect_eq "python3: sites' live blocks add up to the total's" "$d" "$c"
+
+# A live query of a process in detail mode: its sites now, symbolized,
+# against the program's books (tests/agent/live.c: 10 x 1000 bytes in
+# category "live" at step 1).
+unset XDG_RUNTIME_DIR
+D=$T/live; mkdir -p "$D"
+MEMTRAIL_OPTIONS="mode=detail:output=$T/live.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/live" "$D" >"$T/live.out" 2>&1 &
+lpid=$!
+for ((i = 0; i < 3000; i++)); do [ -e "$D/ready1" ] && break; sleep 0.02; done
+"$MT_ASAN" query "$lpid" detail --json >"$T/qd.json" 2>"$T/qd.err"
+expect_eq "query detail (ASan build): exits 0, nothing on stderr" "0:" "$?:$(cat "$T/qd.err")"
+expect_eq "query detail: the sites of category live hold the program's live bytes and blocks" \
+    "$(awk '$1 == "live" { print $2, $3 }' "$D/phase1")" \
+    "$(json_get "$T/qd.json" "'%d %d' % (sum(s['live_bytes'] for s in j['sites'] if s['category'] == 'live'), sum(s['live_count'] for s in j['sites'] if s['category'] == 'live'))")"
+expect_eq "query detail: the sites add up to the total" "$(json_get "$T/qd.json" "j['total']['live_bytes']")" \
+    "$(json_get "$T/qd.json" "sum(s['live_bytes'] for s in j['sites'])")"
+expect_match "query detail: frames are symbolized (the live program's main)" "main" \
+    "$(json_get "$T/qd.json" "' '.join(f['function'] or '' for s in j['sites'] if s['category'] == 'live' for f in s['frames'])")"
+"$MT" query "$lpid" detail --top 1 >"$T/qd.txt" 2>&1
+expect_match "query detail --top 1: text, one site shown" "Allocation sites: 1 of [0-9]+" "$(cat "$T/qd.txt")"
+"$MT" query "$lpid" summary --json >"$T/qs.json" 2>&1
+expect_eq "query summary of a detail-mode process: no sites in it" "False" "$(json_get "$T/qs.json" "'sites' in j")"
+out=$("$MT" query "$lpid" summary --top 3 2>&1); rc=$?
+expect_eq "query summary --top: usage error" "2" "$rc"
+kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
