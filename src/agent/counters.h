@@ -38,6 +38,7 @@ struct mt_site_slot;
 typedef struct mt_shard {
     mt_cslot slot[MT_NSLOT];
     struct mt_site_slot **site_chunks; /* detail mode (site.h): NULL until first used */
+    void *cfi_cache;                   /* detail mode: this thread's unwind rules (site_cfi.c) */
     struct mt_shard *next; /* registry list; shards are never unmapped */
     _Atomic int in_use;
 } mt_shard;

@@ -124,6 +124,8 @@ static int set_option(const char *key, size_t klen, const char *val)
             mt_site_opt.unwind = MT_UNWIND_LIBUNWIND;
         else if (strcmp(val, "fp") == 0)
             mt_site_opt.unwind = MT_UNWIND_FP;
+        else if (strcmp(val, "cfi") == 0)
+            mt_site_opt.unwind = MT_UNWIND_CFI;
         else
             goto bad_value;
         return 0;
@@ -185,7 +187,7 @@ bad_value:
     else if (KEY_IS("depth"))
         mt_out_str(&o, " (accepted: 1 to 64 frames)");
     else if (KEY_IS("unwind"))
-        mt_out_str(&o, " (accepted: auto, libunwind, fp)");
+        mt_out_str(&o, " (accepted: auto, cfi, libunwind, fp)");
     else if (KEY_IS("on_error"))
         mt_out_str(&o, " (accepted: report, abort)");
     else if (KEY_IS("query"))

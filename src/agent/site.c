@@ -25,11 +25,11 @@ static uintptr_t self_lo, self_hi; /* the agent's own code: frames there are ski
 
 /* The unwinder in use: libunwind, or the frame-pointer walk; while
  * calibrating (unwind=auto), both run and must agree. */
-enum { USE_LIBUNWIND, USE_FP, USE_CALIBRATING };
+enum { USE_LIBUNWIND = MT_WALK_LIBUNWIND, USE_FP = MT_WALK_FP, USE_CFI = MT_WALK_CFI, USE_CALIBRATING };
 #define CALIBRATION_STACKS 256
 static _Atomic int unwinder = USE_LIBUNWIND;
 static _Atomic int calibrated;
-int mt_site_fp; /* unwinder == USE_FP, for the inlined capture */
+int mt_site_walker = MT_WALK_LIBUNWIND; /* unwinder as the inlined capture reads it */
 
 static void *map_table(size_t bytes)
 {
@@ -69,7 +69,10 @@ int mt_site_init(void)
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     if (mt_site_opt.unwind == MT_UNWIND_FP) {
         unwinder = USE_FP;
-        mt_site_fp = 1;
+        mt_site_walker = MT_WALK_FP;
+    } else if (mt_site_opt.unwind == MT_UNWIND_CFI) {
+        unwinder = USE_CFI;
+        mt_site_walker = MT_WALK_CFI;
     } else if (mt_site_opt.unwind == MT_UNWIND_AUTO) {
         unwinder = USE_CALIBRATING;
     }
@@ -78,15 +81,16 @@ int mt_site_init(void)
 
 const char *mt_site_unwinder(void)
 {
-    return atomic_load(&unwinder) == USE_FP ? "fp" : "libunwind";
+    int u = atomic_load(&unwinder);
+    return u == USE_FP ? "fp" : u == USE_CFI ? "cfi" : "libunwind";
 }
 
 /* ---- stack capture ------------------------------------------------------ */
 
 static inline int in_self(uintptr_t pc) { return pc - self_lo < self_hi - self_lo; }
 
-/* This thread's stack, for bounding frame-pointer walks. */
-static void learn_stack(void)
+/* This thread's stack, for bounding frame-pointer and CFI walks. */
+void mt_site_learn_stack(void)
 {
     pthread_attr_t a;
     void *addr;
@@ -107,7 +111,7 @@ static void learn_stack(void)
 __attribute__((noinline)) int mt_site_fp_walk(uintptr_t *out, int max)
 {
     if (MT_UNLIKELY(mt_t.stack_hi == 0))
-        learn_stack();
+        mt_site_learn_stack();
     uintptr_t hi = mt_t.stack_hi;
     const uintptr_t *fp = __builtin_frame_address(0);
     uintptr_t lo = (uintptr_t)fp;
@@ -143,40 +147,56 @@ static int strip_self(uintptr_t *pcs, int n, int want, int *skipped)
     return keep;
 }
 
+/* A walk of at most `ask` frames from here by `walker` (MT_WALK_*); the
+ * CFI walk hands over to libunwind where it cannot go. */
+__attribute__((noinline)) static int walk(uintptr_t *pcs, int ask, int walker)
+{
+    if (walker == MT_WALK_CFI) {
+        const uintptr_t *frame = __builtin_frame_address(0);
+        int n = mt_cfi_walk(frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask);
+        if (n >= 0)
+            return n;
+    }
+    return walker == MT_WALK_FP ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+}
+
 /* The stack in the agent's entry point's caller and above: `want`
  * frames, or fewer when the stack is shorter. */
-static int capture(uintptr_t *pcs, int want, int fp)
+static int capture(uintptr_t *pcs, int want, int walker)
 {
-    int extra = 3; /* the agent's frames we expect to skip */
+    int extra = 4; /* the agent's frames we expect to skip */
     for (;;) {
         int ask = want + extra;
-        int n = fp ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+        int n = walk(pcs, ask, walker);
         if (n < 0)
             n = 0;
         int skipped, got = strip_self(pcs, n, want, &skipped);
-        /* Cut short only if the walk stopped at our request, deep in the
-         * agent: ask again for more. */
-        if (got == want || n < ask || extra >= 16)
+        /* Cut short only if the walk stopped at our request: more of the
+         * agent's frames than expected (the thread-start trampoline
+         * counts too); ask again for more. */
+        if (got == want || n < ask || extra >= 24)
             return got;
-        extra = skipped + 2;
+        extra = n - got + 2 > extra + 2 ? n - got + 2 : extra + 2;
     }
 }
 
 /* unwind=auto: the frame-pointer walk is used only if it gave the same
- * stacks as libunwind for the first CALIBRATION_STACKS allocations. */
+ * stacks as libunwind for the first CALIBRATION_STACKS allocations;
+ * otherwise the CFI walk (site_cfi.c), which falls back to libunwind. */
 static int calibrate(uintptr_t *pcs, int want)
 {
-    uintptr_t fp_pcs[MT_DEPTH_MAX + 16];
-    int n = capture(pcs, want, 0);
+    uintptr_t fp_pcs[MT_DEPTH_MAX + 32];
+    int n = capture(pcs, want, MT_WALK_LIBUNWIND);
     if (mt_t.stack_hi == 0)
-        learn_stack();
-    int m = mt_t.stack_lo ? capture(fp_pcs, want, 1) : -1;
-    if (m != n || memcmp(pcs, fp_pcs, (size_t)n * sizeof *pcs) != 0)
-        atomic_store(&unwinder, USE_LIBUNWIND);
-    else if (atomic_fetch_add(&calibrated, 1) + 1 == CALIBRATION_STACKS) {
-        int expect = USE_CALIBRATING;
+        mt_site_learn_stack();
+    int m = mt_t.stack_lo ? capture(fp_pcs, want, MT_WALK_FP) : -1;
+    int expect = USE_CALIBRATING;
+    if (m != n || memcmp(pcs, fp_pcs, (size_t)n * sizeof *pcs) != 0) {
+        if (atomic_compare_exchange_strong(&unwinder, &expect, USE_CFI))
+            mt_site_walker = MT_WALK_CFI;
+    } else if (atomic_fetch_add(&calibrated, 1) + 1 == CALIBRATION_STACKS) {
         if (atomic_compare_exchange_strong(&unwinder, &expect, USE_FP))
-            mt_site_fp = 1;
+            mt_site_walker = MT_WALK_FP;
     }
     return n;
 }
@@ -266,21 +286,11 @@ uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
         int got = strip_self(pcs, n, want, &skipped);
         /* The walk stopped at our request inside the agent (more of its
          * frames than the entry point expected): ask again. */
-        n = got < want && n == ask ? capture(pcs, want, atomic_load(&unwinder) == USE_FP) : got;
+        n = got < want && n == ask ? capture(pcs, want, mt_site_walker) : got;
+        if (MT_UNLIKELY(n < 0))
+            n = 0;
     }
     return find_or_add(cat, pcs, n);
-}
-
-uint32_t mt_site_capture(unsigned cat)
-{
-    uintptr_t pcs[MT_DEPTH_MAX + 16];
-    mt_t.in_agent++; /* libunwind may allocate: not through us */
-    int fp = atomic_load_explicit(&unwinder, memory_order_relaxed) == USE_FP;
-    int ask = mt_site_opt.depth + 3;
-    int n = fp ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
-    uint32_t id = mt_site_from_stack(cat, pcs, n, ask);
-    mt_t.in_agent--;
-    return id;
 }
 
 /* ---- counters ----------------------------------------------------------- */

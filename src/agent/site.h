@@ -12,10 +12,12 @@
  * slots (one per site, in pages it maps on first use), and live bytes go
  * to the site's global in batches, against which the peak is checked.
  *
- * Stacks come from libunwind's unw_backtrace (DWARF unwind tables, cached
- * per thread) or a frame-pointer walk bounded by the thread's stack;
- * option unwind=auto compares the two on the first stacks and keeps the
- * frame-pointer walk only if it agreed on every one. The frames are return
+ * Stacks come from a frame-pointer walk bounded by the thread's stack, or
+ * from the objects' DWARF unwind tables: memtrail's own walk over rules
+ * cached per return address (site_cfi.c), or libunwind's unw_backtrace
+ * where that walk cannot go. Option unwind=auto compares the frame-pointer
+ * walk with libunwind on the first stacks and keeps it only if it agreed
+ * on every one; otherwise the CFI walk. The frames are return
  * addresses outside the agent, innermost first. */
 #ifndef MT_AGENT_SITE_H
 #define MT_AGENT_SITE_H
@@ -28,7 +30,7 @@
 #define MT_SITES_MAX (1u << 19)
 #define MT_SITE_CHUNK 128 /* slots per page of a thread's site slots */
 
-enum { MT_UNWIND_AUTO, MT_UNWIND_LIBUNWIND, MT_UNWIND_FP };
+enum { MT_UNWIND_AUTO, MT_UNWIND_LIBUNWIND, MT_UNWIND_FP, MT_UNWIND_CFI };
 
 typedef struct mt_site_opts {
     int detail; /* mode=detail */
@@ -61,17 +63,22 @@ extern mt_site *mt_sites; /* [MT_SITES_MAX]; id 0 = "no stack" (table full) */
  * detail mode. Returns 0, or -1 after saying why (then no detail). */
 int mt_site_init(void);
 
-/* The site of an allocation of category `cat` made by the caller of the
- * agent's entry point: captures the stack and finds or creates its site.
- * Never fails: a full table gives 0. (site_capture.h has the inlined
- * form the malloc hooks use.) */
-uint32_t mt_site_capture(unsigned cat);
+/* The site of an allocation is found by mt_site_here (site_capture.h),
+ * inlined into the malloc hooks: it walks the stack, then calls this. */
 /* The second half of a capture: pcs holds n frames of a walk that was
  * asked for `ask`; drops the agent's frames (walking again if it has to)
  * and finds or creates the site. */
 uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask);
 int mt_site_fp_walk(uintptr_t *out, int max);
-extern int mt_site_fp; /* the frame-pointer walk is in use */
+/* The walk the inlined capture uses (site_capture.h). */
+enum { MT_WALK_LIBUNWIND, MT_WALK_FP, MT_WALK_CFI };
+extern int mt_site_walker;
+void mt_site_learn_stack(void);
+/* site_cfi.c: walks from the frame whose return address is pc, stack
+ * pointer sp (its caller's CFA) and rbp bp, into out[max] using the
+ * objects' .eh_frame rules; returns the frames, or -1 where it cannot
+ * (then ask libunwind). */
+int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max);
 
 enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };
 /* Counts `bytes` (signed) into site `id` as an alloc, free or resize. */

@@ -445,8 +445,8 @@ int cmd_run(int argc, char **argv)
         if (m < 0)
             return CLI_USAGE;
         if (m > 0) {
-            if (strcmp(value, "auto") != 0 && strcmp(value, "libunwind") != 0 && strcmp(value, "fp") != 0)
-                return cli_usage_error("run", "--unwind: unknown unwinder '%s' (accepted: auto, libunwind, fp)", value);
+            if (strcmp(value, "auto") != 0 && strcmp(value, "cfi") != 0 && strcmp(value, "libunwind") != 0 && strcmp(value, "fp") != 0)
+                return cli_usage_error("run", "--unwind: unknown unwinder '%s' (accepted: auto, cfi, libunwind, fp)", value);
             unwind = value;
             continue;
         }

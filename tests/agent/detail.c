@@ -12,8 +12,12 @@
  *   grower        a block made by malloc here and grown by realloc in
  *                 regrow: it moves to regrow's site (1 block of 5000)
  *   thread_work   each of N threads: 50 x 128 kept
- *   recurse       DEPTH nested calls, then one block of 777 kept */
+ *   recurse       DEPTH nested calls, then one block of 777 kept
+ *   on_signal     (with "signal 1") a SIGUSR1 handler, run by raise():
+ *                 one block of 333 kept — its stack crosses the kernel's
+ *                 signal frame */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,14 +107,23 @@ __attribute__((noinline)) int recurse(int n)
     return r;
 }
 
+static void on_signal(int sig)
+{
+    (void)sig;
+    keep[nkeep++] = malloc(333); /* raise() runs it here, synchronously */
+    BARRIER();
+}
+
 int main(int argc, char **argv)
 {
-    int threads = 0, depth = 0;
+    int threads = 0, depth = 0, sig = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "threads") == 0)
             threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "recurse") == 0)
             depth = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "signal") == 0)
+            sig = atoi(argv[i + 1]);
     }
     setvbuf(stdout, NULL, _IONBF, 0); /* stdio's buffer would be one more site */
     from_static();
@@ -126,6 +139,10 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     if (depth > 0)
         recurse(depth);
+    if (sig) {
+        signal(SIGUSR1, on_signal);
+        raise(SIGUSR1);
+    }
     printf("fn from_static live_bytes 10000 live_count 10 allocs 10 peak_bytes 10000\n");
     printf("fn inline_host live_bytes 2100 live_count 7 allocs 7 peak_bytes 2100\n");
     printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5 peak_bytes 20480\n");
@@ -135,5 +152,7 @@ int main(int argc, char **argv)
     printf("fn thread_work live_bytes %d live_count %d allocs %d\n", threads * 50 * 128, threads * 50, threads * 50);
     if (depth > 0)
         printf("fn recurse live_bytes 777 live_count 1 allocs 1\n");
+    if (sig)
+        printf("fn on_signal live_bytes 333 live_count 1 allocs 1\n");
     return 0;
 }

@@ -11,6 +11,8 @@ lists (not memtrail's symbolizer). Subcommands:
   invariant REPORT       "live_bytes A B live_count C D": sites vs total
   stack REPORT FN        the stack of FN's site: module+offset per frame,
                          and the function each frame lies in
+  sites REPORT           every site as "category allocs frees stack" with
+                         module-relative frames, sorted (to compare runs)
 """
 import os
 import subprocess
@@ -109,6 +111,12 @@ def main():
         for s in report["sites"]:
             if s["frames"] and where(report, s["frames"][0])[2] == sys.argv[3]:
                 print(" ".join("%s+0x%x:%s" % where(report, a) for a in s["frames"]))
+    elif cmd == "sites":
+        rows = []
+        for s in report["sites"]:
+            frames = " ".join("%s+0x%x" % where(report, a)[:2] for a in s["frames"])
+            rows.append("%s %d %d %s" % (s["category"], s["allocs"], s["frees"], frames))
+        print("\n".join(sorted(rows)))
     else:
         sys.exit("unknown subcommand " + cmd)
 

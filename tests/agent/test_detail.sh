@@ -77,6 +77,37 @@ for fn in from_static inline_host detail_lib_alloc thread_work regrow recurse; d
     expect_eq "unwind=auto: $fn's stack equals libunwind's" "$($CHECK stack "$T/fp_lu.mtr" $fn)" "$($CHECK stack "$T/fp_auto.mtr" $fn)"
 done
 
+# memtrail's own CFI walk (the default where frame pointers are missing)
+# against libunwind on the same program: the same stacks, whole (depth 64),
+# through a shared library, threads (and the agent's thread trampoline),
+# a deep recursion and a signal handler (the kernel's signal frame, where
+# the CFI walk hands over to libunwind).
+for prog in detail detail_fp; do
+    run_detail "${prog}_cfi" "depth=64:unwind=cfi" "$TBIN/$prog" threads 3 recurse 30 signal 1
+    run_detail "${prog}_lu64" "depth=64:unwind=libunwind" "$TBIN/$prog" threads 3 recurse 30 signal 1
+    expect_eq "unwind=cfi ($prog): unwinder line" "unwinder cfi" "$(grep '^unwinder' "$T/${prog}_cfi.mtr")"
+    ledger_ok "${prog}_cfi"
+    for fn in from_static inline_host detail_lib_alloc churn regrow thread_work recurse on_signal; do
+        lu=$($CHECK stack "$T/${prog}_lu64.mtr" $fn)
+        [ -n "$lu" ] || fail "unwind=libunwind ($prog): $fn has a site" "none"
+        expect_eq "unwind=cfi ($prog): $fn's whole stack equals libunwind's" "$lu" "$($CHECK stack "$T/${prog}_cfi.mtr" $fn)"
+    done
+done
+expect_match "signal handler: the stack goes through the signal frame into main" \
+    "^detail\+0x[0-9a-f]+:on_signal libc\.so\.6\+0x[0-9a-f]+:[^ ]* .*detail\+0x[0-9a-f]+:main" \
+    "$($CHECK stack "$T/detail_lu64.mtr" on_signal)"
+# Every site of a real program (SQLite) has the same stack under both.
+if command -v sqlite3 >/dev/null; then
+    q="create table t(a,b); with recursive c(x) as (select 1 union all select x+1 from c where x<3000) insert into t select x, hex(randomblob(40)) from c; select count(*) from t;"
+    MEMTRAIL_OPTIONS="mode=detail:depth=16:unwind=cfi:output=$T/sq_cfi.mtr" LD_PRELOAD=$AGENT sqlite3 :memory: "$q" >/dev/null
+    MEMTRAIL_OPTIONS="mode=detail:depth=16:unwind=libunwind:output=$T/sq_lu.mtr" LD_PRELOAD=$AGENT sqlite3 :memory: "$q" >/dev/null
+    $CHECK sites "$T/sq_cfi.mtr" >"$T/sq_cfi.sites"
+    $CHECK sites "$T/sq_lu.mtr" >"$T/sq_lu.sites"
+    expect_match "sqlite3: many stacks compared" "^[0-9]{2,}$" "$(wc -l <"$T/sq_lu.sites")"
+    expect_eq "sqlite3: unwind=cfi gives every site libunwind gives, with the same counts" "" \
+        "$(diff "$T/sq_lu.sites" "$T/sq_cfi.sites" | head -5)"
+fi
+
 # Through the CLI, and the bad options.
 out=$(cd "$T" && "$MT" run --mode detail --depth 6 -o "$T/cli.mtr" -- "$TBIN/detail" threads 1 2>&1 >"$T/cli.out")
 expect_match "run --mode detail: announces a detail report" "detail report of [0-9]+ written to .*cli\.mtr" "$out"
@@ -89,7 +120,7 @@ err=$("$MT" run --mode detail --depth 65 -- true 2>&1); rc=$?
 expect_eq "run --depth 65: usage error" "2" "$rc"
 expect_match "run --depth 65: names the range" "--depth: '65' is not a number of frames from 1 to 64" "$err"
 err=$("$MT" run --mode detail --unwind dwarf -- true 2>&1); rc=$?
-expect_match "run --unwind dwarf: names the accepted values" "unknown unwinder 'dwarf' \(accepted: auto, libunwind, fp\)" "$err"
+expect_match "run --unwind dwarf: names the accepted values" "unknown unwinder 'dwarf' \(accepted: auto, cfi, libunwind, fp\)" "$err"
 for bad in depth=0 depth=65 depth=4x unwind=dwarf; do
     err=$(cd "$T" && MEMTRAIL_OPTIONS="mode=detail:$bad" LD_PRELOAD=$AGENT "$TBIN/detail" 2>&1 >/dev/null)
     expect_match "option $bad: one clear line, untracked" "^memtrail: MEMTRAIL_OPTIONS: bad value '[^']*' for (depth|unwind) \(accepted: [^)]*\); running untracked$" "$err"
