@@ -48,6 +48,11 @@ int run_check_program(const char *path, const char *shown);
 struct report_scale;
 int cli_output_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale);
 
+/* After printing to stdout (prc: the printer's 0, -ENOMEM or -EIO):
+ * flushes, and turns a failure into one error line. The exit code.
+ * (detail_cmd.c) */
+int cli_write_status(int prc);
+
 /* True for "-h" and "--help". */
 int cli_is_help(const char *arg);
 

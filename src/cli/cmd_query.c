@@ -332,12 +332,7 @@ static int print_reply(const struct target *t, const char *cmd, const char *buf,
     }
     if (rc != 0)
         return rc;
-    if (prc == -ENOMEM)
-        return cli_error("out of memory");
-    errno = 0;
-    if (fflush(stdout) != 0 || prc < 0)
-        return cli_error("cannot write to stdout: %s", strerror(errno ? errno : EIO));
-    return CLI_OK;
+    return cli_write_status(prc);
 }
 
 static int parse_pid(const char *s, long *pid)

@@ -60,7 +60,7 @@ static void print_warnings(struct symbolizer *s, const char *side)
     }
 }
 
-static int write_status(int prc)
+int cli_write_status(int prc)
 {
     if (prc == -ENOMEM)
         return cli_error("out of memory");
@@ -81,7 +81,7 @@ int detail_cli_print(const struct report *r, const char *name, bool json, const 
     if (!s)
         return cli_error("out of memory");
     print_warnings(s, NULL);
-    int st = write_status(json ? detail_print_json(stdout, r, s, o) : detail_print_text(stdout, r, s, o, scale));
+    int st = cli_write_status(json ? detail_print_json(stdout, r, s, o) : detail_print_text(stdout, r, s, o, scale));
     sym_close(s);
     return st;
 }
@@ -119,7 +119,7 @@ int detail_cli_diff(const struct report *base, const struct report *cur, bool js
                        : report_diff_print_text(stdout, base, cur, scale);
         if (!json && prc == 0)
             prc = detail_diff_print_text(stdout, base, cur, sb, sc, o, scale);
-        st = write_status(prc);
+        st = cli_write_status(prc);
     }
     sym_close(sb);
     sym_close(sc);

@@ -376,19 +376,39 @@ static int open_document(FILE *out, char *doc, size_t len)
     return 0;
 }
 
-int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o)
+static int print_report_json(FILE *f, const struct report *a, const struct report *b)
+{
+    (void)b;
+    return report_print_json(f, a);
+}
+
+static int print_diff_json(FILE *f, const struct report *a, const struct report *b)
+{
+    return report_diff_print_json(f, a, b);
+}
+
+/* Renders the JSON document `print` writes for (a, b) and copies it to out
+ * open (open_document), so the caller can add keys. */
+static int reopen_json(FILE *out, int (*print)(FILE *, const struct report *, const struct report *),
+                       const struct report *a, const struct report *b)
 {
     char *doc = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&doc, &len);
     if (!mem)
         return -ENOMEM;
-    int rc = report_print_json(mem, r);
+    int rc = print(mem, a, b);
     if (fclose(mem) != 0 && rc == 0)
         rc = -ENOMEM;
     if (rc == 0)
         rc = open_document(out, doc, len);
     free(doc);
+    return rc;
+}
+
+int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o)
+{
+    int rc = reopen_json(out, print_report_json, r, NULL);
     if (rc < 0)
         return rc;
 
@@ -588,17 +608,7 @@ static void j_side(FILE *out, const char *key, const struct group *g)
 int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
                            struct symbolizer *sc, const struct detail_options *o)
 {
-    char *doc = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&doc, &len);
-    if (!mem)
-        return -ENOMEM;
-    int rc = report_diff_print_json(mem, base, cur);
-    if (fclose(mem) != 0 && rc == 0)
-        rc = -ENOMEM;
-    if (rc == 0)
-        rc = open_document(out, doc, len);
-    free(doc);
+    int rc = reopen_json(out, print_diff_json, base, cur);
     if (rc < 0)
         return rc;
     struct diff d;

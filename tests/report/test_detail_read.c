@@ -12,18 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-static char dir[] = "/tmp/mt-test-detail-XXXXXX";
+#include "unit.h"
 
-#define CHECK(name, cond)                                                        \
-    do {                                                                         \
-        if (cond)                                                                \
-            printf("PASS %s\n", name);                                           \
-        else {                                                                   \
-            printf("FAIL %s: %s (%s:%d)\n", name, #cond, __FILE__, __LINE__);    \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
+static char dir[] = "/tmp/mt-test-detail-XXXXXX";
 
 static int read_text(const char *name, const char *text, struct report *r, char *err)
 {

@@ -11,18 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-static char dir[] = "/tmp/mt-test-report-XXXXXX";
+#include "unit.h"
 
-#define CHECK(name, cond)                                                        \
-    do {                                                                         \
-        if (cond)                                                                \
-            printf("PASS %s\n", name);                                           \
-        else {                                                                   \
-            printf("FAIL %s: %s (%s:%d)\n", name, #cond, __FILE__, __LINE__);    \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
+static char dir[] = "/tmp/mt-test-report-XXXXXX";
 
 static char *fixture(const char *name, const char *text, size_t len)
 {
