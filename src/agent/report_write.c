@@ -227,6 +227,7 @@ static void write_sites(mt_out *o, int in_handler)
         mt_out_field(o, "allocs", s.allocs);
         mt_out_field(o, "frees", s.frees);
         mt_out_field(o, "reallocs", s.reallocs);
+        mt_out_field(o, "allocated_bytes", s.allocated_bytes);
         mt_out_str(o, " frames=");
         const uintptr_t *f = mt_site_frames(id);
         for (unsigned k = 0; k < site->nframes; k++) {

@@ -303,6 +303,8 @@ static void count_global(uint32_t id, int64_t bytes, int what)
         mt_raise_peak_i64(&site->peak_bytes, now);
     atomic_fetch_add(what == MT_SITE_ALLOC ? &site->allocs : what == MT_SITE_FREE ? &site->frees : &site->reallocs,
                      1);
+    if (bytes > 0)
+        atomic_fetch_add(&site->allocated_bytes, bytes);
     atomic_store_explicit(&site->used, 1, memory_order_relaxed);
 }
 
@@ -338,6 +340,7 @@ void mt_site_fold_shard(mt_shard *sh)
             atomic_fetch_add(&site->allocs, mt_ld(&s->allocs));
             atomic_fetch_add(&site->frees, mt_ld(&s->frees));
             atomic_fetch_add(&site->reallocs, mt_ld(&s->reallocs));
+            atomic_fetch_add(&site->allocated_bytes, mt_ld(&s->allocated_bytes));
             memset((void *)s, 0, sizeof *s);
         }
     }
@@ -358,7 +361,7 @@ int mt_site_sum_of(uint32_t id, mt_site_sum *out)
         return 0;
     *out = (mt_site_sum){.live_bytes = mt_ld(&site->live_bytes), .peak_bytes = mt_ld(&site->peak_bytes),
                          .allocs = mt_ld(&site->allocs), .frees = mt_ld(&site->frees),
-                         .reallocs = mt_ld(&site->reallocs)};
+                         .reallocs = mt_ld(&site->reallocs), .allocated_bytes = mt_ld(&site->allocated_bytes)};
     for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next) {
         mt_site_slot **chunks = sh->site_chunks;
         mt_site_slot *chunk = chunks ? chunks[id / MT_SITE_CHUNK] : NULL;
@@ -369,6 +372,7 @@ int mt_site_sum_of(uint32_t id, mt_site_sum *out)
         out->allocs += mt_ld(&s->allocs);
         out->frees += mt_ld(&s->frees);
         out->reallocs += mt_ld(&s->reallocs);
+        out->allocated_bytes += mt_ld(&s->allocated_bytes);
     }
     out->live_count = out->allocs - out->frees;
     if (out->peak_bytes < out->live_bytes)

@@ -45,12 +45,13 @@ typedef struct mt_site_slot {
     _Atomic int64_t allocs;
     _Atomic int64_t frees;
     _Atomic int64_t reallocs;
+    _Atomic int64_t allocated_bytes; /* bytes of blocks that came here, and realloc growth */
 } mt_site_slot;
 
 typedef struct mt_site {
     _Atomic int64_t live_bytes; /* flushed batches and exited threads' counts */
     _Atomic int64_t peak_bytes;
-    _Atomic int64_t allocs, frees, reallocs; /* exited threads' counts */
+    _Atomic int64_t allocs, frees, reallocs, allocated_bytes; /* exited threads' counts */
     uint64_t hash;
     uint16_t cat;
     uint16_t nframes;
@@ -105,6 +106,8 @@ static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
     }
     atomic_store_explicit(&s->live_bytes, local, memory_order_relaxed);
     mt_bump(what == MT_SITE_ALLOC ? &s->allocs : what == MT_SITE_FREE ? &s->frees : &s->reallocs, 1);
+    if (bytes > 0)
+        mt_bump(&s->allocated_bytes, bytes);
     if (MT_UNLIKELY(!atomic_load_explicit(&site->used, memory_order_relaxed)))
         atomic_store_explicit(&site->used, 1, memory_order_relaxed);
 }
@@ -114,7 +117,7 @@ void mt_site_fold_shard(mt_shard *sh);
 
 /* report_write.c's view: the sum of one site, and the table's extent. */
 typedef struct mt_site_sum {
-    int64_t live_bytes, live_count, peak_bytes, allocs, frees, reallocs;
+    int64_t live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes;
 } mt_site_sum;
 uint32_t mt_site_count_ids(void);  /* ids in use are below this */
 int mt_site_sum_of(uint32_t id, mt_site_sum *out); /* 0 when the site has no blocks */

@@ -1,6 +1,6 @@
 /* detail.c — allocations from known functions, for detail mode's tests.
  * Prints its ledger, one line per function: "fn NAME live_bytes N
- * live_count N allocs N [peak_bytes N]", which the report's sites must match when
+ * live_count N allocs N [peak_bytes N allocated_bytes N]", which the report's sites must match when
  * attributed by their innermost frame (tests/agent/test_detail.sh).
  *
  * Usage: detail [threads N] [recurse DEPTH] — the functions:
@@ -11,6 +11,9 @@
  *   churn         100 blocks of 64 bytes, all freed
  *   grower        a block made by malloc here and grown by realloc in
  *                 regrow: it moves to regrow's site (1 block of 5000)
+ *   grow_loop     one block grown by realloc at one call site, 100 to
+ *                 1000 bytes in 10 steps: 1 alloc, 9 reallocs, 1000 bytes
+ *                 allocated there (the first size, then each growth)
  *   thread_work   each of N threads: 50 x 128 kept
  *   recurse       DEPTH nested calls, then one block of 777 kept
  *   on_signal     (with "signal 1") a SIGUSR1 handler, run by raise():
@@ -28,6 +31,7 @@ void churn(void);
 void *grower(void);
 void *regrow(void *p);
 int recurse(int n);
+void grow_loop(void);
 
 #define BARRIER() __asm__ volatile("" ::: "memory")
 static void *keep[4096];
@@ -81,6 +85,16 @@ __attribute__((noinline)) void *regrow(void *p)
     return p;
 }
 
+__attribute__((noinline)) void grow_loop(void)
+{
+    void *p = NULL;
+    for (int i = 1; i <= 10; i++) {
+        p = realloc(p, (size_t)i * 100);
+        BARRIER();
+    }
+    hold(p);
+}
+
 __attribute__((noinline)) static void thread_work(void)
 {
     for (int i = 0; i < 50; i++)
@@ -132,6 +146,7 @@ int main(int argc, char **argv)
         hold(detail_lib_alloc(4096));
     churn();
     hold(regrow(grower()));
+    grow_loop();
     pthread_t t[64];
     for (int i = 0; i < threads && i < 64; i++)
         pthread_create(&t[i], NULL, thread_main, NULL);
@@ -143,12 +158,13 @@ int main(int argc, char **argv)
         signal(SIGUSR1, on_signal);
         raise(SIGUSR1);
     }
-    printf("fn from_static live_bytes 10000 live_count 10 allocs 10 peak_bytes 10000\n");
-    printf("fn inline_host live_bytes 2100 live_count 7 allocs 7 peak_bytes 2100\n");
-    printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5 peak_bytes 20480\n");
-    printf("fn churn live_bytes 0 live_count 0 allocs 100 peak_bytes 64\n");
-    printf("fn grower live_bytes 0 live_count 0 allocs 1 peak_bytes 100\n");
-    printf("fn regrow live_bytes 5000 live_count 1 allocs 1 peak_bytes 5000\n");
+    printf("fn from_static live_bytes 10000 live_count 10 allocs 10 peak_bytes 10000 allocated_bytes 10000\n");
+    printf("fn inline_host live_bytes 2100 live_count 7 allocs 7 peak_bytes 2100 allocated_bytes 2100\n");
+    printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5 peak_bytes 20480 allocated_bytes 20480\n");
+    printf("fn churn live_bytes 0 live_count 0 allocs 100 peak_bytes 64 allocated_bytes 6400\n");
+    printf("fn grower live_bytes 0 live_count 0 allocs 1 peak_bytes 100 allocated_bytes 100\n");
+    printf("fn regrow live_bytes 5000 live_count 1 allocs 1 peak_bytes 5000 allocated_bytes 5000\n");
+    printf("fn grow_loop live_bytes 1000 live_count 1 allocs 1 peak_bytes 1000 allocated_bytes 1000\n");
     printf("fn thread_work live_bytes %d live_count %d allocs %d\n", threads * 50 * 128, threads * 50, threads * 50);
     if (depth > 0)
         printf("fn recurse live_bytes 777 live_count 1 allocs 1\n");

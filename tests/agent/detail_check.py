@@ -79,7 +79,8 @@ def by_function(rep):
         if not s["frames"]:
             continue
         fn = where(rep, s["frames"][0])[2]
-        a = acc.setdefault(fn, {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0, "sites": 0})
+        a = acc.setdefault(fn, {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0,
+                                "allocated_bytes": 0, "sites": 0})
         for k in a:
             a[k] += s[k] if k != "sites" else 1
     return acc
@@ -94,7 +95,12 @@ def main():
             if not p or p[0] != "fn":
                 continue
             want = {"live_bytes": int(p[3]), "live_count": int(p[5]), "allocs": int(p[7])}
-            got = dict(acc.get(p[1], {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0, "sites": 0}))
+            got = dict(acc.get(p[1], {"live_bytes": 0, "live_count": 0, "allocs": 0, "peak_bytes": 0,
+                                      "allocated_bytes": 0, "sites": 0}))
+            if len(p) > 11 and p[10] == "allocated_bytes":
+                want["allocated_bytes"] = int(p[11])
+            else:
+                got.pop("allocated_bytes")
             # A site's peak is its own: comparable when the function has one site.
             if len(p) > 9 and p[8] == "peak_bytes" and got["sites"] == 1:
                 want["peak_bytes"] = int(p[9])
