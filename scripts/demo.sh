@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # First contact with memtrail: installs what is missing (scripts/deps.sh),
 # builds (make), runs a real program under memtrail's summary mode and prints
-# the report it wrote. The program is SQLite on the shared benchmark workload
+# the report it wrote, then again in detail mode and prints its top
+# allocation sites, symbolized. The program is SQLite on the shared benchmark workload
 # (~1.9 M allocations) when sqlite3 and the workload are there, else CPython,
 # else `ls -R /usr/include`.
 # Usage: scripts/demo.sh   (MT_SHARED overrides ROOT/../shared, BUILD build/)
@@ -54,3 +55,18 @@ fi
 
 step "$BUILD/bin/memtrail report summary $report"
 "$BUILD/bin/memtrail" report summary "$report"
+
+rm -f "$BUILD"/demo-detail.*.mtr
+step "running: $BUILD/bin/memtrail run --mode detail --depth 8 -o $BUILD/demo-detail.%p.mtr --$shown"
+"$BUILD/bin/memtrail" run --mode detail --depth 8 -o "$BUILD/demo-detail.%p.mtr" -- "${prog[@]}" >/dev/null
+detail=""
+for f in "$BUILD"/demo-detail.*.mtr; do
+    [ -e "$f" ] || continue
+    if [ -z "$detail" ] || [ "$f" -nt "$detail" ]; then detail=$f; fi
+done
+if [ -z "$detail" ]; then
+    echo "demo.sh: memtrail wrote no detail report in $BUILD/ (expected $BUILD/demo-detail.PID.mtr)" >&2
+    exit 1
+fi
+step "$BUILD/bin/memtrail report detail $detail --sort allocated --top 5 (the sites after the summary)"
+"$BUILD/bin/memtrail" report detail "$detail" --sort allocated --top 5 | sed -n '/^Allocation sites/,$p'
