@@ -159,3 +159,14 @@ $(BUILD)/tests/agent/detail_fp: tests/agent/detail.c $(BUILD)/tests/agent/libdet
 	  -ldetail_lib -Wl,-rpath,'$$ORIGIN' -lpthread
 
 tests: $(BUILD)/tests/agent/detail_fp
+
+# Libraries detail_dl loads and unloads: dl_a and dl_b have the same code
+# at the same offsets and other unwind rules.
+$(BUILD)/tests/agent/dl/libdl_%.so: tests/agent/lib/dl_%.S
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -o $@ $<
+$(BUILD)/tests/agent/dl/libdl_c.so: tests/agent/lib/dl_c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
+
+tests: $(BUILD)/tests/agent/dl/libdl_a.so $(BUILD)/tests/agent/dl/libdl_b.so $(BUILD)/tests/agent/dl/libdl_c.so

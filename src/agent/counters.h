@@ -39,6 +39,7 @@ typedef struct mt_shard {
     mt_cslot slot[MT_NSLOT];
     struct mt_site_slot **site_chunks; /* detail mode (site.h): NULL until first used */
     void *cfi_cache;                   /* detail mode: this thread's unwind rules (site_cfi.c) */
+    unsigned cfi_gen;                  /* the mt_code_gen those rules are from */
     struct mt_shard *next; /* registry list; shards are never unmapped */
     _Atomic int in_use;
 } mt_shard;

@@ -1,9 +1,6 @@
 /* site.c — detail mode's stack capture and lock-free site table (see
  * site.h for the design). */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
-#include "agent/site.h"
+#include "agent/site_capture.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -22,14 +19,10 @@ static uintptr_t *frames;           /* [MT_SITES_MAX][depth] */
 static _Atomic uint32_t next_id = 1;
 static _Atomic int64_t dropped;
 static uintptr_t self_lo, self_hi; /* the agent's own code: frames there are skipped */
+static char exe_path[MT_PATH_MAX];  /* the program's own path (its link map entry has none) */
 
-/* The unwinder in use: libunwind, or the frame-pointer walk; while
- * calibrating (unwind=auto), both run and must agree. */
-enum { USE_LIBUNWIND = MT_WALK_LIBUNWIND, USE_FP = MT_WALK_FP, USE_CFI = MT_WALK_CFI, USE_CALIBRATING };
-#define CALIBRATION_STACKS 256
-static _Atomic int unwinder = USE_LIBUNWIND;
-static _Atomic int calibrated;
-int mt_site_walker = MT_WALK_LIBUNWIND; /* unwinder as the inlined capture reads it */
+/* The walk in use (MT_WALK_*), set once at start-up. */
+int mt_site_walker = MT_WALK_CFI;
 
 static void *map_table(size_t bytes)
 {
@@ -66,23 +59,19 @@ int mt_site_init(void)
         return -1;
     }
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&mt_site_init);
+    mt_site_learn_stack(); /* the main thread's, now: not first in a handler on a small stack */
+    ssize_t k = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    exe_path[k > 0 ? k : 0] = '\0';
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    if (mt_site_opt.unwind == MT_UNWIND_FP) {
-        unwinder = USE_FP;
-        mt_site_walker = MT_WALK_FP;
-    } else if (mt_site_opt.unwind == MT_UNWIND_CFI) {
-        unwinder = USE_CFI;
-        mt_site_walker = MT_WALK_CFI;
-    } else if (mt_site_opt.unwind == MT_UNWIND_AUTO) {
-        unwinder = USE_CALIBRATING;
-    }
+    mt_site_walker = mt_site_opt.unwind == MT_UNWIND_FP          ? MT_WALK_FP
+                     : mt_site_opt.unwind == MT_UNWIND_LIBUNWIND ? MT_WALK_LIBUNWIND
+                                                                 : MT_WALK_CFI;
     return 0;
 }
 
 const char *mt_site_unwinder(void)
 {
-    int u = atomic_load(&unwinder);
-    return u == USE_FP ? "fp" : u == USE_CFI ? "cfi" : "libunwind";
+    return mt_site_walker == MT_WALK_FP ? "fp" : mt_site_walker == MT_WALK_CFI ? "cfi" : "libunwind";
 }
 
 /* ---- stack capture ------------------------------------------------------ */
@@ -110,11 +99,10 @@ void mt_site_learn_stack(void)
  * the stack, whatever a frame without a frame pointer left in rbp. */
 __attribute__((noinline)) int mt_site_fp_walk(uintptr_t *out, int max)
 {
-    if (MT_UNLIKELY(mt_t.stack_hi == 0))
-        mt_site_learn_stack();
-    uintptr_t hi = mt_t.stack_hi;
     const uintptr_t *fp = __builtin_frame_address(0);
-    uintptr_t lo = (uintptr_t)fp;
+    if (!mt_site_on_stack((uintptr_t)fp))
+        return -1; /* a signal or coroutine stack: [fp, stack top) may have holes */
+    uintptr_t hi = mt_t.stack_hi, lo = (uintptr_t)fp;
     int n = 0;
     while (n < max) {
         uintptr_t a = (uintptr_t)fp;
@@ -147,17 +135,12 @@ static int strip_self(uintptr_t *pcs, int n, int want, int *skipped)
     return keep;
 }
 
-/* A walk of at most `ask` frames from here by `walker` (MT_WALK_*); the
- * CFI walk hands over to libunwind where it cannot go. */
+/* A walk of at most `ask` frames from here by `walker` (MT_WALK_*), as
+ * mt_site_here does it. */
 __attribute__((noinline)) static int walk(uintptr_t *pcs, int ask, int walker)
 {
-    if (walker == MT_WALK_CFI) {
-        const uintptr_t *frame = __builtin_frame_address(0);
-        int n = mt_cfi_walk(frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask);
-        if (n >= 0)
-            return n;
-    }
-    return walker == MT_WALK_FP ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+    const uintptr_t *frame = __builtin_frame_address(0);
+    return mt_site_walk(pcs, ask, walker, frame);
 }
 
 /* The stack in the agent's entry point's caller and above: `want`
@@ -167,6 +150,8 @@ static int capture(uintptr_t *pcs, int want, int walker)
     int extra = 4; /* the agent's frames we expect to skip */
     for (;;) {
         int ask = want + extra;
+        if (ask > MT_DEPTH_MAX + 30) /* the callers' buffers hold MT_DEPTH_MAX + 32 */
+            ask = MT_DEPTH_MAX + 30;
         int n = walk(pcs, ask, walker);
         if (n < 0)
             n = 0;
@@ -174,31 +159,10 @@ static int capture(uintptr_t *pcs, int want, int walker)
         /* Cut short only if the walk stopped at our request: more of the
          * agent's frames than expected (the thread-start trampoline
          * counts too); ask again for more. */
-        if (got == want || n < ask || extra >= 24)
+        if (got == want || n < ask || ask == MT_DEPTH_MAX + 30)
             return got;
         extra = n - got + 2 > extra + 2 ? n - got + 2 : extra + 2;
     }
-}
-
-/* unwind=auto: the frame-pointer walk is used only if it gave the same
- * stacks as libunwind for the first CALIBRATION_STACKS allocations;
- * otherwise the CFI walk (site_cfi.c), which falls back to libunwind. */
-static int calibrate(uintptr_t *pcs, int want)
-{
-    uintptr_t fp_pcs[MT_DEPTH_MAX + 32];
-    int n = capture(pcs, want, MT_WALK_LIBUNWIND);
-    if (mt_t.stack_hi == 0)
-        mt_site_learn_stack();
-    int m = mt_t.stack_lo ? capture(fp_pcs, want, MT_WALK_FP) : -1;
-    int expect = USE_CALIBRATING;
-    if (m != n || memcmp(pcs, fp_pcs, (size_t)n * sizeof *pcs) != 0) {
-        if (atomic_compare_exchange_strong(&unwinder, &expect, USE_CFI))
-            mt_site_walker = MT_WALK_CFI;
-    } else if (atomic_fetch_add(&calibrated, 1) + 1 == CALIBRATION_STACKS) {
-        if (atomic_compare_exchange_strong(&unwinder, &expect, USE_FP))
-            mt_site_walker = MT_WALK_FP;
-    }
-    return n;
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -278,20 +242,34 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
 uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
 {
     int want = mt_site_opt.depth, skipped;
-    if (MT_UNLIKELY(atomic_load_explicit(&unwinder, memory_order_relaxed) == USE_CALIBRATING)) {
-        n = calibrate(pcs, want);
-    } else {
-        if (n < 0)
-            n = 0;
-        int got = strip_self(pcs, n, want, &skipped);
-        /* The walk stopped at our request inside the agent (more of its
-         * frames than the entry point expected): ask again. */
-        n = got < want && n == ask ? capture(pcs, want, mt_site_walker) : got;
-        if (MT_UNLIKELY(n < 0))
-            n = 0;
-    }
+    if (n < 0)
+        n = 0;
+    int got = strip_self(pcs, n, want, &skipped);
+    /* The walk stopped at our request with agent frames among the first
+     * (more than the entry point expected): walk again for more. */
+    n = got < want && n >= ask ? capture(pcs, want, mt_site_walker) : got;
     return find_or_add(cat, pcs, n);
 }
+
+/* libunwind's step loop: unlike unw_backtrace's cache, it forgets what
+ * unw_flush_cache says (after a dlclose). */
+__attribute__((noinline)) int mt_site_unw_steps(uintptr_t *pcs, int max)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+        return 0;
+    int n = 0;
+    do {
+        unw_word_t ip;
+        if (unw_get_reg(&c, UNW_REG_IP, &ip) != 0 || ip == 0)
+            break;
+        pcs[n++] = (uintptr_t)ip;
+    } while (n < max && unw_step(&c) > 0);
+    return n;
+}
+
+void mt_site_flush_unwind_caches(void) { unw_flush_cache(unw_local_addr_space, 0, 0); }
 
 /* ---- counters ----------------------------------------------------------- */
 
@@ -415,13 +393,23 @@ static const char *keep_path(const char *s)
     return p;
 }
 
-static void read_build_id(const struct dl_phdr_info *info, mt_module *m)
+/* A module's extent and build-id from its program headers. */
+static int describe(uintptr_t bias, const ElfW(Phdr) *phdr, int phnum, mt_module *m)
 {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    *m = (mt_module){.bias = bias};
+    for (int i = 0; i < phnum; i++) {
+        const ElfW(Phdr) *ph = &phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uintptr_t a = bias + ph->p_vaddr;
+            if (a < lo)
+                lo = a;
+            if (a + ph->p_memsz > hi)
+                hi = a + ph->p_memsz;
+        }
+        if (ph->p_type != PT_NOTE || m->build_id_len)
             continue;
-        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        const char *p = (const char *)(bias + ph->p_vaddr), *end = p + ph->p_memsz;
         while (p + sizeof(ElfW(Nhdr)) <= end) {
             const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
             const char *name = p + sizeof *nh;
@@ -430,67 +418,64 @@ static void read_build_id(const struct dl_phdr_info *info, mt_module *m)
                 nh->n_descsz <= sizeof m->build_id && (const char *)desc + nh->n_descsz <= end) {
                 memcpy(m->build_id, desc, nh->n_descsz);
                 m->build_id_len = nh->n_descsz;
-                return;
+                break;
             }
             p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
         }
     }
+    m->start = lo;
+    m->end = hi;
+    return lo < hi ? 0 : -1;
 }
 
-/* dl_iterate_phdr callback: notes a module if it holds *pc (or every one
- * when pc is NULL) and is not noted yet. Under module_lock. */
+/* Appends m (named `name`) unless it is there. module_lock is held only
+ * here, for a few loads and stores: no holder ever waits for anything, so
+ * taking it by spinning cannot deadlock (not even against the loader's
+ * lock, which dl_iterate_phdr may hold around note_one). */
+static void add_module(mt_module *m, const char *name)
+{
+    while (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
+        __builtin_ia32_pause();
+    int n = atomic_load(&nmodules), known = 0;
+    for (int i = 0; i < n && !known; i++)
+        known = modules[i].start == m->start && modules[i].end == m->end && modules[i].bias == m->bias;
+    if (!known && n < MODULES_MAX) {
+        m->path = keep_path(name && name[0] ? name : exe_path);
+        modules[n] = *m;
+        atomic_store_explicit(&nmodules, n + 1, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&module_lock, memory_order_release);
+}
+
+/* dl_iterate_phdr callback: notes every loaded module. */
 static int note_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    const uintptr_t *pc = arg;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo)
-            lo = a;
-        if (a + ph->p_memsz > hi)
-            hi = a + ph->p_memsz;
-    }
-    if (lo >= hi || (pc && *pc - lo >= hi - lo))
-        return 0;
-    int n = atomic_load(&nmodules);
-    for (int i = 0; i < n; i++)
-        if (modules[i].start == lo && modules[i].end == hi && modules[i].bias == info->dlpi_addr)
-            return pc != NULL;
-    if (n >= MODULES_MAX)
-        return 1;
-    mt_module *m = &modules[n];
-    *m = (mt_module){.start = lo, .end = hi, .bias = info->dlpi_addr};
-    const char *name = info->dlpi_name;
-    char exe[MT_PATH_MAX];
-    if (!name || !name[0]) {
-        /* The main program (or the vdso, which has a name "linux-vdso..."). */
-        ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        exe[k > 0 ? k : 0] = '\0';
-        name = exe;
-    }
-    m->path = keep_path(name);
-    read_build_id(info, m);
-    atomic_store_explicit(&nmodules, n + 1, memory_order_release);
-    return pc != NULL;
+    (void)arg;
+    mt_module m;
+    if (describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) == 0)
+        add_module(&m, info->dlpi_name);
+    return 0;
 }
 
-/* Makes sure the modules of new frames are noted, while they are still
- * loaded. Best effort: if another thread is noting, they are noted at the
- * latest when the report is written (mt_modules_refresh). */
+/* Notes the modules of a new site's frames while they are loaded. Without
+ * the loader's lock: _dl_find_object finds the object, and its program
+ * headers are read where its ELF header is mapped. */
 static void note_modules(const uintptr_t *pcs, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (module_index(pcs[i]) >= 0 || in_self(pcs[i]))
+        struct dl_find_object f;
+        if (module_index(pcs[i]) >= 0 || in_self(pcs[i]) || _dl_find_object((void *)pcs[i], &f) != 0 ||
+            !f.dlfo_link_map)
             continue;
-        if (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
-            return;
-        uintptr_t pc = pcs[i];
-        dl_iterate_phdr(note_one, &pc);
-        atomic_flag_clear_explicit(&module_lock, memory_order_release);
+        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f.dlfo_map_start;
+        if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+            eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 65536)
+            continue; /* left for the report's refresh */
+        mt_module m;
+        if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff), eh->e_phnum,
+                     &m) == 0)
+            add_module(&m, f.dlfo_link_map->l_name);
     }
 }
 
@@ -498,12 +483,9 @@ void mt_site_after_fork_child(void) { atomic_flag_clear_explicit(&module_lock, m
 
 void mt_modules_refresh(void)
 {
-    if (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
-        return;
     mt_t.in_agent++;
     dl_iterate_phdr(note_one, NULL);
     mt_t.in_agent--;
-    atomic_flag_clear_explicit(&module_lock, memory_order_release);
 }
 
 int mt_module_count(void) { return atomic_load_explicit(&nmodules, memory_order_acquire); }

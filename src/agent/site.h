@@ -75,10 +75,24 @@ int mt_site_fp_walk(uintptr_t *out, int max);
 enum { MT_WALK_LIBUNWIND, MT_WALK_FP, MT_WALK_CFI };
 extern int mt_site_walker;
 void mt_site_learn_stack(void);
+/* Is address a on this thread's own stack (as pthread_getattr_np says)? */
+static inline int mt_site_on_stack(uintptr_t a)
+{
+    if (MT_UNLIKELY(mt_t.stack_hi == 0))
+        mt_site_learn_stack();
+    return mt_t.stack_hi > 1 && a - mt_t.stack_lo < mt_t.stack_hi - mt_t.stack_lo;
+}
+/* libunwind's step loop (site.c), and its caches flushed (at dlclose). */
+int mt_site_unw_steps(uintptr_t *pcs, int max);
+void mt_site_flush_unwind_caches(void);
+/* Bumped by every dlclose: unwind rules cached before may be stale. */
+extern _Atomic unsigned mt_code_gen;
 /* site_cfi.c: walks from the frame whose return address is pc, stack
  * pointer sp (its caller's CFA) and rbp bp, into out[max] using the
- * objects' .eh_frame rules; returns the frames, or -1 where it cannot
- * (then ask libunwind). */
+ * objects' .eh_frame rules; returns the frames, or -1 where it cannot go
+ * on this thread's stack (then ask libunwind). Off that stack it never
+ * returns -1: on a signal stack it walks what it can within it, elsewhere
+ * it gives the first frame only. */
 int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max);
 
 enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };

@@ -1,8 +1,13 @@
 /* site_capture.h — the stack capture inlined into the malloc hooks, so
  * the walk starts in the entry point itself: only its own frame has to be
- * unwound and dropped, not those of helper functions (each frame costs
- * libunwind a few nanoseconds). Included by hooks.c only: it brings in
- * libunwind's header. */
+ * unwound and dropped, not those of helper functions. Included by hooks.c
+ * and site.c only: it brings in libunwind's header.
+ *
+ * Which walk runs: the one option unwind chose (mt_site_walker), except
+ * off the thread's own stack (a signal handler on an alternate stack, a
+ * coroutine's stack), where only the CFI walk runs: it knows the bounds it
+ * may read within, and libunwind's cursor would not fit a small signal
+ * stack. The CFI walk hands a stack to libunwind where it cannot go. */
 #ifndef MT_AGENT_SITE_CAPTURE_H
 #define MT_AGENT_SITE_CAPTURE_H
 
@@ -11,23 +16,43 @@
 
 #include "agent/site.h"
 
+/* libunwind from here: unw_backtrace, whose cache of frames is never
+ * told about unloaded code, until the first dlclose; then the step loop. */
+static MT_INLINE int mt_site_unw(uintptr_t *pcs, int ask)
+{
+    if (MT_LIKELY(atomic_load_explicit(&mt_code_gen, memory_order_relaxed) == 0))
+        return unw_backtrace((void **)pcs, ask);
+    return mt_site_unw_steps(pcs, ask + 1); /* its own frame comes first */
+}
+
+/* A walk of at most `ask` frames starting at the caller of the function
+ * whose frame is `frame` (the agent is built with frame pointers:
+ * frame[0] is the caller's rbp, frame[1] the return address). */
+static MT_INLINE int mt_site_walk(uintptr_t *pcs, int ask, int walker, const uintptr_t *frame)
+{
+    int n = -1;
+    if (MT_UNLIKELY(walker != MT_WALK_CFI) && !mt_site_on_stack((uintptr_t)frame))
+        walker = MT_WALK_CFI;
+    if (MT_LIKELY(walker == MT_WALK_CFI))
+        n = mt_cfi_walk(frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask);
+    else if (walker == MT_WALK_FP)
+        n = mt_site_fp_walk(pcs, ask);
+    return n >= 0 ? n : mt_site_unw(pcs, ask);
+}
+
 /* `agent_frames`: how many of the agent's frames the walk will meet
- * before the program's (1 when this is inlined into the entry point);
- * more is handled, at the cost of a second walk. */
+ * before the program's (1 when this is inlined into the entry point, plus
+ * one for the thread-start trampoline); more is handled, at the cost of a
+ * second walk. A capture nested in another (a signal handler's realloc
+ * interrupting the agent) is not walked: its block goes to site 0. */
 static MT_INLINE uint32_t mt_site_here(unsigned cat, int agent_frames)
 {
+    if (MT_UNLIKELY(mt_t.in_agent))
+        return 0;
     uintptr_t pcs[MT_DEPTH_MAX + 32];
     mt_t.in_agent++; /* libunwind may allocate: not through us */
-    int ask = mt_site_opt.depth + agent_frames, n = -1;
-    if (MT_LIKELY(mt_site_walker == MT_WALK_CFI)) {
-        /* From this function's caller: the agent is built with frame
-         * pointers, so its frame gives the caller's pc, sp and rbp. (One
-         * frame more than needed, for the thread-start trampoline.) */
-        const uintptr_t *frame = __builtin_frame_address(0);
-        n = mt_cfi_walk(frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask);
-    }
-    if (n < 0)
-        n = mt_site_walker == MT_WALK_FP ? mt_site_fp_walk(pcs, ask) : unw_backtrace((void **)pcs, ask);
+    int ask = mt_site_opt.depth + agent_frames;
+    int n = mt_site_walk(pcs, ask, mt_site_walker, __builtin_frame_address(0));
     uint32_t id = mt_site_from_stack(cat, pcs, n, ask);
     mt_t.in_agent--;
     return id;

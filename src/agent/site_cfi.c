@@ -13,6 +13,7 @@
  * (_dl_find_object: lock-free, no allocation). */
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -21,15 +22,15 @@
 _Atomic unsigned mt_code_gen; /* bumped by dlclose: cached rules may be stale */
 
 enum { RULE_EMPTY, RULE_OK, RULE_END, RULE_UNKNOWN };
-enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
+enum { DWREG_RBP = 6, DWREG_RSP = 7, DWREG_RA = 16 };
 
 /* One return address's rules, 16 bytes. */
 typedef struct cfi_rule {
     uintptr_t pc;    /* the return address */
     int32_t cfa_off; /* CFA = (cfa_reg) + cfa_off */
     int16_t bp_off;  /* the caller's rbp is at CFA + bp_off; 0: rbp unchanged */
-    uint8_t cfa_reg; /* REG_RSP or REG_RBP */
-    uint8_t kind;    /* RULE_*, and the low bits of mt_code_gen in the high nibble */
+    uint8_t cfa_reg; /* DWREG_RSP or DWREG_RBP */
+    uint8_t kind;    /* RULE_* */
 } cfi_rule;
 
 #define CACHE_BITS 14
@@ -227,22 +228,22 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
         case 0x06: reg = uleb(&p); goto restore;
         case 0x07: /* undefined */
             reg = uleb(&p);
-            if (reg == REG_RA)
+            if (reg == DWREG_RA)
                 st->ra_undefined = 1;
-            else if (reg == REG_RBP)
+            else if (reg == DWREG_RBP)
                 st->bp_off = 0;
             continue;
         case 0x08: /* same_value */
             reg = uleb(&p);
-            if (reg == REG_RBP)
+            if (reg == DWREG_RBP)
                 st->bp_off = 0;
-            else if (reg == REG_RA)
+            else if (reg == DWREG_RA)
                 return -1;
             continue;
         case 0x09: /* register */
             reg = uleb(&p);
             uleb(&p);
-            if (reg == REG_RBP || reg == REG_RA)
+            if (reg == DWREG_RBP || reg == DWREG_RA)
                 return -1;
             continue;
         case 0x0a:
@@ -265,7 +266,7 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
         case 0x10: /* expression */
             reg = uleb(&p);
             p += uleb(&p);
-            if (reg == REG_RBP || reg == REG_RA)
+            if (reg == DWREG_RBP || reg == DWREG_RA)
                 return -1;
             continue;
         case 0x11: reg = uleb(&p); off = sleb(&p) * ci->data_align; goto set_offset;
@@ -274,13 +275,13 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
         case 0x14: case 0x15: /* val_offset(_sf): a value, not a save slot */
             reg = uleb(&p);
             if (op == 0x14) uleb(&p); else sleb(&p);
-            if (reg == REG_RBP || reg == REG_RA)
+            if (reg == DWREG_RBP || reg == DWREG_RA)
                 return -1;
             continue;
         case 0x16: /* val_expression */
             reg = uleb(&p);
             p += uleb(&p);
-            if (reg == REG_RBP || reg == REG_RA)
+            if (reg == DWREG_RBP || reg == DWREG_RA)
                 return -1;
             continue;
         case 0x2e: uleb(&p); continue; /* GNU_args_size */
@@ -293,18 +294,18 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
             return 0;
         continue;
     set_offset:
-        if (reg == REG_RBP)
+        if (reg == DWREG_RBP)
             st->bp_off = off;
-        else if (reg == REG_RA) {
+        else if (reg == DWREG_RA) {
             st->ra_saved = 1;
             st->ra_undefined = 0;
             st->ra_off = off;
         }
         continue;
     restore:
-        if (reg == REG_RBP)
+        if (reg == DWREG_RBP)
             st->bp_off = initial->bp_off;
-        else if (reg == REG_RA) {
+        else if (reg == DWREG_RA) {
             st->ra_saved = initial->ra_saved;
             st->ra_off = initial->ra_off;
             st->ra_undefined = initial->ra_undefined;
@@ -328,7 +329,7 @@ static void compute_rule(uintptr_t ra, cfi_rule *r)
     if (len32 == 0 || len32 == 0xffffffffu || cie_off == 0)
         return;
     cie_info ci;
-    if (parse_cie(fde + 4 - cie_off, hdr, &ci) < 0 || ci.signal_frame || ci.ra_reg != REG_RA)
+    if (parse_cie(fde + 4 - cie_off, hdr, &ci) < 0 || ci.signal_frame || ci.ra_reg != DWREG_RA)
         return;
     const uint8_t *p = fde + 8, *end = fde + 4 + len32;
     uintptr_t start, range;
@@ -348,7 +349,7 @@ static void compute_rule(uintptr_t ra, cfi_rule *r)
         r->kind = RULE_END;
         return;
     }
-    if (st.cfa_expr || (st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP) || !st.ra_saved || st.ra_off != -8 ||
+    if (st.cfa_expr || (st.cfa_reg != DWREG_RSP && st.cfa_reg != DWREG_RBP) || !st.ra_saved || st.ra_off != -8 ||
         st.cfa_off < 8 || st.cfa_off > INT32_MAX || st.bp_off < INT16_MIN || st.bp_off > INT16_MAX)
         return;
     r->cfa_reg = (uint8_t)st.cfa_reg;
@@ -359,14 +360,13 @@ static void compute_rule(uintptr_t ra, cfi_rule *r)
 
 /* ---- the walk ------------------------------------------------------------ */
 
-static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra, unsigned gen)
+static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra)
 {
     cfi_rule *r = &cache[(ra ^ (ra >> CACHE_BITS)) & (CACHE_SIZE - 1)];
-    if (MT_LIKELY(r->pc == ra && (r->kind >> 4) == (gen & 15)))
+    if (MT_LIKELY(r->pc == ra))
         return r;
     cfi_rule fresh = {.pc = ra};
     compute_rule(ra, &fresh);
-    fresh.kind = (uint8_t)(fresh.kind | (gen & 15) << 4);
     *r = fresh;
     return r;
 }
@@ -384,31 +384,46 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
             return -1;
         cache = sh->cfi_cache = m;
     }
-    if (MT_UNLIKELY(mt_t.stack_hi == 0))
-        mt_site_learn_stack();
-    uintptr_t hi = mt_t.stack_hi;
-    if (hi <= 1)
-        return -1;
     unsigned gen = atomic_load_explicit(&mt_code_gen, memory_order_acquire);
+    if (MT_UNLIKELY(gen != sh->cfi_gen)) { /* code was unloaded: any cached rule may be stale */
+        memset(cache, 0, sizeof(cfi_rule) * CACHE_SIZE);
+        sh->cfi_gen = gen;
+    }
+    /* The stack the walk may read: this thread's, or the signal stack a
+     * handler runs on (its frames up to the signal frame); on any other
+     * (a coroutine's), nothing beyond the first frame. */
+    uintptr_t hi;
+    int own = mt_site_on_stack(sp);
+    if (own) {
+        hi = mt_t.stack_hi;
+    } else {
+        stack_t ss;
+        if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) || sp - (uintptr_t)ss.ss_sp >= ss.ss_size) {
+            if (max < 1 || pc < 4096)
+                return 0;
+            out[0] = pc;
+            return 1;
+        }
+        hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+    }
     int n = 0;
     while (n < max) {
         if (pc < 4096)
             break;
         out[n++] = pc;
-        const cfi_rule *r = rule_for(cache, pc, gen);
-        unsigned kind = r->kind & 15;
-        if (kind == RULE_END)
+        const cfi_rule *r = rule_for(cache, pc);
+        if (r->kind == RULE_END)
             break;
-        if (kind != RULE_OK)
-            return -1;
-        uintptr_t cfa = (r->cfa_reg == REG_RSP ? sp : bp) + (intptr_t)r->cfa_off;
+        if (r->kind != RULE_OK)
+            return own ? -1 : n;
+        uintptr_t cfa = (r->cfa_reg == DWREG_RSP ? sp : bp) + (intptr_t)r->cfa_off;
         if (cfa <= sp || cfa > hi || (cfa & 7))
-            return -1;
+            return own ? -1 : n;
         uintptr_t next_pc = *(const uintptr_t *)(cfa - 8);
         if (r->bp_off) {
             uintptr_t at = cfa + (intptr_t)r->bp_off;
             if (at < sp || at > hi - 8)
-                return -1;
+                return own ? -1 : n;
             bp = *(const uintptr_t *)at;
         }
         sp = cfa;
@@ -429,5 +444,6 @@ MT_EXPORT int dlclose(void *handle)
     }
     int rc = real_dlclose ? real_dlclose(handle) : -1;
     atomic_fetch_add_explicit(&mt_code_gen, 1, memory_order_release);
+    mt_site_flush_unwind_caches(); /* libunwind's, for its step loop (mt_site_unw) */
     return rc;
 }

@@ -180,3 +180,33 @@ expect_eq "query summary of a detail-mode process: no sites in it" "False" "$(js
 out=$("$MT" query "$lpid" summary --top 3 2>&1); rc=$?
 expect_eq "query summary --top: usage error" "2" "$rc"
 kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null || true
+
+# Unwind rules must not outlive the code they describe: a library's f is
+# unloaded, another library with the same code offsets and a larger frame
+# is loaded at its place after 0, 15 (the count where a 4-bit generation
+# would wrap) or 31 more dlopen/dlclose cycles. Each f's site must be f,
+# call, main — not the stale rule's frames.
+for u in cfi libunwind; do
+    for cycles in 0 15 31; do
+        run_detail "dl_${u}_$cycles" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" "$cycles"
+        st=$($CHECK stack "$T/dl_${u}_$cycles.mtr" f)
+        expect_eq "dlclose ($u, $cycles more cycles): both f sites are f <- call <- main" "2" \
+            "$(grep -cE '^libdl_[ab]\.so\+0x[0-9a-f]+:f detail_dl\+0x[0-9a-f]+:call detail_dl\+0x[0-9a-f]+:main ' <<<"$st")"
+    done
+done
+
+# Stacks that are not the thread's own: a handler on an 8 KiB alternate
+# signal stack allocating, or calling _exit; a makecontext coroutine. Under
+# every unwinder the program must run as without memtrail, and the block
+# must be in its function's site.
+for u in auto cfi fp libunwind; do
+    run_detail "alt_$u" "unwind=$u" "$TBIN/detail_signal" alt 8192
+    expect_eq "alternate stack ($u): malloc in the handler, program exits 0" "0" "$?"
+    ledger_ok "alt_$u"
+    MEMTRAIL_OPTIONS="mode=detail:unwind=$u:output=$T/altexit_$u.mtr" LD_PRELOAD=$AGENT "$TBIN/detail_signal" altexit 8192 >/dev/null 2>&1
+    expect_eq "alternate stack ($u): _exit in the handler exits 3" "3" "$?"
+    expect_eq "alternate stack ($u): _exit in the handler, the report is complete" "end" "$(tail -n1 "$T/altexit_$u.mtr" 2>/dev/null)"
+    run_detail "coro_$u" "unwind=$u" "$TBIN/detail_signal" coro
+    expect_eq "coroutine stack ($u): program exits 0" "0" "$?"
+    ledger_ok "coro_$u"
+done
