@@ -29,17 +29,20 @@ static const char export_usage[] =
     "          stdout unless -o is given.\n"
     "  pprof   a gzip'ed profile.proto for go tool pprof, Pyroscope and Parca:\n"
     "          one sample per site with the values inuse_space (live bytes),\n"
-    "          inuse_objects (live blocks) and alloc_objects (allocations), and\n"
-    "          a 'category' label. Written to FILE with its extension replaced\n"
+    "          inuse_objects (live blocks), alloc_space (bytes allocated over\n"
+    "          the run; left out for a report of an older memtrail, whose\n"
+    "          sites lack them) and alloc_objects (allocations), and a\n"
+    "          'category' label. Written to FILE with its extension replaced\n"
     "          by .pb.gz unless -o is given.\n"
     "\n"
     "Options:\n"
     "  --format FORMAT   folded or pprof (required)\n"
     "  -o, --output OUT  the output file (- for stdout)\n"
     "  --value COUNTER   folded: the counter shown, one of live_bytes (default),\n"
-    "                    live_count, peak_bytes, allocs, frees, reallocs;\n"
-    "                    pprof: the default sample type, one of live_bytes\n"
-    "                    (default), live_count, allocs\n"
+    "                    live_count, peak_bytes, allocs, frees, reallocs,\n"
+    "                    allocated_bytes; pprof: the default sample type, one\n"
+    "                    of live_bytes (default), live_count, allocated_bytes,\n"
+    "                    allocs\n"
     "  -h, --help        show this help\n"
     "\n"
     "A report cut short is exported as far as it goes, then named on stderr with\n"
@@ -101,11 +104,11 @@ int cmd_export(int argc, char **argv)
     if (value_arg && export_value_parse(value_arg, &value) < 0)
         return cli_usage_error("export",
                                "--value: unknown counter '%s' (accepted: live_bytes, live_count, peak_bytes, "
-                               "allocs, frees, reallocs)", value_arg);
+                               "allocs, frees, reallocs, allocated_bytes)", value_arg);
     if (format == FORMAT_PPROF && value != EXPORT_LIVE_BYTES && value != EXPORT_LIVE_COUNT &&
-        value != EXPORT_ALLOCS)
+        value != EXPORT_ALLOCS && value != EXPORT_ALLOCATED_BYTES)
         return cli_usage_error("export", "--value: pprof has no sample type for '%s' (accepted: live_bytes, "
-                               "live_count, allocs)", value_arg);
+                               "live_count, allocated_bytes, allocs)", value_arg);
     bool from_stdin = strcmp(file, "-") == 0;
     char *derived = NULL;
     if (!output && format == FORMAT_PPROF) {
@@ -133,6 +136,12 @@ int cmd_export(int argc, char **argv)
         status = cli_error("%s: not a detail report (mode %s): it has no allocation sites to export; "
                            "record one with 'memtrail run --mode detail'",
                            from_stdin ? "(stdin)" : file, r.mode ? r.mode : "unknown");
+        goto done;
+    }
+    if (value == EXPORT_ALLOCATED_BYTES && !report_sites_have_allocated(&r)) {
+        status = cli_error("%s: its sites have no allocated_bytes (a report of an older memtrail): "
+                           "--value allocated_bytes cannot be shown; try --value allocs",
+                           from_stdin ? "(stdin)" : file);
         goto done;
     }
     if (!(sym = sym_open(&r))) {

@@ -24,9 +24,11 @@ enum export_value {
     EXPORT_ALLOCS,
     EXPORT_FREES,
     EXPORT_REALLOCS,
+    EXPORT_ALLOCATED_BYTES, /* 0 for a site without allocated_bytes (an older report) */
 };
 
-/* "live_bytes", "live_count", "peak_bytes", "allocs", "frees", "reallocs".
+/* "live_bytes", "live_count", "peak_bytes", "allocs", "frees", "reallocs",
+ * "allocated_bytes".
  * Returns 0 or -EINVAL. */
 int export_value_parse(const char *name, enum export_value *out);
 const char *export_value_name(enum export_value v);
@@ -39,11 +41,14 @@ int64_t export_site_value(const struct report_site *s, enum export_value v);
 int export_folded(FILE *out, const struct report *r, struct symbolizer *sym, enum export_value v);
 
 /* The pprof profile, gzip'ed, to `out`. Sample types inuse_space/bytes,
- * inuse_objects/count, alloc_objects/count (no alloc_space: a report has
- * no allocated bytes per site); one sample per site with a "category"
- * label. `default_type` picks default_sample_type: EXPORT_LIVE_BYTES,
- * EXPORT_LIVE_COUNT or EXPORT_ALLOCS (-EINVAL for the others). `source`
- * names the report in the profile's comments. */
+ * inuse_objects/count, alloc_space/bytes, alloc_objects/count (pprof's heap
+ * profile order); alloc_space only when every site carries allocated_bytes
+ * (report_sites_have_allocated; older reports lack it, and a comment says
+ * so). One sample per site with a "category" label. `default_type` picks
+ * default_sample_type: EXPORT_LIVE_BYTES, EXPORT_LIVE_COUNT, EXPORT_ALLOCS
+ * or EXPORT_ALLOCATED_BYTES (-EINVAL for the others, and for
+ * EXPORT_ALLOCATED_BYTES without alloc_space). `source` names the report in
+ * the profile's comments. */
 int export_pprof(FILE *out, const struct report *r, struct symbolizer *sym, enum export_value default_type,
                  const char *source);
 

@@ -36,17 +36,22 @@ enum {
     FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4,
 };
 
-/* The sample types, in value order, and the counter each shows. There is
- * no alloc_space: a report counts allocations per site, not their bytes. */
+/* The sample types, in value order (pprof's heap profiles'), and the
+ * counter each shows. alloc_space is left out for a report whose sites
+ * lack allocated_bytes (written before the agent counted them). */
 static const struct {
     const char *type, *unit;
     enum export_value value;
 } sample_types[] = {
     { "inuse_space", "bytes", EXPORT_LIVE_BYTES },
     { "inuse_objects", "count", EXPORT_LIVE_COUNT },
+    { "alloc_space", "bytes", EXPORT_ALLOCATED_BYTES },
     { "alloc_objects", "count", EXPORT_ALLOCS },
 };
 #define NTYPES (sizeof sample_types / sizeof sample_types[0])
+
+/* Whether the builder's profile has sample type t. */
+#define HAS_TYPE(b, t) ((b)->alloc_space || sample_types[t].value != EXPORT_ALLOCATED_BYTES)
 
 /* --- the string table ------------------------------------------------------ */
 
@@ -160,6 +165,7 @@ struct builder {
         bool functions, filenames, lines, inlines;
     } *has;                         /* per module: what its Locations carry */
     bool unknown_used;              /* a site without frames refers to UNKNOWN_LOCATION */
+    bool alloc_space;               /* every site has allocated_bytes: the alloc_space type */
 };
 
 /* Location ids: 1 stands for "no stack" (the site table's overflow, site 0),
@@ -198,12 +204,14 @@ static int add_sample(struct builder *b, const struct report_site *site)
         b->unknown_used = true;
     }
     int64_t values[NTYPES];
+    size_t nvalues = 0;
     for (size_t t = 0; t < NTYPES; t++)
-        values[t] = export_site_value(site, sample_types[t].value);
+        if (HAS_TYPE(b, t))
+            values[nvalues++] = export_site_value(site, sample_types[t].value);
     int64_t key = intern(&b->strings, "category"), str = intern(&b->strings, site->category);
     pb_reset(&b->msg);
     pb_packed_uint64(&b->msg, SAMPLE_LOCATION_ID, ids, nids);
-    pb_packed_int64(&b->msg, SAMPLE_VALUE, values, NTYPES);
+    pb_packed_int64(&b->msg, SAMPLE_VALUE, values, nvalues);
     pb_reset(&b->sub);
     pb_int64(&b->sub, LABEL_KEY, key);
     pb_int64(&b->sub, LABEL_STR, str);
@@ -339,7 +347,8 @@ static int add_header(struct builder *b, enum export_value default_type, const c
     char *text;
     int rc = 0;
     for (size_t t = 0; t < NTYPES && rc == 0; t++)
-        rc = value_type(b, PROFILE_SAMPLE_TYPE, sample_types[t].type, sample_types[t].unit);
+        if (HAS_TYPE(b, t))
+            rc = value_type(b, PROFILE_SAMPLE_TYPE, sample_types[t].type, sample_types[t].unit);
     if (rc == 0)
         rc = value_type(b, PROFILE_PERIOD_TYPE, "space", "bytes");
     pb_int64(&b->out, PROFILE_PERIOD, 1);
@@ -359,8 +368,9 @@ static int add_header(struct builder *b, enum export_value default_type, const c
     if (rc == 0 && (r->has & REPORT_HAS_PID))
         rc = add_comment(b, asprintf(&text, "pid %lld: %s", (long long)r->pid, r->exe ? r->exe : "?") < 0
                                 ? NULL : text);
-    if (rc == 0)
-        rc = add_comment(b, strdup("no alloc_space: memtrail counts allocations per site, not their bytes"));
+    if (rc == 0 && !b->alloc_space)
+        rc = add_comment(b, strdup("no alloc_space: the report's sites have no allocated_bytes (written by an "
+                                   "older memtrail)"));
     if (rc == 0 && !r->complete)
         rc = add_comment(b, strdup("the report was cut short: these are the sites it holds"));
     return rc;
@@ -399,12 +409,12 @@ static int gzip_write(FILE *out, const struct pb_buf *data)
 int export_pprof(FILE *out, const struct report *r, struct symbolizer *sym, enum export_value default_type,
                  const char *source)
 {
+    struct builder b = { .r = r, .alloc_space = report_sites_have_allocated(r) };
     bool known = false;
     for (size_t t = 0; t < NTYPES; t++)
-        known |= sample_types[t].value == default_type;
+        known |= sample_types[t].value == default_type && HAS_TYPE(&b, t);
     if (!known)
         return -EINVAL;
-    struct builder b = { .r = r };
     export_stacks_init(&b.st, r, sym);
     b.has = calloc(r->nmodules ? r->nmodules : 1, sizeof *b.has);
     int rc = b.has && intern(&b.strings, "") == 0 ? 0 : -ENOMEM;

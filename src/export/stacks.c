@@ -11,6 +11,7 @@ static const char *const value_names[] = {
     [EXPORT_LIVE_BYTES] = "live_bytes", [EXPORT_LIVE_COUNT] = "live_count",
     [EXPORT_PEAK_BYTES] = "peak_bytes", [EXPORT_ALLOCS] = "allocs",
     [EXPORT_FREES] = "frees",           [EXPORT_REALLOCS] = "reallocs",
+    [EXPORT_ALLOCATED_BYTES] = "allocated_bytes",
 };
 
 int export_value_parse(const char *name, enum export_value *out)
@@ -37,6 +38,7 @@ int64_t export_site_value(const struct report_site *s, enum export_value v)
     case EXPORT_ALLOCS:     return s->n.allocs;
     case EXPORT_FREES:      return s->n.frees;
     case EXPORT_REALLOCS:   return s->n.reallocs;
+    case EXPORT_ALLOCATED_BYTES: return s->has_allocated ? s->allocated_bytes : 0;
     }
     return 0;
 }

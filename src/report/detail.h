@@ -18,7 +18,8 @@ struct detail_options {
     int depth;          /* frames per site shown, and sites merged whose first `depth` frames
                            (and category) are equal; 0: every recorded frame */
     int top;            /* sites shown; 0: all */
-    bool by_allocs;     /* --sort allocated: by allocation count, not live bytes */
+    bool by_allocs;     /* --sort allocated: by allocated bytes (by allocation count when a site of
+                           the report lacks allocated_bytes), not live bytes */
 };
 
 /* The summary (report_print_text), then the sites. */

@@ -96,6 +96,8 @@ struct report_site {
     struct report_counts n; /* the blocks allocated at this site */
     uint64_t *frames;       /* return addresses, innermost first */
     size_t nframes;
+    int64_t allocated_bytes; /* every byte allocated here over the run; 0 unless has_allocated */
+    bool has_allocated;     /* the line carried allocated_bytes= (older reports lack it) */
 };
 
 struct report {
@@ -124,6 +126,9 @@ struct report {
     bool complete;          /* the end marker was read */
     long lines_read;        /* complete lines accepted so far */
 };
+
+/* Whether every site of `r` carries allocated_bytes (true when it has none). */
+bool report_sites_have_allocated(const struct report *r);
 
 /* Read the report at `path` into `r` (which the function initialises).
  * On any return, `r` holds what was read before the problem and must be

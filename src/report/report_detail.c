@@ -20,6 +20,8 @@ struct group {
     const uint64_t *frames;     /* the first member's, cut to the depth */
     size_t nframes;
     struct report_counts n;     /* summed; peak_bytes is the sum of the members' peaks */
+    int64_t allocated;          /* summed allocated_bytes; meaningful when has_allocated */
+    bool has_allocated;         /* every member carried allocated_bytes */
     size_t nsites;
     int64_t first_id;
     char *key;                  /* diff: the symbolized stack */
@@ -195,10 +197,13 @@ static int group_sites(const struct report *r, struct symbolizer *s, const struc
             g->nframes = k[i].depth;
             g->first_id = k[i].site->id;
             g->key = k[i].key;
+            g->has_allocated = true;
             k[i].key = NULL;
         }
         struct group *g = &out->g[out->n - 1];
         add_counts(&g->n, &k[i].site->n);
+        g->allocated = report_add(g->allocated, k[i].site->allocated_bytes);
+        g->has_allocated &= k[i].site->has_allocated;
         g->nsites++;
     }
     for (size_t i = 0; i < r->nsites; i++)
@@ -209,13 +214,23 @@ static int group_sites(const struct report *r, struct symbolizer *s, const struc
     return rc;
 }
 
-static bool by_allocs_sort;
+/* What the sites are sorted by: live bytes; with --sort allocated, the
+ * bytes allocated when every site has them (newer reports), else the
+ * number of allocations. */
+enum sort_by { SORT_LIVE, SORT_ALLOCATED_BYTES, SORT_ALLOCS };
+static enum sort_by sort_by;
+
+static enum sort_by sort_of(const struct report *r, const struct detail_options *o)
+{
+    return !o->by_allocs ? SORT_LIVE : report_sites_have_allocated(r) ? SORT_ALLOCATED_BYTES : SORT_ALLOCS;
+}
 
 static int cmp_group(const void *pa, const void *pb)
 {
     const struct group *a = pa, *b = pb;
-    int64_t x1 = by_allocs_sort ? a->n.allocs : a->n.live_bytes, y1 = by_allocs_sort ? b->n.allocs : b->n.live_bytes;
-    int64_t x2 = by_allocs_sort ? a->n.live_bytes : a->n.allocs, y2 = by_allocs_sort ? b->n.live_bytes : b->n.allocs;
+    int64_t x1 = sort_by == SORT_ALLOCATED_BYTES ? a->allocated : sort_by == SORT_ALLOCS ? a->n.allocs : a->n.live_bytes;
+    int64_t y1 = sort_by == SORT_ALLOCATED_BYTES ? b->allocated : sort_by == SORT_ALLOCS ? b->n.allocs : b->n.live_bytes;
+    int64_t x2 = sort_by != SORT_LIVE ? a->n.live_bytes : a->n.allocs, y2 = sort_by != SORT_LIVE ? b->n.live_bytes : b->n.allocs;
     if (x1 != y1)
         return x1 > y1 ? -1 : 1;
     if (x2 != y2)
@@ -223,9 +238,9 @@ static int cmp_group(const void *pa, const void *pb)
     return (a->first_id > b->first_id) - (a->first_id < b->first_id);
 }
 
-static void sort_groups(struct grouping *gr, const struct detail_options *o)
+static void sort_groups(struct grouping *gr, const struct report *r, const struct detail_options *o)
 {
-    by_allocs_sort = o->by_allocs;
+    sort_by = sort_of(r, o);
     qsort(gr->g, gr->n, sizeof *gr->g, cmp_group);
 }
 
@@ -267,6 +282,8 @@ static void text_counts(FILE *out, const struct group *g, const struct report_sc
             ", frees=%" PRId64 ", reallocs=%" PRId64, COUNTS_INDENT, "", g->category,
             report_scaled(g->n.live_bytes, sc->bytes), sc->unit, g->n.live_count,
             report_scaled(g->n.peak_bytes, sc->bytes), sc->unit, g->n.allocs, g->n.frees, g->n.reallocs);
+    if (g->has_allocated)
+        fprintf(out, ", allocated=%" PRId64 "%s", report_scaled(g->allocated, sc->bytes), sc->unit);
     if (g->nsites > 1)
         fprintf(out, "; %zu sites merged", g->nsites);
     fputs(")\n\n", out);
@@ -281,12 +298,16 @@ int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, c
     struct grouping gr;
     if ((rc = group_sites(r, NULL, o, &gr)) < 0)
         return rc;
-    sort_groups(&gr, o);
+    sort_groups(&gr, r, o);
     size_t shown = o->top > 0 && gr.n > (size_t)o->top ? (size_t)o->top : gr.n;
     fprintf(out, "Allocation sites: %zu", shown);
     if (shown < gr.n)
         fprintf(out, " of %zu", gr.n);
-    fprintf(out, ", by %s (stack depth %" PRId64 ", %s", o->by_allocs ? "allocations" : "live bytes",
+    enum sort_by by = sort_of(r, o);
+    fprintf(out, ", by %s (stack depth %" PRId64 ", %s",
+            by == SORT_ALLOCATED_BYTES ? "allocated bytes"
+            : by == SORT_ALLOCS        ? "allocations (the report has no allocated bytes per site)"
+                                       : "live bytes",
             r->stack_depth, r->unwinder ? r->unwinder : "unwinder unknown");
     if (o->depth > 0)
         fprintf(out, "; first %d frames, %zu sites merged into %zu", o->depth, r->nsites, gr.n);
@@ -340,6 +361,15 @@ static void json_counts(FILE *out, const struct report_counts *c)
     fprintf(out, "\"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64 ", \"peak_bytes\": %" PRId64
             ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64 ", \"reallocs\": %" PRId64,
             c->live_bytes, c->live_count, c->peak_bytes, c->allocs, c->frees, c->reallocs);
+}
+
+/* ", "allocated_bytes": N" (null when unknown). */
+static void json_allocated(FILE *out, bool known, int64_t v)
+{
+    if (known)
+        fprintf(out, ", \"allocated_bytes\": %" PRId64, v);
+    else
+        fputs(", \"allocated_bytes\": null", out);
 }
 
 /* The warnings, one JSON string each. */
@@ -415,11 +445,14 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
     struct grouping gr;
     if ((rc = group_sites(r, NULL, o, &gr)) < 0)
         return rc;
-    sort_groups(&gr, o);
+    sort_groups(&gr, r, o);
     size_t shown = o->top > 0 && gr.n > (size_t)o->top ? (size_t)o->top : gr.n;
     fprintf(out, "  \"stack_depth\": %" PRId64 ",\n  \"unwinder\": ", r->stack_depth);
     report_json_string(out, r->unwinder);
     fprintf(out, ",\n  \"sites_dropped\": %" PRId64 ",\n  \"sites_total\": %zu,\n", r->sites_dropped, gr.n);
+    enum sort_by by = sort_of(r, o);
+    fprintf(out, "  \"sorted_by\": \"%s\",\n",
+            by == SORT_ALLOCATED_BYTES ? "allocated_bytes" : by == SORT_ALLOCS ? "allocs" : "live_bytes");
     json_warnings(out, "symbol_warnings", s);
     fputs("  \"sites\": [", out);
     for (size_t i = 0; i < shown; i++) {
@@ -429,6 +462,7 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
         report_json_string(out, g->category);
         fputs(", ", out);
         json_counts(out, &g->n);
+        json_allocated(out, g->has_allocated, g->allocated);
         fputs(",\n    ", out);
         json_frames(out, s, g->frames, g->nframes);
         fputc('}', out);
@@ -458,7 +492,15 @@ static int64_t abs64(int64_t v)
 
 static bool unchanged(const struct drow *w)
 {
-    return w->b && w->c && memcmp(&w->b->n, &w->c->n, sizeof w->b->n) == 0;
+    return w->b && w->c && memcmp(&w->b->n, &w->c->n, sizeof w->b->n) == 0
+           && w->b->has_allocated == w->c->has_allocated && w->b->allocated == w->c->allocated;
+}
+
+/* A side's allocated bytes: 0 and known for a missing side (new, gone). */
+static bool allocated_of(const struct group *g, int64_t *v)
+{
+    *v = g ? g->allocated : 0;
+    return !g || g->has_allocated;
 }
 
 static const char *status_of(const struct drow *w)
@@ -587,6 +629,12 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
         t_delta_bytes(out, "peak=", c->peak_bytes, b->peak_bytes, scale);
         t_delta(out, ", allocs=", c->allocs, b->allocs);
         t_delta(out, ", frees=", c->frees, b->frees);
+        int64_t ac, ab;
+        bool kc = allocated_of(w->c, &ac), kb = allocated_of(w->b, &ab);
+        if (kc && kb)
+            t_delta_bytes(out, ", allocated=", ac, ab, scale);
+        else if (kc)    /* the base report has no allocated_bytes: no delta */
+            fprintf(out, ", allocated=%" PRId64 "%s", report_scaled(ac, scale->bytes), scale->unit);
         fprintf(out, ")%s\n\n", !w->b ? " [new]" : !w->c ? " [gone]" : "");
     }
     diff_free(&d);
@@ -602,6 +650,7 @@ static void j_side(FILE *out, const char *key, const struct group *g)
     }
     fputc('{', out);
     json_counts(out, &g->n);
+    json_allocated(out, g->has_allocated, g->allocated);
     fprintf(out, ", \"merged_sites\": %zu}", g->nsites);
 }
 
@@ -640,6 +689,9 @@ int detail_diff_print_json(FILE *out, const struct report *base, const struct re
         j_side(out, "new", w->c);
         fputs(", \"delta\": {", out);
         json_counts(out, &delta);
+        int64_t ac, ab;
+        bool kc = allocated_of(w->c, &ac), kb = allocated_of(w->b, &ab);
+        json_allocated(out, kc && kb, report_sub(ac, ab));
         fputs("},\n    ", out);
         json_frames(out, w->c ? sc : sb, g->frames, g->nframes);
         fputc('}', out);

@@ -166,6 +166,15 @@ static const struct field count_fields[] = {
     COUNT_FIELD(live_bytes, true), COUNT_FIELD(live_count, true), COUNT_FIELD(peak_bytes, true),
     COUNT_FIELD(allocs, true),     COUNT_FIELD(frees, true),      COUNT_FIELD(reallocs, false),
 };
+/* Fields of a site line: the counters, then allocated_bytes (optional:
+ * reports written before it lack it). */
+#define SITE_COUNT(f, req) { #f, offsetof(struct report_site, n) + offsetof(struct report_counts, f), req }
+static const struct field site_fields[] = {
+    SITE_COUNT(live_bytes, true), SITE_COUNT(live_count, true), SITE_COUNT(peak_bytes, true),
+    SITE_COUNT(allocs, true),     SITE_COUNT(frees, true),      SITE_COUNT(reallocs, false),
+    { "allocated_bytes", offsetof(struct report_site, allocated_bytes), false },
+};
+#define SITE_ALLOCATED_BIT (1u << 6)  /* allocated_bytes' index in site_fields */
 /* Fields of a category line: the counters, then the virtual memory fields
  * (optional, for reports written before them, but all four or none). */
 #define CAT_COUNT(f) { #f, offsetof(struct report_category, n) + offsetof(struct report_counts, f), true }
@@ -582,8 +591,10 @@ static int parse_site(struct reader *rd, struct report *r, char *value)
         rc = fail(rd, -EBADMSG, "empty value for category in %s line", line_key);
     if (rc == 0 && !frames)
         rc = fail(rd, -EBADMSG, "%s line lacks field frames", line_key);
+    unsigned seen = 0;
     if (rc == 0)
-        rc = parse_fields(rd, line_key, rest, count_fields, NFIELDS(count_fields), &site.n, NULL, NULL);
+        rc = parse_fields(rd, line_key, rest, site_fields, NFIELDS(site_fields), &site, NULL, &seen);
+    site.has_allocated = (seen & SITE_ALLOCATED_BIT) != 0;
     if (rc == 0)
         rc = parse_frames(rd, frames, &site);
     if (rc == 0 && r->stack_depth > 0 && site.nframes > (size_t)r->stack_depth)
@@ -876,4 +887,12 @@ void report_free(struct report *r)
     }
     free(r->sites);
     memset(r, 0, sizeof *r);
+}
+
+bool report_sites_have_allocated(const struct report *r)
+{
+    for (size_t i = 0; i < r->nsites; i++)
+        if (!r->sites[i].has_allocated)
+            return false;
+    return true;
 }

@@ -46,9 +46,18 @@ PLUGIN=$(cd "$D" && pwd)/libmtplugin.so
 check "detail: test program runs" "$D/sites" >"$T/caps"
 "$D/sites" >"$T/caps2"      # a second run: other load addresses (ASLR)
 
-COUNTS="parse_config=4096,1,8192,3,2;fill_cache=1000,2,1500,5,3;grow_buffer_from_read_rows=300,3,300,3,0"
-COUNTS="$COUNTS;grow_buffer_from_write_rows=200,1,400,4,3;plugin=50,2,64,7,5,plugin;recurse=10,1,10,1,0"
+# name=live_bytes,live_count,peak_bytes,allocs,frees,allocated_bytes[,category]
+COUNTS="parse_config=4096,1,8192,3,2,12288;fill_cache=1000,2,1500,5,3,5000;grow_buffer_from_read_rows=300,3,300,3,0,90000"
+COUNTS="$COUNTS;grow_buffer_from_write_rows=200,1,400,4,3,2048;plugin=50,2,64,7,5,350,plugin;recurse=10,1,10,1,0,65536"
 python3 "$MKFIX" "$T/caps" "$COUNTS" >"$T/d.mtr"
+# The same sites as an older agent wrote them: no allocated_bytes.
+OLDCOUNTS="parse_config=4096,1,8192,3,2;fill_cache=1000,2,1500,5,3;grow_buffer_from_read_rows=300,3,300,3,0"
+OLDCOUNTS="$OLDCOUNTS;grow_buffer_from_write_rows=200,1,400,4,3;plugin=50,2,64,7,5,plugin;recurse=10,1,10,1,0"
+python3 "$MKFIX" "$T/caps" "$OLDCOUNTS" >"$T/old.mtr"
+py "fixtures: d.mtr has allocated_bytes on every site, old.mtr on none" "6 0" '
+import sys
+n = lambda p: sum("allocated_bytes=" in l for l in open(p) if l.startswith("site "))
+print(n(sys.argv[1]), n(sys.argv[2]))' "$T/d.mtr" "$T/old.mtr"
 
 # --- every frame in our modules against addr2line / eu-addr2line -----------
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --json
@@ -143,6 +152,12 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 print(" ".join("%d:%d,%d,%d,%d,%d" % (s["id"], s["live_bytes"], s["live_count"], s["peak_bytes"], s["allocs"], s["frees"])
                for s in j["sites"]))' "$T/d.json"
+py "detail json: allocated_bytes per site equal the fixture's site lines" "True 6" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+want = {int(l.split()[1]): int(dict(kv.split("=", 1) for kv in l.split()[2:])["allocated_bytes"])
+        for l in open(sys.argv[2]) if l.startswith("site ")}
+print(all(s["allocated_bytes"] == want[s["id"]] for s in j["sites"]), len(j["sites"]))' "$T/d.json" "$T/d.mtr"
 py "detail json: category, address string, summary fields kept" "plugin 0x True 4242 5656" '
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -161,7 +176,7 @@ line0=$(addr2line -e "$SITES" "$(printf '0x%x' $(( $(python3 -c 'import json,sys
 contains "detail text: [address] function (file:line) module" \
     "$(printf '[0x%016x] parse_config (%s) sites' "$a0" "$line0")" "$out"
 contains "detail text: summary first" "Total: live=6KB (10 blocks)" "$out"
-contains "detail text: counters line" "(malloc: live=4KB (1 blocks), peak=8KB, allocs=3, frees=2, reallocs=0)" "$out"
+contains "detail text: counters line" "(malloc: live=4KB (1 blocks), peak=8KB, allocs=3, frees=2, reallocs=0, allocated=12KB)" "$out"
 contains "detail text: inlined marker" "fill_cache [inlined] (" "$out"
 contains "detail text: demangled C++ name" "plugin::capture(void**, int) (" "$out"
 contains "detail text: header" "Allocation sites: 6, by live bytes (stack depth 10, libunwind)" "$out"
@@ -178,18 +193,18 @@ for l in open(sys.argv[1]):
     if not l.startswith("site "): continue
     f = dict(kv.split("=", 1) for kv in l.split()[2:])
     key = (f["category"], tuple(f["frames"].split(",")[:n]))
-    g = groups.setdefault(key, [0, 0, 0, 0, 0, 0])
-    for i, k in enumerate(["live_bytes", "live_count", "peak_bytes", "allocs", "frees"]):
+    g = groups.setdefault(key, [0, 0, 0, 0, 0, 0, 0])
+    for i, k in enumerate(["live_bytes", "live_count", "peak_bytes", "allocs", "frees", "allocated_bytes"]):
         g[i] += int(f[k])
-    g[5] += 1
+    g[6] += 1
 print(" ".join(sorted("%s:%s" % (k[1][0], ",".join(map(str, v))) for k, v in groups.items())))
 EOF
 )
     got=$(python3 - "$T/out" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(" ".join(sorted("%s:%d,%d,%d,%d,%d,%d" % (s["frames"][0]["address"], s["live_bytes"], s["live_count"], s["peak_bytes"],
-                                                 s["allocs"], s["frees"], s["merged_sites"]) for s in j["sites"])))
+print(" ".join(sorted("%s:%d,%d,%d,%d,%d,%d,%d" % (s["frames"][0]["address"], s["live_bytes"], s["live_count"], s["peak_bytes"],
+                                                 s["allocs"], s["frees"], s["allocated_bytes"], s["merged_sites"]) for s in j["sites"])))
 EOF
 )
     expect_eq "detail --depth $depth: merged sites and summed counters equal an independent grouping" "$want" "$got"
@@ -216,11 +231,49 @@ j = json.load(open(sys.argv[1]))
 print(",".join(str(s["id"]) for s in j["sites"]), j["sites_total"])' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --top 1
 expect_eq "detail text --top 1: one counters line" 1 "$(printf '%s\n' "$out" | grep -c '^ *(malloc: live=\|^ *(plugin: live=')"
+# --sort allocated: by allocated bytes (largest first, then live bytes, then
+# id), the order computed here from the fixture's site lines.
+want=$(python3 - "$T/d.mtr" <<'EOF'
+import sys
+rows = []
+for l in open(sys.argv[1]):
+    if l.startswith("site "):
+        f = dict(kv.split("=", 1) for kv in l.split()[2:])
+        rows.append((-int(f["allocated_bytes"]), -int(f["live_bytes"]), int(l.split()[1])))
+print(",".join(str(r[2]) for r in sorted(rows)))
+EOF
+)
+expect_eq "detail --sort allocated: the python order is not the live or allocs order" "3,6,1,2,4,5" "$want"
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --json --sort allocated
-py "detail --sort allocated: by allocation count" "5,2,4,1,3,6" '
+py "detail --sort allocated: by allocated bytes" "$want allocated_bytes" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(",".join(str(s["id"]) for s in j["sites"]))' "$T/out"
+print(",".join(str(s["id"]) for s in j["sites"]), j["sorted_by"])' "$T/out"
+run_mt "$MT_ASAN" report detail "$T/d.mtr" --sort allocated --top 2
+contains "detail text --sort allocated: header" "Allocation sites: 2 of 6, by allocated bytes (stack depth 10" "$out"
+contains "detail text --sort allocated: largest first" "(malloc: live=0KB (3 blocks), peak=0KB, allocs=3, frees=0, reallocs=0, allocated=88KB)" "$out"
+run_mt "$MT_ASAN" report detail "$T/d.mtr" --json --sort allocated --depth 1
+py "detail --sort allocated --depth 1: merged grow_buffer (90000+2048) first" "grow_buffer 92048 2" '
+import json, sys
+s = json.load(open(sys.argv[1]))["sites"][0]
+print(s["frames"][0]["function"], s["allocated_bytes"], s["merged_sites"])' "$T/out"
+
+# An older report without allocated_bytes: --sort allocated falls back to
+# the allocation count and says so; no allocated= in text, null in JSON.
+run_mt "$MT_ASAN" report detail "$T/old.mtr" --json --sort allocated
+expect_eq "old report: exit 0" 0 "$rc"
+py "old report --sort allocated: by allocation count" "5,2,4,1,3,6 allocs True" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(",".join(str(s["id"]) for s in j["sites"]), j["sorted_by"], all(s["allocated_bytes"] is None for s in j["sites"]))' "$T/out"
+run_mt "$MT_ASAN" report detail "$T/old.mtr" --sort allocated
+contains "old report text: header says why" "by allocations (the report has no allocated bytes per site)" "$out"
+contains "old report text: counters line without allocated" "(malloc: live=4KB (1 blocks), peak=8KB, allocs=3, frees=2, reallocs=0)" "$out"
+lacks "old report text: no allocated=" "allocated=" "$out"
+run_mt "$MT_ASAN" report detail "$T/old.mtr" --json --depth 1
+py "old report --depth 1: merged allocated_bytes still null" "None" '
+import json, sys
+print([s for s in json.load(open(sys.argv[1]))["sites"] if s["merged_sites"] == 2][0]["allocated_bytes"])' "$T/out"
 
 # --- stripped binary and library: module+offset, dynsym names --------------
 python3 "$MKFIX" "$T/caps" "$COUNTS" "$SITES=$SITES.stripped" "$PLUGIN=${PLUGIN%.so}.stripped.so" >"$T/s.mtr"
@@ -320,8 +373,8 @@ contains "usage: help mentions report detail" "memtrail report detail FILE [--de
 # BASE from the first run; NEW from the second run (other load addresses):
 # sites must match by symbolized stack. parse_config shrank, fill_cache
 # grew, write_rows' site is gone, recurse is new, plugin is unchanged.
-BASEC="parse_config=4096,1,8192,3,2;fill_cache=1000,2,1500,5,3;grow_buffer_from_write_rows=200,1,400,4,3;plugin=50,2,64,7,5,plugin"
-NEWC="parse_config=1024,1,8192,9,8;fill_cache=3000,6,3000,11,5;plugin=50,2,64,7,5,plugin;recurse=640,4,640,4,0"
+BASEC="parse_config=4096,1,8192,3,2,12288;fill_cache=1000,2,1500,5,3,5120;grow_buffer_from_write_rows=200,1,400,4,3,2048;plugin=50,2,64,7,5,350,plugin"
+NEWC="parse_config=1024,1,8192,9,8,30000;fill_cache=3000,6,3000,11,5,16384;plugin=50,2,64,7,5,350,plugin;recurse=640,4,640,4,0,2560"
 python3 "$MKFIX" "$T/caps" "$BASEC" >"$T/base.mtr"
 python3 "$MKFIX" "$T/caps2" "$NEWC" >"$T/new.mtr"
 py "diff: the two runs have other addresses" "True" '
@@ -345,10 +398,46 @@ print(s["base"]["live_bytes"], s["new"]["live_bytes"], s["delta"]["frees"], g["n
 run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr"
 expect_eq "diff text: exit 0" 0 "$rc"
 contains "diff text: counts" "1 grew, 1 shrank, 1 new, 1 gone, 1 unchanged (not shown)" "$out"
-contains "diff text: a grown site's deltas" "(malloc: live=3KB +2KB (6 +4 blocks), peak=3KB +1KB, allocs=11 +6, frees=5 +2)" "$out"
-contains "diff text: new marked" "allocs=4 +4, frees=0) [new]" "$out"
+contains "diff text: a grown site's deltas" "(malloc: live=3KB +2KB (6 +4 blocks), peak=3KB +1KB, allocs=11 +6, frees=5 +2, allocated=16KB +11KB)" "$out"
+contains "diff text: new marked" "allocs=4 +4, frees=0, allocated=3KB +3KB) [new]" "$out"
+contains "diff text: gone site's allocated delta" "frees=0 -3, allocated=0KB -2KB) [gone]" "$out"
 contains "diff text: gone marked" "[gone]" "$out"
 lacks "diff text: unchanged not shown" "plugin::capture" "$out"
+run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr" --json
+# allocated_bytes deltas recomputed from the two fixtures' counts, matched by function
+want=$(python3 - "$BASEC" "$NEWC" <<'EOF'
+import sys
+def sides(spec):
+    return {i.split("=")[0]: int(i.split("=")[1].split(",")[5]) for i in spec.split(";")}
+b, c = sides(sys.argv[1]), sides(sys.argv[2])
+fn = {"parse_config": "parse_config", "fill_cache": "fill_cache", "grow_buffer_from_write_rows": "grow_buffer",
+      "plugin": "plugin::capture(void**, int)", "recurse": "recurse"}
+print(" ".join(sorted("%s:%d" % (fn[k], c.get(k, 0) - b.get(k, 0)) for k in set(b) | set(c))))
+EOF
+)
+py "diff json: allocated_bytes delta per site equals the fixtures'" "$want" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(" ".join(sorted("%s:%d" % (s["frames"][0]["function"], s["delta"]["allocated_bytes"]) for s in j["sites"])))' "$T/out"
+py "diff json: sides carry allocated_bytes" "5120 16384 True" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = [s for s in j["sites"] if s["frames"][0]["function"] == "fill_cache"][0]
+g = [s for s in j["sites"] if s["status"] == "gone"][0]
+print(s["base"]["allocated_bytes"], s["new"]["allocated_bytes"], g["new"] is None)' "$T/out"
+# An old base (no allocated_bytes) against a new report: values, no delta.
+python3 "$MKFIX" "$T/caps" "$(printf '%s' "$BASEC" | sed -E 's/(=[0-9]+,[0-9]+,[0-9]+,[0-9]+,[0-9]+),[0-9]+/\1/g')" >"$T/oldbase.mtr"
+py "diff: the old base has no allocated_bytes" "0" '
+import sys
+print(sum("allocated_bytes" in l for l in open(sys.argv[1])))' "$T/oldbase.mtr"
+run_mt "$MT_ASAN" diff "$T/oldbase.mtr" "$T/new.mtr" --json
+py "diff old base json: delta null, new side known, base side null" "None 16384 None" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = [s for s in j["sites"] if s["frames"][0]["function"] == "fill_cache"][0]
+print(s["delta"]["allocated_bytes"], s["new"]["allocated_bytes"], s["base"]["allocated_bytes"])' "$T/out"
+run_mt "$MT_ASAN" diff "$T/oldbase.mtr" "$T/new.mtr"
+contains "diff old base text: allocated without a delta" "frees=5 +2, allocated=16KB)" "$out"
 run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr" --json --top 2
 py "diff --top 2" "2" 'import json, sys; print(len(json.load(open(sys.argv[1]))["sites"]))' "$T/out"
 # Against a summary report: the category diff only.
@@ -364,23 +453,35 @@ if [ -x "$TBIN/detail" ] && [ -e "$AGENT" ]; then
     expect_eq "real: run exits 0" 0 "$?"
     run_mt "$MT_ASAN" report detail "$T/real.mtr" --json
     expect_eq "real: report detail exits 0" 0 "$rc"
-    want=$(awk '$1 == "fn" { print $2, $4, $6, $8 }' "$T/real.ledger" | sort)
+    want=$(awk '$1 == "fn" { a = "?"; for (i = 2; i < NF; i++) if ($i == "allocated_bytes") a = $(i + 1); print $2, $4, $6, $8, a }' "$T/real.ledger" | sort)
     got=$(python3 - "$T/out" "$T/real.ledger" <<'EOF2'
 import json, sys
 j = json.load(open(sys.argv[1]))
 fns = {l.split()[1] for l in open(sys.argv[2]) if l.startswith("fn ")}
+# the ledger gives allocated_bytes for some functions: "?" for the others, as the awk above
+has_alloc = {l.split()[1] for l in open(sys.argv[2]) if l.startswith("fn ") and "allocated_bytes" in l.split()}
 sums = {}
 for s in j["sites"]:
     first = [f for f in s["frames"] if f["address"] == s["frames"][0]["address"]]
     fn = first[-1]["function"]
     if fn in fns:
-        t = sums.setdefault(fn, [0, 0, 0])
-        t[0] += s["live_bytes"]; t[1] += s["live_count"]; t[2] += s["allocs"]
+        t = sums.setdefault(fn, [0, 0, 0, 0])
+        t[0] += s["live_bytes"]; t[1] += s["live_count"]; t[2] += s["allocs"]; t[3] += s["allocated_bytes"]
 for fn in sorted(sums):
-    print(fn, *sums[fn])
+    print(fn, *sums[fn][:3], sums[fn][3] if fn in has_alloc else "?")
 EOF2
 )
-    expect_eq "real: symbolized sites per function equal the program's ledger" "$want" "$got"
+    expect_eq "real: symbolized sites per function (live, count, allocs, allocated bytes) equal the program's ledger" "$want" "$got"
+    py "real: the ledger gives allocated_bytes for at least 5 functions (realloc growth among them)" "True" '
+import sys
+fl = [l.split() for l in open(sys.argv[1]) if l.startswith("fn ")]
+print(sum("allocated_bytes" in f for f in fl) >= 5)' "$T/real.ledger"
+    run_mt "$MT_ASAN" report detail "$T/real.mtr" --json --sort allocated
+    py "real --sort allocated: by allocated bytes, descending" "allocated_bytes True" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+a = [s["allocated_bytes"] for s in j["sites"]]
+print(j["sorted_by"], len(a) > 3 and a == sorted(a, reverse=True))' "$T/out"
     py "real: the always-inlined allocator shows as inlined into inline_host" "inlined_alloc True inline_host" '
 import json, sys
 j = json.load(open(sys.argv[1]))

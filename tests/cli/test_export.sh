@@ -40,6 +40,10 @@ cp "$T/bin/stackprog" "$T/bin/stackprog.stripped"
 strip "$T/bin/stackprog.stripped"
 python3 "$X/make_fixture.py" "$T/prog.out" "$T/stripped.mtr" "$T/stripped.json" --prog-path "$T/bin/stackprog.stripped"
 python3 "$X/make_fixture.py" "$T/prog.out" "$T/cut.mtr" "$T/cut.json" --truncate
+# an older agent's report: no allocated_bytes on its site lines
+python3 "$X/make_fixture.py" "$T/prog.out" "$T/old.mtr" "$T/old.json" --no-allocated
+expect_eq export-fixtures-allocated "7 0" \
+    "$(grep -c '^site .* allocated_bytes=' "$T/app.mtr") $(grep -c 'allocated_bytes' "$T/old.mtr")"
 
 # folded_truth TRUTH COUNTER: the folded lines the truth implies: the
 # chains' names root first, the counter summed over sites with the same
@@ -77,10 +81,18 @@ expect_eq export-folded-no-module "0x10 16" "$(grep '^0x' "$T/app.folded")"
 expect_eq export-folded-no-frames "[unknown] 32" "$(grep '^\[unknown\]' "$T/app.folded")"
 # the library's site has no live bytes: left out
 expect_eq export-folded-zero-left-out "" "$(grep lib_alloc "$T/app.folded")"
-for v in live_count allocs frees reallocs peak_bytes; do
+for v in live_count allocs frees reallocs peak_bytes allocated_bytes; do
     run_mt "$MT_ASAN" export "$T/app.mtr" --format folded --value "$v"
     expect_eq "export-folded-value-$v" "0 $(folded_truth "$T/app.json" "$v")" "$rc $out"
 done
+expect_eq export-folded-lib-allocated "main;lib_make_buffer;lib_alloc 5632" \
+    "$("$MT_ASAN" export "$T/app.mtr" --format folded --value allocated_bytes | grep lib_alloc)"
+# the older report: the same stacks; --value allocated_bytes refused (exit 1)
+run_mt "$MT_ASAN" export "$T/old.mtr" --format folded
+expect_eq export-folded-old "0 $(folded_truth "$T/old.json" live_bytes)" "$rc $out"
+run_mt "$MT_ASAN" export "$T/old.mtr" --format folded --value allocated_bytes
+expect_eq export-folded-old-allocated-rc "1 " "$rc $out"
+contains export-folded-old-allocated-message "old.mtr: its sites have no allocated_bytes" "$err"
 expect_eq export-folded-lib-allocs "main;lib_make_buffer;lib_alloc 11" \
     "$("$MT_ASAN" export "$T/app.mtr" --format folded --value=allocs | grep lib_alloc)"
 # frames are each a stack's per-line sum: every line's value is a sum of site values
@@ -128,10 +140,38 @@ if command -v go >/dev/null 2>&1; then
     allocs=$(sed -n 's/^total .* allocs=\([0-9]*\) .*/\1/p' "$T/app.mtr")
     expect_match export-pprof-go-allocs "Total samples = $allocs " \
         "$(go tool pprof -top -sample_index=alloc_objects -symbolize=none "$T/app.pb.gz" 2>&1)"
+    allocated=$(python3 -c 'import json,sys; print(sum(s["allocated_bytes"] for s in json.load(open(sys.argv[1]))["sites"]))' "$T/app.json")
+    expect_match export-pprof-go-alloc-space "Total samples = ${allocated}B" \
+        "$(go tool pprof -top -unit=byte -sample_index=alloc_space -symbolize=none "$T/app.pb.gz" 2>&1)"
     # --value picks the default sample type
     run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof --value live_count -o "$T/count.pb.gz"
     expect_match export-pprof-default-type 'inuse_objects/count\[dflt\]' \
         "$(go tool pprof -raw -symbolize=none "$T/count.pb.gz" 2>&1 | grep dflt)"
+    run_mt "$MT_ASAN" export "$T/app.mtr" --format pprof --value allocated_bytes -o "$T/alloc.pb.gz"
+    expect_eq export-pprof-allocated-rc 0 "$rc"
+    expect_match export-pprof-default-alloc-space 'alloc_space/bytes\[dflt\]' \
+        "$(go tool pprof -raw -symbolize=none "$T/alloc.pb.gz" 2>&1 | grep dflt)"
+    # go's per-function flat alloc_space equals the truth's sums by innermost function
+    # (go marks an inlined one "NAME (inline)")
+    top=$(go tool pprof -top -unit=byte -nodefraction=0 -sample_index=alloc_space -symbolize=none "$T/app.pb.gz" 2>&1 |
+        sed 's/ (inline)$//')
+    while read -r fn want; do
+        expect_match "export-pprof-go-alloc-space-$fn" "^ *${want}B .* $fn\$" "$(grep " $fn\$" <<<"$top")"
+    done < <(python3 - "$T/app.json" <<'PY'
+import json, sys
+sums = {}
+for s in json.load(open(sys.argv[1]))["sites"]:
+    leaf = s["names"][-1]
+    if not leaf.startswith("0x") and not leaf.startswith("["):
+        sums[leaf] = sums.get(leaf, 0) + s["allocated_bytes"]
+for k in sorted(sums):
+    print(k, sums[k])
+PY
+)
+    # the older report: no alloc_space, the rest as before
+    "$MT_ASAN" export "$T/old.mtr" --format pprof -o "$T/old.pb.gz" 2>/dev/null
+    go tool pprof -raw -symbolize=none "$T/old.pb.gz" >"$T/old.raw" 2>&1
+    python3 "$X/check_pprof.py" goraw "$T/old.raw" "$T/old.json" export-pprof-old-go
     # the stripped program: its locations carry no lines, the library's do
     "$MT_ASAN" export "$T/stripped.mtr" --format pprof -o "$T/stripped.pb.gz" 2>/dev/null
     go tool pprof -raw -symbolize=none "$T/stripped.pb.gz" >"$T/stripped.raw" 2>&1
@@ -150,6 +190,16 @@ run_mt "$MT_ASAN" export "$T/cut.mtr" --format pprof
 expect_eq export-truncated-pprof-rc 1 "$rc"
 gzip -dc "$T/cut.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto >"$T/cut.protoc"
 python3 "$X/check_pprof.py" protoc "$T/cut.protoc" "$T/cut.json" export-truncated-pprof
+
+# an older report through protoc: three sample types, a comment saying why
+run_mt "$MT_ASAN" export "$T/old.mtr" --format pprof
+expect_eq export-pprof-old-rc 0 "$rc"
+gzip -dc "$T/old.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto >"$T/old.protoc"
+python3 "$X/check_pprof.py" protoc "$T/old.protoc" "$T/old.json" export-pprof-old-protoc
+run_mt "$MT_ASAN" export "$T/old.mtr" --format pprof --value allocated_bytes -o "$T/old2.pb.gz"
+expect_eq export-pprof-old-allocated-rc 1 "$rc"
+contains export-pprof-old-allocated-message "its sites have no allocated_bytes" "$err"
+check export-pprof-old-allocated-no-output test ! -e "$T/old2.pb.gz"
 
 cat >"$T/summary.mtr" <<'EOF2'
 memtrail-report 1
@@ -221,11 +271,13 @@ for line in open(sys.argv[1]):
     sums[leaf] = sums.get(leaf, 0) + int(value)
 for line in open(sys.argv[2]):
     f = line.split()
+    if sys.argv[3] not in f:    # the ledger gives allocated_bytes for some functions only
+        continue
     want = int(f[f.index(sys.argv[3]) + 1])
     print("%s %s" % (f[1], "ok" if sums.get(f[1], 0) == want else "ledger %d, export %d" % (want, sums.get(f[1], 0))))
 PY
     }
-    for v in live_bytes allocs; do
+    for v in live_bytes allocs allocated_bytes; do
         "$MT_ASAN" export "$T/e2e.mtr" --format folded --value "$v" -o "$T/e2e.$v.folded"
         expect_eq "e2e-folded-$v-rc" 0 "$?"
         while read -r fn verdict; do
@@ -246,6 +298,16 @@ PY
             want=$(awk -v f="$fn" '$2 == f { print $4 }' "$T/e2e.ledger")
             expect_match "e2e-pprof-go-flat-$fn" "^ *${want}B .* $fn\$" "$(grep " $fn\$" <<<"$top")"
         done
+        # alloc_space: go's flat bytes per innermost function equal the ledger's allocated_bytes
+        # (every function whose ledger line has it and that no inlined helper hides)
+        top=$(go tool pprof -top -unit=byte -nodefraction=0 -sample_index=alloc_space -symbolize=none "$T/e2e.pb.gz" 2>&1)
+        expect_match e2e-pprof-go-alloc-space-type "Type: alloc_space" "$top"
+        n=0
+        while read -r fn want; do
+            n=$((n + 1))
+            expect_match "e2e-pprof-go-alloc-space-$fn" "^ *${want}B .* $fn\$" "$(grep " $fn\$" <<<"$top")"
+        done < <(awk '$1 == "fn" && $2 != "inline_host" { for (i = 2; i < NF; i++) if ($i == "allocated_bytes") print $2, $(i + 1) }' "$T/e2e.ledger")
+        [ "$n" -ge 5 ] && pass e2e-pprof-go-alloc-space-functions || fail e2e-pprof-go-alloc-space-functions "only $n ledger lines with allocated_bytes"
     fi
 else
     echo "SKIP e2e: $TBIN/detail or the agent not built"

@@ -4,9 +4,10 @@ addresses, load biases, spans and build-ids), and the truth the export
 tests compare against: per site its category, counters, frames and the
 stack of function names by construction (root first).
 
-usage: make_fixture.py PROG_OUTPUT OUT.mtr OUT.json [--prog-path PATH] [--truncate]
+usage: make_fixture.py PROG_OUTPUT OUT.mtr OUT.json [--prog-path PATH] [--truncate] [--no-allocated]
   --prog-path PATH  name another file (a stripped copy) as the program's module
   --truncate        cut the report after its third site (no end marker)
+  --no-allocated    no allocated_bytes= on the site lines (an older agent's report)
 """
 import json
 import sys
@@ -15,6 +16,7 @@ args = sys.argv[1:]
 prog_out, mtr_path, json_path = args[:3]
 prog_path = None
 truncate = "--truncate" in args
+with_allocated = "--no-allocated" not in args
 if "--prog-path" in args:
     prog_path = args[args.index("--prog-path") + 1]
 
@@ -43,15 +45,15 @@ chains = {
     "nomodule": [["0x10"]],
     "none": [["[unknown]"]],
 }
-# id, stack, category, live_bytes, live_count, peak_bytes, allocs, frees, reallocs
+# id, stack, category, live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes
 sites = [
-    (0, "none", "malloc", 32, 2, 64, 2, 0, 0),
-    (1, "config1", "malloc", 4096, 2, 8192, 5, 3, 1),
-    (2, "config1", "parser", 1000, 1, 1000, 1, 0, 0),
-    (3, "config2", "malloc", 24, 3, 48, 3, 0, 2),
-    (4, "index", "index", (1 << 40) + 3, 7, (1 << 40) + 3, 9, 2, 0),
-    (5, "lib", "malloc", 0, 0, 512, 11, 11, 0),
-    (6, "nomodule", "malloc", 16, 1, 16, 1, 0, 0),
+    (0, "none", "malloc", 32, 2, 64, 2, 0, 0, 64),
+    (1, "config1", "malloc", 4096, 2, 8192, 5, 3, 1, 20480),
+    (2, "config1", "parser", 1000, 1, 1000, 1, 0, 0, 1000),
+    (3, "config2", "malloc", 24, 3, 48, 3, 0, 2, 72),
+    (4, "index", "index", (1 << 40) + 3, 7, (1 << 40) + 3, 9, 2, 0, (1 << 41) + 5),
+    (5, "lib", "malloc", 0, 0, 512, 11, 11, 0, 5632),
+    (6, "nomodule", "malloc", 16, 1, 16, 1, 0, 0, 16),
 ]
 order = ["prog", "lib"]
 mod_id = {name: i + 1 for i, name in enumerate(order)}
@@ -71,7 +73,7 @@ def stripped_name(addr):
     return "%s+0x%x" % (m["path"].rsplit("/", 1)[-1], addr - int(m["bias"], 16))
 
 
-truth = {"sites": [], "modules": [], "start_ns": 1700000000000000000, "end_ns": 1700000002500000000}
+truth = {"has_allocated": with_allocated, "sites": [], "modules": [], "start_ns": 1700000000000000000, "end_ns": 1700000002500000000}
 for name in order:
     m = modules[name]
     truth["modules"].append({"id": mod_id[name], "path": m["path"], "bias": int(m["bias"], 16),
@@ -79,7 +81,7 @@ for name in order:
                              "buildid": m["buildid"]})
 total = [0] * 6
 lines = []
-for sid, stack, cat, lb, lc, pk, al, fr, rl in sites:
+for sid, stack, cat, lb, lc, pk, al, fr, rl, ab in sites:
     frames = stacks[stack]
     groups = [list(g) for g in chains[stack]]
     if prog_path:   # the program's frames have no names; its library's still do
@@ -91,10 +93,14 @@ for sid, stack, cat, lb, lc, pk, al, fr, rl in sites:
                            "peak_bytes": pk, "allocs": al, "frees": fr, "reallocs": rl,
                            "frames": frames, "names": names,
                            "modules": [mod_id.get(module_of(a), 0) for a in frames]})
+    if with_allocated:
+        truth["sites"][-1]["allocated_bytes"] = ab
     for i, v in enumerate((lb, lc, pk, al, fr, rl)):
         total[i] += v
     lines.append("site %d category=%s live_bytes=%d live_count=%d peak_bytes=%d allocs=%d frees=%d reallocs=%d "
-                 "frames=%s" % (sid, cat, lb, lc, pk, al, fr, rl, ",".join("0x%x" % a for a in frames)))
+                 "%sframes=%s" % (sid, cat, lb, lc, pk, al, fr, rl,
+                                  "allocated_bytes=%d " % ab if with_allocated else "",
+                                  ",".join("0x%x" % a for a in frames)))
 
 with open(mtr_path, "w") as out:
     out.write("memtrail-report 1\npid 4242\nppid 1\nexe %s\ncmdline stackprog\nmode detail\n"

@@ -88,6 +88,10 @@ static void test_good(void)
                                                     && s[2].n.allocs == 1 && s[2].n.reallocs == 0);
     }
     CHECK("detail: dropped", r.sites_dropped == 5);
+    CHECK("detail: no allocated_bytes in an older report", r.nsites == 3 && !r.sites[0].has_allocated
+                                                           && !r.sites[1].has_allocated
+                                                           && r.sites[1].allocated_bytes == 0
+                                                           && !report_sites_have_allocated(&r));
     report_free(&r);
     CHECK("detail: report_free clears", r.nsites == 0 && r.sites == NULL && r.modules == NULL);
 
@@ -168,6 +172,49 @@ static void test_errors(void)
     expect_error("no sites line", HEAD L14 SITE("frames=0x1") "end\n", -EBADMSG, "no sites line");
 }
 
+/* allocated_bytes: read when present, anywhere on the line; same rules as
+ * the other counters. */
+static void test_allocated(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("alloc.mtr",
+                       HEAD L14 SITE("reallocs=2 allocated_bytes=12288 frames=0x1")
+                       "site 2 allocated_bytes=9223372036854775807 category=parser live_bytes=0 live_count=0 "
+                       "peak_bytes=64 allocs=1 frees=1 frames=\n"
+                       "sites count=2 dropped=0\nend\n", &r, err);
+    CHECK("allocated: reads", rc == 0);
+    if (rc)
+        printf("    %s\n", err);
+    CHECK("allocated: two sites", r.nsites == 2);
+    if (r.nsites == 2) {
+        CHECK("allocated: site 1 value and flag", r.sites[0].has_allocated && r.sites[0].allocated_bytes == 12288
+                                                  && r.sites[0].n.reallocs == 2 && r.sites[0].n.allocs == 1);
+        CHECK("allocated: site 2 before category, INT64_MAX", r.sites[1].has_allocated
+                                                              && r.sites[1].allocated_bytes == INT64_MAX
+                                                              && r.sites[1].n.peak_bytes == 64);
+        CHECK("allocated: every site has it", report_sites_have_allocated(&r));
+    }
+    report_free(&r);
+    /* one site with it, one without: not every site */
+    rc = read_text("mixed.mtr",
+                   HEAD L14 SITE("allocated_bytes=5 frames=0x1")
+                   "site 2 category=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0 frames=0x2\n"
+                   "sites count=2 dropped=0\nend\n", &r, err);
+    CHECK("allocated mixed: reads", rc == 0 && r.nsites == 2);
+    CHECK("allocated mixed: not every site", r.nsites == 2 && r.sites[0].has_allocated && !r.sites[1].has_allocated
+                                             && !report_sites_have_allocated(&r));
+    report_free(&r);
+    expect_error("allocated not a number", HEAD L14 SITE("allocated_bytes=12k frames=0x1") "end\n", -EBADMSG,
+                 "line 15: bad value '12k' for allocated_bytes (expected an integer)");
+    expect_error("allocated empty", HEAD L14 SITE("allocated_bytes= frames=0x1") "end\n", -EBADMSG,
+                 "line 15: bad value '' for allocated_bytes");
+    expect_error("allocated overflow", HEAD L14 SITE("allocated_bytes=9223372036854775808 frames=0x1") "end\n",
+                 -ERANGE, "line 15: value '9223372036854775808' for allocated_bytes does not fit");
+    expect_error("allocated twice", HEAD L14 SITE("allocated_bytes=1 allocated_bytes=2 frames=0x1") "end\n",
+                 -EBADMSG, "line 15: field allocated_bytes given twice");
+}
+
 static void test_truncated(void)
 {
     struct report r;
@@ -197,6 +244,7 @@ int main(void)
     }
     test_good();
     test_errors();
+    test_allocated();
     test_truncated();
     rmdir(dir);
     return failures ? 1 : 0;
