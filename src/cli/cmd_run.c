@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 static const char run_usage[] =
-    "usage: memtrail run [--mode summary|detail] [--depth N] [--unwind auto|libunwind|fp]\n"
+    "usage: memtrail run [--mode summary|detail] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
     "                    [-o FILE] [--follow-exec] [--] CMD [ARGS...]\n"
     "\n"
     "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
@@ -32,11 +32,10 @@ static const char run_usage[] =
     "                   or detail (also the call stack of every allocation, and\n"
     "                   counters per allocation site; see memtrail report detail)\n"
     "  --depth N        detail mode: frames per stack, 1 to 64 (default 4)\n"
-    "  --unwind U       detail mode: how stacks are taken: libunwind (DWARF unwind\n"
-    "                   tables, works for any code), fp (frame pointers: faster,\n"
-    "                   right only where every frame keeps one), or auto (the\n"
-    "                   default: fp if it agrees with libunwind on the first 256\n"
-    "                   stacks, else libunwind)\n"
+    "  --unwind U       detail mode: how stacks are taken: cfi (the default, also\n"
+    "                   'auto': memtrail's own walk over the DWARF unwind tables,\n"
+    "                   libunwind where it cannot go), libunwind (libunwind only),\n"
+    "                   or fp (frame pointers: right only where every frame keeps one)\n"
     "  -o, --output FILE\n"
     "                   where the report goes (default memtrail.%p.mtr);\n"
     "                   %p is the pid, %e the program name, %% a percent sign.\n"
