@@ -42,16 +42,21 @@ step "running: $BUILD/bin/memtrail run -o $BUILD/demo.%p.mtr --$shown"
 # The program's own output is not the point; memtrail's line on stderr is.
 "$BUILD/bin/memtrail" run -o "$BUILD/demo.%p.mtr" -- "${prog[@]}" >/dev/null
 
-# The newest report (a program that forks leaves one per process).
-report=""
-for f in "$BUILD"/demo.*.mtr; do
-    [ -e "$f" ] || continue
-    if [ -z "$report" ] || [ "$f" -nt "$report" ]; then report=$f; fi
-done
-if [ -z "$report" ]; then
-    echo "demo.sh: memtrail wrote no report in $BUILD/ (expected $BUILD/demo.PID.mtr)" >&2
-    exit 1
-fi
+# newest PREFIX: the newest PREFIX.*.mtr (a program that forks leaves one
+# per process); exits when there is none.
+newest() {
+    local f found=""
+    for f in "$1".*.mtr; do
+        [ -e "$f" ] || continue
+        if [ -z "$found" ] || [ "$f" -nt "$found" ]; then found=$f; fi
+    done
+    if [ -z "$found" ]; then
+        echo "demo.sh: memtrail wrote no report (expected $1.PID.mtr)" >&2
+        exit 1
+    fi
+    echo "$found"
+}
+report=$(newest "$BUILD/demo")
 
 step "$BUILD/bin/memtrail report summary $report"
 "$BUILD/bin/memtrail" report summary "$report"
@@ -59,14 +64,6 @@ step "$BUILD/bin/memtrail report summary $report"
 rm -f "$BUILD"/demo-detail.*.mtr
 step "running: $BUILD/bin/memtrail run --mode detail --depth 8 -o $BUILD/demo-detail.%p.mtr --$shown"
 "$BUILD/bin/memtrail" run --mode detail --depth 8 -o "$BUILD/demo-detail.%p.mtr" -- "${prog[@]}" >/dev/null
-detail=""
-for f in "$BUILD"/demo-detail.*.mtr; do
-    [ -e "$f" ] || continue
-    if [ -z "$detail" ] || [ "$f" -nt "$detail" ]; then detail=$f; fi
-done
-if [ -z "$detail" ]; then
-    echo "demo.sh: memtrail wrote no detail report in $BUILD/ (expected $BUILD/demo-detail.PID.mtr)" >&2
-    exit 1
-fi
+detail=$(newest "$BUILD/demo-detail")
 step "$BUILD/bin/memtrail report detail $detail --sort allocated --top 5 (the sites after the summary)"
 "$BUILD/bin/memtrail" report detail "$detail" --sort allocated --top 5 | sed -n '/^Allocation sites/,$p'

@@ -24,3 +24,14 @@ expect_match() { if printf '%s' "$3" | grep -Eq -- "$2"; then pass "$1"; else fa
 # json_get FILE EXPR: evaluates a Python expression over the parsed JSON `j`
 # (python3 is the independent JSON parser here).
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# run_mt CMD...: runs it; sets rc, out and err (its stdout and stderr).
+run_mt() {
+    "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+    out=$(cat "$T/out")
+    err=$(cat "$T/err")
+}
+# contains NAME NEEDLE TEXT: passes when TEXT holds NEEDLE (a fixed string).
+contains() {
+    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $(printf '%s' "$3" | head -c 2000)"; fi
+}

@@ -289,6 +289,18 @@ static void text_counts(FILE *out, const struct group *g, const struct report_sc
     fputs(")\n\n", out);
 }
 
+/* The sites grouped and sorted as `o` says, and how many of them --top
+ * lets through. */
+static int sorted_groups(const struct report *r, const struct detail_options *o, struct grouping *gr, size_t *shown)
+{
+    int rc = group_sites(r, NULL, o, gr);
+    if (rc < 0)
+        return rc;
+    sort_groups(gr, r, o);
+    *shown = o->top > 0 && gr->n > (size_t)o->top ? (size_t)o->top : gr->n;
+    return 0;
+}
+
 int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o,
                       const struct report_scale *sc)
 {
@@ -296,10 +308,9 @@ int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, c
     if (rc < 0)
         return rc;
     struct grouping gr;
-    if ((rc = group_sites(r, NULL, o, &gr)) < 0)
+    size_t shown;
+    if ((rc = sorted_groups(r, o, &gr, &shown)) < 0)
         return rc;
-    sort_groups(&gr, r, o);
-    size_t shown = o->top > 0 && gr.n > (size_t)o->top ? (size_t)o->top : gr.n;
     fprintf(out, "Allocation sites: %zu", shown);
     if (shown < gr.n)
         fprintf(out, " of %zu", gr.n);
@@ -443,10 +454,9 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
         return rc;
 
     struct grouping gr;
-    if ((rc = group_sites(r, NULL, o, &gr)) < 0)
+    size_t shown;
+    if ((rc = sorted_groups(r, o, &gr, &shown)) < 0)
         return rc;
-    sort_groups(&gr, r, o);
-    size_t shown = o->top > 0 && gr.n > (size_t)o->top ? (size_t)o->top : gr.n;
     fprintf(out, "  \"stack_depth\": %" PRId64 ",\n  \"unwinder\": ", r->stack_depth);
     report_json_string(out, r->unwinder);
     fprintf(out, ",\n  \"sites_dropped\": %" PRId64 ",\n  \"sites_total\": %zu,\n", r->sites_dropped, gr.n);

@@ -138,7 +138,6 @@ for fo in off on; do
 done
 
 # --- memtrail run --follow-exec ----------------------------------------------------
-run_mt() { "$@" >"$T/out" 2>"$T/err"; rc=$?; out=$(cat "$T/out"); err=$(cat "$T/err"); }
 
 run_mt "$MT" run --follow-exec -o "$T/x.mtr" -- true
 expect_eq "run --follow-exec without %p: usage error" 2 "$rc"
@@ -156,7 +155,6 @@ if [ -n "$pid" ] && [ -f "$T/ex/$pid.mtr" ]; then
 else
     fail "run --follow-exec -- sh -c 'exec exact'" "no report for the main pid; stderr: $err"
 fi
-contains() { case $3 in *"$2"*) pass "$1" ;; *) fail "$1" "'$2' not in: $3" ;; esac; }
 contains "run --follow-exec: a lone process: says no other report" "no other process of the tree wrote a report" "$err"
 
 # A tree: sh forks twice, each child execs the checker; one report per pid.

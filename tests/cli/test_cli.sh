@@ -9,67 +9,55 @@
 
 [ -x "$MT_ASAN" ] || { fail cli-build "$MT_ASAN missing (make build/asan/bin/memtrail)"; exit 1; }
 
-# run_mt NAME BIN ARGS...: runs, leaving stdout in $out, stderr in $err, status in $rc.
-run_mt() {
-    shift
-    "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    out=$(cat "$T/out")
-    err=$(cat "$T/err")
-}
-# contains NAME FIXED-TEXT TEXT
-contains() {
-    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $3"; fi
-}
 
 # --- help, version, usage errors --------------------------------------------
-run_mt x "$MT_ASAN" --help
+run_mt "$MT_ASAN" --help
 expect_eq "help: --help exits 0" 0 "$rc"
 contains "help: lists run" "  run " "$out"
 contains "help: lists report" "  report " "$out"
 for sub in run report; do
-    run_mt x "$MT_ASAN" "$sub" --help
+    run_mt "$MT_ASAN" "$sub" --help
     expect_eq "help: $sub --help exits 0" 0 "$rc"
     contains "help: $sub --help shows usage" "usage: memtrail $sub" "$out"
-    run_mt x "$MT_ASAN" help "$sub"
+    run_mt "$MT_ASAN" help "$sub"
     expect_eq "help: help $sub exits 0" 0 "$rc"
     contains "help: help $sub shows usage" "usage: memtrail $sub" "$out"
 done
-run_mt x "$MT_ASAN" --version
+run_mt "$MT_ASAN" --version
 expect_eq "version" "memtrail 0.1.0" "$out"
-run_mt x "$MT_ASAN"
+run_mt "$MT_ASAN"
 expect_eq "usage: no command exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" frobnicate
+run_mt "$MT_ASAN" frobnicate
 expect_eq "usage: unknown command exits 2" 2 "$rc"
 contains "usage: unknown command named" "memtrail: unknown command 'frobnicate'" "$err"
 contains "usage: hint to --help" "memtrail --help" "$err"
-run_mt x "$MT_ASAN" --frob
+run_mt "$MT_ASAN" --frob
 expect_eq "usage: unknown top-level option exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" help frobnicate
+run_mt "$MT_ASAN" help frobnicate
 expect_eq "usage: help of unknown command exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" report --bogus x.mtr
+run_mt "$MT_ASAN" report --bogus x.mtr
 expect_eq "usage: report unknown option exits 2" 2 "$rc"
 contains "usage: report unknown option named" "memtrail: unknown option '--bogus'" "$err"
 contains "usage: report hint" "memtrail report --help" "$err"
-run_mt x "$MT_ASAN" report
+run_mt "$MT_ASAN" report
 expect_eq "usage: report without file exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" report flame x.mtr
+run_mt "$MT_ASAN" report flame x.mtr
 expect_eq "usage: report flame (unknown view) exits 2" 2 "$rc"
 contains "usage: report flame names accepted" "(accepted: summary, detail)" "$err"
-run_mt x "$MT_ASAN" report x.mtr --scale XB
+run_mt "$MT_ASAN" report x.mtr --scale XB
 expect_eq "usage: bad --scale exits 2" 2 "$rc"
 contains "usage: bad --scale message" "memtrail: --scale: unknown scale 'XB' (accepted: KB, MB, GB)" "$err"
-run_mt x "$MT_ASAN" run --mode trace -- true
+run_mt "$MT_ASAN" run --mode trace -- true
 expect_eq "usage: run --mode trace exits 2" 2 "$rc"
 contains "usage: run --mode message" "memtrail: --mode: unknown mode 'trace' (accepted: summary, detail)" "$err"
-run_mt x "$MT_ASAN" run --frob -- true
+run_mt "$MT_ASAN" run --frob -- true
 expect_eq "usage: run unknown option exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" run
+run_mt "$MT_ASAN" run
 expect_eq "usage: run without command exits 2" 2 "$rc"
 contains "usage: run without command message" "missing the command" "$err"
-run_mt x "$MT_ASAN" run -o
+run_mt "$MT_ASAN" run -o
 expect_eq "usage: run -o without value exits 2" 2 "$rc"
-run_mt x "$MT_ASAN" run -o 'r.%x.mtr' -- true
+run_mt "$MT_ASAN" run -o 'r.%x.mtr' -- true
 expect_eq "usage: run -o with unknown %x exits 2" 2 "$rc"
 contains "usage: run -o %x message" "(accepted: %p, %e, %%)" "$err"
 
@@ -93,7 +81,7 @@ future_line anything
 errors double_free=0 bad_canary=0 foreign_free=2
 end
 EOF
-run_mt x "$MT_ASAN" report "$T/good.mtr"
+run_mt "$MT_ASAN" report "$T/good.mtr"
 expect_eq "report: good exits 0" 0 "$rc"
 expect_eq "report: good says nothing on stderr" "" "$err"
 contains "report: title" "memtrail native memory summary: pid 4242, sqlite3 :memory: '.read workload.sql'" "$out"
@@ -106,7 +94,7 @@ contains "report: overhead labelled" "memtrail's own overhead" "$out"
 contains "report: errors section" "foreign_free=2" "$out"
 order=$(printf '%s\n' "$out" | grep -E '^- ' | awk '{print $2}' | tr '\n' ' ')
 expect_eq "report: sorted by live bytes, unused hidden, overhead last" "parser malloc memtrail " "$order"
-run_mt x "$MT_ASAN" report summary "$T/good.mtr"
+run_mt "$MT_ASAN" report summary "$T/good.mtr"
 expect_eq "report: explicit summary exits 0" 0 "$rc"
 
 "$MT_ASAN" report "$T/good.mtr" --json >"$T/good.json" 2>"$T/err"
@@ -147,40 +135,40 @@ category big kind=malloc live_bytes=1572864 live_count=1 peak_bytes=1572863 allo
 total live_bytes=1572864 live_count=1 peak_bytes=1572863 allocs=1 frees=0
 end
 EOF
-run_mt x "$MT_ASAN" report "$T/scale.mtr" --scale MB
+run_mt "$MT_ASAN" report "$T/scale.mtr" --scale MB
 expect_eq "scale: MB exits 0" 0 "$rc"
 contains "scale: MB rounds to nearest (1.5 up, 1.49 down)" "Total: live=2MB (1 blocks), peak=1MB" "$out"
 contains "scale: MB in category" "(reserved=2MB, committed=2MB)" "$out"
-run_mt x "$MT_ASAN" report "$T/scale.mtr" --scale=gb
+run_mt "$MT_ASAN" report "$T/scale.mtr" --scale=gb
 contains "scale: lowercase gb" "Total: live=0GB" "$out"
-run_mt x "$MT_ASAN" report "$T/scale.mtr"
+run_mt "$MT_ASAN" report "$T/scale.mtr"
 contains "scale: default KB" "Total: live=1536KB (1 blocks), peak=1536KB" "$out"
 "$MT_ASAN" report --scale MB --json "$T/scale.mtr" >"$T/scale.json"
 expect_eq "scale: JSON stays in bytes" 1572864 "$(json_get "$T/scale.json" "j['total']['live_bytes']")"
 
 # --- report: bad input -------------------------------------------------------
-run_mt x "$MT_ASAN" report "$T/nonexistent.mtr"
+run_mt "$MT_ASAN" report "$T/nonexistent.mtr"
 expect_eq "bad: missing file exits 1" 1 "$rc"
 contains "bad: missing file message" "memtrail: $T/nonexistent.mtr: cannot open: No such file or directory" "$err"
 # A directory is a process tree (tests/cli/test_diff.sh); one without reports is an error.
 mkdir -p "$T/noreports"
-run_mt x "$MT_ASAN" report "$T/noreports"
+run_mt "$MT_ASAN" report "$T/noreports"
 expect_eq "bad: directory exits 1" 1 "$rc"
 contains "bad: directory message" "$T/noreports: no report files (*.mtr) in this directory" "$err"
 : >"$T/empty.mtr"
-run_mt x "$MT_ASAN" report "$T/empty.mtr"
+run_mt "$MT_ASAN" report "$T/empty.mtr"
 expect_eq "bad: empty file exits 1" 1 "$rc"
 contains "bad: empty file message" "empty file" "$err"
-run_mt x "$MT_ASAN" report /bin/sh
+run_mt "$MT_ASAN" report /bin/sh
 expect_eq "bad: a binary exits 1" 1 "$rc"
 contains "bad: a binary is not a report" "memtrail: /bin/sh: not a memtrail report (bad header)" "$err"
 printf 'memtrail-report 7\npid 1\nend\n' >"$T/v7.mtr"
-run_mt x "$MT_ASAN" report "$T/v7.mtr"
+run_mt "$MT_ASAN" report "$T/v7.mtr"
 expect_eq "bad: future version exits 1" 1 "$rc"
 contains "bad: future version message" "version 7 is newer than this memtrail reads (version 1)" "$err"
 
 head -n 11 "$T/good.mtr" >"$T/cut.mtr"
-run_mt x "$MT_ASAN" report "$T/cut.mtr"
+run_mt "$MT_ASAN" report "$T/cut.mtr"
 expect_eq "truncated: exits 1" 1 "$rc"
 contains "truncated: error on stderr" "memtrail: $T/cut.mtr: truncated after line 11 (no end marker)" "$err"
 contains "truncated: prints what it holds" "-                    parser (reserved=20KB, committed=20KB)" "$out"
@@ -192,13 +180,13 @@ expect_eq "truncated: json complete=false, 2 categories, no total" "False 2 None
 
 sed 's/^category parser kind=malloc live_bytes=20480/category parser kind=malloc live_bytes=20x480/' \
     "$T/good.mtr" >"$T/corrupt.mtr"
-run_mt x "$MT_ASAN" report "$T/corrupt.mtr"
+run_mt "$MT_ASAN" report "$T/corrupt.mtr"
 expect_eq "corrupt: exits 1" 1 "$rc"
 contains "corrupt: names file, line and field" \
     "memtrail: $T/corrupt.mtr: line 11: bad value '20x480' for live_bytes (expected an integer)" "$err"
 expect_eq "corrupt: prints no report" "" "$out"
 sed 's/^pid 4242$/pid 99999999999999999999/' "$T/good.mtr" >"$T/overflow.mtr"
-run_mt x "$MT_ASAN" report "$T/overflow.mtr"
+run_mt "$MT_ASAN" report "$T/overflow.mtr"
 expect_eq "corrupt: overflow exits 1" 1 "$rc"
 contains "corrupt: overflow message" "line 2: value '99999999999999999999' for pid does not fit in a signed 64-bit integer" "$err"
 
@@ -210,12 +198,12 @@ export MEMTRAIL_LIB=$T/standin.so
 
 printf '#include <stdlib.h>\nint main(void) { return malloc(1) == 0; }\n' >"$T/static.c"
 if cc -static -o "$T/static_prog" "$T/static.c" 2>"$T/cc.err"; then
-    run_mt x "$MT_ASAN" run -o "$T/s.%p.mtr" -- "$T/static_prog"
+    run_mt "$MT_ASAN" run -o "$T/s.%p.mtr" -- "$T/static_prog"
     expect_eq "run: static binary refused with 1" 1 "$rc"
     contains "run: static binary message" "is statically linked: malloc cannot be interposed in a static binary" "$err"
     printf '#!%s\n' "$T/static_prog" >"$T/static_script"
     chmod +x "$T/static_script"
-    run_mt x "$MT_ASAN" run -- "$T/static_script"
+    run_mt "$MT_ASAN" run -- "$T/static_script"
     expect_eq "run: script with a static interpreter refused" 1 "$rc"
 else
     fail "run: static binary refused" "cannot build a static test program (cc -static; is the static libc, libc6-dev's libc.a, installed?): $(head -c 300 "$T/cc.err")"
@@ -223,30 +211,30 @@ fi
 
 cp "$(type -P true)" "$T/suid_true"
 chmod u+s "$T/suid_true"
-run_mt x "$MT_ASAN" run -- "$T/suid_true"
+run_mt "$MT_ASAN" run -- "$T/suid_true"
 expect_eq "run: setuid program refused with 1" 1 "$rc"
 contains "run: setuid message" "memtrail: $T/suid_true is setuid/setgid: the loader ignores LD_PRELOAD, so nothing could be tracked" "$err"
 
-run_mt x "$MT_ASAN" run -- no-such-command-memtrail
+run_mt "$MT_ASAN" run -- no-such-command-memtrail
 expect_eq "run: unknown command exits 1" 1 "$rc"
 contains "run: unknown command message" "memtrail: no-such-command-memtrail: command not found" "$err"
 
-MEMTRAIL_LIB=$T/no-agent.so run_mt x "$MT_ASAN" run -- true
+MEMTRAIL_LIB=$T/no-agent.so run_mt "$MT_ASAN" run -- true
 expect_eq "run: missing agent exits 1" 1 "$rc"
 contains "run: missing agent message" "agent library $T/no-agent.so not found" "$err"
 
 # --- run: exit status, signals, environment ------------------------------------
 cd "$T" || exit 1
-run_mt x "$MT_ASAN" run -- false
+run_mt "$MT_ASAN" run -- false
 expect_eq "run: exit status 1 passed through" 1 "$rc"
 contains "run: says when no report was written" "memtrail: no report from" "$err"
-run_mt x "$MT_ASAN" run false
+run_mt "$MT_ASAN" run false
 expect_eq "run: CMD without -- works" 1 "$rc"
-run_mt x "$MT_ASAN" run -- sh -c 'exit 7'
+run_mt "$MT_ASAN" run -- sh -c 'exit 7'
 expect_eq "run: exit status 7 passed through" 7 "$rc"
-run_mt x "$MT_ASAN" run -- sh -c 'kill -TERM $$'
+run_mt "$MT_ASAN" run -- sh -c 'kill -TERM $$'
 expect_eq "run: killed by SIGTERM gives 143" 143 "$rc"
-run_mt x "$MT_ASAN" run -- sh -c 'kill -INT $PPID; sleep 0.2; exit 3'
+run_mt "$MT_ASAN" run -- sh -c 'kill -INT $PPID; sleep 0.2; exit 3'
 expect_eq "run: memtrail ignores SIGINT while waiting" 3 "$rc"
 
 cc -shared -fPIC -o "$T/other.so" "$T/standin.c"
@@ -255,17 +243,17 @@ LD_PRELOAD=$T/other.so MEMTRAIL_OPTIONS=on_error=abort \
 expect_eq "run: agent prepended to LD_PRELOAD" "$T/standin.so:$T/other.so" "$(sed -n 1p "$T/env.out")"
 expect_eq "run: options appended, path escaped" 'on_error=abort:mode=summary:output='"${T//:/\\:}"'/a\:b\\c.%p.mtr' \
     "$(sed -n 2p "$T/env.out")"
-run_mt x "$MT_ASAN" run -o rel.mtr -- sh -c 'echo "$MEMTRAIL_OPTIONS"'
+run_mt "$MT_ASAN" run -o rel.mtr -- sh -c 'echo "$MEMTRAIL_OPTIONS"'
 expect_eq "run: relative output made absolute" "mode=summary:output=${T//:/\\:}/rel.mtr" "$out"
 
 echo old >"$T/stale.mtr"
-run_mt x "$MT_ASAN" run -o "$T/stale.mtr" -- true
+run_mt "$MT_ASAN" run -o "$T/stale.mtr" -- true
 contains "run: an old file is not taken for this run's report" "is from an earlier run" "$err"
 
 # --- end to end with the real agent ------------------------------------------
 unset MEMTRAIL_LIB
 if [ -f "$AGENT" ]; then
-    run_mt x "$MT" run -o "$T/r.%p.mtr" -- true
+    run_mt "$MT" run -o "$T/r.%p.mtr" -- true
     expect_eq "e2e: run -- true exits 0" 0 "$rc"
     contains "e2e: run names the report" "memtrail: summary report of" "$err"
     f=$(ls "$T"/r.*.mtr 2>/dev/null | head -n 1)

@@ -26,15 +26,6 @@ for tool in addr2line eu-addr2line nm objcopy python3; do
 done
 unset DEBUGINFOD_URLS   # no network look-ups for debug info
 
-run_mt() {
-    "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    out=$(cat "$T/out")
-    err=$(cat "$T/err")
-}
-contains() {
-    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $(printf '%s' "$3" | head -c 2000)"; fi
-}
 lacks() {
     if printf '%s' "$3" | grep -Fq -- "$2"; then fail "$1" "unexpected '$2' in: $3"; else pass "$1"; fi
 }

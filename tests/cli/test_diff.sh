@@ -11,15 +11,6 @@
 
 [ -x "$MT_ASAN" ] || { fail diff-build "$MT_ASAN missing (make build/asan/bin/memtrail)"; exit 1; }
 
-run_mt() {
-    "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    out=$(cat "$T/out")
-    err=$(cat "$T/err")
-}
-contains() {
-    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $3"; fi
-}
 lacks() {
     if printf '%s' "$3" | grep -Fq -- "$2"; then fail "$1" "unexpected '$2' in: $3"; else pass "$1"; fi
 }

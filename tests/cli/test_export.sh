@@ -16,15 +16,6 @@
 X=$MT_ROOT/tests/export
 [ -x "$MT_ASAN" ] || { fail export-build "$MT_ASAN missing (make build/asan/bin/memtrail)"; exit 1; }
 
-run_mt() {
-    "$@" >"$T/out" 2>"$T/err"
-    rc=$?
-    out=$(cat "$T/out")
-    err=$(cat "$T/err")
-}
-contains() {
-    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $3"; fi
-}
 
 # --- the test program and its fixtures ------------------------------------------
 mkdir -p "$T/bin"
