@@ -73,6 +73,11 @@ int run_count_tree_reports(const char *template_abs, const char *main_report, co
 struct detail_options;
 struct report;
 int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct detail_options *o, _Bool *given);
+/* The options of every subcommand that shows a report's sites: the output
+ * options (cli_output_option) and the detail ones above, in one call with
+ * the same returns. */
+int cli_view_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale,
+                    struct detail_options *o, _Bool *detail_given);
 /* `memtrail report detail FILE`: returns the exit code. */
 /* The sites of report r (already read; `name` for messages), symbolized
  * and printed as `report detail` does; the exit code. */

@@ -74,12 +74,8 @@ int cmd_diff(int argc, char **argv)
             fputs(diff_usage, stdout);
             return CLI_OK;
         }
-        int m = cli_output_option("diff", argc, argv, &i, &json, &scale);
+        int m = cli_view_option("diff", argc, argv, &i, &json, &scale, &dopt, &detail_given);
         if (m < 0)
-            return CLI_USAGE;
-        if (m > 0)
-            continue;
-        if ((m = detail_cli_option("diff", argc, argv, &i, &dopt, &detail_given)) < 0)
             return CLI_USAGE;
         if (m > 0)
             continue;

@@ -371,7 +371,7 @@ int cmd_query(int argc, char **argv)
             fputs(query_usage, stdout);
             return CLI_OK;
         }
-        int m = cli_output_option("query", argc, argv, &i, &json, &scale);
+        int m = cli_view_option("query", argc, argv, &i, &json, &scale, &dopt, &detail_given);
         if (m < 0)
             return CLI_USAGE;
         if (m > 0)
@@ -387,10 +387,6 @@ int cmd_query(int argc, char **argv)
             timeout_s = (int)v;
             continue;
         }
-        if ((m = detail_cli_option("query", argc, argv, &i, &dopt, &detail_given)) < 0)
-            return CLI_USAGE;
-        if (m > 0)
-            continue;
         return cli_usage_error("query", "unknown option '%s'", arg);
     }
     if (npos == 0)

@@ -208,12 +208,8 @@ static int report_main(int argc, char **argv, char **positional)
             fputs(report_usage, stdout);
             return CLI_OK;
         }
-        int m = cli_output_option("report", argc, argv, &i, &json, &scale);
+        int m = cli_view_option("report", argc, argv, &i, &json, &scale, &dopt, &detail_given);
         if (m < 0)
-            return CLI_USAGE;
-        if (m > 0)
-            continue;
-        if ((m = detail_cli_option("report", argc, argv, &i, &dopt, &detail_given)) < 0)
             return CLI_USAGE;
         if (m > 0)
             continue;

@@ -48,6 +48,13 @@ int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct det
     return 0;
 }
 
+int cli_view_option(const char *cmd, int argc, char **argv, int *i, bool *json, struct report_scale *scale,
+                    struct detail_options *o, bool *detail_given)
+{
+    int m = cli_output_option(cmd, argc, argv, i, json, scale);
+    return m != 0 ? m : detail_cli_option(cmd, argc, argv, i, o, detail_given);
+}
+
 /* Each warning line as "memtrail: warning: ..." on stderr; `side` names
  * the report in a diff (NULL otherwise). */
 static void print_warnings(struct symbolizer *s, const char *side)

@@ -12,25 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "unit.h"
-
-static char dir[] = "/tmp/mt-test-detail-XXXXXX";
-
-static int read_text(const char *name, const char *text, struct report *r, char *err)
-{
-    char *path;
-    if (asprintf(&path, "%s/%s", dir, name) < 0)
-        abort();
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        perror(path);
-        exit(1);
-    }
-    int rc = report_read(path, r, err, REPORT_ERR_MAX);
-    unlink(path);
-    free(path);
-    return rc;
-}
+#include "report/fixture.h"
 
 #define HEAD                                                                                 \
     "memtrail-report 1\npid 7\nppid 1\nexe /bin/x\ncmdline x\nmode detail\nstart_ns 1\n"     \
@@ -102,20 +84,6 @@ static void test_good(void)
     report_free(&r);
 }
 
-static void expect_error(const char *name, const char *text, int want_rc, const char *want_msg)
-{
-    struct report r;
-    char err[REPORT_ERR_MAX];
-    int rc = read_text("bad.mtr", text, &r, err);
-    char label[160];
-    snprintf(label, sizeof label, "detail %s: error code", name);
-    CHECK(label, rc == want_rc);
-    snprintf(label, sizeof label, "detail %s: message", name);
-    CHECK(label, strstr(err, want_msg) != NULL);
-    if (rc != want_rc || !strstr(err, want_msg))
-        printf("    got %d, wanted '%s' in: %s\n", rc, want_msg, err);
-    report_free(&r);
-}
 
 #define L14 "stack_depth 4\n"   /* line 14 */
 #define MOD "module 1 bias=0x0 start=0x1000 end=0x2000 buildid=- path=/x\n"
@@ -123,53 +91,53 @@ static void expect_error(const char *name, const char *text, int want_rc, const 
 
 static void test_errors(void)
 {
-    expect_error("bad hex", HEAD L14 "module 1 bias=0xzz start=0x1 end=0x2 buildid=- path=/x\nend\n", -EBADMSG,
+    expect_read_error("detail ", "bad hex", HEAD L14 "module 1 bias=0xzz start=0x1 end=0x2 buildid=- path=/x\nend\n", -EBADMSG,
                  "bad.mtr: line 15: bad value '0xzz' for bias (expected 0x and hex digits)");
-    expect_error("hex without 0x", HEAD L14 "module 1 bias=10 start=0x1 end=0x2 buildid=- path=/x\nend\n",
+    expect_read_error("detail ", "hex without 0x", HEAD L14 "module 1 bias=10 start=0x1 end=0x2 buildid=- path=/x\nend\n",
                  -EBADMSG, "line 15: bad value '10' for bias");
-    expect_error("hex overflow", HEAD L14 "module 1 bias=0x10000000000000000 start=0x1 end=0x2 buildid=- path=/x\nend\n",
+    expect_read_error("detail ", "hex overflow", HEAD L14 "module 1 bias=0x10000000000000000 start=0x1 end=0x2 buildid=- path=/x\nend\n",
                  -ERANGE, "line 15: value '0x10000000000000000' for bias does not fit in 64 bits");
-    expect_error("module without path", HEAD L14 "module 1 bias=0x0 start=0x1 end=0x2 buildid=-\nend\n",
+    expect_read_error("detail ", "module without path", HEAD L14 "module 1 bias=0x0 start=0x1 end=0x2 buildid=-\nend\n",
                  -EBADMSG, "line 15: module 1 line lacks field path");
-    expect_error("module without end", HEAD L14 "module 1 bias=0x0 start=0x1 buildid=- path=/x\nend\n",
+    expect_read_error("detail ", "module without end", HEAD L14 "module 1 bias=0x0 start=0x1 buildid=- path=/x\nend\n",
                  -EBADMSG, "line 15: module 1 line lacks field end");
-    expect_error("module bad build-id", HEAD L14 "module 1 bias=0x0 start=0x1 end=0x2 buildid=xyz path=/x\nend\n",
+    expect_read_error("detail ", "module bad build-id", HEAD L14 "module 1 bias=0x0 start=0x1 end=0x2 buildid=xyz path=/x\nend\n",
                  -EBADMSG, "bad value 'xyz' for buildid");
-    expect_error("module bad id", HEAD L14 "module one bias=0x0 start=0x1 end=0x2 buildid=- path=/x\nend\n",
+    expect_read_error("detail ", "module bad id", HEAD L14 "module one bias=0x0 start=0x1 end=0x2 buildid=- path=/x\nend\n",
                  -EBADMSG, "line 15: bad value 'one' for the module ID");
-    expect_error("duplicate module", HEAD L14 MOD MOD "end\n", -EBADMSG, "line 16: duplicate module 1");
-    expect_error("module end before start", HEAD L14 "module 1 bias=0x0 start=0x3 end=0x2 buildid=- path=/x\nend\n",
+    expect_read_error("detail ", "duplicate module", HEAD L14 MOD MOD "end\n", -EBADMSG, "line 16: duplicate module 1");
+    expect_read_error("detail ", "module end before start", HEAD L14 "module 1 bias=0x0 start=0x3 end=0x2 buildid=- path=/x\nend\n",
                  -EBADMSG, "module 1 ends before it starts");
-    expect_error("module bad path escape", HEAD L14 "module 1 bias=0x0 start=0x1 end=0x2 buildid=- path=/a\\tb\nend\n",
+    expect_read_error("detail ", "module bad path escape", HEAD L14 "module 1 bias=0x0 start=0x1 end=0x2 buildid=- path=/a\\tb\nend\n",
                  -EBADMSG, "bad escape '\\t' in module path");
-    expect_error("bad frame", HEAD L14 MOD SITE("frames=0x1234,0xq1") "end\n", -EBADMSG,
+    expect_read_error("detail ", "bad frame", HEAD L14 MOD SITE("frames=0x1234,0xq1") "end\n", -EBADMSG,
                  "line 16: bad value '0xq1' for frame 2");
-    expect_error("empty frame", HEAD L14 MOD SITE("frames=0x1234,,0x1") "end\n", -EBADMSG,
+    expect_read_error("detail ", "empty frame", HEAD L14 MOD SITE("frames=0x1234,,0x1") "end\n", -EBADMSG,
                  "line 16: empty frame 2 in site 1 line");
-    expect_error("site without frames", HEAD L14 SITE("") "end\n", -EBADMSG, "line 15: site 1 line lacks field frames");
-    expect_error("site without category",
+    expect_read_error("detail ", "site without frames", HEAD L14 SITE("") "end\n", -EBADMSG, "line 15: site 1 line lacks field frames");
+    expect_read_error("detail ", "site without category",
                  HEAD L14 "site 1 live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0 frames=0x1\nend\n",
                  -EBADMSG, "line 15: site 1 line lacks field category");
-    expect_error("site without allocs",
+    expect_read_error("detail ", "site without allocs",
                  HEAD L14 "site 1 category=malloc live_bytes=1 live_count=1 peak_bytes=1 frees=0 frames=0x1\nend\n",
                  -EBADMSG, "line 15: site 1 line lacks field allocs");
-    expect_error("site bad counter", HEAD L14 SITE("frames=0x1 live_bytes=2") "end\n", -EBADMSG,
+    expect_read_error("detail ", "site bad counter", HEAD L14 SITE("frames=0x1 live_bytes=2") "end\n", -EBADMSG,
                  "line 15: field live_bytes given twice");
-    expect_error("site frames twice", HEAD L14 SITE("frames=0x1 frames=0x2") "end\n", -EBADMSG,
+    expect_read_error("detail ", "site frames twice", HEAD L14 SITE("frames=0x1 frames=0x2") "end\n", -EBADMSG,
                  "line 15: field frames given twice in site 1 line");
-    expect_error("duplicate site", HEAD L14 SITE("frames=0x1") SITE("frames=0x2") "end\n", -EBADMSG,
+    expect_read_error("detail ", "duplicate site", HEAD L14 SITE("frames=0x1") SITE("frames=0x2") "end\n", -EBADMSG,
                  "line 16: duplicate site 1");
-    expect_error("too many frames", "memtrail-report 1\npid 1\nstack_depth 2\n" SITE("frames=0x1,0x2,0x3") "end\n",
+    expect_read_error("detail ", "too many frames", "memtrail-report 1\npid 1\nstack_depth 2\n" SITE("frames=0x1,0x2,0x3") "end\n",
                  -EBADMSG, "line 4: site 1 has 3 frames, more than stack_depth 2");
-    expect_error("bad depth", HEAD "stack_depth 0\nend\n", -EBADMSG, "line 14: stack_depth 0 out of range");
-    expect_error("duplicate depth", HEAD L14 L14 "end\n", -EBADMSG, "line 15: duplicate stack_depth line");
-    expect_error("sites count wrong", HEAD L14 SITE("frames=0x1") "sites count=2 dropped=0\nend\n", -EBADMSG,
+    expect_read_error("detail ", "bad depth", HEAD "stack_depth 0\nend\n", -EBADMSG, "line 14: stack_depth 0 out of range");
+    expect_read_error("detail ", "duplicate depth", HEAD L14 L14 "end\n", -EBADMSG, "line 15: duplicate stack_depth line");
+    expect_read_error("detail ", "sites count wrong", HEAD L14 SITE("frames=0x1") "sites count=2 dropped=0\nend\n", -EBADMSG,
                  "line 16: sites line says count=2 but 1 site lines came before it");
-    expect_error("sites lacks dropped", HEAD L14 "sites count=0\nend\n", -EBADMSG,
+    expect_read_error("detail ", "sites lacks dropped", HEAD L14 "sites count=0\nend\n", -EBADMSG,
                  "line 15: sites line lacks field dropped");
-    expect_error("site after sites", HEAD L14 "sites count=0 dropped=0\n" SITE("frames=0x1") "end\n", -EBADMSG,
+    expect_read_error("detail ", "site after sites", HEAD L14 "sites count=0 dropped=0\n" SITE("frames=0x1") "end\n", -EBADMSG,
                  "line 16: site line after the sites line");
-    expect_error("no sites line", HEAD L14 SITE("frames=0x1") "end\n", -EBADMSG, "no sites line");
+    expect_read_error("detail ", "no sites line", HEAD L14 SITE("frames=0x1") "end\n", -EBADMSG, "no sites line");
 }
 
 /* allocated_bytes: read when present, anywhere on the line; same rules as
@@ -205,13 +173,13 @@ static void test_allocated(void)
     CHECK("allocated mixed: not every site", r.nsites == 2 && r.sites[0].has_allocated && !r.sites[1].has_allocated
                                              && !report_sites_have_allocated(&r));
     report_free(&r);
-    expect_error("allocated not a number", HEAD L14 SITE("allocated_bytes=12k frames=0x1") "end\n", -EBADMSG,
+    expect_read_error("detail ", "allocated not a number", HEAD L14 SITE("allocated_bytes=12k frames=0x1") "end\n", -EBADMSG,
                  "line 15: bad value '12k' for allocated_bytes (expected an integer)");
-    expect_error("allocated empty", HEAD L14 SITE("allocated_bytes= frames=0x1") "end\n", -EBADMSG,
+    expect_read_error("detail ", "allocated empty", HEAD L14 SITE("allocated_bytes= frames=0x1") "end\n", -EBADMSG,
                  "line 15: bad value '' for allocated_bytes");
-    expect_error("allocated overflow", HEAD L14 SITE("allocated_bytes=9223372036854775808 frames=0x1") "end\n",
+    expect_read_error("detail ", "allocated overflow", HEAD L14 SITE("allocated_bytes=9223372036854775808 frames=0x1") "end\n",
                  -ERANGE, "line 15: value '9223372036854775808' for allocated_bytes does not fit");
-    expect_error("allocated twice", HEAD L14 SITE("allocated_bytes=1 allocated_bytes=2 frames=0x1") "end\n",
+    expect_read_error("detail ", "allocated twice", HEAD L14 SITE("allocated_bytes=1 allocated_bytes=2 frames=0x1") "end\n",
                  -EBADMSG, "line 15: field allocated_bytes given twice");
 }
 
@@ -238,10 +206,7 @@ static void test_truncated(void)
 
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fixture_dir();
     test_good();
     test_errors();
     test_allocated();

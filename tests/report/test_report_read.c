@@ -11,32 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "unit.h"
-
-static char dir[] = "/tmp/mt-test-report-XXXXXX";
-
-static char *fixture(const char *name, const char *text, size_t len)
-{
-    char *path;
-    if (asprintf(&path, "%s/%s", dir, name) < 0)
-        abort();
-    FILE *f = fopen(path, "w");
-    if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
-        perror(path);
-        exit(1);
-    }
-    return path;
-}
-
-/* Read a fixture given as a C string; returns the reader's result. */
-static int read_text(const char *name, const char *text, struct report *r, char *err)
-{
-    char *path = fixture(name, text, strlen(text));
-    int rc = report_read(path, r, err, REPORT_ERR_MAX);
-    unlink(path);
-    free(path);
-    return rc;
-}
+#include "report/fixture.h"
 
 #define HEAD "memtrail-report 1\n"
 static const char good[] =
@@ -109,57 +84,41 @@ static void test_unknown_ignored(void)
     report_free(&r);
 }
 
-static void expect_error(const char *name, const char *text, int want_rc, const char *want_msg)
-{
-    struct report r;
-    char err[REPORT_ERR_MAX];
-    int rc = read_text("bad.mtr", text, &r, err);
-    char label[160];
-    snprintf(label, sizeof label, "%s: error code", name);
-    CHECK(label, rc == want_rc);
-    if (rc != want_rc)
-        printf("    got %d (%s), message: %s\n", rc, strerror(-rc), err);
-    snprintf(label, sizeof label, "%s: message", name);
-    CHECK(label, strstr(err, want_msg) != NULL);
-    if (!strstr(err, want_msg))
-        printf("    wanted '%s' in: %s\n", want_msg, err);
-    report_free(&r);
-}
 
 static void test_errors(void)
 {
-    expect_error("bad header", "memtrail-repor 1\npid 1\nend\n", -EINVAL, "not a memtrail report (bad header)");
-    expect_error("binary file", "\177ELF\2\1\1\0\0\0\n", -EINVAL, "not a memtrail report (bad header)");
-    expect_error("version 0", "memtrail-report 0\nend\n", -EINVAL, "bad header");
-    expect_error("future version", "memtrail-report 2\npid 1\nend\n", -ENOTSUP,
+    expect_read_error("", "bad header", "memtrail-repor 1\npid 1\nend\n", -EINVAL, "not a memtrail report (bad header)");
+    expect_read_error("", "binary file", "\177ELF\2\1\1\0\0\0\n", -EINVAL, "not a memtrail report (bad header)");
+    expect_read_error("", "version 0", "memtrail-report 0\nend\n", -EINVAL, "bad header");
+    expect_read_error("", "future version", "memtrail-report 2\npid 1\nend\n", -ENOTSUP,
                  "version 2 is newer than this memtrail reads (version 1)");
-    expect_error("empty file", "", -EINVAL, "empty file");
-    expect_error("bad integer",
+    expect_read_error("", "empty file", "", -EINVAL, "empty file");
+    expect_read_error("", "bad integer",
                  HEAD "pid 1\nppid 1\nexe /x\ncmdline x\nmode summary\n"
                  "category a kind=malloc live_bytes=x live_count=1 peak_bytes=1 allocs=1 frees=0\nend\n",
                  -EBADMSG, "bad.mtr: line 7: bad value 'x' for live_bytes (expected an integer)");
-    expect_error("integer with sign", HEAD "pid +5\nend\n", -EBADMSG, "line 2: bad value '+5' for pid");
-    expect_error("integer with trailing junk", HEAD "pid 5x\nend\n", -EBADMSG, "bad value '5x' for pid");
-    expect_error("empty integer", HEAD "pid\nend\n", -EBADMSG, "bad value '' for pid");
-    expect_error("overflowing integer", HEAD "pid 1\nstart_ns 9223372036854775808\nend\n", -ERANGE,
+    expect_read_error("", "integer with sign", HEAD "pid +5\nend\n", -EBADMSG, "line 2: bad value '+5' for pid");
+    expect_read_error("", "integer with trailing junk", HEAD "pid 5x\nend\n", -EBADMSG, "bad value '5x' for pid");
+    expect_read_error("", "empty integer", HEAD "pid\nend\n", -EBADMSG, "bad value '' for pid");
+    expect_read_error("", "overflowing integer", HEAD "pid 1\nstart_ns 9223372036854775808\nend\n", -ERANGE,
                  "line 3: value '9223372036854775808' for start_ns does not fit in a signed 64-bit integer");
-    expect_error("negative overflow", HEAD "pid -9223372036854775809\nend\n", -ERANGE, "does not fit");
-    expect_error("missing field",
+    expect_read_error("", "negative overflow", HEAD "pid -9223372036854775809\nend\n", -ERANGE, "does not fit");
+    expect_read_error("", "missing field",
                  HEAD "pid 1\ncategory a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1\nend\n",
                  -EBADMSG, "line 3: category 'a' line lacks field frees");
-    expect_error("field without =", HEAD "pid 1\ntotal live_bytes=1 oops\nend\n", -EBADMSG,
+    expect_read_error("", "field without =", HEAD "pid 1\ntotal live_bytes=1 oops\nend\n", -EBADMSG,
                  "bad field 'oops' in total line (expected name=value)");
-    expect_error("duplicate category",
+    expect_read_error("", "duplicate category",
                  HEAD "pid 1\n"
                  "category a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\n"
                  "category a kind=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\nend\n",
                  -EBADMSG, "line 4: duplicate category 'a'");
-    expect_error("bad escape", HEAD "pid 1\ncmdline a\\tb\nend\n", -EBADMSG, "bad escape '\\t' in cmdline");
-    expect_error("no total", HEAD "pid 1\nend\n", -EBADMSG, "no total line");
-    expect_error("data after end",
+    expect_read_error("", "bad escape", HEAD "pid 1\ncmdline a\\tb\nend\n", -EBADMSG, "bad escape '\\t' in cmdline");
+    expect_read_error("", "no total", HEAD "pid 1\nend\n", -EBADMSG, "no total line");
+    expect_read_error("", "data after end",
                  HEAD "pid 1\ntotal live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\nend\nx\n",
                  -EBADMSG, "line 5: data after the end marker");
-    expect_error("empty line", HEAD "pid 1\n\nend\n", -EBADMSG, "line 3: empty line");
+    expect_read_error("", "empty line", HEAD "pid 1\n\nend\n", -EBADMSG, "line 3: empty line");
 
     /* Not a file: a missing path and a directory. */
     struct report r;
@@ -380,22 +339,22 @@ static void test_old_report_compat(void)
 
 static void test_vm_errors(void)
 {
-    expect_error("some VM fields but not all",
+    expect_read_error("", "some VM fields but not all",
                  HEAD "pid 1\ncategory a kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 "
                  "reserved=1 committed=1 mappings=1\nend\n",
                  -EBADMSG, "line 3: category 'a' line lacks field resident (it has other virtual memory fields)");
-    expect_error("bad VM value",
+    expect_read_error("", "bad VM value",
                  HEAD "pid 1\ncategory a kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 "
                  "reserved=1 committed=x resident=1 mappings=1\nend\n",
                  -EBADMSG, "bad value 'x' for committed");
-    expect_error("process line lacks a field",
+    expect_read_error("", "process line lacks a field",
                  HEAD "pid 1\nprocess rss_bytes=1 peak_rss_bytes=2 reserved=3 committed=4\nend\n",
                  -EBADMSG, "line 3: process line lacks field resident");
-    expect_error("duplicate process line",
+    expect_read_error("", "duplicate process line",
                  HEAD "pid 1\nprocess rss_bytes=1 peak_rss_bytes=2 reserved=3 committed=4 resident=5\n"
                  "process rss_bytes=1 peak_rss_bytes=2 reserved=3 committed=4 resident=5\nend\n",
                  -EBADMSG, "line 4: duplicate process line");
-    expect_error("process overflow",
+    expect_read_error("", "process overflow",
                  HEAD "pid 1\nprocess rss_bytes=9223372036854775808 peak_rss_bytes=2 reserved=3 committed=4 resident=5\nend\n",
                  -ERANGE, "value '9223372036854775808' for rss_bytes does not fit");
 }
@@ -469,10 +428,7 @@ static void test_diff_api(void)
 
 int main(void)
 {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fixture_dir();
     test_good();
     test_unknown_ignored();
     test_errors();
