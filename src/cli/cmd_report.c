@@ -60,15 +60,9 @@ struct file_list {
 
 static int list_add(struct file_list *l, char *path)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        char **grown = realloc(l->paths, cap * sizeof *grown);
-        if (!grown) {
-            free(path);
-            return -ENOMEM;
-        }
-        l->paths = grown;
-        l->cap = cap;
+    if (report_grow(&l->paths, &l->cap, l->n + 1, sizeof *l->paths, 16) < 0) {
+        free(path);
+        return -ENOMEM;
     }
     l->paths[l->n++] = path;
     return 0;

@@ -99,14 +99,8 @@ static int64_t intern(struct strtab *t, const char *s)
     for (; t->slots[k]; k = (k + 1) & (t->nslots - 1))
         if (strcmp(t->s[t->slots[k] - 1], s) == 0)
             return (int64_t)(t->slots[k] - 1);
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 64;
-        char **grown = realloc(t->s, cap * sizeof *grown);
-        if (!grown)
-            return -ENOMEM;
-        t->s = grown;
-        t->cap = cap;
-    }
+    if (report_grow(&t->s, &t->cap, t->n + 1, sizeof *t->s, 64) < 0)
+        return -ENOMEM;
     if (!(t->s[t->n] = strdup(s)))
         return -ENOMEM;
     t->slots[k] = ++t->n;
@@ -233,16 +227,12 @@ static uint64_t function_id(struct builder *b, const struct sym_frame *f)
     if (export_map_get(&b->functions, key, &id))
         return id;
     if (b->nfunctions == b->fn_cap) {
-        size_t cap = b->fn_cap ? 2 * b->fn_cap : 64;
-        int64_t *names = realloc(b->fn_name, cap * sizeof *names);
-        if (names)
-            b->fn_name = names;
-        int64_t *files = realloc(b->fn_file, cap * sizeof *files);
-        if (files)
-            b->fn_file = files;
-        if (!names || !files)
+        /* two arrays, one capacity: each grows on its own count first */
+        size_t names_cap = b->fn_cap, files_cap = b->fn_cap;
+        if (report_grow(&b->fn_name, &names_cap, b->nfunctions + 1, sizeof *b->fn_name, 64) < 0 ||
+            report_grow(&b->fn_file, &files_cap, b->nfunctions + 1, sizeof *b->fn_file, 64) < 0)
             return 0;
-        b->fn_cap = cap;
+        b->fn_cap = names_cap;
     }
     b->fn_name[b->nfunctions] = n;
     b->fn_file[b->nfunctions] = file;

@@ -137,22 +137,9 @@ int export_stacks_lookup(struct export_stacks *st, uint64_t address, size_t *ind
         *index = (size_t)found;
         return 0;
     }
-    if (st->naddrs == st->addrs_cap) {
-        size_t cap = st->addrs_cap ? 2 * st->addrs_cap : 64;
-        struct export_addr *grown = realloc(st->addrs, cap * sizeof *grown);
-        if (!grown)
-            return -ENOMEM;
-        st->addrs = grown;
-        st->addrs_cap = cap;
-    }
-    if (st->frames_cap - st->nframes < MAX_INLINE) {
-        size_t cap = st->frames_cap ? 2 * st->frames_cap : 256;
-        struct sym_frame *grown = realloc(st->frames, cap * sizeof *grown);
-        if (!grown)
-            return -ENOMEM;
-        st->frames = grown;
-        st->frames_cap = cap;
-    }
+    if (report_grow(&st->addrs, &st->addrs_cap, st->naddrs + 1, sizeof *st->addrs, 64) < 0 ||
+        report_grow(&st->frames, &st->frames_cap, st->nframes + MAX_INLINE, sizeof *st->frames, 256) < 0)
+        return -ENOMEM;
     struct sym_frame *out = st->frames + st->nframes;
     int n = st->sym ? sym_lookup(st->sym, address, out, MAX_INLINE) : 0;
     if (n < 1) {    /* no symbolizer: the bare address */

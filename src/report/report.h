@@ -181,12 +181,20 @@ void report_shell_quote(FILE *out, const char *s);
 int64_t report_add(int64_t a, int64_t b);
 int64_t report_sub(int64_t a, int64_t b);
 
+/* Makes room for `need` items of `size` bytes in the array *items points
+ * to (a `T **` passed as void *), whose capacity is *cap: doubles it,
+ * starting at `first`. Returns 0, or -ENOMEM with the array as it was. */
+int report_grow(void *items, size_t *cap, size_t need, size_t size, size_t first);
+
 /* The sum of every category's virtual memory fields. */
 void report_vm_total(const struct report *r, struct report_vm *sum);
 
 /* How much of the RSS the categories explain: the sum of `resident` over
  * every category except `other` (address space of unknown origin). */
 int64_t report_explained(const struct report *r);
+
+/* "pid N, " and the command line (or the executable): whose report it is. */
+void report_print_who(FILE *out, const struct report *r);
 
 /* The command line, each argument shell-quoted, separated by spaces. */
 void report_print_cmdline(FILE *out, const struct report *r);

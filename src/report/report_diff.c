@@ -168,16 +168,7 @@ static void text_row(FILE *out, const struct row *w, bool vm, const struct repor
 static void text_side(FILE *out, const char *label, const struct report *r)
 {
     fputs(label, out);
-    if (r->has & REPORT_HAS_PID)
-        fprintf(out, "pid %" PRId64, r->pid);
-    else
-        fputs("pid unknown", out);
-    if (r->argc) {
-        fputs(", ", out);
-        report_print_cmdline(out, r);
-    } else if (r->exe) {
-        fprintf(out, ", %s", r->exe);
-    }
+    report_print_who(out, r);
     const char *sep = " (";
     if (r->reason) {
         fputs(sep, out);

@@ -33,6 +33,22 @@ int64_t report_scaled(int64_t bytes, int64_t scale)
     return q;
 }
 
+int report_grow(void *items, size_t *cap, size_t need, size_t size, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *old, *grown;
+    memcpy(&old, items, sizeof old);
+    if (n > SIZE_MAX / size || !(grown = realloc(old, n * size)))
+        return -ENOMEM;
+    memcpy(items, &grown, sizeof grown);
+    *cap = n;
+    return 0;
+}
+
 int64_t report_add(int64_t a, int64_t b)
 {
     int64_t s;
@@ -202,9 +218,8 @@ void report_print_reason(FILE *out, const char *reason)
         fprintf(out, "reason %s", reason);
 }
 
-static void print_title(FILE *out, const struct report *r)
+void report_print_who(FILE *out, const struct report *r)
 {
-    fputs("memtrail native memory summary: ", out);
     if (r->has & REPORT_HAS_PID)
         fprintf(out, "pid %" PRId64, r->pid);
     else
@@ -215,6 +230,12 @@ static void print_title(FILE *out, const struct report *r)
     } else if (r->exe) {
         fprintf(out, ", %s", r->exe);
     }
+}
+
+static void print_title(FILE *out, const struct report *r)
+{
+    fputs("memtrail native memory summary: ", out);
+    report_print_who(out, r);
     fputc('\n', out);
 
     /* One line of context: what ran, how it was tracked, why it reported. */

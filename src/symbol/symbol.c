@@ -70,15 +70,9 @@ static const char *keep(struct symbolizer *s, char *str)
 {
     if (!str)
         return NULL;
-    if (s->nstrings == s->strings_cap) {
-        size_t cap = s->strings_cap ? 2 * s->strings_cap : 64;
-        char **grown = realloc(s->strings, cap * sizeof *grown);
-        if (!grown) {
-            free(str);
-            return NULL;
-        }
-        s->strings = grown;
-        s->strings_cap = cap;
+    if (report_grow(&s->strings, &s->strings_cap, s->nstrings + 1, sizeof *s->strings, 64) < 0) {
+        free(str);
+        return NULL;
     }
     s->strings[s->nstrings++] = str;
     return str;
