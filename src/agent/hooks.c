@@ -164,15 +164,11 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
-    if (MT_UNLIKELY(mt_site_opt.detail)) {
-        uint32_t site = mt_site_here(cat, 1);
-        char *p = fill_header(real, size, cat, shift, site);
-        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-        mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-        return p;
-    }
-    char *p = fill_header(real, size, cat, shift, 0);
+    uint32_t site = MT_UNLIKELY(mt_site_opt.detail) ? mt_site_here(cat, 1) : 0;
+    char *p = fill_header(real, size, cat, shift, site);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    if (MT_UNLIKELY(mt_site_opt.detail))
+        mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
     return p;
 }
 

@@ -122,14 +122,11 @@ __attribute__((noinline)) int mt_site_fp_walk(uintptr_t *out, int max)
 
 /* Drops the agent's own frames (the entry point and what it called, and
  * the thread-start trampoline further up); returns how many remain (at
- * most want), moved to the front of pcs. *skipped: how many led. */
-static int strip_self(uintptr_t *pcs, int n, int want, int *skipped)
+ * most want), moved to the front of pcs. */
+static int strip_self(uintptr_t *pcs, int n, int want)
 {
-    int k = 0, keep = 0;
-    while (k < n && in_self(pcs[k]))
-        k++;
-    *skipped = k;
-    for (int i = k; i < n && keep < want; i++)
+    int keep = 0;
+    for (int i = 0; i < n && keep < want; i++)
         if (!in_self(pcs[i]))
             pcs[keep++] = pcs[i];
     return keep;
@@ -155,7 +152,7 @@ static int capture(uintptr_t *pcs, int want, int walker)
         int n = walk(pcs, ask, walker);
         if (n < 0)
             n = 0;
-        int skipped, got = strip_self(pcs, n, want, &skipped);
+        int got = strip_self(pcs, n, want);
         /* Cut short only if the walk stopped at our request: more of the
          * agent's frames than expected (the thread-start trampoline
          * counts too); ask again for more. */
@@ -241,10 +238,10 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
 
 uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
 {
-    int want = mt_site_opt.depth, skipped;
+    int want = mt_site_opt.depth;
     if (n < 0)
         n = 0;
-    int got = strip_self(pcs, n, want, &skipped);
+    int got = strip_self(pcs, n, want);
     /* The walk stopped at our request with agent frames among the first
      * (more than the entry point expected): walk again for more. */
     n = got < want && n >= ask ? capture(pcs, want, mt_site_walker) : got;
