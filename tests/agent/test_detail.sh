@@ -148,7 +148,9 @@ if command -v sqlite3 >/dev/null; then
     expect_eq "sqlite3: sites' live bytes add up to the total's" "$b" "$a"
     expect_match "sqlite3: many sites, none dropped" "^sites count=[0-9]{2,} dropped=0$" "$(grep '^sites' "$T/sqlite.mtr")"
 fi
-py=$(command -v python3)
+# The interpreter itself, not a wrapper that execs it (a pyenv shim): the
+# wrapper would be the tracked process.
+py=$(python3 -c 'import sys; print(sys.executable)')
 want=$("$py" -c 'import json; print(len(json.dumps([{"k": i} for i in range(20000)])))')
 got=$(MEMTRAIL_OPTIONS="mode=detail:output=$T/py.mtr" LD_PRELOAD=$AGENT "$py" -c 'import json; print(len(json.dumps([{"k": i} for i in range(20000)])))')
 expect_eq "python3 under detail mode: same output" "$want" "$got"
@@ -179,7 +181,12 @@ expect_match "query detail --top 1: text, one site shown" "Allocation sites: 1 o
 expect_eq "query summary of a detail-mode process: no sites in it" "False" "$(json_get "$T/qs.json" "'sites' in j")"
 out=$("$MT" query "$lpid" summary --top 3 2>&1); rc=$?
 expect_eq "query summary --top: usage error" "2" "$rc"
-kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null || true
+# Let it finish (a kill would leave its socket behind, for a later process
+# with the same pid to be mistaken for it).
+touch "$D/go1" "$D/go2"
+wait "$lpid" 2>/dev/null
+expect_eq "query detail: the live program then exits 0" "0" "$?"
+expect_eq "query detail: its socket is gone" "" "$(ls "/tmp/memtrail-$(id -u)/$lpid.sock" 2>/dev/null)"
 
 # Unwind rules must not outlive the code they describe: a library's f is
 # unloaded, another library with the same code offsets and a larger frame
