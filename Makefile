@@ -18,7 +18,11 @@ CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC)
 # The CLI's libraries: libdw/libelf (elfutils) for symbolization, libstdc++
 # for demangling C++ names.
 CLI_LIBS   := -ldw -lelf -lz -lstdc++
-AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC)
+# Event sessions (src/xe): the engine runs in the agent; the CLI uses its
+# sizing arithmetic (`memtrail xe plan`).
+XE_SRC     := $(wildcard src/xe/*.c)
+CLI_SRC    += src/xe/xe_plan.c
+AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(XE_SRC)
 HDRS       := $(wildcard include/*.h src/*/*.h)
 
 BIN   := $(BUILD)/bin/memtrail
@@ -35,6 +39,8 @@ AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/agent/%,$(wildcard test
 CXX      ?= c++
 # Unit tests of CLI-side code, built with ASan+UBSan.
 UNIT_TESTS  := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/common/*.c tests/report/*.c tests/cli/*.c))
+# The event engine's own tests, built with ASan+UBSan against src/xe.
+XE_TESTS    := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/xe/*.c))
 ASAN_BIN    := $(BUILD)/asan/bin/memtrail
 
 .PHONY: all check deps install uninstall clean asan tests demo bench
@@ -81,6 +87,10 @@ $(ASAN_BIN): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC) $(CLI_LIBS)
 
+$(BUILD)/asan/tests/xe/%: tests/xe/%.c $(XE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/xe/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(XE_SRC) $(COMMON_SRC) -lpthread
+
 $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) $(wildcard tests/*.h tests/report/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(CLI_LIBS)
@@ -109,7 +119,7 @@ $(DETAIL_DIR)/sites.stripped: $(DETAIL_DIR)/sites
 $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 	strip -o $@ $<
 
-asan: $(ASAN_BIN) $(UNIT_TESTS)
+asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS)
 tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS)
 
 # The README's test command: installs what is missing, builds, runs everything.

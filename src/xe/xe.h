@@ -1,0 +1,268 @@
+/* xe.h — memtrail's event sessions, modelled on SQL Server Extended Events
+ * (seed 000): the module's whole interface.
+ *
+ * A session owns buffers sized by xe_plan (xe_plan.h), partitioned NONE,
+ * PER_NODE or PER_CPU. Producers (xe_fire) write events into their
+ * partition's current buffer with one atomic add and no lock; a full
+ * buffer is sealed and handed to the session's dispatcher thread, which
+ * delivers its events to the asynchronous targets (ring_buffer, histogram,
+ * pair_matching, event_file) and recycles it. Synchronous targets
+ * (event_counter) see each event as it is fired. When no buffer is free the
+ * retention mode decides: drop the event, drop a full buffer, or wait.
+ *
+ * Nothing here allocates through malloc: sessions, buffers and target state
+ * are mmap'd (so the agent can run sessions from inside its malloc hooks),
+ * and every view is rendered with mt_out (async-signal-safe: the agent's
+ * control socket answers `memtrail sessions PID` from a signal handler). */
+#ifndef MT_XE_H
+#define MT_XE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/out.h"
+#include "xe/xe_plan.h"
+
+/* ---- events --------------------------------------------------------------- */
+
+/* Event types (memtrail.h's MT_EVENT_* have the same values). */
+enum xe_event_type {
+    XE_EV_USER = 0,
+    XE_EV_ALLOC = 1,       /* address, size, site, category */
+    XE_EV_FREE = 2,        /* address (size when known) */
+    XE_EV_REALLOC = 3,     /* old_address -> address, size */
+    XE_EV_MMAP = 4,
+    XE_EV_MUNMAP = 5,
+    XE_EV_SPAN_BEGIN = 6,  /* key: the span's id */
+    XE_EV_SPAN_END = 7,
+    XE_EV_SNAPSHOT = 8,
+    XE_EV_PAGE_REF = 9,
+    XE_EV_NTYPES
+};
+
+/* One event as producers give it and targets receive it. Producers leave
+ * time_ns, tid and cpu to the engine. */
+typedef struct xe_event {
+    uint16_t type;
+    uint16_t category;
+    uint32_t tid;
+    uint32_t cpu;
+    uint32_t data_len;      /* bytes at data (copied into the buffer) */
+    uint64_t time_ns;       /* CLOCK_MONOTONIC */
+    uint64_t size;
+    uint64_t address;
+    uint64_t old_address;
+    uint64_t site;
+    uint64_t key;
+    uint64_t value;
+    const void *data;
+} xe_event;
+
+/* Bytes an event takes in a buffer (fixed part + data, 8-aligned): the
+ * event's size as MAX_EVENT_SIZE and largest_event_dropped_size count it. */
+#define XE_RECORD_FIXED 80u
+static inline uint64_t xe_event_bytes(uint32_t data_len)
+{
+    return (XE_RECORD_FIXED + (uint64_t)data_len + 7u) & ~(uint64_t)7u;
+}
+
+/* Fields, for predicates and histogram buckets. */
+enum xe_field {
+    XE_F_TYPE, XE_F_CATEGORY, XE_F_SIZE, XE_F_ADDRESS, XE_F_OLD_ADDRESS, XE_F_SITE,
+    XE_F_KEY, XE_F_VALUE, XE_F_TID, XE_F_CPU, XE_F_DATA_LEN,
+    XE_F_SIZE_CLASS,        /* derived: 0 for size 0, else floor(log2(size)) + 1 */
+    XE_F_NFIELDS
+};
+uint64_t xe_event_field(const xe_event *ev, enum xe_field f);
+/* "type", "category", "size", ... "size_class"; -1 for an unknown name. */
+int xe_field_by_name(const char *name, size_t len);
+const char *xe_field_name(enum xe_field f);
+/* "user", "alloc", "free", ...; -1 for an unknown name. */
+int xe_type_by_name(const char *name, size_t len);
+const char *xe_type_name(unsigned type);
+
+/* What the host (the agent, or a test) knows about category names. */
+typedef struct xe_host {
+    /* Category id for a name (the agent creates it on first use), or < 0. */
+    int (*category_id)(const char *name, size_t len);
+    /* Name of a category id, or NULL. */
+    const char *(*category_name)(unsigned id);
+} xe_host;
+void xe_set_host(const xe_host *host);
+const char *xe_category_name(unsigned id);  /* via the host; NULL if unknown */
+
+/* ---- predicates (xe_pred.c) ------------------------------------------------
+ * `size >= 4096 && (category == "parser" || type == free)`: comparisons
+ * (== != < <= > >=) of a field with a number (sizes may carry KB/MB/GB), a
+ * category name in quotes or an event type name, joined by && || ! and
+ * parentheses. Compiled into a fixed-size program; no allocation. */
+#define XE_PRED_MAX 64
+typedef struct xe_pred_op {
+    uint8_t op;
+    uint8_t field;
+    uint64_t value;
+} xe_pred_op;
+typedef struct xe_pred {
+    uint16_t n;             /* 0: no predicate, everything passes */
+    xe_pred_op ops[XE_PRED_MAX];
+    char text[256];         /* as written, for the view */
+} xe_pred;
+int xe_pred_compile(const char *text, xe_pred *out, char *why, size_t whylen);
+int xe_pred_eval(const xe_pred *p, const xe_event *ev);  /* 1 passes, 0 not */
+
+/* ---- memory --------------------------------------------------------------- */
+
+/* Anonymous mappings named "memtrail-xe" (PR_SET_VMA_ANON_NAME, where the
+ * kernel has it), zeroed. xe_map returns NULL on failure. */
+void *xe_map(size_t bytes);
+void xe_unmap(void *p, size_t bytes);
+
+/* ---- targets (xe_target_*.c) ----------------------------------------------- */
+
+typedef struct xe_target xe_target;
+typedef struct xe_target_ops {
+    const char *name;       /* "ring_buffer", "histogram", ... */
+    int synchronous;        /* deliver() runs on the firing thread, lock-free */
+    /* Parse the parameters ("max_events_limit=100,..." without the
+     * parentheses, may be empty) and map the target's state. 0 or -EINVAL
+     * (reason in why) / -ENOMEM. */
+    int (*init)(xe_target *t, const char *params, char *why, size_t whylen);
+    /* One event. Asynchronous targets: called by the dispatcher thread only. */
+    void (*deliver)(xe_target *t, const xe_event *ev);
+    /* After each dispatched buffer and at stop (may be NULL). */
+    void (*flush)(xe_target *t);
+    /* Unmap everything (may be NULL). */
+    void (*close)(xe_target *t);
+    /* The target's data as one JSON object (`{"target":"ring_buffer",...}`).
+     * Must be async-signal-safe and safe against a concurrent deliver():
+     * it may run in a signal handler on any thread but the dispatcher. */
+    void (*view_json)(xe_target *t, mt_out *o);
+} xe_target_ops;
+
+struct xe_target {
+    const xe_target_ops *ops;
+    void *state;            /* the target's own, mmap'd */
+    size_t state_bytes;
+    char params[192];       /* as given */
+};
+
+/* The built-in targets, by name; NULL when unknown. */
+const xe_target_ops *xe_target_find(const char *name, size_t len);
+extern const xe_target_ops xe_target_ring_buffer, xe_target_histogram, xe_target_event_counter,
+    xe_target_pair_matching, xe_target_event_file;
+
+/* ring_buffer read-back: copies up to max of the newest events (oldest
+ * first) into out; data pointers are NULL (data is not kept). Returns how
+ * many. `total` gets how many events the target ever received. */
+int xe_ring_read(xe_target *t, xe_event *out, int max, uint64_t *total);
+
+/* event_file's on-disk encoding is the trace format's (issue 7); until that
+ * plugs in with xe_file_set_encoder, the target writes the raw encoding
+ * documented in docs/events.md. */
+typedef struct xe_file_encoder {
+    const char *name;
+    /* Bytes that start each file (a header); returns how many written in buf. */
+    size_t (*file_header)(void *buf, size_t cap);
+    /* Encode a batch of events; returns bytes written in buf (<= cap), or 0
+     * when buf is too small for even the first one. */
+    size_t (*encode)(const xe_event *evs, size_t n, void *buf, size_t cap, size_t *consumed);
+} xe_file_encoder;
+void xe_file_set_encoder(const xe_file_encoder *enc);
+
+/* ---- sessions (xe_session.c, xe_fire.c, xe_dispatch.c) ---------------------- */
+
+enum xe_retention { XE_ALLOW_SINGLE_EVENT_LOSS, XE_ALLOW_MULTIPLE_EVENT_LOSS, XE_NO_EVENT_LOSS };
+enum xe_state { XE_CREATED, XE_STARTED, XE_STOPPING, XE_STOPPED };
+
+#define XE_MAX_TARGETS 8
+#define XE_MAX_SESSIONS 32
+#define XE_NAME_MAX 63
+#define XE_LATENCY_INFINITE UINT64_MAX
+
+typedef struct xe_config {
+    char name[XE_NAME_MAX + 1];
+    uint64_t max_memory;            /* default 4 MB */
+    uint64_t max_event_size;        /* 0: none */
+    xe_partition_mode mode;
+    int strict;
+    enum xe_retention retention;
+    uint64_t max_dispatch_latency_ns;   /* default 30 s; XE_LATENCY_INFINITE */
+    uint32_t event_mask;            /* bit per event type; 0 = all */
+    int start;                      /* start at once (agent sessions) */
+    xe_pred pred;
+    int ntargets;
+    struct { const xe_target_ops *ops; char params[192]; } targets[XE_MAX_TARGETS];
+    unsigned cpus, nodes;           /* 0: this machine's */
+} xe_config;
+
+/* Parse "max_memory=4MB; memory_partition_mode=per_cpu; ...;
+ * target=ring_buffer(max_events_limit=100); where=size >= 4096"
+ * (options separated by ';', names as in CREATE EVENT SESSION, case
+ * insensitive; docs/events.md). 0 or -EINVAL with the reason in why. */
+int xe_config_parse(const char *text, xe_config *cfg, char *why, size_t whylen);
+
+typedef struct xe_session xe_session;
+
+/* Create (size, map the buffers, set up the targets) and register a
+ * session. 0 or -EINVAL/-ENOMEM/-ENOSPC/-EEXIST with the reason in why. */
+int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t whylen);
+int xe_session_start(xe_session *s);   /* starts the dispatcher thread */
+/* Stop taking events, dispatch everything buffered, flush the targets,
+ * end the dispatcher. The session can be started again. */
+int xe_session_stop(xe_session *s);
+/* Dispatch what is buffered now (like a dispatch latency expiring). */
+int xe_session_flush(xe_session *s);
+/* Stop, unregister and unmap. */
+int xe_session_drop(xe_session *s);
+
+/* Fire: 1 collected, 0 not (session not started, type not in the session,
+ * predicate false), -ENOBUFS dropped (no free buffer), -EMSGSIZE dropped
+ * (too big). Lock-free unless the retention mode is NO_EVENT_LOSS and every
+ * buffer is full. */
+int xe_fire(xe_session *s, const xe_event *ev);
+
+/* The sessions view: one row per session (the dm_xe_sessions columns and
+ * a few more). */
+typedef struct xe_session_info {
+    char name[XE_NAME_MAX + 1];
+    int state;
+    uint64_t pending_buffers;
+    uint64_t total_regular_buffers;
+    uint64_t regular_buffer_size;
+    uint64_t total_large_buffers;
+    uint64_t large_buffer_size;
+    uint64_t total_buffer_size;
+    const char *buffer_policy_desc;   /* drop_event, drop_full_buffer, do_not_drop_event */
+    uint64_t dropped_event_count;     /* events dropped one at a time or with their buffer */
+    uint64_t dropped_buffer_count;
+    uint64_t blocked_event_fire_time_ns;
+    uint64_t largest_event_dropped_size;
+    int64_t create_time_ns;           /* CLOCK_REALTIME */
+    /* Beyond the seed's columns. */
+    uint64_t events_delivered;        /* events handed to the asynchronous targets */
+    uint64_t max_memory;
+    uint64_t memory_allocated;        /* bytes mapped for buffers */
+    uint64_t max_dispatch_latency_ns;
+    xe_partition_mode mode;
+    int strict;
+    uint32_t partitions;
+    int ntargets;
+} xe_session_info;
+
+void xe_session_info_get(xe_session *s, xe_session_info *info);
+xe_session *xe_session_find(const char *name);
+/* Registered sessions, up to max; returns how many. */
+int xe_sessions(xe_session **out, int max);
+/* The session's configuration and targets. */
+const xe_config *xe_session_config(const xe_session *s);
+xe_target *xe_session_target(xe_session *s, const char *name);
+
+/* The view as text (one table) or JSON ({"sessions":[...]}, targets' data
+ * included when with_targets). Async-signal-safe. */
+void xe_view_text(mt_out *o);
+void xe_view_json(mt_out *o, int with_targets);
+
+/* Time: the engine's clock (CLOCK_MONOTONIC ns). */
+uint64_t xe_now_ns(void);
+
+#endif /* MT_XE_H */
