@@ -21,6 +21,7 @@ static const struct command commands[] = {
     { "diff",   cmd_diff,   "compare two summary reports, category by category" },
     { "query",  cmd_query,  "ask a running tracked process for its summary, a baseline, or a diff" },
     { "export", cmd_export, "export a detail report's sites as folded stacks or a pprof profile" },
+    { "sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -87,7 +88,7 @@ static void usage(FILE *out)
           "\n"
           "Commands:\n", out);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "'memtrail help COMMAND' or 'memtrail COMMAND --help' describes a command.\n"
           "Exit status: 0 ok, 1 memtrail failed, 2 bad usage; 'run' passes the\n"
