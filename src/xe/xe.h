@@ -113,7 +113,8 @@ int xe_pred_eval(const xe_pred *p, const xe_event *ev);  /* 1 passes, 0 not */
 /* ---- memory --------------------------------------------------------------- */
 
 /* Anonymous mappings named "memtrail-xe" (PR_SET_VMA_ANON_NAME, where the
- * kernel has it), zeroed. xe_map returns NULL on failure. */
+ * kernel has it), zeroed. xe_map returns NULL on failure. A session's event
+ * buffers are mapped apart, named "memtrail-xe-buffers", and populated. */
 void *xe_map(size_t bytes);
 void xe_unmap(void *p, size_t bytes);
 
@@ -194,6 +195,9 @@ typedef struct xe_config {
     struct { const xe_target_ops *ops; char params[192]; } targets[XE_MAX_TARGETS];
     unsigned cpus, nodes;           /* 0: this machine's */
 } xe_config;
+
+/* The defaults: 4 MB, NONE, ALLOW_SINGLE_EVENT_LOSS, 30 s, all events. */
+void xe_config_defaults(xe_config *cfg);
 
 /* Parse "max_memory=4MB; memory_partition_mode=per_cpu; ...;
  * target=ring_buffer(max_events_limit=100); where=size >= 4096"

@@ -1,0 +1,330 @@
+/* xe_dispatch.c — a session's dispatcher thread: it takes sealed buffers
+ * from the queue, delivers their events to the asynchronous targets and
+ * recycles the buffers; it seals buffers whose first event is older than
+ * MAX_DISPATCH_LATENCY, serves flush and stop requests, and survives fork.
+ * Also the engine's clock (TSC ticks, converted to CLOCK_MONOTONIC ns at
+ * dispatch) and futex helpers. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "xe/xe_internal.h"
+
+/* ---- clock ------------------------------------------------------------------ */
+
+static struct {
+    uint64_t ticks0, ns0;
+    _Atomic uint64_t mult;      /* ns per tick, 32.32 fixed point */
+    _Atomic int state;          /* 0 none, 1 calibrating, 2 ready */
+} clk;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t xe_now_ns(void) { return mono_ns(); }
+
+uint64_t xe_ticks(void)
+{
+#if defined(__x86_64__)
+    return __rdtsc();
+#else
+    return mono_ns();
+#endif
+}
+
+void xe_clock_init(void)
+{
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&clk.state, &expect, 1)) {
+        while (atomic_load(&clk.state) != 2)
+            sched_yield();
+        return;
+    }
+#if defined(__x86_64__)
+    /* Tick rate over 2 ms; the dispatcher refines it over longer spans. */
+    uint64_t n0 = mono_ns(), t0 = xe_ticks(), n1, t1;
+    do {
+        n1 = mono_ns();
+        t1 = xe_ticks();
+    } while (n1 - n0 < 2000000u);
+    clk.ticks0 = t0;
+    clk.ns0 = n0;
+    atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0 ? t1 - t0 : 1)));
+#else
+    clk.ticks0 = 0;
+    clk.ns0 = 0;
+    atomic_store(&clk.mult, (uint64_t)1 << 32);
+#endif
+    atomic_store(&clk.state, 2);
+}
+
+/* Over a longer span the rate is known better (the dispatcher calls this). */
+static void clock_refine(void)
+{
+#if defined(__x86_64__)
+    uint64_t n = mono_ns(), t = xe_ticks();
+    if (n - clk.ns0 < 1000000000u || t <= clk.ticks0)
+        return;
+    atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n - clk.ns0) << 32) / (t - clk.ticks0)));
+#endif
+}
+
+uint64_t xe_ticks_to_ns(uint64_t ticks)
+{
+    uint64_t m = atomic_load_explicit(&clk.mult, memory_order_relaxed);
+    if (ticks >= clk.ticks0)
+        return clk.ns0 + (uint64_t)(((unsigned __int128)(ticks - clk.ticks0) * m) >> 32);
+    return clk.ns0 - (uint64_t)(((unsigned __int128)(clk.ticks0 - ticks) * m) >> 32);
+}
+
+uint64_t xe_ns_to_ticks(uint64_t ns)
+{
+    uint64_t m = atomic_load(&clk.mult);
+    unsigned __int128 t = ((unsigned __int128)ns << 32) / (m ? m : 1);
+    return t > UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)t;
+}
+
+/* ---- futexes ------------------------------------------------------------- */
+
+void xe_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns)
+{
+    struct timespec ts = { (time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u) };
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+void xe_futex_wake(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void xe_wake_dispatcher(xe_session *s)
+{
+    atomic_fetch_add(&s->wake_seq, 1);
+    if (atomic_load(&s->disp_idle))
+        xe_futex_wake(&s->wake_seq);
+}
+
+/* ---- delivery --------------------------------------------------------------- */
+
+void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev)
+{
+    (void)s;
+    ev->type = r->type;
+    ev->category = r->category;
+    ev->tid = r->tid;
+    ev->cpu = r->cpu;
+    ev->data_len = r->data_len;
+    ev->time_ns = xe_ticks_to_ns(r->tsc);
+    ev->size = r->size;
+    ev->address = r->address;
+    ev->old_address = r->old_address;
+    ev->site = r->site;
+    ev->key = r->key;
+    ev->value = r->value;
+    ev->data = r->data_len ? (const char *)r + XE_RECORD_FIXED : NULL;
+}
+
+static void deliver(xe_session *s, const xe_rec *r)
+{
+    xe_event ev;
+    xe_rec_to_event(s, r, &ev);
+    for (int i = 0; i < s->nasync; i++)
+        s->async[i]->ops->deliver(s->async[i], &ev);
+}
+
+/* Deliver a sealed buffer's events. */
+static void process(xe_session *s, uint32_t idx)
+{
+    uint64_t n = xe_walk(s, xe_buf(s, idx), s->nasync ? deliver : NULL);
+    for (int i = 0; i < s->nasync; i++)
+        if (s->async[i]->ops->flush)
+            s->async[i]->ops->flush(s->async[i]);
+    atomic_fetch_add(&s->delivered, n);
+}
+
+static int drain(xe_session *s)
+{
+    int any = 0;
+    for (;;) {
+        /* The batch lives in the session so a forked child can recycle what
+         * the parent's dispatcher had taken (batch[batch_at..batch_n)). */
+        uint32_t n = xe_stack_take_all(s, &s->queue, s->batch, XE_BATCH);
+        if (n == 0)
+            return any;
+        any = 1;
+        atomic_store(&s->batch_at, 0);
+        atomic_store(&s->batch_n, n);
+        for (uint32_t i = 0; i < n; i++) {
+            process(s, s->batch[i]);
+            atomic_fetch_sub(&s->pending, 1);
+            atomic_store(&s->batch_at, i + 1);
+            xe_recycle(s, s->batch[i]);
+        }
+        atomic_store(&s->batch_n, 0);
+    }
+}
+
+/* Seal a partition's current buffer (when `force`, even empty) and hand it
+ * to the queue; the partition gets a free buffer, or none once stopping. */
+static void seal_current(xe_session *s, xe_part *p, int force)
+{
+    int32_t idx = atomic_load_explicit(&p->cur, memory_order_acquire);
+    if (idx < 0)
+        return;
+    xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
+    if (!force && atomic_load(&b->first_tsc) == 0)
+        return;
+    if (xe_seal(s, (uint32_t)idx))
+        xe_replace(s, p, (uint32_t)idx, 0);
+}
+
+static void wait_producers(xe_session *s)
+{
+    while (atomic_load(&s->inflight) != 0)
+        sched_yield();
+}
+
+static void *dispatcher(void *arg)
+{
+    xe_session *s = arg;
+    uint64_t last_refine = xe_ticks();
+    for (;;) {
+        uint32_t seq = atomic_load(&s->wake_seq);
+        drain(s);
+        uint32_t freq = atomic_load(&s->flush_req);
+        int stop = atomic_load(&s->disp_stop);
+        uint64_t now = xe_ticks(), deadline = UINT64_MAX;
+        if (stop || freq != atomic_load(&s->flush_done)) {
+            for (uint32_t i = 0; i < s->nparts; i++)
+                seal_current(s, &s->parts[i], stop);
+            wait_producers(s);
+            drain(s);
+            if (stop)
+                break;
+            atomic_store(&s->flush_done, freq);
+            xe_futex_wake(&s->flush_done);
+            continue;
+        }
+        if (s->latency_tsc) {
+            for (uint32_t i = 0; i < s->nparts; i++) {
+                int32_t idx = atomic_load(&s->parts[i].cur);
+                if (idx < 0)
+                    continue;
+                uint64_t first = atomic_load(&xe_buf(s, (uint32_t)idx)->first_tsc);
+                if (!first)
+                    continue;
+                uint64_t due = first + s->latency_tsc;
+                if (now >= due)
+                    seal_current(s, &s->parts[i], 0);
+                else if (due < deadline)
+                    deadline = due;
+            }
+        }
+        if (atomic_load(&s->queue.head) & 0xffffffffu)
+            continue;
+        if (now - last_refine > xe_ns_to_ticks(1000000000u)) {
+            clock_refine();
+            last_refine = now;
+        }
+        uint64_t wait_ns = 1000000000u;
+        if (deadline != UINT64_MAX) {
+            uint64_t left = xe_ticks_to_ns(deadline) - xe_ticks_to_ns(now);
+            if (left < wait_ns)
+                wait_ns = left + 100000u;
+        }
+        atomic_store(&s->disp_idle, 1);
+        if (seq == atomic_load(&s->wake_seq))
+            xe_futex_wait(&s->wake_seq, seq, wait_ns);
+        atomic_store(&s->disp_idle, 0);
+    }
+    for (int i = 0; i < s->nasync; i++)
+        if (s->async[i]->ops->flush)
+            s->async[i]->ops->flush(s->async[i]);
+    return NULL;
+}
+
+int xe_dispatch_start(xe_session *s)
+{
+    atomic_store(&s->disp_stop, 0);
+    atomic_store(&s->flush_done, atomic_load(&s->flush_req));
+    /* The dispatcher takes no signals: a signal handler that reads a view
+     * (the agent's control socket) never interrupts a target's writer. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int rc = pthread_create(&s->disp, &attr, dispatcher, s);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -rc;
+    pthread_setname_np(s->disp, "memtrail-xe");
+    s->disp_running = 1;
+    s->pid = getpid();
+    return 0;
+}
+
+void xe_dispatch_stop(xe_session *s)
+{
+    if (!s->disp_running)
+        return;
+    atomic_store(&s->disp_stop, 1);
+    xe_wake_dispatcher(s);
+    xe_futex_wake(&s->wake_seq);
+    pthread_join(s->disp, NULL);
+    s->disp_running = 0;
+}
+
+void xe_dispatch_flush(xe_session *s)
+{
+    if (!s->disp_running)
+        return;
+    uint32_t want = atomic_fetch_add(&s->flush_req, 1) + 1;
+    xe_wake_dispatcher(s);
+    xe_futex_wake(&s->wake_seq);
+    for (;;) {
+        uint32_t done = atomic_load(&s->flush_done);
+        if ((int32_t)(done - want) >= 0)
+            break;
+        xe_futex_wait(&s->flush_done, done, 100 * 1000 * 1000);
+    }
+}
+
+/* In a forked child only the forking thread exists: the dispatcher is gone
+ * and a buffer it was delivering is in limbo. The child's sessions go on
+ * with a dispatcher of their own; what was buffered at the fork is
+ * delivered in both processes. */
+void xe_dispatch_after_fork(xe_session *s);
+void xe_dispatch_after_fork(xe_session *s)
+{
+    if (!s->disp_running)
+        return;
+    s->disp_running = 0;
+    atomic_store(&s->disp_idle, 0);
+    atomic_store(&s->free_waiters, 0);
+    atomic_store(&s->inflight, 0);
+    /* Buffers the parent's dispatcher had taken: the parent delivers them. */
+    uint32_t n = atomic_load(&s->batch_n);
+    for (uint32_t i = atomic_load(&s->batch_at); i < n; i++) {
+        atomic_fetch_sub(&s->pending, 1);
+        xe_recycle(s, s->batch[i]);
+    }
+    atomic_store(&s->batch_n, 0);
+    atomic_store(&s->flush_done, atomic_load(&s->flush_req));
+    xe_dispatch_start(s);
+}

@@ -1,0 +1,443 @@
+/* xe_fire.c — producers: firing an event into a session's buffers (the
+ * lock-free fast path: one fetch_add, the record, one release store), the
+ * slow path when a buffer fills (sealing, replacing, the retention modes),
+ * large events, and the buffer stacks the pools and the dispatch queue are
+ * made of. The protocol is described in xe_internal.h. */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "xe/xe_internal.h"
+
+static __thread uint32_t tls_tid;
+static __thread int tls_depth;      /* fires in progress on this thread (signal handlers nest) */
+
+void xe_fire_forget_tid(void);
+void xe_fire_forget_tid(void) { tls_tid = 0; }
+
+static inline uint32_t my_tid(void)
+{
+    if (__builtin_expect(tls_tid == 0, 0))
+        tls_tid = (uint32_t)syscall(SYS_gettid);
+    return tls_tid;
+}
+
+/* The CPU from glibc's rseq area (a load), else sched_getcpu. */
+static inline uint32_t my_cpu(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (__rseq_size != 0) {
+        const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+        uint32_t cpu = *(const volatile uint32_t *)&rs->cpu_id;
+        if ((int32_t)cpu >= 0)
+            return cpu;
+    }
+#endif
+    int c = sched_getcpu();
+    return c < 0 ? 0 : (uint32_t)c;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* ---- stacks ---------------------------------------------------------------- */
+
+void xe_stack_push(xe_session *s, xe_stack *st, uint32_t idx)
+{
+    xe_bufhdr *b = xe_buf(s, idx);
+    uint64_t h = atomic_load_explicit(&st->head, memory_order_relaxed);
+    for (;;) {
+        atomic_store_explicit(&b->next, (uint32_t)h, memory_order_relaxed);
+        uint64_t nh = ((h >> 32) + 1) << 32 | (uint64_t)(idx + 1);
+        if (atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_release,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+int32_t xe_stack_pop(xe_session *s, xe_stack *st)
+{
+    uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
+    for (;;) {
+        uint32_t top = (uint32_t)h;
+        if (top == 0)
+            return -1;
+        uint32_t next = atomic_load_explicit(&xe_buf(s, top - 1)->next, memory_order_relaxed);
+        uint64_t nh = ((h >> 32) + 1) << 32 | next;
+        if (atomic_compare_exchange_weak_explicit(&st->head, &h, nh, memory_order_acquire,
+                                                  memory_order_acquire))
+            return (int32_t)(top - 1);
+    }
+}
+
+uint32_t xe_stack_take_all(xe_session *s, xe_stack *st, uint32_t *out, uint32_t max)
+{
+    uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
+    while (!atomic_compare_exchange_weak_explicit(&st->head, &h, ((h >> 32) + 1) << 32,
+                                                  memory_order_acquire, memory_order_acquire))
+        ;
+    uint32_t n = 0;
+    for (uint32_t at = (uint32_t)h; at != 0 && n < max; at = atomic_load(&xe_buf(s, at - 1)->next))
+        out[n++] = at - 1;
+    for (uint32_t i = 0; i < n / 2; i++) {   /* pushed newest first: reverse */
+        uint32_t t = out[i];
+        out[i] = out[n - 1 - i];
+        out[n - 1 - i] = t;
+    }
+    return n;
+}
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+void xe_enqueue(xe_session *s, uint32_t idx)
+{
+    atomic_fetch_add(&s->pending, 1);
+    xe_stack_push(s, &s->queue, idx);
+    xe_wake_dispatcher(s);
+}
+
+int xe_seal(xe_session *s, uint32_t idx)
+{
+    xe_bufhdr *b = xe_buf(s, idx);
+    uint64_t r = atomic_fetch_add_explicit(&b->reserved, XE_SEALED, memory_order_seq_cst);
+    if (r & XE_SEAL_MASK)
+        return 0;
+    uint64_t off = r & XE_OFF_MASK, cap = xe_buf_cap(s, b);
+    b->end = off < cap ? off : cap;
+    return 1;
+}
+
+/* Open a free buffer for claims. Stale claims on it (from producers that
+ * loaded it as current long ago) are harmless from here on: it is live. */
+static void open_buffer(xe_bufhdr *b, uint32_t part)
+{
+    b->part = part;
+    b->end = 0;
+    atomic_store_explicit(&b->first_tsc, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->reserved, 0, memory_order_release);
+}
+
+/* A buffer opened but not installed: seal it again; if a stale claim got
+ * in meanwhile it holds an event, so it goes to the dispatcher. */
+static void unopen_buffer(xe_session *s, uint32_t idx)
+{
+    xe_bufhdr *b = xe_buf(s, idx);
+    if (xe_seal(s, idx) && b->end == 0) {
+        xe_stack_push(s, &s->free_pool, idx);
+        return;
+    }
+    xe_enqueue(s, idx);
+}
+
+/* `idx` just became the partition's current buffer. If the session is
+ * stopping, stop's sweep may have passed this partition already: take it
+ * back (the stop waits for this producer before its last drain). */
+static void check_installed(xe_session *s, xe_part *p, int32_t idx)
+{
+    if (atomic_load(&s->state) == XE_STARTED)
+        return;
+    int32_t expect = idx;
+    if (atomic_compare_exchange_strong(&p->cur, &expect, -1))
+        unopen_buffer(s, (uint32_t)idx);
+}
+
+int xe_install(xe_session *s, xe_part *p, int32_t expect, int32_t idx)
+{
+    open_buffer(xe_buf(s, (uint32_t)idx), (uint32_t)(p - s->parts));
+    if (atomic_compare_exchange_strong(&p->cur, &expect, idx)) {
+        check_installed(s, p, idx);
+        return 1;
+    }
+    unopen_buffer(s, (uint32_t)idx);
+    return expect >= 0;
+}
+
+static void count_drop(xe_session *s, uint64_t events)
+{
+    atomic_fetch_add_explicit(&s->dropped_events, events, memory_order_relaxed);
+}
+
+void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
+{
+    int32_t next = atomic_load(&s->state) == XE_STARTED ? xe_stack_pop(s, &s->free_pool) : -1;
+    if (next < 0 && allow_reuse) {
+        /* ALLOW_MULTIPLE_EVENT_LOSS: the full buffer is what gets lost. */
+        xe_bufhdr *b = xe_buf(s, idx);
+        uint64_t n = xe_walk(s, b, NULL);
+        count_drop(s, n);
+        atomic_fetch_add_explicit(&s->dropped_buffers, 1, memory_order_relaxed);
+        memset(xe_buf_data(b), 0, b->end + sizeof(uint64_t));
+        open_buffer(b, (uint32_t)(p - s->parts));
+        check_installed(s, p, (int32_t)idx);
+        return;   /* cur still is idx, open again */
+    }
+    xe_enqueue(s, idx);
+    int32_t expect = (int32_t)idx;
+    if (next >= 0) {
+        open_buffer(xe_buf(s, (uint32_t)next), (uint32_t)(p - s->parts));
+        if (atomic_compare_exchange_strong(&p->cur, &expect, next)) {
+            check_installed(s, p, next);
+            return;
+        }
+        unopen_buffer(s, (uint32_t)next);   /* stop took the partition */
+        return;
+    }
+    atomic_compare_exchange_strong(&p->cur, &expect, -1);
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static inline void write_record(char *at, uint64_t len, const xe_event *ev, uint64_t tsc, uint32_t cpu)
+{
+    xe_rec *r = (xe_rec *)at;
+    r->type = ev->type;
+    r->category = ev->category;
+    r->tid = my_tid();
+    r->cpu = cpu;
+    r->tsc = tsc;
+    r->size = ev->size;
+    r->address = ev->address;
+    r->old_address = ev->old_address;
+    r->site = ev->site;
+    r->key = ev->key;
+    r->value = ev->value;
+    r->data_len = ev->data_len;
+    r->pad = 0;
+    if (ev->data_len)
+        memcpy(at + XE_RECORD_FIXED, ev->data, ev->data_len);
+    atomic_store_explicit(&r->len, (uint32_t)len, memory_order_release);
+}
+
+static void note_first(xe_session *s, xe_bufhdr *b, uint64_t tsc)
+{
+    atomic_store_explicit(&b->first_tsc, tsc ? tsc : 1, memory_order_release);
+    if (s->latency_tsc)
+        xe_wake_dispatcher(s);   /* it may be sleeping with no deadline */
+}
+
+static void raise_largest(xe_session *s, uint64_t len)
+{
+    uint64_t cur = atomic_load_explicit(&s->largest_dropped, memory_order_relaxed);
+    while (cur < len && !atomic_compare_exchange_weak(&s->largest_dropped, &cur, len))
+        ;
+}
+
+/* NO_EVENT_LOSS: wait for the dispatcher to free a buffer of `pool`. */
+static int32_t wait_free(xe_session *s, xe_stack *pool)
+{
+    uint64_t t0 = xe_ticks();
+    int32_t idx;
+    for (;;) {
+        uint32_t seq = atomic_load(&s->free_seq);
+        idx = xe_stack_pop(s, pool);
+        if (idx >= 0 || atomic_load(&s->state) != XE_STARTED)
+            break;
+        atomic_fetch_add(&s->free_waiters, 1);
+        xe_futex_wait(&s->free_seq, seq, 10 * 1000 * 1000);
+        atomic_fetch_sub(&s->free_waiters, 1);
+    }
+    uint64_t t1 = xe_ticks();
+    atomic_fetch_add_explicit(&s->blocked_ns, xe_ticks_to_ns(t1) - xe_ticks_to_ns(t0), memory_order_relaxed);
+    return idx;
+}
+
+/* An event bigger than a regular buffer: one large buffer for it alone. */
+static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t tsc, uint32_t cpu)
+{
+    if (s->nlarge == 0 || len > s->large_cap) {
+        count_drop(s, 1);
+        raise_largest(s, len);
+        return -EMSGSIZE;
+    }
+    atomic_fetch_add(&s->inflight, 1);
+    int rc = 0;
+    if (atomic_load(&s->state) == XE_STARTED) {
+        int32_t idx = xe_stack_pop(s, &s->large_pool);
+        if (idx < 0 && s->cfg.retention == XE_NO_EVENT_LOSS && tls_depth == 1)
+            idx = wait_free(s, &s->large_pool);
+        if (idx >= 0) {
+            xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
+            open_buffer(b, 0);
+            atomic_store_explicit(&b->reserved, len, memory_order_relaxed);
+            atomic_store_explicit(&b->first_tsc, tsc ? tsc : 1, memory_order_relaxed);
+            write_record(xe_buf_data(b), len, ev, tsc, cpu);
+            xe_seal(s, (uint32_t)idx);
+            xe_enqueue(s, (uint32_t)idx);
+            rc = 1;
+        } else if (atomic_load(&s->state) == XE_STARTED) {
+            count_drop(s, 1);
+            rc = -ENOBUFS;
+        }
+    }
+    atomic_fetch_sub(&s->inflight, 1);
+    return rc;
+}
+
+/* Off the fast path: buffer `idx` (or none, -1) could not take the event.
+ * `straddle_off` >= 0 when this producer's claim crossed the buffer's end.
+ * Returns 1 to try again, 0 when the session stopped, or -ENOBUFS. */
+static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_off)
+{
+    atomic_fetch_add(&s->inflight, 1);   /* seq_cst: pairs with stop's state store */
+    int started = atomic_load(&s->state) == XE_STARTED;
+    int rc = 1;
+    if (straddle_off >= 0) {
+        xe_rec *end = (xe_rec *)(xe_buf_data(xe_buf(s, (uint32_t)idx)) + straddle_off);
+        atomic_store_explicit(&end->len, XE_END_MARK, memory_order_release);
+        if (xe_seal(s, (uint32_t)idx))
+            xe_replace(s, p, (uint32_t)idx,
+                       started && s->cfg.retention == XE_ALLOW_MULTIPLE_EVENT_LOSS && tls_depth == 1);
+    }
+    if (!started) {
+        rc = 0;
+        goto out;
+    }
+    for (unsigned spins = 0;; spins++) {
+        int32_t cur = atomic_load_explicit(&p->cur, memory_order_acquire);
+        if (cur != idx || atomic_load(&s->state) != XE_STARTED)
+            break;   /* another buffer is current (or stop): try again */
+        if (cur >= 0) {
+            /* Sealed or overflowing: its sealer is replacing it (or, losing
+             * a full buffer, opening it again). The sealer may be the
+             * context this signal handler interrupted. */
+            uint64_t r = atomic_load_explicit(&xe_buf(s, (uint32_t)cur)->reserved, memory_order_acquire);
+            if (!(r & XE_SEAL_MASK) && (r & XE_OFF_MASK) < s->cap)
+                break;
+            if (tls_depth > 1) {
+                count_drop(s, 1);
+                rc = -ENOBUFS;
+                break;
+            }
+            if (spins < 64)
+                cpu_relax();
+            else
+                sched_yield();
+            continue;
+        }
+        int32_t fresh = xe_stack_pop(s, &s->free_pool);
+        if (fresh < 0 && s->cfg.retention == XE_NO_EVENT_LOSS && tls_depth == 1)
+            fresh = wait_free(s, &s->free_pool);
+        if (fresh >= 0) {
+            xe_install(s, p, -1, fresh);
+            break;
+        }
+        if (atomic_load(&s->state) != XE_STARTED)
+            break;
+        count_drop(s, 1);
+        rc = -ENOBUFS;
+        break;
+    }
+    if (rc == 1 && atomic_load(&s->state) != XE_STARTED)
+        rc = 0;
+out:
+    atomic_fetch_sub(&s->inflight, 1);
+    return rc;
+}
+
+static void fire_sync(xe_session *s, const xe_event *ev, uint64_t tsc, uint32_t cpu)
+{
+    xe_event e = *ev;
+    e.tid = my_tid();
+    e.cpu = cpu;
+    e.time_ns = xe_ticks_to_ns(tsc);
+    for (int i = 0; i < s->nsync; i++)
+        s->sync[i]->ops->deliver(s->sync[i], &e);
+}
+
+static int fire(xe_session *s, const xe_event *ev)
+{
+    uint64_t len = xe_event_bytes(ev->data_len);
+    uint32_t cpu = my_cpu();
+    uint64_t tsc = xe_ticks();
+    if (__builtin_expect(len > s->cap, 0))
+        return fire_large(s, ev, len, tsc, cpu);
+    xe_part *p = &s->parts[s->nparts == 1 ? 0 : s->cpu_part[cpu < s->ncpu_map ? cpu : cpu % s->ncpu_map]];
+    for (;;) {
+        int32_t idx = atomic_load_explicit(&p->cur, memory_order_acquire);
+        int64_t straddle = -1;
+        if (__builtin_expect(idx >= 0, 1)) {
+            xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
+            uint64_t r = atomic_fetch_add_explicit(&b->reserved, len, memory_order_acquire);
+            if (__builtin_expect(!(r & XE_SEAL_MASK), 1)) {
+                uint64_t off = r & XE_OFF_MASK;
+                if (__builtin_expect(off + len <= s->cap, 1)) {
+                    write_record(xe_buf_data(b) + off, len, ev, tsc, cpu);
+                    if (__builtin_expect(off == 0, 0))
+                        note_first(s, b, tsc);
+                    return 1;
+                }
+                if (off <= s->cap)
+                    straddle = (int64_t)off;
+            }
+        }
+        int rc = slow_path(s, p, idx, straddle);
+        if (rc != 1)
+            return rc;
+    }
+}
+
+int xe_fire(xe_session *s, const xe_event *ev)
+{
+    if (__builtin_expect(atomic_load_explicit(&s->state, memory_order_relaxed) != XE_STARTED, 0))
+        return 0;
+    if (s->cfg.event_mask && !(ev->type < 32 && (s->cfg.event_mask >> ev->type & 1)))
+        return 0;
+    if (s->cfg.pred.n && !xe_pred_eval(&s->cfg.pred, ev))
+        return 0;
+    tls_depth++;
+    int rc = fire(s, ev);
+    tls_depth--;
+    if (s->nsync && rc != 0)
+        fire_sync(s, ev, xe_ticks(), my_cpu());
+    return rc;
+}
+
+/* ---- reading a sealed buffer ----------------------------------------------- */
+
+uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn)
+{
+    char *data = xe_buf_data(b);
+    uint64_t pos = 0, n = 0, end = b->end;
+    while (pos < end) {
+        xe_rec *r = (xe_rec *)(data + pos);
+        uint32_t len;
+        /* A claim being written: wait (bounded: a producer thread that
+         * vanished, e.g. in a forked child, must not stall the session). */
+        for (unsigned spins = 0; (len = atomic_load_explicit(&r->len, memory_order_acquire)) == 0; spins++) {
+            if (spins < 128)
+                cpu_relax();
+            else if (spins < 100000)
+                sched_yield();
+            else
+                return n;
+        }
+        if (len == XE_END_MARK || len < XE_RECORD_FIXED)
+            break;
+        if (fn)
+            fn(s, r);
+        n++;
+        pos += len;
+    }
+    return n;
+}
+
+void xe_recycle(xe_session *s, uint32_t idx)
+{
+    xe_bufhdr *b = xe_buf(s, idx);
+    uint64_t cap = xe_buf_cap(s, b);
+    uint64_t used = b->end + sizeof(uint64_t);   /* an end marker may follow */
+    memset(xe_buf_data(b), 0, used < cap ? used : cap);
+    b->end = 0;
+    atomic_store(&b->first_tsc, 0);
+    xe_stack_push(s, b->large ? &s->large_pool : &s->free_pool, idx);
+    atomic_fetch_add(&s->free_seq, 1);
+    if (atomic_load(&s->free_waiters))
+        xe_futex_wake(&s->free_seq);
+}

@@ -1,0 +1,169 @@
+/* xe_internal.h — a session's layout and the buffer protocol, shared by
+ * xe_session.c (life cycle, views), xe_fire.c (producers) and
+ * xe_dispatch.c (the dispatcher thread). Not part of the interface.
+ *
+ * The buffer protocol. A buffer is k x 64 KiB of memory: a 192-byte header,
+ * regular_buffer_size bytes of records, and 13 spare bytes at the end (the
+ * seed's 205 bytes of overhead). `reserved` holds the next free offset and,
+ * in its top bits, SEALED. A producer claims room with one fetch_add on
+ * `reserved`, writes its record and publishes it by storing the record's
+ * length last (release). A claim that does not fit and starts at or before
+ * the end (the "straddler": exactly one per buffer) writes an end marker
+ * and seals. The dispatcher seals by time. Whoever's fetch_add sets SEALED
+ * first is the buffer's sealer: it alone moves the partition's `cur` off the
+ * buffer and hands the buffer on. Claims that see SEALED write nothing. The
+ * reader of a sealed buffer walks records from 0 up to min(claimed, size),
+ * waiting for each length to appear, and stops at an end marker. */
+#ifndef MT_XE_INTERNAL_H
+#define MT_XE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "xe/xe.h"
+
+#define XE_SEALED (1ull << 62)
+#define XE_SEAL_MASK (3ull << 62)
+#define XE_OFF_MASK ((1ull << 40) - 1)
+#define XE_DATA_OFF 192u          /* header; the other 13 bytes of overhead end the buffer */
+#define XE_END_MARK 1u            /* a record length that ends a sealed buffer */
+
+/* A record in a buffer (XE_RECORD_FIXED bytes, then data). */
+typedef struct xe_rec {
+    _Atomic uint32_t len;         /* written last: 0 = not yet, XE_END_MARK = end */
+    uint16_t type;
+    uint16_t category;
+    uint32_t tid;
+    uint32_t cpu;
+    uint64_t tsc;                 /* the engine's clock, converted at dispatch */
+    uint64_t size, address, old_address, site, key, value;
+    uint32_t data_len;
+    uint32_t pad;
+} xe_rec;
+_Static_assert(sizeof(xe_rec) == XE_RECORD_FIXED, "record layout");
+
+typedef struct xe_bufhdr {
+    _Atomic uint64_t reserved;    /* claimed offset | SEALED */
+    _Atomic uint64_t first_tsc;   /* when its first event was claimed; 0 = empty */
+    uint64_t end;                 /* set by the sealer: min(claimed, size) */
+    _Atomic uint32_t next;        /* link in a pool or the dispatch queue (index + 1) */
+    uint32_t index;
+    uint32_t large;
+    uint32_t part;                /* partition it was current in */
+} xe_bufhdr;
+_Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
+
+typedef struct xe_part {
+    _Alignas(64) _Atomic int32_t cur;   /* current buffer, -1 none */
+} xe_part;
+
+/* A lock-free stack of buffer indexes (index + 1 in the low half, a tag
+ * against ABA in the high half). Pools and the dispatch queue. */
+typedef struct xe_stack {
+    _Alignas(64) _Atomic uint64_t head;
+} xe_stack;
+
+struct xe_session {
+    xe_config cfg;
+    xe_plan_out plan;
+    size_t map_bytes;             /* this struct's mapping, with parts and cpu map */
+    _Atomic int state;
+    int64_t create_time_ns;
+
+    uint32_t nbuf, nlarge, nparts;
+    uint64_t cap, large_cap;      /* usable bytes */
+    char *regular_base, *large_base;
+    size_t regular_stride, large_stride;
+    xe_part *parts;
+    uint32_t *cpu_part;           /* cpu -> partition */
+    uint32_t ncpu_map;
+
+    xe_stack free_pool, large_pool, queue;
+
+    /* Producers waiting for a free buffer (NO_EVENT_LOSS). */
+    _Alignas(64) _Atomic uint32_t free_seq;
+    _Atomic uint32_t free_waiters;
+    /* Producers between leaving the fast path and finishing their slow path. */
+    _Atomic uint32_t inflight;
+
+    /* The dispatcher. */
+    _Alignas(64) _Atomic uint32_t wake_seq;
+    _Atomic int disp_idle;
+    _Atomic int disp_stop;
+    _Atomic uint32_t flush_req, flush_done;
+#define XE_BATCH 256
+    uint32_t batch[XE_BATCH];     /* taken from the queue, being processed */
+    _Atomic uint32_t batch_n, batch_at;
+    pthread_t disp;
+    int disp_running;
+    pid_t pid;
+    uint64_t latency_tsc;         /* max_dispatch_latency in clock units; 0 = infinite */
+
+    /* The view's counters. */
+    _Alignas(64) _Atomic uint64_t pending;
+    _Atomic uint64_t dropped_events, dropped_buffers, blocked_ns, largest_dropped;
+    _Atomic uint64_t delivered;
+
+    xe_target targets[XE_MAX_TARGETS];
+    int nsync, nasync;
+    xe_target *sync[XE_MAX_TARGETS], *async[XE_MAX_TARGETS];
+};
+
+static inline xe_bufhdr *xe_buf(const xe_session *s, uint32_t idx)
+{
+    if (idx < s->nbuf)
+        return (xe_bufhdr *)(s->regular_base + (size_t)idx * s->regular_stride);
+    return (xe_bufhdr *)(s->large_base + (size_t)(idx - s->nbuf) * s->large_stride);
+}
+static inline char *xe_buf_data(xe_bufhdr *b) { return (char *)b + XE_DATA_OFF; }
+static inline uint64_t xe_buf_cap(const xe_session *s, const xe_bufhdr *b)
+{
+    return b->large ? s->large_cap : s->cap;
+}
+
+/* Stacks (xe_fire.c). */
+void xe_stack_push(xe_session *s, xe_stack *st, uint32_t idx);
+int32_t xe_stack_pop(xe_session *s, xe_stack *st);          /* -1 empty */
+uint32_t xe_stack_take_all(xe_session *s, xe_stack *st, uint32_t *out, uint32_t max); /* oldest first */
+
+/* Hand a sealed buffer to the dispatcher. */
+void xe_enqueue(xe_session *s, uint32_t idx);
+/* Make a free buffer the partition's current one if it has none (cur == -1).
+ * Returns 1 when cur is now >= 0. */
+int xe_install(xe_session *s, xe_part *p, int32_t expect, int32_t idx);
+/* Seal buffer idx if nobody has; 1 if this call sealed it (b->end set). */
+int xe_seal(xe_session *s, uint32_t idx);
+/* After sealing the partition's current buffer `idx`: give the partition a
+ * free buffer, or none (-1). With `reuse`, idx itself is dropped (its events
+ * counted lost) and becomes current again (ALLOW_MULTIPLE_EVENT_LOSS). */
+void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse);
+
+/* Records of a sealed buffer, waiting for claims still being written
+ * (bounded). Calls fn per record unless fn is NULL; returns the count. */
+typedef void (*xe_rec_fn)(xe_session *s, const xe_rec *r);
+uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn);
+/* Zero the used part of a walked buffer and return it to its pool. */
+void xe_recycle(xe_session *s, uint32_t idx);
+
+/* Dispatcher (xe_dispatch.c). */
+int xe_dispatch_start(xe_session *s);
+void xe_dispatch_stop(xe_session *s);
+void xe_dispatch_flush(xe_session *s);
+void xe_wake_dispatcher(xe_session *s);
+void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev);
+
+/* Clock (xe_dispatch.c): raw ticks (TSC on x86-64) and their conversion. */
+uint64_t xe_ticks(void);
+uint64_t xe_ticks_to_ns(uint64_t ticks);
+uint64_t xe_ns_to_ticks(uint64_t ns);
+void xe_clock_init(void);
+
+/* Futex helpers (xe_dispatch.c). */
+void xe_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns);
+void xe_futex_wake(_Atomic uint32_t *addr);
+
+/* Registry (xe_session.c): the fork handler's view. */
+void xe_atfork_child(void);
+
+#endif /* MT_XE_INTERNAL_H */

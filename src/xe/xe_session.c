@@ -1,0 +1,616 @@
+/* xe_session.c — a session's life: sizing and mapping its buffers,
+ * partitions and targets, start/stop/flush/drop, the registry of a
+ * process's sessions, fork, and the sessions view (text and JSON,
+ * async-signal-safe). */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xe/xe_internal.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
+static _Atomic(xe_session *) registry[XE_MAX_SESSIONS];
+static _Atomic int registry_lock;
+static _Atomic int viewers;            /* views in progress (drop waits for them) */
+static _Atomic int atfork_done;
+
+static void lock_registry(void)
+{
+    int expect = 0;
+    while (!atomic_compare_exchange_weak(&registry_lock, &expect, 1)) {
+        expect = 0;
+        sched_yield();
+    }
+}
+static void unlock_registry(void) { atomic_store(&registry_lock, 0); }
+
+static int say(char *why, size_t whylen, const char *a, uint64_t n, const char *b)
+{
+    if (why && whylen) {
+        mt_out o;
+        mt_out_init(&o, why, whylen, -1);
+        mt_out_str(&o, a);
+        if (b) {
+            mt_out_u64(&o, n);
+            mt_out_str(&o, b);
+        }
+        mt_out_cstr(&o);
+    }
+    return 0;
+}
+
+/* ---- machine shape -------------------------------------------------------- */
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    return 0;
+}
+
+static unsigned machine_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+/* How many NUMA nodes; fills cpu_node[cpu] from /sys/devices/system/node/nodeN/cpulist. */
+static unsigned machine_nodes(uint32_t *cpu_node, unsigned ncpu)
+{
+    unsigned nodes = 0;
+    for (unsigned node = 0; node < 1024; node++) {
+        char path[96], buf[4096];
+        mt_out o;
+        mt_out_init(&o, path, sizeof path, -1);
+        mt_out_str(&o, "/sys/devices/system/node/node");
+        mt_out_u64(&o, node);
+        mt_out_str(&o, "/cpulist");
+        if (read_small(mt_out_cstr(&o), buf, sizeof buf) < 0) {
+            if (node > 64 || (node > 0 && nodes == 0))
+                break;
+            continue;
+        }
+        nodes = node + 1;
+        /* "0-3,8-11" */
+        for (char *p = buf; *p && *p != '\n';) {
+            unsigned a = 0, b;
+            while (*p >= '0' && *p <= '9')
+                a = a * 10 + (unsigned)(*p++ - '0');
+            b = a;
+            if (*p == '-') {
+                p++;
+                b = 0;
+                while (*p >= '0' && *p <= '9')
+                    b = b * 10 + (unsigned)(*p++ - '0');
+            }
+            for (unsigned c = a; c <= b && c < ncpu; c++)
+                if (cpu_node)
+                    cpu_node[c] = node;
+            if (*p == ',')
+                p++;
+            else
+                break;
+        }
+    }
+    return nodes ? nodes : 1;
+}
+
+/* ---- create / drop ---------------------------------------------------------- */
+
+static void *map_buffers(size_t bytes, int populate)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, bytes, (unsigned long)"memtrail-xe-buffers");
+    return p;
+}
+
+static void unmap_session(xe_session *s)
+{
+    for (int i = 0; i < s->cfg.ntargets; i++)
+        if (s->targets[i].ops && s->targets[i].ops->close)
+            s->targets[i].ops->close(&s->targets[i]);
+    if (s->regular_base)
+        munmap(s->regular_base, (size_t)s->nbuf * s->regular_stride);
+    if (s->large_base)
+        munmap(s->large_base, (size_t)s->nlarge * s->large_stride);
+    xe_unmap(s, s->map_bytes);
+}
+
+static void init_buffers(xe_session *s)
+{
+    for (uint32_t i = 0; i < s->nbuf + s->nlarge; i++) {
+        xe_bufhdr *b = xe_buf(s, i);
+        b->index = i;
+        b->large = i >= s->nbuf;
+        atomic_store(&b->reserved, XE_SEALED);   /* pooled buffers take no claims */
+    }
+    for (uint32_t i = s->nbuf; i-- > 0;)
+        xe_stack_push(s, &s->free_pool, i);
+    for (uint32_t i = s->nlarge; i-- > 0;)
+        xe_stack_push(s, &s->large_pool, s->nbuf + i);
+}
+
+static int setup_targets(xe_session *s, char *why, size_t whylen)
+{
+    for (int i = 0; i < s->cfg.ntargets; i++) {
+        xe_target *t = &s->targets[i];
+        t->ops = s->cfg.targets[i].ops;
+        memcpy(t->params, s->cfg.targets[i].params, sizeof t->params);
+        char sub[200];
+        int rc = t->ops->init(t, t->params, sub, sizeof sub);
+        if (rc < 0) {
+            t->ops = NULL;
+            if (why && whylen) {
+                mt_out o;
+                mt_out_init(&o, why, whylen, -1);
+                mt_out_str(&o, s->cfg.targets[i].ops->name);
+                mt_out_str(&o, ": ");
+                mt_out_str(&o, sub);
+                mt_out_cstr(&o);
+            }
+            return rc;
+        }
+        if (t->ops->synchronous)
+            s->sync[s->nsync++] = t;
+        else
+            s->async[s->nasync++] = t;
+    }
+    return 0;
+}
+
+static void atfork_child(void) { xe_atfork_child(); }
+
+static int register_session(xe_session *s, char *why, size_t whylen)
+{
+    lock_registry();
+    int slot = -1;
+    for (int i = 0; i < XE_MAX_SESSIONS; i++) {
+        xe_session *o = atomic_load(&registry[i]);
+        if (!o) {
+            if (slot < 0)
+                slot = i;
+        } else if (strcmp(o->cfg.name, s->cfg.name) == 0) {
+            unlock_registry();
+            say(why, whylen, "a session with this name exists", 0, NULL);
+            return -EEXIST;
+        }
+    }
+    if (slot < 0) {
+        unlock_registry();
+        say(why, whylen, "too many sessions (at most ", XE_MAX_SESSIONS, ")");
+        return -ENOSPC;
+    }
+    atomic_store(&registry[slot], s);
+    unlock_registry();
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&atfork_done, &expect, 1))
+        pthread_atfork(NULL, NULL, atfork_child);
+    return 0;
+}
+
+int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    if (!cfg->name[0]) {
+        say(why, whylen, "a session needs a name", 0, NULL);
+        return -EINVAL;
+    }
+    unsigned ncpu = machine_cpus();
+    xe_plan_in in = { .max_memory = cfg->max_memory,
+                      .max_event_size = cfg->max_event_size,
+                      .mode = cfg->mode,
+                      .cpus = cfg->cpus ? cfg->cpus : ncpu,
+                      .nodes = cfg->nodes ? cfg->nodes : machine_nodes(NULL, 0),
+                      .strict = cfg->strict };
+    xe_plan_out plan;
+    int rc = xe_plan(&in, &plan, why, whylen);
+    if (rc < 0)
+        return rc;
+    uint32_t nparts = cfg->mode == XE_PART_NONE ? 1 : cfg->mode == XE_PART_PER_NODE ? in.nodes : in.cpus;
+    uint32_t nmap = ncpu > nparts ? ncpu : nparts;
+    size_t head = (sizeof(xe_session) + 63) & ~(size_t)63;
+    size_t bytes = head + (size_t)nparts * sizeof(xe_part) + (size_t)nmap * sizeof(uint32_t);
+    xe_session *s = xe_map(bytes);
+    if (!s) {
+        say(why, whylen, "cannot map the session", 0, NULL);
+        return -ENOMEM;
+    }
+    s->map_bytes = bytes;
+    s->cfg = *cfg;
+    s->plan = plan;
+    s->parts = (xe_part *)((char *)s + head);
+    s->cpu_part = (uint32_t *)((char *)s->parts + (size_t)nparts * sizeof(xe_part));
+    s->nparts = nparts;
+    s->ncpu_map = nmap;
+    if (cfg->mode == XE_PART_PER_NODE && !cfg->nodes)
+        machine_nodes(s->cpu_part, nmap);
+    for (uint32_t c = 0; c < nmap; c++) {
+        if (cfg->mode == XE_PART_PER_CPU)
+            s->cpu_part[c] = c % nparts;
+        else if (cfg->mode == XE_PART_PER_NODE)
+            s->cpu_part[c] = (cfg->nodes ? c : s->cpu_part[c]) % nparts;
+        else
+            s->cpu_part[c] = 0;
+    }
+    for (uint32_t i = 0; i < nparts; i++)
+        atomic_store(&s->parts[i].cur, -1);
+    s->nbuf = plan.total_regular_buffers;
+    s->nlarge = plan.total_large_buffers;
+    s->cap = plan.regular_buffer_size;
+    s->large_cap = plan.large_buffer_size;
+    s->regular_stride = plan.regular_buffer_alloc;
+    s->large_stride = plan.large_buffer_alloc;
+    s->regular_base = map_buffers((size_t)s->nbuf * s->regular_stride, 1);
+    if (s->nlarge)
+        s->large_base = map_buffers((size_t)s->nlarge * s->large_stride, 0);
+    if (!s->regular_base || (s->nlarge && !s->large_base)) {
+        say(why, whylen, "cannot map ", plan.memory_allocated, " bytes of buffers");
+        unmap_session(s);
+        return -ENOMEM;
+    }
+    init_buffers(s);
+    xe_clock_init();
+    s->latency_tsc = cfg->max_dispatch_latency_ns == XE_LATENCY_INFINITE
+                         ? 0 : xe_ns_to_ticks(cfg->max_dispatch_latency_ns);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->create_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    atomic_store(&s->state, XE_CREATED);
+    if ((rc = setup_targets(s, why, whylen)) < 0 || (rc = register_session(s, why, whylen)) < 0) {
+        unmap_session(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int xe_session_start(xe_session *s)
+{
+    int st = atomic_load(&s->state);
+    if (st == XE_STARTED)
+        return -EALREADY;
+    if (st != XE_CREATED && st != XE_STOPPED)
+        return -EBUSY;
+    int rc = xe_dispatch_start(s);
+    if (rc < 0)
+        return rc;
+    atomic_store(&s->state, XE_STARTED);
+    for (uint32_t i = 0; i < s->nparts; i++) {
+        int32_t idx = xe_stack_pop(s, &s->free_pool);
+        if (idx < 0)
+            break;
+        xe_install(s, &s->parts[i], -1, idx);
+    }
+    return 0;
+}
+
+int xe_session_stop(xe_session *s)
+{
+    int expect = XE_STARTED;
+    if (!atomic_compare_exchange_strong(&s->state, &expect, XE_STOPPING))
+        return expect == XE_STOPPING ? -EBUSY : -EALREADY;
+    xe_dispatch_stop(s);
+    atomic_store(&s->state, XE_STOPPED);
+    return 0;
+}
+
+int xe_session_flush(xe_session *s)
+{
+    if (atomic_load(&s->state) != XE_STARTED)
+        return -EINVAL;
+    xe_dispatch_flush(s);
+    return 0;
+}
+
+int xe_session_drop(xe_session *s)
+{
+    xe_session_stop(s);
+    lock_registry();
+    for (int i = 0; i < XE_MAX_SESSIONS; i++)
+        if (atomic_load(&registry[i]) == s)
+            atomic_store(&registry[i], NULL);
+    unlock_registry();
+    while (atomic_load(&viewers) != 0)
+        sched_yield();
+    unmap_session(s);
+    return 0;
+}
+
+xe_session *xe_session_find(const char *name)
+{
+    for (int i = 0; i < XE_MAX_SESSIONS; i++) {
+        xe_session *s = atomic_load(&registry[i]);
+        if (s && strcmp(s->cfg.name, name) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+int xe_sessions(xe_session **out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < XE_MAX_SESSIONS && n < max; i++) {
+        xe_session *s = atomic_load(&registry[i]);
+        if (s)
+            out[n++] = s;
+    }
+    return n;
+}
+
+const xe_config *xe_session_config(const xe_session *s) { return &s->cfg; }
+
+xe_target *xe_session_target(xe_session *s, const char *name)
+{
+    for (int i = 0; i < s->cfg.ntargets; i++)
+        if (s->targets[i].ops && strcmp(s->targets[i].ops->name, name) == 0)
+            return &s->targets[i];
+    return NULL;
+}
+
+void xe_dispatch_after_fork(xe_session *s);
+void xe_fire_forget_tid(void);
+
+void xe_atfork_child(void)
+{
+    xe_fire_forget_tid();
+    for (int i = 0; i < XE_MAX_SESSIONS; i++) {
+        xe_session *s = atomic_load(&registry[i]);
+        if (s)
+            xe_dispatch_after_fork(s);
+    }
+}
+
+/* ---- the view ---------------------------------------------------------------- */
+
+static const char *policy_desc(enum xe_retention r)
+{
+    return r == XE_ALLOW_SINGLE_EVENT_LOSS ? "drop_event"
+           : r == XE_ALLOW_MULTIPLE_EVENT_LOSS ? "drop_full_buffer" : "do_not_drop_event";
+}
+
+static const char *state_name(int st)
+{
+    return st == XE_CREATED ? "created" : st == XE_STARTED ? "started" : st == XE_STOPPING ? "stopping" : "stopped";
+}
+
+void xe_session_info_get(xe_session *s, xe_session_info *in)
+{
+    memset(in, 0, sizeof *in);
+    memcpy(in->name, s->cfg.name, sizeof in->name);
+    in->state = atomic_load(&s->state);
+    in->pending_buffers = atomic_load(&s->pending);
+    in->total_regular_buffers = s->plan.total_regular_buffers;
+    in->regular_buffer_size = s->plan.regular_buffer_size;
+    in->total_large_buffers = s->plan.total_large_buffers;
+    in->large_buffer_size = s->plan.large_buffer_size;
+    in->total_buffer_size = s->plan.total_buffer_size;
+    in->buffer_policy_desc = policy_desc(s->cfg.retention);
+    in->dropped_event_count = atomic_load(&s->dropped_events);
+    in->dropped_buffer_count = atomic_load(&s->dropped_buffers);
+    in->blocked_event_fire_time_ns = atomic_load(&s->blocked_ns);
+    in->largest_event_dropped_size = atomic_load(&s->largest_dropped);
+    in->create_time_ns = s->create_time_ns;
+    in->events_delivered = atomic_load(&s->delivered);
+    in->max_memory = s->cfg.max_memory;
+    in->memory_allocated = s->plan.memory_allocated;
+    in->max_dispatch_latency_ns = s->cfg.max_dispatch_latency_ns;
+    in->mode = s->cfg.mode;
+    in->strict = s->cfg.strict;
+    in->partitions = s->nparts;
+    in->ntargets = s->cfg.ntargets;
+}
+
+/* "2026-11-23T10:04:05.123Z" without libc's time functions (not
+ * async-signal-safe). Days to civil date: Howard Hinnant's algorithm. */
+static void put_time(mt_out *o, int64_t ns)
+{
+    int64_t secs = ns / 1000000000, days = secs / 86400, rem = secs % 86400;
+    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    int64_t parts[] = { y, m, d, rem / 3600, rem / 60 % 60, rem % 60 };
+    const char *sep[] = { "-", "-", "T", ":", ":", "." };
+    for (int i = 0; i < 6; i++) {
+        if (i > 0 && parts[i] < 10)
+            mt_out_char(o, '0');
+        mt_out_i64(o, parts[i]);
+        mt_out_str(o, sep[i]);
+    }
+    int64_t ms = ns / 1000000 % 1000;
+    if (ms < 100)
+        mt_out_char(o, '0');
+    if (ms < 10)
+        mt_out_char(o, '0');
+    mt_out_i64(o, ms);
+    mt_out_char(o, 'Z');
+}
+
+static void put_latency(mt_out *o, uint64_t ns, int json)
+{
+    if (ns == XE_LATENCY_INFINITE) {
+        mt_out_str(o, json ? "null" : "INFINITE");
+        return;
+    }
+    mt_out_u64(o, json ? ns : ns / 1000000);
+    if (!json)
+        mt_out_str(o, " ms");
+}
+
+/* Views may run in a signal handler while a session is dropped: the
+ * registry entry is read under the viewers count that drop waits for. */
+static int view_begin(xe_session **list)
+{
+    atomic_fetch_add(&viewers, 1);
+    return xe_sessions(list, XE_MAX_SESSIONS);
+}
+static void view_end(void) { atomic_fetch_sub(&viewers, 1); }
+
+void xe_view_text(mt_out *o)
+{
+    xe_session *list[XE_MAX_SESSIONS];
+    int n = view_begin(list);
+    if (n == 0)
+        mt_out_str(o, "no event sessions\n");
+    for (int i = 0; i < n; i++) {
+        xe_session_info in;
+        xe_session_info_get(list[i], &in);
+        struct { const char *k; uint64_t v; } rows[] = {
+            { "pending_buffers", in.pending_buffers },
+            { "total_regular_buffers", in.total_regular_buffers },
+            { "regular_buffer_size", in.regular_buffer_size },
+            { "total_large_buffers", in.total_large_buffers },
+            { "large_buffer_size", in.large_buffer_size },
+            { "total_buffer_size", in.total_buffer_size },
+        };
+        struct { const char *k; uint64_t v; } rows2[] = {
+            { "dropped_event_count", in.dropped_event_count },
+            { "dropped_buffer_count", in.dropped_buffer_count },
+            { "blocked_event_fire_time", in.blocked_event_fire_time_ns / 1000000 },
+            { "largest_event_dropped_size", in.largest_event_dropped_size },
+            { "events_delivered", in.events_delivered },
+            { "max_memory", in.max_memory },
+            { "memory_allocated", in.memory_allocated },
+            { "partitions", in.partitions },
+        };
+        mt_out_str(o, i ? "\nname                        " : "name                        ");
+        mt_out_str(o, in.name);
+        mt_out_str(o, " (");
+        mt_out_str(o, state_name(in.state));
+        mt_out_str(o, ")\n");
+        for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+            mt_out_str(o, rows[k].k);
+            for (size_t pad = strlen(rows[k].k); pad < 28; pad++)
+                mt_out_char(o, ' ');
+            mt_out_u64(o, rows[k].v);
+            mt_out_char(o, '\n');
+        }
+        mt_out_str(o, "buffer_policy_desc          ");
+        mt_out_str(o, in.buffer_policy_desc);
+        mt_out_char(o, '\n');
+        for (size_t k = 0; k < sizeof rows2 / sizeof rows2[0]; k++) {
+            mt_out_str(o, rows2[k].k);
+            for (size_t pad = strlen(rows2[k].k); pad < 28; pad++)
+                mt_out_char(o, ' ');
+            mt_out_u64(o, rows2[k].v);
+            mt_out_str(o, k == 2 ? " ms\n" : "\n");
+        }
+        mt_out_str(o, "memory_partition_mode       ");
+        mt_out_str(o, xe_partition_mode_name(in.mode));
+        mt_out_str(o, in.strict ? " (strict_max_memory)\nmax_dispatch_latency        "
+                                : "\nmax_dispatch_latency        ");
+        put_latency(o, in.max_dispatch_latency_ns, 0);
+        mt_out_str(o, "\ncreate_time                 ");
+        put_time(o, in.create_time_ns);
+        mt_out_char(o, '\n');
+    }
+    view_end();
+}
+
+static void json_str(mt_out *o, const char *s)
+{
+    mt_out_char(o, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            mt_out_char(o, '\\');
+            mt_out_char(o, (char)c);
+        } else if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            mt_out_str(o, "\\u00");
+            mt_out_char(o, hex[c >> 4]);
+            mt_out_char(o, hex[c & 15]);
+        } else {
+            mt_out_char(o, (char)c);
+        }
+    }
+    mt_out_char(o, '"');
+}
+
+static void json_u64(mt_out *o, const char *k, uint64_t v)
+{
+    mt_out_str(o, ",\"");
+    mt_out_str(o, k);
+    mt_out_str(o, "\":");
+    mt_out_u64(o, v);
+}
+
+void xe_view_json(mt_out *o, int with_targets)
+{
+    xe_session *list[XE_MAX_SESSIONS];
+    int n = view_begin(list);
+    mt_out_str(o, "{\"sessions\":[");
+    for (int i = 0; i < n; i++) {
+        xe_session *s = list[i];
+        xe_session_info in;
+        xe_session_info_get(s, &in);
+        mt_out_str(o, i ? ",{\"name\":" : "{\"name\":");
+        json_str(o, in.name);
+        mt_out_str(o, ",\"state\":");
+        json_str(o, state_name(in.state));
+        json_u64(o, "pending_buffers", in.pending_buffers);
+        json_u64(o, "total_regular_buffers", in.total_regular_buffers);
+        json_u64(o, "regular_buffer_size", in.regular_buffer_size);
+        json_u64(o, "total_large_buffers", in.total_large_buffers);
+        json_u64(o, "large_buffer_size", in.large_buffer_size);
+        json_u64(o, "total_buffer_size", in.total_buffer_size);
+        mt_out_str(o, ",\"buffer_policy_desc\":");
+        json_str(o, in.buffer_policy_desc);
+        json_u64(o, "dropped_event_count", in.dropped_event_count);
+        json_u64(o, "dropped_buffer_count", in.dropped_buffer_count);
+        json_u64(o, "blocked_event_fire_time", in.blocked_event_fire_time_ns / 1000000);
+        json_u64(o, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
+        json_u64(o, "largest_event_dropped_size", in.largest_event_dropped_size);
+        mt_out_str(o, ",\"create_time\":\"");
+        put_time(o, in.create_time_ns);
+        mt_out_str(o, "\"");
+        json_u64(o, "create_time_ns", (uint64_t)in.create_time_ns);
+        json_u64(o, "events_delivered", in.events_delivered);
+        json_u64(o, "max_memory", in.max_memory);
+        json_u64(o, "memory_allocated", in.memory_allocated);
+        mt_out_str(o, ",\"memory_partition_mode\":");
+        json_str(o, xe_partition_mode_name(in.mode));
+        json_u64(o, "partitions", in.partitions);
+        mt_out_str(o, ",\"strict_max_memory\":");
+        mt_out_str(o, in.strict ? "true" : "false");
+        mt_out_str(o, ",\"max_dispatch_latency_ns\":");
+        put_latency(o, in.max_dispatch_latency_ns, 1);
+        mt_out_str(o, ",\"predicate\":");
+        json_str(o, s->cfg.pred.text);
+        mt_out_str(o, ",\"targets\":[");
+        for (int t = 0; t < s->cfg.ntargets; t++) {
+            xe_target *tg = &s->targets[t];
+            if (t)
+                mt_out_char(o, ',');
+            if (with_targets && tg->ops->view_json) {
+                tg->ops->view_json(tg, o);
+            } else {
+                mt_out_str(o, "{\"target\":");
+                json_str(o, tg->ops->name);
+                mt_out_char(o, '}');
+            }
+        }
+        mt_out_str(o, "]}");
+    }
+    mt_out_str(o, "]}\n");
+    view_end();
+}
