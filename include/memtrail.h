@@ -116,7 +116,8 @@ int mt_session_stop(mt_session *session);
  * 0 or -errno. */
 int mt_session_flush(mt_session *session);
 
-/* Stop the session and free everything it has; `session` is invalid after. */
+/* Stop the session and unmap everything it has. `session` is invalid
+ * after, so no other thread may still fire into it. */
 int mt_session_drop(mt_session *session);
 
 /* Fire one event. Returns 1 when the session collected it, 0 when it was

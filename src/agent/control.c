@@ -337,7 +337,6 @@ static void serve_one(int fd)
         mt_out o;
         mt_out_init_socket(&o, reply, sizeof reply, fd);
         xe_view_json(&o, 1);
-        mt_out_char(&o, '\n');
         mt_out_flush(&o);
     } else {
         char msg[256];

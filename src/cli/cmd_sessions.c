@@ -179,6 +179,30 @@ static int render(FILE *out, const struct json *j, int indent, const char *skip)
     return 0;
 }
 
+/* Without --targets, a target is its name only (as the engine's view
+ * without data has it): every other member goes. */
+static void targets_by_name(struct json *sessions)
+{
+    for (size_t i = 0; i < sessions->n; i++) {
+        struct json *t = (struct json *)json_get(sessions->items[i], "targets");
+        for (size_t k = 0; t && t->kind == JSON_ARRAY && k < t->n; k++) {
+            struct json *o = t->items[k];
+            size_t keep = 0;
+            for (size_t m = 0; o->kind == JSON_OBJECT && m < o->n; m++) {
+                if (strcmp(o->keys[m], "target") == 0) {
+                    o->keys[keep] = o->keys[m];
+                    o->items[keep++] = o->items[m];
+                } else {
+                    free(o->keys[m]);
+                    json_free(o->items[m]);
+                }
+            }
+            if (o->kind == JSON_OBJECT)
+                o->n = keep;
+        }
+    }
+}
+
 static int print_text(long pid, const struct json *sessions, bool targets)
 {
     if (sessions->n == 0) {
@@ -274,8 +298,9 @@ int cmd_sessions(int argc, char **argv)
     if (rc == 0) {
         int prc = 0;
         if (json) {
-            static const char *const no_targets[] = {"targets", NULL};
-            json_write(stdout, doc, 0, targets ? NULL : no_targets);
+            if (!targets)
+                targets_by_name((struct json *)sessions);
+            json_write(stdout, doc, 0);
             fputc('\n', stdout);
         } else {
             prc = print_text(pid, sessions, targets);

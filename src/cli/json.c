@@ -407,14 +407,8 @@ int json_u64(const struct json *j, uint64_t *out)
     return 0;
 }
 
-static bool skipped(const char *key, const char *const *skip)
-{
-    for (; skip && *skip; skip++)
-        if (strcmp(key, *skip) == 0)
-            return true;
-    return false;
-}
-
+/* Does j hold a container (even an empty one: objects of one kind, say
+ * sessions with and without targets, are then laid out alike)? */
 static bool has_containers(const struct json *j)
 {
     for (size_t i = 0; i < j->n; i++)
@@ -434,7 +428,7 @@ static void write_scalar(FILE *out, const struct json *j)
     }
 }
 
-void json_write(FILE *out, const struct json *j, int indent, const char *const *skip)
+void json_write(FILE *out, const struct json *j, int indent)
 {
     if (j->kind != JSON_ARRAY && j->kind != JSON_OBJECT) {
         write_scalar(out, j);
@@ -444,8 +438,6 @@ void json_write(FILE *out, const struct json *j, int indent, const char *const *
     fputc(object ? '{' : '[', out);
     bool first = true;
     for (size_t i = 0; i < j->n; i++) {
-        if (object && skipped(j->keys[i], skip))
-            continue;
         fputs(first ? "" : ",", out);
         if (lines)
             fprintf(out, "\n%*s", indent + 2, "");
@@ -456,7 +448,7 @@ void json_write(FILE *out, const struct json *j, int indent, const char *const *
             report_json_string(out, j->keys[i]);
             fputs(": ", out);
         }
-        json_write(out, j->items[i], indent + 2, skip);
+        json_write(out, j->items[i], indent + 2);
     }
     if (lines && !first)
         fprintf(out, "\n%*s", indent, "");
@@ -470,7 +462,7 @@ void json_write_plain(FILE *out, const struct json *j)
     else if (j->kind == JSON_NULL)
         fputs("NULL", out);
     else if (j->kind == JSON_ARRAY || j->kind == JSON_OBJECT)
-        json_write(out, j, 0, NULL);
+        json_write(out, j, 0);
     else
         write_scalar(out, j);
 }

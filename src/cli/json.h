@@ -35,10 +35,8 @@ const struct json *json_get(const struct json *obj, const char *key);
 int json_u64(const struct json *j, uint64_t *out);
 
 /* Writes j back as JSON: containers holding containers one member per
- * line (indented from `indent` spaces), others on one line. Object
- * members named in `skip` (NULL-terminated list, may be NULL) are left
- * out at every depth. */
-void json_write(FILE *out, const struct json *j, int indent, const char *const *skip);
+ * line (indented from `indent` spaces), others on one line. */
+void json_write(FILE *out, const struct json *j, int indent);
 /* A scalar as plain text (strings unquoted, null as "NULL", as the seed's
  * tables show it); containers as compact JSON. */
 void json_write_plain(FILE *out, const struct json *j);

@@ -100,41 +100,103 @@ static void print_info(mt_session *s)
 
 /* ---- view: sizes, and the kernel's word on the memory ------------------------ */
 
-/* Bytes of every mapping in /proc/self/maps, and of those named
- * [anon:memtrail-xe] (where the kernel names anonymous mappings). */
-static void mapped(uint64_t *all, uint64_t *named)
+/* The address space as /proc/self/maps lists it. */
+typedef struct ranges {
+    int n;
+    unsigned long lo[8192], hi[8192];
+    uint64_t named; /* bytes named [anon:memtrail-xe-buffers] (kernels that name mappings) */
+} ranges;
+
+static void read_maps(ranges *r)
 {
     char line[512];
-    *all = *named = 0;
+    r->n = 0;
+    r->named = 0;
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
         die("/proc/self/maps: %s", strerror(errno));
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+    while (fgets(line, sizeof line, f) && r->n < 8192) {
+        if (sscanf(line, "%lx-%lx", &r->lo[r->n], &r->hi[r->n]) != 2)
             continue;
-        *all += hi - lo;
-        if (strstr(line, "[anon:memtrail-xe]"))
-            *named += hi - lo;
+        if (strstr(line, "[anon:memtrail-xe-buffers]"))
+            r->named += r->hi[r->n] - r->lo[r->n];
+        r->n++;
     }
     fclose(f);
 }
 
+/* Bytes of [lo, hi) that b maps. */
+static uint64_t covered(const ranges *b, unsigned long lo, unsigned long hi)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < b->n; i++) {
+        unsigned long a = b->lo[i] > lo ? b->lo[i] : lo, z = b->hi[i] < hi ? b->hi[i] : hi;
+        if (a < z)
+            n += z - a;
+    }
+    return n;
+}
+
+/* Bytes a maps that b does not (a's new ranges, b being earlier), and of
+ * those, how many c still maps. */
+static uint64_t added(const ranges *a, const ranges *b, const ranges *c, uint64_t *still)
+{
+    uint64_t n = 0;
+    *still = 0;
+    for (int i = 0; i < a->n; i++) {
+        uint64_t size = a->hi[i] - a->lo[i], old = covered(b, a->lo[i], a->hi[i]);
+        n += size - old;
+        if (c && size > old) /* a new range: how much of it c maps */
+            *still += covered(c, a->lo[i], a->hi[i]) - (old ? covered(b, a->lo[i], a->hi[i]) : 0);
+    }
+    return n;
+}
+
+/* RssAnon of /proc/self/status, in bytes. */
+static uint64_t rss_anon(void)
+{
+    char line[256];
+    uint64_t kb = 0;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        die("/proc/self/status: %s", strerror(errno));
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %" SCNu64, &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+/* Per definition: the view after create and start, the address space the
+ * create added (and RssAnon: the buffers are populated), and how much of
+ * it is still mapped after the drop. */
 static int cmd_view(int argc, char **argv)
 {
+    static ranges before, created, dropped;
     for (int k = 0; k < argc; k++) {
-        uint64_t all0, named0, all1, named1, all2, named2;
-        mapped(&all0, &named0);
-        mt_session *s = create(NULL, argv[k]);
+        read_maps(&before);
+        uint64_t rss0 = rss_anon();
+        char why[256];
+        mt_session *s = NULL;
+        int crc = mt_session_create(NULL, argv[k], &s, why, sizeof why);
+        if (crc != 0) { /* a size the plan rejects too: say why, as JSON */
+            printf("{\"create\": %d, \"why\": \"", crc);
+            for (const char *c = why; *c; c++)
+                printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+            printf("\"}\n");
+            continue;
+        }
+        uint64_t rss1 = rss_anon();
+        read_maps(&created);
         start(s);
-        mapped(&all1, &named1);
         printf("{");
         print_info(s);
         int rc = mt_session_drop(s);
-        mapped(&all2, &named2);
-        printf(", \"maps_delta\": %" PRIu64 ", \"named_delta\": %" PRIu64 ", \"named_after_drop\": %" PRId64
-               ", \"maps_after_drop\": %" PRId64 ", \"drop\": %d}\n",
-               all1 - all0, named1 - named0, (int64_t)(named2 - named0), (int64_t)(all2 - all0), rc);
+        read_maps(&dropped);
+        uint64_t still, delta = added(&created, &before, &dropped, &still);
+        printf(", \"create_maps_delta\": %" PRIu64 ", \"create_rss_delta\": %" PRId64 ", \"named_buffers\": %" PRIu64
+               ", \"still_mapped_after_drop\": %" PRIu64 ", \"drop\": %d}\n",
+               delta, (int64_t)(rss1 - rss0), created.named - before.named, still, rc);
     }
     return 0;
 }
@@ -201,7 +263,7 @@ typedef struct producer {
 static void *produce(void *arg)
 {
     producer *p = arg;
-    static const char payload[65536];
+    static const char payload[1 << 20];
     for (uint64_t seq = 0; seq < p->events; seq++) {
         mt_event e = {.type = MT_EVENT_USER, .key = p->index, .value = seq, .size = 64,
                       .data = p->data_len ? payload : NULL, .data_len = p->data_len};
@@ -337,7 +399,7 @@ static int cmd_noloss(const char *dir, int threads, uint64_t events)
     drain d = {.delay_ms = 300};
     fifo_open(dir, "noloss", &d, fifo, sizeof fifo);
     snprintf(def, sizeof def,
-             "name=noloss; max_memory=192KB; memory_partition_mode=per_cpu; event_retention_mode=no_event_loss;"
+             "name=noloss; max_memory=320KB; memory_partition_mode=per_cpu; event_retention_mode=no_event_loss;"
              " target=event_file(filename=%s,max_file_size=4GB)",
              fifo);
     mt_session *s = create(NULL, def);
@@ -597,7 +659,7 @@ int main(int argc, char **argv)
         return cmd_view(argc - 2, argv + 2);
     if (strcmp(cmd, "hold") == 0 && argc >= 3)
         return cmd_hold(argv[2], argc - 3, argv + 3);
-    if (strcmp(cmd, "flood") == 0 && argc == 7)
+    if (strcmp(cmd, "flood") == 0 && argc == 7 && strtoull(argv[6], NULL, 10) <= 1 << 20)
         return cmd_flood(argv[2], argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 10), strtoull(argv[6], NULL, 10));
     if (strcmp(cmd, "noloss") == 0 && argc == 5)
         return cmd_noloss(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10));
