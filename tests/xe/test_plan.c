@@ -146,14 +146,15 @@ static void test_other_shapes(void)
             unsigned n = expect_buffers(shapes[s].mode, shapes[s].cpus, shapes[s].nodes);
             unsigned bad = 0, checked = 0;
             uint64_t first_bad = 0;
-            /* Every KB up to 8 MB, then byte-granular values up to 64 GB. */
-            for (uint64_t i = 1; i <= 8192 + 20000; i++) {
+            /* Every KB up to 8 MB, then byte-granular values up to 4 GB
+             * (the recomputation counts chunks one by one: keep it quick). */
+            for (uint64_t i = 1; i <= 8192 + 5000; i++) {
                 uint64_t mm;
                 if (i <= 8192) {
                     mm = i * KB;
                 } else {
                     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-                    mm = (seed >> 20) % (64ull << 30);
+                    mm = (seed >> 20) % (4ull << 30);
                 }
                 xe_plan_in in = shape(shapes[s].mode, shapes[s].cpus, shapes[s].nodes, mm, strict);
                 xe_plan_out out;
