@@ -6,6 +6,13 @@
 #include "target_fixture.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 /* ---- ring_buffer ---- */
 
@@ -512,10 +519,42 @@ static void test_race(void)
     destroy(r.pair);
 }
 
+/* xe_map: zeroed, and named in /proc/self/maps where the kernel names
+ * anonymous mappings (checked on a mapping of the test's own). */
+static void test_map(void)
+{
+    size_t len = 3 * 4096 + 100;
+    unsigned char *p = xe_map(len);
+    int zero = p != NULL;
+    for (size_t i = 0; zero && i < len; i++)
+        zero = p[i] == 0;
+    CHECK("xe_map gives zeroed memory", zero);
+    void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int named = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)probe, 4096UL,
+                      (unsigned long)"probe") == 0;
+    munmap(probe, 4096);
+    if (named) {
+        FILE *f = fopen("/proc/self/maps", "r");
+        char line[512], want[64];
+        snprintf(want, sizeof want, "%lx-", (unsigned long)p);
+        int found = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (strncmp(line, want, strlen(want)) == 0)
+                found = strstr(line, "[anon:memtrail-xe]") != NULL;
+        if (f)
+            fclose(f);
+        CHECK("xe_map names its mapping memtrail-xe", found);
+    } else {
+        printf("  the kernel does not name anonymous mappings; name not checked\n");
+    }
+    xe_unmap(p, len);
+}
+
 int main(void)
 {
     if (fixture_setup() < 0)
         return 1;
+    test_map();
     test_ring();
     test_histogram();
     test_counter();
