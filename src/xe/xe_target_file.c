@@ -88,44 +88,15 @@ void xe_file_set_encoder(const xe_file_encoder *enc)
     __atomic_store_n(&file_encoder, enc, __ATOMIC_RELEASE);
 }
 
-/* ---- sizes ----
- * Digits with an optional unit B, KB/K, MB/M, GB/G (1024-based, any case);
- * a bare number is in bare_unit bytes. TODO(merge): xe_parse_size
- * (xe_plan.h) does the same; this copy exists until both are in one tree. */
+/* A size slice (not NUL-terminated) through xe_parse_size. */
 static int file_parse_size(const char *s, size_t n, uint64_t bare_unit, uint64_t *out)
 {
-    uint64_t v = 0;
-    size_t i = 0;
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -ERANGE;
-        v = v * 10 + d;
-    }
-    if (i == 0)
+    char tmp[64];
+    if (n >= sizeof tmp)
         return -EINVAL;
-    while (i < n && s[i] == ' ')
-        i++;
-    size_t ul = n - i;
-    const char *u = s + i;
-    uint64_t mult;
-    if (ul == 0)
-        mult = bare_unit;
-    else if (ul == 1 && (u[0] == 'b' || u[0] == 'B'))
-        mult = 1;
-    else if (ul == 1 || (ul == 2 && (u[1] == 'b' || u[1] == 'B'))) {
-        switch (u[0]) {
-        case 'k': case 'K': mult = 1ull << 10; break;
-        case 'm': case 'M': mult = 1ull << 20; break;
-        case 'g': case 'G': mult = 1ull << 30; break;
-        default: return -EINVAL;
-        }
-    } else
-        return -EINVAL;
-    if (v > UINT64_MAX / mult)
-        return -ERANGE;
-    *out = v * mult;
-    return 0;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    return xe_parse_size(tmp, bare_unit, out);
 }
 
 /* ---- state ---- */
