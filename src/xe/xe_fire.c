@@ -389,8 +389,13 @@ int xe_fire(xe_session *s, const xe_event *ev)
         return 0;
     if (s->cfg.event_mask && !(ev->type < 32 && (s->cfg.event_mask >> ev->type & 1)))
         return 0;
-    if (s->cfg.pred.n && !xe_pred_eval(&s->cfg.pred, ev))
-        return 0;
+    if (s->cfg.pred.n) {
+        xe_event e = *ev;   /* predicates may test the thread and the CPU */
+        e.tid = my_tid();
+        e.cpu = my_cpu();
+        if (!xe_pred_eval(&s->cfg.pred, &e))
+            return 0;
+    }
     tls_depth++;
     int rc = fire(s, ev);
     tls_depth--;
