@@ -89,7 +89,7 @@ static void usage(FILE *out)
           "\n"
           "Commands:\n", out);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "'memtrail help COMMAND' or 'memtrail COMMAND --help' describes a command.\n"
           "Exit status: 0 ok, 1 memtrail failed, 2 bad usage; 'run' passes the\n"
