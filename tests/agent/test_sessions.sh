@@ -337,6 +337,35 @@ ok = (child["who"] == "child" and child["fired"] == 5 and child["stop"] == 0 and
 print("ok" if ok else (child, parent))
 ' "$T/fork.jsonl"
 
+# The agent's own session in a fork child: it still collects (the child's
+# blocks) and dispatches there; what the parent had delivered before the
+# fork is in the child's copy of the ring buffer.
+K=$T/forkagent; mkdir -p "$K"
+"$MT" run -o "$K/r.%p.mtr" --session 'name=f;where=size == 12345 && type == alloc;max_dispatch_latency=100ms;target=ring_buffer(max_events_limit=100)' \
+    -- "$TBIN/xe_api" forkagent "$K" >"$K/out" 2>&1 &
+pids+=($!); runpid=$!
+if wait_file "$K/child" && wait_file "$K/parent"; then
+    ring_of() { # PID: "events_received tids" of session f's ring buffer, once it has $2 events (bounded wait)
+        local k
+        for ((k = 0; k < 100; k++)); do
+            "$MT" sessions "$1" --json --targets >"$K/s.json" 2>"$K/s.err"
+            [ "$(json_get "$K/s.json" "j['sessions'][0]['targets'][0]['events_received']")" -ge "$2" ] 2>/dev/null && break
+            sleep 0.1
+        done
+        json_get "$K/s.json" "'%d %s' % (j['sessions'][0]['targets'][0]['events_received'], ' '.join(sorted(set(str(e['tid']) for e in j['sessions'][0]['targets'][0]['events']))))"
+    }
+    cpid=$(cat "$K/child"); ppid=$(cat "$K/parent")
+    tids=$(printf '%s\n' "$ppid" "$cpid" | LC_ALL=C sort | paste -sd' ')
+    expect_eq "fork, agent session: the child's ring = the parent's pre-fork block + its own 3 (tids of both)" "4 $tids" \
+        "$(ring_of "$cpid" 4)"
+    expect_eq "fork, agent session: the parent's ring has only its own block" "1 $ppid" "$(ring_of "$ppid" 1)"
+    touch "$K/go"
+    wait $runpid
+    expect_eq "fork, agent session: the program exits 0" "0" "$?"
+else
+    fail "fork, agent session: program starts" "$(cat "$K/out")"
+fi
+
 # --- the stub: without the agent every call says so --------------------------------
 "$TBIN/xe_api" stub >"$T/stub.json" 2>&1
 py "stub (no agent): create -ENOSYS with a reason and a NULL session, the rest -ENOSYS, reads 0" '

@@ -15,6 +15,7 @@
  *   predicate                 fire a table of events through a predicate
  *   allocs DIR                known allocations, for the agent's own sessions
  *   fork                      a session used across fork()
+ *   forkagent DIR             allocations before and after fork(), for agent sessions
  *   stub                      the calls' returns (linked with the stub alone)
  *
  * Exit status 0, or 1 with a line on stderr when a call fails unexpectedly. */
@@ -627,6 +628,35 @@ static int cmd_fork(void)
     return 0;
 }
 
+/* The agent's own sessions across fork: one block of 12345 bytes before
+ * the fork (dispatched there), three in the child; each process says its
+ * pid in DIR/parent and DIR/child and waits for DIR/go. */
+static int cmd_forkagent(const char *dir)
+{
+    void *keep[4];
+    keep[0] = malloc(12345);
+    sleep_ms(400); /* past the session's dispatch latency: delivered in the parent */
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    char me[32];
+    snprintf(me, sizeof me, "%d\n", (int)getpid());
+    if (pid == 0) {
+        for (int i = 1; i < 4; i++)
+            keep[i] = malloc(12345);
+        write_file(dir, "child", me);
+        wait_file(dir, "go");
+        for (int i = 0; i < 4; i++)
+            free(keep[i]);
+        _exit(0);
+    }
+    write_file(dir, "parent", me);
+    int status;
+    waitpid(pid, &status, 0);
+    free(keep[0]);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 /* ---- stub ------------------------------------------------------------------------ */
 
 static int cmd_stub(void)
@@ -671,6 +701,8 @@ int main(int argc, char **argv)
         return cmd_allocs(argv[2]);
     if (strcmp(cmd, "fork") == 0)
         return cmd_fork();
+    if (strcmp(cmd, "forkagent") == 0 && argc == 3)
+        return cmd_forkagent(argv[2]);
     if (strcmp(cmd, "stub") == 0)
         return cmd_stub();
     die("unknown or incomplete command '%s'", cmd);
