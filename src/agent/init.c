@@ -280,6 +280,7 @@ MT_EXPORT pid_t _Fork(void)
         mt_category_unlock();
         mt_site_after_fork_child();
         mt_report_after_fork_child();
+        mt_xe_after_fork_child();
     }
     return pid;
 }

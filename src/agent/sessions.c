@@ -209,3 +209,10 @@ void mt_xe_stop_agent_sessions(void)
     mt_t.in_agent--;
     errno = saved_errno;
 }
+
+void mt_xe_after_fork_child(void)
+{
+    mt_t.in_agent++;
+    xe_atfork_child();
+    mt_t.in_agent--;
+}

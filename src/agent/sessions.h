@@ -27,6 +27,10 @@ void mt_xe_start_agent_sessions(void);
  * buffered reaches their targets (an event_file is complete). */
 void mt_xe_stop_agent_sessions(void);
 
+/* In the child of _Fork (which runs no fork handlers): what the engine's
+ * own atfork handler does after fork(). */
+void mt_xe_after_fork_child(void);
+
 /* Fires one of the agent's own events into every started agent session. */
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
                       uint32_t site);

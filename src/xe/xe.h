@@ -266,6 +266,12 @@ xe_target *xe_session_target(xe_session *s, const char *name);
 void xe_view_text(mt_out *o);
 void xe_view_json(mt_out *o, int with_targets);
 
+/* In a forked child: the sessions get a dispatcher of their own and the
+ * work of threads that did not survive the fork is finished. Registered
+ * with pthread_atfork at the first session; call it yourself after a fork
+ * that runs no handlers (_Fork). */
+void xe_atfork_child(void);
+
 /* Time: the engine's clock (CLOCK_MONOTONIC ns). */
 uint64_t xe_now_ns(void);
 

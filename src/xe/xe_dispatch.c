@@ -145,35 +145,38 @@ static void deliver(xe_session *s, const xe_rec *r)
         s->async[i]->ops->deliver(s->async[i], &ev);
 }
 
-/* Deliver a sealed buffer's events. */
-static void process(xe_session *s, uint32_t idx)
+/* Deliver a sealed buffer's events; 1 when it can be used again. */
+static int process(xe_session *s, uint32_t idx)
 {
-    uint64_t n = xe_walk(s, xe_buf(s, idx), s->nasync ? deliver : NULL);
+    int abandoned = 0;
+    uint64_t n = xe_walk(s, xe_buf(s, idx), s->nasync ? deliver : NULL, &abandoned);
     for (int i = 0; i < s->nasync; i++)
         if (s->async[i]->ops->flush)
             s->async[i]->ops->flush(s->async[i]);
     atomic_fetch_add(&s->delivered, n);
+    return !abandoned;
 }
 
 static int drain(xe_session *s)
 {
     int any = 0;
     for (;;) {
-        /* The batch lives in the session so a forked child can recycle what
-         * the parent's dispatcher had taken (batch[batch_at..batch_n)). */
-        uint32_t n = xe_stack_take_all(s, &s->queue, s->batch, XE_BATCH);
-        if (n == 0)
+        /* The chain taken is kept in the session (batch) so a forked child
+         * can put back what the parent's dispatcher had not finished. */
+        uint32_t at = xe_stack_take_all(s, &s->queue);
+        if (at == 0)
             return any;
         any = 1;
-        atomic_store(&s->batch_at, 0);
-        atomic_store(&s->batch_n, n);
-        for (uint32_t i = 0; i < n; i++) {
-            process(s, s->batch[i]);
+        atomic_store(&s->batch, at);
+        while (at) {
+            uint32_t idx = at - 1, next = atomic_load(&xe_buf(s, idx)->next);
+            int reuse = process(s, idx);
+            atomic_store(&s->batch, next);
             atomic_fetch_sub(&s->pending, 1);
-            atomic_store(&s->batch_at, i + 1);
-            xe_recycle(s, s->batch[i]);
+            if (reuse)
+                xe_recycle(s, idx);
+            at = next;
         }
-        atomic_store(&s->batch_n, 0);
     }
 }
 
@@ -191,9 +194,12 @@ static void seal_current(xe_session *s, xe_part *p, int force)
         xe_replace(s, p, (uint32_t)idx, 0);
 }
 
+/* Producers between leaving the fast path and handing their buffer on.
+ * A stop run by a signal handler does not wait for the fire it
+ * interrupted on its own thread (stopper_inflight). */
 static void wait_producers(xe_session *s)
 {
-    while (atomic_load(&s->inflight) != 0)
+    while (atomic_load(&s->inflight) > (atomic_load(&s->disp_stop) ? s->stopper_inflight : 0))
         sched_yield();
 }
 
@@ -212,10 +218,10 @@ static void *dispatcher(void *arg)
                 seal_current(s, &s->parts[i], stop);
             wait_producers(s);
             drain(s);
-            if (stop)
-                break;
             atomic_store(&s->flush_done, freq);
             xe_futex_wake(&s->flush_done);
+            if (stop)
+                break;
             continue;
         }
         if (s->latency_tsc) {
@@ -283,6 +289,8 @@ void xe_dispatch_stop(xe_session *s)
 {
     if (!s->disp_running)
         return;
+    s->stopper_inflight = xe_fire_inflight_here(s);
+    atomic_store(&s->stopper_in_fire, xe_fire_depth_here() > 0);
     atomic_store(&s->disp_stop, 1);
     xe_wake_dispatcher(s);
     xe_futex_wake(&s->wake_seq);
@@ -299,32 +307,60 @@ void xe_dispatch_flush(xe_session *s)
     xe_futex_wake(&s->wake_seq);
     for (;;) {
         uint32_t done = atomic_load(&s->flush_done);
-        if ((int32_t)(done - want) >= 0)
+        if ((int32_t)(done - want) >= 0 || atomic_load(&s->state) != XE_STARTED)
             break;
         xe_futex_wait(&s->flush_done, done, 100 * 1000 * 1000);
     }
 }
 
-/* In a forked child only the forking thread exists: the dispatcher is gone
- * and a buffer it was delivering is in limbo. The child's sessions go on
- * with a dispatcher of their own; what was buffered at the fork is
- * delivered in both processes. */
-void xe_dispatch_after_fork(xe_session *s);
+/* Only in a forked child, where nothing else runs. */
+static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
+{
+    uint32_t guard = s->nbuf + s->nlarge + 1;
+    for (uint32_t at = (uint32_t)atomic_load(&st->head); at && guard--; at = atomic_load(&xe_buf(s, at - 1)->next))
+        if (at - 1 == idx)
+            return 1;
+    return 0;
+}
+
+/* In a forked child only the forking thread exists: the dispatcher is gone,
+ * and so is any thread that was between sealing a buffer and handing it on.
+ * Finish their work: a partition whose current buffer is sealed or full
+ * gets it queued (once) and a fresh one at the next fire; buffers the
+ * parent's dispatcher had taken go back to the pool (the parent delivers
+ * them). A buffer a vanished thread had popped and not installed stays
+ * lost to the child. What was buffered at the fork is delivered in both
+ * processes. */
 void xe_dispatch_after_fork(xe_session *s)
 {
-    if (!s->disp_running)
-        return;
-    s->disp_running = 0;
+    atomic_fetch_add(&s->fork_gen, 1);   /* writers of buffers opened before now may be gone */
     atomic_store(&s->disp_idle, 0);
     atomic_store(&s->free_waiters, 0);
     atomic_store(&s->inflight, 0);
-    /* Buffers the parent's dispatcher had taken: the parent delivers them. */
-    uint32_t n = atomic_load(&s->batch_n);
-    for (uint32_t i = atomic_load(&s->batch_at); i < n; i++) {
+    for (uint32_t at = atomic_exchange(&s->batch, 0); at;) {
+        uint32_t next = atomic_load(&xe_buf(s, at - 1)->next);
         atomic_fetch_sub(&s->pending, 1);
-        xe_recycle(s, s->batch[i]);
+        xe_recycle(s, at - 1);
+        at = next;
     }
-    atomic_store(&s->batch_n, 0);
+    for (uint32_t i = 0; i < s->nparts; i++) {
+        int32_t idx = atomic_load(&s->parts[i].cur);
+        if (idx < 0)
+            continue;
+        xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
+        uint64_t r = atomic_load(&b->reserved);
+        if (!(r & XE_SEAL_MASK) && (r & XE_OFF_MASK) <= s->cap)
+            continue;   /* open and not full: fine */
+        /* Sealed by a thread that is gone: it may have queued it, and the
+         * parent's dispatcher may even have recycled it already. */
+        if (xe_seal(s, (uint32_t)idx) ||
+            (!in_stack(s, &s->queue, (uint32_t)idx) && !in_stack(s, &s->free_pool, (uint32_t)idx)))
+            xe_enqueue(s, (uint32_t)idx);
+        atomic_store(&s->parts[i].cur, -1);
+    }
+    if (!s->disp_running)
+        return;
+    s->disp_running = 0;
     atomic_store(&s->flush_done, atomic_load(&s->flush_req));
     xe_dispatch_start(s);
 }

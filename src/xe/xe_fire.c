@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xe/xe_internal.h"
@@ -15,8 +16,57 @@
 static __thread uint32_t tls_tid;
 static __thread int tls_depth;      /* fires in progress on this thread (signal handlers nest) */
 
-void xe_fire_forget_tid(void);
-void xe_fire_forget_tid(void) { tls_tid = 0; }
+
+/* Which sessions this thread is in the slow path of (and how deep: signal
+ * handlers nest). A stop run by a handler must not wait for the fire it
+ * interrupted. */
+#define INFLIGHT_SLOTS 4
+static __thread struct { const xe_session *s; uint32_t n; } tls_inflight[INFLIGHT_SLOTS];
+
+static void inflight_enter(xe_session *s)
+{
+    atomic_fetch_add(&s->inflight, 1);   /* seq_cst: pairs with stop's state store */
+    int slot = -1;
+    for (int i = 0; i < INFLIGHT_SLOTS; i++) {
+        if (tls_inflight[i].s == s && tls_inflight[i].n) {
+            slot = i;
+            break;
+        }
+        if (slot < 0 && tls_inflight[i].n == 0)
+            slot = i;
+    }
+    if (slot >= 0) {
+        tls_inflight[slot].s = s;
+        tls_inflight[slot].n++;
+    }
+}
+
+static void inflight_leave(xe_session *s)
+{
+    for (int i = 0; i < INFLIGHT_SLOTS; i++)
+        if (tls_inflight[i].s == s && tls_inflight[i].n) {
+            tls_inflight[i].n--;
+            break;
+        }
+    atomic_fetch_sub(&s->inflight, 1);
+}
+
+int xe_fire_depth_here(void) { return tls_depth; }
+
+uint32_t xe_fire_inflight_here(const xe_session *s)
+{
+    for (int i = 0; i < INFLIGHT_SLOTS; i++)
+        if (tls_inflight[i].s == s && tls_inflight[i].n)
+            return tls_inflight[i].n;
+    return 0;
+}
+
+void xe_fire_forget_tid(void)
+{
+    tls_tid = 0;
+    for (int i = 0; i < INFLIGHT_SLOTS; i++)
+        tls_inflight[i].n = 0;
+}
 
 static inline uint32_t my_tid(void)
 {
@@ -77,21 +127,22 @@ int32_t xe_stack_pop(xe_session *s, xe_stack *st)
     }
 }
 
-uint32_t xe_stack_take_all(xe_session *s, xe_stack *st, uint32_t *out, uint32_t max)
+uint32_t xe_stack_take_all(xe_session *s, xe_stack *st)
 {
     uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
     while (!atomic_compare_exchange_weak_explicit(&st->head, &h, ((h >> 32) + 1) << 32,
                                                   memory_order_acquire, memory_order_acquire))
         ;
-    uint32_t n = 0;
-    for (uint32_t at = (uint32_t)h; at != 0 && n < max; at = atomic_load(&xe_buf(s, at - 1)->next))
-        out[n++] = at - 1;
-    for (uint32_t i = 0; i < n / 2; i++) {   /* pushed newest first: reverse */
-        uint32_t t = out[i];
-        out[i] = out[n - 1 - i];
-        out[n - 1 - i] = t;
+    /* Pushed newest first: reverse the chain (it is ours now). */
+    uint32_t prev = 0;
+    for (uint32_t at = (uint32_t)h; at != 0;) {
+        _Atomic uint32_t *link = &xe_buf(s, at - 1)->next;
+        uint32_t next = atomic_load_explicit(link, memory_order_relaxed);
+        atomic_store_explicit(link, prev, memory_order_relaxed);
+        prev = at;
+        at = next;
     }
-    return n;
+    return prev;
 }
 
 /* ---- buffers ---------------------------------------------------------------- */
@@ -106,7 +157,7 @@ void xe_enqueue(xe_session *s, uint32_t idx)
 int xe_seal(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
-    uint64_t r = atomic_fetch_add_explicit(&b->reserved, XE_SEALED, memory_order_seq_cst);
+    uint64_t r = atomic_fetch_or_explicit(&b->reserved, XE_SEALED, memory_order_seq_cst);
     if (r & XE_SEAL_MASK)
         return 0;
     uint64_t off = r & XE_OFF_MASK, cap = xe_buf_cap(s, b);
@@ -116,9 +167,10 @@ int xe_seal(xe_session *s, uint32_t idx)
 
 /* Open a free buffer for claims. Stale claims on it (from producers that
  * loaded it as current long ago) are harmless from here on: it is live. */
-static void open_buffer(xe_bufhdr *b, uint32_t part)
+static void open_buffer(xe_session *s, xe_bufhdr *b, uint32_t part)
 {
     b->part = part;
+    b->fork_gen = atomic_load_explicit(&s->fork_gen, memory_order_relaxed);
     b->end = 0;
     atomic_store_explicit(&b->first_tsc, 0, memory_order_relaxed);
     atomic_store_explicit(&b->reserved, 0, memory_order_release);
@@ -129,11 +181,12 @@ static void open_buffer(xe_bufhdr *b, uint32_t part)
 static void unopen_buffer(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
-    if (xe_seal(s, idx) && b->end == 0) {
+    if (!xe_seal(s, idx))
+        return;   /* a claim filled and sealed it: its sealer hands it on */
+    if (b->end == 0)
         xe_stack_push(s, &s->free_pool, idx);
-        return;
-    }
-    xe_enqueue(s, idx);
+    else
+        xe_enqueue(s, idx);
 }
 
 /* `idx` just became the partition's current buffer. If the session is
@@ -150,7 +203,7 @@ static void check_installed(xe_session *s, xe_part *p, int32_t idx)
 
 int xe_install(xe_session *s, xe_part *p, int32_t expect, int32_t idx)
 {
-    open_buffer(xe_buf(s, (uint32_t)idx), (uint32_t)(p - s->parts));
+    open_buffer(s, xe_buf(s, (uint32_t)idx), (uint32_t)(p - s->parts));
     if (atomic_compare_exchange_strong(&p->cur, &expect, idx)) {
         check_installed(s, p, idx);
         return 1;
@@ -166,22 +219,29 @@ static void count_drop(xe_session *s, uint64_t events)
 
 void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
 {
+    int32_t expect = (int32_t)idx;
     int32_t next = atomic_load(&s->state) == XE_STARTED ? xe_stack_pop(s, &s->free_pool) : -1;
     if (next < 0 && allow_reuse) {
         /* ALLOW_MULTIPLE_EVENT_LOSS: the full buffer is what gets lost. */
         xe_bufhdr *b = xe_buf(s, idx);
-        uint64_t n = xe_walk(s, b, NULL);
+        int abandoned = 0;
+        uint64_t n = xe_walk(s, b, NULL, &abandoned);
         count_drop(s, n);
         atomic_fetch_add_explicit(&s->dropped_buffers, 1, memory_order_relaxed);
+        if (abandoned)
+            goto none;   /* a writer never finished: keep it out of circulation */
         memset(xe_buf_data(b), 0, b->end + sizeof(uint64_t));
-        open_buffer(b, (uint32_t)(p - s->parts));
-        check_installed(s, p, (int32_t)idx);
-        return;   /* cur still is idx, open again */
+        open_buffer(s, b, (uint32_t)(p - s->parts));
+        /* Still current (a stop may have taken the partition meanwhile)? */
+        if (atomic_load(&p->cur) == (int32_t)idx)
+            check_installed(s, p, (int32_t)idx);
+        else
+            unopen_buffer(s, idx);
+        return;
     }
     xe_enqueue(s, idx);
-    int32_t expect = (int32_t)idx;
     if (next >= 0) {
-        open_buffer(xe_buf(s, (uint32_t)next), (uint32_t)(p - s->parts));
+        open_buffer(s, xe_buf(s, (uint32_t)next), (uint32_t)(p - s->parts));
         if (atomic_compare_exchange_strong(&p->cur, &expect, next)) {
             check_installed(s, p, next);
             return;
@@ -189,6 +249,7 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
         unopen_buffer(s, (uint32_t)next);   /* stop took the partition */
         return;
     }
+none:
     atomic_compare_exchange_strong(&p->cur, &expect, -1);
 }
 
@@ -217,7 +278,11 @@ static inline void write_record(char *at, uint64_t len, const xe_event *ev, uint
 
 static void note_first(xe_session *s, xe_bufhdr *b, uint64_t tsc)
 {
-    atomic_store_explicit(&b->first_tsc, tsc ? tsc : 1, memory_order_release);
+    /* Only into an empty slot: a producer preempted here may find the
+     * buffer recycled, and must not make its next life look old. */
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong_explicit(&b->first_tsc, &zero, tsc ? tsc : 1, memory_order_release,
+                                            memory_order_relaxed);
     if (s->latency_tsc)
         xe_wake_dispatcher(s);   /* it may be sleeping with no deadline */
 }
@@ -256,7 +321,7 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
         raise_largest(s, len);
         return -EMSGSIZE;
     }
-    atomic_fetch_add(&s->inflight, 1);
+    inflight_enter(s);
     int rc = 0;
     if (atomic_load(&s->state) == XE_STARTED) {
         int32_t idx = xe_stack_pop(s, &s->large_pool);
@@ -264,7 +329,7 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
             idx = wait_free(s, &s->large_pool);
         if (idx >= 0) {
             xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
-            open_buffer(b, 0);
+            open_buffer(s, b, 0);
             atomic_store_explicit(&b->reserved, len, memory_order_relaxed);
             atomic_store_explicit(&b->first_tsc, tsc ? tsc : 1, memory_order_relaxed);
             write_record(xe_buf_data(b), len, ev, tsc, cpu);
@@ -276,7 +341,7 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
             rc = -ENOBUFS;
         }
     }
-    atomic_fetch_sub(&s->inflight, 1);
+    inflight_leave(s);
     return rc;
 }
 
@@ -285,7 +350,7 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
  * Returns 1 to try again, 0 when the session stopped, or -ENOBUFS. */
 static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_off)
 {
-    atomic_fetch_add(&s->inflight, 1);   /* seq_cst: pairs with stop's state store */
+    inflight_enter(s);
     int started = atomic_load(&s->state) == XE_STARTED;
     int rc = 1;
     if (straddle_off >= 0) {
@@ -315,10 +380,18 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
                 rc = -ENOBUFS;
                 break;
             }
-            if (spins < 64)
+            if (spins < 64) {
                 cpu_relax();
-            else
+            } else if (spins < 256 || !(r & XE_SEAL_MASK)) {
                 sched_yield();
+            } else {
+                /* Its sealer is slow, or gone (a forked child has only the
+                 * forking thread): detach the sealed buffer ourselves. The
+                 * sealer has queued it or will; its own replacing CAS then
+                 * fails and it puts its fresh buffer back. */
+                int32_t expect = cur;
+                atomic_compare_exchange_strong(&p->cur, &expect, -1);
+            }
             continue;
         }
         int32_t fresh = xe_stack_pop(s, &s->free_pool);
@@ -337,7 +410,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
     if (rc == 1 && atomic_load(&s->state) != XE_STARTED)
         rc = 0;
 out:
-    atomic_fetch_sub(&s->inflight, 1);
+    inflight_leave(s);
     return rc;
 }
 
@@ -406,22 +479,42 @@ int xe_fire(xe_session *s, const xe_event *ev)
 
 /* ---- reading a sealed buffer ----------------------------------------------- */
 
-uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn)
+uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
 {
     char *data = xe_buf_data(b);
     uint64_t pos = 0, n = 0, end = b->end;
+    *abandoned = 0;
     while (pos < end) {
         xe_rec *r = (xe_rec *)(data + pos);
         uint32_t len;
-        /* A claim being written: wait (bounded: a producer thread that
-         * vanished, e.g. in a forked child, must not stall the session). */
+        /* A claim being written: wait for it, however long its writer is
+         * preempted. Two writers may never come back: a thread that was
+         * not forked with the process (buffer opened before the fork),
+         * and the fire a signal handler interrupted to stop the session.
+         * Only then, after a second, is the rest abandoned; the caller
+         * keeps the buffer out of use in case the writer does return. */
+        uint64_t t0 = 0;
         for (unsigned spins = 0; (len = atomic_load_explicit(&r->len, memory_order_acquire)) == 0; spins++) {
-            if (spins < 128)
+            if (spins < 128) {
                 cpu_relax();
-            else if (spins < 100000)
-                sched_yield();
-            else
+                continue;
+            }
+            int may_abandon = b->fork_gen != atomic_load(&s->fork_gen) ||
+                              (atomic_load(&s->disp_stop) && atomic_load(&s->stopper_in_fire));
+            uint64_t now = xe_now_ns();
+            if (!t0)
+                t0 = now;
+            if (may_abandon && now - t0 > 1000000000u) {
+                *abandoned = 1;
+                atomic_fetch_add_explicit(&s->abandoned_buffers, 1, memory_order_relaxed);
                 return n;
+            }
+            if (spins < 10000) {
+                sched_yield();
+            } else {
+                struct timespec ts = { 0, 200000 };
+                nanosleep(&ts, NULL);
+            }
         }
         if (len == XE_END_MARK || len < XE_RECORD_FIXED)
             break;

@@ -51,6 +51,7 @@ typedef struct xe_bufhdr {
     uint32_t index;
     uint32_t large;
     uint32_t part;                /* partition it was current in */
+    uint32_t fork_gen;            /* the session's fork generation when it was opened */
 } xe_bufhdr;
 _Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
 
@@ -69,6 +70,7 @@ struct xe_session {
     xe_plan_out plan;
     size_t map_bytes;             /* this struct's mapping, with parts and cpu map */
     _Atomic int state;
+    _Atomic int life;             /* start/stop/flush/drop take turns */
     int64_t create_time_ns;
 
     uint32_t nbuf, nlarge, nparts;
@@ -92,9 +94,10 @@ struct xe_session {
     _Atomic int disp_idle;
     _Atomic int disp_stop;
     _Atomic uint32_t flush_req, flush_done;
-#define XE_BATCH 256
-    uint32_t batch[XE_BATCH];     /* taken from the queue, being processed */
-    _Atomic uint32_t batch_n, batch_at;
+    _Atomic uint32_t batch;       /* chain taken from the queue, not yet processed (index + 1) */
+    uint32_t stopper_inflight;    /* the stopping thread's own slow-path fires (a handler's stop) */
+    _Atomic int stopper_in_fire;  /* the stop runs in a handler that interrupted a fire */
+    _Atomic uint32_t fork_gen;    /* forks this session went through */
     pthread_t disp;
     int disp_running;
     pid_t pid;
@@ -104,6 +107,7 @@ struct xe_session {
     _Alignas(64) _Atomic uint64_t pending;
     _Atomic uint64_t dropped_events, dropped_buffers, blocked_ns, largest_dropped;
     _Atomic uint64_t delivered;
+    _Atomic uint64_t abandoned_buffers;   /* walks given up on a writer that never finished */
 
     xe_target targets[XE_MAX_TARGETS];
     int nsync, nasync;
@@ -125,7 +129,8 @@ static inline uint64_t xe_buf_cap(const xe_session *s, const xe_bufhdr *b)
 /* Stacks (xe_fire.c). */
 void xe_stack_push(xe_session *s, xe_stack *st, uint32_t idx);
 int32_t xe_stack_pop(xe_session *s, xe_stack *st);          /* -1 empty */
-uint32_t xe_stack_take_all(xe_session *s, xe_stack *st, uint32_t *out, uint32_t max); /* oldest first */
+/* Take the whole stack: its chain (index + 1, 0 ends), oldest first, linked by next. */
+uint32_t xe_stack_take_all(xe_session *s, xe_stack *st);
 
 /* Hand a sealed buffer to the dispatcher. */
 void xe_enqueue(xe_session *s, uint32_t idx);
@@ -142,7 +147,7 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse);
 /* Records of a sealed buffer, waiting for claims still being written
  * (bounded). Calls fn per record unless fn is NULL; returns the count. */
 typedef void (*xe_rec_fn)(xe_session *s, const xe_rec *r);
-uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn);
+uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned);
 /* Zero the used part of a walked buffer and return it to its pool. */
 void xe_recycle(xe_session *s, uint32_t idx);
 
@@ -163,7 +168,11 @@ void xe_clock_init(void);
 void xe_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 void xe_futex_wake(_Atomic uint32_t *addr);
 
-/* Registry (xe_session.c): the fork handler's view. */
-void xe_atfork_child(void);
+/* This thread's slow-path fires in progress on s (xe_fire.c). */
+uint32_t xe_fire_inflight_here(const xe_session *s);
+int xe_fire_depth_here(void);   /* fires in progress on this thread */
+void xe_fire_forget_tid(void);
+void xe_dispatch_after_fork(xe_session *s);
+
 
 #endif /* MT_XE_INTERNAL_H */

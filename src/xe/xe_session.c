@@ -282,7 +282,20 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
     return 0;
 }
 
-int xe_session_start(xe_session *s)
+/* Start, stop, flush and drop of one session take turns (a drop must not
+ * unmap what a concurrent stop's dispatcher still reads). Not for signal
+ * handlers, except a stop that nothing else is stopping. */
+static void life_lock(xe_session *s)
+{
+    int expect = 0;
+    while (!atomic_compare_exchange_weak(&s->life, &expect, 1)) {
+        expect = 0;
+        sched_yield();
+    }
+}
+static void life_unlock(xe_session *s) { atomic_store(&s->life, 0); }
+
+static int start_locked(xe_session *s)
 {
     int st = atomic_load(&s->state);
     if (st == XE_STARTED)
@@ -302,27 +315,48 @@ int xe_session_start(xe_session *s)
     return 0;
 }
 
-int xe_session_stop(xe_session *s)
+static int stop_locked(xe_session *s)
 {
     int expect = XE_STARTED;
     if (!atomic_compare_exchange_strong(&s->state, &expect, XE_STOPPING))
-        return expect == XE_STOPPING ? -EBUSY : -EALREADY;
+        return -EALREADY;
     xe_dispatch_stop(s);
     atomic_store(&s->state, XE_STOPPED);
     return 0;
 }
 
+int xe_session_start(xe_session *s)
+{
+    life_lock(s);
+    int rc = start_locked(s);
+    life_unlock(s);
+    return rc;
+}
+
+int xe_session_stop(xe_session *s)
+{
+    life_lock(s);
+    int rc = stop_locked(s);
+    life_unlock(s);
+    return rc;
+}
+
 int xe_session_flush(xe_session *s)
 {
-    if (atomic_load(&s->state) != XE_STARTED)
-        return -EINVAL;
-    xe_dispatch_flush(s);
-    return 0;
+    life_lock(s);
+    int rc = -EINVAL;
+    if (atomic_load(&s->state) == XE_STARTED) {
+        xe_dispatch_flush(s);
+        rc = 0;
+    }
+    life_unlock(s);
+    return rc;
 }
 
 int xe_session_drop(xe_session *s)
 {
-    xe_session_stop(s);
+    life_lock(s);
+    stop_locked(s);
     lock_registry();
     for (int i = 0; i < XE_MAX_SESSIONS; i++)
         if (atomic_load(&registry[i]) == s)
@@ -330,7 +364,7 @@ int xe_session_drop(xe_session *s)
     unlock_registry();
     while (atomic_load(&viewers) != 0)
         sched_yield();
-    unmap_session(s);
+    unmap_session(s);   /* the lock goes with it */
     return 0;
 }
 
@@ -365,16 +399,15 @@ xe_target *xe_session_target(xe_session *s, const char *name)
     return NULL;
 }
 
-void xe_dispatch_after_fork(xe_session *s);
-void xe_fire_forget_tid(void);
-
 void xe_atfork_child(void)
 {
     xe_fire_forget_tid();
     for (int i = 0; i < XE_MAX_SESSIONS; i++) {
         xe_session *s = atomic_load(&registry[i]);
-        if (s)
+        if (s) {
+            atomic_store(&s->life, 0);   /* a thread that held it is gone */
             xe_dispatch_after_fork(s);
+        }
     }
 }
 

@@ -383,3 +383,7 @@ want = {"create": 0, "session_null": 0, "start": 0, "fire": 1, "info": 0, "targe
         "stop": 0, "flush": -22, "drop": 0}
 print("ok" if all(v[k] == x for k, x in want.items()) else v)
 ' "$T/stub-agent.json"
+
+# --- _Fork runs no fork handlers: the child's sessions still get a dispatcher --------
+run_mt timeout 30 "$MT" run -o "$T/ufork.%p.mtr" --session "name=s1; event_retention_mode=no_event_loss; target=ring_buffer" -- "$TBIN/xe_ufork"
+expect_eq "_Fork child under NO_EVENT_LOSS: fills its buffers many times over and exits (no hang)" "0 child exited" "$rc $(printf '%s' "$out" | tail -1)"

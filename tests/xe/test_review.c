@@ -1,0 +1,289 @@
+/* test_review.c — reproductions for defects found in review of the session
+ * engine. Each case runs in a forked child under alarm() so a hang or a
+ * crash is reported as a FAIL instead of taking the run down. A gate
+ * target blocks the dispatcher inside deliver() until released, which
+ * makes the interleavings deterministic. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "xe/xe.h"
+#include "xe/xe_internal.h"
+
+static _Atomic int gate_open = 1, in_deliver;
+static _Atomic uint64_t delivered_seen;
+
+static int gate_init(xe_target *t, const char *p, char *w, size_t wl)
+{
+    (void)t, (void)p, (void)w, (void)wl;
+    return 0;
+}
+static void gate_deliver(xe_target *t, const xe_event *ev)
+{
+    (void)t, (void)ev;
+    atomic_store(&in_deliver, 1);
+    while (!atomic_load(&gate_open))
+        usleep(1000);
+    atomic_fetch_add(&delivered_seen, 1);
+}
+static const xe_target_ops gate = { "gate", 0, gate_init, gate_deliver, NULL, NULL, NULL };
+
+static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, unsigned cpus,
+                        enum xe_retention ret)
+{
+    xe_config c;
+    xe_config_defaults(&c);
+    strcpy(c.name, name);
+    c.max_memory = mem;
+    c.mode = mode;
+    c.cpus = cpus;
+    c.retention = ret;
+    c.max_dispatch_latency_ns = XE_LATENCY_INFINITE;
+    c.ntargets = 1;
+    c.targets[0].ops = &gate;
+    xe_session *s = NULL;
+    char why[256] = "";
+    if (xe_session_create(&c, &s, why, sizeof why) < 0) {
+        printf("# create: %s\n", why);
+        exit(3);
+    }
+    return s;
+}
+
+static _Atomic uint64_t ok1, neg;
+static void fire_n(xe_session *s, uint64_t n)
+{
+    xe_event ev = { .type = XE_EV_USER };
+    for (uint64_t i = 0; i < n; i++) {
+        int rc = xe_fire(s, &ev);
+        if (rc == 1)
+            atomic_fetch_add(&ok1, 1);
+        else if (rc < 0)
+            atomic_fetch_add(&neg, 1);
+    }
+}
+
+/* Runs fn in a child with a time limit; 0 = the child exited 0. */
+static int in_child(void (*fn)(void), unsigned secs, const char *what)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(secs);
+        fn();
+        fflush(stdout);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFSIGNALED(st))
+        printf("# %s: child killed by signal %d (%s)\n", what, WTERMSIG(st),
+               WTERMSIG(st) == SIGALRM ? "hang" : "crash");
+    else if (WEXITSTATUS(st))
+        printf("# %s: child exit %d\n", what, WEXITSTATUS(st));
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* 1. xe_stack_take_all takes the whole queue but keeps only XE_BATCH (256)
+ * of it: with more buffers queued, the rest vanish (events neither
+ * delivered nor counted dropped, buffers leaked, pending never 0). */
+static void case_batch(void)
+{
+    /* PER_CPU over 200 CPUs: 500 buffers of one 64 KiB chunk. */
+    xe_session *s = make("batch", 500ull * 65536, XE_PART_PER_CPU, 200, XE_ALLOW_SINGLE_EVENT_LOSS);
+    xe_session_start(s);
+    atomic_store(&gate_open, 0);
+    fire_n(s, 700000);            /* 300 free buffers x 1635 events, more than fit */
+    atomic_store(&gate_open, 1);
+    xe_session_stop(s);
+    xe_session_info in;
+    xe_session_info_get(s, &in);
+    printf("# fired ok=%lu dropped-rc=%lu delivered=%lu dropped=%lu pending=%lu\n", (unsigned long)ok1,
+           (unsigned long)neg, (unsigned long)in.events_delivered, (unsigned long)in.dropped_event_count,
+           (unsigned long)in.pending_buffers);
+    if (ok1 + neg != in.events_delivered + in.dropped_event_count || in.pending_buffers != 0)
+        exit(1);
+}
+
+/* 2. A flush concurrent with stop never returns: the dispatcher leaves on
+ * stop without publishing flush_done. */
+static xe_session *g;
+static void *flusher(void *a)
+{
+    (void)a;
+    xe_session_flush(g);
+    return NULL;
+}
+static void *stopper(void *a)
+{
+    (void)a;
+    xe_session_stop(g);
+    return NULL;
+}
+static void case_flush_stop(void)
+{
+    g = make("flushstop", 3 * 65536, XE_PART_NONE, 0, XE_ALLOW_SINGLE_EVENT_LOSS);
+    xe_session_start(g);
+    atomic_store(&gate_open, 0);
+    fire_n(g, 2000);              /* a buffer sealed: the dispatcher blocks in deliver */
+    while (!atomic_load(&in_deliver))
+        usleep(1000);
+    pthread_t f, t;
+    pthread_create(&f, NULL, flusher, NULL);
+    usleep(50000);
+    pthread_create(&t, NULL, stopper, NULL);
+    usleep(50000);
+    atomic_store(&gate_open, 1);
+    pthread_join(t, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 3;
+    if (pthread_timedjoin_np(f, NULL, &ts) != 0) {
+        printf("# flush still waiting 3 s after stop returned\n");
+        exit(1);
+    }
+}
+
+/* 3. drop while another thread's stop is in progress: stop returns -EBUSY,
+ * drop unmaps the session under the running dispatcher. */
+static void *open_gate_later(void *a)
+{
+    (void)a;
+    usleep(200000);
+    atomic_store(&gate_open, 1);
+    return NULL;
+}
+
+static void case_drop_stop(void)
+{
+    g = make("dropstop", 3 * 65536, XE_PART_NONE, 0, XE_ALLOW_SINGLE_EVENT_LOSS);
+    xe_session_start(g);
+    atomic_store(&gate_open, 0);
+    fire_n(g, 2000);
+    while (!atomic_load(&in_deliver))
+        usleep(1000);
+    pthread_t t, o;
+    pthread_create(&t, NULL, stopper, NULL);
+    usleep(50000);
+    pthread_create(&o, NULL, open_gate_later, NULL);
+    xe_session_drop(g);           /* must wait for the stop, not unmap under it */
+    pthread_join(o, NULL);
+    pthread_join(t, NULL);
+}
+
+/* 4. A signal handler that stops the session (as the agent's _exit wrapper
+ * does: final_report -> mt_xe_stop_agent_sessions) on a thread waiting
+ * under NO_EVENT_LOSS: the dispatcher waits for that producer's inflight
+ * count for ever. */
+static _Atomic int handler_done;
+static void stop_handler(int sig)
+{
+    (void)sig;
+    xe_session_stop(g);
+    atomic_store(&handler_done, 1);
+}
+static void *producer(void *a)
+{
+    (void)a;
+    fire_n(g, 100000);
+    return NULL;
+}
+static void case_stop_in_handler(void)
+{
+    g = make("nolossexit", 3 * 65536, XE_PART_NONE, 0, XE_NO_EVENT_LOSS);
+    signal(SIGUSR1, stop_handler);
+    xe_session_start(g);
+    atomic_store(&gate_open, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, producer, NULL);
+    usleep(300000);               /* 3 buffers full: the producer waits for a free one */
+    pthread_kill(t, SIGUSR1);
+    usleep(100000);
+    atomic_store(&gate_open, 1);
+    for (int i = 0; i < 300 && !atomic_load(&handler_done); i++)
+        usleep(10000);
+    if (!atomic_load(&handler_done)) {
+        printf("# stop from the handler still waiting after 3 s\n");
+        exit(1);
+    }
+    pthread_join(t, NULL);
+}
+
+/* 5. fork while another thread is between sealing the partition's buffer
+ * and replacing it (xe_seal .. the CAS on cur in xe_replace, which includes
+ * a futex wake of the dispatcher), or between a straddling claim and its
+ * seal: in the child nobody finishes the job, the buffer stays current and
+ * sealed (or overflowing) for ever, and every producer of that partition
+ * spins in slow_path. Stress: producers flood, the main thread forks. */
+static _Atomic int flood_stop;
+static void *flood(void *a)
+{
+    (void)a;
+    xe_event ev = { .type = XE_EV_USER };
+    while (!atomic_load(&flood_stop))
+        xe_fire(g, &ev);
+    return NULL;
+}
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int32_t cur = atomic_load(&g->parts[0].cur);
+    uint64_t r = cur >= 0 ? atomic_load(&xe_buf(g, (uint32_t)cur)->reserved) : 0;
+    char buf[128];
+    int n = snprintf(buf, sizeof buf, "# hung child: cur=%d sealed=%d offset=%lu cap=%lu\n", cur,
+                     (int)(r >> 62), (unsigned long)(r & XE_OFF_MASK), (unsigned long)g->cap);
+    write(1, buf, (size_t)n);
+    _exit(9);
+}
+static void case_fork_sealer(void)
+{
+    g = make("forksealer", 3 * 65536, XE_PART_NONE, 0, XE_ALLOW_SINGLE_EVENT_LOSS);
+    xe_session_start(g);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, flood, NULL);
+    int hung = 0, forks = 0;
+    for (; forks < 400 && hung == 0; forks++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(SIGALRM, on_alarm);
+            alarm(2);
+            xe_event ev = { .type = XE_EV_USER };
+            for (int i = 0; i < 5000; i++)
+                xe_fire(g, &ev);
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 9)
+            hung++;
+    }
+    atomic_store(&flood_stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("# %d of %d forked children hung firing\n", hung, forks);
+    if (hung)
+        exit(1);
+}
+
+int main(void)
+{
+    CHECK("take_all keeps every queued buffer (more than XE_BATCH queued)",
+          in_child(case_batch, 60, "batch") == 0);
+    CHECK("flush concurrent with stop returns", in_child(case_flush_stop, 20, "flush/stop") == 0);
+    CHECK("drop concurrent with stop does not unmap under the dispatcher",
+          in_child(case_drop_stop, 20, "drop/stop") == 0);
+    CHECK("stop from a signal handler over a NO_EVENT_LOSS wait completes",
+          in_child(case_stop_in_handler, 20, "stop in handler") == 0);
+    CHECK("fork while another thread seals: the child can fire",
+          in_child(case_fork_sealer, 600, "fork sealer") == 0);
+    return failures != 0;
+}
