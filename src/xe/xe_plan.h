@@ -44,7 +44,7 @@ unsigned xe_plan_buffers(xe_partition_mode mode, unsigned cpus, unsigned nodes);
 
 /* Size a session. Returns 0 and fills *out, or -EINVAL with a one-line
  * reason in why[0..whylen) (no "memtrail:" prefix, no newline), e.g.
- * "max_memory 191 KB gives 3 buffers of 65365 bytes; a buffer needs at least 64 KB (max_memory >= 192 KB)". */
+ * "max_memory 191 KB gives 3 buffers of 65194 bytes; a buffer needs at least 64 KB (max_memory >= 192 KB)". */
 int xe_plan(const xe_plan_in *in, xe_plan_out *out, char *why, size_t whylen);
 
 /* Parse a size: digits with an optional unit B, KB/K, MB/M, GB/G (case

@@ -1,0 +1,542 @@
+/* cmd_xe.c — `memtrail xe plan`: an event session's buffers before it is
+ * created, with the exact sizes SQL Server Extended Events would give them
+ * (xe_plan.c, seed 000): one configuration, or the seed's range table for
+ * any machine shape, and advice on where the 64 KB steps fall. */
+#include "cli/cli.h"
+#include "xe/xe_plan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char xe_usage[] =
+    "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [OPTIONS]\n"
+    "\n"
+    "Event sessions buffer events the way SQL Server Extended Events does.\n"
+    "\n"
+    "Commands:\n"
+    "  plan     the buffers a MAX_MEMORY and partition mode give: exact sizes,\n"
+    "           memory allocated, and the range table of a machine shape\n"
+    "\n"
+    "'memtrail xe plan --help' describes its options.\n";
+
+static const char plan_usage[] =
+    "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [--cpus N]\n"
+    "                        [--nodes N] [--strict] [--max-event-size SIZE] [--json]\n"
+    "       memtrail xe plan --range A-B [--mode ...] [--cpus N] [--nodes N] [--strict]\n"
+    "                        [--max-event-size SIZE] [--json]\n"
+    "\n"
+    "Size an event session's buffers as Extended Events does (the columns of\n"
+    "dm_xe_sessions): NONE gives 3 buffers, PER_NODE 3 per NUMA node, PER_CPU\n"
+    "ceil(2.5 x CPUs). Each buffer takes MAX_MEMORY / buffers rounded up to the\n"
+    "next 64 KB chunk (205 bytes of it kept for management), so the memory\n"
+    "allocated exceeds MAX_MEMORY by up to 64 KB per buffer; a share under 64 KB\n"
+    "is rejected. --strict rounds down instead: never more than MAX_MEMORY.\n"
+    "\n"
+    "With --range A-B it prints the range table of MAX_MEMORY A..B KB instead:\n"
+    "one row per run of sizes with the same buffers, NULL where rejected.\n"
+    "Both end with advice: which MAX_MEMORY values give the same buffers, and\n"
+    "what the next step costs.\n"
+    "\n"
+    "Options:\n"
+    "  --max-memory SIZE      MAX_MEMORY: a number of KB, or with a unit B, KB,\n"
+    "                         MB, GB (e.g. 576, 4MB)\n"
+    "  --mode MODE            MEMORY_PARTITION_MODE: none (default), per_node,\n"
+    "                         per_cpu\n"
+    "  --cpus N               logical CPUs for per_cpu (default: this machine's)\n"
+    "  --nodes N              NUMA nodes for per_node (default: this machine's)\n"
+    "  --strict               STRICT_MAX_MEMORY=ON: buffers never exceed MAX_MEMORY\n"
+    "  --max-event-size SIZE  MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large\n"
+    "                         buffers that hold one event of that size\n"
+    "  --range A-B            the range table for MAX_MEMORY A..B KB (1 <= A <= B)\n"
+    "  --json                 print JSON instead (keys in docs/cli.md)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "Exit status: 0, or 1 when the session would be rejected (the reason on\n"
+    "stderr), 2 for bad usage.\n";
+
+#define MAX_COUNT (1u << 20) /* --cpus/--nodes: far above any machine, far below overflow */
+
+/* ---- this machine -------------------------------------------------------- */
+
+static unsigned machine_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    return n >= 1 && n <= (long)MAX_COUNT ? (unsigned)n : 1;
+}
+
+/* NUMA nodes as sysfs lists them (node0, node1, ...); 1 without NUMA. */
+static unsigned machine_nodes(void)
+{
+    DIR *d = opendir("/sys/devices/system/node");
+    if (!d)
+        return 1;
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *p = e->d_name;
+        if (strncmp(p, "node", 4) != 0 || p[4] == '\0')
+            continue;
+        for (p += 4; *p >= '0' && *p <= '9'; p++)
+            ;
+        if (*p == '\0')
+            n++;
+    }
+    closedir(d);
+    return n ? n : 1;
+}
+
+/* ---- formatting ------------------------------------------------------------ */
+
+/* A string built in a fixed buffer (the advice goes to text and to JSON). */
+struct text {
+    char buf[1024];
+    size_t len;
+};
+
+static void add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->len, sizeof t->buf - t->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->len = t->len + (size_t)n < sizeof t->buf ? t->len + (size_t)n : sizeof t->buf - 1;
+}
+
+/* "576 KB" for a whole number of KB (the seed's unit), else "590000 bytes". */
+static void add_size(struct text *t, uint64_t bytes)
+{
+    if (bytes % 1024 == 0)
+        add(t, "%" PRIu64 " KB", bytes / 1024);
+    else
+        add(t, "%" PRIu64 " bytes", bytes);
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", (unsigned char)*s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+/* ---- the advice ------------------------------------------------------------ */
+
+/* Where the configuration's 64 KB step starts and ends, and what comes next. */
+struct advice {
+    uint64_t at;     /* max_memory it is for, bytes */
+    int rc;          /* xe_plan's result there */
+    char why[256];   /* its reason when rejected */
+    uint64_t min_kb; /* the smallest accepted MAX_MEMORY for this buffer count */
+    uint64_t step_start_kb, step_end_kb;
+    int next_rc; /* xe_plan at step_end_kb + 1 (-ERANGE: there is none) */
+    uint64_t next_kb;
+    xe_plan_out out, next, strict; /* here, at the next step, and with --strict */
+    struct text text;
+};
+
+static int same_buffers(const xe_plan_out *a, const xe_plan_out *b)
+{
+    return a->total_regular_buffers == b->total_regular_buffers &&
+           a->regular_buffer_size == b->regular_buffer_size && a->total_buffer_size == b->total_buffer_size;
+}
+
+static int plan_at(const xe_plan_in *base, uint64_t max_memory, int strict, xe_plan_out *out, char *why,
+                   size_t whylen)
+{
+    xe_plan_in in = *base;
+    in.max_memory = max_memory;
+    in.strict = strict;
+    return xe_plan(&in, out, why, whylen);
+}
+
+/* A step is n buffers x 64 KB wide: XE gives k chunks for MAX_MEMORY in
+ * [n (k-1) 64 KB, n k 64 KB), strict for [n k 64 KB, n (k+1) 64 KB); the end
+ * is cut by MAX_EVENT_SIZE (which must stay >= MAX_MEMORY) and by what fits
+ * in 64 bits, found by bisection: sizes with equal buffers form one run. */
+static void step_bounds(const xe_plan_in *in, struct advice *a)
+{
+    uint64_t n = a->out.total_regular_buffers, k = a->out.chunks_per_buffer;
+    uint64_t lo = n * (in->strict ? k : k - 1) * XE_CHUNK, hi;
+    if (__builtin_mul_overflow(n * XE_CHUNK, in->strict ? k + 1 : k, &hi))
+        hi = UINT64_MAX;
+    else
+        hi -= 1;
+    if (in->max_event_size && hi > in->max_event_size)
+        hi = in->max_event_size;
+    xe_plan_out probe;
+    if (plan_at(in, hi, in->strict, &probe, NULL, 0) != 0 || !same_buffers(&probe, &a->out)) {
+        uint64_t good = a->at, bad = hi; /* invariant: good is in the run, bad is not */
+        while (bad - good > 1) {
+            uint64_t mid = good + (bad - good) / 2;
+            if (plan_at(in, mid, in->strict, &probe, NULL, 0) == 0 && same_buffers(&probe, &a->out))
+                good = mid;
+            else
+                bad = mid;
+        }
+        hi = good;
+    }
+    a->step_start_kb = (lo + 1023) / 1024;
+    a->step_end_kb = hi / 1024;
+}
+
+static void advise(const xe_plan_in *in, uint64_t at, struct advice *a)
+{
+    memset(a, 0, sizeof *a);
+    a->at = at;
+    a->min_kb = (uint64_t)xe_plan_buffers(in->mode, in->cpus, in->nodes) * (XE_CHUNK / 1024);
+    a->rc = plan_at(in, at, in->strict, &a->out, a->why, sizeof a->why);
+    struct text *t = &a->text;
+    if (a->rc != 0) {
+        xe_plan_out first;
+        if (at < a->min_kb * 1024 && plan_at(in, a->min_kb * 1024, in->strict, &first, NULL, 0) == 0) {
+            add(t,
+                "MAX_MEMORY below %" PRIu64 " KB is rejected (each of the %" PRIu32
+                " buffers needs 64 KB); %" PRIu64 " KB is the smallest, giving %" PRIu32 " x %" PRIu64
+                " bytes (",
+                a->min_kb, first.total_regular_buffers, a->min_kb, first.total_regular_buffers,
+                first.regular_buffer_size);
+            add_size(t, first.total_regular_buffers * first.regular_buffer_alloc);
+            add(t, " allocated).");
+        } else {
+            add(t, "rejected: %s.", a->why);
+        }
+        return;
+    }
+    step_bounds(in, a);
+    const xe_plan_out *o = &a->out;
+    uint64_t regular = (uint64_t)o->total_regular_buffers * o->regular_buffer_alloc;
+    add(t,
+        "any MAX_MEMORY from %" PRIu64 " to %" PRIu64 " KB gives these buffers (%" PRIu32 " x %" PRIu64
+        " bytes, ",
+        a->step_start_kb, a->step_end_kb, o->total_regular_buffers, o->regular_buffer_size);
+    add_size(t, regular);
+    if (regular > at) {
+        add(t, " allocated, ");
+        add_size(t, regular - at);
+        add(t, " more than max_memory)");
+    } else {
+        add(t, " allocated, within max_memory)");
+    }
+    a->next_rc = -ERANGE;
+    if (a->step_end_kb < UINT64_MAX / 1024 - 1) {
+        a->next_kb = a->step_end_kb + 1;
+        char why[256];
+        a->next_rc = plan_at(in, a->next_kb * 1024, in->strict, &a->next, why, sizeof why);
+        if (a->next_rc == 0) {
+            add(t, "; %" PRIu64 " KB steps up to %" PRIu32 " x %" PRIu64 " bytes (", a->next_kb,
+                a->next.total_regular_buffers, a->next.regular_buffer_size);
+            add_size(t, (uint64_t)a->next.total_regular_buffers * a->next.regular_buffer_alloc);
+            add(t, " allocated)");
+        } else {
+            add(t, "; %" PRIu64 " KB is rejected: %s", a->next_kb, why);
+        }
+    }
+    add(t, ".");
+    if (plan_at(in, at, 1, &a->strict, NULL, 0) == 0 && !in->strict) {
+        add(t, " --strict keeps within max_memory: %" PRIu32 " x %" PRIu64 " bytes (",
+            a->strict.total_regular_buffers, a->strict.regular_buffer_size);
+        add_size(t, (uint64_t)a->strict.total_regular_buffers * a->strict.regular_buffer_alloc);
+        add(t, " allocated).");
+    }
+}
+
+static void json_u64_or_null(const char *key, int have, uint64_t v)
+{
+    if (have)
+        printf(",\n  \"%s\": %" PRIu64, key, v);
+    else
+        printf(",\n  \"%s\": null", key);
+}
+
+/* The advice's keys, after the object's others (docs/cli.md). */
+static void json_advice(const struct advice *a)
+{
+    int ok = a->rc == 0, next = ok && a->next_rc == 0;
+    printf(",\n  \"min_max_memory_kb\": %" PRIu64, a->min_kb);
+    json_u64_or_null("step_start_kb", ok, a->step_start_kb);
+    json_u64_or_null("step_end_kb", ok, a->step_end_kb);
+    json_u64_or_null("next_step_kb", ok && a->next_rc != -ERANGE, a->next_kb);
+    json_u64_or_null("next_regular_buffer_size", next, a->next.regular_buffer_size);
+    json_u64_or_null("next_total_buffer_size", next, a->next.total_buffer_size);
+    json_u64_or_null("next_memory_allocated", next, a->next.memory_allocated);
+    json_u64_or_null("strict_regular_buffer_size", ok, a->strict.regular_buffer_size);
+    json_u64_or_null("strict_memory_allocated", ok, a->strict.memory_allocated);
+    printf(",\n  \"advice\": ");
+    json_string(a->text.buf);
+}
+
+static void json_shape(const xe_plan_in *in)
+{
+    printf("  \"mode\": \"%s\",\n  \"cpus\": %u,\n  \"nodes\": %u,\n  \"strict\": %s,\n"
+           "  \"max_event_size\": %" PRIu64,
+           xe_partition_mode_name(in->mode), in->cpus, in->nodes, in->strict ? "true" : "false",
+           in->max_event_size);
+}
+
+/* ---- one configuration ------------------------------------------------------ */
+
+static int print_plan(const xe_plan_in *in, bool json)
+{
+    struct advice a;
+    advise(in, in->max_memory, &a);
+    if (a.rc != 0)
+        return cli_error("%s", a.why);
+    const xe_plan_out *o = &a.out;
+    if (json) {
+        printf("{\n  \"max_memory\": %" PRIu64 ",\n", in->max_memory);
+        json_shape(in);
+        printf(",\n  \"total_regular_buffers\": %" PRIu32 ",\n  \"chunks_per_buffer\": %" PRIu32
+               ",\n  \"regular_buffer_size\": %" PRIu64 ",\n  \"regular_buffer_alloc\": %" PRIu64
+               ",\n  \"total_buffer_size\": %" PRIu64 ",\n  \"total_large_buffers\": %" PRIu32
+               ",\n  \"large_buffer_size\": %" PRIu64 ",\n  \"large_buffer_alloc\": %" PRIu64
+               ",\n  \"memory_allocated\": %" PRIu64,
+               o->total_regular_buffers, o->chunks_per_buffer, o->regular_buffer_size,
+               o->regular_buffer_alloc, o->total_buffer_size, o->total_large_buffers, o->large_buffer_size,
+               o->large_buffer_alloc, o->memory_allocated);
+        json_advice(&a);
+        printf("\n}\n");
+        return CLI_OK;
+    }
+    struct text t = {0};
+    add_size(&t, in->max_memory);
+    printf("%-22s %s\n", "max_memory", t.buf);
+    printf("%-22s %s", "memory_partition_mode", xe_partition_mode_name(in->mode));
+    if (in->mode == XE_PART_PER_CPU)
+        printf(" (%u CPU%s)", in->cpus, in->cpus == 1 ? "" : "s");
+    else if (in->mode == XE_PART_PER_NODE)
+        printf(" (%u node%s)", in->nodes, in->nodes == 1 ? "" : "s");
+    printf("\n%-22s %s\n", "strict_max_memory", in->strict ? "ON" : "OFF");
+    t.len = 0;
+    if (in->max_event_size)
+        add_size(&t, in->max_event_size);
+    else
+        add(&t, "none");
+    printf("%-22s %s\n", "max_event_size", t.buf);
+    printf("%-22s %" PRIu32 "\n", "total_regular_buffers", o->total_regular_buffers);
+    printf("%-22s %" PRIu64 " (%" PRIu32 " x 64 KB allocated, 205 bytes of it for management)\n",
+           "regular_buffer_size", o->regular_buffer_size, o->chunks_per_buffer);
+    printf("%-22s %" PRIu64 "\n", "total_buffer_size", o->total_buffer_size);
+    printf("%-22s %" PRIu32 "\n", "total_large_buffers", o->total_large_buffers);
+    printf("%-22s %" PRIu64, "large_buffer_size", o->large_buffer_size);
+    if (o->total_large_buffers)
+        printf(" (%" PRIu64 " x 64 KB allocated)", o->large_buffer_alloc / XE_CHUNK);
+    t.len = 0;
+    add_size(&t, o->memory_allocated);
+    printf("\n%-22s %" PRIu64 " (%s: %" PRIu32 " x %" PRIu64 " regular", "memory_allocated",
+           o->memory_allocated, t.buf, o->total_regular_buffers, o->regular_buffer_alloc);
+    if (o->total_large_buffers)
+        printf(" + %" PRIu32 " x %" PRIu64 " large", o->total_large_buffers, o->large_buffer_alloc);
+    printf(")\n\nadvice: %s\n", a.text.buf);
+    return CLI_OK;
+}
+
+/* ---- the range table ---------------------------------------------------------- */
+
+struct row {
+    uint64_t start, end;
+    int rc;
+    xe_plan_out out;
+};
+
+static void print_row(const struct row *r, bool json, bool first)
+{
+    if (json) {
+        printf("%s\n    {\"start_memory_range_kb\": %" PRIu64 ", \"end_memory_range_kb\": %" PRIu64,
+               first ? "" : ",", r->start, r->end);
+        if (r->rc == 0)
+            printf(", \"total_regular_buffers\": %" PRIu32 ", \"regular_buffer_size\": %" PRIu64
+                   ", \"total_buffer_size\": %" PRIu64 "}",
+                   r->out.total_regular_buffers, r->out.regular_buffer_size, r->out.total_buffer_size);
+        else
+            printf(", \"total_regular_buffers\": null, \"regular_buffer_size\": null, \"total_buffer_size\": "
+                   "null}");
+        return;
+    }
+    if (r->rc == 0)
+        printf("%-22" PRIu64 " %-20" PRIu64 " %-22" PRIu32 " %-20" PRIu64 " %" PRIu64 "\n", r->start, r->end,
+               r->out.total_regular_buffers, r->out.regular_buffer_size, r->out.total_buffer_size);
+    else
+        printf("%-22" PRIu64 " %-20" PRIu64 " %-22s %-20s %s\n", r->start, r->end, "NULL", "NULL", "NULL");
+}
+
+/* Every KB value from a to b, as the seed's T-SQL loop tries them, with
+ * consecutive values that give the same buffers grouped into one row. */
+static void print_range(const xe_plan_in *base, uint64_t a, uint64_t b, bool json)
+{
+    if (json) {
+        printf("{\n");
+        json_shape(base);
+        printf(",\n  \"rows\": [");
+    } else {
+        printf("%-22s %-20s %-22s %-20s %s\n", "start_memory_range_kb", "end_memory_range_kb",
+               "total_regular_buffers", "regular_buffer_size", "total_buffer_size");
+    }
+    struct row cur = {0};
+    bool have = false, first = true;
+    for (uint64_t kb = a;; kb++) {
+        xe_plan_out out;
+        int rc = plan_at(base, kb * 1024, base->strict, &out, NULL, 0) == 0 ? 0 : -EINVAL;
+        if (have && rc == cur.rc && (rc != 0 || same_buffers(&out, &cur.out))) {
+            cur.end = kb;
+        } else {
+            if (have) {
+                print_row(&cur, json, first);
+                first = false;
+            }
+            cur = (struct row){.start = kb, .end = kb, .rc = rc, .out = out};
+            have = true;
+        }
+        if (kb == b)
+            break;
+    }
+    print_row(&cur, json, first);
+
+    struct advice adv;
+    advise(base, b * 1024, &adv);
+    if (json) {
+        printf("\n  ],\n  \"advice_max_memory_kb\": %" PRIu64, b);
+        json_advice(&adv);
+        printf("\n}\n");
+    } else {
+        printf("\nadvice for %" PRIu64 " KB (the range's end): %s\n", b, adv.text.buf);
+    }
+}
+
+/* ---- options ------------------------------------------------------------------ */
+
+static int parse_count(const char *opt, const char *s, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
+    if (v == 0 || errno || *end || v > MAX_COUNT) {
+        cli_usage_error("xe plan", "%s: '%s' is not a count from 1 to %u", opt, s, MAX_COUNT);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_size_opt(const char *opt, const char *s, uint64_t *out)
+{
+    int rc = xe_parse_size(s, 1024, out);
+    if (rc == -ERANGE)
+        cli_usage_error("xe plan", "%s: '%s' is too big (more than 2^64 bytes)", opt, s);
+    else if (rc < 0)
+        cli_usage_error("xe plan", "%s: '%s' is not a size (a number of KB, or with a unit: B, KB, MB, GB)",
+                        opt, s);
+    return rc;
+}
+
+/* "A-B": whole KB, 1 <= A <= B, B KB still a byte count in 64 bits. */
+static int parse_range(const char *s, uint64_t *a, uint64_t *b)
+{
+    const char *dash = strchr(s, '-');
+    char *end;
+    bool ok = dash && s[0] >= '0' && s[0] <= '9' && dash[1] >= '0' && dash[1] <= '9';
+    if (ok) {
+        errno = 0;
+        *a = strtoull(s, &end, 10);
+        ok = !errno && end == dash;
+        *b = strtoull(dash + 1, &end, 10);
+        ok = ok && !errno && *end == '\0';
+    }
+    if (!ok) {
+        cli_usage_error("xe plan", "--range: '%s' is not a range A-B of KB (e.g. 1-4096)", s);
+        return -1;
+    }
+    if (*a < 1 || *b < *a || *b > UINT64_MAX / 1024 - 1) {
+        cli_usage_error("xe plan", "--range: '%s' needs 1 <= A <= B <= %" PRIu64 " (KB)", s,
+                        UINT64_MAX / 1024 - 1);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+    xe_plan_in in = {.mode = XE_PART_NONE, .cpus = 0, .nodes = 0};
+    const char *max_memory = NULL, *mode = NULL, *cpus = NULL, *nodes = NULL, *max_event = NULL,
+               *range = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (cli_is_help(arg)) {
+            fputs(plan_usage, stdout);
+            return CLI_OK;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            json = true;
+            continue;
+        }
+        if (strcmp(arg, "--strict") == 0) {
+            in.strict = 1;
+            continue;
+        }
+        if (arg[0] != '-')
+            return cli_usage_error("xe plan", "unexpected argument '%s'", arg);
+        static const char *const names[] = {"--max-memory", "--mode",           "--cpus",
+                                            "--nodes",      "--max-event-size", "--range"};
+        const char **slots[] = {&max_memory, &mode, &cpus, &nodes, &max_event, &range};
+        int m = 0;
+        for (size_t o = 0; o < sizeof names / sizeof names[0] && m == 0; o++)
+            m = cli_option_value("xe plan", argc, argv, &i, names[o], NULL, slots[o]);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m == 0)
+            return cli_usage_error("xe plan", "unknown option '%s'", arg);
+    }
+    if (mode && xe_parse_partition_mode(mode, &in.mode) < 0)
+        return cli_usage_error(
+            "xe plan", "--mode: unknown partition mode '%s' (accepted: none, per_node, per_cpu)", mode);
+    in.cpus = machine_cpus();
+    in.nodes = machine_nodes();
+    if ((cpus && parse_count("--cpus", cpus, &in.cpus) < 0) ||
+        (nodes && parse_count("--nodes", nodes, &in.nodes) < 0))
+        return CLI_USAGE;
+    if (max_event && parse_size_opt("--max-event-size", max_event, &in.max_event_size) < 0)
+        return CLI_USAGE;
+    if (range) {
+        if (max_memory)
+            return cli_usage_error("xe plan", "--range gives the MAX_MEMORY values: drop --max-memory");
+        uint64_t a, b;
+        if (parse_range(range, &a, &b) < 0)
+            return CLI_USAGE;
+        print_range(&in, a, b, json);
+        return cli_write_status(0);
+    }
+    if (!max_memory)
+        return cli_usage_error("xe plan", "missing --max-memory SIZE (or --range A-B)");
+    if (parse_size_opt("--max-memory", max_memory, &in.max_memory) < 0)
+        return CLI_USAGE;
+    int status = print_plan(&in, json);
+    return status == CLI_OK ? cli_write_status(0) : status;
+}
+
+int cmd_xe(int argc, char **argv)
+{
+    if (argc < 2)
+        return cli_usage_error("xe", "missing the xe command (accepted: plan)");
+    if (cli_is_help(argv[1])) {
+        fputs(xe_usage, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "plan") == 0)
+        return cmd_plan(argc - 1, argv + 1);
+    return cli_usage_error("xe", "unknown xe command '%s' (accepted: plan)", argv[1]);
+}

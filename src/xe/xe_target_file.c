@@ -1,0 +1,389 @@
+/* xe_target_file.c — the event_file target: events encoded into files
+ * that roll over at max_file_size, keeping at most max_rollover_files.
+ *
+ * Files: the first is `filename` itself, each rollover the next of
+ * `filename.1`, `filename.2`, ...; opening number n deletes number
+ * n - max_rollover_files (0: keep them all). A file is opened at the first
+ * event (with the encoder's header) and rolls over before a record that
+ * would take it past max_file_size, unless it has no record yet (so each
+ * file holds at least one).
+ *
+ * The dispatcher encodes events into an mmap'd staging buffer and writes
+ * it with write(2) when full and at each flush. An open or write that
+ * fails (ENOSPC, EACCES, ...) is counted and the events it carried are
+ * dropped; the file is cut back to its last whole record so what was
+ * written stays readable. The encoder is xe_file_set_encoder's (the trace
+ * format, issue 7) or the raw one of docs/events.md. */
+#include "xe/xe.h"
+#include "xe/xe_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FILE_DEFAULT_MAX_SIZE (1ull << 30)   /* 1 GB */
+#define FILE_DEFAULT_ROLLOVER 5
+#define FILE_MAX_ROLLOVER 1000000
+#define FILE_STAGE (256u << 10)
+
+/* ---- the raw encoding ----
+ * Header: "MTXERAW1", u32 version (1), u32 record size (72). Records, all
+ * little-endian: u16 type, u16 category, u32 tid, u32 cpu, u32 data_len,
+ * u64 time_ns, size, address, old_address, site, key, value. */
+#define RAW_VERSION 1u
+#define RAW_RECORD 72u
+
+static void put16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static size_t raw_header(void *buf, size_t cap)
+{
+    unsigned char *p = buf;
+    if (cap < 16)
+        return 0;
+    memcpy(p, "MTXERAW1", 8);
+    put32(p + 8, RAW_VERSION);
+    put32(p + 12, RAW_RECORD);
+    return 16;
+}
+
+static size_t raw_encode(const xe_event *evs, size_t n, void *buf, size_t cap, size_t *consumed)
+{
+    unsigned char *p = buf;
+    size_t i = 0;
+    for (; i < n && (i + 1) * RAW_RECORD <= cap; i++, p += RAW_RECORD) {
+        const xe_event *ev = &evs[i];
+        put16(p, ev->type);
+        put16(p + 2, ev->category);
+        put32(p + 4, ev->tid);
+        put32(p + 8, ev->cpu);
+        put32(p + 12, ev->data_len);
+        put64(p + 16, ev->time_ns);
+        put64(p + 24, ev->size);
+        put64(p + 32, ev->address);
+        put64(p + 40, ev->old_address);
+        put64(p + 48, ev->site);
+        put64(p + 56, ev->key);
+        put64(p + 64, ev->value);
+    }
+    *consumed = i;
+    return i * RAW_RECORD;
+}
+
+static const xe_file_encoder raw_encoder = {"raw", raw_header, raw_encode};
+static const xe_file_encoder *file_encoder;
+
+void xe_file_set_encoder(const xe_file_encoder *enc)
+{
+    __atomic_store_n(&file_encoder, enc, __ATOMIC_RELEASE);
+}
+
+/* A size slice (not NUL-terminated) through xe_parse_size. */
+static int file_parse_size(const char *s, size_t n, uint64_t bare_unit, uint64_t *out)
+{
+    char tmp[64];
+    if (n >= sizeof tmp)
+        return -EINVAL;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    return xe_parse_size(tmp, bare_unit, out);
+}
+
+/* ---- state ---- */
+
+enum { OP_NONE, OP_OPEN, OP_WRITE };
+
+typedef struct file_state {
+    char filename[sizeof(((xe_target *)0)->params)];
+    uint64_t max_file_size;
+    uint64_t max_rollover;          /* 0: no limit */
+    const xe_file_encoder *enc;
+    int fd;                         /* -1: none open */
+    int open_tried;                 /* an open failed since the last flush */
+    uint64_t opened;                /* files opened so far */
+    uint64_t seq;                   /* the current (last opened) file's number */
+    uint64_t file_bytes;            /* written to the current file */
+    size_t header_len;
+    size_t staged;
+    uint64_t staged_events;
+    /* Read by the view. */
+    uint64_t bytes_written, events_written, events_dropped, write_errors;
+    uint64_t last_op, last_errno;
+    unsigned char stage[FILE_STAGE];
+} file_state;
+
+static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
+{
+    xe_param p[] = {{.name = "filename"}, {.name = "max_file_size"}, {.name = "max_rollover_files"}};
+    uint64_t max_size = FILE_DEFAULT_MAX_SIZE, rollover = FILE_DEFAULT_ROLLOVER;
+    int rc = xe_params_parse("event_file", params, p, 3, why, whylen);
+    if (rc == 0 && (!p[0].set || p[0].len == 0)) {
+        mt_out o;
+        xe_why_init(&o, why, whylen);
+        mt_out_str(&o, "event_file needs filename=");
+        xe_why_done(&o);
+        rc = -EINVAL;
+    }
+    if (rc == 0 && p[1].set &&
+        (file_parse_size(p[1].val, p[1].len, 1u << 20, &max_size) < 0 || max_size == 0)) {
+        mt_out o;
+        xe_why_init(&o, why, whylen);
+        mt_out_str(&o, "event_file: max_file_size='");
+        mt_out_mem(&o, p[1].val, p[1].len);
+        mt_out_str(&o, "' is not a size (a number of MB, or with a unit: B, KB, MB, GB)");
+        xe_why_done(&o);
+        rc = -EINVAL;
+    }
+    if (rc == 0 && p[2].set)
+        rc = xe_param_u64("event_file", &p[2], 0, FILE_MAX_ROLLOVER, &rollover, why, whylen);
+    if (rc < 0)
+        return rc;
+    file_state *s = xe_map(sizeof *s);
+    if (!s) {
+        mt_out o;
+        xe_why_init(&o, why, whylen);
+        mt_out_str(&o, "event_file: cannot map its staging buffer");
+        xe_why_done(&o);
+        return -ENOMEM;
+    }
+    size_t n = p[0].len < sizeof s->filename - 1 ? p[0].len : sizeof s->filename - 1;
+    memcpy(s->filename, p[0].val, n);
+    s->max_file_size = max_size;
+    s->max_rollover = rollover;
+    s->enc = __atomic_load_n(&file_encoder, __ATOMIC_ACQUIRE);
+    if (!s->enc)
+        s->enc = &raw_encoder;
+    s->fd = -1;
+    xe_params_keep(t, params);
+    t->state = s;
+    t->state_bytes = sizeof *s;
+    return 0;
+}
+
+/* "<filename>" for file 0, "<filename>.<seq>" after. */
+static void file_path(const file_state *s, uint64_t seq, char *buf, size_t cap)
+{
+    mt_out o;
+    mt_out_init(&o, buf, cap, -1);
+    mt_out_str(&o, s->filename);
+    if (seq) {
+        mt_out_char(&o, '.');
+        mt_out_u64(&o, seq);
+    }
+    mt_out_cstr(&o);
+}
+
+static void file_error(file_state *s, int op, int err)
+{
+    xe_stat_add(&s->write_errors, 1);
+    __atomic_store_n(&s->last_op, (uint64_t)op, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->last_errno, (uint64_t)err, __ATOMIC_RELAXED);
+}
+
+/* Writes all of buf to the current file; on failure cuts the file back to
+ * its size before, so it ends on a whole record. */
+static int file_write(file_state *s, const void *buf, size_t n)
+{
+    const char *p = buf;
+    size_t left = n;
+    while (left > 0) {
+        ssize_t w = write(s->fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            file_error(s, OP_WRITE, w < 0 ? errno : ENOSPC);
+            if (left < n && ftruncate(s->fd, (off_t)s->file_bytes) == 0)
+                (void)lseek(s->fd, (off_t)s->file_bytes, SEEK_SET);
+            return -1;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    s->file_bytes += n;
+    xe_stat_add(&s->bytes_written, n);
+    return 0;
+}
+
+/* Closes the current file and opens the next (the first when none was
+ * opened yet) with its header. A file whose open or header fails does not
+ * count: the next attempt (after the next flush) tries the same number. */
+static int file_open_next(file_state *s)
+{
+    char path[sizeof s->filename + 24];
+    uint64_t seq = s->opened ? s->seq + 1 : 0;
+    s->open_tried = 1;
+    if (s->fd >= 0) {
+        close(s->fd);
+        s->fd = -1;
+    }
+    file_path(s, seq, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        file_error(s, OP_OPEN, errno);
+        return -1;
+    }
+    s->fd = fd;
+    s->file_bytes = 0;
+    unsigned char hdr[256];
+    s->header_len = s->enc->file_header ? s->enc->file_header(hdr, sizeof hdr) : 0;
+    if (s->header_len && file_write(s, hdr, s->header_len) < 0) {
+        close(fd);
+        s->fd = -1;
+        return -1;
+    }
+    __atomic_store_n(&s->seq, seq, __ATOMIC_RELAXED);
+    xe_stat_add(&s->opened, 1);
+    if (s->max_rollover && seq >= s->max_rollover) {
+        file_path(s, seq - s->max_rollover, path, sizeof path);
+        (void)unlink(path);
+    }
+    return 0;
+}
+
+/* Writes the first `bytes` staged bytes holding `events` events. */
+static void stage_write(file_state *s, size_t bytes, uint64_t events)
+{
+    if (bytes == 0)
+        return;
+    if (s->fd >= 0 && file_write(s, s->stage, bytes) == 0)
+        xe_stat_add(&s->events_written, events);
+    else
+        xe_stat_add(&s->events_dropped, events);
+    memmove(s->stage, s->stage + bytes, s->staged - bytes);
+    s->staged -= bytes;
+    s->staged_events -= events;
+}
+
+static void file_deliver(xe_target *t, const xe_event *ev)
+{
+    file_state *s = t->state;
+    if (s->fd < 0 && (s->open_tried || file_open_next(s) < 0)) {
+        xe_stat_add(&s->events_dropped, 1);
+        return;
+    }
+    size_t consumed = 0;
+    size_t n = s->enc->encode(ev, 1, s->stage + s->staged, FILE_STAGE - s->staged, &consumed);
+    if (n == 0 && s->staged > 0) {
+        stage_write(s, s->staged, s->staged_events);
+        n = s->enc->encode(ev, 1, s->stage, FILE_STAGE, &consumed);
+    }
+    if (n == 0 || consumed != 1) {
+        xe_stat_add(&s->events_dropped, 1);   /* bigger than the staging buffer */
+        return;
+    }
+    s->staged += n;
+    s->staged_events++;
+    uint64_t before = s->file_bytes + s->staged - n;   /* the file without this record */
+    if (before + n > s->max_file_size && before > s->header_len) {
+        stage_write(s, s->staged - n, s->staged_events - 1);
+        /* On failure the record stays staged and is counted dropped at
+         * the next write. */
+        (void)file_open_next(s);
+    }
+}
+
+static void file_flush(xe_target *t)
+{
+    file_state *s = t->state;
+    stage_write(s, s->staged, s->staged_events);
+    s->open_tried = 0;
+}
+
+static const char *errno_name(uint64_t e)
+{
+    switch (e) {
+    case ENOSPC: return "ENOSPC";
+    case EDQUOT: return "EDQUOT";
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case EROFS: return "EROFS";
+    case EIO: return "EIO";
+    case EFBIG: return "EFBIG";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    default: return NULL;
+    }
+}
+
+static void file_view(xe_target *t, mt_out *o)
+{
+    const file_state *s = t->state;
+    uint64_t opened = xe_stat_get(&s->opened), seq = xe_stat_get(&s->seq);
+    uint64_t files = s->max_rollover && opened > s->max_rollover ? s->max_rollover : opened;
+    char path[sizeof s->filename + 24];
+    mt_out_str(o, "{\"target\":\"event_file\",\"filename\":");
+    xe_json_str(o, s->filename);
+    xe_json_key(o, "current_file");
+    if (opened) {
+        file_path(s, seq, path, sizeof path);
+        xe_json_str(o, path);
+    } else {
+        mt_out_str(o, "null");
+    }
+    xe_json_key(o, "encoding");
+    xe_json_str(o, s->enc->name);
+    xe_json_kv_u64(o, "max_file_size", s->max_file_size);
+    xe_json_kv_u64(o, "max_rollover_files", s->max_rollover);
+    xe_json_kv_u64(o, "files", files);
+    xe_json_kv_u64(o, "files_opened", opened);
+    xe_json_kv_u64(o, "bytes_written", xe_stat_get(&s->bytes_written));
+    xe_json_kv_u64(o, "events_written", xe_stat_get(&s->events_written));
+    xe_json_kv_u64(o, "events_dropped", xe_stat_get(&s->events_dropped));
+    xe_json_kv_u64(o, "write_errors", xe_stat_get(&s->write_errors));
+    xe_json_key(o, "last_error");
+    uint64_t op = xe_stat_get(&s->last_op), err = xe_stat_get(&s->last_errno);
+    if (op == OP_NONE) {
+        mt_out_str(o, "null");
+    } else {
+        char msg[64];
+        mt_out m;
+        mt_out_init(&m, msg, sizeof msg, -1);
+        mt_out_str(&m, op == OP_OPEN ? "open: " : "write: ");
+        const char *name = errno_name(err);
+        if (name)
+            mt_out_str(&m, name);
+        else {
+            mt_out_str(&m, "errno ");
+            mt_out_u64(&m, err);
+        }
+        xe_json_str(o, mt_out_cstr(&m));
+    }
+    mt_out_char(o, '}');
+}
+
+static void file_close(xe_target *t)
+{
+    file_state *s = t->state;
+    if (!s)
+        return;
+    file_flush(t);
+    if (s->fd >= 0)
+        close(s->fd);
+    xe_unmap(t->state, t->state_bytes);
+    t->state = NULL;
+    t->state_bytes = 0;
+}
+
+const xe_target_ops xe_target_event_file = {
+    .name = "event_file",
+    .synchronous = 0,
+    .init = file_init,
+    .deliver = file_deliver,
+    .flush = file_flush,
+    .close = file_close,
+    .view_json = file_view,
+};
