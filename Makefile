@@ -140,13 +140,11 @@ bench: all
 
 # The event engine's benchmark (bench/xe.sh): the engine built -O2 with its
 # benchmark program, and the LTTng-UST peer (needs liblttng-ust-dev).
-# XE_BENCH_EXTRA: more sources to link (stand-ins while parts of src/xe are missing).
-XE_BENCH_EXTRA ?=
 XE_BENCH    := $(BUILD)/bench/xe_fire
 LTTNG_BENCH := $(BUILD)/bench/lttng_fire
-$(XE_BENCH): bench/xe_fire.c $(XE_SRC) $(COMMON_SRC) $(HDRS) $(XE_BENCH_EXTRA)
+$(XE_BENCH): bench/xe_fire.c $(XE_SRC) $(COMMON_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O2 -g -o $@ bench/xe_fire.c $(XE_SRC) $(COMMON_SRC) $(XE_BENCH_EXTRA) -lpthread
+	$(CC) $(BASEFLAGS) -O2 -g -o $@ bench/xe_fire.c $(XE_SRC) $(COMMON_SRC) -lpthread
 
 $(LTTNG_BENCH): bench/lttng/lttng_fire.c bench/lttng/lttng_tp.c bench/lttng/memtrail_bench_tp.h
 	@mkdir -p $(dir $@)

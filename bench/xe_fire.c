@@ -453,7 +453,7 @@ static void *producer(void *arg)
 typedef struct outcome {
     double ns;                   /* per event per thread */
     uint64_t fired, delivered, dropped, blocked_ns;
-    int exact;                   /* fired = delivered + dropped, and the producers agree */
+    int exact;                   /* fired = delivered + dropped, the producers (and the ring) agree */
 } outcome;
 
 /* Start the producers, wait for them; ns per event per thread. */
@@ -520,6 +520,14 @@ static outcome run_engine(int mode, int threads)
     o.dropped = info.dropped_event_count;
     o.blocked_ns = info.blocked_event_fire_time_ns;
     o.exact = other == 0 && o.fired == o.delivered + o.dropped && ok == o.delivered && dropped == o.dropped;
+    if (opt.ring) {
+        /* The target itself saw every delivered event. */
+        uint64_t received = 0;
+        xe_target *t = xe_session_target(s, "ring_buffer");
+        if (t)
+            xe_ring_read(t, NULL, 0, &received);
+        o.exact &= t != NULL && received == o.delivered;
+    }
     xe_session_drop(s);
     return o;
 }
@@ -702,8 +710,9 @@ int main(int argc, char **argv)
     const char *target = opt.ring ? "ring_buffer" : "none";
     const char *retention = opt.no_loss ? "NO_EVENT_LOSS" : "ALLOW_SINGLE_EVENT_LOSS";
     char pin[64];
-    snprintf(pin, sizeof pin, "%s%s", opt.pin_producers ? "producers" : "none",
-             opt.pin_consumer >= 0 ? (opt.pin_consumer == 0 ? "+consumer0" : "+consumer") : "");
+    snprintf(pin, sizeof pin, "%s", opt.pin_producers ? "producers" : "none");
+    if (opt.pin_consumer >= 0)
+        snprintf(pin + strlen(pin), sizeof pin - strlen(pin), "+consumer%d", opt.pin_consumer);
     printf("INFO label=%s cpus=%u events=%llu runs=%d max_memory_mb=%llu retention=%s target=%s pin=%s\n",
            opt.label, ncpu, (unsigned long long)opt.events, opt.runs,
            (unsigned long long)(opt.max_memory >> 20), retention, target, pin);

@@ -14,14 +14,14 @@
 # running is used and left alone.
 #
 # Usage: bench/lttng/run.sh --bin PATH [--events N] [--runs R] [--threads "1 2"]
-#                           [--modes "blocking discard"] [--max-memory MB] [--pin]
-# Prints "RUN ..." and "RESULT impl=lttng label=MODE threads=T min=.. median=..
+#                           [--modes "blocking discard"] [--max-memory MB] [--pin] [--tag T]
+# Prints "RUN ..." and "RESULT impl=lttng label=[T-]MODE threads=T min=.. median=..
 # fired=.. discarded=.." lines; when LTTng cannot run, one line
 # "LTTNG_SKIP reason=..." and exit status 3. Other errors: status 1.
 set -euo pipefail
 export LC_ALL=C
 
-bin="" events=10000000 runs=5 threads="1 2" modes="blocking discard" mem_mb=64 pin="" pin_label=none
+bin="" events=10000000 runs=5 threads="1 2" modes="blocking discard" mem_mb=64 pin="" pin_label=none tag=""
 skip() { echo "LTTNG_SKIP reason=\"$*\""; exit 3; }
 die() { echo "lttng/run.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
@@ -33,6 +33,7 @@ while [ $# -gt 0 ]; do
         --modes) modes=$2; shift ;;
         --max-memory) mem_mb=$2; shift ;;
         --pin) pin=--pin pin_label=producers ;;
+        --tag) tag=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "lttng/run.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
@@ -117,7 +118,7 @@ for mode in $modes; do
             lt add-context -u -s "$session" -c ch -t vtid || skip "lttng add-context failed"
             lt start "$session" || skip "lttng start failed"
             if ! out=$(env "${env[@]+"${env[@]}"}" "$bin" --events "$events" --threads "$t" --runs 1 \
-                    --label "$mode" $pin 2>&1); then
+                    --label "${tag:+$tag-}$mode" $pin 2>&1); then
                 skip "lttng_fire failed: $(echo "$out" | tr '\n' ' ' | cut -c1-200)"
             fi
             lt stop "$session" || true
@@ -130,13 +131,13 @@ for mode in $modes; do
             ns=$(echo "$out" | awk '/^RUN / { for (i = 1; i <= NF; i++) if ($i ~ /^ns=/) print substr($i, 4) }')
             [ -n "$ns" ] || die "lttng_fire printed no RUN line: $out"
             echo "$ns" >>"$TMP/ns"
-            echo "RUN impl=lttng label=$mode threads=$t run=$r ns=$ns discarded=${d:-?}"
+            echo "RUN impl=lttng label=${tag:+$tag-}$mode threads=$t run=$r ns=$ns discarded=${d:-?}"
             if [[ ${d:-x} =~ ^[0-9]{1,18}$ ]]; then discarded=$((discarded + d)); else odd_count+="${d:-none} "; fi
         done
         read -r mn md mx < <(min_median_max <"$TMP/ns")
         note=""
         [ -z "$odd_count" ] || note=" discarded_unreadable=\"${odd_count% }\""
-        echo "RESULT impl=lttng label=$mode threads=$t pin=$pin_label min=$mn median=$md max=$mx" \
+        echo "RESULT impl=lttng label=${tag:+$tag-}$mode threads=$t pin=$pin_label min=$mn median=$md max=$mx" \
             "fired=$((events * t * runs)) discarded=$discarded$note"
     done
 done
