@@ -454,6 +454,7 @@ typedef struct outcome {
     double ns;                   /* per event per thread */
     uint64_t fired, delivered, dropped, blocked_ns;
     int exact;                   /* fired = delivered + dropped, the producers (and the ring) agree */
+    uint64_t ok, rc_dropped, rc_zero, ring_received;   /* what the producers were told, the ring saw */
 } outcome;
 
 /* Start the producers, wait for them; ns per event per thread. */
@@ -520,13 +521,15 @@ static outcome run_engine(int mode, int threads)
     o.dropped = info.dropped_event_count;
     o.blocked_ns = info.blocked_event_fire_time_ns;
     o.exact = other == 0 && o.fired == o.delivered + o.dropped && ok == o.delivered && dropped == o.dropped;
+    o.ok = ok;
+    o.rc_dropped = dropped;
+    o.rc_zero = other;
     if (opt.ring) {
         /* The target itself saw every delivered event. */
-        uint64_t received = 0;
         xe_target *t = xe_session_target(s, "ring_buffer");
         if (t)
-            xe_ring_read(t, NULL, 0, &received);
-        o.exact &= t != NULL && received == o.delivered;
+            xe_ring_read(t, NULL, 0, &o.ring_received);
+        o.exact &= t != NULL && o.ring_received == o.delivered;
     }
     xe_session_drop(s);
     return o;
@@ -549,6 +552,8 @@ static outcome run_baseline(int spin, int threads)
     o.delivered = b->delivered;
     o.dropped = b->dropped;
     o.exact = o.fired == o.delivered + o.dropped && ok == o.delivered && dropped == o.dropped;
+    o.ok = ok;
+    o.rc_dropped = dropped;
     bl_destroy(b);
     return o;
 }
@@ -584,6 +589,13 @@ static void run_config(config *c, int run)
            impl_name[c->impl], mode_name(c), c->threads, run, o.ns, (unsigned long long)o.fired,
            (unsigned long long)o.delivered, (unsigned long long)o.dropped, (double)o.blocked_ns / 1e6,
            o.exact ? "yes" : "NO");
+    if (!o.exact)
+        printf("MISMATCH impl=%s mode=%s threads=%d run=%d fired=%llu delivered=%llu dropped=%llu "
+               "returned_1=%llu returned_negative=%llu returned_0=%llu ring_received=%llu\n",
+               impl_name[c->impl], mode_name(c), c->threads, run, (unsigned long long)o.fired,
+               (unsigned long long)o.delivered, (unsigned long long)o.dropped, (unsigned long long)o.ok,
+               (unsigned long long)o.rc_dropped, (unsigned long long)o.rc_zero,
+               (unsigned long long)o.ring_received);
     fflush(stdout);
 }
 
