@@ -91,6 +91,11 @@ $(BUILD)/asan/tests/xe/%: tests/xe/%.c $(XE_SRC) $(COMMON_SRC) $(HDRS) tests/uni
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(XE_SRC) $(COMMON_SRC) -lpthread
 
+# The CLI's JSON reader (memtrail sessions) has its own unit test.
+$(BUILD)/asan/tests/cli/test_json: tests/cli/test_json.c src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(CLI_LIBS)
+
 $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) $(wildcard tests/*.h tests/report/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(CLI_LIBS)

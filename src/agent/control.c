@@ -18,6 +18,7 @@
  *   detail    the same with detail mode's module and site lines
  *   baseline  keeps the report as the baseline and replies with it
  *   diff      the baseline report, then the current one
+ *   sessions  the event sessions' view and their targets' data, as JSON
  *   other     "error unknown command '...'"
  *
  * Peers of another uid get "error permission denied". Serving never calls
@@ -39,6 +40,7 @@
 
 #include "agent/agent.h"
 #include "common/out.h"
+#include "xe/xe.h"
 
 int mt_control_enabled = 1;
 
@@ -329,6 +331,13 @@ static void serve_one(int fd)
             send_all(fd, reply, (size_t)n);
         else
             mt_report_to_fd(fd, "query");
+    } else if (strcmp(cmd, "sessions") == 0) {
+        /* Targets' data can be large (a ring buffer's events): streamed to
+         * the socket as it is formatted, through the reply buffer. */
+        mt_out o;
+        mt_out_init_socket(&o, reply, sizeof reply, fd);
+        xe_view_json(&o, 1);
+        mt_out_flush(&o);
     } else {
         char msg[256];
         mt_out o;
@@ -336,7 +345,7 @@ static void serve_one(int fd)
         mt_out_str(&o, "error unknown command '");
         for (size_t i = 0; cmd[i] && i < 64; i++)
             mt_out_char(&o, cmd[i] >= 0x20 && cmd[i] < 0x7f ? cmd[i] : '?');
-        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff)\n");
+        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff, sessions)\n");
         send_all(fd, o.buf, o.len);
     }
 }

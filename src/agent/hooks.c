@@ -17,6 +17,7 @@
 #include "agent/agent.h"
 #include "agent/block.h"
 #include "agent/counters.h"
+#include "agent/sessions.h"
 #include "agent/site_capture.h"
 
 /* mt_hot: start-up is over and the agent tracks. */
@@ -169,6 +170,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     if (MT_UNLIKELY(mt_site_opt.detail))
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
+    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, site);
     return p;
 }
 
@@ -189,6 +191,9 @@ static void release(void *p, mt_hdr *h)
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     if (MT_UNLIKELY(mt_site_opt.detail))
         mt_site_count(h->site, -(int64_t)size, MT_SITE_FREE);
+    /* Before the block goes: once it is back, another thread may get the
+     * same address, and its alloc event must come after this free. */
+    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, h->site);
     free_block(p, h, size, cat, shift);
 }
 
@@ -337,6 +342,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
             mt_site_count(site, (int64_t)n, MT_SITE_ALLOC);
         }
     }
+    mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site);
     return np;
 }
 

@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/sessions.h"
 #include "agent/site.h"
 #include "agent/vm.h"
 #include "common/out.h"
@@ -340,6 +341,7 @@ void mt_init_slow(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     mt_start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     mt_counters_init();
+    mt_xe_init();
 
     mt_opt.mode = MT_MODE_SUMMARY;
     mt_opt.on_error = MT_ON_ERROR_REPORT;
@@ -367,8 +369,12 @@ __attribute__((constructor)) static void mt_constructor(void)
 {
     if (atomic_load(&mt_state) == MT_STATE_UNINIT && !mt_t.in_agent)
         mt_init_slow();
-    if (atomic_load(&mt_state) == MT_STATE_READY && mt_tracking)
+    if (atomic_load(&mt_state) == MT_STATE_READY && mt_tracking) {
         mt_control_start();
+        /* Here, not in mt_init_slow: a session starts a thread, which the
+         * first malloc (perhaps inside libc's own start-up) cannot. */
+        mt_xe_start_agent_sessions();
+    }
 }
 
 /* The report a process writes as it leaves (exit, _exit, _Exit). */
@@ -376,7 +382,10 @@ static void final_report(void *unused)
 {
     (void)unused;
     mt_control_shutdown();
-    if (atomic_load(&mt_hot) && mt_own_process()) /* not from a vfork child */
+    if (!mt_own_process()) /* a vfork child: its parent's sessions and report */
+        return;
+    mt_xe_stop_agent_sessions();
+    if (atomic_load(&mt_hot))
         mt_report_write_to(NULL, "exit");
 }
 

@@ -16,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/sessions.h"
 #include "agent/vm.h"
 
 #define PAGE_UP(x) (((uintptr_t)(x) + 4095) & ~(uintptr_t)4095)
@@ -78,6 +79,9 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
         errno = saved;
     }
     mt_vm_unlock();
+    /* The agent's own mappings (session buffers among them) are no events. */
+    if (p != MAP_FAILED && !mt_t.in_agent)
+        mt_xe_event(XE_EV_MMAP, p, NULL, len, cat, 0);
     return p;
 }
 
@@ -90,14 +94,21 @@ MT_EXPORT int munmap(void *addr, size_t len)
 {
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return (int)syscall(SYS_munmap, addr, len);
+    unsigned cat = MT_CAT_MMAP;
     mt_vm_lock();
     int rc = (int)syscall(SYS_munmap, addr, len);
     if (rc == 0) {
         int saved = errno;
+        /* The event's category: the range's, as the table had it. */
+        size_t i = mt_vm_first_after((uintptr_t)addr);
+        if (i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)addr)
+            cat = mt_vm_table[i].cat;
         mt_vm_forget((uintptr_t)addr, PAGE_UP((uintptr_t)addr + len));
         errno = saved;
     }
     mt_vm_unlock();
+    if (rc == 0 && !mt_t.in_agent)
+        mt_xe_event(XE_EV_MUNMAP, addr, NULL, len, cat, 0);
     return rc;
 }
 
@@ -225,6 +236,11 @@ static void *thread_trampoline(void *p)
     mt_real_fn.free(p);
     mt_t.in_agent--;
     record_own_stack(s.agent);
+    /* A thread the agent started (an event session's dispatcher) is the
+     * agent's for its whole life: what it and libc do for it is neither
+     * the program's memory nor the program's events. */
+    if (s.agent)
+        mt_t.in_agent++;
     /* Its own alternate signal stack, so a stack overflow still gets the
      * crash report; released however the thread ends. */
     mt_crash_thread_start();

@@ -7,6 +7,8 @@
 #ifndef MT_CLI_H
 #define MT_CLI_H
 
+#include <stddef.h>
+
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* Subcommands: argv[0] is the subcommand's name. */
@@ -15,6 +17,7 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_sessions(int argc, char **argv);
 int cmd_xe(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
@@ -88,5 +91,26 @@ int detail_cli_report(const char *path, _Bool json, const struct report_scale *s
 /* The diff of two detail reports: the category diff, then the sites. */
 int detail_cli_diff(const struct report *base, const struct report *cur, _Bool json,
                     const struct report_scale *scale, const struct detail_options *o);
+
+/* The control socket of a tracked process (query_client.c), for `query`
+ * and `sessions`. */
+struct query_target {
+    long pid;
+    unsigned uid;  /* effective uid, from /proc/PID/status */
+    char *dirs[2]; /* candidate socket directories, in order */
+    int ndirs;
+    char *sock;    /* the socket found */
+};
+/* A pid (or a count of seconds): digits, 1 to INT_MAX. 0 or -1. */
+int query_parse_pid(const char *s, long *pid);
+/* Finds the socket of process pid, which must be ours (`cmd_name` names
+ * the subcommand in the error). 0, or CLI_FAILED after printing why (no
+ * such process, another uid's, not tracked). query_close() either way. */
+int query_open(long pid, const char *cmd_name, struct query_target *t);
+/* Sends one request line (with its '\n') and reads the reply until EOF
+ * into *buf (malloc'd, NUL-terminated; free it either way) and *len. 0, or
+ * CLI_FAILED after printing why (no answer in time, an "error ..." reply). */
+int query_ask(const struct query_target *t, const char *request, int timeout_ms, char **buf, size_t *len);
+void query_close(struct query_target *t);
 
 #endif /* MT_CLI_H */

@@ -1,6 +1,7 @@
-/* cmd_run.c — `memtrail run [--mode summary|detail] [--depth N] [--unwind U] [-o FILE] [--follow-exec] [--] CMD ARGS...`:
+/* cmd_run.c — `memtrail run [--mode summary|detail] [--depth N] [--unwind U] [-o FILE] [--follow-exec]
+ * [--session DEF]... [--] CMD ARGS...`:
  * starts CMD with the agent (libmemtrail.so) preloaded and its options in
- * MEMTRAIL_OPTIONS, waits for it, says where its summary report went, and
+ * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its summary report went, and
  * exits with CMD's own status (128+N when signal N killed it). */
 #include "cli/cli.h"
 #include "report/report.h"
@@ -21,7 +22,7 @@
 
 static const char run_usage[] =
     "usage: memtrail run [--mode summary|detail] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-    "                    [-o FILE] [--follow-exec] [--] CMD [ARGS...]\n"
+    "                    [-o FILE] [--follow-exec] [--session DEF]... [--] CMD [ARGS...]\n"
     "\n"
     "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
     "summary report when it exits. CMD is found on PATH as a shell would.\n"
@@ -45,12 +46,20 @@ static const char run_usage[] =
     "                   and write their own reports, so FILE must contain %p.\n"
     "                   Without it, exec'd programs run untracked, and a process\n"
     "                   that execs leaves a report with reason exec.\n"
+    "  --session DEF    an event session fed with the program's allocations,\n"
+    "                   frees, reallocs, mmaps and munmaps, started with it and\n"
+    "                   stopped at exit (repeatable). DEF is its definition, e.g.\n"
+    "                   'name=big;where=size >= 4096;target=histogram(source=size_class)'\n"
+    "                   (options in docs/events.md). See it live with\n"
+    "                   memtrail sessions PID; a bad DEF is one line on stderr and\n"
+    "                   the program runs without that session.\n"
     "  -h, --help       show this help\n"
     "\n"
     "Environment:\n"
     "  MEMTRAIL_LIB      the agent to preload (default: ../lib/libmemtrail.so\n"
     "                    next to this memtrail binary)\n"
     "  MEMTRAIL_OPTIONS  agent options; memtrail's own keys are appended, so they win\n"
+    "  MEMTRAIL_SESSIONS event sessions, one definition per line; --session adds lines\n"
     "  LD_PRELOAD        kept; the agent is put first\n"
     "\n"
     "Refused, because nothing could be tracked: setuid/setgid programs and\n"
@@ -363,6 +372,29 @@ static void announce_report(const struct outcome *o, const char *out_template, c
     free(shown);
 }
 
+/* --session: MEMTRAIL_SESSIONS, one definition per line, after any the
+ * environment already has. */
+static int set_sessions(const char *const *defs, int n)
+{
+    char *v = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&v, &len);
+    if (!m)
+        return cli_error("out of memory");
+    const char *old = getenv("MEMTRAIL_SESSIONS");
+    if (old && *old)
+        fprintf(m, "%s\n", old);
+    for (int i = 0; i < n; i++)
+        fprintf(m, "%s%s", defs[i], i + 1 < n ? "\n" : "");
+    int rc = 0;
+    if (fclose(m) != 0)
+        rc = cli_error("out of memory");
+    else if (setenv("MEMTRAIL_SESSIONS", v, 1) < 0)
+        rc = cli_error("cannot set up the environment: %s", strerror(errno));
+    free(v);
+    return rc;
+}
+
 /* --follow-exec: one more agent option, after the others. */
 static int set_follow_exec(void)
 {
@@ -401,6 +433,8 @@ int cmd_run(int argc, char **argv)
 {
     const char *mode = "summary", *output = "memtrail.%p.mtr", *depth = NULL, *unwind = NULL;
     bool follow_exec = false;
+    const char *sessions[argc]; /* the --session definitions; fewer than argc */
+    int nsessions = 0;
     int i = 1;
     for (; i < argc; i++) {
         const char *arg = argv[i], *value;
@@ -447,6 +481,16 @@ int cmd_run(int argc, char **argv)
             if (strcmp(value, "auto") != 0 && strcmp(value, "cfi") != 0 && strcmp(value, "libunwind") != 0 && strcmp(value, "fp") != 0)
                 return cli_usage_error("run", "--unwind: unknown unwinder '%s' (accepted: auto, cfi, libunwind, fp)", value);
             unwind = value;
+            continue;
+        }
+        m = cli_option_value("run", argc, argv, &i, "--session", NULL, &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            if (*value == '\0' || strchr(value, '\n'))
+                return cli_usage_error("run", "--session: %s", *value ? "a definition is one line (no newline)"
+                                                                      : "empty session definition");
+            sessions[nsessions++] = value;
             continue;
         }
         m = cli_option_value("run", argc, argv, &i, "--output", "-o", &value);
@@ -513,6 +557,8 @@ int cmd_run(int argc, char **argv)
         rc = cli_error("cannot make the output path absolute: %s", strerror(errno));
     else if ((rc = set_agent_env(agent, mode, detail_opts, out_abs)) == 0 && follow_exec)
         rc = set_follow_exec();
+    if (out_abs && rc == 0 && nsessions > 0)
+        rc = set_sessions(sessions, nsessions);
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
         clock_gettime(CLOCK_REALTIME_COARSE, &started);

@@ -21,6 +21,7 @@ static const struct command commands[] = {
     { "diff",   cmd_diff,   "compare two summary reports, category by category" },
     { "query",  cmd_query,  "ask a running tracked process for its summary, a baseline, or a diff" },
     { "export", cmd_export, "export a detail report's sites as folded stacks or a pprof profile" },
+    { "sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)" },
     { "xe",     cmd_xe,     "plan event-session buffers: exact sizes per partition mode (Extended Events arithmetic)" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -2,6 +2,7 @@
 #include "common/out.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 int mt_write_all(int fd, const void *buf, size_t n)
@@ -22,6 +23,24 @@ int mt_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+/* send(2) all of buf without raising SIGPIPE. 0 or -errno. */
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -ENOSPC;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 void mt_out_init(mt_out *o, char *buf, size_t cap, int fd)
 {
     o->buf = buf;
@@ -29,12 +48,19 @@ void mt_out_init(mt_out *o, char *buf, size_t cap, int fd)
     o->len = 0;
     o->fd = fd;
     o->err = 0;
+    o->sock = 0;
+}
+
+void mt_out_init_socket(mt_out *o, char *buf, size_t cap, int fd)
+{
+    mt_out_init(o, buf, cap, fd);
+    o->sock = 1;
 }
 
 int mt_out_flush(mt_out *o)
 {
     if (o->fd >= 0 && o->len > 0) {
-        int rc = mt_write_all(o->fd, o->buf, o->len);
+        int rc = o->sock ? send_all(o->fd, o->buf, o->len) : mt_write_all(o->fd, o->buf, o->len);
         if (rc < 0 && o->err == 0)
             o->err = rc;
         o->len = 0;

@@ -16,9 +16,13 @@ typedef struct mt_out {
     size_t len;
     int fd;      /* -1: memory only, output past cap is dropped */
     int err;     /* first negative errno from write(2), or -ENOSPC */
+    int sock;    /* fd is a socket: sent with MSG_NOSIGNAL, so a client gone raises no SIGPIPE */
 } mt_out;
 
 void mt_out_init(mt_out *o, char *buf, size_t cap, int fd);
+/* The same for a connected socket (a control-socket reply streamed as it
+ * is formatted). */
+void mt_out_init_socket(mt_out *o, char *buf, size_t cap, int fd);
 void mt_out_str(mt_out *o, const char *s);
 void mt_out_mem(mt_out *o, const char *s, size_t n);
 void mt_out_char(mt_out *o, char c);

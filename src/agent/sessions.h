@@ -1,0 +1,41 @@
+/* sessions.h — event sessions (src/xe) inside the agent: the engine's host
+ * (category names), the agent's own sessions defined in MEMTRAIL_SESSIONS
+ * (`memtrail run --session DEF`), and the gate through which the malloc
+ * and VM hooks fire their events into them.
+ *
+ * The gate is one relaxed load of a global and a branch predicted not
+ * taken: with no agent session started, summary mode's hot path pays
+ * nothing more. */
+#ifndef MT_AGENT_SESSIONS_H
+#define MT_AGENT_SESSIONS_H
+
+#include <stdint.h>
+
+#include "agent/agent.h"
+#include "xe/xe.h"
+
+/* 1 while at least one agent session is started. */
+extern _Atomic int mt_xe_on;
+
+/* At start-up (init.c): gives the engine the agent's category table. */
+void mt_xe_init(void);
+/* From the constructor, once the agent tracks: creates and starts the
+ * sessions MEMTRAIL_SESSIONS defines (one per line); a bad definition is
+ * one line on stderr and is skipped. */
+void mt_xe_start_agent_sessions(void);
+/* At exit, before the report: stops the agent sessions, so what they
+ * buffered reaches their targets (an event_file is complete). */
+void mt_xe_stop_agent_sessions(void);
+
+/* Fires one of the agent's own events into every started agent session. */
+void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
+                      uint32_t site);
+
+static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void *old_address, uint64_t size,
+                                  unsigned cat, uint32_t site)
+{
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
+        mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat, site);
+}
+
+#endif

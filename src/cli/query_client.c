@@ -1,0 +1,266 @@
+/* query_client.c — the client side of a tracked process's control socket
+ * (src/agent/control.c; protocol in docs/cli.md), shared by `memtrail
+ * query` and `memtrail sessions`: finding the socket of a process of ours
+ * and asking it one request.
+ *
+ * Only processes of our own uid: the socket is found from the target's
+ * environment (XDG_RUNTIME_DIR) or /tmp/memtrail-UID, and its directory
+ * and file must belong to that uid before we connect. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* Reads /proc/PID/status for the process's effective uid. 0, or
+ * CLI_FAILED after printing the error. */
+static int read_uid(struct query_target *t)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", t->pid);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        if (errno == ENOENT || errno == ESRCH)
+            return cli_error("no process with pid %ld", t->pid);
+        return cli_error("cannot read %s: %s", path, strerror(errno));
+    }
+    bool have_uid = false, zombie = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned r, e;
+        if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
+            t->uid = e;
+            have_uid = true;
+        }
+        if (strncmp(line, "State:", 6) == 0 && strchr(line, 'Z'))
+            zombie = true;
+    }
+    fclose(f);
+    if (!have_uid)
+        return cli_error("cannot read the uid of process %ld from %s", t->pid, path);
+    if (zombie)
+        return cli_error("process %ld has exited (a zombie, not yet reaped by its parent)", t->pid);
+    return 0;
+}
+
+/* The value of XDG_RUNTIME_DIR in the process's environment, or NULL
+ * (unset, or the environment cannot be read). Malloc'd. */
+static char *target_xdg(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *entry = NULL, *found = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    static const char key[] = "XDG_RUNTIME_DIR=";
+    while (!found && (n = getdelim(&entry, &cap, '\0', f)) > 0) {
+        if (strncmp(entry, key, sizeof key - 1) == 0)
+            found = strdup(entry + sizeof key - 1);
+    }
+    free(entry);
+    fclose(f);
+    return found;
+}
+
+/* The directories the agent may have used, as it chooses (control.c):
+ * $XDG_RUNTIME_DIR/memtrail when that is an absolute directory of the
+ * target's uid, then /tmp/memtrail-UID. */
+static int find_dirs(struct query_target *t)
+{
+    char *xdg = target_xdg(t->pid);
+    struct stat st;
+    if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == t->uid) {
+        if (asprintf(&t->dirs[t->ndirs], "%s/memtrail", xdg) < 0)
+            t->dirs[t->ndirs] = NULL;
+        if (t->dirs[t->ndirs])
+            t->ndirs++;
+    }
+    free(xdg);
+    if (asprintf(&t->dirs[t->ndirs], "/tmp/memtrail-%u", t->uid) < 0)
+        return cli_error("out of memory");
+    t->ndirs++;
+    return 0;
+}
+
+/* Finds the socket: *path is set (malloc'd) to the first candidate that
+ * exists. Returns 0, or CLI_FAILED after printing why. */
+static int find_socket(const struct query_target *t, char **path)
+{
+    char *tried[2] = {NULL, NULL};
+    int rc = 0;
+    *path = NULL;
+    for (int i = 0; i < t->ndirs && !*path && rc == 0; i++) {
+        if (asprintf(&tried[i], "%s/%ld.sock", t->dirs[i], t->pid) < 0)
+            return cli_error("out of memory");
+        struct stat st;
+        if (lstat(t->dirs[i], &st) != 0)
+            continue;
+        if (!S_ISDIR(st.st_mode) || st.st_uid != t->uid || (st.st_mode & 077) != 0) {
+            rc = cli_error("refusing %s: not a private directory of uid %u (owner %u, mode %04o%s)",
+                           t->dirs[i], t->uid, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+                           S_ISLNK(st.st_mode) ? ", a symbolic link" : "");
+            break;
+        }
+        if (lstat(tried[i], &st) != 0)
+            continue;
+        if (!S_ISSOCK(st.st_mode) || st.st_uid != t->uid || (st.st_mode & 077) != 0) {
+            rc = cli_error("refusing %s: not a private socket of uid %u", tried[i], t->uid);
+            break;
+        }
+        *path = tried[i];
+        tried[i] = NULL;
+    }
+    if (!*path && rc == 0) {
+        if (tried[1])
+            rc = cli_error("process %ld is not tracked by memtrail (no control socket at %s or %s)", t->pid,
+                           tried[0], tried[1]);
+        else
+            rc = cli_error("process %ld is not tracked by memtrail (no control socket at %s)", t->pid,
+                           tried[0]);
+    }
+    free(tried[0]);
+    free(tried[1]);
+    return rc;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int query_ask(const struct query_target *t, const char *cmd, int timeout_ms, char **buf, size_t *len)
+{
+    const char *sock = t->sock;
+    *buf = NULL;
+    *len = 0;
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(sock) >= SUN_PATH_MAX)
+        return cli_error("control socket path too long: %s", sock);
+    strcpy(addr.sun_path, sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return cli_error("socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == ECONNREFUSED)
+            return cli_error(
+                "process %ld is not tracked by memtrail (nothing listens on its control socket %s;"
+                " left by an earlier process?)",
+                t->pid, sock);
+        return cli_error("cannot connect to %s: %s", sock, strerror(e));
+    }
+    size_t n = strlen(cmd);
+    /* A server that refuses may close before reading: its answer is read anyway. */
+    if (send(fd, cmd, n, MSG_NOSIGNAL) != (ssize_t)n && errno != EPIPE && errno != ECONNRESET) {
+        int e = errno;
+        close(fd);
+        return cli_error("cannot send the request to process %ld: %s", t->pid, strerror(e));
+    }
+    shutdown(fd, SHUT_WR);
+
+    size_t cap = 65536;
+    *len = 0;
+    *buf = malloc(cap);
+    if (!*buf) {
+        close(fd);
+        return cli_error("out of memory");
+    }
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0) {
+            close(fd);
+            return cli_error("process %ld did not answer within %d seconds (is it stopped?)", t->pid,
+                             timeout_ms / 1000);
+        }
+        if (*len + 4096 > cap) {
+            char *more = realloc(*buf, cap * 2);
+            if (!more) {
+                close(fd);
+                return cli_error("out of memory");
+            }
+            *buf = more;
+            cap *= 2;
+        }
+        ssize_t r = pr < 0 ? -1 : read(fd, *buf + *len, cap - *len - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return cli_error("cannot read the answer of process %ld: %s", t->pid, strerror(e));
+        }
+        if (r == 0)
+            break;
+        *len += (size_t)r;
+    }
+    close(fd);
+    (*buf)[*len] = '\0';
+    if (*len == 0)
+        return cli_error("process %ld closed its control socket without answering", t->pid);
+    if (strncmp(*buf, "error ", 6) == 0) {
+        char *nl = strchr(*buf, '\n');
+        if (nl)
+            *nl = '\0';
+        return cli_error("process %ld: %s", t->pid, *buf + 6);
+    }
+    return 0;
+}
+
+
+int query_parse_pid(const char *s, long *pid)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end || errno || v <= 0 || v > INT_MAX)
+        return -1;
+    *pid = v;
+    return 0;
+}
+
+
+int query_open(long pid, const char *cmd_name, struct query_target *t)
+{
+    memset(t, 0, sizeof *t);
+    t->pid = pid;
+    int rc = read_uid(t);
+    if (rc != 0)
+        return rc;
+    if (t->uid != (unsigned)geteuid())
+        return cli_error("process %ld belongs to uid %u; memtrail %s only talks to your own processes", t->pid,
+                         t->uid, cmd_name);
+    rc = find_dirs(t);
+    if (rc == 0)
+        rc = find_socket(t, &t->sock);
+    return rc;
+}
+
+void query_close(struct query_target *t)
+{
+    free(t->sock);
+    for (int i = 0; i < t->ndirs; i++)
+        free(t->dirs[i]);
+    memset(t, 0, sizeof *t);
+}
