@@ -184,6 +184,7 @@ function ratio(peer, me) { return ((peer in mn) && (me in mn) && mn[me] > 0) ? s
         if (kv($0, "exact") != "yes") inexact++
     } else {
         cnt[k] = kv($0, "discarded") (kv($0, "discarded_unreadable") != "" ? "+?" : "")
+        if (kv($0, "discarded_bit63_runs") != "") { cnt[k] = cnt[k] "^"; bit63 = 1 }
     }
 }
 /^SKIP / { skip[kv($0, "label")] = $0 }
@@ -251,6 +252,7 @@ END {
     target_line("free", "sustained, 1 thread")
     if (spreads != "") printf "\n* runs of these rows spread over more than 1.5x (min shown, so read the median too):\n%s", spreads
     if (inexact) printf "WARNING: %d configurations whose counts do not add up (fired != delivered + dropped): see NOT EXACT\n", inexact
+    if (bit63) printf "^ lttng list printed some runs\047 discarded-events count with bit 63 set; counted without that bit\n"
     if (notes != "") printf "notes:\n%s", notes
     if (lnote != "") printf "%s\n", lnote
     if (nodes == 1) printf "PER_NODE on this machine (one NUMA node) has one partition, like NONE (3 buffers).\n"
