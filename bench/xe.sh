@@ -92,12 +92,20 @@ echo "xe.sh: $events events per thread, $runs runs per configuration, $ncpu CPUs
 # ---- runs ------------------------------------------------------------------------
 : >"$RAW"
 xe_pass() { # LABEL ARGS...: one xe_fire invocation; its lines go to RAW
-    local label=$1 rc=0
+    local label=$1 rc=0 limit=$((120 + runs * events * 30 / 1000000))
     shift
     echo "xe.sh: pass $label ..." >&2
-    "$XE_FIRE" --events "$events" --runs "$runs" --label "$label" "$@" >"$TMP/pass" 2>"$TMP/pass.err" || rc=$?
+    # A generous limit: a producer that never returns (an engine livelock)
+    # must not hang the benchmark.
+    timeout -k 5 "$limit" "$XE_FIRE" --events "$events" --runs "$runs" --label "$label" "$@" \
+        >"$TMP/pass" 2>"$TMP/pass.err" || rc=$?
     cat "$TMP/pass" >>"$RAW"
     if [ "$rc" = 3 ]; then return 0; fi   # SKIP line written
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        echo "xe.sh: xe_fire $label did not finish in ${limit} s: killed (a producer stuck in the engine?)" >&2
+        echo "NOTE label=$label xe_fire did not finish in ${limit} s and was killed; its last line: $(tail -1 "$TMP/pass")" >>"$RAW"
+        return 0
+    fi
     if [ "$rc" != 0 ]; then
         echo "xe.sh: xe_fire $label exited $rc: $(tr '\n' ' ' <"$TMP/pass.err")" >&2
         echo "NOTE label=$label xe_fire exited $rc: $(tr '\n' ' ' <"$TMP/pass.err" | cut -c1-300)" >>"$RAW"
