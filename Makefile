@@ -141,6 +141,24 @@ demo: all
 bench: all
 	bash scripts/deps.sh --bench
 	bash bench/overhead.sh
+	bash bench/xe.sh
+
+# The event engine's benchmark (bench/xe.sh): the engine built -O2 with its
+# benchmark program, and the LTTng-UST peer (needs liblttng-ust-dev).
+XE_BENCH    := $(BUILD)/bench/xe_fire
+LTTNG_BENCH := $(BUILD)/bench/lttng_fire
+$(XE_BENCH): bench/xe_fire.c $(XE_SRC) $(COMMON_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O2 -g -o $@ bench/xe_fire.c $(XE_SRC) $(COMMON_SRC) -lpthread
+
+$(LTTNG_BENCH): bench/lttng/lttng_fire.c bench/lttng/lttng_tp.c bench/lttng/memtrail_bench_tp.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -g -Ibench/lttng -o $@ bench/lttng/lttng_fire.c \
+	  bench/lttng/lttng_tp.c -llttng-ust -ldl -lpthread
+
+.PHONY: bench-xe bench-lttng
+bench-xe: $(XE_BENCH)
+bench-lttng: $(LTTNG_BENCH)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

@@ -5,8 +5,9 @@
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
-#   --bench  also heaptrack, the peer the benchmark compares against; the
-#            tests do not need it
+#   --bench  also the peers the benchmarks compare against: heaptrack
+#            (bench/overhead.sh), LTTng-UST and its tools (bench/xe.sh);
+#            the tests do not need them
 set -euo pipefail
 
 say() { echo "deps.sh: $*" >&2; }
@@ -62,7 +63,12 @@ check() {
     have_cmd make || want make
     have_cmd python3 || want python3
     have_cmd sqlite3 || want sqlite3
-    if [ "$bench" = 1 ]; then have_cmd heaptrack || want heaptrack; fi
+    if [ "$bench" = 1 ]; then
+        have_cmd heaptrack || want heaptrack
+        have_cmd lttng || want lttng-tools
+        have_cmd lttng-sessiond || want lttng-tools
+        if have_cmd dpkg-query; then have_pkg liblttng-ust-dev || want liblttng-ust-dev; fi
+    fi
     if have_cmd dpkg-query; then
         have_pkg libc6-dev || want libc6-dev
     fi
