@@ -43,6 +43,7 @@
 #endif
 
 #include "xe/xe.h"
+#include "xe/xe_thread.h"
 
 #define MAX_RUNS 64
 #define MAX_THREADS 16
@@ -187,32 +188,6 @@ static inline uint32_t bl_my_tid(void)
     return bl_tid;
 }
 
-/* The CPU as the engine reads it: glibc's rseq area, else sched_getcpu. */
-static inline uint32_t bl_my_cpu(void)
-{
-#if defined(__x86_64__) || defined(__aarch64__)
-    if (__rseq_size != 0) {
-        const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
-        uint32_t cpu = *(const volatile uint32_t *)&rs->cpu_id;
-        if ((int32_t)cpu >= 0)
-            return cpu;
-    }
-#endif
-    int c = sched_getcpu();
-    return c < 0 ? 0 : (uint32_t)c;
-}
-
-static inline uint64_t bl_ticks(void)
-{
-#if defined(__x86_64__)
-    return __rdtsc();
-#else
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-#endif
-}
-
 static inline void bl_lock(bl *b)
 {
     if (b->spin)
@@ -256,8 +231,8 @@ static int bl_swap(bl *b)
 
 static int bl_append(bl *b, const xe_event *ev)
 {
-    uint32_t cpu = bl_my_cpu();
-    uint64_t tsc = bl_ticks();
+    uint32_t cpu = xe_this_cpu();
+    uint64_t tsc = xe_ticks();
     bl_lock(b);
     while (b->cur < 0 || b->used + XE_RECORD_FIXED > b->cap) {
         if (bl_swap(b) != 0) {

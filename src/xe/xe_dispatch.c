@@ -13,11 +13,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "xe/xe_internal.h"
+#include "xe/xe_thread.h"
 
 /* ---- clock ------------------------------------------------------------------ */
 
@@ -36,14 +34,6 @@ static uint64_t mono_ns(void)
 
 uint64_t xe_now_ns(void) { return mono_ns(); }
 
-uint64_t xe_ticks(void)
-{
-#if defined(__x86_64__)
-    return __rdtsc();
-#else
-    return mono_ns();
-#endif
-}
 
 void xe_clock_init(void)
 {

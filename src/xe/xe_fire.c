@@ -6,12 +6,12 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "xe/xe_internal.h"
+#include "xe/xe_thread.h"
 
 static __thread uint32_t tls_tid;
 static __thread int tls_depth;      /* fires in progress on this thread (signal handlers nest) */
@@ -73,21 +73,6 @@ static inline uint32_t my_tid(void)
     if (__builtin_expect(tls_tid == 0, 0))
         tls_tid = (uint32_t)syscall(SYS_gettid);
     return tls_tid;
-}
-
-/* The CPU from glibc's rseq area (a load), else sched_getcpu. */
-static inline uint32_t my_cpu(void)
-{
-#if defined(__x86_64__) || defined(__aarch64__)
-    if (__rseq_size != 0) {
-        const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
-        uint32_t cpu = *(const volatile uint32_t *)&rs->cpu_id;
-        if ((int32_t)cpu >= 0)
-            return cpu;
-    }
-#endif
-    int c = sched_getcpu();
-    return c < 0 ? 0 : (uint32_t)c;
 }
 
 static inline void cpu_relax(void)
@@ -427,7 +412,7 @@ static void fire_sync(xe_session *s, const xe_event *ev, uint64_t tsc, uint32_t 
 static int fire(xe_session *s, const xe_event *ev)
 {
     uint64_t len = xe_event_bytes(ev->data_len);
-    uint32_t cpu = my_cpu();
+    uint32_t cpu = xe_this_cpu();
     uint64_t tsc = xe_ticks();
     if (__builtin_expect(len > s->cap, 0))
         return fire_large(s, ev, len, tsc, cpu);
@@ -465,7 +450,7 @@ int xe_fire(xe_session *s, const xe_event *ev)
     if (s->cfg.pred.n) {
         xe_event e = *ev;   /* predicates may test the thread and the CPU */
         e.tid = my_tid();
-        e.cpu = my_cpu();
+        e.cpu = xe_this_cpu();
         if (!xe_pred_eval(&s->cfg.pred, &e))
             return 0;
     }
@@ -473,7 +458,7 @@ int xe_fire(xe_session *s, const xe_event *ev)
     int rc = fire(s, ev);
     tls_depth--;
     if (s->nsync && rc != 0)
-        fire_sync(s, ev, xe_ticks(), my_cpu());
+        fire_sync(s, ev, xe_ticks(), xe_this_cpu());
     return rc;
 }
 

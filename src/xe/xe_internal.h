@@ -158,8 +158,7 @@ void xe_dispatch_flush(xe_session *s);
 void xe_wake_dispatcher(xe_session *s);
 void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev);
 
-/* Clock (xe_dispatch.c): raw ticks (TSC on x86-64) and their conversion. */
-uint64_t xe_ticks(void);
+/* Clock (xe_dispatch.c): converting raw ticks (xe_thread.h's xe_ticks). */
 uint64_t xe_ticks_to_ns(uint64_t ticks);
 uint64_t xe_ns_to_ticks(uint64_t ns);
 void xe_clock_init(void);

@@ -1,8 +1,9 @@
-/* test_review.c — reproductions for defects found in review of the session
- * engine. Each case runs in a forked child under alarm() so a hang or a
- * crash is reported as a FAIL instead of taking the run down. A gate
- * target blocks the dispatcher inside deliver() until released, which
- * makes the interleavings deterministic. */
+/* test_races.c — interleavings that once broke the session engine, made
+ * deterministic: more buffers queued than one batch, flush racing stop, drop
+ * racing stop, a stop from a signal handler over a NO_EVENT_LOSS wait, and
+ * forks while other threads seal. Each case runs in a forked child under
+ * alarm() so a hang or a crash is a FAIL, not a stuck run. A gate target
+ * holds the dispatcher inside deliver() until released. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -92,7 +93,7 @@ static int in_child(void (*fn)(void), unsigned secs, const char *what)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-/* 1. xe_stack_take_all takes the whole queue but keeps only XE_BATCH (256)
+/* 1. xe_stack_take_all once kept only the first 256 buffers of the queue
  * of it: with more buffers queued, the rest vanish (events neither
  * delivered nor counted dropped, buffers leaked, pending never 0). */
 static void case_batch(void)
@@ -276,7 +277,7 @@ static void case_fork_sealer(void)
 
 int main(void)
 {
-    CHECK("take_all keeps every queued buffer (more than XE_BATCH queued)",
+    CHECK("take_all keeps every queued buffer (more than 256 queued)",
           in_child(case_batch, 60, "batch") == 0);
     CHECK("flush concurrent with stop returns", in_child(case_flush_stop, 20, "flush/stop") == 0);
     CHECK("drop concurrent with stop does not unmap under the dispatcher",
