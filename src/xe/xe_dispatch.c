@@ -174,7 +174,7 @@ static int drain(xe_session *s)
  * to the queue; the partition gets a free buffer, or none once stopping. */
 static void seal_current(xe_session *s, xe_part *p, int force)
 {
-    int32_t idx = atomic_load_explicit(&p->cur, memory_order_acquire);
+    int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
     if (idx < 0)
         return;
     xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
@@ -216,7 +216,7 @@ static void *dispatcher(void *arg)
         }
         if (s->latency_tsc) {
             for (uint32_t i = 0; i < s->nparts; i++) {
-                int32_t idx = atomic_load(&s->parts[i].cur);
+                int32_t idx = xe_cur_idx(atomic_load(&s->parts[i].cur));
                 if (idx < 0)
                     continue;
                 uint64_t first = atomic_load(&xe_buf(s, (uint32_t)idx)->first_tsc);
@@ -334,7 +334,8 @@ void xe_dispatch_after_fork(xe_session *s)
         at = next;
     }
     for (uint32_t i = 0; i < s->nparts; i++) {
-        int32_t idx = atomic_load(&s->parts[i].cur);
+        uint64_t seen = atomic_load(&s->parts[i].cur);
+        int32_t idx = xe_cur_idx(seen);
         if (idx < 0)
             continue;
         xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
@@ -346,7 +347,7 @@ void xe_dispatch_after_fork(xe_session *s)
         if (xe_seal(s, (uint32_t)idx) ||
             (!in_stack(s, &s->queue, (uint32_t)idx) && !in_stack(s, &s->free_pool, (uint32_t)idx)))
             xe_enqueue(s, (uint32_t)idx);
-        atomic_store(&s->parts[i].cur, -1);
+        atomic_store(&s->parts[i].cur, xe_cur_next(seen, -1));
     }
     if (!s->disp_running)
         return;

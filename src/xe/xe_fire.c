@@ -177,24 +177,23 @@ static void unopen_buffer(xe_session *s, uint32_t idx)
 /* `idx` just became the partition's current buffer. If the session is
  * stopping, stop's sweep may have passed this partition already: take it
  * back (the stop waits for this producer before its last drain). */
-static void check_installed(xe_session *s, xe_part *p, int32_t idx)
+static void check_installed(xe_session *s, xe_part *p, uint64_t installed)
 {
     if (atomic_load(&s->state) == XE_STARTED)
         return;
-    int32_t expect = idx;
-    if (atomic_compare_exchange_strong(&p->cur, &expect, -1))
-        unopen_buffer(s, (uint32_t)idx);
+    if (xe_cur_cas(p, installed, -1))
+        unopen_buffer(s, (uint32_t)xe_cur_idx(installed));
 }
 
-int xe_install(xe_session *s, xe_part *p, int32_t expect, int32_t idx)
+int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
 {
     open_buffer(s, xe_buf(s, (uint32_t)idx), (uint32_t)(p - s->parts));
-    if (atomic_compare_exchange_strong(&p->cur, &expect, idx)) {
-        check_installed(s, p, idx);
+    if (xe_cur_cas(p, seen, idx)) {
+        check_installed(s, p, xe_cur_next(seen, idx));
         return 1;
     }
     unopen_buffer(s, (uint32_t)idx);
-    return expect >= 0;
+    return 0;
 }
 
 static void count_drop(xe_session *s, uint64_t events)
@@ -204,7 +203,11 @@ static void count_drop(xe_session *s, uint64_t events)
 
 void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
 {
-    int32_t expect = (int32_t)idx;
+    uint64_t seen = atomic_load(&p->cur);
+    if (xe_cur_idx(seen) != (int32_t)idx) {
+        xe_enqueue(s, idx);   /* already detached (a producer did, or stop) */
+        return;
+    }
     int32_t next = atomic_load(&s->state) == XE_STARTED ? xe_stack_pop(s, &s->free_pool) : -1;
     if (next < 0 && allow_reuse) {
         /* ALLOW_MULTIPLE_EVENT_LOSS: the full buffer is what gets lost. */
@@ -217,9 +220,10 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
             goto none;   /* a writer never finished: keep it out of circulation */
         memset(xe_buf_data(b), 0, b->end + sizeof(uint64_t));
         open_buffer(s, b, (uint32_t)(p - s->parts));
-        /* Still current (a stop may have taken the partition meanwhile)? */
-        if (atomic_load(&p->cur) == (int32_t)idx)
-            check_installed(s, p, (int32_t)idx);
+        /* Current again, unless it was detached meanwhile (a producer
+         * tired of waiting, or stop). */
+        if (xe_cur_cas(p, seen, (int32_t)idx))
+            check_installed(s, p, xe_cur_next(seen, (int32_t)idx));
         else
             unopen_buffer(s, idx);
         return;
@@ -227,15 +231,15 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
     xe_enqueue(s, idx);
     if (next >= 0) {
         open_buffer(s, xe_buf(s, (uint32_t)next), (uint32_t)(p - s->parts));
-        if (atomic_compare_exchange_strong(&p->cur, &expect, next)) {
-            check_installed(s, p, next);
+        if (xe_cur_cas(p, seen, next)) {
+            check_installed(s, p, xe_cur_next(seen, next));
             return;
         }
-        unopen_buffer(s, (uint32_t)next);   /* stop took the partition */
+        unopen_buffer(s, (uint32_t)next);   /* detached meanwhile */
         return;
     }
 none:
-    atomic_compare_exchange_strong(&p->cur, &expect, -1);
+    xe_cur_cas(p, seen, -1);
 }
 
 /* ---- records ------------------------------------------------------------- */
@@ -350,7 +354,8 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
         goto out;
     }
     for (unsigned spins = 0;; spins++) {
-        int32_t cur = atomic_load_explicit(&p->cur, memory_order_acquire);
+        uint64_t seen = atomic_load_explicit(&p->cur, memory_order_acquire);
+        int32_t cur = xe_cur_idx(seen);
         if (cur != idx || atomic_load(&s->state) != XE_STARTED)
             break;   /* another buffer is current (or stop): try again */
         if (cur >= 0) {
@@ -374,8 +379,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
                  * forking thread): detach the sealed buffer ourselves. The
                  * sealer has queued it or will; its own replacing CAS then
                  * fails and it puts its fresh buffer back. */
-                int32_t expect = cur;
-                atomic_compare_exchange_strong(&p->cur, &expect, -1);
+                xe_cur_cas(p, seen, -1);
             }
             continue;
         }
@@ -383,7 +387,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
         if (fresh < 0 && s->cfg.retention == XE_NO_EVENT_LOSS && tls_depth == 1)
             fresh = wait_free(s, &s->free_pool);
         if (fresh >= 0) {
-            xe_install(s, p, -1, fresh);
+            xe_install(s, p, seen, fresh);
             break;
         }
         if (atomic_load(&s->state) != XE_STARTED)
@@ -418,7 +422,7 @@ static int fire(xe_session *s, const xe_event *ev)
         return fire_large(s, ev, len, tsc, cpu);
     xe_part *p = &s->parts[s->nparts == 1 ? 0 : s->cpu_part[cpu < s->ncpu_map ? cpu : cpu % s->ncpu_map]];
     for (;;) {
-        int32_t idx = atomic_load_explicit(&p->cur, memory_order_acquire);
+        int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
         int64_t straddle = -1;
         if (__builtin_expect(idx >= 0, 1)) {
             xe_bufhdr *b = xe_buf(s, (uint32_t)idx);

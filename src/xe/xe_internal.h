@@ -55,9 +55,21 @@ typedef struct xe_bufhdr {
 } xe_bufhdr;
 _Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
 
+/* A partition's current buffer: its index (-1 none) in the low half and,
+ * in the high half, a tag bumped by every change, so a thread that saw
+ * buffer X current cannot mistake X recycled and current again for it. */
 typedef struct xe_part {
-    _Alignas(64) _Atomic int32_t cur;   /* current buffer, -1 none */
+    _Alignas(64) _Atomic uint64_t cur;
 } xe_part;
+
+static inline int32_t xe_cur_idx(uint64_t v) { return (int32_t)(uint32_t)v; }
+/* Move cur from exactly `seen` to idx; 1 on success. */
+static inline int xe_cur_cas(xe_part *p, uint64_t seen, int32_t idx)
+{
+    uint64_t nv = ((seen >> 32) + 1) << 32 | (uint32_t)idx;
+    return atomic_compare_exchange_strong(&p->cur, &seen, nv);
+}
+static inline uint64_t xe_cur_next(uint64_t seen, int32_t idx) { return ((seen >> 32) + 1) << 32 | (uint32_t)idx; }
 
 /* A lock-free stack of buffer indexes (index + 1 in the low half, a tag
  * against ABA in the high half). Pools and the dispatch queue. */
@@ -134,9 +146,9 @@ uint32_t xe_stack_take_all(xe_session *s, xe_stack *st);
 
 /* Hand a sealed buffer to the dispatcher. */
 void xe_enqueue(xe_session *s, uint32_t idx);
-/* Make a free buffer the partition's current one if it has none (cur == -1).
- * Returns 1 when cur is now >= 0. */
-int xe_install(xe_session *s, xe_part *p, int32_t expect, int32_t idx);
+/* Make free buffer idx the partition's current one, if cur still is `seen`
+ * (which has none). Returns 1 when it did. */
+int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx);
 /* Seal buffer idx if nobody has; 1 if this call sealed it (b->end set). */
 int xe_seal(xe_session *s, uint32_t idx);
 /* After sealing the partition's current buffer `idx`: give the partition a

@@ -251,7 +251,7 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
             s->cpu_part[c] = 0;
     }
     for (uint32_t i = 0; i < nparts; i++)
-        atomic_store(&s->parts[i].cur, -1);
+        atomic_store(&s->parts[i].cur, (uint32_t)-1);
     s->nbuf = plan.total_regular_buffers;
     s->nlarge = plan.total_large_buffers;
     s->cap = plan.regular_buffer_size;
@@ -310,7 +310,7 @@ static int start_locked(xe_session *s)
         int32_t idx = xe_stack_pop(s, &s->free_pool);
         if (idx < 0)
             break;
-        xe_install(s, &s->parts[i], -1, idx);
+        xe_install(s, &s->parts[i], atomic_load(&s->parts[i].cur), idx);
     }
     return 0;
 }

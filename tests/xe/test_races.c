@@ -236,7 +236,7 @@ static void *flood(void *a)
 static void on_alarm(int sig)
 {
     (void)sig;
-    int32_t cur = atomic_load(&g->parts[0].cur);
+    int32_t cur = xe_cur_idx(atomic_load(&g->parts[0].cur));
     uint64_t r = cur >= 0 ? atomic_load(&xe_buf(g, (uint32_t)cur)->reserved) : 0;
     char buf[128];
     int n = snprintf(buf, sizeof buf, "# hung child: cur=%d sealed=%d offset=%lu cap=%lu\n", cur,
