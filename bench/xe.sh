@@ -199,7 +199,7 @@ function ratio(peer, me) { return ((peer in mn) && (me in mn) && mn[me] > 0) ? s
 /^NOTE / { notes = notes "  " $0 "\n" }
 function target_line(lab, what,    k) {
     k = lab SUBSEP "memtrail" SUBSEP "PER_CPU" SUBSEP (lab == "burstP" ? "2" : "1")
-    if (k in mn) printf "  %-40s %5.1f ns (min), %5.1f ns (median): %s\n", what, mn[k], md[k], (md[k] <= 30 ? "within" : "NOT within")
+    if (k in mn) printf "  %-40s %5.1f ns (min), %5.1f ns (median): %s\n", what, mn[k], md[k], (md[k] + 0 <= 30 ? "within" : "NOT within")
 }
 function section(lab, title, threads_list, lt_mode, lt_pin,    nt, ts, i, m, t, km, kx, ks, kl, modes, k, found) {
     if (lab in skip) { printf "\n%s\n  skipped: %s\n", title, substr(skip[lab], index(skip[lab], "reason=") + 7); return }
