@@ -189,8 +189,10 @@ static void seal_current(xe_session *s, xe_part *p, int force)
  * interrupted on its own thread (stopper_inflight). */
 static void wait_producers(xe_session *s)
 {
-    while (atomic_load(&s->inflight) > (atomic_load(&s->disp_stop) ? s->stopper_inflight : 0))
+    while (atomic_load(&s->inflight) > (atomic_load(&s->disp_stop) ? s->stopper_inflight : 0)) {
+        drain(s);   /* what they hand on meanwhile frees buffers others wait for */
         sched_yield();
+    }
 }
 
 static void *dispatcher(void *arg)

@@ -290,11 +290,19 @@ static int32_t wait_free(xe_session *s, xe_stack *pool)
     int32_t idx;
     for (;;) {
         uint32_t seq = atomic_load(&s->free_seq);
-        idx = xe_stack_pop(s, pool);
-        if (idx >= 0 || atomic_load(&s->state) != XE_STARTED)
+        if (atomic_load(&s->state) != XE_STARTED) {
+            idx = -1;
             break;
+        }
+        idx = xe_stack_pop(s, pool);
+        if (idx >= 0)
+            break;
+        /* Holding no buffer while asleep: not in flight, so a flush or a
+         * stop does not wait for this producer while it waits for them. */
         atomic_fetch_add(&s->free_waiters, 1);
+        inflight_leave(s);
         xe_futex_wait(&s->free_seq, seq, 10 * 1000 * 1000);
+        inflight_enter(s);
         atomic_fetch_sub(&s->free_waiters, 1);
     }
     uint64_t t1 = xe_ticks();

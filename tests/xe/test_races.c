@@ -275,6 +275,33 @@ static void case_fork_sealer(void)
         exit(1);
 }
 
+/* 6. Flushes while producers wait under NO_EVENT_LOSS: a producer asleep
+ * in the wait for a free buffer counted as in flight, so the flush waited
+ * for it while it waited for the flush's dispatcher. */
+static _Atomic int flood_on = 1;
+static void *noloss_producer(void *a)
+{
+    (void)a;
+    xe_event ev = { .type = XE_EV_USER };
+    while (atomic_load(&flood_on))
+        xe_fire(g, &ev);
+    return NULL;
+}
+static void case_flush_noloss(void)
+{
+    g = make("flushnoloss", 3 * 65536, XE_PART_NONE, 0, XE_NO_EVENT_LOSS);
+    xe_session_start(g);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, noloss_producer, NULL);
+    for (int i = 0; i < 50; i++)
+        xe_session_flush(g);
+    atomic_store(&flood_on, 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    xe_session_stop(g);
+}
+
 int main(void)
 {
     CHECK("take_all keeps every queued buffer (more than 256 queued)",
@@ -286,5 +313,7 @@ int main(void)
           in_child(case_stop_in_handler, 20, "stop in handler") == 0);
     CHECK("fork while another thread seals: the child can fire",
           in_child(case_fork_sealer, 600, "fork sealer") == 0);
+    CHECK("flushes while producers wait under NO_EVENT_LOSS return",
+          in_child(case_flush_noloss, 60, "flush/no-loss") == 0);
     return failures != 0;
 }
