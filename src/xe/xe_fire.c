@@ -150,19 +150,25 @@ int xe_seal(xe_session *s, uint32_t idx)
     return 1;
 }
 
-/* Open a free buffer for claims. Stale claims on it (from producers that
- * loaded it as current long ago) are harmless from here on: it is live. */
-static void open_buffer(xe_session *s, xe_bufhdr *b, uint32_t part)
+/* Make a buffer the installer holds (sealed) ready to be current: claims
+ * still fail, and producers waiting on it do not detach it. */
+static void prepare_buffer(xe_session *s, xe_bufhdr *b, uint32_t part)
 {
     b->part = part;
     b->fork_gen = atomic_load_explicit(&s->fork_gen, memory_order_relaxed);
     b->end = 0;
     atomic_store_explicit(&b->first_tsc, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->reserved, XE_SEALED | XE_OPENING, memory_order_release);
+}
+
+/* Open the current buffer for claims. */
+static void open_buffer(xe_bufhdr *b)
+{
     atomic_store_explicit(&b->reserved, 0, memory_order_release);
 }
 
-/* A buffer opened but not installed: seal it again; if a stale claim got
- * in meanwhile it holds an event, so it goes to the dispatcher. */
+/* A buffer taken off its partition while open: seal it; if claims got in
+ * it goes to the dispatcher, else back to the pool. */
 static void unopen_buffer(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
@@ -174,9 +180,10 @@ static void unopen_buffer(xe_session *s, uint32_t idx)
         xe_enqueue(s, idx);
 }
 
-/* `idx` just became the partition's current buffer. If the session is
- * stopping, stop's sweep may have passed this partition already: take it
- * back (the stop waits for this producer before its last drain). */
+/* `installed` (the tagged value) just became the partition's current
+ * buffer and was opened. If the session is stopping, stop's sweep may have
+ * passed this partition already: take it back (the stop waits for this
+ * producer before its last drain). */
 static void check_installed(xe_session *s, xe_part *p, uint64_t installed)
 {
     if (atomic_load(&s->state) == XE_STARTED)
@@ -185,15 +192,25 @@ static void check_installed(xe_session *s, xe_part *p, uint64_t installed)
         unopen_buffer(s, (uint32_t)xe_cur_idx(installed));
 }
 
+/* Make held buffer idx current if cur still is `seen`, then open it. On
+ * failure it goes back to the pool, never having taken a claim. */
+static int install_held(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
+{
+    xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
+    prepare_buffer(s, b, (uint32_t)(p - s->parts));
+    if (!xe_cur_cas(p, seen, idx)) {
+        atomic_store_explicit(&b->reserved, XE_SEALED, memory_order_release);
+        xe_stack_push(s, &s->free_pool, (uint32_t)idx);
+        return 0;
+    }
+    open_buffer(b);
+    check_installed(s, p, xe_cur_next(seen, idx));
+    return 1;
+}
+
 int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
 {
-    open_buffer(s, xe_buf(s, (uint32_t)idx), (uint32_t)(p - s->parts));
-    if (xe_cur_cas(p, seen, idx)) {
-        check_installed(s, p, xe_cur_next(seen, idx));
-        return 1;
-    }
-    unopen_buffer(s, (uint32_t)idx);
-    return 0;
+    return install_held(s, p, seen, idx);
 }
 
 static void count_drop(xe_session *s, uint64_t events)
@@ -219,23 +236,21 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
         if (abandoned)
             goto none;   /* a writer never finished: keep it out of circulation */
         memset(xe_buf_data(b), 0, b->end + sizeof(uint64_t));
-        open_buffer(s, b, (uint32_t)(p - s->parts));
-        /* Current again, unless it was detached meanwhile (a producer
-         * tired of waiting, or stop). */
-        if (xe_cur_cas(p, seen, (int32_t)idx))
+        /* Current again (a new tag), unless detached meanwhile by a
+         * producer tired of waiting, or by stop: then it is just free. */
+        prepare_buffer(s, b, (uint32_t)(p - s->parts));
+        if (xe_cur_cas(p, seen, (int32_t)idx)) {
+            open_buffer(b);
             check_installed(s, p, xe_cur_next(seen, (int32_t)idx));
-        else
-            unopen_buffer(s, idx);
+        } else {
+            atomic_store_explicit(&b->reserved, XE_SEALED, memory_order_release);
+            xe_stack_push(s, &s->free_pool, idx);
+        }
         return;
     }
     xe_enqueue(s, idx);
     if (next >= 0) {
-        open_buffer(s, xe_buf(s, (uint32_t)next), (uint32_t)(p - s->parts));
-        if (xe_cur_cas(p, seen, next)) {
-            check_installed(s, p, xe_cur_next(seen, next));
-            return;
-        }
-        unopen_buffer(s, (uint32_t)next);   /* detached meanwhile */
+        install_held(s, p, seen, next);   /* or back to the pool: detached meanwhile */
         return;
     }
 none:
@@ -326,7 +341,8 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
             idx = wait_free(s, &s->large_pool);
         if (idx >= 0) {
             xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
-            open_buffer(s, b, 0);
+            prepare_buffer(s, b, 0);
+            open_buffer(b);
             atomic_store_explicit(&b->reserved, len, memory_order_relaxed);
             atomic_store_explicit(&b->first_tsc, tsc ? tsc : 1, memory_order_relaxed);
             write_record(xe_buf_data(b), len, ev, tsc, cpu);
@@ -380,7 +396,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
             }
             if (spins < 64) {
                 cpu_relax();
-            } else if (spins < 256 || !(r & XE_SEAL_MASK)) {
+            } else if (spins < 256 || !(r & XE_SEALED) || (r & XE_OPENING)) {
                 sched_yield();
             } else {
                 /* Its sealer is slow, or gone (a forked child has only the

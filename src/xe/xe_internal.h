@@ -13,7 +13,12 @@
  * first is the buffer's sealer: it alone moves the partition's `cur` off the
  * buffer and hands the buffer on. Claims that see SEALED write nothing. The
  * reader of a sealed buffer walks records from 0 up to min(claimed, size),
- * waiting for each length to appear, and stops at an end marker. */
+ * waiting for each length to appear, and stops at an end marker.
+ *
+ * A free buffer stays sealed until it is current: it is marked OPENING,
+ * made current with a CAS on the partition's tagged `cur`, and only then
+ * opened (reserved = 0). So no claim can land in a buffer that is not
+ * current, and producers waiting on an OPENING buffer never detach it. */
 #ifndef MT_XE_INTERNAL_H
 #define MT_XE_INTERNAL_H
 
@@ -24,6 +29,7 @@
 #include "xe/xe.h"
 
 #define XE_SEALED (1ull << 62)
+#define XE_OPENING (1ull << 63)       /* sealed, being made current: not to be detached */
 #define XE_SEAL_MASK (3ull << 62)
 #define XE_OFF_MASK ((1ull << 40) - 1)
 #define XE_DATA_OFF 192u          /* header; the other 13 bytes of overhead end the buffer */
