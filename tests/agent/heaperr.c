@@ -49,7 +49,11 @@ int main(int argc, char **argv)
         (void)guard;
     } else if (strcmp(what, "overflow") == 0) {
         char *p = malloc(40);
-        memset(p, 'x', 41); /* one byte too many */
+        memset(p, 'x', 40);
+        /* One byte too many, and one that surely differs from what was
+         * there (a fixed byte equals the random canary's once in 256). */
+        volatile char *past = p + 40;
+        *past = (char)~*past;
         free(p);
     } else if (strcmp(what, "foreign") == 0) {
         /* blocks from the allocator below the agent: no header */
