@@ -52,8 +52,8 @@ int main(int argc, char **argv)
         memset(p, 'x', 40);
         /* One byte too many, and one that surely differs from what was
          * there (a fixed byte equals the random canary's once in 256). */
-        volatile char *past = p + 40;
-        *past = (char)~*past;
+        volatile size_t past = 40;
+        p[past] = (char)~p[past];
         free(p);
     } else if (strcmp(what, "foreign") == 0) {
         /* blocks from the allocator below the agent: no header */
