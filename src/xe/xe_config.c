@@ -8,6 +8,7 @@
 
 #include "common/out.h"
 #include "xe/xe.h"
+#include "xe/xe_util.h"
 
 void xe_config_defaults(xe_config *cfg)
 {
@@ -20,31 +21,19 @@ void xe_config_defaults(xe_config *cfg)
 
 static int say(char *why, size_t whylen, const char *a, const char *b, size_t blen, const char *c)
 {
-    if (why && whylen) {
-        mt_out o;
-        mt_out_init(&o, why, whylen, -1);
-        mt_out_str(&o, a);
-        if (b)
-            mt_out_mem(&o, b, blen);
-        if (c)
-            mt_out_str(&o, c);
-        mt_out_cstr(&o);
-    }
+    mt_out o;
+    xe_why_init(&o, why, whylen);
+    mt_out_str(&o, a);
+    if (b)
+        mt_out_mem(&o, b, blen);
+    if (c)
+        mt_out_str(&o, c);
+    xe_why_done(&o);
     return -EINVAL;
 }
 
-static int word_is(const char *s, size_t n, const char *w)
-{
-    return strlen(w) == n && strncasecmp(s, w, n) == 0;
-}
-
-static void trim(const char **s, size_t *n)
-{
-    while (*n && isspace((unsigned char)**s))
-        (*s)++, (*n)--;
-    while (*n && isspace((unsigned char)(*s)[*n - 1]))
-        (*n)--;
-}
+/* Names and keywords: ASCII, any case. */
+static int word_is(const char *s, size_t n, const char *w) { return xe_name_eq(w, s, n); }
 
 /* Copy a value into a NUL-terminated scratch buffer. */
 static int copy_value(char *dst, size_t cap, const char *v, size_t n)
@@ -86,7 +75,7 @@ static int parse_latency(const char *v, size_t n, uint64_t *ns)
         return -1;
     const char *u = v + i;
     size_t un = n - i;
-    trim(&u, &un);
+    xe_trim(&u, &un);
     uint64_t mul;
     if (un == 0 || word_is(u, un, "s") || word_is(u, un, "sec") || word_is(u, un, "seconds"))
         mul = 1000000000u;
@@ -120,7 +109,7 @@ static int parse_events(const char *v, size_t n, uint32_t *mask)
             k++;
         const char *w = v;
         size_t wn = k;
-        trim(&w, &wn);
+        xe_trim(&w, &wn);
         int t = xe_type_by_name(w, wn);
         if (t < 0)
             return -1;
@@ -140,7 +129,7 @@ static int parse_target(xe_config *cfg, const char *v, size_t n, char *why, size
         name_n++;
     const char *name = v;
     size_t nn = name_n;
-    trim(&name, &nn);
+    xe_trim(&name, &nn);
     const char *params = "";
     size_t pn = 0;
     if (name_n < n) {
@@ -148,7 +137,7 @@ static int parse_target(xe_config *cfg, const char *v, size_t n, char *why, size
             return say(why, whylen, "target '", v, n, "': missing ')'");
         params = v + name_n + 1;
         pn = n - name_n - 2;
-        trim(&params, &pn);
+        xe_trim(&params, &pn);
     }
     const xe_target_ops *ops = xe_target_find(name, nn);
     if (!ops)
@@ -249,7 +238,7 @@ int xe_config_parse(const char *text, xe_config *cfg, char *why, size_t whylen)
         const char *item = p;
         size_t n = (size_t)(e - p);
         p = *e ? e + 1 : e;
-        trim(&item, &n);
+        xe_trim(&item, &n);
         if (n == 0)
             continue;
         const char *eq = memchr(item, '=', n);
@@ -257,8 +246,8 @@ int xe_config_parse(const char *text, xe_config *cfg, char *why, size_t whylen)
             return say(why, whylen, "session option '", item, n, "' needs a value (name=value)");
         const char *k = item, *v = eq + 1;
         size_t kn = (size_t)(eq - item), vn = n - kn - 1;
-        trim(&k, &kn);
-        trim(&v, &vn);
+        xe_trim(&k, &kn);
+        xe_trim(&v, &vn);
         int rc = parse_option(cfg, k, kn, v, vn, why, whylen);
         if (rc < 0)
             return rc;

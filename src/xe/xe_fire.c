@@ -194,7 +194,7 @@ static void check_installed(xe_session *s, xe_part *p, uint64_t installed)
 
 /* Make held buffer idx current if cur still is `seen`, then open it. On
  * failure it goes back to the pool, never having taken a claim. */
-static int install_held(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
+int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
     prepare_buffer(s, b, (uint32_t)(p - s->parts));
@@ -206,11 +206,6 @@ static int install_held(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
     open_buffer(b);
     check_installed(s, p, xe_cur_next(seen, idx));
     return 1;
-}
-
-int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
-{
-    return install_held(s, p, seen, idx);
 }
 
 static void count_drop(xe_session *s, uint64_t events)
@@ -250,7 +245,7 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
     }
     xe_enqueue(s, idx);
     if (next >= 0) {
-        install_held(s, p, seen, next);   /* or back to the pool: detached meanwhile */
+        xe_install(s, p, seen, next);   /* or back to the pool: detached meanwhile */
         return;
     }
 none:

@@ -152,8 +152,9 @@ uint32_t xe_stack_take_all(xe_session *s, xe_stack *st);
 
 /* Hand a sealed buffer to the dispatcher. */
 void xe_enqueue(xe_session *s, uint32_t idx);
-/* Make free buffer idx the partition's current one, if cur still is `seen`
- * (which has none). Returns 1 when it did. */
+/* Make free buffer idx (popped, still sealed) the partition's current one
+ * if cur still is `seen`, then open it; else it goes back to the pool.
+ * Returns 1 when it was installed. */
 int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx);
 /* Seal buffer idx if nobody has; 1 if this call sealed it (b->end set). */
 int xe_seal(xe_session *s, uint32_t idx);

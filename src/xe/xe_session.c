@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "xe/xe_internal.h"
+#include "xe/xe_util.h"
 
 #ifndef PR_SET_VMA
 #define PR_SET_VMA 0x53564d41
@@ -35,16 +36,14 @@ static void unlock_registry(void) { atomic_store(&registry_lock, 0); }
 
 static int say(char *why, size_t whylen, const char *a, uint64_t n, const char *b)
 {
-    if (why && whylen) {
-        mt_out o;
-        mt_out_init(&o, why, whylen, -1);
-        mt_out_str(&o, a);
-        if (b) {
-            mt_out_u64(&o, n);
-            mt_out_str(&o, b);
-        }
-        mt_out_cstr(&o);
+    mt_out o;
+    xe_why_init(&o, why, whylen);
+    mt_out_str(&o, a);
+    if (b) {
+        mt_out_u64(&o, n);
+        mt_out_str(&o, b);
     }
+    xe_why_done(&o);
     return 0;
 }
 
@@ -158,14 +157,12 @@ static int setup_targets(xe_session *s, char *why, size_t whylen)
         int rc = t->ops->init(t, t->params, sub, sizeof sub);
         if (rc < 0) {
             t->ops = NULL;
-            if (why && whylen) {
-                mt_out o;
-                mt_out_init(&o, why, whylen, -1);
-                mt_out_str(&o, s->cfg.targets[i].ops->name);
-                mt_out_str(&o, ": ");
-                mt_out_str(&o, sub);
-                mt_out_cstr(&o);
-            }
+            mt_out o;
+            xe_why_init(&o, why, whylen);
+            mt_out_str(&o, s->cfg.targets[i].ops->name);
+            mt_out_str(&o, ": ");
+            mt_out_str(&o, sub);
+            xe_why_done(&o);
             return rc;
         }
         if (t->ops->synchronous)

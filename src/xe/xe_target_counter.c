@@ -78,19 +78,12 @@ static void counter_view(xe_target *t, mt_out *o)
     mt_out_str(o, "}}");
 }
 
-static void counter_close(xe_target *t)
-{
-    xe_unmap(t->state, t->state_bytes);
-    t->state = NULL;
-    t->state_bytes = 0;
-}
-
 const xe_target_ops xe_target_event_counter = {
     .name = "event_counter",
     .synchronous = 1,
     .init = counter_init,
     .deliver = counter_deliver,
     .flush = NULL,
-    .close = counter_close,
+    .close = xe_target_unmap_state,
     .view_json = counter_view,
 };

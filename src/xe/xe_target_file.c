@@ -373,9 +373,7 @@ static void file_close(xe_target *t)
     file_flush(t);
     if (s->fd >= 0)
         close(s->fd);
-    xe_unmap(t->state, t->state_bytes);
-    t->state = NULL;
-    t->state_bytes = 0;
+    xe_target_unmap_state(t);
 }
 
 const xe_target_ops xe_target_event_file = {

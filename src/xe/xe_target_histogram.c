@@ -203,19 +203,12 @@ static void hist_view(xe_target *t, mt_out *o)
     mt_out_str(o, "]}");
 }
 
-static void hist_close(xe_target *t)
-{
-    xe_unmap(t->state, t->state_bytes);
-    t->state = NULL;
-    t->state_bytes = 0;
-}
-
 const xe_target_ops xe_target_histogram = {
     .name = "histogram",
     .synchronous = 0,
     .init = hist_init,
     .deliver = hist_deliver,
     .flush = NULL,
-    .close = hist_close,
+    .close = xe_target_unmap_state,
     .view_json = hist_view,
 };

@@ -293,19 +293,12 @@ static void pair_view(xe_target *t, mt_out *o)
     mt_out_str(o, "]}");
 }
 
-static void pair_close(xe_target *t)
-{
-    xe_unmap(t->state, t->state_bytes);
-    t->state = NULL;
-    t->state_bytes = 0;
-}
-
 const xe_target_ops xe_target_pair_matching = {
     .name = "pair_matching",
     .synchronous = 0,
     .init = pair_init,
     .deliver = pair_deliver,
     .flush = NULL,
-    .close = pair_close,
+    .close = xe_target_unmap_state,
     .view_json = pair_view,
 };

@@ -121,19 +121,12 @@ static void ring_view(xe_target *t, mt_out *o)
     mt_out_str(o, "]}");
 }
 
-static void ring_close(xe_target *t)
-{
-    xe_unmap(t->state, t->state_bytes);
-    t->state = NULL;
-    t->state_bytes = 0;
-}
-
 const xe_target_ops xe_target_ring_buffer = {
     .name = "ring_buffer",
     .synchronous = 0,
     .init = ring_init,
     .deliver = ring_deliver,
     .flush = NULL,
-    .close = ring_close,
+    .close = xe_target_unmap_state,
     .view_json = ring_view,
 };

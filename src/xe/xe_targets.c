@@ -38,11 +38,18 @@ void xe_why_done(mt_out *o)
         mt_out_cstr(o);
 }
 
+void xe_target_unmap_state(xe_target *t)
+{
+    xe_unmap(t->state, t->state_bytes);
+    t->state = NULL;
+    t->state_bytes = 0;
+}
+
 /* ---- parameters ---- */
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-static void trim(const char **s, size_t *n)
+void xe_trim(const char **s, size_t *n)
 {
     while (*n && is_space(**s))
         (*s)++, (*n)--;
@@ -94,7 +101,7 @@ int xe_params_parse(const char *target, const char *text, xe_param *p, int n, ch
         size_t ilen = (size_t)(s - item);
         if (*s == ',')
             s++;
-        trim(&item, &ilen);
+        xe_trim(&item, &ilen);
         if (ilen == 0)
             continue;   /* "a=1,,b=2" or a trailing comma */
         const char *eq = memchr(item, '=', ilen);
@@ -102,8 +109,8 @@ int xe_params_parse(const char *target, const char *text, xe_param *p, int n, ch
             return param_error(target, "parameter", item, ilen, " has no '=value'", why, whylen);
         const char *name = item, *val = eq + 1;
         size_t nlen = (size_t)(eq - item), vlen = ilen - nlen - 1;
-        trim(&name, &nlen);
-        trim(&val, &vlen);
+        xe_trim(&name, &nlen);
+        xe_trim(&val, &vlen);
         if (vlen >= 2 && (val[0] == '\'' || val[0] == '"') && val[vlen - 1] == val[0])
             val++, vlen -= 2;
         int k = -1;

@@ -49,6 +49,12 @@ static inline int xe_name_eq(const char *word, const char *name, size_t len)
  * host. The predicate compiler resolves `category == "name"` with it. */
 int xe_category_id(const char *name, size_t len);
 
+/* A target's close when its state is one mapping (xe_targets.c). */
+void xe_target_unmap_state(xe_target *t);
+
+/* Trim ASCII blanks (space, tab, CR, LF) off both ends of a slice. */
+void xe_trim(const char **s, size_t *n);
+
 /* ---- reasons: an mt_out over the caller's why buffer ---- */
 void xe_why_init(mt_out *o, char *why, size_t whylen);
 void xe_why_done(mt_out *o);
