@@ -43,6 +43,7 @@
 #endif
 
 #include "xe/xe.h"
+#include "xe/xe_internal.h"
 #include "xe/xe_thread.h"
 
 #define MAX_RUNS 64
@@ -139,16 +140,6 @@ static inline void next_event(xe_event *ev, uint64_t i)
 /* ---- the baseline: a locked buffer and a consumer thread ------------------ */
 
 /* The engine's record, field for field. */
-typedef struct bl_rec {
-    uint32_t len;
-    uint16_t type, category;
-    uint32_t tid, cpu;
-    uint64_t tsc;
-    uint64_t size, address, old_address, site, key, value;
-    uint32_t data_len, pad;
-} bl_rec;
-_Static_assert(sizeof(bl_rec) == XE_RECORD_FIXED, "baseline record = engine record");
-
 #define BL_NBUF 4
 #define RING_EVENTS 1000
 
@@ -241,22 +232,10 @@ static int bl_append(bl *b, const xe_event *ev)
             return -ENOBUFS;
         }
     }
-    bl_rec *r = (bl_rec *)(b->mem + (size_t)b->cur * b->cap + b->used);
+    xe_rec *r = (xe_rec *)(b->mem + (size_t)b->cur * b->cap + b->used);
     b->used += XE_RECORD_FIXED;
-    r->type = ev->type;
-    r->category = ev->category;
-    r->tid = bl_my_tid();
-    r->cpu = cpu;
-    r->tsc = tsc;
-    r->size = ev->size;
-    r->address = ev->address;
-    r->old_address = ev->old_address;
-    r->site = ev->site;
-    r->key = ev->key;
-    r->value = ev->value;
-    r->data_len = 0;
-    r->pad = 0;
-    r->len = XE_RECORD_FIXED;
+    xe_rec_fill(r, ev, bl_my_tid(), cpu, tsc);   /* the engine's record, written as it writes it */
+    atomic_store_explicit(&r->len, XE_RECORD_FIXED, memory_order_relaxed);   /* under the lock */
     bl_unlock(b);
     return 1;
 }
@@ -281,8 +260,8 @@ static void *bl_consume(void *arg)
         char *data = b->mem + (size_t)idx * b->cap;
         uint64_t n = 0;
         for (size_t pos = 0; pos < used;) {
-            const bl_rec *r = (const bl_rec *)(data + pos);
-            uint32_t len = *(const volatile uint32_t *)&r->len;
+            const xe_rec *r = (const xe_rec *)(data + pos);
+            uint32_t len = atomic_load_explicit(&r->len, memory_order_relaxed);
             if (len < XE_RECORD_FIXED)
                 break;
             if (opt.ring) {

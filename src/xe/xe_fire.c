@@ -257,19 +257,7 @@ none:
 static inline void write_record(char *at, uint64_t len, const xe_event *ev, uint64_t tsc, uint32_t cpu)
 {
     xe_rec *r = (xe_rec *)at;
-    r->type = ev->type;
-    r->category = ev->category;
-    r->tid = my_tid();
-    r->cpu = cpu;
-    r->tsc = tsc;
-    r->size = ev->size;
-    r->address = ev->address;
-    r->old_address = ev->old_address;
-    r->site = ev->site;
-    r->key = ev->key;
-    r->value = ev->value;
-    r->data_len = ev->data_len;
-    r->pad = 0;
+    xe_rec_fill(r, ev, my_tid(), cpu, tsc);
     if (ev->data_len)
         memcpy(at + XE_RECORD_FIXED, ev->data, ev->data_len);
     atomic_store_explicit(&r->len, (uint32_t)len, memory_order_release);

@@ -49,6 +49,26 @@ typedef struct xe_rec {
 } xe_rec;
 _Static_assert(sizeof(xe_rec) == XE_RECORD_FIXED, "record layout");
 
+/* A record's fields from an event, all but len (published last) and the
+ * data: what each fire writes (and the benchmark's baselines, so they do
+ * the same work). */
+static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint32_t cpu, uint64_t tsc)
+{
+    r->type = ev->type;
+    r->category = ev->category;
+    r->tid = tid;
+    r->cpu = cpu;
+    r->tsc = tsc;
+    r->size = ev->size;
+    r->address = ev->address;
+    r->old_address = ev->old_address;
+    r->site = ev->site;
+    r->key = ev->key;
+    r->value = ev->value;
+    r->data_len = ev->data_len;
+    r->pad = 0;
+}
+
 typedef struct xe_bufhdr {
     _Atomic uint64_t reserved;    /* claimed offset | SEALED */
     _Atomic uint64_t first_tsc;   /* when its first event was claimed; 0 = empty */
