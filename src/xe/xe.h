@@ -261,9 +261,9 @@ int xe_sessions(xe_session **out, int max);
 const xe_config *xe_session_config(const xe_session *s);
 xe_target *xe_session_target(xe_session *s, const char *name);
 
-/* The view as text (one table) or JSON ({"sessions":[...]}, targets' data
- * included when with_targets). Async-signal-safe. */
-void xe_view_text(mt_out *o);
+/* The view as JSON ({"sessions":[...]}, targets' data included when
+ * with_targets; `memtrail sessions` prints its table from it).
+ * Async-signal-safe. */
 void xe_view_json(mt_out *o, int with_targets);
 
 /* In a forked child: the sessions get a dispatcher of their own and the

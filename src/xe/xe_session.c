@@ -475,15 +475,13 @@ static void put_time(mt_out *o, int64_t ns)
     mt_out_char(o, 'Z');
 }
 
-static void put_latency(mt_out *o, uint64_t ns, int json)
+/* Nanoseconds, or null for INFINITE. */
+static void put_latency(mt_out *o, uint64_t ns)
 {
-    if (ns == XE_LATENCY_INFINITE) {
-        mt_out_str(o, json ? "null" : "INFINITE");
-        return;
-    }
-    mt_out_u64(o, json ? ns : ns / 1000000);
-    if (!json)
-        mt_out_str(o, " ms");
+    if (ns == XE_LATENCY_INFINITE)
+        mt_out_str(o, "null");
+    else
+        mt_out_u64(o, ns);
 }
 
 /* Views may run in a signal handler while a session is dropped: the
@@ -495,95 +493,6 @@ static int view_begin(xe_session **list)
 }
 static void view_end(void) { atomic_fetch_sub(&viewers, 1); }
 
-void xe_view_text(mt_out *o)
-{
-    xe_session *list[XE_MAX_SESSIONS];
-    int n = view_begin(list);
-    if (n == 0)
-        mt_out_str(o, "no event sessions\n");
-    for (int i = 0; i < n; i++) {
-        xe_session_info in;
-        xe_session_info_get(list[i], &in);
-        struct { const char *k; uint64_t v; } rows[] = {
-            { "pending_buffers", in.pending_buffers },
-            { "total_regular_buffers", in.total_regular_buffers },
-            { "regular_buffer_size", in.regular_buffer_size },
-            { "total_large_buffers", in.total_large_buffers },
-            { "large_buffer_size", in.large_buffer_size },
-            { "total_buffer_size", in.total_buffer_size },
-        };
-        struct { const char *k; uint64_t v; } rows2[] = {
-            { "dropped_event_count", in.dropped_event_count },
-            { "dropped_buffer_count", in.dropped_buffer_count },
-            { "blocked_event_fire_time", in.blocked_event_fire_time_ns / 1000000 },
-            { "largest_event_dropped_size", in.largest_event_dropped_size },
-            { "events_delivered", in.events_delivered },
-            { "max_memory", in.max_memory },
-            { "memory_allocated", in.memory_allocated },
-            { "partitions", in.partitions },
-        };
-        mt_out_str(o, i ? "\nname                        " : "name                        ");
-        mt_out_str(o, in.name);
-        mt_out_str(o, " (");
-        mt_out_str(o, state_name(in.state));
-        mt_out_str(o, ")\n");
-        for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
-            mt_out_str(o, rows[k].k);
-            for (size_t pad = strlen(rows[k].k); pad < 28; pad++)
-                mt_out_char(o, ' ');
-            mt_out_u64(o, rows[k].v);
-            mt_out_char(o, '\n');
-        }
-        mt_out_str(o, "buffer_policy_desc          ");
-        mt_out_str(o, in.buffer_policy_desc);
-        mt_out_char(o, '\n');
-        for (size_t k = 0; k < sizeof rows2 / sizeof rows2[0]; k++) {
-            mt_out_str(o, rows2[k].k);
-            for (size_t pad = strlen(rows2[k].k); pad < 28; pad++)
-                mt_out_char(o, ' ');
-            mt_out_u64(o, rows2[k].v);
-            mt_out_str(o, k == 2 ? " ms\n" : "\n");
-        }
-        mt_out_str(o, "memory_partition_mode       ");
-        mt_out_str(o, xe_partition_mode_name(in.mode));
-        mt_out_str(o, in.strict ? " (strict_max_memory)\nmax_dispatch_latency        "
-                                : "\nmax_dispatch_latency        ");
-        put_latency(o, in.max_dispatch_latency_ns, 0);
-        mt_out_str(o, "\ncreate_time                 ");
-        put_time(o, in.create_time_ns);
-        mt_out_char(o, '\n');
-    }
-    view_end();
-}
-
-static void json_str(mt_out *o, const char *s)
-{
-    mt_out_char(o, '"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            mt_out_char(o, '\\');
-            mt_out_char(o, (char)c);
-        } else if (c < 0x20) {
-            static const char hex[] = "0123456789abcdef";
-            mt_out_str(o, "\\u00");
-            mt_out_char(o, hex[c >> 4]);
-            mt_out_char(o, hex[c & 15]);
-        } else {
-            mt_out_char(o, (char)c);
-        }
-    }
-    mt_out_char(o, '"');
-}
-
-static void json_u64(mt_out *o, const char *k, uint64_t v)
-{
-    mt_out_str(o, ",\"");
-    mt_out_str(o, k);
-    mt_out_str(o, "\":");
-    mt_out_u64(o, v);
-}
-
 void xe_view_json(mt_out *o, int with_targets)
 {
     xe_session *list[XE_MAX_SESSIONS];
@@ -594,38 +503,38 @@ void xe_view_json(mt_out *o, int with_targets)
         xe_session_info in;
         xe_session_info_get(s, &in);
         mt_out_str(o, i ? ",{\"name\":" : "{\"name\":");
-        json_str(o, in.name);
+        xe_json_str(o, in.name);
         mt_out_str(o, ",\"state\":");
-        json_str(o, state_name(in.state));
-        json_u64(o, "pending_buffers", in.pending_buffers);
-        json_u64(o, "total_regular_buffers", in.total_regular_buffers);
-        json_u64(o, "regular_buffer_size", in.regular_buffer_size);
-        json_u64(o, "total_large_buffers", in.total_large_buffers);
-        json_u64(o, "large_buffer_size", in.large_buffer_size);
-        json_u64(o, "total_buffer_size", in.total_buffer_size);
+        xe_json_str(o, state_name(in.state));
+        xe_json_kv_u64(o, "pending_buffers", in.pending_buffers);
+        xe_json_kv_u64(o, "total_regular_buffers", in.total_regular_buffers);
+        xe_json_kv_u64(o, "regular_buffer_size", in.regular_buffer_size);
+        xe_json_kv_u64(o, "total_large_buffers", in.total_large_buffers);
+        xe_json_kv_u64(o, "large_buffer_size", in.large_buffer_size);
+        xe_json_kv_u64(o, "total_buffer_size", in.total_buffer_size);
         mt_out_str(o, ",\"buffer_policy_desc\":");
-        json_str(o, in.buffer_policy_desc);
-        json_u64(o, "dropped_event_count", in.dropped_event_count);
-        json_u64(o, "dropped_buffer_count", in.dropped_buffer_count);
-        json_u64(o, "blocked_event_fire_time", in.blocked_event_fire_time_ns / 1000000);
-        json_u64(o, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
-        json_u64(o, "largest_event_dropped_size", in.largest_event_dropped_size);
+        xe_json_str(o, in.buffer_policy_desc);
+        xe_json_kv_u64(o, "dropped_event_count", in.dropped_event_count);
+        xe_json_kv_u64(o, "dropped_buffer_count", in.dropped_buffer_count);
+        xe_json_kv_u64(o, "blocked_event_fire_time", in.blocked_event_fire_time_ns / 1000000);
+        xe_json_kv_u64(o, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
+        xe_json_kv_u64(o, "largest_event_dropped_size", in.largest_event_dropped_size);
         mt_out_str(o, ",\"create_time\":\"");
         put_time(o, in.create_time_ns);
         mt_out_str(o, "\"");
-        json_u64(o, "create_time_ns", (uint64_t)in.create_time_ns);
-        json_u64(o, "events_delivered", in.events_delivered);
-        json_u64(o, "max_memory", in.max_memory);
-        json_u64(o, "memory_allocated", in.memory_allocated);
+        xe_json_kv_u64(o, "create_time_ns", (uint64_t)in.create_time_ns);
+        xe_json_kv_u64(o, "events_delivered", in.events_delivered);
+        xe_json_kv_u64(o, "max_memory", in.max_memory);
+        xe_json_kv_u64(o, "memory_allocated", in.memory_allocated);
         mt_out_str(o, ",\"memory_partition_mode\":");
-        json_str(o, xe_partition_mode_name(in.mode));
-        json_u64(o, "partitions", in.partitions);
+        xe_json_str(o, xe_partition_mode_name(in.mode));
+        xe_json_kv_u64(o, "partitions", in.partitions);
         mt_out_str(o, ",\"strict_max_memory\":");
         mt_out_str(o, in.strict ? "true" : "false");
         mt_out_str(o, ",\"max_dispatch_latency_ns\":");
-        put_latency(o, in.max_dispatch_latency_ns, 1);
+        put_latency(o, in.max_dispatch_latency_ns);
         mt_out_str(o, ",\"predicate\":");
-        json_str(o, s->cfg.pred.text);
+        xe_json_str(o, s->cfg.pred.text);
         mt_out_str(o, ",\"targets\":[");
         for (int t = 0; t < s->cfg.ntargets; t++) {
             xe_target *tg = &s->targets[t];
@@ -635,7 +544,7 @@ void xe_view_json(mt_out *o, int with_targets)
                 tg->ops->view_json(tg, o);
             } else {
                 mt_out_str(o, "{\"target\":");
-                json_str(o, tg->ops->name);
+                xe_json_str(o, tg->ops->name);
                 mt_out_char(o, '}');
             }
         }
