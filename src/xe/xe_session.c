@@ -24,14 +24,17 @@ static _Atomic int registry_lock;
 static _Atomic int viewers;            /* views in progress (drop waits for them) */
 static _Atomic int atfork_done;
 
-static void lock_registry(void)
+/* The registry's and each session's life lock: rare, short, not on any
+ * event's path. */
+static void spin_lock(_Atomic int *l)
 {
     int expect = 0;
-    while (!atomic_compare_exchange_weak(&registry_lock, &expect, 1)) {
+    while (!atomic_compare_exchange_weak(l, &expect, 1)) {
         expect = 0;
         sched_yield();
     }
 }
+static void lock_registry(void) { spin_lock(&registry_lock); }
 static void unlock_registry(void) { atomic_store(&registry_lock, 0); }
 
 static int say(char *why, size_t whylen, const char *a, uint64_t n, const char *b)
@@ -282,14 +285,7 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
 /* Start, stop, flush and drop of one session take turns (a drop must not
  * unmap what a concurrent stop's dispatcher still reads). Not for signal
  * handlers, except a stop that nothing else is stopping. */
-static void life_lock(xe_session *s)
-{
-    int expect = 0;
-    while (!atomic_compare_exchange_weak(&s->life, &expect, 1)) {
-        expect = 0;
-        sched_yield();
-    }
-}
+static void life_lock(xe_session *s) { spin_lock(&s->life); }
 static void life_unlock(xe_session *s) { atomic_store(&s->life, 0); }
 
 static int start_locked(xe_session *s)
