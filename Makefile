@@ -22,7 +22,15 @@ CLI_LIBS   := -ldw -lelf -lz -lstdc++
 # sizing arithmetic (`memtrail xe plan`).
 XE_SRC     := $(wildcard src/xe/*.c)
 CLI_SRC    += src/xe/xe_plan.c
-AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(XE_SRC)
+# Traces (src/trace): the writer runs in the agent (the event_file target's
+# encoder), the reader in the CLI; both use zstd (libzstd-dev).
+TRACE_W_SRC := $(wildcard src/trace/trace_write*.c src/trace/trace_util*.c)
+TRACE_SRC   := $(wildcard src/trace/*.c)
+# The analyzer of traces (memtrail analyze; report/export of a trace).
+ANALYZE_SRC := $(wildcard src/analyze/*.c)
+CLI_SRC    += $(TRACE_SRC) $(ANALYZE_SRC)
+CLI_LIBS   += -lzstd -lpthread
+AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(XE_SRC) $(TRACE_W_SRC)
 HDRS       := $(wildcard include/*.h src/*/*.h)
 
 BIN   := $(BUILD)/bin/memtrail
@@ -57,7 +65,7 @@ $(AGENT): $(AGENT_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -fvisibility=hidden -fno-builtin-malloc \
 	  -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc -ftls-model=initial-exec \
-	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete -o $@ $(AGENT_SRC) -lunwind -ldl -lpthread
+	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete -o $@ $(AGENT_SRC) -lunwind -lzstd -ldl -lpthread
 
 $(STUB): src/stub/stub.c include/memtrail.h
 	@mkdir -p $(dir $@)
@@ -90,6 +98,12 @@ $(ASAN_BIN): $(CLI_SRC) $(HDRS)
 $(BUILD)/asan/tests/xe/%: tests/xe/%.c $(XE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/xe/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(XE_SRC) $(COMMON_SRC) -lpthread
+
+# The trace writer and reader's own tests (ASan+UBSan).
+TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/trace/test_*.c))
+$(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/trace/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread
 
 # The CLI's JSON reader (memtrail sessions) has its own unit test.
 $(BUILD)/asan/tests/cli/test_json: tests/cli/test_json.c src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h
@@ -124,7 +138,7 @@ $(DETAIL_DIR)/sites.stripped: $(DETAIL_DIR)/sites
 $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 	strip -o $@ $<
 
-asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS)
+asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS)
 tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS)
 
 # The README's test command: installs what is missing, builds, runs everything.

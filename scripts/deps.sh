@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
-# `make check`, python3, sqlite3 and heaptrack. Prints nothing and touches
+# `make check`, zstd, clang's libFuzzer, python3, sqlite3 and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -79,8 +79,11 @@ check() {
         have_pkg libdw-dev || want libdw-dev
         have_pkg libelf-dev || want libelf-dev
         have_pkg zlib1g-dev || want zlib1g-dev
+        have_pkg libzstd-dev || want libzstd-dev # traces are zstd-compressed chunks
+        have_pkg libclang-rt-dev || want libclang-rt-dev # libFuzzer, for the trace reader's fuzz target
     fi
     have_cmd g++ || want g++
+    have_cmd clang || want clang # the trace reader's fuzz target (-fsanitize=fuzzer)
     have_cmd eu-addr2line || want elfutils
     have_cmd strip || want binutils
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.

@@ -1,0 +1,77 @@
+/* trace_read.h — reading a trace (docs/trace-format.md) event by event,
+ * in bounded memory: one chunk decompressed at a time (the next one may be
+ * decompressed ahead on a second thread), definitions kept as they come.
+ *
+ * A bad file never crashes or hangs the reader: every length and varint is
+ * checked, each chunk's header and payload carry a CRC, and the first
+ * problem stops reading with an error naming the file, the chunk and its
+ * offset; everything before it has been returned. A file whose writer was
+ * killed (no end record, no index) is read up to its last whole chunk.
+ *
+ * CLI-side code: allocates with malloc. */
+#ifndef MT_TRACE_READ_H
+#define MT_TRACE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/trace_write.h"   /* mt_trace_event, enum mt_trace_type */
+
+#define MT_TRACE_ERR_MAX 512
+
+typedef struct mt_trace_reader mt_trace_reader;
+
+typedef struct mt_trace_file_info {
+    uint32_t version;
+    uint32_t pid;
+    uint64_t start_ns, start_realtime_ns;
+    uint64_t file_bytes;
+} mt_trace_file_info;
+
+typedef struct mt_trace_stack {
+    uint32_t id;
+    unsigned category;
+    uint32_t nframes;
+    const uint64_t *frames;     /* innermost first */
+} mt_trace_stack;
+
+typedef struct mt_trace_module {
+    uint64_t start, end, bias;
+    const char *path;
+    const unsigned char *build_id;
+    unsigned build_id_len;
+} mt_trace_module;
+
+/* Is this file a trace (by its first bytes)? 1 yes, 0 no, -errno. */
+int mt_trace_sniff(const char *path);
+
+/* Opens and checks the header. flags: MT_TRACE_PREFETCH decompresses the
+ * next chunk on a second thread. 0, or -errno with the reason in err. */
+#define MT_TRACE_PREFETCH 1u
+int mt_trace_open(const char *path, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
+void mt_trace_close(mt_trace_reader *r);
+const mt_trace_file_info *mt_trace_info(const mt_trace_reader *r);
+
+/* The next event: 1, 0 at the end, -1 on an error (mt_trace_error says
+ * what and where; the events before it were all returned). */
+int mt_trace_next(mt_trace_reader *r, mt_trace_event *ev);
+const char *mt_trace_error(const mt_trace_reader *r);
+/* Was the writer's end record read (the trace is complete)? */
+int mt_trace_complete(const mt_trace_reader *r);
+/* Bytes of the file consumed so far (progress). */
+uint64_t mt_trace_offset(const mt_trace_reader *r);
+/* Chunks read so far, and in the file when the index says (else 0). */
+uint64_t mt_trace_chunks_read(const mt_trace_reader *r);
+uint64_t mt_trace_chunks_total(const mt_trace_reader *r);
+
+/* Definitions read so far (a stack is defined before the first event that
+ * uses it). NULL when unknown. */
+const mt_trace_stack *mt_trace_stack_get(const mt_trace_reader *r, uint32_t id);
+size_t mt_trace_module_count(const mt_trace_reader *r);
+const mt_trace_module *mt_trace_module_get(const mt_trace_reader *r, size_t i);
+const char *mt_trace_category_name(const mt_trace_reader *r, unsigned id);  /* NULL if unknown */
+const char *mt_trace_meta(const mt_trace_reader *r, const char *key);       /* NULL if absent */
+/* The end record's statistics (after the end; 0 with *found = 0 when absent). */
+uint64_t mt_trace_stat(const mt_trace_reader *r, const char *name, int *found);
+
+#endif

@@ -1,0 +1,94 @@
+/* trace_write.h — the trace writer (docs/trace-format.md): allocation
+ * events packed into delta- and varint-coded columns, one zstd frame per
+ * chunk, definitions (threads, stacks, modules, categories) written before
+ * the first chunk that uses them, and an index and trailer at the end.
+ *
+ * It runs inside the agent (the event_file target's encoder, on a session's
+ * dispatcher thread): it never allocates through malloc (its buffers and
+ * zstd's workspace are mmap'd), and it writes only through the host's
+ * write callback, whole chunks at a time, so a file cut anywhere holds
+ * every chunk written before the cut. One writer is used by one thread. */
+#ifndef MT_TRACE_WRITE_H
+#define MT_TRACE_WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Event types in a trace (the xe event types of the same names). */
+enum mt_trace_type {
+    MT_TRACE_ALLOC = 1,     /* id, size, stack, category */
+    MT_TRACE_FREE = 2,      /* id (0: a block allocated before the trace) */
+    MT_TRACE_REALLOC = 3,   /* old_id -> id, size (the new size), stack, category */
+    MT_TRACE_MMAP = 4,      /* address, size, category */
+    MT_TRACE_MUNMAP = 5,    /* address, size */
+};
+
+/* One event as the writer takes it and the reader gives it back. */
+typedef struct mt_trace_event {
+    uint8_t type;           /* enum mt_trace_type */
+    uint8_t category;
+    uint32_t thread;        /* writer: the kernel tid; reader: the tid too */
+    uint64_t time_ns;       /* writer: CLOCK_MONOTONIC; reader: ns since the header's start_ns */
+    uint64_t size;
+    uint32_t id;            /* the allocation's id (the agent numbers allocations, wrapping at 2^32) */
+    uint32_t old_id;        /* realloc: the id of the block it replaced */
+    uint32_t stack;         /* alloc/realloc: the stack's id (0: none) */
+    uint64_t address;       /* mmap/munmap */
+} mt_trace_event;
+
+/* What the writer asks of its host (the agent). */
+typedef struct mt_trace_host {
+    void *ctx;
+    /* Writes all n bytes; 0, or a negative errno. */
+    int (*write)(void *ctx, const void *buf, size_t n);
+    /* The frames of stack `id` (return addresses, innermost first) into
+     * out[max] and its category; returns the count, or -1 if unknown. */
+    int (*stack)(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *category);
+    /* Name of category id, or NULL. */
+    const char *(*category_name)(void *ctx, unsigned id);
+    /* Called when a frame lies outside every module written so far: the
+     * host calls mt_trace_write_module for each loaded module (the writer
+     * skips the ones it has). */
+    void (*modules)(void *ctx, struct mt_trace_writer *w);
+} mt_trace_host;
+
+typedef struct mt_trace_writer mt_trace_writer;
+
+typedef struct mt_trace_write_config {
+    int zstd_level;             /* 0: the default (see trace_write.c) */
+    uint32_t chunk_events;      /* events per chunk; 0: the default */
+    uint64_t chunk_age_ns;      /* mt_trace_write_flush(w, 0) closes a chunk this old; 0: 1 s */
+    uint32_t pid;
+    uint64_t start_ns;          /* CLOCK_MONOTONIC time 0 of the file */
+    uint64_t start_realtime_ns; /* the wall clock at start_ns */
+} mt_trace_write_config;
+
+/* Maps a writer (and its zstd workspace). NULL on failure. */
+mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const mt_trace_host *host);
+void mt_trace_writer_destroy(mt_trace_writer *w);
+
+/* Starts a file: writes the header; every definition is written again
+ * before its first use in this file, so each file stands alone. */
+int mt_trace_write_begin(mt_trace_writer *w);
+/* Key/value metadata (exe, cmdline, ...) for the next definitions chunk. */
+int mt_trace_write_meta(mt_trace_writer *w, const char *key, const char *value);
+/* Appends one event; writes a chunk when one is full. 0 or -errno (the
+ * write failed: the chunk's events are lost and counted). */
+int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev);
+/* Writes the open chunk if `force`, or if it is older than chunk_age_ns. */
+int mt_trace_write_flush(mt_trace_writer *w, int force);
+/* Writes the open chunk, an end record with these statistics (name/value
+ * pairs, e.g. "events_lost"), the index and the trailer. */
+int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, const uint64_t *stat_values,
+                          int nstats);
+/* One module (from the host's modules callback). build_id may be NULL. */
+void mt_trace_write_module(mt_trace_writer *w, uint64_t start, uint64_t end, uint64_t bias, const char *path,
+                           const unsigned char *build_id, unsigned build_id_len);
+
+/* The writer's own counts. */
+typedef struct mt_trace_write_stats {
+    uint64_t events, chunks, bytes, events_lost_to_errors, raw_bytes;
+} mt_trace_write_stats;
+void mt_trace_write_get_stats(const mt_trace_writer *w, mt_trace_write_stats *out);
+
+#endif
