@@ -147,8 +147,69 @@ static int process(xe_session *s, uint32_t idx)
     return !abandoned;
 }
 
+/* Producers between leaving the fast path and handing their buffer on.
+ * A stop run by a signal handler does not wait for the fire it
+ * interrupted on its own thread (stopper_inflight). */
+static int producers_busy(xe_session *s)
+{
+    return atomic_load(&s->inflight) > (atomic_load(&s->disp_stop) ? s->stopper_inflight : 0);
+}
+
+/* Ordered sessions: deliver held buffers by seq. A buffer opened earlier
+ * than every held one is either queued or in the hands of a producer in
+ * its slow path (it seals and queues before it leaves); with none in
+ * flight and the queue empty, a missing seq will never come (a fork), and
+ * the oldest held one goes next. */
+static void deliver_held(xe_session *s)
+{
+    while (s->nheld) {
+        uint32_t best = 0;
+        for (uint32_t i = 1; i < s->nheld; i++)
+            if (xe_buf(s, s->held[i])->seq < xe_buf(s, s->held[best])->seq)
+                best = i;
+        uint32_t idx = s->held[best];
+        uint64_t seq = xe_buf(s, idx)->seq;
+        if (seq && s->next_seq && seq != s->next_seq &&
+            (producers_busy(s) || (atomic_load(&s->queue.head) & 0xffffffffu)))
+            return;
+        int reuse = process(s, idx);
+        s->held[best] = s->held[--s->nheld];
+        if (seq)
+            s->next_seq = seq + 1;
+        atomic_fetch_sub(&s->pending, 1);
+        if (reuse)
+            xe_recycle(s, idx);
+    }
+}
+
+static int drain_ordered(xe_session *s)
+{
+    int any = 0;
+    for (;;) {
+        uint32_t at = xe_stack_take_all(s, &s->queue);
+        while (at && s->nheld < XE_HELD_MAX) {
+            s->held[s->nheld++] = at - 1;
+            at = atomic_load(&xe_buf(s, at - 1)->next);
+        }
+        while (at) {   /* cannot happen: the queue holds at most every buffer */
+            uint32_t next = atomic_load(&xe_buf(s, at - 1)->next);
+            if (process(s, at - 1))
+                xe_recycle(s, at - 1);
+            atomic_fetch_sub(&s->pending, 1);
+            at = next;
+        }
+        uint32_t before = s->nheld;
+        deliver_held(s);
+        if (s->nheld == before)
+            return any;
+        any = 1;
+    }
+}
+
 static int drain(xe_session *s)
 {
+    if (s->ordered)
+        return drain_ordered(s);
     int any = 0;
     for (;;) {
         /* The chain taken is kept in the session (batch) so a forked child
@@ -184,12 +245,9 @@ static void seal_current(xe_session *s, xe_part *p, int force)
         xe_replace(s, p, (uint32_t)idx, 0);
 }
 
-/* Producers between leaving the fast path and handing their buffer on.
- * A stop run by a signal handler does not wait for the fire it
- * interrupted on its own thread (stopper_inflight). */
 static void wait_producers(xe_session *s)
 {
-    while (atomic_load(&s->inflight) > (atomic_load(&s->disp_stop) ? s->stopper_inflight : 0)) {
+    while (producers_busy(s)) {
         drain(s);   /* what they hand on meanwhile frees buffers others wait for */
         sched_yield();
     }
@@ -335,6 +393,12 @@ void xe_dispatch_after_fork(xe_session *s)
         xe_recycle(s, at - 1);
         at = next;
     }
+    /* Held buffers are the parent's dispatcher's too. */
+    while (s->nheld) {
+        atomic_fetch_sub(&s->pending, 1);
+        xe_recycle(s, s->held[--s->nheld]);
+    }
+    s->next_seq = 0;
     for (uint32_t i = 0; i < s->nparts; i++) {
         uint64_t seen = atomic_load(&s->parts[i].cur);
         int32_t idx = xe_cur_idx(seen);

@@ -157,6 +157,7 @@ static void prepare_buffer(xe_session *s, xe_bufhdr *b, uint32_t part)
     b->part = part;
     b->fork_gen = atomic_load_explicit(&s->fork_gen, memory_order_relaxed);
     b->end = 0;
+    b->seq = 0;
     atomic_store_explicit(&b->first_tsc, 0, memory_order_relaxed);
     atomic_store_explicit(&b->reserved, XE_SEALED | XE_OPENING, memory_order_release);
 }
@@ -174,7 +175,7 @@ static void unopen_buffer(xe_session *s, uint32_t idx)
     xe_bufhdr *b = xe_buf(s, idx);
     if (!xe_seal(s, idx))
         return;   /* a claim filled and sealed it: its sealer hands it on */
-    if (b->end == 0)
+    if (b->end == 0 && !s->ordered)   /* ordered: its seq must reach the dispatcher */
         xe_stack_push(s, &s->free_pool, idx);
     else
         xe_enqueue(s, idx);
@@ -203,6 +204,9 @@ int xe_install(xe_session *s, xe_part *p, uint64_t seen, int32_t idx)
         xe_stack_push(s, &s->free_pool, (uint32_t)idx);
         return 0;
     }
+    /* Claims land only once it is open, and the next buffer opens only
+     * after this one is sealed: seqs follow the order of the claims. */
+    b->seq = s->ordered && !b->large ? atomic_fetch_add(&s->open_seq, 1) + 1 : 0;
     open_buffer(b);
     check_installed(s, p, xe_cur_next(seen, idx));
     return 1;
@@ -213,8 +217,12 @@ static void count_drop(xe_session *s, uint64_t events)
     atomic_fetch_add_explicit(&s->dropped_events, events, memory_order_relaxed);
 }
 
+void (*xe_test_before_enqueue)(void);
+
 void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
 {
+    if (__builtin_expect(xe_test_before_enqueue != NULL, 0))
+        xe_test_before_enqueue();
     uint64_t seen = atomic_load(&p->cur);
     if (xe_cur_idx(seen) != (int32_t)idx) {
         xe_enqueue(s, idx);   /* already detached (a producer did, or stop) */

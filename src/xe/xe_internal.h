@@ -69,6 +69,9 @@ static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint
     r->pad = 0;
 }
 
+/* Buffers an ordered session can hold back (its regular and large ones). */
+#define XE_HELD_MAX 8
+
 typedef struct xe_bufhdr {
     _Atomic uint64_t reserved;    /* claimed offset | SEALED */
     _Atomic uint64_t first_tsc;   /* when its first event was claimed; 0 = empty */
@@ -78,6 +81,7 @@ typedef struct xe_bufhdr {
     uint32_t large;
     uint32_t part;                /* partition it was current in */
     uint32_t fork_gen;            /* the session's fork generation when it was opened */
+    uint64_t seq;                 /* ordered sessions: 1, 2, ... in the order buffers opened; 0 large */
 } xe_bufhdr;
 _Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
 
@@ -133,6 +137,13 @@ struct xe_session {
     _Atomic int disp_stop;
     _Atomic uint32_t flush_req, flush_done;
     _Atomic uint32_t batch;       /* chain taken from the queue, not yet processed (index + 1) */
+    /* Ordered sessions (xe_ordered): buffers taken from the queue ahead of
+     * an earlier one wait here; the dispatcher delivers by seq. */
+    int ordered;
+    _Atomic uint64_t open_seq;    /* seqs handed out */
+    uint64_t next_seq;            /* the next to deliver; 0 after a fork: the oldest held */
+    uint32_t nheld;
+    uint32_t held[XE_HELD_MAX];
     uint32_t stopper_inflight;    /* the stopping thread's own slow-path fires (a handler's stop) */
     _Atomic int stopper_in_fire;  /* the stop runs in a handler that interrupted a fire */
     _Atomic uint32_t fork_gen;    /* forks this session went through */
@@ -182,6 +193,9 @@ int xe_seal(xe_session *s, uint32_t idx);
  * free buffer, or none (-1). With `reuse`, idx itself is dropped (its events
  * counted lost) and becomes current again (ALLOW_MULTIPLE_EVENT_LOSS). */
 void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse);
+/* Tests only: called by a sealer before it hands its buffer on (a slow
+ * sealer, made to order). NULL otherwise. */
+extern void (*xe_test_before_enqueue)(void);
 
 /* Records of a sealed buffer, waiting for claims still being written
  * (bounded). Calls fn per record unless fn is NULL; returns the count. */

@@ -258,6 +258,10 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
     s->large_cap = plan.large_buffer_size;
     s->regular_stride = plan.regular_buffer_alloc;
     s->large_stride = plan.large_buffer_alloc;
+    /* One current buffer: its events reach the targets in firing order
+     * (not when a full buffer is dropped and reused). */
+    s->ordered = cfg->mode == XE_PART_NONE && cfg->retention != XE_ALLOW_MULTIPLE_EVENT_LOSS &&
+                 s->nbuf + s->nlarge <= XE_HELD_MAX;
     s->regular_base = map_buffers((size_t)s->nbuf * s->regular_stride, 1);
     if (s->nlarge)
         s->large_base = map_buffers((size_t)s->nlarge * s->large_stride, 0);
