@@ -27,7 +27,7 @@ typedef struct mt_real {
 } mt_real;
 extern mt_real mt_real_fn;
 
-enum { MT_MODE_OFF, MT_MODE_SUMMARY, MT_MODE_DETAIL };
+enum { MT_MODE_OFF, MT_MODE_SUMMARY, MT_MODE_DETAIL, MT_MODE_TRACE };
 enum { MT_ON_ERROR_REPORT, MT_ON_ERROR_ABORT };
 #define MT_PATH_MAX 4096
 

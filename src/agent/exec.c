@@ -33,6 +33,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/site.h"
+#include "agent/trace.h"
 #include "common/out.h"
 
 int mt_follow_exec;
@@ -225,7 +227,8 @@ void mt_exec_init(const char *options)
  * its report now. Never from a vfork child. */
 static void report_before_exec(void)
 {
-    if (atomic_load(&mt_hot) && mt_own_process())
+    mt_trace_before_exec();
+    if (atomic_load(&mt_hot) && mt_own_process() && !mt_site_opt.trace)
         mt_report_write_to(NULL, "exec");
 }
 
@@ -365,6 +368,7 @@ static int do_exec(int search, const char *file, char *const argv[], char *const
         rc = real.execvpe ? real.execvpe(file, argv, env) : (errno = ENOSYS, -1);
     else
         rc = real.execve ? real.execve(file, argv, env) : (int)syscall(SYS_execve, file, argv, env);
+    mt_trace_after_failed_exec();
     scratch_release(&s);
     return rc;
 }
@@ -386,6 +390,7 @@ static int exec_list(int search, const char *path, const char *arg, va_list ap, 
     if (!argv)
         return -1; /* errno from mmap */
     int rc = do_exec(search, path, argv, envp);
+    mt_trace_after_failed_exec();
     scratch_release(&s);
     return rc;
 }
@@ -424,6 +429,7 @@ MT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     char *const *env = env_for_exec(envp, &s);
     report_before_exec();
     int rc = real.fexecve ? real.fexecve(fd, argv, env) : (errno = ENOSYS, -1);
+    mt_trace_after_failed_exec();
     scratch_release(&s);
     return rc;
 }
@@ -440,6 +446,7 @@ MT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
     report_before_exec();
     int rc = real.execveat ? real.execveat(dirfd, path, argv, env, flags)
                            : (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
+    mt_trace_after_failed_exec();
     scratch_release(&s);
     return rc;
 }
@@ -455,6 +462,7 @@ static int do_spawn(int search, pid_t *pid, const char *file, const posix_spawn_
     scratch s;
     char *const *env = env_for_exec(envp, &s);
     int rc = fn(pid, file, fa, attr, argv, env);
+    mt_trace_after_failed_exec();
     scratch_release(&s);
     return rc;
 }

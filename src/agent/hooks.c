@@ -19,6 +19,7 @@
 #include "agent/counters.h"
 #include "agent/sessions.h"
 #include "agent/site_capture.h"
+#include "agent/trace.h"
 
 /* mt_hot: start-up is over and the agent tracks. */
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
@@ -165,12 +166,17 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
-    uint32_t site = MT_UNLIKELY(mt_site_opt.detail) ? mt_site_here(cat, 1) : 0;
-    char *p = fill_header(real, size, cat, shift, site);
+    uint32_t site = 0, tag = 0;
+    if (MT_UNLIKELY(mt_site_opt.detail)) {
+        site = mt_site_here(cat, 1);
+        /* Trace mode: the header names the allocation, its events the stack. */
+        tag = MT_UNLIKELY(mt_site_opt.trace) ? mt_trace_new_id() : site;
+    }
+    char *p = fill_header(real, size, cat, shift, tag);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-    if (MT_UNLIKELY(mt_site_opt.detail))
+    if (MT_UNLIKELY(mt_site_opt.detail) && !mt_site_opt.trace)
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, site);
+    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, site, mt_site_opt.trace ? tag : 0, 0);
     return p;
 }
 
@@ -189,11 +195,12 @@ static void release(void *p, mt_hdr *h)
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     check_tail(p, h, size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
-    if (MT_UNLIKELY(mt_site_opt.detail))
+    int trace = mt_site_opt.trace;
+    if (MT_UNLIKELY(mt_site_opt.detail) && !trace)
         mt_site_count(h->site, -(int64_t)size, MT_SITE_FREE);
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
-    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, h->site);
+    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, trace ? 0 : h->site, trace ? h->site : 0, 0);
     free_block(p, h, size, cat, shift);
 }
 
@@ -304,16 +311,20 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         errno = ENOMEM;
         return NULL;
     }
-    /* Detail mode: the block goes to the realloc call's site. */
-    if (MT_UNLIKELY(mt_site_opt.detail))
+    /* Detail mode: the block goes to the realloc call's site. Trace mode:
+     * it is a new allocation (id), taken at the realloc call's stack. */
+    uint32_t tag = old_site;
+    if (MT_UNLIKELY(mt_site_opt.detail)) {
         site = mt_site_here(cat, 2);
+        tag = MT_UNLIKELY(mt_site_opt.trace) ? mt_trace_new_id() : site;
+    }
     char *np;
     if (shift != MT_PLAIN_SHIFT) {
         /* realloc does not keep alignment: move to a plain block. */
         void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
         if (!real)
             return NULL;
-        np = fill_header(real, n, cat, MT_PLAIN_SHIFT, site);
+        np = fill_header(real, n, cat, MT_PLAIN_SHIFT, tag);
         memcpy(np, p, size < n ? size : n);
         free_block(p, h, size, cat, shift);
     } else {
@@ -331,10 +342,10 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
             memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
         if (!real)
             return NULL; /* the old block is as it was */
-        np = fill_header(real, n, cat, shift, site);
+        np = fill_header(real, n, cat, shift, tag);
     }
     mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
-    if (MT_UNLIKELY(mt_site_opt.detail)) {
+    if (MT_UNLIKELY(mt_site_opt.detail) && !mt_site_opt.trace) {
         if (site == old_site) {
             mt_site_count(site, (int64_t)n - (int64_t)size, MT_SITE_REALLOC);
         } else {
@@ -342,7 +353,10 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
             mt_site_count(site, (int64_t)n, MT_SITE_ALLOC);
         }
     }
-    mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site);
+    if (mt_site_opt.trace)
+        mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, tag, old_site);
+    else
+        mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, 0, 0);
     return np;
 }
 

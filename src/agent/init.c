@@ -17,8 +17,10 @@
 #include "agent/counters.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
+#include "agent/trace.h"
 #include "agent/vm.h"
 #include "common/out.h"
+#include "xe/xe_plan.h"
 
 mt_real mt_real_fn;
 mt_options mt_opt;
@@ -104,6 +106,8 @@ static int set_option(const char *key, size_t klen, const char *val)
             mt_opt.mode = MT_MODE_SUMMARY;
         else if (strcmp(val, "detail") == 0)
             mt_opt.mode = MT_MODE_DETAIL;
+        else if (strcmp(val, "trace") == 0)
+            mt_opt.mode = MT_MODE_TRACE;
         else if (strcmp(val, "off") == 0)
             mt_opt.mode = MT_MODE_OFF;
         else
@@ -127,6 +131,22 @@ static int set_option(const char *key, size_t klen, const char *val)
             mt_site_opt.unwind = MT_UNWIND_FP;
         else if (strcmp(val, "cfi") == 0)
             mt_site_opt.unwind = MT_UNWIND_CFI;
+        else
+            goto bad_value;
+        return 0;
+    }
+    if (KEY_IS("trace_buffer")) {
+        uint64_t v;
+        if (xe_parse_size(val, 1u << 20, &v) < 0 || v < (192u << 10) || v > (64ull << 30))
+            goto bad_value;
+        mt_trace_opt.buffer = v;
+        return 0;
+    }
+    if (KEY_IS("trace_loss")) {
+        if (strcmp(val, "drop") == 0)
+            mt_trace_opt.wait = 0;
+        else if (strcmp(val, "wait") == 0)
+            mt_trace_opt.wait = 1;
         else
             goto bad_value;
         return 0;
@@ -175,7 +195,7 @@ static int set_option(const char *key, size_t klen, const char *val)
     }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, on_error, crash_report, follow_exec, query); running untracked");
+    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, trace_buffer, trace_loss, on_error, crash_report, follow_exec, query); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -184,7 +204,11 @@ bad_value:
     mt_out_str(&o, "' for ");
     mt_out_mem(&o, key, klen);
     if (KEY_IS("mode"))
-        mt_out_str(&o, " (accepted: summary, detail, off)");
+        mt_out_str(&o, " (accepted: summary, detail, trace, off)");
+    else if (KEY_IS("trace_buffer"))
+        mt_out_str(&o, " (accepted: a size from 192KB to 64GB, a number of MB or with a unit)");
+    else if (KEY_IS("trace_loss"))
+        mt_out_str(&o, " (accepted: drop, wait)");
     else if (KEY_IS("depth"))
         mt_out_str(&o, " (accepted: 1 to 64 frames)");
     else if (KEY_IS("unwind"))
@@ -280,6 +304,7 @@ MT_EXPORT pid_t _Fork(void)
         mt_category_unlock();
         mt_site_after_fork_child();
         mt_report_after_fork_child();
+        mt_trace_after_fork_child();
         mt_xe_after_fork_child();
     }
     return pid;
@@ -319,6 +344,7 @@ static void after_fork_child(void)
     mt_exec_note_pid();
     mt_report_after_fork_child();
     mt_control_after_fork_child();
+    mt_trace_after_fork_child(); /* before the sessions' own handler restarts their dispatchers */
 }
 
 void mt_init_slow(void)
@@ -355,6 +381,10 @@ void mt_init_slow(void)
     mt_exec_init(env);
     if (mt_tracking && mt_opt.mode == MT_MODE_DETAIL && mt_site_init() == 0)
         mt_site_opt.detail = 1;
+    if (mt_tracking && mt_opt.mode == MT_MODE_TRACE && mt_site_init() == 0 && mt_trace_init() == 0) {
+        mt_site_opt.detail = 1;
+        mt_site_opt.trace = 1;
+    }
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();
@@ -374,6 +404,7 @@ __attribute__((constructor)) static void mt_constructor(void)
         mt_control_start();
         /* Here, not in mt_init_slow: a session starts a thread, which the
          * first malloc (perhaps inside libc's own start-up) cannot. */
+        mt_trace_start();
         mt_xe_start_agent_sessions();
     }
 }
@@ -386,7 +417,8 @@ static void final_report(void *unused)
     if (!mt_own_process()) /* a vfork child: its parent's sessions and report */
         return;
     mt_xe_stop_agent_sessions();
-    if (atomic_load(&mt_hot))
+    mt_trace_report();
+    if (atomic_load(&mt_hot) && !mt_site_opt.trace)
         mt_report_write_to(NULL, "exit");
 }
 

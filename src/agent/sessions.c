@@ -50,7 +50,7 @@ void mt_xe_init(void) { xe_set_host(&agent_host); }
 /* ---- firing ---------------------------------------------------------------- */
 
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
-                      uint32_t site)
+                      uint32_t site, uint32_t key, uint32_t value)
 {
     /* The hooks must leave errno as the real call left it. */
     int saved_errno = errno;
@@ -61,6 +61,8 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
         .address = address,
         .old_address = old_address,
         .site = site,
+        .key = key,
+        .value = value,
     };
     mt_t.in_agent++;
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
@@ -166,6 +168,17 @@ static void start_one(const char *def, size_t len, int index)
     int n = atomic_load(&agent_count);
     agent_sessions[n] = s;
     atomic_store_explicit(&agent_count, n + 1, memory_order_release);
+}
+
+int mt_xe_add_agent_session(xe_session *s)
+{
+    int n = atomic_load(&agent_count);
+    if (n >= XE_MAX_SESSIONS)
+        return -ENOSPC;
+    agent_sessions[n] = s;
+    atomic_store_explicit(&agent_count, n + 1, memory_order_release);
+    atomic_store(&mt_xe_on, 1);
+    return 0;
 }
 
 void mt_xe_start_agent_sessions(void)

@@ -31,15 +31,22 @@ void mt_xe_stop_agent_sessions(void);
  * own atfork handler does after fork(). */
 void mt_xe_after_fork_child(void);
 
-/* Fires one of the agent's own events into every started agent session. */
+/* Adds a session the agent made itself (trace mode's) to those the hooks
+ * fire into; at start-up, before the MEMTRAIL_SESSIONS ones. 0 or -ENOSPC. */
+int mt_xe_add_agent_session(xe_session *s);
+
+/* Fires one of the agent's own events into every started agent session.
+ * key and value: trace mode's allocation ids (alloc, free: the block's;
+ * realloc: the new block's, and the old one's in value); 0 otherwise. */
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
-                      uint32_t site);
+                      uint32_t site, uint32_t key, uint32_t value);
 
 static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void *old_address, uint64_t size,
-                                  unsigned cat, uint32_t site)
+                                  unsigned cat, uint32_t site, uint32_t key, uint32_t value)
 {
     if (MT_UNLIKELY(atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
-        mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat, site);
+        mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat, site,
+                         key, value);
 }
 
 #endif

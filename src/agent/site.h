@@ -33,7 +33,8 @@
 enum { MT_UNWIND_AUTO, MT_UNWIND_LIBUNWIND, MT_UNWIND_FP, MT_UNWIND_CFI };
 
 typedef struct mt_site_opts {
-    int detail; /* mode=detail */
+    int detail; /* mode=detail or mode=trace: stacks are taken */
+    int trace;  /* mode=trace: headers carry allocation ids, not sites; no per-site counters */
     int depth;  /* frames per stack, 1..MT_DEPTH_MAX */
     int unwind; /* MT_UNWIND_*: as asked */
 } mt_site_opts;

@@ -81,7 +81,7 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     mt_vm_unlock();
     /* The agent's own mappings (session buffers among them) are no events. */
     if (p != MAP_FAILED && !mt_t.in_agent)
-        mt_xe_event(XE_EV_MMAP, p, NULL, len, cat, 0);
+        mt_xe_event(XE_EV_MMAP, p, NULL, len, cat, 0, 0, 0);
     return p;
 }
 
@@ -108,7 +108,7 @@ MT_EXPORT int munmap(void *addr, size_t len)
     }
     mt_vm_unlock();
     if (rc == 0 && !mt_t.in_agent)
-        mt_xe_event(XE_EV_MUNMAP, addr, NULL, len, cat, 0);
+        mt_xe_event(XE_EV_MUNMAP, addr, NULL, len, cat, 0, 0, 0);
     return rc;
 }
 

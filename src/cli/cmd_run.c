@@ -1,10 +1,11 @@
-/* cmd_run.c — `memtrail run [--mode summary|detail] [--depth N] [--unwind U] [-o FILE] [--follow-exec]
- * [--session DEF]... [--] CMD ARGS...`:
+/* cmd_run.c — `memtrail run [--mode summary|detail|trace] [--depth N] [--unwind U] [-o FILE]
+ * [--trace-buffer SIZE] [--no-loss] [--follow-exec] [--session DEF]... [--] CMD ARGS...`:
  * starts CMD with the agent (libmemtrail.so) preloaded and its options in
- * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its summary report went, and
+ * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its report or trace went, and
  * exits with CMD's own status (128+N when signal N killed it). */
 #include "cli/cli.h"
 #include "report/report.h"
+#include "xe/xe_plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,8 +22,9 @@
 #include <unistd.h>
 
 static const char run_usage[] =
-    "usage: memtrail run [--mode summary|detail] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-    "                    [-o FILE] [--follow-exec] [--session DEF]... [--] CMD [ARGS...]\n"
+    "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
+    "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
+    "                    [--session DEF]... [--] CMD [ARGS...]\n"
     "\n"
     "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
     "summary report when it exits. CMD is found on PATH as a shell would.\n"
@@ -32,15 +34,24 @@ static const char run_usage[] =
     "  --mode MODE      what to record: summary (the default: counters per category)\n"
     "                   or detail (also the call stack of every allocation, and\n"
     "                   counters per allocation site; see memtrail report detail)\n"
-    "  --depth N        detail mode: frames per stack, 1 to 64 (default 4)\n"
-    "  --unwind U       detail mode: how stacks are taken: cfi (the default, also\n"
+    "                   or trace (every malloc-family call and mapping change, with\n"
+    "                   its time, thread, size and stack, in a compressed trace file;\n"
+    "                   see memtrail analyze)\n"
+    "  --depth N        detail and trace modes: frames per stack, 1 to 64 (default 4)\n"
+    "  --unwind U       detail and trace modes: how stacks are taken: cfi (the default, also\n"
     "                   'auto': memtrail's own walk over the DWARF unwind tables,\n"
     "                   libunwind where it cannot go), libunwind (libunwind only),\n"
     "                   or fp (frame pointers: right only where every frame keeps one)\n"
     "  -o, --output FILE\n"
-    "                   where the report goes (default memtrail.%p.mtr);\n"
+    "                   where the report goes (default memtrail.%p.mtr, or\n"
+    "                   memtrail.%p.mtt for a trace);\n"
     "                   %p is the pid, %e the program name, %% a percent sign.\n"
     "                   With %p, each forked child writes its own report.\n"
+    "  --trace-buffer SIZE\n"
+    "                   trace mode: the event buffer between the program and the\n"
+    "                   thread that compresses and writes (default 64MB)\n"
+    "  --no-loss        trace mode: when that buffer is full, the program waits\n"
+    "                   rather than losing events (they are counted and shown)\n"
     "  --follow-exec    keep tracking across exec: programs the tree execs (even\n"
     "                   with an environment that drops LD_PRELOAD) load the agent\n"
     "                   and write their own reports, so FILE must contain %p.\n"
@@ -66,9 +77,9 @@ static const char run_usage[] =
     "programs with file capabilities (the loader ignores LD_PRELOAD for them)\n"
     "and statically linked programs (no malloc to interpose).\n"
     "\n"
-    "Then: memtrail report summary FILE\n";
+    "Then: memtrail report summary FILE, or memtrail analyze FILE for a trace\n";
 
-static const char *const modes[] = { "summary", "detail" };
+static const char *const modes[] = { "summary", "detail", "trace" };
 
 /* Check an output template: only %p, %e and %% expand; anything else
  * after % would be read differently by the agent, so it is refused. */
@@ -353,7 +364,12 @@ static void announce_report(const struct outcome *o, const char *out_template, c
     char *shown = expand_output(out_template, o->pid, prog);
     const char *path = shown ? shown : o->report;
     struct stat st;
-    if (!o->stale && stat(o->report, &st) == 0) {
+    if (!o->stale && stat(o->report, &st) == 0 && strcmp(mode, "trace") == 0) {
+        fprintf(stderr, "memtrail: trace of %d written to %s\n", (int)o->pid, path);
+        fputs("memtrail: analyse it with: memtrail analyze ", stderr);
+        report_shell_quote(stderr, path);
+        fputc('\n', stderr);
+    } else if (!o->stale && stat(o->report, &st) == 0) {
         fprintf(stderr, "memtrail: %s report of %d written to %s\n", mode, (int)o->pid, path);
         fprintf(stderr, "memtrail: read it with: memtrail report %s ", mode);
         report_shell_quote(stderr, path);
@@ -431,8 +447,8 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
 
 int cmd_run(int argc, char **argv)
 {
-    const char *mode = "summary", *output = "memtrail.%p.mtr", *depth = NULL, *unwind = NULL;
-    bool follow_exec = false;
+    const char *mode = "summary", *output = NULL, *depth = NULL, *unwind = NULL, *trace_buffer = NULL;
+    bool follow_exec = false, no_loss = false;
     const char *sessions[argc]; /* the --session definitions; fewer than argc */
     int nsessions = 0;
     int i = 1;
@@ -452,6 +468,10 @@ int cmd_run(int argc, char **argv)
             follow_exec = true;
             continue;
         }
+        if (strcmp(arg, "--no-loss") == 0) {
+            no_loss = true;
+            continue;
+        }
         int m = cli_option_value("run", argc, argv, &i, "--mode", NULL, &value);
         if (m < 0)
             return CLI_USAGE;
@@ -460,7 +480,7 @@ int cmd_run(int argc, char **argv)
             for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
                 known |= strcmp(value, modes[k]) == 0;
             if (!known)
-                return cli_usage_error("run", "--mode: unknown mode '%s' (accepted: summary, detail)", value);
+                return cli_usage_error("run", "--mode: unknown mode '%s' (accepted: summary, detail, trace)", value);
             mode = value;
             continue;
         }
@@ -481,6 +501,17 @@ int cmd_run(int argc, char **argv)
             if (strcmp(value, "auto") != 0 && strcmp(value, "cfi") != 0 && strcmp(value, "libunwind") != 0 && strcmp(value, "fp") != 0)
                 return cli_usage_error("run", "--unwind: unknown unwinder '%s' (accepted: auto, cfi, libunwind, fp)", value);
             unwind = value;
+            continue;
+        }
+        m = cli_option_value("run", argc, argv, &i, "--trace-buffer", NULL, &value);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            uint64_t v;
+            if (xe_parse_size(value, 1u << 20, &v) < 0 || v < (192u << 10) || v > (64ull << 30))
+                return cli_usage_error("run", "--trace-buffer: '%s' is not a size from 192KB to 64GB "
+                                       "(a number of MB, or with a unit: KB, MB, GB)", value);
+            trace_buffer = value;
             continue;
         }
         m = cli_option_value("run", argc, argv, &i, "--session", NULL, &value);
@@ -506,16 +537,24 @@ int cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         return cli_usage_error("run", "missing the command to run");
+    bool trace = strcmp(mode, "trace") == 0;
+    if (!output)
+        output = trace ? "memtrail.%p.mtt" : "memtrail.%p.mtr";
+    if ((trace_buffer || no_loss) && !trace)
+        return cli_usage_error("run", "%s is for trace mode: add --mode trace",
+                               trace_buffer ? "--trace-buffer" : "--no-loss");
     if (check_template(output) != 0)
         return CLI_USAGE;
     if (follow_exec && !run_template_has_pid(output))
         return cli_usage_error("run", "--follow-exec: -o '%s' has no %%p, but every process of the tree writes "
                                "its own report (e.g. -o memtrail.%%p.mtr)", output);
-    if ((depth || unwind) && strcmp(mode, "detail") != 0)
-        return cli_usage_error("run", "%s is for detail mode: add --mode detail", depth ? "--depth" : "--unwind");
-    char detail_opts[64] = "";
-    snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s", depth ? ":depth=" : "", depth ? depth : "",
-             unwind ? ":unwind=" : "", unwind ? unwind : "");
+    if ((depth || unwind) && strcmp(mode, "detail") != 0 && !trace)
+        return cli_usage_error("run", "%s is for detail and trace modes: add --mode detail or --mode trace",
+                               depth ? "--depth" : "--unwind");
+    char detail_opts[160] = "";
+    snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s", depth ? ":depth=" : "", depth ? depth : "",
+             unwind ? ":unwind=" : "", unwind ? unwind : "", trace_buffer ? ":trace_buffer=" : "",
+             trace_buffer ? trace_buffer : "", no_loss ? ":trace_loss=wait" : "");
     char **cmd = argv + i;
 
     char *path = NULL;

@@ -138,13 +138,15 @@ typedef struct xe_target_ops {
      * Must be async-signal-safe and safe against a concurrent deliver():
      * it may run in a signal handler on any thread but the dispatcher. */
     void (*view_json)(xe_target *t, mt_out *o);
+    /* When the session stops, after the last flush (may be NULL). */
+    void (*stop)(xe_target *t);
 } xe_target_ops;
 
 struct xe_target {
     const xe_target_ops *ops;
     void *state;            /* the target's own, mmap'd */
     size_t state_bytes;
-    char params[192];       /* as given */
+    char params[512];       /* as given */
 };
 
 /* The built-in targets, by name; NULL when unknown. */
@@ -157,18 +159,39 @@ extern const xe_target_ops xe_target_ring_buffer, xe_target_histogram, xe_target
  * many. `total` gets how many events the target ever received. */
 int xe_ring_read(xe_target *t, xe_event *out, int max, uint64_t *total);
 
-/* event_file's on-disk encoding is the trace format's (issue 7); until that
- * plugs in with xe_file_set_encoder, the target writes the raw encoding
- * documented in docs/events.md. */
+struct xe_session;
+
+/* event_file's on-disk encoding: the raw one of docs/events.md, or the one
+ * given to xe_file_set_encoder before the target is created (the agent's
+ * trace mode gives the trace format's, docs/trace-format.md).
+ *
+ * A stateless encoder turns events into bytes (file_header, encode). A
+ * stateful one (create != NULL) keeps its own state and writes through
+ * the target's `write` (whole records or chunks at a time; a write that
+ * fails leaves the file cut back to what was written before it). All its
+ * calls come from the session's dispatcher thread, or the thread that
+ * drops the session. */
 typedef struct xe_file_encoder {
     const char *name;
-    /* Bytes that start each file (a header); returns how many written in buf. */
+    /* Stateless: bytes that start each file (a header); returns how many written in buf. */
     size_t (*file_header)(void *buf, size_t cap);
-    /* Encode a batch of events; returns bytes written in buf (<= cap), or 0
-     * when buf is too small for even the first one. */
+    /* Stateless: encode a batch of events; returns bytes written in buf
+     * (<= cap), or 0 when buf is too small for even the first one. */
     size_t (*encode)(const xe_event *evs, size_t n, void *buf, size_t cap, size_t *consumed);
+    /* Stateful: one state per target; NULL on failure. */
+    void *(*create)(int (*write)(void *ctx, const void *buf, size_t n), void *ctx);
+    int (*begin)(void *st);                         /* a file was opened: its header */
+    void (*event)(void *st, const xe_event *ev);
+    void (*flush)(void *st);                        /* after each dispatched buffer */
+    void (*end)(void *st);                          /* the file is about to close: finish it */
+    void (*destroy)(void *st);
+    void (*forked)(void *st);       /* in a fork child: forget the parent's file and pending data */
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
+/* In a fork child, before the session's dispatcher runs: the session's
+ * event_file target lets go of the parent's file (written no more) and
+ * opens `filename` at its next event. 0, or -ENOENT without such a target. */
+int xe_session_file_retarget(struct xe_session *s, const char *filename);
 
 /* ---- sessions (xe_session.c, xe_fire.c, xe_dispatch.c) ---------------------- */
 
@@ -192,7 +215,7 @@ typedef struct xe_config {
     int start;                      /* start at once (agent sessions) */
     xe_pred pred;
     int ntargets;
-    struct { const xe_target_ops *ops; char params[192]; } targets[XE_MAX_TARGETS];
+    struct { const xe_target_ops *ops; char params[512]; } targets[XE_MAX_TARGETS];
     unsigned cpus, nodes;           /* 0: this machine's */
 } xe_config;
 

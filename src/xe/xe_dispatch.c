@@ -306,9 +306,12 @@ static void *dispatcher(void *arg)
             xe_futex_wait(&s->wake_seq, seq, wait_ns);
         atomic_store(&s->disp_idle, 0);
     }
-    for (int i = 0; i < s->nasync; i++)
+    for (int i = 0; i < s->nasync; i++) {
         if (s->async[i]->ops->flush)
             s->async[i]->ops->flush(s->async[i]);
+        if (s->async[i]->ops->stop)
+            s->async[i]->ops->stop(s->async[i]);
+    }
     return NULL;
 }
 

@@ -15,6 +15,7 @@
  * written stays readable. The encoder is xe_file_set_encoder's (the trace
  * format, issue 7) or the raw one of docs/events.md. */
 #include "xe/xe.h"
+#include "xe/xe_internal.h"
 #include "xe/xe_util.h"
 
 #include <errno.h>
@@ -80,7 +81,7 @@ static size_t raw_encode(const xe_event *evs, size_t n, void *buf, size_t cap, s
     return i * RAW_RECORD;
 }
 
-static const xe_file_encoder raw_encoder = {"raw", raw_header, raw_encode};
+static const xe_file_encoder raw_encoder = {.name = "raw", .file_header = raw_header, .encode = raw_encode};
 static const xe_file_encoder *file_encoder;
 
 void xe_file_set_encoder(const xe_file_encoder *enc)
@@ -119,8 +120,24 @@ typedef struct file_state {
     /* Read by the view. */
     uint64_t bytes_written, events_written, events_dropped, write_errors;
     uint64_t last_op, last_errno;
+    void *est;                      /* a stateful encoder's state */
     unsigned char stage[FILE_STAGE];
 } file_state;
+
+static int file_write(file_state *s, const void *buf, size_t n);
+
+/* A stateful encoder's writes: 0 or -errno (nothing open: -EBADF). */
+static int encoder_write(void *ctx, const void *buf, size_t n)
+{
+    file_state *s = ctx;
+    if (s->fd < 0)
+        return -EBADF;
+    if (file_write(s, buf, n) < 0) {
+        int e = (int)xe_stat_get(&s->last_errno);
+        return e ? -e : -EIO;
+    }
+    return 0;
+}
 
 static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
 {
@@ -164,6 +181,16 @@ static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
     if (!s->enc)
         s->enc = &raw_encoder;
     s->fd = -1;
+    if (s->enc->create && !(s->est = s->enc->create(encoder_write, s))) {
+        xe_unmap(s, sizeof *s);
+        mt_out o;
+        xe_why_init(&o, why, whylen);
+        mt_out_str(&o, "event_file: cannot set up its encoder (");
+        mt_out_str(&o, s->enc->name);
+        mt_out_str(&o, ")");
+        xe_why_done(&o);
+        return -ENOMEM;
+    }
     xe_params_keep(t, params);
     t->state = s;
     t->state_bytes = sizeof *s;
@@ -223,6 +250,8 @@ static int file_open_next(file_state *s)
     uint64_t seq = s->opened ? s->seq + 1 : 0;
     s->open_tried = 1;
     if (s->fd >= 0) {
+        if (s->est)
+            s->enc->end(s->est);
         close(s->fd);
         s->fd = -1;
     }
@@ -236,7 +265,10 @@ static int file_open_next(file_state *s)
     s->file_bytes = 0;
     unsigned char hdr[256];
     s->header_len = s->enc->file_header ? s->enc->file_header(hdr, sizeof hdr) : 0;
-    if (s->header_len && file_write(s, hdr, s->header_len) < 0) {
+    int bad = s->est ? s->enc->begin(s->est) < 0 : s->header_len && file_write(s, hdr, s->header_len) < 0;
+    if (s->est)
+        s->header_len = s->file_bytes;
+    if (bad) {
         close(fd);
         s->fd = -1;
         return -1;
@@ -271,6 +303,15 @@ static void file_deliver(xe_target *t, const xe_event *ev)
         xe_stat_add(&s->events_dropped, 1);
         return;
     }
+    if (s->est) {
+        /* The encoder writes whole chunks; the file rolls over after the
+         * one that took it to max_file_size. */
+        s->enc->event(s->est, ev);
+        xe_stat_add(&s->events_written, 1);
+        if (s->file_bytes >= s->max_file_size)
+            (void)file_open_next(s);
+        return;
+    }
     size_t consumed = 0;
     size_t n = s->enc->encode(ev, 1, s->stage + s->staged, FILE_STAGE - s->staged, &consumed);
     if (n == 0 && s->staged > 0) {
@@ -295,8 +336,21 @@ static void file_deliver(xe_target *t, const xe_event *ev)
 static void file_flush(xe_target *t)
 {
     file_state *s = t->state;
+    if (s->est && s->fd >= 0)
+        s->enc->flush(s->est);
     stage_write(s, s->staged, s->staged_events);
     s->open_tried = 0;
+}
+
+/* A stopped session's file is finished and closed; a restart opens the next. */
+static void file_stop(xe_target *t)
+{
+    file_state *s = t->state;
+    if (!s->est || s->fd < 0)
+        return;
+    s->enc->end(s->est);
+    close(s->fd);
+    s->fd = -1;
 }
 
 static const char *errno_name(uint64_t e)
@@ -371,9 +425,39 @@ static void file_close(xe_target *t)
     if (!s)
         return;
     file_flush(t);
+    file_stop(t);
     if (s->fd >= 0)
         close(s->fd);
+    if (s->est)
+        s->enc->destroy(s->est);
     xe_target_unmap_state(t);
+}
+
+int xe_session_file_retarget(xe_session *sess, const char *filename)
+{
+    for (int i = 0; i < sess->nasync; i++) {
+        xe_target *t = sess->async[i];
+        if (t->ops != &xe_target_event_file)
+            continue;
+        file_state *s = t->state;
+        if (s->fd >= 0)
+            close(s->fd);   /* the parent's: nothing more goes into it from here */
+        s->fd = -1;
+        s->open_tried = 0;
+        s->opened = 0;
+        s->seq = 0;
+        s->staged = 0;
+        s->staged_events = 0;
+        size_t n = strlen(filename);
+        if (n >= sizeof s->filename)
+            n = sizeof s->filename - 1;
+        memcpy(s->filename, filename, n);
+        s->filename[n] = '\0';
+        if (s->est && s->enc->forked)
+            s->enc->forked(s->est);
+        return 0;
+    }
+    return -ENOENT;
 }
 
 const xe_target_ops xe_target_event_file = {
@@ -384,4 +468,5 @@ const xe_target_ops xe_target_event_file = {
     .flush = file_flush,
     .close = file_close,
     .view_json = file_view,
+    .stop = file_stop,
 };

@@ -75,7 +75,7 @@ static size_t enc_encode(const xe_event *evs, size_t n, void *buf, size_t cap, s
     *consumed = i;
     return i * 8;
 }
-static const xe_file_encoder test_encoder = {"test8", enc_header, enc_encode};
+static const xe_file_encoder test_encoder = {.name = "test8", .file_header = enc_header, .encode = enc_encode};
 
 static void test_file(void)
 {

@@ -1,0 +1,378 @@
+/* trace.c — trace mode: the agent's trace session and the event_file
+ * encoder that writes the trace format through the trace writer
+ * (src/trace/trace_write.h).
+ *
+ * The session is made at start-up from the options: one current buffer
+ * of trace_buffer bytes (memory_partition_mode=none, so events reach the
+ * file in firing order), allow_single_event_loss unless trace_loss=wait,
+ * dispatch latency 1 s, and an event_file target on the output path with
+ * no size limit. All the encoding and compression runs on the session's
+ * dispatcher thread; the program's threads only fill the buffer. At exit
+ * the session stops (the file gets its end record, index and trailer) and
+ * one line says what was written and what was lost.
+ *
+ * Nothing here allocates through malloc: state is mmap'd. */
+#include "agent/trace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/counters.h"
+#include "agent/sessions.h"
+#include "agent/site.h"
+#include "common/out.h"
+#include "trace/trace_write.h"
+#include "xe/xe.h"
+
+mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20};
+_Atomic uint32_t mt_trace_last_id;
+
+static xe_session *trace_session;
+static char trace_path[MT_PATH_MAX];
+static uint64_t trace_start_ns, trace_start_real_ns;
+/* What the finished files said (the last one's, plus every earlier one's). */
+static uint64_t files_events, files_bytes, files_lost_errors;
+
+static uint64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the encoder ---------------------------------------------------------- */
+
+typedef struct enc_state {
+    mt_trace_writer *w;
+    int (*write)(void *ctx, const void *buf, size_t n);
+    void *wctx;
+    int open;       /* a file is begun and not yet finished */
+} enc_state;
+
+static int host_write(void *ctx, const void *buf, size_t n)
+{
+    enc_state *e = ctx;
+    return e->write(e->wctx, buf, n);
+}
+
+static int host_stack(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *category)
+{
+    (void)ctx;
+    if (id == 0 || id >= mt_site_count_ids())
+        return -1;
+    const uintptr_t *f = mt_site_frames(id);
+    int n = mt_sites[id].nframes;
+    if (n > max)
+        n = max;
+    for (int i = 0; i < n; i++)
+        out[i] = f[i];
+    *category = mt_sites[id].cat;
+    return n;
+}
+
+static const char *host_category_name(void *ctx, unsigned id)
+{
+    (void)ctx;
+    return id < (unsigned)atomic_load_explicit(&mt_ncats, memory_order_acquire) ? mt_cats[id].name : NULL;
+}
+
+/* The modules noted as sites were made (no dl_iterate_phdr here: a
+ * producer waiting for this thread may hold the loader's lock). */
+static void host_modules(void *ctx, struct mt_trace_writer *w)
+{
+    (void)ctx;
+    int n = mt_module_count();
+    for (int i = 0; i < n; i++) {
+        const mt_module *m = mt_module_get(i);
+        if (m)
+            mt_trace_write_module(w, m->start, m->end, m->bias, m->path, m->build_id_len ? m->build_id : NULL,
+                                  m->build_id_len);
+    }
+}
+
+static mt_trace_writer *new_writer(enc_state *e)
+{
+    mt_trace_write_config cfg = {
+        .pid = (uint32_t)getpid(),
+        .start_ns = trace_start_ns,
+        .start_realtime_ns = trace_start_real_ns,
+    };
+    mt_trace_host host = {
+        .ctx = e,
+        .write = host_write,
+        .stack = host_stack,
+        .category_name = host_category_name,
+        .modules = host_modules,
+    };
+    return mt_trace_writer_create(&cfg, &host);
+}
+
+static void *enc_create(int (*write)(void *ctx, const void *buf, size_t n), void *ctx)
+{
+    enc_state *e = mmap(NULL, sizeof *e, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (e == MAP_FAILED)
+        return NULL;
+    e->write = write;
+    e->wctx = ctx;
+    e->w = new_writer(e);
+    if (!e->w) {
+        munmap(e, sizeof *e);
+        return NULL;
+    }
+    return e;
+}
+
+static void enc_destroy(void *st)
+{
+    enc_state *e = st;
+    if (e->w)
+        mt_trace_writer_destroy(e->w);
+    munmap(e, sizeof *e);
+}
+
+static int enc_begin(void *st)
+{
+    enc_state *e = st;
+    int rc = mt_trace_write_begin(e->w);
+    if (rc < 0)
+        return rc;
+    char exe[MT_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        mt_trace_write_meta(e->w, "exe", exe);
+    }
+    e->open = 1;
+    return 0;
+}
+
+static void enc_event(void *st, const xe_event *ev)
+{
+    enc_state *e = st;
+    mt_trace_event t = {
+        .category = (uint8_t)ev->category,
+        .thread = ev->tid,
+        .time_ns = ev->time_ns,
+        .size = ev->size,
+        .id = (uint32_t)ev->key,
+    };
+    switch (ev->type) {
+    case XE_EV_ALLOC:
+        t.type = MT_TRACE_ALLOC;
+        t.stack = (uint32_t)ev->site;
+        break;
+    case XE_EV_FREE:
+        t.type = MT_TRACE_FREE;
+        t.size = 0;
+        break;
+    case XE_EV_REALLOC:
+        t.type = MT_TRACE_REALLOC;
+        t.stack = (uint32_t)ev->site;
+        t.old_id = (uint32_t)ev->value;
+        break;
+    case XE_EV_MMAP:
+        t.type = MT_TRACE_MMAP;
+        t.address = ev->address;
+        break;
+    case XE_EV_MUNMAP:
+        t.type = MT_TRACE_MUNMAP;
+        t.address = ev->address;
+        break;
+    default:
+        return;
+    }
+    (void)mt_trace_write_event(e->w, &t);
+}
+
+static void enc_flush(void *st)
+{
+    enc_state *e = st;
+    (void)mt_trace_write_flush(e->w, 0);
+}
+
+static void enc_end(void *st)
+{
+    enc_state *e = st;
+    if (!e->open)
+        return;
+    e->open = 0;
+    xe_session_info info;
+    memset(&info, 0, sizeof info);
+    if (trace_session)
+        xe_session_info_get(trace_session, &info);
+    static const char *const names[] = {"events_lost", "events_fired"};
+    uint64_t values[] = {info.dropped_event_count, info.events_delivered + info.dropped_event_count};
+    (void)mt_trace_write_finish(e->w, names, values, 2);
+    mt_trace_write_stats ws;
+    mt_trace_write_get_stats(e->w, &ws);
+    files_events += ws.events;
+    files_bytes += ws.bytes;
+    files_lost_errors += ws.events_lost_to_errors;
+}
+
+/* A fork child starts over: the parent's open chunk is the parent's. */
+static void enc_forked(void *st)
+{
+    enc_state *e = st;
+    if (e->w)
+        mt_trace_writer_destroy(e->w);
+    e->open = 0;
+    e->w = new_writer(e);
+}
+
+static const xe_file_encoder trace_encoder = {
+    .name = "trace",
+    .create = enc_create,
+    .begin = enc_begin,
+    .event = enc_event,
+    .flush = enc_flush,
+    .end = enc_end,
+    .destroy = enc_destroy,
+    .forked = enc_forked,
+};
+
+/* ---- the session ----------------------------------------------------------- */
+
+int mt_trace_init(void)
+{
+    trace_start_ns = clock_ns(CLOCK_MONOTONIC);
+    trace_start_real_ns = clock_ns(CLOCK_REALTIME);
+    xe_file_set_encoder(&trace_encoder);
+    return 0;
+}
+
+static void say_no_trace(const char *why)
+{
+    char msg[MT_PATH_MAX + 256];
+    mt_out o;
+    mt_out_init(&o, msg, sizeof msg, -1);
+    mt_out_str(&o, "trace mode: ");
+    mt_out_str(&o, why);
+    mt_out_str(&o, "; the program runs without a trace");
+    mt_say(mt_out_cstr(&o));
+}
+
+/* Creates and starts the session writing to `path`. */
+static int start_session(const char *path)
+{
+    static xe_config cfg; /* large for a stack */
+    char why[256] = "";
+    xe_config_defaults(&cfg);
+    mt_out o;
+    mt_out_init(&o, cfg.name, sizeof cfg.name, -1);
+    mt_out_str(&o, "memtrail-trace");
+    mt_out_cstr(&o);
+    cfg.mode = XE_PART_NONE;
+    cfg.max_memory = mt_trace_opt.buffer;
+    cfg.retention = mt_trace_opt.wait ? XE_NO_EVENT_LOSS : XE_ALLOW_SINGLE_EVENT_LOSS;
+    cfg.max_dispatch_latency_ns = 1000000000u;
+    cfg.event_mask = 1u << XE_EV_ALLOC | 1u << XE_EV_FREE | 1u << XE_EV_REALLOC | 1u << XE_EV_MMAP |
+                     1u << XE_EV_MUNMAP;
+    cfg.ntargets = 1;
+    cfg.targets[0].ops = &xe_target_event_file;
+    mt_out_init(&o, cfg.targets[0].params, sizeof cfg.targets[0].params, -1);
+    /* No size limit (2^50 bytes), no rollover. */
+    mt_out_str(&o, "max_file_size=1073741824,max_rollover_files=0,filename=");
+    mt_out_str(&o, path);
+    if (strlen(path) + 64 >= sizeof cfg.targets[0].params) {
+        say_no_trace("the output path is too long (at most 440 bytes)");
+        return -1;
+    }
+    mt_out_cstr(&o);
+    xe_session *s = NULL;
+    int rc = xe_session_create(&cfg, &s, why, sizeof why);
+    if (rc == 0 && (rc = xe_session_start(s)) != 0) {
+        mt_out_init(&o, why, sizeof why, -1);
+        mt_out_str(&o, "cannot start its session");
+        mt_out_cstr(&o);
+        xe_session_drop(s);
+    }
+    if (rc != 0) {
+        say_no_trace(why[0] ? why : "cannot create its session");
+        return -1;
+    }
+    trace_session = s;
+    if (mt_xe_add_agent_session(s) != 0) {
+        xe_session_stop(s);
+        xe_session_drop(s);
+        trace_session = NULL;
+        say_no_trace("too many sessions");
+        return -1;
+    }
+    return 0;
+}
+
+void mt_trace_start(void)
+{
+    if (!mt_site_opt.trace)
+        return;
+    if (mt_report_path(NULL, trace_path, sizeof trace_path) != 0) {
+        say_no_trace("the output path is too long");
+        return;
+    }
+    (void)start_session(trace_path);
+}
+
+void mt_trace_report(void)
+{
+    if (!trace_session || !mt_own_process())
+        return;
+    xe_session_info info;
+    xe_session_info_get(trace_session, &info);
+    char msg[MT_PATH_MAX + 256];
+    mt_out o;
+    mt_out_init(&o, msg, sizeof msg, -1);
+    mt_out_str(&o, "trace: ");
+    mt_out_u64(&o, files_events);
+    mt_out_str(&o, " events, ");
+    mt_out_u64(&o, info.dropped_event_count + files_lost_errors);
+    mt_out_str(&o, " lost");
+    if (info.dropped_event_count)
+        mt_out_str(&o, " (the buffer was full: a bigger trace_buffer, or trace_loss=wait, keeps them)");
+    if (files_lost_errors)
+        mt_out_str(&o, " (writing failed)");
+    mt_out_str(&o, ", ");
+    mt_out_u64(&o, files_bytes);
+    mt_out_str(&o, " bytes in ");
+    mt_out_str(&o, trace_path);
+    mt_say(mt_out_cstr(&o));
+}
+
+/* exec replaces the image without exit handlers: finish the file first;
+ * if the exec fails, tracing goes on in the next file (PATH.1). */
+void mt_trace_before_exec(void)
+{
+    if (!trace_session || !mt_own_process())
+        return;
+    xe_session_stop(trace_session);
+    mt_trace_report();
+}
+
+void mt_trace_after_failed_exec(void)
+{
+    if (trace_session && mt_own_process())
+        (void)xe_session_start(trace_session);
+}
+
+void mt_trace_after_fork_child(void)
+{
+    if (!trace_session)
+        return;
+    files_events = files_bytes = files_lost_errors = 0;
+    char path[MT_PATH_MAX];
+    /* A template without %p would name the parent's file: add the pid. */
+    if (mt_report_path(NULL, path, sizeof path) != 0 || strcmp(path, trace_path) == 0) {
+        mt_out o;
+        mt_out_init(&o, path, sizeof path, -1);
+        mt_out_str(&o, trace_path);
+        mt_out_char(&o, '.');
+        mt_out_u64(&o, (uint64_t)getpid());
+        mt_out_cstr(&o);
+    }
+    memcpy(trace_path, path, sizeof path);
+    xe_session_file_retarget(trace_session, trace_path);
+}

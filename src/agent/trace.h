@@ -1,0 +1,54 @@
+/* trace.h — trace mode (mode=trace): every malloc-family call and mapping
+ * change, with its thread, time, size and stack, written to a trace file
+ * (docs/trace-format.md) through an agent event session.
+ *
+ * The hooks take stacks as detail mode does (site ids name stacks) and
+ * number allocations: the block header carries the allocation's id where
+ * detail mode keeps its site, so a free names its allocation without a
+ * lookup. The session has one current buffer (memory_partition_mode=none),
+ * so the dispatcher hands events to the event_file target in the order
+ * they were fired, and the trace writer (src/trace) packs them there, off
+ * the program's threads. */
+#ifndef MT_AGENT_TRACE_H
+#define MT_AGENT_TRACE_H
+
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+/* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait). */
+typedef struct mt_trace_opts {
+    uint64_t buffer;    /* the session's max_memory; default 64 MB */
+    int wait;           /* no_event_loss instead of allow_single_event_loss */
+} mt_trace_opts;
+extern mt_trace_opts mt_trace_opt;
+
+extern _Atomic uint32_t mt_trace_last_id;
+
+/* A new allocation id: 1, 2, ... wrapping past 0 (which means "none"). */
+static MT_INLINE uint32_t mt_trace_new_id(void)
+{
+    uint32_t id;
+    do
+        id = atomic_fetch_add_explicit(&mt_trace_last_id, 1, memory_order_relaxed) + 1;
+    while (MT_UNLIKELY(id == 0));
+    return id;
+}
+
+/* At start-up (mt_init_slow), in trace mode, once stacks can be taken:
+ * installs the trace encoder for event_file targets. 0, or -1 after
+ * saying why (the program then runs with summary counters only). */
+int mt_trace_init(void);
+/* From the constructor: creates and starts the trace session. */
+void mt_trace_start(void);
+/* At exit, after the agent's sessions stopped: says what was written. */
+void mt_trace_report(void);
+/* Around an exec (exec.c): the file finished before, tracing resumed
+ * (in a new file) if the exec failed. */
+void mt_trace_before_exec(void);
+void mt_trace_after_failed_exec(void);
+/* In a fork child, before the sessions' own fork handling: the child's
+ * events go to a file of its own. */
+void mt_trace_after_fork_child(void);
+
+#endif

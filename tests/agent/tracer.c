@@ -1,0 +1,188 @@
+/* tracer.c — programs for trace mode's tests (tests/agent/test_trace.sh),
+ * each with a known outcome:
+ *   tracer known      single thread, every entry point; leaks exactly 10 x 100
+ *                     bytes from leak_small() and 3 x 5000 from leak_big(),
+ *                     and 50 temporaries from make_temporaries(); the rest freed
+ *   tracer handoff N  N pairs of threads: one allocates, the other frees what it
+ *                     is handed (through a lock-free ring), so frees follow their
+ *                     allocs on other threads; nothing leaks
+ *   tracer fork       the parent leaks 7 x 700 bytes, its child 11 x 1100
+ *   tracer flood N    N malloc/free pairs as fast as it can
+ * Functions are noinline so their names appear in the stacks. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static void *volatile sink;
+
+static NOINLINE void leak_small(void)
+{
+    for (int i = 0; i < 10; i++) {
+        char *p = malloc(100);
+        memset(p, 1, 100);
+        sink = p;
+    }
+}
+
+static NOINLINE void leak_big(void)
+{
+    for (int i = 0; i < 3; i++) {
+        char *p = malloc(5000);
+        p[0] = 1;
+        sink = p;
+    }
+}
+
+static NOINLINE void make_temporaries(void)
+{
+    for (int i = 0; i < 50; i++) {
+        char *p = malloc(64 + (size_t)i);
+        p[0] = (char)i;
+        sink = p;
+        free(p);
+    }
+}
+
+static NOINLINE void churn(void)
+{
+    void *keep[200];
+    for (int i = 0; i < 200; i++)
+        keep[i] = malloc((size_t)(i * 37 % 3000) + 1);
+    for (int i = 0; i < 200; i += 2)
+        keep[i] = realloc(keep[i], (size_t)(i * 53 % 9000) + 16);
+    void *c = calloc(300, 17);
+    void *a = NULL;
+    if (posix_memalign(&a, 4096, 10000) != 0)
+        abort();
+    void *al = aligned_alloc(64, 640);
+    void *big = malloc(3u << 20); /* above the mmap threshold */
+    memset(big, 0, 4096);
+    for (int i = 0; i < 200; i++)
+        free(keep[i]);
+    free(c);
+    free(a);
+    free(al);
+    free(big);
+    void *r = NULL;
+    for (int i = 1; i <= 20; i++)
+        r = realloc(r, (size_t)i * 1000);
+    free(r);
+}
+
+static int known(void)
+{
+    churn();
+    make_temporaries();
+    leak_small();
+    leak_big();
+    return 0;
+}
+
+/* ---- handoff ---- */
+
+#define RING 1024
+typedef struct ring {
+    _Atomic(void *) slot[RING];
+    _Atomic unsigned head, tail;
+    long count;
+} ring;
+
+static NOINLINE void *handoff_alloc(long i) { return malloc((size_t)(i % 500) + 8); }
+
+static void *producer(void *arg)
+{
+    ring *r = arg;
+    for (long i = 0; i < r->count; i++) {
+        void *p = handoff_alloc(i);
+        unsigned h = atomic_load(&r->head);
+        while (h - atomic_load(&r->tail) >= RING)
+            sched_yield();
+        atomic_store(&r->slot[h % RING], p);
+        atomic_store(&r->head, h + 1);
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    ring *r = arg;
+    for (long i = 0; i < r->count; i++) {
+        unsigned t = atomic_load(&r->tail);
+        while (atomic_load(&r->head) == t)
+            sched_yield();
+        free(atomic_load(&r->slot[t % RING]));
+        atomic_store(&r->tail, t + 1);
+    }
+    return NULL;
+}
+
+static int handoff(int pairs)
+{
+    ring *rings = calloc((size_t)pairs, sizeof *rings);
+    pthread_t *th = calloc((size_t)pairs * 2, sizeof *th);
+    for (int i = 0; i < pairs; i++) {
+        rings[i].count = 20000;
+        pthread_create(&th[2 * i], NULL, producer, &rings[i]);
+        pthread_create(&th[2 * i + 1], NULL, consumer, &rings[i]);
+    }
+    for (int i = 0; i < 2 * pairs; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+    free(rings);
+    return 0;
+}
+
+/* ---- fork ---- */
+
+static NOINLINE void leak_n(int n, size_t size)
+{
+    for (int i = 0; i < n; i++)
+        sink = malloc(size);
+}
+
+static int forked(void)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        leak_n(11, 1100);
+        return 0;
+    }
+    leak_n(7, 700);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static int flood(long n)
+{
+    for (long i = 0; i < n; i++) {
+        void *p = malloc((size_t)(i & 255) + 1);
+        sink = p;
+        free(p);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "known") == 0)
+        return known();
+    if (argc >= 3 && strcmp(argv[1], "handoff") == 0)
+        return handoff(atoi(argv[2]));
+    if (argc >= 2 && strcmp(argv[1], "fork") == 0)
+        return forked();
+    if (argc >= 3 && strcmp(argv[1], "flood") == 0)
+        return flood(atol(argv[2]));
+    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N\n");
+    return 2;
+}
