@@ -36,6 +36,8 @@ typedef struct mt_trace_event {
     uint64_t address;       /* mmap/munmap */
 } mt_trace_event;
 
+typedef struct mt_trace_writer mt_trace_writer;
+
 /* What the writer asks of its host (the agent). */
 typedef struct mt_trace_host {
     void *ctx;
@@ -52,8 +54,6 @@ typedef struct mt_trace_host {
     void (*modules)(void *ctx, struct mt_trace_writer *w);
 } mt_trace_host;
 
-typedef struct mt_trace_writer mt_trace_writer;
-
 typedef struct mt_trace_write_config {
     int zstd_level;             /* 0: the default (see trace_write.c) */
     uint32_t chunk_events;      /* events per chunk; 0: the default */
@@ -61,6 +61,7 @@ typedef struct mt_trace_write_config {
     uint32_t pid;
     uint64_t start_ns;          /* CLOCK_MONOTONIC time 0 of the file */
     uint64_t start_realtime_ns; /* the wall clock at start_ns */
+    uint32_t time_unit_ns;      /* times are stored in this unit (rounded down); 0: 1 ns, exact */
 } mt_trace_write_config;
 
 /* Maps a writer (and its zstd workspace). NULL on failure. */
@@ -85,7 +86,9 @@ int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, con
 void mt_trace_write_module(mt_trace_writer *w, uint64_t start, uint64_t end, uint64_t bias, const char *path,
                            const unsigned char *build_id, unsigned build_id_len);
 
-/* The writer's own counts. */
+/* The writer's own counts: events handed to it (written or lost),
+ * chunks and bytes written, events lost to failed writes, and the chunks'
+ * bytes before compression. */
 typedef struct mt_trace_write_stats {
     uint64_t events, chunks, bytes, events_lost_to_errors, raw_bytes;
 } mt_trace_write_stats;
