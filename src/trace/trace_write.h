@@ -36,6 +36,8 @@ typedef struct mt_trace_event {
     uint64_t address;       /* mmap/munmap */
 } mt_trace_event;
 
+typedef struct mt_trace_writer mt_trace_writer;
+
 /* What the writer asks of its host (the agent). */
 typedef struct mt_trace_host {
     void *ctx;
@@ -51,8 +53,6 @@ typedef struct mt_trace_host {
      * skips the ones it has). */
     void (*modules)(void *ctx, struct mt_trace_writer *w);
 } mt_trace_host;
-
-typedef struct mt_trace_writer mt_trace_writer;
 
 typedef struct mt_trace_write_config {
     int zstd_level;             /* 0: the default (see trace_write.c) */
