@@ -103,7 +103,7 @@ $(BUILD)/asan/tests/xe/%: tests/xe/%.c $(XE_SRC) $(COMMON_SRC) $(HDRS) tests/uni
 TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/trace/test_*.c))
 $(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/trace/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread -lm
 
 # The analyzer's tests (ASan+UBSan): traces written with the real writer,
 # read with the real reader, checked against a brute-force model.
@@ -234,3 +234,34 @@ $(BUILD)/tests/agent/dl/libdl_c.so: tests/agent/lib/dl_c.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
 
 tests: $(BUILD)/tests/agent/dl/libdl_a.so $(BUILD)/tests/agent/dl/libdl_b.so $(BUILD)/tests/agent/dl/libdl_c.so
+
+# The trace format's size and speed on mbench-like events (bench/trace_codec.c).
+TRACE_CODEC_BENCH := $(BUILD)/bench/trace_codec
+$(TRACE_CODEC_BENCH): bench/trace_codec.c tests/trace/trace_gen.h $(TRACE_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O2 -g -Itests -o $@ bench/trace_codec.c $(TRACE_SRC) -lzstd -lpthread -lm
+
+.PHONY: bench-trace-codec
+bench-trace-codec: $(TRACE_CODEC_BENCH)
+	$(TRACE_CODEC_BENCH)
+
+# The trace reader's fuzz target (libFuzzer, clang) and its corpus replay.
+$(BUILD)/asan/tests/trace/test_corpus: tests/trace/fuzz_read.c
+FUZZ_READ := $(BUILD)/fuzz/fuzz_read
+$(FUZZ_READ): tests/trace/fuzz_read.c $(TRACE_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -Iinclude -Isrc -D_GNU_SOURCE -DFUZZING -O1 -g -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all -o $@ tests/trace/fuzz_read.c $(TRACE_SRC) -lzstd -lpthread
+
+.PHONY: fuzz
+fuzz: $(FUZZ_READ)
+
+# The fuzz corpus's seeds (tests/trace/mkcorpus.c): `make trace-corpus`
+# writes them into tests/trace/corpus/ (committed with the fuzzer's finds).
+$(BUILD)/tests/trace/mkcorpus: tests/trace/mkcorpus.c $(TRACE_SRC) $(HDRS) $(wildcard tests/trace/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g -Itests -o $@ $< $(TRACE_SRC) -lzstd -lpthread -lm
+.PHONY: trace-corpus
+trace-corpus: $(BUILD)/tests/trace/mkcorpus
+	@mkdir -p tests/trace/corpus
+	$(BUILD)/tests/trace/mkcorpus tests/trace/corpus

@@ -26,7 +26,16 @@ typedef struct mt_trace_file_info {
     uint32_t pid;
     uint64_t start_ns, start_realtime_ns;
     uint64_t file_bytes;
+    uint32_t time_unit_ns;      /* the unit times were stored in (1: exact ns) */
 } mt_trace_file_info;
+
+/* One entry of a file's chunk index (for seeking and progress). */
+typedef struct mt_trace_chunk_info {
+    uint64_t offset;            /* of the chunk's header in the file */
+    unsigned kind;              /* 1 definitions, 2 events, 3 end */
+    uint32_t count;             /* events, or records */
+    uint64_t first_ns, last_ns; /* events chunks: their time range (ns since start_ns) */
+} mt_trace_chunk_info;
 
 typedef struct mt_trace_stack {
     uint32_t id;
@@ -48,7 +57,12 @@ int mt_trace_sniff(const char *path);
 /* Opens and checks the header. flags: MT_TRACE_PREFETCH decompresses the
  * next chunk on a second thread. 0, or -errno with the reason in err. */
 #define MT_TRACE_PREFETCH 1u
+#define MT_TRACE_NO_CRC 0x100u   /* testing only: skip the CRC checks (fuzzing reaches the bodies) */
 int mt_trace_open(const char *path, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
+/* The same for a trace in memory (data stays the caller's until close);
+ * name is used in errors. */
+int mt_trace_open_mem(const void *data, size_t len, const char *name, unsigned flags, mt_trace_reader **out,
+                      char *err, size_t errlen);
 void mt_trace_close(mt_trace_reader *r);
 const mt_trace_file_info *mt_trace_info(const mt_trace_reader *r);
 
@@ -63,6 +77,10 @@ uint64_t mt_trace_offset(const mt_trace_reader *r);
 /* Chunks read so far, and in the file when the index says (else 0). */
 uint64_t mt_trace_chunks_read(const mt_trace_reader *r);
 uint64_t mt_trace_chunks_total(const mt_trace_reader *r);
+/* The file's chunk index, when it has a valid one (else 0 entries): every
+ * chunk but the index itself, in file order. */
+size_t mt_trace_index_count(const mt_trace_reader *r);
+const mt_trace_chunk_info *mt_trace_index_get(const mt_trace_reader *r, size_t i);
 
 /* Definitions read so far (a stack is defined before the first event that
  * uses it). NULL when unknown. */

@@ -61,6 +61,7 @@ typedef struct mt_trace_write_config {
     uint32_t pid;
     uint64_t start_ns;          /* CLOCK_MONOTONIC time 0 of the file */
     uint64_t start_realtime_ns; /* the wall clock at start_ns */
+    uint32_t time_unit_ns;      /* times are stored in this unit (rounded down); 0: 1 ns, exact */
 } mt_trace_write_config;
 
 /* Maps a writer (and its zstd workspace). NULL on failure. */
@@ -85,7 +86,9 @@ int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, con
 void mt_trace_write_module(mt_trace_writer *w, uint64_t start, uint64_t end, uint64_t bias, const char *path,
                            const unsigned char *build_id, unsigned build_id_len);
 
-/* The writer's own counts. */
+/* The writer's own counts: events handed to it (written or lost),
+ * chunks and bytes written, events lost to failed writes, and the chunks'
+ * bytes before compression. */
 typedef struct mt_trace_write_stats {
     uint64_t events, chunks, bytes, events_lost_to_errors, raw_bytes;
 } mt_trace_write_stats;

@@ -1,0 +1,179 @@
+/* trace_codec.c — the trace format's size and speed on mbench-like events
+ * (tests/trace/trace_gen.h: shared/bench/mbench.c's pattern, 2 threads
+ * interleaved, timestamps 50-350 ns apart): bytes per event, encode
+ * (writer: pack + zstd) and decode (reader) ns per event, against the
+ * information the events carry (the entropy floor).
+ *
+ * Usage: trace_codec [-t threads] [-n ops_per_thread] [-w window]
+ *                    [-l zstd_level] [-c chunk_events] [-u time_unit_ns]
+ *                    [-o file] [-r repeats] */
+#include "trace/trace_read.h"
+#include "trace/trace_write.h"
+#include "trace/trace_gen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct membuf {
+    unsigned char *p;
+    size_t len, cap;
+} membuf;
+
+static int mem_write(void *ctx, const void *buf, size_t n)
+{
+    membuf *m = ctx;
+    if (m->len + n > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 1 << 20;
+        while (cap < m->len + n)
+            cap *= 2;
+        unsigned char *p = realloc(m->p, cap);
+        if (!p)
+            return -12;
+        m->p = p;
+        m->cap = cap;
+    }
+    memcpy(m->p + m->len, buf, n);
+    m->len += n;
+    return 0;
+}
+
+static int stack_cb(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *cat)
+{
+    (void)ctx;
+    int n = max < 6 ? max : 6;
+    for (int i = 0; i < n; i++)
+        out[i] = 0x400000 + id * 64 + (uint64_t)i * 4096;
+    *cat = 1;
+    return n;
+}
+
+static const char *cat_cb(void *ctx, unsigned id)
+{
+    (void)ctx;
+    return id == 1 ? "malloc" : NULL;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 2, level = 0, repeats = 3, opt;
+    long ops = 2000000, window = 4096;
+    unsigned chunk = 0, unit = 1;
+    const char *out = NULL;
+    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:")) != -1) {
+        switch (opt) {
+        case 't': threads = atoi(optarg); break;
+        case 'n': ops = atol(optarg); break;
+        case 'w': window = atol(optarg); break;
+        case 'l': level = atoi(optarg); break;
+        case 'c': chunk = (unsigned)atol(optarg); break;
+        case 'u': unit = (unsigned)atol(optarg); break;
+        case 'o': out = optarg; break;
+        case 'r': repeats = atoi(optarg); break;
+        default:
+            fprintf(stderr, "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
+                            "[-u time_unit_ns] [-o file] [-r repeats]\n");
+            return 2;
+        }
+    }
+    if (threads < 1 || ops < 1 || window < 1 || repeats < 1)
+        return 2;
+
+    /* The events, generated once. */
+    gen_state g;
+    gen_init(&g, threads, ops, window, 1);
+    size_t cap = (size_t)(threads * ops * 2 + 16), n = 0;
+    mt_trace_event *evs = malloc(cap * sizeof *evs);
+    if (!evs)
+        return 1;
+    while (n < cap && gen_next(&g, &evs[n]))
+        n++;
+    /* The floor: slots, sizes and thread picks, plus the time deltas' order-0 entropy. */
+    double info = g.info_bits;
+    gen_free(&g);
+    size_t nd = 1u << 20;
+    uint32_t *hist = calloc(nd, sizeof *hist);
+    for (size_t i = 1; i < n; i++) {
+        uint64_t d = evs[i].time_ns / unit - evs[i - 1].time_ns / unit;
+        hist[d < nd ? d : nd - 1]++;
+    }
+    double tbits = 0;
+    for (size_t i = 0; i < nd; i++)
+        if (hist[i])
+            tbits -= hist[i] * log2((double)hist[i] / (double)(n - 1));
+    free(hist);
+
+    mt_trace_write_config cfg = {.zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit,
+                                 .pid = 1, .start_ns = 0};
+    membuf m = {0};
+    mt_trace_host host = {.ctx = &m, .write = mem_write, .stack = stack_cb, .category_name = cat_cb};
+    double best_enc = 1e30, best_dec = 1e30;
+    for (int rep = 0; rep < repeats; rep++) {
+        m.len = 0;
+        mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
+        if (!w)
+            return 1;
+        double t0 = now();
+        mt_trace_write_begin(w);
+        for (size_t i = 0; i < n; i++)
+            mt_trace_write_event(w, &evs[i]);
+        const char *names[] = {"events_lost"};
+        uint64_t vals[] = {0};
+        mt_trace_write_finish(w, names, vals, 1);
+        double t1 = now();
+        mt_trace_writer_destroy(w);
+        if (t1 - t0 < best_enc)
+            best_enc = t1 - t0;
+
+        mt_trace_reader *r;
+        char err[MT_TRACE_ERR_MAX];
+        t0 = now();
+        if (mt_trace_open_mem(m.p, m.len, "bench", MT_TRACE_PREFETCH, &r, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        mt_trace_event ev;
+        size_t got = 0, bad = 0;
+        uint64_t sum = 0;
+        while (mt_trace_next(r, &ev) == 1) {
+            sum += ev.size + ev.id;
+            if (got < n && (ev.id != evs[got].id || ev.type != evs[got].type))
+                bad++;
+            got++;
+        }
+        t1 = now();
+        if (mt_trace_error(r) || got != n || bad) {
+            fprintf(stderr, "decode mismatch: %zu of %zu events, %zu differ, %s\n", got, n, bad,
+                    mt_trace_error(r) ? mt_trace_error(r) : "");
+            return 1;
+        }
+        mt_trace_close(r);
+        if (t1 - t0 < best_dec)
+            best_dec = t1 - t0;
+        (void)sum;
+    }
+    if (out) {
+        FILE *f = fopen(out, "wb");
+        if (!f || fwrite(m.p, 1, m.len, f) != m.len || fclose(f))
+            return 1;
+    }
+    double floor_bits = info + tbits;
+    printf("events %zu  bytes %zu  bytes/event %.3f  (level %d, chunk %u, time unit %u ns)\n", n, m.len,
+           (double)m.len / n, level, chunk, unit);
+    printf("floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
+           floor_bits / 8 / n, info / 8 / n, tbits / n);
+    printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, prefetch)\n",
+           best_enc * 1e9 / n, n / best_enc / 1e6, best_dec * 1e9 / n, n / best_dec / 1e6);
+    free(m.p);
+    free(evs);
+    return 0;
+}

@@ -1,0 +1,123 @@
+/* trace_util.h — what the trace writer and reader share: the format's
+ * constants and fixed layouts (docs/trace-format.md), little-endian
+ * loads and stores, varints, zigzag and CRC32C. Agent-safe (no malloc,
+ * no stdio). */
+#ifndef MT_TRACE_UTIL_H
+#define MT_TRACE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- the format ---- */
+#define TRACE_MAGIC "MTTRACE\0"
+#define TRACE_VERSION 1u
+#define TRACE_HEADER_SIZE 64u
+#define TRACE_CHUNK_MAGIC "MTCK"
+#define TRACE_CHUNK_HEADER_SIZE 40u
+#define TRACE_TRAILER_MAGIC "MTTREND\0"
+#define TRACE_TRAILER_SIZE 24u
+
+/* Chunk kinds and codecs. */
+enum { TRACE_CHUNK_DEFS = 1, TRACE_CHUNK_EVENTS = 2, TRACE_CHUNK_END = 3, TRACE_CHUNK_INDEX = 4 };
+enum { TRACE_CODEC_NONE = 0, TRACE_CODEC_ZSTD = 1 };
+
+/* Limits a reader enforces and a writer stays within. */
+#define TRACE_MAX_RAW (64u << 20)        /* a chunk's body, uncompressed */
+#define TRACE_MAX_STORED (64u << 20)     /* a chunk's payload as stored */
+#define TRACE_MAX_FRAMES 1024u           /* frames of one stack */
+#define TRACE_MAX_STRING 4096u           /* a path, name, key or value */
+
+/* Definition records (DEFS bodies). */
+enum {
+    TRACE_DEF_THREAD = 1,   /* index, tid */
+    TRACE_DEF_STACK = 2,    /* id, category, nframes, frames (zigzag deltas) */
+    TRACE_DEF_MODULE = 3,   /* start, end - start, bias, build-id, path */
+    TRACE_DEF_CATEGORY = 4, /* id, name */
+    TRACE_DEF_META = 5,     /* key, value */
+};
+
+/* EVENTS bodies: the streams, in this order. */
+enum {
+    TRACE_S_OPS,       /* one byte per event: type | TRACE_OP_* flags */
+    TRACE_S_THREADS,   /* thread index (when TRACE_OP_THREAD) */
+    TRACE_S_TIMES,     /* zigzag time delta, in time units */
+    TRACE_S_SIZES,     /* size: the first byte of its varint */
+    TRACE_S_SIZES_HI,  /* size: the rest of its varint */
+    TRACE_S_STACKS,    /* zigzag stack id delta against the thread's last one */
+    TRACE_S_IDS,       /* zigzag of id - (last id + 1), 32-bit */
+    TRACE_S_FREES,     /* zigzag of last id - freed id, 32-bit: first byte */
+    TRACE_S_FREES_HI,  /* ... the rest of its varint */
+    TRACE_S_CATS,      /* category (when TRACE_OP_CATEGORY) */
+    TRACE_S_ADDRS,     /* zigzag mapping address delta */
+    TRACE_NSTREAMS
+};
+#define TRACE_OP_TYPE 0x07u
+#define TRACE_OP_THREAD 0x08u     /* the thread changed: its index follows */
+#define TRACE_OP_CATEGORY 0x10u   /* the category changed: it follows */
+
+/* ---- fixed-width little-endian ---- */
+static inline void trace_put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void trace_put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint32_t trace_get32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;   /* little-endian hosts only (x86-64, aarch64) */
+}
+static inline uint64_t trace_get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* ---- varints (LEB128, at most 10 bytes) and zigzag ---- */
+static inline unsigned char *trace_put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+static inline uint64_t trace_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t trace_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+static inline uint32_t trace_zigzag32(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
+static inline int32_t trace_unzigzag32(uint32_t v) { return (int32_t)(v >> 1) ^ -(int32_t)(v & 1); }
+
+/* Reads a varint from [*p, end): 0, or -1 when it runs past end or is
+ * longer than 10 bytes / overflows 64 bits. */
+static inline int trace_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+    const unsigned char *q = *p;
+    uint64_t v = 0;
+    for (unsigned shift = 0; q < end; shift += 7) {
+        unsigned char b = *q++;
+        if (shift == 63 && b > 1)
+            return -1;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *p = q;
+            *out = v;
+            return 0;
+        }
+        if (shift == 63)
+            return -1;
+    }
+    return -1;
+}
+
+/* ---- CRC32C (Castagnoli, reflected polynomial 0x82F63B78) ---- */
+uint32_t trace_crc32c(uint32_t crc, const void *data, size_t n);
+
+#endif

@@ -1,0 +1,54 @@
+/* fuzz_read.c — the libFuzzer target of the trace reader: any bytes, read
+ * from memory to the end (every event, every definition the events name,
+ * modules, categories, meta, statistics, the index). It must never crash,
+ * hang or leak. `make fuzz` builds it as build/fuzz/fuzz_read (clang,
+ * -fsanitize=fuzzer,address,undefined); tests/trace/test_corpus.c replays
+ * tests/trace/corpus/ through it under gcc's ASan+UBSan in `make check`. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/trace_read.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    mt_trace_reader *r;
+    char err[MT_TRACE_ERR_MAX];
+    /* The prefetch thread for some inputs, and the CRC checks skipped for
+     * most (so mutations reach the bodies), decided by the input itself. */
+    unsigned flags = (size % 7 == 3 ? MT_TRACE_PREFETCH : 0) | (size % 13 == 5 ? 0 : MT_TRACE_NO_CRC);
+    if (mt_trace_open_mem(data, size, "fuzz", flags, &r, err, sizeof err) < 0)
+        return 0;
+    mt_trace_event ev;
+    uint64_t sink = 0;
+    while (mt_trace_next(r, &ev) == 1) {
+        sink += ev.time_ns + ev.size + ev.id + ev.thread;
+        const mt_trace_stack *s = ev.stack ? mt_trace_stack_get(r, ev.stack) : NULL;
+        if (s)
+            for (uint32_t i = 0; i < s->nframes; i++)
+                sink += s->frames[i];
+        const char *c = mt_trace_category_name(r, ev.category);
+        if (c)
+            sink += (unsigned char)c[0];
+    }
+    const char *e = mt_trace_error(r);
+    if (e)
+        sink += (unsigned char)e[0];
+    for (size_t i = 0; i < mt_trace_module_count(r); i++) {
+        const mt_trace_module *m = mt_trace_module_get(r, i);
+        sink += m->start + m->end + (unsigned char)m->path[0];
+        for (unsigned k = 0; k < m->build_id_len; k++)
+            sink += m->build_id[k];
+    }
+    for (size_t i = 0; i < mt_trace_index_count(r); i++)
+        sink += mt_trace_index_get(r, i)->offset;
+    const char *v = mt_trace_meta(r, "exe");
+    if (v)
+        sink += (unsigned char)v[0];
+    int found;
+    sink += mt_trace_stat(r, "events_lost", &found) + (uint64_t)mt_trace_complete(r) + mt_trace_offset(r) +
+            mt_trace_chunks_read(r) + mt_trace_chunks_total(r);
+    mt_trace_close(r);
+    return (int)(sink & 0);
+}

@@ -1,0 +1,278 @@
+/* test_roundtrip.c — the trace writer and reader: every field of random
+ * and mbench-like events comes back exactly (ids wrapping past 2^32,
+ * sizes up to 2^47, many threads), with the stacks, modules, categories,
+ * meta, end statistics and the index; with and without prefetch. */
+#include "unit.h"
+#include "trace/trace_gen.h"
+#include "trace/trace_test.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void) { return gen_xorshift(&rng); }
+
+#define START 5000000000ull
+
+/* Random events of every kind. */
+static mt_trace_event *random_events(size_t n)
+{
+    mt_trace_event *e = calloc(n, sizeof *e);
+    uint64_t t = START + 1000;
+    uint32_t id = 0xFFFFF000u;   /* wraps past 2^32 */
+    for (size_t i = 0; i < n; i++) {
+        mt_trace_event *v = &e[i];
+        v->type = (uint8_t)(1 + rnd() % 5);
+        v->thread = rnd() % 4 ? 100 + (uint32_t)(rnd() % 300) : (uint32_t)rnd();
+        uint64_t r = rnd();
+        t += r % 8 == 0 ? (rnd() % 1000000000ull) : r % 500;
+        v->time_ns = r % 50 == 1 ? t - rnd() % 100000 : t;   /* some go back */
+        v->category = rnd() % 10 ? (uint8_t)(rnd() % 5) : (uint8_t)rnd();
+        int bits = (int)(rnd() % 48);
+        v->size = rnd() & ((1ull << bits) - 1);
+        if (rnd() % 20 == 0)
+            v->size = (1ull << 47) - rnd() % 3;
+        v->id = rnd() % 8 ? ++id : (uint32_t)rnd();
+        if (v->type == MT_TRACE_ALLOC || v->type == MT_TRACE_REALLOC)
+            id = v->id;
+        v->old_id = rnd() % 10 == 0 ? 0 : id - (uint32_t)(rnd() % 5000);
+        if (v->type == MT_TRACE_FREE && rnd() % 10 == 0)
+            v->id = 0;   /* a block from before the trace */
+        v->stack = rnd() % 3 ? (uint32_t)(rnd() % 64) : (uint32_t)rnd();
+        if (rnd() % 100 == 0)
+            v->stack = 0xdead;   /* the host does not know it */
+        v->address = rnd() % 2 ? rnd() : 0x7f0000000000ull + (rnd() % 1000) * 4096;
+    }
+    return e;
+}
+
+typedef struct rt_opts {
+    uint32_t chunk_events, unit;
+    int level;
+    unsigned flags;
+} rt_opts;
+
+static const char *stat_names[] = {"events_lost", "custom"};
+static const uint64_t stat_values[] = {7, 1ull << 60};
+
+static tbuf *write_trace(const mt_trace_event *evs, size_t n, const rt_opts *o, mt_trace_write_stats *st)
+{
+    tbuf *m = tbuf_new();
+    mt_trace_host host;
+    tbuf_host(m, &host);
+    mt_trace_write_config cfg = {.zstd_level = o->level, .chunk_events = o->chunk_events, .pid = 4242,
+                                 .start_ns = START, .start_realtime_ns = 1700000000000000000ull,
+                                 .time_unit_ns = o->unit};
+    mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
+    if (!w)
+        return m;
+    mt_trace_write_meta(w, "exe", "/bin/prog");
+    mt_trace_write_begin(w);
+    mt_trace_write_meta(w, "cmdline", "prog --flag");
+    for (size_t i = 0; i < n; i++) {
+        mt_trace_write_event(w, &evs[i]);
+        if (i % 997 == 0)
+            mt_trace_write_flush(w, i % 2);
+    }
+    mt_trace_write_finish(w, stat_names, stat_values, 2);
+    mt_trace_write_get_stats(w, st);
+    mt_trace_writer_destroy(w);
+    return m;
+}
+
+/* Reads the trace back and compares everything; returns the mismatches. */
+static int check_trace(const char *name, const tbuf *m, const mt_trace_event *evs, size_t n, const rt_opts *o)
+{
+    char err[MT_TRACE_ERR_MAX], label[160];
+    mt_trace_reader *r;
+    int bad = 0;
+    if (mt_trace_open_mem(m->p, m->len, name, o->flags, &r, err, sizeof err) < 0) {
+        printf("  open: %s\n", err);
+        return 1;
+    }
+    const mt_trace_file_info *fi = mt_trace_info(r);
+    snprintf(label, sizeof label, "%s: header fields", name);
+    CHECK(label, fi->version == 1 && fi->pid == 4242 && fi->start_ns == START &&
+                     fi->start_realtime_ns == 1700000000000000000ull && fi->file_bytes == m->len);
+    size_t got = 0, defined = 0, with_stack = 0;
+    mt_trace_event ev;
+    unsigned unit = o->unit ? o->unit : 1;
+    while (mt_trace_next(r, &ev) == 1) {
+        if (got < n) {
+            mt_trace_event want = texpect(&evs[got], START, unit);
+            if (!tsame(&ev, &want) && bad++ < 3) {
+                printf("  event %zu differs\n", got);
+                tprint("want", &want);
+                tprint("got", &ev);
+            }
+            if (ev.stack && (ev.type == MT_TRACE_ALLOC || ev.type == MT_TRACE_REALLOC)) {
+                with_stack++;
+                const mt_trace_stack *s = mt_trace_stack_get(r, ev.stack);
+                uint64_t f[1024];
+                unsigned cat = 0;
+                int nf = tstack_frames(ev.stack, f, 1024, &cat);
+                if (nf < 0)
+                    nf = 0, cat = 0;
+                if (s && s->id == ev.stack && s->nframes == (uint32_t)nf && s->category == cat &&
+                    !memcmp(s->frames, f, (size_t)nf * 8))
+                    defined++;
+            }
+        }
+        got++;
+    }
+    snprintf(label, sizeof label, "%s: %zu events back, no error", name, n);
+    CHECK(label, got == n && !mt_trace_error(r));
+    if (mt_trace_error(r))
+        printf("  %s\n", mt_trace_error(r));
+    snprintf(label, sizeof label, "%s: every field of every event", name);
+    CHECK(label, bad == 0);
+    snprintf(label, sizeof label, "%s: each stack defined (frames, category) before its use", name);
+    CHECK(label, defined == with_stack);
+    snprintf(label, sizeof label, "%s: complete, end statistics", name);
+    int f1, f2, f3, f4;
+    CHECK(label, mt_trace_complete(r) && mt_trace_stat(r, "events_lost", &f1) == 7 &&
+                     mt_trace_stat(r, "custom", &f2) == (1ull << 60) && mt_trace_stat(r, "writer_events", &f3) == n &&
+                     mt_trace_stat(r, "nope", &f4) == 0 && f1 && f2 && f3 && !f4);
+    snprintf(label, sizeof label, "%s: meta, categories", name);
+    CHECK(label, mt_trace_meta(r, "exe") && !strcmp(mt_trace_meta(r, "exe"), "/bin/prog") &&
+                     mt_trace_meta(r, "cmdline") && !strcmp(mt_trace_meta(r, "cmdline"), "prog --flag") &&
+                     !mt_trace_meta(r, "nope") && (!mt_trace_category_name(r, 1) ||
+                                                   !strcmp(mt_trace_category_name(r, 1), "new")) &&
+                     !mt_trace_category_name(r, 200));
+    /* Index: one entry per chunk but itself, events summing to n, offsets at chunk starts. */
+    size_t ni = mt_trace_index_count(r);
+    uint64_t sum = 0;
+    int offsets_ok = ni > 0;
+    for (size_t i = 0; i < ni; i++) {
+        const mt_trace_chunk_info *c = mt_trace_index_get(r, i);
+        if (c->kind == 2)
+            sum += c->count;
+        int at_end = 0;   /* a chunk starts where a write ended */
+        for (size_t k = 0; k < m->nends; k++)
+            at_end |= m->ends[k] == c->offset;
+        offsets_ok &= at_end && (i == 0 || c->offset > mt_trace_index_get(r, i - 1)->offset);
+    }
+    snprintf(label, sizeof label, "%s: index (%zu chunks)", name, ni);
+    CHECK(label, offsets_ok && sum == n && mt_trace_chunks_total(r) == ni + 1 &&
+                     mt_trace_chunks_read(r) == ni + 1 && mt_trace_offset(r) == m->len - 24 &&
+                     !mt_trace_index_get(r, ni));
+    mt_trace_close(r);
+    return bad;
+}
+
+static void modules_check(const tbuf *m)
+{
+    mt_trace_reader *r;
+    char err[MT_TRACE_ERR_MAX];
+    if (mt_trace_open_mem(m->p, m->len, "modules", 0, &r, err, sizeof err) < 0)
+        return;
+    mt_trace_event ev;
+    while (mt_trace_next(r, &ev) == 1)
+        ;
+    size_t n = mt_trace_module_count(r);
+    const mt_trace_module *a = mt_trace_module_get(r, 0), *c = mt_trace_module_get(r, 2);
+    CHECK("modules: three, deduplicated, fields back", n == 3 && a && c && a->start == 0x400000 &&
+                                                           a->end == 0x800000 && !strcmp(a->path, "/bin/one") &&
+                                                           a->build_id_len == 4 && a->build_id[3] == 0xef &&
+                                                           c->bias == 0x2000 && c->build_id_len == 2 &&
+                                                           !strcmp(c->path, "/lib/three.so") &&
+                                                           !mt_trace_module_get(r, 3));
+    CHECK("modules: the host asked a bounded number of times", m->modules_calls > 0 && m->modules_calls < 200);
+    mt_trace_close(r);
+}
+
+static void run(const char *name, const mt_trace_event *evs, size_t n, rt_opts o, int modules)
+{
+    mt_trace_write_stats st;
+    tbuf *m = write_trace(evs, n, &o, &st);
+    char label[160];
+    snprintf(label, sizeof label, "%s: writer stats", name);
+    CHECK(label, st.events == n && st.events_lost_to_errors == 0 && st.bytes == m->len && st.chunks > 0);
+    check_trace(name, m, evs, n, &o);
+    o.flags ^= MT_TRACE_PREFETCH;
+    snprintf(label, sizeof label, "%s (%s)", name, o.flags ? "prefetch" : "no prefetch");
+    check_trace(label, m, evs, n, &o);
+    if (modules)
+        modules_check(m);
+    tbuf_delete(m);
+}
+
+/* Two files from one writer: the second stands alone. */
+static void two_files(void)
+{
+    tbuf *m2 = tbuf_new();
+    mt_trace_host host;
+    tbuf_host(m2, &host);
+    mt_trace_write_config cfg = {.chunk_events = 100, .start_ns = START};
+    mt_trace_event *evs = random_events(1000);
+    /* A writer that goes on into a second file (appended to the same
+     * buffer here): a fresh header and definitions. */
+    mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
+    mt_trace_write_begin(w);
+    for (int i = 0; i < 200; i++)
+        mt_trace_write_event(w, &evs[i]);
+    mt_trace_write_flush(w, 1);
+    mt_trace_write_begin(w);
+    for (int i = 500; i < 1000; i++)
+        mt_trace_write_event(w, &evs[i]);
+    mt_trace_write_finish(w, NULL, NULL, 0);
+    mt_trace_writer_destroy(w);
+    /* m2 holds file 1 (200 events, no end) then file 2 appended: read file 2 alone. */
+    size_t second = 0;
+    for (size_t i = 0; i + 8 <= m2->len; i++)
+        if (i > 0 && !memcmp(m2->p + i, "MTTRACE\0", 8)) {
+            second = i;
+            break;
+        }
+    mt_trace_reader *r;
+    char err[MT_TRACE_ERR_MAX];
+    size_t got = 0, bad = 0;
+    if (second && mt_trace_open_mem(m2->p + second, m2->len - second, "second", 0, &r, err, sizeof err) == 0) {
+        mt_trace_event ev;
+        while (mt_trace_next(r, &ev) == 1) {
+            mt_trace_event want = texpect(&evs[500 + got], START, 1);
+            bad += !tsame(&ev, &want);
+            got++;
+        }
+        bad += mt_trace_error(r) != NULL || !mt_trace_complete(r);
+        mt_trace_close(r);
+    }
+    CHECK("second file of one writer stands alone", second && got == 500 && bad == 0);
+    free(evs);
+    tbuf_delete(m2);
+}
+
+int main(void)
+{
+    size_t n = 20000;
+    mt_trace_event *evs = random_events(n);
+    run("random", evs, n, (rt_opts){.chunk_events = 777}, 1);
+    run("random, one chunk", evs, n, (rt_opts){.level = 1}, 0);
+    run("random, tiny chunks", evs, 3000, (rt_opts){.chunk_events = 1, .level = 19}, 0);
+    run("random, time unit 1000", evs, n, (rt_opts){.chunk_events = 4096, .unit = 1000}, 0);
+    free(evs);
+
+    gen_state g;
+    gen_init(&g, 2, 100000, 4096, 0xFFFF0000u);
+    evs = calloc(300000, sizeof *evs);
+    n = 0;
+    while (n < 300000 && gen_next(&g, &evs[n]))
+        n++;
+    gen_free(&g);
+    for (size_t i = 0; i < n; i++)
+        evs[i].time_ns += START;
+    run("mbench-like", evs, n, (rt_opts){0}, 0);
+    run("mbench-like, 64k chunks", evs, n, (rt_opts){.chunk_events = 65536, .unit = 1000}, 0);
+    free(evs);
+
+    gen_init(&g, 200, 200, 64, 1);
+    evs = calloc(80000, sizeof *evs);
+    n = 0;
+    while (n < 80000 && gen_next(&g, &evs[n]))
+        n++;
+    gen_free(&g);
+    run("200 threads", evs, n, (rt_opts){.chunk_events = 5000}, 0);
+    free(evs);
+
+    /* An empty trace: header, end, index, trailer. */
+    run("empty", NULL, 0, (rt_opts){0}, 0);
+    two_files();
+    return failures != 0;
+}
