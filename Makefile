@@ -105,6 +105,23 @@ $(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) 
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread -lm
 
+# The analyzer's tests (ASan+UBSan): traces written with the real writer,
+# read with the real reader, checked against a brute-force model.
+ANALYZE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/analyze/test_*.c))
+$(BUILD)/asan/tests/analyze/%: tests/analyze/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) \
+  $(HDRS) tests/unit.h $(wildcard tests/analyze/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(REPORT_SRC) $(SYMBOL_SRC) \
+	  $(COMMON_SRC) $(CLI_LIBS)
+
+# The synthetic trace generator of the analysis benchmark.
+TRACEGEN := $(BUILD)/bench/tracegen
+$(TRACEGEN): bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O2 -g -o $@ bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread
+.PHONY: tracegen
+tracegen: $(TRACEGEN)
+
 # The CLI's JSON reader (memtrail sessions) has its own unit test.
 $(BUILD)/asan/tests/cli/test_json: tests/cli/test_json.c src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h
 	@mkdir -p $(dir $@)
@@ -138,7 +155,7 @@ $(DETAIL_DIR)/sites.stripped: $(DETAIL_DIR)/sites
 $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 	strip -o $@ $<
 
-asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS)
+asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS)
 tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS)
 
 # The README's test command: installs what is missing, builds, runs everything.

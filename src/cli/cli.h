@@ -19,6 +19,7 @@ int cmd_query(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_sessions(int argc, char **argv);
 int cmd_xe(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

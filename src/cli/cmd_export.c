@@ -2,8 +2,10 @@
  * [--value COUNTER]`: a detail report's sites, symbolized, as folded stacks
  * (flamegraph.pl, speedscope, inferno) or as a gzip'ed pprof profile
  * (go tool pprof, Pyroscope, Parca). The formats are src/export's. */
+#include "analyze/analyze.h"
 #include "cli/cli.h"
 #include "export/export.h"
+#include "report/detail.h"
 #include "report/report.h"
 #include "symbol/symbol.h"
 
@@ -15,10 +17,11 @@
 #include <unistd.h>
 
 static const char export_usage[] =
-    "usage: memtrail export FILE --format folded|pprof [-o OUT] [--value COUNTER]\n"
+    "usage: memtrail export FILE --format folded|pprof|json [-o OUT] [--value COUNTER]\n"
     "\n"
     "Export the allocation sites of the detail report FILE (written by\n"
-    "'memtrail run --mode detail'; - reads stdin) for other tools. Return\n"
+    "'memtrail run --mode detail'; - reads stdin), or the stacks of the trace\n"
+    "FILE (written by 'memtrail run --mode trace'), for other tools. Return\n"
     "addresses are symbolized from the recorded modules' files (debug info\n"
     "where there is some), inlined calls as frames of their own.\n"
     "\n"
@@ -34,9 +37,12 @@ static const char export_usage[] =
     "          sites lack them) and alloc_objects (allocations), and a\n"
     "          'category' label. Written to FILE with its extension replaced\n"
     "          by .pb.gz unless -o is given.\n"
+    "  json    the summary and every site with its symbolized stack, as\n"
+    "          'memtrail report detail FILE --json' prints it (docs/cli.md).\n"
+    "          Written to stdout unless -o is given.\n"
     "\n"
     "Options:\n"
-    "  --format FORMAT   folded or pprof (required)\n"
+    "  --format FORMAT   folded, pprof or json (required)\n"
     "  -o, --output OUT  the output file (- for stdout)\n"
     "  --value COUNTER   folded: the counter shown, one of live_bytes (default),\n"
     "                    live_count, peak_bytes, allocs, frees, reallocs,\n"
@@ -48,7 +54,7 @@ static const char export_usage[] =
     "A report cut short is exported as far as it goes, then named on stderr with\n"
     "exit status 1. A summary report (no sites) is refused with exit status 1.\n";
 
-enum format { FORMAT_NONE, FORMAT_FOLDED, FORMAT_PPROF };
+enum format { FORMAT_NONE, FORMAT_FOLDED, FORMAT_PPROF, FORMAT_JSON };
 
 /* FILE with its extension (if any, in the last path component) replaced by .pb.gz. */
 static char *pprof_default_output(const char *file)
@@ -94,12 +100,15 @@ int cmd_export(int argc, char **argv)
     if (!file)
         return cli_usage_error("export", "missing the report FILE");
     if (!format_arg)
-        return cli_usage_error("export", "missing --format (folded or pprof)");
+        return cli_usage_error("export", "missing --format (folded, pprof or json)");
     enum format format = strcmp(format_arg, "folded") == 0 ? FORMAT_FOLDED
                        : strcmp(format_arg, "pprof") == 0  ? FORMAT_PPROF
+                       : strcmp(format_arg, "json") == 0   ? FORMAT_JSON
                                                            : FORMAT_NONE;
     if (format == FORMAT_NONE)
-        return cli_usage_error("export", "--format: unknown format '%s' (accepted: folded, pprof)", format_arg);
+        return cli_usage_error("export", "--format: unknown format '%s' (accepted: folded, pprof, json)", format_arg);
+    if (format == FORMAT_JSON && value_arg)
+        return cli_usage_error("export", "--value: json has every counter; it takes no --value");
     enum export_value value = EXPORT_LIVE_BYTES;
     if (value_arg && export_value_parse(value_arg, &value) < 0)
         return cli_usage_error("export",
@@ -124,7 +133,7 @@ int cmd_export(int argc, char **argv)
     struct report r;
     char err[REPORT_ERR_MAX];
     int rrc = from_stdin ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                         : report_read(file, &r, err, sizeof err);
+                         : analyze_read_any(file, &r, err, sizeof err);  /* a report or a trace */
     int status = CLI_OK;
     FILE *out = NULL;
     struct symbolizer *sym = NULL;
@@ -153,7 +162,9 @@ int cmd_export(int argc, char **argv)
         status = cli_error("cannot write %s: %s", output, strerror(errno));
         goto done;
     }
+    struct detail_options all_sites = {0};
     int xrc = format == FORMAT_FOLDED ? export_folded(out, &r, sym, value)
+            : format == FORMAT_JSON   ? detail_print_json(out, &r, sym, &all_sites)
                                       : export_pprof(out, &r, sym, value, from_stdin ? "(stdin)" : file);
     errno = 0;
     int crc = to_stdout ? fflush(out) : fclose(out);

@@ -3,6 +3,7 @@
  * report cut short prints what it holds, then the error, and exits 1.
  * With a directory or several files, it summarises the process tree they
  * came from (one report per process; report_tree.c). */
+#include "analyze/analyze.h"
 #include "cli/cli.h"
 #include "report/detail.h"
 #include "report/report.h"
@@ -31,7 +32,8 @@ static const char report_usage[] =
     "Given a directory (every *.mtr in it) or several files, print one row per\n"
     "report instead: a process tree, each child under its parent, with totals.\n"
     "\n"
-    "'report detail' (a report of 'memtrail run --mode detail') prints the summary,\n"
+    "'report detail' (a report of 'memtrail run --mode detail', or a trace of\n"
+    "'memtrail run --mode trace', which is shown so by default) prints the summary,\n"
     "then the allocation sites, largest live bytes first, each with its call stack\n"
     "symbolized from the modules' files and debug info: function, file:line\n"
     "(inlined calls marked), module; module+offset where no symbol is known.\n"
@@ -148,7 +150,7 @@ static int report_tree(char **args, int nargs, bool json, const struct report_sc
     size_t nread = 0;
     for (size_t i = 0; i < files.n && rc == CLI_OK; i++) {
         char err[REPORT_ERR_MAX];
-        int r = report_read(files.paths[i], &reports[nread], err, sizeof err);
+        int r = analyze_read_any(files.paths[i], &reports[nread], err, sizeof err);
         if (r < 0) {
             cli_error("%s", err);
             failed = true;
@@ -226,6 +228,9 @@ static int report_main(int argc, char **argv, char **positional)
         positional++;
         npos--;
     }
+    /* A trace (memtrail run --mode trace) shows as a detail report: its stacks are the sites. */
+    if (!detail && npos == 1 && strcmp(positional[0], "-") != 0 && mt_trace_sniff(positional[0]) == 1)
+        detail = true;
     if (detail_given && !detail)
         return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
     if (detail && npos > 1)

@@ -2,6 +2,7 @@
  * `memtrail report detail` (cmd_report.c) and `memtrail diff` (cmd_diff.c):
  * the --depth/--top/--sort options, opening the symbolizers, printing
  * their warnings, and running the printers of report_detail.c. */
+#include "analyze/analyze.h"
 #include "cli/cli.h"
 #include "report/detail.h"
 #include "symbol/symbol.h"
@@ -98,7 +99,7 @@ int detail_cli_report(const char *path, bool json, const struct report_scale *sc
     struct report r;
     char err[REPORT_ERR_MAX];
     int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                                    : report_read(path, &r, err, sizeof err);
+                                    : analyze_read_any(path, &r, err, sizeof err);  /* a report or a trace */
     if (rc < 0 && (rc != -ENODATA || !(r.has & REPORT_HAS_SITES))) {
         report_free(&r);
         return cli_error("%s", err);

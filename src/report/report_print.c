@@ -361,7 +361,10 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
         }
         fputc('\n', out);
     }
-    if (!r->complete)
+    if (!r->complete && r->mode && strcmp(r->mode, "trace") == 0)
+        fprintf(out, "Incomplete: the trace stopped early after %ld events; "
+                "the numbers above are those of the events before.\n", r->lines_read);
+    else if (!r->complete)
         fprintf(out, "Incomplete: the report file was cut short after line %ld; "
                 "the numbers above are what it held.\n", r->lines_read);
     return ferror(out) ? -EIO : 0;

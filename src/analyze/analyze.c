@@ -1,0 +1,478 @@
+/* analyze.c — the analysis of a trace's events, one at a time, in O(1)
+ * per event: totals, live bytes and their peak, the stacks live at the
+ * peak (a per-stack snapshot taken lazily: a stack's value at the last
+ * peak is saved the first time it changes after that peak), leaks,
+ * temporary allocations, counters per stack and category, the size
+ * histogram and a timeline of live bytes whose buckets double in width
+ * when time outruns them. Semantics: docs/trace-analysis.md. */
+#include "analyze/analyze.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A thread's last malloc-family call, for temporary allocations. */
+struct thread {
+    uint32_t tid;
+    uint32_t last_id;       /* the block its last call allocated */
+    bool has_last;
+    bool used;
+};
+
+struct analyzer {
+    struct analyze_result res;
+    struct analyze_live live;
+    size_t stacks_cap;
+    /* (category << 32 | stack id) + 1 -> index in res.stacks, open addressing */
+    uint64_t *skeys;
+    uint32_t *svals;
+    size_t scap;
+    uint64_t last_skey;
+    uint32_t last_sidx;
+    struct thread *threads;
+    size_t tcap, tn;
+    struct thread *last_thread;
+    uint64_t epoch;             /* peaks reached so far */
+    unsigned shift;             /* timeline bucket width: 2^shift ns */
+    size_t nbuckets, cur;       /* buckets, the last one used */
+    bool started;
+};
+
+static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t cap2 = *cap ? *cap : 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *q = realloc(p, cap2 * size);
+    if (q)
+        *cap = cap2;
+    return q;
+}
+
+struct analyzer *analyze_new(unsigned timeline_buckets)
+{
+    struct analyzer *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->nbuckets = timeline_buckets >= 2 ? timeline_buckets : ANALYZE_TIMELINE;
+    a->res.timeline = calloc(a->nbuckets, sizeof *a->res.timeline);
+    if (!a->res.timeline || analyze_live_init(&a->live) < 0) {
+        analyze_free(a);
+        return NULL;
+    }
+    a->res.bucket_ns = 1;
+    return a;
+}
+
+void analyze_free(struct analyzer *a)
+{
+    if (!a)
+        return;
+    analyze_live_free(&a->live);
+    free(a->res.stacks);
+    free(a->res.timeline);
+    free(a->skeys);
+    free(a->svals);
+    free(a->threads);
+    free(a);
+}
+
+const struct analyze_result *analyze_result(const struct analyzer *a) { return &a->res; }
+uint64_t analyze_map_bytes(const struct analyzer *a) { return analyze_live_bytes(&a->live); }
+
+/* --- stacks and threads --------------------------------------------------- */
+
+static inline size_t hash64(uint64_t k, size_t cap) { return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1); }
+
+static int stacks_rehash(struct analyzer *a)
+{
+    size_t cap = a->scap ? a->scap * 2 : 1024;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    uint32_t *vals = malloc(cap * sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < a->scap; i++) {
+        if (!a->skeys[i])
+            continue;
+        size_t j = hash64(a->skeys[i], cap);
+        while (keys[j])
+            j = (j + 1) & (cap - 1);
+        keys[j] = a->skeys[i];
+        vals[j] = a->svals[i];
+    }
+    free(a->skeys);
+    free(a->svals);
+    a->skeys = keys;
+    a->svals = vals;
+    a->scap = cap;
+    return 0;
+}
+
+/* The index of (stack, category) in res.stacks, added when new; -1 on ENOMEM. */
+static inline int64_t stack_index(struct analyzer *a, uint32_t stack, unsigned category)
+{
+    uint64_t key = ((uint64_t)category << 32 | stack) + 1;
+    if (key == a->last_skey)
+        return a->last_sidx;
+    size_t j = 0;
+    if (a->scap) {
+        for (j = hash64(key, a->scap); a->skeys[j]; j = (j + 1) & (a->scap - 1))
+            if (a->skeys[j] == key) {
+                a->last_skey = key;
+                return a->last_sidx = a->svals[j];
+            }
+    }
+    struct analyze_result *r = &a->res;
+    if ((r->nstacks + 1) * 2 > a->scap) {
+        if (stacks_rehash(a) < 0)
+            return -1;
+        for (j = hash64(key, a->scap); a->skeys[j]; j = (j + 1) & (a->scap - 1))
+            ;
+    }
+    struct analyze_stack *s = grow_array(r->stacks, &a->stacks_cap, r->nstacks + 1, sizeof *s);
+    if (!s)
+        return -1;
+    r->stacks = s;
+    s = &r->stacks[r->nstacks];
+    memset(s, 0, sizeof *s);
+    s->id = stack;
+    s->category = (uint8_t)category;
+    a->skeys[j] = key;
+    a->svals[j] = (uint32_t)r->nstacks;
+    a->last_skey = key;
+    a->last_sidx = (uint32_t)r->nstacks;
+    r->categories[category & 0xff].used = true;
+    return (int64_t)r->nstacks++;
+}
+
+static int threads_rehash(struct analyzer *a)
+{
+    size_t cap = a->tcap ? a->tcap * 2 : 64;
+    struct thread *t = calloc(cap, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < a->tcap; i++) {
+        if (!a->threads[i].used)
+            continue;
+        size_t j = hash64(a->threads[i].tid, cap);
+        while (t[j].used)
+            j = (j + 1) & (cap - 1);
+        t[j] = a->threads[i];
+    }
+    free(a->threads);
+    a->threads = t;
+    a->tcap = cap;
+    a->last_thread = NULL;
+    return 0;
+}
+
+static inline struct thread *thread_of(struct analyzer *a, uint32_t tid)
+{
+    if (a->last_thread && a->last_thread->tid == tid)
+        return a->last_thread;
+    if ((a->tn + 1) * 2 > a->tcap && threads_rehash(a) < 0)
+        return NULL;
+    size_t j = hash64(tid, a->tcap);
+    while (a->threads[j].used && a->threads[j].tid != tid)
+        j = (j + 1) & (a->tcap - 1);
+    struct thread *t = &a->threads[j];
+    if (!t->used) {
+        t->used = true;
+        t->tid = tid;
+        a->tn++;
+    }
+    return a->last_thread = t;
+}
+
+/* --- live bytes ----------------------------------------------------------- */
+
+/* Before stack s's live figures change: keep their value at the last peak. */
+static inline void touch(struct analyzer *a, struct analyze_stack *s)
+{
+    if (s->snap_epoch != a->epoch) {
+        s->snap_epoch = a->epoch;
+        s->peak_bytes = s->live_bytes;
+        s->peak_count = s->live_count;
+    }
+}
+
+static inline void stack_add(struct analyzer *a, struct analyze_stack *s, uint64_t size)
+{
+    touch(a, s);
+    s->live_bytes += size;
+    s->live_count++;
+    if (s->live_bytes > s->max_live_bytes)
+        s->max_live_bytes = s->live_bytes;
+    struct analyze_category *c = &a->res.categories[s->category];
+    c->live_bytes += size;
+    c->live_count++;
+    if (c->live_bytes > c->peak_bytes)
+        c->peak_bytes = c->live_bytes;
+    a->res.live_bytes += size;
+    a->res.live_count++;
+}
+
+static inline void stack_sub(struct analyzer *a, struct analyze_stack *s, uint64_t size)
+{
+    touch(a, s);
+    s->live_bytes -= size;
+    s->live_count--;
+    struct analyze_category *c = &a->res.categories[s->category];
+    c->live_bytes -= size;
+    c->live_count--;
+    a->res.live_bytes -= size;
+    a->res.live_count--;
+}
+
+/* After an event: a new peak? (epoch + 1: every stack's figures now are its figures at the peak) */
+static inline void check_peak(struct analyzer *a, uint64_t time_ns)
+{
+    struct analyze_result *r = &a->res;
+    if (r->live_bytes > r->peak_bytes) {
+        r->peak_bytes = r->live_bytes;
+        r->peak_count = r->live_count;
+        r->peak_time_ns = time_ns;
+        a->epoch++;
+    }
+}
+
+static inline void histogram(struct analyze_result *r, uint64_t size)
+{
+    int k = size ? 64 - __builtin_clzll(size) : 0;
+    r->hist_count[k]++;
+    r->hist_bytes[k] += size;
+}
+
+/* --- the timeline --------------------------------------------------------- */
+
+/* Halves the timeline's resolution: bucket pairs merged. */
+static void timeline_merge(struct analyzer *a)
+{
+    struct analyze_bucket *b = a->res.timeline;
+    size_t n = a->nbuckets;
+    for (size_t i = 0; i < n / 2; i++) {
+        struct analyze_bucket x = b[2 * i], y = b[2 * i + 1];
+        if (2 * i + 1 > a->cur)
+            b[i] = x;   /* its second half has not started */
+        else
+            b[i] = (struct analyze_bucket){.live_bytes = y.live_bytes,
+                                           .max_bytes = x.max_bytes > y.max_bytes ? x.max_bytes : y.max_bytes};
+    }
+    memset(b + n / 2, 0, (n - n / 2) * sizeof *b);
+    a->cur /= 2;
+    a->shift++;
+}
+
+/* The bucket of time t, created (the ones before it filled with the live
+ * bytes as they were). Times before the last bucket count in it. */
+static inline struct analyze_bucket *timeline_at(struct analyzer *a, uint64_t t)
+{
+    uint64_t i = a->shift < 64 ? t >> a->shift : 0;
+    if (i <= a->cur)
+        return &a->res.timeline[a->cur];
+    while (i >= a->nbuckets) {
+        timeline_merge(a);
+        i = a->shift < 64 ? t >> a->shift : 0;
+    }
+    uint64_t live = a->res.timeline[a->cur].live_bytes;
+    for (size_t k = a->cur + 1; k <= i; k++)
+        a->res.timeline[k] = (struct analyze_bucket){.live_bytes = live, .max_bytes = live};
+    a->cur = (size_t)i;
+    return &a->res.timeline[i];
+}
+
+/* --- events --------------------------------------------------------------- */
+
+/* The block freed by thread t: a temporary when t's last call allocated it. */
+static inline void free_block(struct analyzer *a, struct thread *t, uint32_t id, uint64_t size, uint32_t sidx)
+{
+    struct analyze_stack *s = &a->res.stacks[sidx];
+    stack_sub(a, s, size);
+    if (t && t->has_last && t->last_id == id) {
+        s->temp_count++;
+        s->temp_bytes += size;
+        a->res.temp_count++;
+        a->res.temp_bytes += size;
+    }
+}
+
+/* An id allocated while live: the older block is forgotten (not freed). */
+static inline void drop_reused(struct analyzer *a, uint64_t size, uint32_t sidx)
+{
+    stack_sub(a, &a->res.stacks[sidx], size);
+    a->res.ids_reused++;
+}
+
+static int on_alloc(struct analyzer *a, const mt_trace_event *ev, struct thread *t)
+{
+    struct analyze_result *r = &a->res;
+    int64_t si = stack_index(a, ev->stack, ev->category);
+    if (si < 0)
+        return -ENOMEM;
+    uint64_t osize;
+    uint32_t ostack;
+    int rc = analyze_live_put(&a->live, ev->id, ev->size, (uint32_t)si, &osize, &ostack);
+    if (rc < 0)
+        return rc;
+    if (rc == 1)
+        drop_reused(a, osize, ostack);
+    struct analyze_stack *s = &r->stacks[si];
+    stack_add(a, s, ev->size);
+    s->allocs++;
+    s->allocated_bytes += ev->size;
+    r->categories[s->category].allocs++;
+    r->allocs++;
+    r->allocated_bytes += ev->size;
+    histogram(r, ev->size);
+    if (t) {
+        t->has_last = true;
+        t->last_id = ev->id;
+    }
+    return 0;
+}
+
+static int on_realloc(struct analyzer *a, const mt_trace_event *ev, struct thread *t)
+{
+    struct analyze_result *r = &a->res;
+    int64_t si = stack_index(a, ev->stack, ev->category);
+    if (si < 0)
+        return -ENOMEM;
+    uint64_t osize;
+    uint32_t ostack;
+    bool known = analyze_live_take(&a->live, ev->old_id, &osize, &ostack) == 1;
+    uint64_t nsize;
+    uint32_t nstack;
+    int rc = analyze_live_put(&a->live, ev->id, ev->size, (uint32_t)si, &nsize, &nstack);
+    if (rc < 0)
+        return rc;
+    if (rc == 1)
+        drop_reused(a, nsize, nstack);
+    struct analyze_stack *s = &r->stacks[si];
+    r->reallocs++;
+    r->categories[s->category].reallocs++;
+    histogram(r, ev->size);
+    uint64_t grown;
+    if (known && ostack == (uint32_t)si) {
+        /* resized where it was allocated: a realloc of this stack */
+        free_block(a, t, ev->old_id, osize, ostack);
+        stack_add(a, s, ev->size);
+        s->reallocs++;
+        grown = ev->size > osize ? ev->size - osize : 0;
+    } else {
+        if (known) {
+            /* moved to another stack: a free there, an allocation here */
+            free_block(a, t, ev->old_id, osize, ostack);
+            r->stacks[ostack].frees++;
+        } else {
+            r->reallocs_unknown++;
+        }
+        stack_add(a, s, ev->size);
+        s->allocs++;
+        grown = ev->size;
+    }
+    s->allocated_bytes += grown;
+    r->allocated_bytes += grown;
+    if (t) {
+        t->has_last = true;
+        t->last_id = ev->id;
+    }
+    return 0;
+}
+
+static void on_free(struct analyzer *a, const mt_trace_event *ev, struct thread *t)
+{
+    uint64_t size;
+    uint32_t sidx;
+    if (ev->id != 0 && analyze_live_take(&a->live, ev->id, &size, &sidx) == 1) {
+        free_block(a, t, ev->id, size, sidx);
+        struct analyze_stack *s = &a->res.stacks[sidx];
+        s->frees++;
+        a->res.categories[s->category].frees++;
+        a->res.frees++;
+    } else {
+        a->res.frees_unknown++;
+    }
+    if (t)
+        t->has_last = false;
+}
+
+int analyze_event(struct analyzer *a, const mt_trace_event *ev)
+{
+    struct analyze_result *r = &a->res;
+    if (!a->started) {
+        a->started = true;
+        r->first_ns = ev->time_ns;
+    }
+    r->events++;
+    if (ev->time_ns > r->last_ns)
+        r->last_ns = ev->time_ns;
+    int rc = 0;
+    switch (ev->type) {
+    case MT_TRACE_ALLOC:
+        rc = on_alloc(a, ev, thread_of(a, ev->thread));
+        break;
+    case MT_TRACE_FREE:
+        on_free(a, ev, thread_of(a, ev->thread));
+        break;
+    case MT_TRACE_REALLOC:
+        rc = on_realloc(a, ev, thread_of(a, ev->thread));
+        break;
+    case MT_TRACE_MMAP:
+        r->mmaps++;
+        r->mapped_bytes += ev->size;
+        if (r->mapped_bytes > r->mapped_peak)
+            r->mapped_peak = r->mapped_bytes;
+        break;
+    case MT_TRACE_MUNMAP:
+        r->munmaps++;
+        r->mapped_bytes = ev->size < r->mapped_bytes ? r->mapped_bytes - ev->size : 0;
+        break;
+    default:
+        break;
+    }
+    if (rc < 0)
+        return rc;
+    check_peak(a, ev->time_ns);
+    struct analyze_bucket *b = timeline_at(a, ev->time_ns);
+    b->live_bytes = r->live_bytes;
+    if (r->live_bytes > b->max_bytes)
+        b->max_bytes = r->live_bytes;
+    return 0;
+}
+
+void analyze_end(struct analyzer *a)
+{
+    struct analyze_result *r = &a->res;
+    for (size_t i = 0; i < r->nstacks; i++) {
+        struct analyze_stack *s = &r->stacks[i];
+        if (s->snap_epoch != a->epoch) {   /* unchanged since the peak */
+            s->peak_bytes = s->live_bytes;
+            s->peak_count = s->live_count;
+        }
+        s->snap_epoch = a->epoch;
+    }
+    r->ntimeline = a->started ? a->cur + 1 : 0;
+    r->bucket_ns = a->shift < 64 ? (uint64_t)1 << a->shift : 0;
+}
+
+int analyze_run(struct analyzer *a, mt_trace_reader *r, void (*progress)(void *ctx, uint64_t events), void *ctx)
+{
+    mt_trace_event ev;
+    int rc;
+    uint64_t n = 0;
+    while ((rc = mt_trace_next(r, &ev)) > 0) {
+        if (analyze_event(a, &ev) < 0) {
+            analyze_end(a);
+            return -ENOMEM;
+        }
+        if (progress && (++n & 0xffff) == 0)
+            progress(ctx, n);
+    }
+    analyze_end(a);
+    return rc < 0 ? -EBADMSG : 0;
+}

@@ -1,0 +1,185 @@
+/* analyze.h — the streaming analyzer of traces (docs/trace-analysis.md):
+ * one pass over a trace's events in bounded memory gives the totals, the
+ * peak of live bytes and the stacks live at it, the leaks and temporary
+ * allocations by stack, the hottest stacks, a size histogram and a
+ * timeline of live bytes (analyze.c); text and JSON output for `memtrail
+ * analyze` (analyze_print.c); the analysis as a detail report, so `memtrail
+ * report` and `export` show traces too (analyze_report.c).
+ *
+ * Memory: a few MB, per-stack and per-thread state for the stacks and
+ * threads seen, and the live map (analyze_live.c): at most 11.6 bytes per
+ * live allocation plus 5 MB, whatever the file's size.
+ *
+ * CLI-side code: allocates with malloc. Functions return 0 or a negative
+ * errno code. */
+#ifndef MT_ANALYZE_H
+#define MT_ANALYZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace/trace_read.h"
+
+struct report;
+struct report_scale;
+struct symbolizer;
+
+/* --- the live map (analyze_live.c) ----------------------------------------
+ * Allocation id (32 bits) -> size and stack index, for the blocks live now.
+ * 65536 tables picked by bits 8..23 of the id (so blocks allocated close
+ * together share a table, and the hot tables stay in cache), each a
+ * two-choice cuckoo table of 64-byte buckets of 7 slots holding the other
+ * 16 bits of the id, a 32-bit size and a 24-bit stack index (9.14 bytes a
+ * slot). A table grows by 1.2x when 95% full and shrinks when it holds more
+ * than 11.6 bytes per entry + 64, so the map never holds more than
+ * 11.6 x live + 4 MB of buckets + 1 MB of table headers. Sizes of 4 GiB and
+ * more and stack indexes of 2^24 - 1 and more go to a side table. */
+
+struct analyze_live_table;
+struct analyze_live_big;
+
+struct analyze_live {
+    struct analyze_live_table *t;   /* ANALYZE_LIVE_TABLES */
+    uint64_t count;                 /* live entries */
+    uint64_t bucket_bytes;          /* bytes of buckets held */
+    struct analyze_live_big *big;   /* the side table: open addressing by id */
+    size_t big_cap, big_n;
+    uint32_t rng;
+};
+
+#define ANALYZE_LIVE_TABLES 65536u
+
+int analyze_live_init(struct analyze_live *m);
+void analyze_live_free(struct analyze_live *m);
+/* Adds id -> (size, stack). Returns 0, or 1 when id was live already (its
+ * values are replaced and the old ones stored in *old_size, *old_stack),
+ * or -ENOMEM (the map is unchanged). */
+int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack, uint64_t *old_size,
+                     uint32_t *old_stack);
+/* Removes id: 1 with its values, or 0 when it is not live. */
+int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack);
+/* Bytes the map holds (buckets, table headers, side table). */
+uint64_t analyze_live_bytes(const struct analyze_live *m);
+/* Calls fn for every live entry (any order). */
+void analyze_live_each(const struct analyze_live *m, void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack),
+                       void *ctx);
+
+/* --- the analysis (analyze.c) --------------------------------------------- */
+
+#define ANALYZE_HIST 65             /* size 0, then [2^(k-1), 2^k) for k = 1..64 */
+#define ANALYZE_TIMELINE 256        /* timeline buckets (default) */
+#define ANALYZE_CATEGORIES 256
+
+/* One stack (a stack id and the category of its allocations: the agent's
+ * detail-mode site). Counters follow detail mode's per-site rules: a
+ * realloc at the block's own stack counts as a realloc there, one at
+ * another stack as a free at the old stack and an allocation at the new. */
+struct analyze_stack {
+    uint32_t id;
+    uint8_t category;
+    uint64_t allocs, frees, reallocs;
+    uint64_t allocated_bytes;       /* bytes allocated (and grown by realloc) here */
+    uint64_t live_bytes, live_count;    /* at the end: the leaks */
+    uint64_t max_live_bytes;        /* the stack's own peak */
+    uint64_t peak_bytes, peak_count;    /* live at the trace's peak (after analyze_end) */
+    uint64_t temp_count, temp_bytes;    /* temporary allocations */
+    uint64_t snap_epoch;            /* internal: peak_* hold the values at peak number snap_epoch */
+};
+
+/* Totals of one category. */
+struct analyze_category {
+    uint64_t allocs, frees, reallocs;
+    uint64_t live_bytes, live_count, peak_bytes;
+    bool used;
+};
+
+struct analyze_bucket {
+    uint64_t live_bytes;    /* at the bucket's end */
+    uint64_t max_bytes;     /* the most live in it */
+};
+
+struct analyze_result {
+    uint64_t events;
+    uint64_t allocs;            /* ALLOC events */
+    uint64_t frees;             /* FREE events of a live block */
+    uint64_t reallocs;          /* REALLOC events */
+    uint64_t frees_unknown;     /* FREE of a block not live (before the trace, or lost) */
+    uint64_t reallocs_unknown;  /* REALLOC of a block not live: counted as a new block */
+    uint64_t ids_reused;        /* an id allocated while live (wrapped): the older block is dropped */
+    uint64_t mmaps, munmaps;
+    uint64_t allocated_bytes;   /* allocated, and grown by realloc */
+    uint64_t live_bytes, live_count;        /* at the end: the leaks */
+    uint64_t peak_bytes, peak_count, peak_time_ns;
+    uint64_t temp_count, temp_bytes;
+    uint64_t mapped_bytes, mapped_peak;     /* mmap - munmap (not in live bytes) */
+    uint64_t first_ns, last_ns;             /* the events' time range */
+    uint64_t hist_count[ANALYZE_HIST], hist_bytes[ANALYZE_HIST];
+    struct analyze_stack *stacks;           /* every stack seen, in order of first use */
+    size_t nstacks;
+    struct analyze_category categories[ANALYZE_CATEGORIES];
+    struct analyze_bucket *timeline;        /* ntimeline buckets of bucket_ns from time 0 */
+    size_t ntimeline;
+    uint64_t bucket_ns;
+};
+
+struct analyzer;
+
+/* timeline_buckets: 0 for ANALYZE_TIMELINE (at least 2). NULL on ENOMEM. */
+struct analyzer *analyze_new(unsigned timeline_buckets);
+void analyze_free(struct analyzer *a);
+/* One event, in the trace's order. 0 or -ENOMEM. */
+int analyze_event(struct analyzer *a, const mt_trace_event *ev);
+/* After the last event: the figures at the peak, the timeline's end. */
+void analyze_end(struct analyzer *a);
+const struct analyze_result *analyze_result(const struct analyzer *a);
+/* The live map's bytes (tests, --stats). */
+uint64_t analyze_map_bytes(const struct analyzer *a);
+
+/* Reads every event of r into a (then analyze_end). progress, when not
+ * NULL, is called every 2^16 events. Returns 0 at the end of the trace,
+ * -EBADMSG when the reader stopped on an error (mt_trace_error says which;
+ * everything before it was analysed), or -ENOMEM. */
+int analyze_run(struct analyzer *a, mt_trace_reader *r, void (*progress)(void *ctx, uint64_t events), void *ctx);
+
+/* --- output (analyze_print.c) --------------------------------------------- */
+
+enum {
+    ANALYZE_SHOW_PEAK = 1u << 0,
+    ANALYZE_SHOW_LEAKS = 1u << 1,
+    ANALYZE_SHOW_TEMPORARY = 1u << 2,
+    ANALYZE_SHOW_HOT = 1u << 3,
+    ANALYZE_SHOW_HISTOGRAM = 1u << 4,
+    ANALYZE_SHOW_TIMELINE = 1u << 5,
+    ANALYZE_SHOW_ALL = 0x3f,
+};
+
+/* What the printers need besides the result. */
+struct analyze_view {
+    const char *file;
+    mt_trace_reader *reader;        /* stacks' frames, categories, end statistics */
+    struct symbolizer *sym;         /* over the report analyze_report built */
+    unsigned show;                  /* ANALYZE_SHOW_* */
+    int top;                        /* stacks per list */
+    const char *error;              /* reading stopped early: why (NULL: it did not) */
+};
+
+int analyze_print_text(FILE *out, const struct analyze_result *res, const struct analyze_view *v);
+int analyze_print_json(FILE *out, const struct analyze_result *res, const struct analyze_view *v);
+
+/* --- a trace as a detail report (analyze_report.c) ------------------------ */
+
+/* The analysis as a detail report: one site per stack (its counters at the
+ * end of the trace, peak_bytes its own peak, allocated_bytes), the trace's
+ * modules, one category per category used. `r` is initialised here; free
+ * it with report_free. 0 or -ENOMEM. */
+int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, bool complete, struct report *r);
+
+/* For `memtrail report` and `export`: reads the file at `path`, a trace
+ * (analysed into a detail report) or a report file (report_read), with
+ * report_read's returns: 0, -ENODATA when it stopped early (r holds what
+ * was read before), other negative errno codes with r empty. */
+int analyze_read_any(const char *path, struct report *r, char *err, size_t errlen);
+
+#endif

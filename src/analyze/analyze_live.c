@@ -1,0 +1,412 @@
+/* analyze_live.c — the analyzer's live map: allocation id -> size and
+ * stack of every live block, at under 12 bytes a block (analyze.h).
+ *
+ * Why this shape: a trace's allocation ids are nearly consecutive, and a
+ * free usually names a recent one. Picking the table by bits 8..23 puts
+ * 256 consecutive ids in one table, so the few tables of recent ids stay in
+ * cache, and leaves 16 bits of the id to store. Two-choice cuckoo buckets of
+ * 7 slots fill to 95% with short moves, and one bucket is one cache line: a
+ * lookup reads one line (two when the bucket has spilled an entry to its
+ * other choice). Growing and shrinking each table on its own keeps the
+ * bytes per entry bounded without ever copying the whole map. */
+#include "analyze/analyze.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define SLOTS 7
+#define USED_MASK 0x7fu
+#define SPILLED 0x80u           /* an entry whose first choice is this bucket sits in its second */
+#define STACK_BIG 0xffffffu     /* the entry's values are in the side table */
+#define MAX_KICKS 96
+#define BUCKET 64
+/* Per table: grow past 95% of the slots; shrink when the buckets hold more
+ * than 11.6 bytes per entry + one bucket (to 85% full). */
+#define BOUND_PER_ENTRY_X10 116
+#define BOUND_SLACK BUCKET
+
+/* 64 bytes: tags at 0, the used bits at 14, sizes (u32) at 15, stacks (u24) at 43. */
+struct bucket {
+    uint16_t tag[SLOTS];
+    uint8_t used;
+    uint8_t v[49];
+};
+_Static_assert(sizeof(struct bucket) == BUCKET, "a bucket is one cache line");
+
+struct analyze_live_table {
+    struct bucket *b;
+    uint32_t nb, count;
+};
+
+struct analyze_live_big {
+    uint32_t id, stack;     /* stack UINT32_MAX: empty */
+    uint64_t size;
+};
+
+static inline uint32_t get_size(const struct bucket *b, int i)
+{
+    uint32_t v;
+    memcpy(&v, b->v + 4 * i, 4);
+    return v;
+}
+
+static inline uint32_t get_stack(const struct bucket *b, int i)
+{
+    uint32_t v;
+    memcpy(&v, (const char *)b + 42 + 3 * i, 4);   /* the byte below is size[6]'s last: shifted out */
+    return v >> 8;
+}
+
+static inline void set_slot(struct bucket *b, int i, uint16_t tag, uint32_t size, uint32_t stack)
+{
+    b->tag[i] = tag;
+    memcpy(b->v + 4 * i, &size, 4);
+    unsigned char *p = (unsigned char *)b + 43 + 3 * i;
+    p[0] = (unsigned char)stack;
+    p[1] = (unsigned char)(stack >> 8);
+    p[2] = (unsigned char)(stack >> 16);
+    b->used |= (uint8_t)(1u << i);
+}
+
+/* Slots of b holding tag, as a bit mask. */
+static inline unsigned match(const struct bucket *b, uint16_t tag)
+{
+#ifdef __SSE2__
+    __m128i v = _mm_loadu_si128((const __m128i *)b);
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, _mm_set1_epi16((short)tag)));
+    /* one bit per 16-bit lane (its low byte's) -> one bit per slot */
+    m &= 0x1555;
+    m = (m | (m >> 1)) & 0x3333;
+    m = (m | (m >> 2)) & 0x0f0f;
+    m = (m | (m >> 4)) & 0x00ff;
+    return m & b->used & USED_MASK;
+#else
+    unsigned m = 0;
+    for (int i = 0; i < SLOTS; i++)
+        m |= (unsigned)(b->tag[i] == tag) << i;
+    return m & b->used & USED_MASK;
+#endif
+}
+
+static inline uint32_t table_of(uint32_t id) { return (id >> 8) & 0xffff; }
+static inline uint16_t tag_of(uint32_t id) { return (uint16_t)((id & 0xff) | (id >> 24) << 8); }
+static inline uint32_t id_of(uint32_t table, uint16_t tag)
+{
+    return (uint32_t)(tag & 0xff) | table << 8 | (uint32_t)(tag >> 8) << 24;
+}
+
+static inline uint32_t first_choice(uint16_t tag, uint32_t nb)
+{
+    return (uint32_t)(((uint64_t)(uint32_t)(tag * 0x9e3779b1u) * nb) >> 32);
+}
+
+static inline uint32_t other_choice(uint16_t tag, uint32_t nb, uint32_t b1)
+{
+    if (nb < 2)
+        return b1;
+    uint32_t g = (uint32_t)((tag ^ 0xa5a5u) * 0xc2b2ae3du);
+    uint32_t b2 = b1 + 1 + (uint32_t)(((uint64_t)g * (nb - 1)) >> 32);
+    return b2 >= nb ? b2 - nb : b2;
+}
+
+static inline uint32_t rng_next(struct analyze_live *m)
+{
+    uint32_t x = m->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return m->rng = x;
+}
+
+/* --- the side table ------------------------------------------------------- */
+
+static uint32_t big_hash(uint32_t id, size_t cap) { return (uint32_t)((id * 0x9e3779b1u) & (cap - 1)); }
+
+static struct analyze_live_big *big_find(const struct analyze_live *m, uint32_t id)
+{
+    if (!m->big_cap)
+        return NULL;
+    for (size_t i = big_hash(id, m->big_cap);; i = (i + 1) & (m->big_cap - 1)) {
+        struct analyze_live_big *e = &m->big[i];
+        if (e->stack == UINT32_MAX)
+            return NULL;
+        if (e->id == id)
+            return e;
+    }
+}
+
+static int big_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack)
+{
+    struct analyze_live_big *e = big_find(m, id);
+    if (e) {
+        e->size = size;
+        e->stack = stack;
+        return 0;
+    }
+    if ((m->big_n + 1) * 2 > m->big_cap) {
+        size_t cap = m->big_cap ? m->big_cap * 2 : 64;
+        struct analyze_live_big *nt = malloc(cap * sizeof *nt);
+        if (!nt)
+            return -ENOMEM;
+        for (size_t i = 0; i < cap; i++)
+            nt[i].stack = UINT32_MAX;
+        for (size_t i = 0; i < m->big_cap; i++) {
+            if (m->big[i].stack == UINT32_MAX)
+                continue;
+            size_t j = big_hash(m->big[i].id, cap);
+            while (nt[j].stack != UINT32_MAX)
+                j = (j + 1) & (cap - 1);
+            nt[j] = m->big[i];
+        }
+        free(m->big);
+        m->big = nt;
+        m->big_cap = cap;
+    }
+    size_t j = big_hash(id, m->big_cap);
+    while (m->big[j].stack != UINT32_MAX)
+        j = (j + 1) & (m->big_cap - 1);
+    m->big[j] = (struct analyze_live_big){.id = id, .stack = stack, .size = size};
+    m->big_n++;
+    return 0;
+}
+
+/* Removes the entry e points to (backward-shift deletion). */
+static void big_remove(struct analyze_live *m, struct analyze_live_big *e)
+{
+    size_t mask = m->big_cap - 1, i = (size_t)(e - m->big);
+    for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+        if (m->big[j].stack == UINT32_MAX)
+            break;
+        size_t home = big_hash(m->big[j].id, m->big_cap);
+        /* j's entry may fill the hole at i when its home is not in (i, j] */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->big[i] = m->big[j];
+            i = j;
+        }
+    }
+    m->big[i].stack = UINT32_MAX;
+    m->big_n--;
+}
+
+/* --- one table ------------------------------------------------------------ */
+
+/* Places (tag, size, stack) in b[nb], moving others to their other choice
+ * as needed. 0, or -1 with the entry left homeless in *tag/size/stack. */
+static int place(struct analyze_live *m, struct bucket *b, uint32_t nb, uint16_t *tag, uint32_t *size,
+                 uint32_t *stack)
+{
+    uint32_t from = UINT32_MAX;
+    for (int kick = 0; kick <= MAX_KICKS; kick++) {
+        uint32_t b1 = first_choice(*tag, nb), b2 = other_choice(*tag, nb, b1);
+        unsigned free1 = ~b[b1].used & USED_MASK;
+        if (free1) {
+            set_slot(&b[b1], __builtin_ctz(free1), *tag, *size, *stack);
+            return 0;
+        }
+        unsigned free2 = ~b[b2].used & USED_MASK;
+        if (free2) {
+            set_slot(&b[b2], __builtin_ctz(free2), *tag, *size, *stack);
+            b[b1].used |= SPILLED;
+            return 0;
+        }
+        /* Both full: take a slot of the bucket it did not just leave. */
+        uint32_t x = b1 == from ? b2 : b2 == from ? b1 : (rng_next(m) & 1) ? b2 : b1;
+        int i = (int)(rng_next(m) % SLOTS);
+        uint16_t vt = b[x].tag[i];
+        uint32_t vs = get_size(&b[x], i), vk = get_stack(&b[x], i);
+        set_slot(&b[x], i, *tag, *size, *stack);
+        if (x != b1)
+            b[b1].used |= SPILLED;
+        *tag = vt;
+        *size = vs;
+        *stack = vk;
+        from = x;
+    }
+    return -1;
+}
+
+/* Rebuilds t with nb buckets, adding the entry (tag, size, stack) when
+ * `extra`. Grows further if the entries do not fit. 0 or -ENOMEM. */
+static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_t nb, bool extra, uint16_t tag,
+                   uint32_t size, uint32_t stack)
+{
+    for (;;) {
+        struct bucket *nbk = NULL;
+        if (nb && posix_memalign((void **)&nbk, BUCKET, (size_t)nb * BUCKET) != 0)
+            return -ENOMEM;
+        if (nb)
+            memset(nbk, 0, (size_t)nb * BUCKET);
+        bool ok = true;
+        for (uint32_t k = 0; k < t->nb && ok; k++)
+            for (int i = 0; i < SLOTS && ok; i++) {
+                if (!(t->b[k].used & (1u << i)))
+                    continue;
+                uint16_t tg = t->b[k].tag[i];
+                uint32_t sz = get_size(&t->b[k], i), st = get_stack(&t->b[k], i);
+                ok = place(m, nbk, nb, &tg, &sz, &st) == 0;
+            }
+        if (ok && extra)
+            ok = place(m, nbk, nb, &tag, &size, &stack) == 0;
+        if (!ok) {
+            free(nbk);
+            nb += nb / 4 + 1;
+            continue;
+        }
+        free(t->b);
+        m->bucket_bytes = m->bucket_bytes - (uint64_t)t->nb * BUCKET + (uint64_t)nb * BUCKET;
+        t->b = nbk;
+        t->nb = nb;
+        return 0;
+    }
+}
+
+static uint32_t max_fill(uint32_t nb) { return nb <= 1 ? SLOTS * nb : (uint32_t)((uint64_t)nb * SLOTS * 95 / 100); }
+
+/* Where id's entry is in t: 1 with the bucket and slot, else 0. */
+static inline int find(const struct analyze_live_table *t, uint16_t tag, struct bucket **bk, int *slot)
+{
+    if (!t->nb)
+        return 0;
+    uint32_t b1 = first_choice(tag, t->nb);
+    unsigned mm = match(&t->b[b1], tag);
+    if (mm) {
+        *bk = &t->b[b1];
+        *slot = __builtin_ctz(mm);
+        return 1;
+    }
+    if (!(t->b[b1].used & SPILLED))
+        return 0;
+    uint32_t b2 = other_choice(tag, t->nb, b1);
+    if ((mm = match(&t->b[b2], tag)) != 0) {
+        *bk = &t->b[b2];
+        *slot = __builtin_ctz(mm);
+        return 1;
+    }
+    return 0;
+}
+
+/* --- the map -------------------------------------------------------------- */
+
+int analyze_live_init(struct analyze_live *m)
+{
+    memset(m, 0, sizeof *m);
+    m->rng = 0x2545f491u;
+    m->t = calloc(ANALYZE_LIVE_TABLES, sizeof *m->t);
+    return m->t ? 0 : -ENOMEM;
+}
+
+void analyze_live_free(struct analyze_live *m)
+{
+    if (m->t)
+        for (uint32_t i = 0; i < ANALYZE_LIVE_TABLES; i++)
+            free(m->t[i].b);
+    free(m->t);
+    free(m->big);
+    memset(m, 0, sizeof *m);
+}
+
+static void read_slot(const struct analyze_live *m, uint32_t id, const struct bucket *b, int i, uint64_t *size,
+                      uint32_t *stack)
+{
+    uint32_t st = get_stack(b, i);
+    if (st == STACK_BIG) {
+        const struct analyze_live_big *e = big_find(m, id);
+        *size = e ? e->size : 0;
+        *stack = e ? e->stack : 0;
+    } else {
+        *size = get_size(b, i);
+        *stack = st;
+    }
+}
+
+int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack, uint64_t *old_size,
+                     uint32_t *old_stack)
+{
+    struct analyze_live_table *t = &m->t[table_of(id)];
+    uint16_t tag = tag_of(id);
+    bool big = size > UINT32_MAX || stack >= STACK_BIG;
+    struct bucket *bk;
+    int slot;
+    if (find(t, tag, &bk, &slot)) {
+        read_slot(m, id, bk, slot, old_size, old_stack);
+        if (get_stack(bk, slot) == STACK_BIG && !big)
+            big_remove(m, big_find(m, id));
+        if (big && big_put(m, id, size, stack) < 0)
+            return -ENOMEM;
+        set_slot(bk, slot, tag, big ? 0 : (uint32_t)size, big ? STACK_BIG : stack);
+        return 1;
+    }
+    if (big && big_put(m, id, size, stack) < 0)
+        return -ENOMEM;
+    uint32_t sz = big ? 0 : (uint32_t)size, st = big ? STACK_BIG : stack;
+    int rc;
+    if (t->count + 1 > max_fill(t->nb)) {
+        uint32_t nb = t->nb + t->nb / 5;
+        rc = rebuild(m, t, nb > t->nb ? nb : t->nb + 1, true, tag, sz, st);
+    } else if (place(m, t->b, t->nb, &tag, &sz, &st) == 0) {
+        rc = 0;
+    } else {
+        /* The walk gave up with another entry homeless: grow with it. */
+        rc = rebuild(m, t, t->nb + t->nb / 5 + 1, true, tag, sz, st);
+    }
+    if (rc < 0) {
+        if (big)
+            big_remove(m, big_find(m, id));
+        return rc;  /* (after a failed walk an older entry may be lost: out of memory anyway) */
+    }
+    t->count++;
+    m->count++;
+    return 0;
+}
+
+int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack)
+{
+    struct analyze_live_table *t = &m->t[table_of(id)];
+    struct bucket *bk;
+    int slot;
+    if (!find(t, tag_of(id), &bk, &slot))
+        return 0;
+    read_slot(m, id, bk, slot, size, stack);
+    if (get_stack(bk, slot) == STACK_BIG) {
+        struct analyze_live_big *e = big_find(m, id);
+        if (e)
+            big_remove(m, e);
+    }
+    bk->used &= (uint8_t)~(1u << slot);
+    t->count--;
+    m->count--;
+    if ((uint64_t)t->nb * BUCKET * 10 > (uint64_t)t->count * BOUND_PER_ENTRY_X10 + BOUND_SLACK * 10) {
+        /* Too sparse: down to 85% full (a failed rebuild keeps the table as it is). */
+        uint32_t nb = t->count ? (uint32_t)(((uint64_t)t->count * 100 + SLOTS * 85 - 1) / (SLOTS * 85)) : 0;
+        if (nb < t->nb)
+            (void)rebuild(m, t, nb, false, 0, 0, 0);
+    }
+    return 1;
+}
+
+uint64_t analyze_live_bytes(const struct analyze_live *m)
+{
+    return m->bucket_bytes + (uint64_t)ANALYZE_LIVE_TABLES * sizeof *m->t + m->big_cap * sizeof *m->big;
+}
+
+void analyze_live_each(const struct analyze_live *m, void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack),
+                       void *ctx)
+{
+    for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES; k++) {
+        const struct analyze_live_table *t = &m->t[k];
+        for (uint32_t j = 0; j < t->nb; j++)
+            for (int i = 0; i < SLOTS; i++) {
+                if (!(t->b[j].used & (1u << i)))
+                    continue;
+                uint32_t id = id_of(k, t->b[j].tag[i]);
+                uint64_t size;
+                uint32_t stack;
+                read_slot(m, id, &t->b[j], i, &size, &stack);
+                fn(ctx, id, size, stack);
+            }
+    }
+}

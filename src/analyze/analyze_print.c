@@ -1,0 +1,478 @@
+/* analyze_print.c — `memtrail analyze` output: the totals, then the
+ * sections (peak, leaks, temporary allocations, hottest stacks, size
+ * histogram, timeline), as readable text with each stack symbolized, or
+ * as one JSON document whose keys docs/cli.md lists. */
+#include "analyze/analyze.h"
+#include "report/report.h"
+#include "symbol/symbol.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SYM 16      /* symbolized frames per return address (inlined calls) */
+
+/* --- ranking stacks ------------------------------------------------------- */
+
+enum rank { RANK_PEAK, RANK_LEAKS, RANK_TEMPORARY, RANK_HOT_COUNT, RANK_HOT_BYTES };
+
+/* A stack's figures in a list: bytes and count. */
+static void figures(const struct analyze_stack *s, enum rank k, uint64_t *bytes, uint64_t *count)
+{
+    switch (k) {
+    case RANK_PEAK:
+        *bytes = s->peak_bytes, *count = s->peak_count;
+        break;
+    case RANK_LEAKS:
+        *bytes = s->live_bytes, *count = s->live_count;
+        break;
+    case RANK_TEMPORARY:
+        *bytes = s->temp_bytes, *count = s->temp_count;
+        break;
+    default:
+        *bytes = s->allocated_bytes, *count = s->allocs + s->reallocs;
+        break;
+    }
+}
+
+static enum rank sort_rank;
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+    const struct analyze_stack *a = *(const struct analyze_stack *const *)pa, *b = *(const struct analyze_stack *const *)pb;
+    uint64_t ab, ac, bb, bc;
+    figures(a, sort_rank, &ab, &ac);
+    figures(b, sort_rank, &bb, &bc);
+    bool by_count = sort_rank == RANK_TEMPORARY || sort_rank == RANK_HOT_COUNT;
+    uint64_t a1 = by_count ? ac : ab, b1 = by_count ? bc : bb;
+    uint64_t a2 = by_count ? ab : ac, b2 = by_count ? bb : bc;
+    if (a1 != b1)
+        return a1 > b1 ? -1 : 1;
+    if (a2 != b2)
+        return a2 > b2 ? -1 : 1;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (a->category > b->category) - (a->category < b->category);
+}
+
+/* The stacks with a non-zero figure for k, best first; *n of them (all,
+ * not cut to top). NULL with *n = 0 when none or out of memory. */
+static const struct analyze_stack **ranked(const struct analyze_result *res, enum rank k, size_t *n)
+{
+    *n = 0;
+    const struct analyze_stack **v = malloc((res->nstacks + 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < res->nstacks; i++) {
+        uint64_t b, c;
+        figures(&res->stacks[i], k, &b, &c);
+        if (b || c)
+            v[(*n)++] = &res->stacks[i];
+    }
+    sort_rank = k;
+    qsort(v, *n, sizeof *v, cmp_rank);
+    return v;
+}
+
+static const char *category_of(const struct analyze_view *v, unsigned id, char *buf, size_t len)
+{
+    const char *name = v->reader ? mt_trace_category_name(v->reader, id) : NULL;
+    if (name)
+        return name;
+    snprintf(buf, len, "category%u", id);
+    return buf;
+}
+
+static const mt_trace_stack *frames_of(const struct analyze_view *v, const struct analyze_stack *s)
+{
+    return v->reader && s->id ? mt_trace_stack_get(v->reader, s->id) : NULL;
+}
+
+/* --- text ----------------------------------------------------------------- */
+
+static void text_bytes(FILE *out, uint64_t b)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (b < 1024) {
+        fprintf(out, "%" PRIu64 " B", b);
+        return;
+    }
+    double x = (double)b;
+    int u = 0;
+    while (x >= 1024 && u < 6)
+        x /= 1024, u++;
+    fprintf(out, "%.2f %s", x, unit[u]);
+}
+
+static void text_time(FILE *out, uint64_t ns)
+{
+    if (ns >= 1000000000u)
+        fprintf(out, "%.3f s", (double)ns / 1e9);
+    else if (ns >= 1000000u)
+        fprintf(out, "%.3f ms", (double)ns / 1e6);
+    else if (ns >= 1000u)
+        fprintf(out, "%.3f us", (double)ns / 1e3);
+    else
+        fprintf(out, "%" PRIu64 " ns", ns);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static void text_frames(FILE *out, const struct analyze_view *v, const struct analyze_stack *s)
+{
+    const mt_trace_stack *st = frames_of(v, s);
+    if (!st || !st->nframes) {
+        fprintf(out, "      [%s]\n", s->id ? "stack not defined in the trace" : "no stack");
+        return;
+    }
+    for (uint32_t i = 0; i < st->nframes; i++) {
+        struct sym_frame f[MAX_SYM];
+        int k = v->sym ? sym_lookup(v->sym, st->frames[i], f, MAX_SYM) : 0;
+        if (k == 0) {
+            fprintf(out, "      [0x%016" PRIx64 "] ??\n", st->frames[i]);
+            continue;
+        }
+        for (int j = 0; j < k; j++) {
+            fprintf(out, "      [0x%016" PRIx64 "] ", st->frames[i]);
+            if (f[j].function)
+                fputs(f[j].function, out);
+            else if (f[j].module)
+                fprintf(out, "%s+0x%" PRIx64, base_name(f[j].module), f[j].offset);
+            else
+                fputs("??", out);
+            if (f[j].inlined)
+                fputs(" [inlined]", out);
+            if (f[j].file && f[j].line > 0)
+                fprintf(out, " (%s:%d)", f[j].file, f[j].line);
+            else if (f[j].file)
+                fprintf(out, " (%s)", f[j].file);
+            if (f[j].function && f[j].module)
+                fprintf(out, " %s", base_name(f[j].module));
+            fputc('\n', out);
+        }
+    }
+}
+
+/* One list of stacks: "#i figures (category)" and the frames. */
+static int text_list(FILE *out, const struct analyze_result *res, const struct analyze_view *v, enum rank k,
+                     const char *what)
+{
+    size_t n;
+    const struct analyze_stack **list = ranked(res, k, &n);
+    if (!list)
+        return -ENOMEM;
+    size_t shown = v->top > 0 && n > (size_t)v->top ? (size_t)v->top : n;
+    if (n == 0)
+        fprintf(out, "  (no stacks)\n\n");
+    else if (shown < n)
+        fprintf(out, "  %s: top %zu of %zu stacks\n", what, shown, n);
+    else
+        fprintf(out, "  %s: %zu stack%s\n", what, n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < shown; i++) {
+        const struct analyze_stack *s = list[i];
+        char cb[32];
+        uint64_t b, c;
+        figures(s, k, &b, &c);
+        fprintf(out, "  #%zu ", i + 1);
+        if (k == RANK_HOT_COUNT || k == RANK_HOT_BYTES) {
+            fprintf(out, "%" PRIu64 " allocations (%" PRIu64 " reallocs), ", c, s->reallocs);
+            text_bytes(out, b);
+            fputs(" allocated", out);
+        } else if (k == RANK_TEMPORARY) {
+            fprintf(out, "%" PRIu64 " temporary of %" PRIu64 " allocations, ", c, s->allocs + s->reallocs);
+            text_bytes(out, b);
+        } else {
+            text_bytes(out, b);
+            fprintf(out, " in %" PRIu64 " block%s", c, c == 1 ? "" : "s");
+        }
+        fprintf(out, " (%s, stack %" PRIu32 ")\n", category_of(v, s->category, cb, sizeof cb), s->id);
+        text_frames(out, v, s);
+        fputc('\n', out);
+    }
+    free(list);
+    return 0;
+}
+
+static void text_histogram(FILE *out, const struct analyze_result *res)
+{
+    uint64_t most = 0, total = 0;
+    for (int k = 0; k < ANALYZE_HIST; k++) {
+        if (res->hist_count[k] > most)
+            most = res->hist_count[k];
+        total += res->hist_count[k];
+    }
+    fputs("Sizes requested (allocations and reallocs), by power of two:\n", out);
+    if (!total) {
+        fputs("  (none)\n\n", out);
+        return;
+    }
+    for (int k = 0; k < ANALYZE_HIST; k++) {
+        if (!res->hist_count[k])
+            continue;
+        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
+        char range[64];
+        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, lo, hi);
+        int bar = (int)(40 * res->hist_count[k] / most);
+        fprintf(out, "  %-28s %12" PRIu64 " %5.1f%% %.*s\n", range, res->hist_count[k],
+                100.0 * (double)res->hist_count[k] / (double)total, bar > 0 ? bar : 1,
+                "########################################");
+    }
+    fputc('\n', out);
+}
+
+/* The timeline: every bucket with --timeline, else at most 24 rows. */
+static void text_timeline(FILE *out, const struct analyze_result *res, bool full)
+{
+    size_t n = res->ntimeline, per = 1;
+    if (!full)
+        while (n / per > 24)
+            per *= 2;
+    fputs("Live bytes over time (", out);
+    fprintf(out, "%zu buckets of ", (n + per - 1) / per);
+    text_time(out, res->bucket_ns * per);
+    fputs("; at the bucket's end, and the most in it):\n", out);
+    if (!n) {
+        fputs("  (no events)\n\n", out);
+        return;
+    }
+    uint64_t peak = res->peak_bytes ? res->peak_bytes : 1;
+    for (size_t i = 0; i < n; i += per) {
+        uint64_t end = 0, max = 0;
+        for (size_t j = i; j < i + per && j < n; j++) {
+            end = res->timeline[j].live_bytes;
+            if (res->timeline[j].max_bytes > max)
+                max = res->timeline[j].max_bytes;
+        }
+        fputs("  ", out);
+        char t[32];
+        snprintf(t, sizeof t, "%.6f", (double)(res->bucket_ns * i) / 1e9);
+        fprintf(out, "%12s s  ", t);
+        char b1[32], b2[32];
+        snprintf(b1, sizeof b1, "%" PRIu64, end);
+        snprintf(b2, sizeof b2, "%" PRIu64, max);
+        int bar = (int)(40 * max / peak);
+        fprintf(out, "%14s %14s  %.*s\n", b1, b2, bar, "########################################");
+    }
+    fputc('\n', out);
+}
+
+int analyze_print_text(FILE *out, const struct analyze_result *res, const struct analyze_view *v)
+{
+    const mt_trace_file_info *fi = v->reader ? mt_trace_info(v->reader) : NULL;
+    fprintf(out, "Trace %s", v->file);
+    if (fi)
+        fprintf(out, " (pid %" PRIu32 ")", fi->pid);
+    fprintf(out, ": %" PRIu64 " events over ", res->events);
+    text_time(out, res->last_ns > res->first_ns ? res->last_ns - res->first_ns : 0);
+    fputs(v->error ? ", stopped early (see the end)\n" : "\n", out);
+    fprintf(out, "  allocations %" PRIu64 ", frees %" PRIu64 ", reallocs %" PRIu64 "; allocated ", res->allocs,
+            res->frees, res->reallocs);
+    text_bytes(out, res->allocated_bytes);
+    fputc('\n', out);
+    if (res->frees_unknown || res->reallocs_unknown || res->ids_reused)
+        fprintf(out, "  of blocks not in the trace: %" PRIu64 " frees, %" PRIu64 " reallocs; ids reused while live: %"
+                PRIu64 "\n", res->frees_unknown, res->reallocs_unknown, res->ids_reused);
+    if (res->mmaps || res->munmaps) {
+        fprintf(out, "  mappings: %" PRIu64 " mmaps, %" PRIu64 " munmaps; mapped at the end ", res->mmaps, res->munmaps);
+        text_bytes(out, res->mapped_bytes);
+        fputs(", at most ", out);
+        text_bytes(out, res->mapped_peak);
+        fputc('\n', out);
+    }
+    int found = 0;
+    uint64_t lost = v->reader ? mt_trace_stat(v->reader, "events_lost", &found) : 0;
+    if (found && lost)
+        fprintf(out, "  events lost while recording: %" PRIu64 " (the figures miss them)\n", lost);
+    fputs("  live at the end: ", out);
+    text_bytes(out, res->live_bytes);
+    fprintf(out, " in %" PRIu64 " blocks\n\n", res->live_count);
+
+    int rc = 0;
+    if (v->show & ANALYZE_SHOW_PEAK) {
+        fputs("Peak: ", out);
+        text_bytes(out, res->peak_bytes);
+        fprintf(out, " (%" PRIu64 " bytes) in %" PRIu64 " blocks, first reached at ", res->peak_bytes, res->peak_count);
+        text_time(out, res->peak_time_ns);
+        fputc('\n', out);
+        rc = rc ? rc : text_list(out, res, v, RANK_PEAK, "live at the peak");
+    }
+    if (v->show & ANALYZE_SHOW_LEAKS) {
+        fputs("Leaks (never freed): ", out);
+        text_bytes(out, res->live_bytes);
+        fprintf(out, " in %" PRIu64 " blocks\n", res->live_count);
+        rc = rc ? rc : text_list(out, res, v, RANK_LEAKS, "by stack");
+    }
+    if (v->show & ANALYZE_SHOW_TEMPORARY) {
+        uint64_t calls = res->allocs + res->reallocs;
+        fprintf(out, "Temporary allocations (freed by their thread's next call): %" PRIu64 " (%.1f%% of %" PRIu64
+                " allocations), ", res->temp_count, calls ? 100.0 * (double)res->temp_count / (double)calls : 0.0,
+                calls);
+        text_bytes(out, res->temp_bytes);
+        fputc('\n', out);
+        rc = rc ? rc : text_list(out, res, v, RANK_TEMPORARY, "by stack");
+    }
+    if (v->show & ANALYZE_SHOW_HOT) {
+        fputs("Hottest stacks by number of allocations:\n", out);
+        rc = rc ? rc : text_list(out, res, v, RANK_HOT_COUNT, "allocating");
+        fputs("Hottest stacks by bytes allocated:\n", out);
+        rc = rc ? rc : text_list(out, res, v, RANK_HOT_BYTES, "allocating");
+    }
+    if (v->show & ANALYZE_SHOW_HISTOGRAM)
+        text_histogram(out, res);
+    if (v->show & ANALYZE_SHOW_TIMELINE)
+        text_timeline(out, res, v->show == ANALYZE_SHOW_TIMELINE);
+    if (v->error)
+        fprintf(out, "Incomplete: reading stopped early (%s); the figures above are those of the %" PRIu64
+                " events before it.\n", v->error, res->events);
+    if (rc < 0)
+        return rc;
+    return ferror(out) ? -EIO : 0;
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+static void json_frames(FILE *out, const struct analyze_view *v, const struct analyze_stack *s)
+{
+    fputs("\"frames\": [", out);
+    const mt_trace_stack *st = frames_of(v, s);
+    bool first = true;
+    for (uint32_t i = 0; st && i < st->nframes; i++) {
+        struct sym_frame f[MAX_SYM];
+        int k = v->sym ? sym_lookup(v->sym, st->frames[i], f, MAX_SYM) : 0;
+        if (k == 0) {
+            f[0] = (struct sym_frame){.address = st->frames[i]};
+            k = 1;
+        }
+        for (int j = 0; j < k; j++) {
+            fputs(first ? "\n        {" : ",\n        {", out);
+            first = false;
+            fputs("\"function\": ", out);
+            report_json_string(out, f[j].function);
+            fputs(", \"file\": ", out);
+            report_json_string(out, f[j].file);
+            if (f[j].line > 0)
+                fprintf(out, ", \"line\": %d", f[j].line);
+            else
+                fputs(", \"line\": null", out);
+            fputs(", \"module\": ", out);
+            report_json_string(out, f[j].module);
+            fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"inlined\": %s}", f[j].address,
+                    f[j].inlined ? "true" : "false");
+        }
+    }
+    fputs(first ? "]" : "\n      ]", out);
+}
+
+static int json_list(FILE *out, const struct analyze_result *res, const struct analyze_view *v, enum rank k)
+{
+    size_t n;
+    const struct analyze_stack **list = ranked(res, k, &n);
+    if (!list)
+        return -ENOMEM;
+    size_t shown = v->top > 0 && n > (size_t)v->top ? (size_t)v->top : n;
+    fprintf(out, "\"stacks_total\": %zu, \"stacks\": [", n);
+    for (size_t i = 0; i < shown; i++) {
+        const struct analyze_stack *s = list[i];
+        char cb[32];
+        uint64_t b, c;
+        figures(s, k, &b, &c);
+        fprintf(out, "%s\n      {\"stack\": %" PRIu32 ", \"category\": ", i ? "," : "", s->id);
+        report_json_string(out, category_of(v, s->category, cb, sizeof cb));
+        fprintf(out, ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64, b, c);
+        if (k == RANK_HOT_COUNT || k == RANK_HOT_BYTES)
+            fprintf(out, ", \"allocs\": %" PRIu64 ", \"reallocs\": %" PRIu64, s->allocs, s->reallocs);
+        else if (k == RANK_TEMPORARY)
+            fprintf(out, ", \"allocs\": %" PRIu64, s->allocs + s->reallocs);
+        fputs(", ", out);
+        json_frames(out, v, s);
+        fputc('}', out);
+    }
+    fputs(shown ? "\n    ]" : "]", out);
+    free(list);
+    return 0;
+}
+
+int analyze_print_json(FILE *out, const struct analyze_result *res, const struct analyze_view *v)
+{
+    const mt_trace_file_info *fi = v->reader ? mt_trace_info(v->reader) : NULL;
+    fputs("{\n  \"file\": ", out);
+    report_json_string(out, v->file);
+    fputs(",\n  \"pid\": ", out);
+    if (fi)
+        fprintf(out, "%" PRIu32, fi->pid);
+    else
+        fputs("null", out);
+    fprintf(out, ",\n  \"complete\": %s,\n  \"error\": ", v->error ? "false" : "true");
+    report_json_string(out, v->error);
+    int found = 0;
+    uint64_t lost = v->reader ? mt_trace_stat(v->reader, "events_lost", &found) : 0;
+    fprintf(out, ",\n  \"events\": %" PRIu64 ",\n  \"events_lost\": ", res->events);
+    if (found)
+        fprintf(out, "%" PRIu64, lost);
+    else
+        fputs("null", out);
+    fprintf(out, ",\n  \"allocs\": %" PRIu64 ",\n  \"frees\": %" PRIu64 ",\n  \"reallocs\": %" PRIu64
+            ",\n  \"frees_unknown\": %" PRIu64 ",\n  \"reallocs_unknown\": %" PRIu64 ",\n  \"ids_reused\": %" PRIu64
+            ",\n  \"mmaps\": %" PRIu64 ",\n  \"munmaps\": %" PRIu64 ",\n  \"allocated_bytes\": %" PRIu64
+            ",\n  \"first_ns\": %" PRIu64 ",\n  \"last_ns\": %" PRIu64
+            ",\n  \"live\": {\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 "}"
+            ",\n  \"mapped\": {\"bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "}",
+            res->allocs, res->frees, res->reallocs, res->frees_unknown, res->reallocs_unknown, res->ids_reused,
+            res->mmaps, res->munmaps, res->allocated_bytes, res->first_ns, res->last_ns, res->live_bytes,
+            res->live_count, res->mapped_bytes, res->mapped_peak);
+    int rc = 0;
+    if (v->show & ANALYZE_SHOW_PEAK) {
+        fprintf(out, ",\n  \"peak\": {\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ", \"time_ns\": %" PRIu64 ",\n    ",
+                res->peak_bytes, res->peak_count, res->peak_time_ns);
+        rc = rc ? rc : json_list(out, res, v, RANK_PEAK);
+        fputc('}', out);
+    }
+    if (v->show & ANALYZE_SHOW_LEAKS) {
+        fprintf(out, ",\n  \"leaks\": {\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ",\n    ", res->live_bytes,
+                res->live_count);
+        rc = rc ? rc : json_list(out, res, v, RANK_LEAKS);
+        fputc('}', out);
+    }
+    if (v->show & ANALYZE_SHOW_TEMPORARY) {
+        fprintf(out, ",\n  \"temporary\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ",\n    ", res->temp_count,
+                res->temp_bytes);
+        rc = rc ? rc : json_list(out, res, v, RANK_TEMPORARY);
+        fputc('}', out);
+    }
+    if (v->show & ANALYZE_SHOW_HOT) {
+        fputs(",\n  \"hot\": {\"by_count\": {", out);
+        rc = rc ? rc : json_list(out, res, v, RANK_HOT_COUNT);
+        fputs("},\n    \"by_bytes\": {", out);
+        rc = rc ? rc : json_list(out, res, v, RANK_HOT_BYTES);
+        fputs("}}", out);
+    }
+    if (v->show & ANALYZE_SHOW_HISTOGRAM) {
+        fputs(",\n  \"histogram\": [", out);
+        bool first = true;
+        for (int k = 0; k < ANALYZE_HIST; k++) {
+            if (!res->hist_count[k])
+                continue;
+            uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
+            fprintf(out, "%s\n    {\"min\": %" PRIu64 ", \"max\": %" PRIu64 ", \"count\": %" PRIu64 ", \"bytes\": %"
+                    PRIu64 "}", first ? "" : ",", lo, hi, res->hist_count[k], res->hist_bytes[k]);
+            first = false;
+        }
+        fputs(first ? "]" : "\n  ]", out);
+    }
+    if (v->show & ANALYZE_SHOW_TIMELINE) {
+        fprintf(out, ",\n  \"timeline\": {\"bucket_ns\": %" PRIu64 ", \"buckets\": [", res->bucket_ns);
+        for (size_t i = 0; i < res->ntimeline; i++)
+            fprintf(out, "%s\n    {\"time_ns\": %" PRIu64 ", \"live_bytes\": %" PRIu64 ", \"max_bytes\": %" PRIu64 "}",
+                    i ? "," : "", res->bucket_ns * i, res->timeline[i].live_bytes, res->timeline[i].max_bytes);
+        fputs(res->ntimeline ? "\n  ]}" : "]}", out);
+    }
+    fputs("\n}\n", out);
+    if (rc < 0)
+        return rc;
+    return ferror(out) ? -EIO : 0;
+}

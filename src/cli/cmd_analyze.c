@@ -1,0 +1,208 @@
+/* cmd_analyze.c — `memtrail analyze TRACE [--json] [--peak] [--leaks]
+ * [--temporary] [--hot] [--histogram] [--timeline] [--top N]`: one pass
+ * over a trace (src/analyze) and its report, symbolized; progress on
+ * stderr when it is a terminal. A trace that stops early (cut, corrupt) is
+ * reported as far as it was read, then the reader's error, exit 1. */
+#include "analyze/analyze.h"
+#include "cli/cli.h"
+#include "report/report.h"
+#include "symbol/symbol.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char analyze_usage[] =
+    "usage: memtrail analyze TRACE [--json] [--peak] [--leaks] [--temporary] [--hot]\n"
+    "                              [--histogram] [--timeline] [--top N]\n"
+    "\n"
+    "Analyse the trace TRACE (written by 'memtrail run --mode trace') in one pass,\n"
+    "in bounded memory, and print:\n"
+    "  the totals   events, allocations, frees, reallocs, frees of blocks the trace\n"
+    "               does not hold, mappings, events lost while recording\n"
+    "  peak         the most bytes live at once, when it was first reached, and the\n"
+    "               stacks holding them then\n"
+    "  leaks        the blocks never freed, by stack\n"
+    "  temporary    blocks freed by the very next malloc-family call of the thread\n"
+    "               that allocated them, by stack\n"
+    "  hot          the stacks that allocate most often, and the most bytes\n"
+    "  histogram    requested sizes by power of two\n"
+    "  timeline     live bytes over time (256 buckets at most; the text shows 24\n"
+    "               rows unless --timeline is the only section asked for)\n"
+    "Stacks are symbolized from the recorded modules' files and debug info.\n"
+    "\n"
+    "Options:\n"
+    "  --json         print JSON instead (keys in docs/cli.md)\n"
+    "  --peak, --leaks, --temporary, --hot, --histogram, --timeline\n"
+    "                 show these sections only (default: all)\n"
+    "  --top N        stacks per list (default 10; 0: all)\n"
+    "  -h, --help     show this help\n"
+    "\n"
+    "A trace cut short or damaged is analysed up to the problem: the report of\n"
+    "everything before it goes to stdout (\"complete\": false in JSON), the error,\n"
+    "naming the chunk and its offset, to stderr, and the exit status is 1.\n";
+
+struct progress {
+    const char *file;
+    mt_trace_reader *r;
+    uint64_t size;
+    struct timespec last;
+    bool shown;
+};
+
+static void show_progress(void *ctx, uint64_t events)
+{
+    struct progress *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = (now.tv_sec - p->last.tv_sec) * 1000 + (now.tv_nsec - p->last.tv_nsec) / 1000000;
+    if (ms < 100)
+        return;
+    p->last = now;
+    uint64_t off = mt_trace_offset(p->r);
+    double pct = p->size ? 100.0 * (double)off / (double)p->size : 0;
+    fprintf(stderr, "\rmemtrail: analysing %s: %3.0f%% (%" PRIu64 " events)", p->file, pct > 100 ? 100 : pct, events);
+    p->shown = true;
+}
+
+static void print_warnings(struct symbolizer *s)
+{
+    const char *w = sym_warnings(s);
+    while (*w) {
+        size_t len = strcspn(w, "\n");
+        fprintf(stderr, "memtrail: warning: %.*s\n", (int)len, w);
+        w += len + (w[len] == '\n');
+    }
+}
+
+static int parse_top(const char *v, int *top)
+{
+    int64_t n;
+    if (report_parse_i64(v, &n) < 0 || n < 0 || n > 1000000000)
+        return cli_usage_error("analyze", "bad value '%s' for --top (expected an integer from 0 to 1000000000)", v);
+    *top = (int)n;
+    return CLI_OK;
+}
+
+static int analyze_file(const char *path, bool json, unsigned show, int top)
+{
+    mt_trace_reader *r = NULL;
+    char err[MT_TRACE_ERR_MAX] = "";
+    int rc = mt_trace_open(path, MT_TRACE_PREFETCH, &r, err, sizeof err);
+    if (rc < 0)
+        return cli_error("%s", err[0] ? err : strerror(-rc));
+    struct analyzer *a = analyze_new(0);
+    if (!a) {
+        mt_trace_close(r);
+        return cli_error("out of memory");
+    }
+    const mt_trace_file_info *fi = mt_trace_info(r);
+    struct progress p = {.file = path, .r = r, .size = fi ? fi->file_bytes : 0};
+    clock_gettime(CLOCK_MONOTONIC, &p.last);
+    bool tty = isatty(STDERR_FILENO);
+    int arc = analyze_run(a, r, tty ? show_progress : NULL, &p);
+    if (p.shown)
+        fputs("\r\033[K", stderr);
+    int status = CLI_OK;
+    char stop[MT_TRACE_ERR_MAX + 160] = "";
+    if (arc == -ENOMEM) {
+        status = cli_error("%s: out of memory analysing the trace", path);
+        goto done;
+    }
+    if (arc < 0)
+        snprintf(stop, sizeof stop, "%s", mt_trace_error(r));
+    else if (!mt_trace_complete(r))
+        snprintf(stop, sizeof stop, "%s: no end record after chunk %" PRIu64 " (offset %" PRIu64 "): the writer "
+                 "stopped before finishing the trace; every whole chunk was read", path, mt_trace_chunks_read(r),
+                 mt_trace_offset(r));
+    const struct analyze_result *res = analyze_result(a);
+    struct report rep;
+    if (analyze_to_report(res, r, !stop[0], &rep) < 0) {
+        report_free(&rep);
+        status = cli_error("out of memory");
+        goto done;
+    }
+    struct symbolizer *sym = sym_open(&rep);
+    if (!sym) {
+        report_free(&rep);
+        status = cli_error("out of memory");
+        goto done;
+    }
+    print_warnings(sym);
+    struct analyze_view v = {.file = path, .reader = r, .sym = sym, .show = show, .top = top,
+                             .error = stop[0] ? stop : NULL};
+    status = cli_write_status(json ? analyze_print_json(stdout, res, &v) : analyze_print_text(stdout, res, &v));
+    sym_close(sym);
+    report_free(&rep);
+    if (status == CLI_OK && stop[0])
+        status = cli_error("%s", stop);
+done:
+    analyze_free(a);
+    mt_trace_close(r);
+    return status;
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    const char *file = NULL;
+    bool json = false, options_done = false;
+    unsigned show = 0;
+    int top = 10;
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } sections[] = {
+        {"--peak", ANALYZE_SHOW_PEAK},           {"--leaks", ANALYZE_SHOW_LEAKS},
+        {"--temporary", ANALYZE_SHOW_TEMPORARY}, {"--hot", ANALYZE_SHOW_HOT},
+        {"--histogram", ANALYZE_SHOW_HISTOGRAM}, {"--timeline", ANALYZE_SHOW_TIMELINE},
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_done || arg[0] != '-' || arg[1] == '\0') {
+            if (file)
+                return cli_usage_error("analyze", "too many arguments ('%s'; expected one TRACE)", arg);
+            file = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (cli_is_help(arg)) {
+            fputs(analyze_usage, stdout);
+            return CLI_OK;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            json = true;
+            continue;
+        }
+        bool matched = false;
+        for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
+            if (strcmp(arg, sections[k].name) == 0) {
+                show |= sections[k].bit;
+                matched = true;
+            }
+        if (matched)
+            continue;
+        const char *v;
+        int m = cli_option_value("analyze", argc, argv, &i, "--top", NULL, &v);
+        if (m < 0)
+            return CLI_USAGE;
+        if (m > 0) {
+            if (parse_top(v, &top) != CLI_OK)
+                return CLI_USAGE;
+            continue;
+        }
+        return cli_usage_error("analyze", "unknown option '%s'", arg);
+    }
+    if (!file)
+        return cli_usage_error("analyze", "missing the TRACE file");
+    if (strcmp(file, "-") == 0)
+        return cli_usage_error("analyze", "a trace is read from a file, not stdin (the reader seeks)");
+    return analyze_file(file, json, show ? show : ANALYZE_SHOW_ALL, top);
+}
