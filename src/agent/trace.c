@@ -28,7 +28,7 @@
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
-mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20};
+mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20, .time_unit_ns = 1000};
 _Atomic uint32_t mt_trace_last_id;
 
 static xe_session *trace_session;
@@ -100,6 +100,7 @@ static mt_trace_writer *new_writer(enc_state *e)
         .pid = (uint32_t)getpid(),
         .start_ns = trace_start_ns,
         .start_realtime_ns = trace_start_real_ns,
+        .time_unit_ns = mt_trace_opt.time_unit_ns,
     };
     mt_trace_host host = {
         .ctx = e,

@@ -95,13 +95,11 @@ typedef struct ring {
     long count;
 } ring;
 
-static NOINLINE void *handoff_alloc(long i) { return malloc((size_t)(i % 500) + 8); }
-
 static void *producer(void *arg)
 {
     ring *r = arg;
     for (long i = 0; i < r->count; i++) {
-        void *p = handoff_alloc(i);
+        void *p = malloc((size_t)(i % 500) + 8);
         unsigned h = atomic_load(&r->head);
         while (h - atomic_load(&r->tail) >= RING)
             sched_yield();

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Trace mode on real programs (tests/agent/tracer.c): the analyzer's totals
+# against the same program's summary report, leaks and temporaries against
+# what the program is known to do, frees handed between threads, fork
+# children, counted losses, and traces cut or damaged anywhere (read with
+# the ASan+UBSan build of the CLI).
+. "$(dirname "$0")/../lib.sh"
+
+TR=$TBIN/tracer
+py() { python3 -c "$@"; }
+
+# --- the analyzer's totals = the summary report's -----------------------------
+run_mt "$MT" run -o "$T/known.mtr" -- "$TR" known
+run_mt "$MT" report "$T/known.mtr" --json
+printf '%s' "$out" >"$T/known.mtr.json"
+run_mt "$MT" run --mode trace --no-loss -o "$T/known.mtt" -- "$TR" known
+expect_eq "trace: run exits with the program's status" 0 "$rc"
+expect_match "trace: run says where the trace is" "trace of [0-9]+ written to $T/known.mtt" "$err"
+expect_match "trace: the agent says what it wrote and lost" "trace: [0-9]+ events, 0 lost, [0-9]+ bytes" "$err"
+run_mt "$MT_ASAN" analyze --json "$T/known.mtt"
+expect_eq "trace: analyze exits 0" 0 "$rc"
+printf '%s' "$out" >"$T/known.json"
+for k in allocs frees reallocs; do
+    expect_eq "trace: $k = the summary report's" "$(json_get "$T/known.mtr.json" "j['total']['$k']")" \
+        "$(json_get "$T/known.json" "j['$k']")"
+done
+expect_eq "trace: leaked bytes = the summary's live bytes" \
+    "$(json_get "$T/known.mtr.json" "j['total']['live_bytes']")" "$(json_get "$T/known.json" "j['leaks']['bytes']")"
+expect_eq "trace: leaked blocks = the summary's live blocks" \
+    "$(json_get "$T/known.mtr.json" "j['total']['live_count']")" "$(json_get "$T/known.json" "j['leaks']['count']")"
+expect_eq "trace: peak = the summary's peak (one thread: exact)" \
+    "$(json_get "$T/known.mtr.json" "j['total']['peak_bytes']")" "$(json_get "$T/known.json" "j['peak']['bytes']")"
+expect_eq "trace: complete, nothing lost, no unknown frees" "True 0 0" \
+    "$(json_get "$T/known.json" "'%s %d %d' % (j['complete'], j['events_lost'], j['frees_unknown'])")"
+expect_eq "trace: events = allocs + frees + reallocs + mappings" \
+    "$(json_get "$T/known.json" "j['allocs'] + j['frees'] + j['reallocs'] + j['mmaps'] + j['munmaps']")" \
+    "$(json_get "$T/known.json" "j['events']")"
+
+# --- leaks and temporaries, by stack --------------------------------------------
+leak_of() { # FUNCTION: "count bytes" of the leak stacks whose first frame is FUNCTION
+    json_get "$T/known.json" "(lambda s: '%d %d' % (sum(x['count'] for x in s), sum(x['bytes'] for x in s)))([x for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == '$1'])"
+}
+expect_eq "trace: leak_small leaked 10 x 100 bytes" "10 1000" "$(leak_of leak_small)"
+expect_eq "trace: leak_big leaked 3 x 5000 bytes" "3 15000" "$(leak_of leak_big)"
+expect_eq "trace: no other leak (13 blocks, 16000 bytes)" "13 16000" \
+    "$(json_get "$T/known.json" "'%d %d' % (j['leaks']['count'], j['leaks']['bytes'])")"
+expect_eq "trace: make_temporaries' 50 allocations are temporary" "50" \
+    "$(json_get "$T/known.json" "sum(x['count'] for x in j['temporary']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'make_temporaries')")"
+expect_eq "trace: the peak holds churn's 3 MiB block" "1" \
+    "$(json_get "$T/known.json" "sum(1 for x in j['peak']['stacks'] if x['bytes'] == 3 << 20 and x['frames'][0]['function'] == 'churn')")"
+run_mt "$MT" analyze "$T/known.mtt"
+expect_match "trace: text output names the leak" "leak_small" "$out"
+
+# --- report and export read traces ------------------------------------------------
+run_mt "$MT" export "$T/known.mtt" --format folded
+expect_eq "trace: export folded exits 0" 0 "$rc"
+expect_match "trace: folded stacks name leak_big" "leak_big" "$out"
+run_mt "$MT" report "$T/known.mtt"
+expect_eq "trace: report of a trace exits 0" 0 "$rc"
+expect_match "trace: report of a trace shows its sites" "leak_small" "$out"
+
+# --- frees handed between threads arrive after their allocs ---------------------
+run_mt "$MT" run --mode trace --no-loss -o "$T/handoff.mtt" -- "$TR" handoff 2
+run_mt "$MT" analyze --json "$T/handoff.mtt"
+printf '%s' "$out" >"$T/handoff.json"
+expect_eq "trace: handoff: no free before its alloc, no id reused" "0 0" \
+    "$(json_get "$T/handoff.json" "'%d %d' % (j['frees_unknown'], j['ids_reused'])")"
+expect_eq "trace: handoff: nothing handed off leaks" "0" \
+    "$(json_get "$T/handoff.json" "sum(x['count'] for x in j['leaks']['stacks'] if any(f['function'] == 'producer' for f in x['frames']))")"
+expect_eq "trace: handoff: 40000 handed-off allocations" "40000" \
+    "$(json_get "$T/handoff.json" "sum(x['count'] for x in j['hot']['by_count']['stacks'] if any(f['function'] == 'producer' for f in x['frames']))")"
+
+# --- fork: each process its own trace -------------------------------------------
+run_mt "$MT" run --mode trace --no-loss -o "$T/fork.%p.mtt" -- "$TR" fork
+nfiles=$(ls "$T"/fork.*.mtt 2>/dev/null | wc -l)
+expect_eq "trace: fork: parent and child write a trace each" 2 "$nfiles"
+leaks=""
+for f in "$T"/fork.*.mtt; do
+    "$MT" analyze --json "$f" >"$T/f.json" 2>/dev/null
+    leaks="$leaks $(json_get "$T/f.json" "sum(x['count'] for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'leak_n')")"
+done
+expect_eq "trace: fork: the parent's 7 and the child's 11 leaks, each in its file" "7 11" \
+    "$(echo $leaks | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//')"
+
+# --- losses are counted and shown -------------------------------------------------
+run_mt "$MT" run --mode trace --trace-buffer 192KB -o "$T/flood.mtt" -- "$TR" flood 3000000
+lost=$(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, \([0-9]*\) lost.*/\1/p')
+if [ -n "$lost" ] && [ "$lost" -gt 0 ]; then pass "trace: a small buffer loses events, and says so ($lost)"
+else fail "trace: a small buffer loses events, and says so" "no loss reported: $err"; fi
+run_mt "$MT" analyze --json "$T/flood.mtt"
+printf '%s' "$out" >"$T/flood.json"
+expect_eq "trace: analyze reports the agent's count of lost events" "$lost" "$(json_get "$T/flood.json" "j['events_lost']")"
+expect_eq "trace: written + lost = every event fired (6000000 + start-up)" "1" \
+    "$(json_get "$T/flood.json" "int(j['events'] + j['events_lost'] >= 6000000)")"
+
+# --- a trace cut or damaged anywhere still analyses -------------------------------
+run_mt "$MT" run --mode trace --no-loss -o "$T/big.mtt" -- "$TR" flood 600000
+run_mt "$MT" analyze --json "$T/big.mtt"
+full=$(printf '%s' "$out" | json_get /dev/stdin "j['events']")
+size=$(stat -c %s "$T/big.mtt")
+bad=0 seen_err=0
+for cut in $(py "import random; r = random.Random(7); print(' '.join(str(r.randrange(1, $size)) for _ in range(12)))") 0 64 $((size - 1)); do
+    head -c "$cut" "$T/big.mtt" >"$T/cut.mtt"
+    "$MT_ASAN" analyze --json "$T/cut.mtt" >"$T/cut.json" 2>"$T/cut.err"
+    r=$?
+    if [ "$r" -ne 0 ] && [ "$r" -ne 1 ]; then bad=1; echo "cut at $cut: exit $r"; cat "$T/cut.err"; continue; fi
+    if [ "$cut" -ge 64 ]; then
+        ev=$(json_get "$T/cut.json" "j['events']" 2>/dev/null)
+        if [ -z "$ev" ] || [ "$ev" -gt "$full" ]; then bad=1; echo "cut at $cut: events '$ev' of $full"; fi
+    fi
+    if [ "$r" -eq 1 ]; then
+        seen_err=1
+        grep -Eq 'cut\.mtt' "$T/cut.err" || { bad=1; echo "cut at $cut: error without the file: $(cat "$T/cut.err")"; }
+    fi
+done
+expect_eq "trace: cut at random offsets: a report of what was read, exit 0 or 1, never a crash" 0 "$bad"
+expect_eq "trace: a cut trace is reported as an error" 1 "$seen_err"
+head -c $((size / 2)) "$T/big.mtt" >"$T/half.mtt"
+run_mt "$MT_ASAN" analyze "$T/half.mtt"
+expect_eq "trace: half a trace: exit 1" 1 "$rc"
+expect_match "trace: half a trace: the error names the file, the chunk and the offset" \
+    "half\.mtt.*chunk [0-9]+.*offset [0-9]+" "$err"
+expect_match "trace: half a trace: what was read is reported" "Peak" "$out"
+cp "$T/big.mtt" "$T/flip.mtt"
+printf '\xff' | dd of="$T/flip.mtt" bs=1 seek=$((size / 3)) conv=notrunc 2>/dev/null
+run_mt "$MT_ASAN" analyze --json "$T/flip.mtt"
+expect_eq "trace: a flipped byte: exit 1" 1 "$rc"
+expect_match "trace: a flipped byte: the error names the chunk" "chunk [0-9]+" "$err"
+printf 'not a trace at all, just text\n' >"$T/text.mtt"
+run_mt "$MT_ASAN" analyze "$T/text.mtt"
+expect_eq "trace: not a trace: exit 1" 1 "$rc"
+
+# --- options ------------------------------------------------------------------------
+run_mt "$MT" run --mode trace --trace-buffer 1KB -- true
+expect_eq "trace: --trace-buffer too small: usage error" 2 "$rc"
+run_mt "$MT" run --no-loss -- true
+expect_eq "trace: --no-loss without trace mode: usage error" 2 "$rc"
+out=$(MEMTRAIL_OPTIONS="mode=trace:trace_loss=maybe" LD_PRELOAD=$AGENT "$TR" known 2>&1)
+expect_match "trace: a bad trace_loss is one clear line" "bad value 'maybe' for trace_loss \(accepted: drop, wait\)" "$out"
