@@ -142,6 +142,14 @@ static int set_option(const char *key, size_t klen, const char *val)
         mt_trace_opt.buffer = v;
         return 0;
     }
+    if (KEY_IS("trace_time_unit")) {
+        char *end;
+        long u = strtol(val, &end, 10);
+        if (!*val || *end || u < 1 || u > 1000000000)
+            goto bad_value;
+        mt_trace_opt.time_unit_ns = (uint32_t)u;
+        return 0;
+    }
     if (KEY_IS("trace_loss")) {
         if (strcmp(val, "drop") == 0)
             mt_trace_opt.wait = 0;
@@ -195,7 +203,7 @@ static int set_option(const char *key, size_t klen, const char *val)
     }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, trace_buffer, trace_loss, on_error, crash_report, follow_exec, query); running untracked");
+    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, trace_buffer, trace_loss, trace_time_unit, on_error, crash_report, follow_exec, query); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -209,6 +217,8 @@ bad_value:
         mt_out_str(&o, " (accepted: a size from 192KB to 64GB, a number of MB or with a unit)");
     else if (KEY_IS("trace_loss"))
         mt_out_str(&o, " (accepted: drop, wait)");
+    else if (KEY_IS("trace_time_unit"))
+        mt_out_str(&o, " (accepted: nanoseconds from 1 to 1000000000)");
     else if (KEY_IS("depth"))
         mt_out_str(&o, " (accepted: 1 to 64 frames)");
     else if (KEY_IS("unwind"))
