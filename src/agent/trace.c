@@ -15,6 +15,7 @@
 #include "agent/trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -307,6 +308,55 @@ static int start_session(const char *path)
     return 0;
 }
 
+/* When this process started, on the wall clock (from /proc/self/stat's
+ * start time, in clock ticks after boot); 0 if unknown. */
+static uint64_t process_start_realtime_ns(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');   /* the command name may hold spaces */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return 0;
+    uint64_t ticks = strtoull(p + 1, NULL, 10);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        return 0;
+    uint64_t since_boot = ticks * (1000000000u / (uint64_t)hz);
+    uint64_t boot = clock_ns(CLOCK_BOOTTIME), real = clock_ns(CLOCK_REALTIME);
+    return real > boot ? real - boot + since_boot : 0;
+}
+
+/* Does `path` hold a trace this process wrote before an exec replaced its
+ * image (same pid, begun after the process started)? */
+static int written_by_earlier_image(const char *path, uint64_t started)
+{
+    unsigned char h[40];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, h, sizeof h);
+    close(fd);
+    if (n != (ssize_t)sizeof h || memcmp(h, "MTTRACE", 8) != 0)
+        return 0;
+    uint64_t real = 0;
+    uint32_t pid = 0;
+    for (int i = 0; i < 8; i++)
+        real |= (uint64_t)h[24 + i] << (8 * i);
+    for (int i = 0; i < 4; i++)
+        pid |= (uint32_t)h[32 + i] << (8 * i);
+    /* Ticks are coarse: a second of slack. */
+    return pid == (uint32_t)getpid() && started && real + 1000000000u >= started;
+}
+
 void mt_trace_start(void)
 {
     if (!mt_site_opt.trace)
@@ -314,6 +364,17 @@ void mt_trace_start(void)
     if (mt_report_path(NULL, trace_path, sizeof trace_path) != 0) {
         say_no_trace("the output path is too long");
         return;
+    }
+    /* After an exec (follow_exec=on) the pid, and so the path, is the
+     * earlier image's: keep its trace, and write PATH.1 (.2, ...). */
+    uint64_t started = process_start_realtime_ns();
+    size_t len = strlen(trace_path);
+    for (unsigned k = 1; written_by_earlier_image(trace_path, started) && k < 1000; k++) {
+        mt_out o;
+        mt_out_init(&o, trace_path + len, sizeof trace_path - len, -1);
+        mt_out_char(&o, '.');
+        mt_out_u64(&o, k);
+        mt_out_cstr(&o);
     }
     (void)start_session(trace_path);
 }

@@ -82,6 +82,15 @@ done
 expect_eq "trace: fork: the parent's 7 and the child's 11 leaks, each in its file" "7 11" \
     "$(echo $leaks | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//')"
 
+# --- exec: the image before keeps its trace, the one after writes its own ------------
+run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
+shpid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
+"$MT" analyze --json "$T/ex.$shpid.mtt" >"$T/ex0.json" 2>/dev/null
+"$MT" analyze --json "$T/ex.$shpid.mtt.1" >"$T/ex1.json" 2>/dev/null
+expect_eq "trace: exec: the shell's trace is kept, complete" "True" "$(json_get "$T/ex0.json" "j['complete']")"
+expect_eq "trace: exec: the exec'd program's trace goes to FILE.1, with its 13 leaks" "True 13" \
+    "$(json_get "$T/ex1.json" "'%s %d' % (j['complete'], j['leaks']['count'])")"
+
 # --- losses are counted and shown -------------------------------------------------
 run_mt "$MT" run --mode trace --trace-buffer 192KB -o "$T/flood.mtt" -- "$TR" flood 3000000
 lost=$(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, \([0-9]*\) lost.*/\1/p')
