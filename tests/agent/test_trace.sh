@@ -139,6 +139,18 @@ printf 'not a trace at all, just text\n' >"$T/text.mtt"
 run_mt "$MT_ASAN" analyze "$T/text.mtt"
 expect_eq "trace: not a trace: exit 1" 1 "$rc"
 
+# --- a killed writer leaves every whole chunk ---------------------------------------
+MEMTRAIL_OPTIONS="mode=trace:output=$T/killed.mtt" LD_PRELOAD=$AGENT "$TR" flood 2000000000 2>/dev/null &
+victim=$!
+sleep 3
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+run_mt "$MT_ASAN" analyze --json "$T/killed.mtt"
+printf '%s' "$out" >"$T/killed.json"
+expect_eq "trace: killed: analyze reports what was written (exit 0 or 1)" 1 "$([ "$rc" -le 1 ] && echo 1 || echo 0)"
+expect_eq "trace: killed: incomplete, with events" "False 1" \
+    "$(json_get "$T/killed.json" "'%s %d' % (j['complete'], int(j['events'] > 1000))")"
+
 # --- options ------------------------------------------------------------------------
 run_mt "$MT" run --mode trace --trace-buffer 1KB -- true
 expect_eq "trace: --trace-buffer too small: usage error" 2 "$rc"
