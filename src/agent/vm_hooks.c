@@ -124,27 +124,51 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
     if (mt_t.vm_locked || !vm_tracking())
         return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     mt_vm_lock();
+    unsigned cat = MT_CAT_MMAP;
+    size_t i = mt_vm_first_after((uintptr_t)old);
+    if (i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)old)
+        cat = mt_vm_table[i].cat;
     void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
+    /* oldlen 0 (a second mapping of shared memory) and MREMAP_DONTUNMAP
+     * leave the old range mapped. */
+    size_t gone = (oldlen == 0 || (flags & MREMAP_DONTUNMAP)) ? 0 : PAGE_UP(oldlen);
     if (p != MAP_FAILED) {
         int saved = errno;
-        /* oldlen 0 (a second mapping of shared memory) and MREMAP_DONTUNMAP
-         * leave the old range mapped. */
-        size_t gone = (oldlen == 0 || (flags & MREMAP_DONTUNMAP)) ? 0 : PAGE_UP(oldlen);
         mt_vm_moved((uintptr_t)old, gone, (uintptr_t)p, PAGE_UP(newlen));
         errno = saved;
     }
     mt_vm_unlock();
+    /* As events: the old range goes, the new one comes. */
+    if (p != MAP_FAILED && !mt_t.in_agent) {
+        if (gone)
+            mt_xe_event(XE_EV_MUNMAP, old, NULL, oldlen, cat, 0, 0, 0);
+        mt_xe_event(XE_EV_MMAP, p, NULL, newlen, cat, 0, 0, 0);
+    }
     return p;
 }
 
 /* The program's own use of the break (glibc's malloc moves it without
  * coming here; that part of [heap] is malloc's). */
-static void break_moved(uintptr_t before, uintptr_t after)
+static unsigned break_moved(uintptr_t before, uintptr_t after)
 {
+    unsigned cat = new_mapping_category(0);
     if (after > before)
-        mt_vm_record(PAGE_UP(before), PAGE_UP(after), new_mapping_category(0), 0, 0);
+        mt_vm_record(PAGE_UP(before), PAGE_UP(after), cat, 0, 0);
     else if (after < before)
         mt_vm_forget(PAGE_UP(after), PAGE_UP(before));
+    return cat;
+}
+
+/* The move as an event, once the table lock is let go (a session may make
+ * the thread wait for a buffer). */
+static void break_event(uintptr_t before, uintptr_t after, unsigned cat)
+{
+    if (before == after || mt_t.in_agent)
+        return;
+    if (after > before)
+        mt_xe_event(XE_EV_MMAP, (void *)before, NULL, after - before, cat, 0, 0, 0);
+    else
+        mt_xe_event(XE_EV_MUNMAP, (void *)after, NULL, before - after, cat, 0, 0, 0);
 }
 
 MT_EXPORT int brk(void *addr)
@@ -152,14 +176,17 @@ MT_EXPORT int brk(void *addr)
     if (mt_t.vm_locked || !vm_tracking())
         return __brk(addr);
     mt_vm_lock();
-    uintptr_t before = (uintptr_t)__sbrk(0);
+    uintptr_t before = (uintptr_t)__sbrk(0), after = before;
+    unsigned cat = 0;
     int rc = __brk(addr);
     if (rc == 0) {
         int saved = errno;
-        break_moved(before, (uintptr_t)__sbrk(0));
+        after = (uintptr_t)__sbrk(0);
+        cat = break_moved(before, after);
         errno = saved;
     }
     mt_vm_unlock();
+    break_event(before, after, cat);
     return rc;
 }
 
@@ -169,12 +196,15 @@ MT_EXPORT void *sbrk(intptr_t increment)
         return __sbrk(increment);
     mt_vm_lock();
     void *old = __sbrk(increment);
+    unsigned cat = 0;
     if (old != (void *)-1) {
         int saved = errno;
-        break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
+        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
         errno = saved;
     }
     mt_vm_unlock();
+    if (old != (void *)-1)
+        break_event((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, cat);
     return old;
 }
 

@@ -51,6 +51,13 @@ expect_eq "trace: the peak holds churn's 3 MiB block" "1" \
 run_mt "$MT" analyze "$T/known.mtt"
 expect_match "trace: text output names the leak" "leak_small" "$out"
 
+# --- mapping changes -----------------------------------------------------------------
+run_mt "$MT" run --mode trace --no-loss -o "$T/maps.mtt" -- "$TR" maps
+run_mt "$MT" analyze --json "$T/maps.mtt"
+printf '%s' "$out" >"$T/maps.json"
+expect_eq "trace: mmap, mremap (unmap + map), munmap and the break: 5 maps, 5 unmaps" "5 5" \
+    "$(json_get "$T/maps.json" "'%d %d' % (j['mmaps'], j['munmaps'])")"
+
 # --- report and export read traces ------------------------------------------------
 run_mt "$MT" export "$T/known.mtt" --format folded
 expect_eq "trace: export folded exits 0" 0 "$rc"

@@ -8,6 +8,8 @@
  *                     allocs on other threads; nothing leaks
  *   tracer fork       the parent leaks 7 x 700 bytes, its child 11 x 1100
  *   tracer flood N    N malloc/free pairs as fast as it can
+ *   tracer maps       3 mmaps, a moving mremap, 3 munmaps, the break moved up
+ *                     and back: 5 mapping events of each kind
  * Functions are noinline so their names appear in the stacks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -171,6 +173,25 @@ static int flood(long n)
     return 0;
 }
 
+static int maps(void)
+{
+    size_t pg = 4096;
+    char *a = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *b = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *c = mmap(NULL, 16 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a == MAP_FAILED || b == MAP_FAILED || c == MAP_FAILED)
+        return 1;
+    char *b2 = mremap(b, 8 * pg, 64 * pg, MREMAP_MAYMOVE);
+    if (b2 == MAP_FAILED)
+        return 1;
+    munmap(a, 4 * pg);
+    munmap(b2, 64 * pg);
+    munmap(c, 16 * pg);
+    if (sbrk(16 * (intptr_t)pg) == (void *)-1 || sbrk(-16 * (intptr_t)pg) == (void *)-1)
+        return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "known") == 0)
@@ -181,6 +202,8 @@ int main(int argc, char **argv)
         return forked();
     if (argc >= 3 && strcmp(argv[1], "flood") == 0)
         return flood(atol(argv[2]));
-    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N\n");
+    if (argc >= 2 && strcmp(argv[1], "maps") == 0)
+        return maps();
+    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N | maps\n");
     return 2;
 }
