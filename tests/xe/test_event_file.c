@@ -77,6 +77,156 @@ static size_t enc_encode(const xe_event *evs, size_t n, void *buf, size_t cap, s
 }
 static const xe_file_encoder test_encoder = {.name = "test8", .file_header = enc_header, .encode = enc_encode};
 
+/* A stateful encoder: "HDR!" at each file's begin, chunks of up to 10
+ * events (u64 count + the events' values) written when full or at a flush
+ * with events, "END!" when a file ends; calls are logged in order. */
+typedef struct st_enc {
+    int (*write)(void *ctx, const void *buf, size_t n);
+    void *ctx;
+    uint64_t vals[10];
+    int n, begins, ends, destroyed, failed_writes;
+    char log[256];
+} st_enc;
+static st_enc st_one;
+static void st_log(st_enc *e, char c)
+{
+    size_t l = strlen(e->log);
+    if (l + 1 < sizeof e->log)
+        e->log[l] = c;
+}
+static void *st_create(int (*write)(void *ctx, const void *buf, size_t n), void *ctx)
+{
+    memset(&st_one, 0, sizeof st_one);
+    st_one.write = write;
+    st_one.ctx = ctx;
+    return &st_one;
+}
+static int st_put(st_enc *e, const void *buf, size_t n)
+{
+    int rc = e->write(e->ctx, buf, n);
+    if (rc < 0)
+        e->failed_writes++;
+    return rc;
+}
+static int st_begin(void *st)
+{
+    st_enc *e = st;
+    e->begins++;
+    st_log(e, 'B');
+    return st_put(e, "HDR!", 4);
+}
+static void st_chunk(st_enc *e)
+{
+    if (!e->n)
+        return;
+    unsigned char buf[8 + 80];
+    uint64_t n = (uint64_t)e->n;
+    memcpy(buf, &n, 8);
+    memcpy(buf + 8, e->vals, 8 * n);
+    st_log(e, 'C');
+    (void)st_put(e, buf, 8 + 8 * n);
+    e->n = 0;
+}
+static void st_event(void *st, const xe_event *ev)
+{
+    st_enc *e = st;
+    e->vals[e->n++] = ev->value;
+    if (e->n == 10)
+        st_chunk(e);
+}
+static void st_flush(void *st) { st_chunk(st); }
+static void st_end(void *st)
+{
+    st_enc *e = st;
+    st_chunk(e);
+    e->ends++;
+    st_log(e, 'E');
+    (void)st_put(e, "END!", 4);
+}
+static void st_destroy(void *st) { ((st_enc *)st)->destroyed++; }
+static const xe_file_encoder stateful_encoder = {
+    .name = "stateful", .create = st_create, .begin = st_begin, .event = st_event,
+    .flush = st_flush, .end = st_end, .destroy = st_destroy,
+};
+
+/* Reads a stateful file: HDR!, chunks, END!; appends the values. 0 when whole. */
+static int read_stateful(const char *path, uint64_t *vals, int *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    static unsigned char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    if (len < 8 || memcmp(buf, "HDR!", 4) != 0 || memcmp(buf + len - 4, "END!", 4) != 0)
+        return -2;
+    size_t at = 4;
+    while (at + 4 < len) {
+        uint64_t k;
+        memcpy(&k, buf + at, 8);
+        if (k == 0 || k > 10 || at + 8 + 8 * k > len - 4)
+            return -3;
+        memcpy(vals + *n, buf + at + 8, 8 * k);
+        *n += (int)k;
+        at += 8 + 8 * k;
+    }
+    return at == len - 4 ? 0 : -4;
+}
+
+static void test_stateful(void)
+{
+    char params[192], path[256];
+    xe_file_set_encoder(&stateful_encoder);
+    /* Files of at most 200 bytes: a file rolls over after the chunk that
+     * takes it there (4 + 88 + 88 + 88 > 200 after 30 events). */
+    snprintf(params, sizeof params, "filename=%s/st.bin,max_file_size=200B,max_rollover_files=0", dir);
+    xe_target *t = make(&xe_target_event_file, params);
+    xe_file_set_encoder(NULL);
+    if (!t) {
+        CHECK("stateful encoder: target made", 0);
+        return;
+    }
+    for (uint64_t i = 0; i < 95; i++) {
+        t->ops->deliver(t, &(xe_event){.value = i * 7});
+        if (i % 25 == 24)
+            t->ops->flush(t);
+    }
+    t->ops->flush(t);
+    t->ops->stop(t);   /* the session stops: the last file ends */
+    expect_view(t, "d['encoding'], d['events_written'], d['write_errors']", "stateful 95 0");
+    CHECK("stateful encoder: every file begun is ended", st_one.begins == st_one.ends && st_one.begins == 4);
+    static uint64_t vals[200];
+    int n = 0, ok = 1;
+    for (int f = 0; f < st_one.begins; f++) {
+        file_name(path, sizeof path, "st.bin", f);
+        ok &= read_stateful(path, vals, &n) == 0;
+    }
+    for (int i = 0; ok && i < 95; i++)
+        ok = vals[i] == (uint64_t)i * 7;
+    CHECK("stateful encoder: the files read back whole, every event in order", ok && n == 95);
+    /* A restart after stop: the next file. */
+    t->ops->deliver(t, &(xe_event){.value = 1000});
+    t->ops->stop(t);
+    n = 0;
+    file_name(path, sizeof path, "st.bin", 4);
+    CHECK("stateful encoder: after a restart, the next file", read_stateful(path, vals, &n) == 0 && n == 1 &&
+                                                                 vals[0] == 1000);
+    destroy(t);
+    CHECK("stateful encoder: destroyed with the target", st_one.destroyed == 1);
+
+    /* /dev/full: the header write fails; nothing crashes, errors counted. */
+    if (access("/dev/full", W_OK) == 0) {
+        xe_file_set_encoder(&stateful_encoder);
+        t = make(&xe_target_event_file, "filename=/dev/full");
+        xe_file_set_encoder(NULL);
+        for (uint64_t i = 0; i < 5; i++)
+            t->ops->deliver(t, &(xe_event){.value = i});
+        t->ops->flush(t);
+        expect_view(t, "d['write_errors'] > 0, d['last_error']", "True write: ENOSPC");
+        destroy(t);
+    }
+}
+
 static void test_file(void)
 {
     expect_init_error(&xe_target_event_file, "", "event_file needs filename=");
@@ -252,6 +402,7 @@ int main(void)
     if (fixture_setup() < 0)
         return 1;
     test_file();
+    test_stateful();
     fixture_cleanup();
     return failures != 0;
 }
