@@ -44,11 +44,18 @@ typedef struct loader {
 typedef struct decoder {
     const unsigned char *s[TRACE_NSTREAMS], *e[TRACE_NSTREAMS];
     uint32_t left, done;
-    int64_t t;
+    uint64_t t;   /* in time units, wrapping */
     uint32_t last_id, thread;   /* thread: index + 1, 0 none yet */
     uint8_t category;
     uint64_t addr;
+    uint64_t bits;   /* bit stream: buffered bits, their count */
+    unsigned nbits;
 } decoder;
+
+typedef struct size_slot {
+    uint64_t size, gen;
+    uint32_t stack;
+} size_slot;
 
 typedef struct thread_stacks {
     uint32_t last[2];
@@ -73,6 +80,7 @@ struct mt_trace_reader {
     uint64_t gen, consumed, chunks_read;
     thread_stacks *ts;
     size_t ts_cap;
+    size_slot size_cache[TRACE_SIZE_CACHE];
     trace_defs defs;
     mt_trace_chunk_info *index;
     size_t nindex;
@@ -180,6 +188,11 @@ static void load_next(loader *ld, chunk *c)
         chunk_fail(c, ld, "%s", bad);
         goto stop;
     }
+    if (trace_get64(h + 8) != ld->ordinal) {
+        chunk_fail(c, ld, "sequence number %llu where %llu belongs (a chunk missing or out of place)",
+                   (unsigned long long)trace_get64(h + 8), (unsigned long long)ld->ordinal);
+        goto stop;
+    }
     uint32_t stored = trace_get32(h + 16), raw = trace_get32(h + 20);
     uint64_t room = ld->size - ld->offset - TRACE_CHUNK_HEADER_SIZE;
     if (stored > room) {
@@ -187,7 +200,7 @@ static void load_next(loader *ld, chunk *c)
                    (unsigned long long)room);
         goto stop;
     }
-    if (grow(&ld->stored, &ld->stored_cap, stored + 1u) < 0 || grow(&c->raw, &c->raw_cap, raw + 1u) < 0) {
+    if (grow(&ld->stored, &ld->stored_cap, stored + 1u) < 0) {
         chunk_fail(c, ld, "out of memory");
         goto stop;
     }
@@ -200,17 +213,19 @@ static void load_next(loader *ld, chunk *c)
         chunk_fail(c, ld, "payload CRC mismatch");
         goto stop;
     }
+    if (h[5] == TRACE_CODEC_ZSTD && ZSTD_getFrameContentSize(ld->stored, stored) != raw) {
+        chunk_fail(c, ld, "the zstd frame's header does not say %u bytes, as the chunk's does", raw);
+        goto stop;
+    }
+    if (grow(&c->raw, &c->raw_cap, raw + 1u) < 0) {
+        chunk_fail(c, ld, "out of memory");
+        goto stop;
+    }
     if (h[5] == TRACE_CODEC_NONE) {
         memcpy(c->raw, ld->stored, stored);
     } else {
         if (!ld->dctx && !(ld->dctx = ZSTD_createDCtx())) {
             chunk_fail(c, ld, "out of memory");
-            goto stop;
-        }
-        unsigned long long fsize = ZSTD_getFrameContentSize(ld->stored, stored);
-        if (fsize != raw) {
-            chunk_fail(c, ld, "zstd frame holds %s, the header says %u bytes",
-                       fsize == ZSTD_CONTENTSIZE_ERROR ? "no valid frame header" : "another size", raw);
             goto stop;
         }
         size_t n = ZSTD_decompressDCtx(ld->dctx, c->raw, raw, ld->stored, stored);
@@ -312,6 +327,7 @@ static void read_index(mt_trace_reader *r)
         return;
     loader il = *ld;   /* a private loader at the index */
     il.offset = at;
+    il.ordinal = trace_get32(t + 16);   /* the index follows every chunk it lists */
     il.done = 0;
     il.stored = NULL;
     il.stored_cap = 0;
@@ -491,7 +507,7 @@ static int fail(mt_trace_reader *r, const char *fmt, ...)
 }
 
 static const char *const stream_names[TRACE_NSTREAMS] = {
-    "ops", "threads", "times", "sizes", "sizes_hi", "stacks", "ids", "frees", "frees_hi", "categories", "addresses",
+    "ops", "threads", "times", "sizes", "frees", "bits", "stacks", "ids", "categories", "addresses",
 };
 
 /* Sets up the decoder on an EVENTS chunk's body. */
@@ -527,17 +543,21 @@ static int events_begin(mt_trace_reader *r, const chunk *c)
                     (size_t)(d->e[TRACE_S_OPS] - d->s[TRACE_S_OPS]));
     d->left = c->count;
     d->done = 0;
-    d->t = trace_unzigzag(t0);
+    d->t = (uint64_t)trace_unzigzag(t0);
     d->last_id = (uint32_t)base;
     d->thread = 0;
     d->category = 0;
     d->addr = 0;
+    d->bits = 0;
+    d->nbits = 0;
     r->gen++;
     return 0;
 }
 
 static int events_end(mt_trace_reader *r)
 {
+    if (r->dec.nbits >= 8 || (r->dec.bits & ((1ull << r->dec.nbits) - 1)))
+        return fail(r, "bits left in stream bits after the last event");
     for (int i = 0; i < TRACE_NSTREAMS; i++)
         if (r->dec.s[i] != r->dec.e[i])
             return fail(r, "%zu bytes left in stream %s after the last event", (size_t)(r->dec.e[i] - r->dec.s[i]),
@@ -556,20 +576,46 @@ static int events_end(mt_trace_reader *r)
             return fail(r, "event %u: bad varint in stream %s", d->done, stream_names[stream]);                       \
     } while (0)
 
-/* A value split in two streams: its first varint byte, then the rest. */
-#define GETV2(lo, hi, var)                                                                                             \
+/* k <= 32 bits from the bit stream: 0, or -1 past its end. */
+static inline int get_bits(decoder *d, unsigned k, uint64_t *out)
+{
+    if (d->nbits < k) {
+        const unsigned char *p = d->s[TRACE_S_BITS], *e = d->e[TRACE_S_BITS];
+        if (e - p >= 8) {
+            d->bits |= trace_get64(p) << d->nbits;
+            unsigned take = (63 - d->nbits) >> 3;
+            d->s[TRACE_S_BITS] = p + take;
+            d->nbits += take * 8;
+        } else {
+            while (d->nbits <= 56 && p < e) {
+                d->bits |= (uint64_t)*p++ << d->nbits;
+                d->nbits += 8;
+            }
+            d->s[TRACE_S_BITS] = p;
+            if (d->nbits < k)
+                return -1;
+        }
+    }
+    *out = d->bits & ((1ull << k) - 1);
+    d->bits = k < 64 ? d->bits >> k : 0;
+    d->nbits -= k;
+    return 0;
+}
+
+/* A value coded as a symbol in `stream` and low bits in the bit stream. */
+#define GETSYM(stream, var)                                                                                            \
     do {                                                                                                               \
-        if (d->s[lo] >= d->e[lo])                                                                                      \
-            return fail(r, "event %u: stream %s ends early", d->done, stream_names[lo]);                               \
-        unsigned b_ = *d->s[lo]++;                                                                                     \
-        var = b_ & 0x7f;                                                                                               \
-        if (b_ & 0x80) {                                                                                               \
-            uint64_t h_;                                                                                               \
-            GETV(hi, h_);                                                                                              \
-            if (h_ >> 57)                                                                                              \
-                return fail(r, "event %u: value too large in stream %s", d->done, stream_names[hi]);                   \
-            var |= h_ << 7;                                                                                            \
-        }                                                                                                              \
+        if (d->s[stream] >= d->e[stream])                                                                              \
+            return fail(r, "event %u: stream %s ends early", d->done, stream_names[stream]);                          \
+        unsigned k_;                                                                                                   \
+        uint64_t v_ = trace_sym_base(*d->s[stream]++, &k_), lo_, hi_ = 0;                                              \
+        if (k_ > 32) {                                                                                                 \
+            if (get_bits(d, 32, &lo_) < 0 || get_bits(d, k_ - 32, &hi_) < 0)                                           \
+                return fail(r, "event %u: stream bits ends early", d->done);                                           \
+            lo_ |= hi_ << 32;                                                                                          \
+        } else if (get_bits(d, k_, &lo_) < 0)                                                                          \
+            return fail(r, "event %u: stream bits ends early", d->done);                                               \
+        var = v_ + lo_;                                                                                                \
     } while (0)
 
 static int decode(mt_trace_reader *r, mt_trace_event *ev)
@@ -578,7 +624,7 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
     unsigned op = *d->s[TRACE_S_OPS]++;
     unsigned type = op & TRACE_OP_TYPE;
     uint64_t v;
-    if (type < MT_TRACE_ALLOC || type > MT_TRACE_MUNMAP || (op & ~0x1fu))
+    if (type < MT_TRACE_ALLOC || type > MT_TRACE_MUNMAP || (op & ~TRACE_OP_KNOWN))
         return fail(r, "event %u: bad op byte 0x%02x", d->done, op);
     memset(ev, 0, sizeof *ev);
     ev->type = (uint8_t)type;
@@ -596,21 +642,19 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
         d->category = *d->s[TRACE_S_CATS]++;
     }
     ev->category = d->category;
-    GETV(TRACE_S_TIMES, v);
-    d->t += trace_unzigzag(v);
-    ev->time_ns = (uint64_t)d->t * r->info.time_unit_ns;
+    GETSYM(TRACE_S_TIMES, v);
+    d->t += op & TRACE_OP_BACK ? -v : v;
+    ev->time_ns = d->t * r->info.time_unit_ns;
     if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {
-        GETV2(TRACE_S_FREES, TRACE_S_FREES_HI, v);
+        GETSYM(TRACE_S_FREES, v);
         if (v > UINT32_MAX)
             return fail(r, "event %u: bad free reference", d->done);
-        uint32_t ref = d->last_id - (uint32_t)trace_unzigzag32((uint32_t)v);
+        uint32_t ref = d->last_id - (uint32_t)v;
         if (type == MT_TRACE_FREE)
             ev->id = ref;
         else
             ev->old_id = ref;
     }
-    if (type != MT_TRACE_FREE)
-        GETV2(TRACE_S_SIZES, TRACE_S_SIZES_HI, ev->size);
     if (type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC) {
         GETV(TRACE_S_IDS, v);
         if (v > UINT32_MAX)
@@ -628,7 +672,20 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
         uint32_t *last = &ts->last[type == MT_TRACE_REALLOC];
         *last += (uint32_t)trace_unzigzag32((uint32_t)v);
         ev->stack = *last;
+        size_slot *sc = &r->size_cache[trace_hash32(ev->stack) % TRACE_SIZE_CACHE];
+        if (op & TRACE_OP_SAME_SIZE) {
+            if (sc->gen != r->gen || sc->stack != ev->stack)
+                return fail(r, "event %u: same size as an unknown one", d->done);
+            ev->size = sc->size;
+        } else
+            GETSYM(TRACE_S_SIZES, ev->size);
+        sc->gen = r->gen;
+        sc->stack = ev->stack;
+        sc->size = ev->size;
     } else if (type != MT_TRACE_FREE) {
+        if (op & TRACE_OP_SAME_SIZE)
+            return fail(r, "event %u: bad op byte 0x%02x", d->done, op);
+        GETSYM(TRACE_S_SIZES, ev->size);
         GETV(TRACE_S_ADDRS, v);
         d->addr += (uint64_t)trace_unzigzag(v);
         ev->address = d->addr;

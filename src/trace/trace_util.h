@@ -37,24 +37,69 @@ enum {
     TRACE_DEF_META = 5,     /* key, value */
 };
 
-/* EVENTS bodies: the streams, in this order. */
+/* EVENTS bodies: the streams, in this order. Times, sizes and free
+ * references are coded as a symbol (a byte: the value's bit length and
+ * the two bits after its leading one, trace_sym) in their own stream, and
+ * the value's remaining low bits in the shared bit stream, so zstd's
+ * Huffman stage codes each symbol stream near its entropy and the nearly
+ * random low bits cost what they carry. */
 enum {
     TRACE_S_OPS,       /* one byte per event: type | TRACE_OP_* flags */
-    TRACE_S_THREADS,   /* thread index (when TRACE_OP_THREAD) */
-    TRACE_S_TIMES,     /* zigzag time delta, in time units */
-    TRACE_S_SIZES,     /* size: the first byte of its varint */
-    TRACE_S_SIZES_HI,  /* size: the rest of its varint */
-    TRACE_S_STACKS,    /* zigzag stack id delta against the thread's last one */
-    TRACE_S_IDS,       /* zigzag of id - (last id + 1), 32-bit */
-    TRACE_S_FREES,     /* zigzag of last id - freed id, 32-bit: first byte */
-    TRACE_S_FREES_HI,  /* ... the rest of its varint */
-    TRACE_S_CATS,      /* category (when TRACE_OP_CATEGORY) */
-    TRACE_S_ADDRS,     /* zigzag mapping address delta */
+    TRACE_S_THREADS,   /* thread index (when TRACE_OP_THREAD), varint */
+    TRACE_S_TIMES,     /* symbol of |time delta| in time units (sign: TRACE_OP_BACK) */
+    TRACE_S_SIZES,     /* symbol of the size */
+    TRACE_S_FREES,     /* symbol of (uint32)(last id - freed id) */
+    TRACE_S_BITS,      /* the symbols' low bits, LSB first, in event order */
+    TRACE_S_STACKS,    /* zigzag stack id delta against the thread's last one, varint */
+    TRACE_S_IDS,       /* zigzag of (int32)(id - (last id + 1)), varint */
+    TRACE_S_CATS,      /* category (when TRACE_OP_CATEGORY), a byte */
+    TRACE_S_ADDRS,     /* zigzag mapping address delta, varint */
     TRACE_NSTREAMS
 };
 #define TRACE_OP_TYPE 0x07u
 #define TRACE_OP_THREAD 0x08u     /* the thread changed: its index follows */
 #define TRACE_OP_CATEGORY 0x10u   /* the category changed: it follows */
+#define TRACE_OP_BACK 0x20u       /* the time went back: the delta is negative */
+#define TRACE_OP_SAME_SIZE 0x40u  /* alloc/realloc: the size is the size cache's (no size symbol) */
+#define TRACE_OP_KNOWN 0x7fu
+
+/* The size cache: per chunk, slot trace_hash32(stack) % TRACE_SIZE_CACHE
+ * remembers the last alloc/realloc's stack and size; an event of the same
+ * stack and size sets TRACE_OP_SAME_SIZE instead of coding its size. */
+#define TRACE_SIZE_CACHE 1024u
+static inline uint32_t trace_hash32(uint32_t k)
+{
+    k ^= k >> 16;
+    k *= 0x7feb352du;
+    k ^= k >> 15;
+    k *= 0x846ca68bu;
+    return k ^ (k >> 16);
+}
+
+/* The symbol of v: v itself below 16, else 16 + 4 * (bits - 5) + the two
+ * bits after the leading one; *extra gets the number of low bits left. */
+static inline unsigned trace_sym(uint64_t v, unsigned *extra)
+{
+    if (v < 16) {
+        *extra = 0;
+        return (unsigned)v;
+    }
+    unsigned n = 64 - (unsigned)__builtin_clzll(v);
+    *extra = n - 3;
+    return 16 + (n - 5) * 4 + (unsigned)((v >> (n - 3)) & 3);
+}
+
+/* A symbol's smallest value and its number of low bits. */
+static inline uint64_t trace_sym_base(unsigned sym, unsigned *extra)
+{
+    if (sym < 16) {
+        *extra = 0;
+        return sym;
+    }
+    unsigned n = 5 + ((sym - 16) >> 2);
+    *extra = n - 3;
+    return (uint64_t)(4 + ((sym - 16) & 3)) << (n - 3);
+}
 
 /* ---- fixed-width little-endian ---- */
 static inline void trace_put32(unsigned char *p, uint32_t v)

@@ -24,9 +24,9 @@
 
 /* Worst-case bytes one event adds to each stream. */
 static const unsigned stream_max[TRACE_NSTREAMS] = {
-    [TRACE_S_OPS] = 1, [TRACE_S_THREADS] = 5, [TRACE_S_TIMES] = 10, [TRACE_S_SIZES] = 1,
-    [TRACE_S_SIZES_HI] = 9, [TRACE_S_STACKS] = 5, [TRACE_S_IDS] = 5, [TRACE_S_FREES] = 1,
-    [TRACE_S_FREES_HI] = 4, [TRACE_S_CATS] = 1, [TRACE_S_ADDRS] = 10,
+    [TRACE_S_OPS] = 1, [TRACE_S_THREADS] = 5, [TRACE_S_TIMES] = 1, [TRACE_S_SIZES] = 1,
+    [TRACE_S_FREES] = 1, [TRACE_S_BITS] = 20, [TRACE_S_STACKS] = 5, [TRACE_S_IDS] = 5,
+    [TRACE_S_CATS] = 1, [TRACE_S_ADDRS] = 10,
 };
 
 /* An mmap'd buffer that grows with mremap. */
@@ -66,18 +66,9 @@ typedef struct u32map {
     uint32_t mask, used;
 } u32map;
 
-static uint32_t hash32(uint32_t k)
-{
-    k ^= k >> 16;
-    k *= 0x7feb352du;
-    k ^= k >> 15;
-    k *= 0x846ca68bu;
-    return k ^ (k >> 16);
-}
-
 static uint32_t *map_find(const u32map *m, uint32_t key)
 {
-    for (uint32_t i = hash32(key) & m->mask;; i = (i + 1) & m->mask)
+    for (uint32_t i = trace_hash32(key) & m->mask;; i = (i + 1) & m->mask)
         if (!m->slots[2 * i + 1] || m->slots[2 * i] == key)
             return &m->slots[2 * i];
 }
@@ -143,6 +134,11 @@ typedef struct thread_state {
     uint64_t chunk;
 } thread_state;
 
+typedef struct size_slot {
+    uint64_t size, chunk;
+    uint32_t stack;
+} size_slot;
+
 typedef struct module_range {
     uint64_t start, end;
 } module_range;
@@ -164,6 +160,8 @@ struct mt_trace_writer {
     int64_t first_t, prev_t, min_t, max_t;   /* in time units */
     uint32_t base_id, last_id;
     uint32_t cur_thread;   /* index + 1 of the last event's thread, 0: none yet in the chunk */
+    uint64_t bacc;         /* bits not yet stored in TRACE_S_BITS */
+    unsigned bn;
     uint8_t cur_category;
     uint64_t prev_addr;
     uint64_t chunk_gen;
@@ -190,10 +188,12 @@ struct mt_trace_writer {
 
     /* Output. */
     wbuf body, out;
+    unsigned char prefix[32 + 10 * TRACE_NSTREAMS];
     ZSTD_CCtx *cctx;
     void *zwork;
     size_t zwork_size;
     uint64_t frames[TRACE_MAX_FRAMES];
+    size_slot size_cache[TRACE_SIZE_CACHE];
 
     mt_trace_write_stats stats;
 };
@@ -231,7 +231,7 @@ mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const 
         ok = w->stream[s] != NULL;
     }
     if (ok) {
-        w->zwork_size = ZSTD_estimateCCtxSize(w->level);
+        w->zwork_size = ZSTD_estimateCStreamSize(w->level);
         w->zwork = map_anon(w->zwork_size);
         w->cctx = w->zwork ? ZSTD_initStaticCCtx(w->zwork, w->zwork_size) : NULL;
         ok = w->cctx != NULL;
@@ -285,29 +285,66 @@ static int index_add(mt_trace_writer *w, unsigned kind, uint64_t offset, uint32_
     p = trace_put_varint(p, offset);
     p = trace_put_varint(p, count);
     p = trace_put_varint(p, trace_zigzag(t0));
-    p = trace_put_varint(p, (uint64_t)(t1 - t0));
+    p = trace_put_varint(p, (uint64_t)t1 - (uint64_t)t0);
     w->index.len = (size_t)(p - w->index.p);
     w->nindex++;
     return 0;
 }
 
-/* Compresses body[0, n) and writes it as one chunk of `kind`. */
-static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *body, size_t n, uint32_t count,
-                       int64_t t0, int64_t t1)
+typedef struct seg {
+    const unsigned char *p;
+    size_t n;
+} seg;
+
+/* Compresses segs[0..nseg) into out (one zstd frame, a block boundary
+ * after each segment so each zstd block holds one stream's values and
+ * its entropy tables fit them): the stored size, 0 on failure. */
+static size_t compress_segs(mt_trace_writer *w, unsigned char *out, size_t cap, const seg *segs, int nseg, size_t n)
+{
+    if (ZSTD_isError(ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->level)) ||
+        ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->cctx, n)))
+        return 0;
+    ZSTD_outBuffer o = {out, cap, 0};
+    for (int i = 0; i < nseg; i++) {
+        ZSTD_inBuffer in = {segs[i].p, segs[i].n, 0};
+        ZSTD_EndDirective mode = i == nseg - 1 ? ZSTD_e_end : ZSTD_e_flush;
+        if (!in.size && mode != ZSTD_e_end)
+            continue;
+        size_t rc;
+        do {
+            rc = ZSTD_compressStream2(w->cctx, &o, &in, mode);
+            if (ZSTD_isError(rc) || (rc && o.pos == o.size))
+                return 0;
+        } while (rc || in.pos < in.size);
+    }
+    return o.pos;
+}
+
+/* Writes segs[0..nseg), concatenated, as one chunk of `kind`. */
+static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, int nseg, uint32_t count, int64_t t0,
+                            int64_t t1)
 {
     if (w->failed)
         return w->failed;
-    size_t bound = ZSTD_compressBound(n);
+    size_t n = 0;
+    for (int i = 0; i < nseg; i++)
+        n += segs[i].n;
+    size_t bound = ZSTD_compressBound(n) + 16 * (size_t)nseg + 64;
     w->out.len = 0;
     if (wbuf_reserve(&w->out, TRACE_CHUNK_HEADER_SIZE + bound) < 0)
         return -ENOMEM;
     unsigned char *h = w->out.p, *payload = h + TRACE_CHUNK_HEADER_SIZE;
     unsigned codec = TRACE_CODEC_ZSTD;
-    size_t stored = ZSTD_compressCCtx(w->cctx, payload, bound, body, n, w->level);
-    if (ZSTD_isError(stored) || stored >= n) {
+    size_t stored = compress_segs(w, payload, bound, segs, nseg, n);
+    if (!stored || stored >= n) {
         codec = TRACE_CODEC_NONE;
-        memcpy(payload, body, n);
-        stored = n;
+        stored = 0;
+        for (int i = 0; i < nseg; i++)
+            if (segs[i].n) {
+                memcpy(payload + stored, segs[i].p, segs[i].n);
+                stored += segs[i].n;
+            }
     }
     memcpy(h, TRACE_CHUNK_MAGIC, 4);
     h[4] = (unsigned char)kind;
@@ -329,6 +366,13 @@ static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *b
     w->stats.chunks++;
     w->stats.raw_bytes += n;
     return kind == TRACE_CHUNK_INDEX ? 0 : index_add(w, kind, at, count, t0, t1);
+}
+
+static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *body, size_t n, uint32_t count,
+                       int64_t t0, int64_t t1)
+{
+    seg one = {body, n};
+    return write_chunk_segs(w, kind, &one, 1, count, t0, t1);
 }
 
 /* The pending definitions (and meta not yet in this file) as a DEFS chunk. */
@@ -357,6 +401,8 @@ static void chunk_reset(mt_trace_writer *w)
     for (int s = 0; s < TRACE_NSTREAMS; s++)
         w->cur[s] = w->stream[s];
     w->nevents = 0;
+    w->bacc = 0;
+    w->bn = 0;
     w->cur_thread = 0;
     w->cur_category = 0;
     w->prev_addr = 0;
@@ -373,25 +419,22 @@ static int flush_events(mt_trace_writer *w)
         chunk_reset(w);
         return rc;
     }
-    size_t total = 0;
-    for (int s = 0; s < TRACE_NSTREAMS; s++)
-        total += (size_t)(w->cur[s] - w->stream[s]);
-    w->body.len = 0;
-    if (wbuf_reserve(&w->body, total + 16 + 10 * TRACE_NSTREAMS) < 0)
-        return -ENOMEM;
-    unsigned char *p = w->body.p;
+    for (; w->bn; w->bn = w->bn > 8 ? w->bn - 8 : 0, w->bacc >>= 8)   /* the last bits */
+        *w->cur[TRACE_S_BITS]++ = (unsigned char)w->bacc;
+    unsigned char *p = w->prefix;
     p = trace_put_varint(p, trace_zigzag(w->first_t));
     p = trace_put_varint(p, w->base_id);
     p = trace_put_varint(p, TRACE_NSTREAMS);
-    for (int s = 0; s < TRACE_NSTREAMS; s++)
-        p = trace_put_varint(p, (uint64_t)(w->cur[s] - w->stream[s]));
+    seg segs[TRACE_NSTREAMS + 1];
+    segs[0].p = w->prefix;
     for (int s = 0; s < TRACE_NSTREAMS; s++) {
-        size_t n = (size_t)(w->cur[s] - w->stream[s]);
-        memcpy(p, w->stream[s], n);
-        p += n;
+        segs[s + 1].p = w->stream[s];
+        segs[s + 1].n = (size_t)(w->cur[s] - w->stream[s]);
+        p = trace_put_varint(p, segs[s + 1].n);
     }
+    segs[0].n = (size_t)(p - w->prefix);
     uint32_t n = w->nevents;
-    rc = write_chunk(w, TRACE_CHUNK_EVENTS, w->body.p, (size_t)(p - w->body.p), n, w->min_t, w->max_t);
+    rc = write_chunk_segs(w, TRACE_CHUNK_EVENTS, segs, TRACE_NSTREAMS + 1, n, w->min_t, w->max_t);
     if (rc < 0)
         w->stats.events_lost_to_errors += n;
     chunk_reset(w);
@@ -487,7 +530,7 @@ static void frames_modules(mt_trace_writer *w, const uint64_t *f, int n)
     for (int i = 0; i < n; i++) {
         if (!f[i] || module_find(w, f[i]))
             continue;
-        uint64_t *u = &w->unknown[hash32((uint32_t)(f[i] ^ f[i] >> 32)) % UNKNOWN_CACHE];
+        uint64_t *u = &w->unknown[trace_hash32((uint32_t)(f[i] ^ f[i] >> 32)) % UNKNOWN_CACHE];
         if (*u == f[i])
             continue;
         if (!asked && w->host.modules) {
@@ -647,6 +690,33 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Appends k <= 32 low bits of v to the bit stream. */
+static inline void put_bits(mt_trace_writer *w, uint64_t v, unsigned k)
+{
+    w->bacc |= v << w->bn;
+    w->bn += k;
+    if (w->bn >= 32) {
+        trace_put32(w->cur[TRACE_S_BITS], (uint32_t)w->bacc);
+        w->cur[TRACE_S_BITS] += 4;
+        w->bacc >>= 32;
+        w->bn -= 32;
+    }
+}
+
+/* v as a symbol in `stream` and its low bits in the bit stream. */
+static inline void put_sym(mt_trace_writer *w, int stream, uint64_t v)
+{
+    unsigned k;
+    *w->cur[stream]++ = (unsigned char)trace_sym(v, &k);
+    if (k > 32) {
+        put_bits(w, v & 0xffffffffu, 32);
+        v >>= 32;
+        k -= 32;
+    }
+    if (k)
+        put_bits(w, v & ((1ull << k) - 1), k);
+}
+
 int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
 {
     unsigned type = ev->type;
@@ -658,8 +728,8 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
         return w->failed;
     }
     int64_t t = (int64_t)(ev->time_ns - w->start_ns);
-    if (w->time_unit != 1)
-        t = t >= 0 ? t / w->time_unit : -((-t + w->time_unit - 1) / w->time_unit);
+    if (w->time_unit != 1)   /* rounded down, also before the start */
+        t = t >= 0 ? t / w->time_unit : -(int64_t)(((uint64_t)-(t + 1)) / w->time_unit) - 1;
     if (!w->nevents) {
         w->first_t = w->prev_t = w->min_t = w->max_t = t;
         w->chunk_open_ns = now_ns();
@@ -685,8 +755,21 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
         *w->cur[TRACE_S_CATS]++ = ev->category;
         w->cur_category = ev->category;
     }
+    size_slot *sc = NULL;
+    int same = 0;
+    if (alloc) {
+        sc = &w->size_cache[trace_hash32(ev->stack) % TRACE_SIZE_CACHE];
+        same = sc->chunk == w->chunk_gen && sc->stack == ev->stack && sc->size == ev->size;
+        if (same)
+            op |= TRACE_OP_SAME_SIZE;
+    }
+    uint64_t dt = (uint64_t)t - (uint64_t)w->prev_t;
+    if ((int64_t)dt < 0) {
+        op |= TRACE_OP_BACK;
+        dt = -dt;
+    }
     *w->cur[TRACE_S_OPS]++ = (unsigned char)op;
-    w->cur[TRACE_S_TIMES] = trace_put_varint(w->cur[TRACE_S_TIMES], trace_zigzag(t - w->prev_t));
+    put_sym(w, TRACE_S_TIMES, dt);
     w->prev_t = t;
     if (t < w->min_t)
         w->min_t = t;
@@ -694,16 +777,14 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
         w->max_t = t;
 
     if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {
-        uint32_t zz = trace_zigzag32((int32_t)(w->last_id - (type == MT_TRACE_FREE ? ev->id : ev->old_id)));
-        *w->cur[TRACE_S_FREES]++ = (unsigned char)(zz < 0x80 ? zz : (zz | 0x80));
-        if (zz >= 0x80)
-            w->cur[TRACE_S_FREES_HI] = trace_put_varint(w->cur[TRACE_S_FREES_HI], zz >> 7);
+        put_sym(w, TRACE_S_FREES, (uint32_t)(w->last_id - (type == MT_TRACE_FREE ? ev->id : ev->old_id)));
     }
-    if (type != MT_TRACE_FREE) {
-        uint64_t sz = ev->size;
-        *w->cur[TRACE_S_SIZES]++ = (unsigned char)(sz < 0x80 ? sz : (sz | 0x80));
-        if (sz >= 0x80)
-            w->cur[TRACE_S_SIZES_HI] = trace_put_varint(w->cur[TRACE_S_SIZES_HI], sz >> 7);
+    if (type != MT_TRACE_FREE && !same)
+        put_sym(w, TRACE_S_SIZES, ev->size);
+    if (sc) {
+        sc->chunk = w->chunk_gen;
+        sc->stack = ev->stack;
+        sc->size = ev->size;
     }
     if (alloc) {
         w->cur[TRACE_S_IDS] =

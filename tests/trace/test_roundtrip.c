@@ -29,6 +29,8 @@ static mt_trace_event *random_events(size_t n)
         v->size = rnd() & ((1ull << bits) - 1);
         if (rnd() % 20 == 0)
             v->size = (1ull << 47) - rnd() % 3;
+        if (rnd() % 500 == 0)
+            v->size = UINT64_MAX - rnd() % 3;   /* the full range of the format */
         v->id = rnd() % 8 ? ++id : (uint32_t)rnd();
         if (v->type == MT_TRACE_ALLOC || v->type == MT_TRACE_REALLOC)
             id = v->id;
