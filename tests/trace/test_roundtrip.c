@@ -5,6 +5,7 @@
 #include "unit.h"
 #include "trace/trace_gen.h"
 #include "trace/trace_test.h"
+#include "trace/trace_util.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) { return gen_xorshift(&rng); }
@@ -241,8 +242,27 @@ static void two_files(void)
     tbuf_delete(m2);
 }
 
+/* The format's primitives against known values. */
+static void primitives(void)
+{
+    CHECK("CRC32C of \"123456789\" is 0xE3069283", trace_crc32c(0, "123456789", 9) == 0xE3069283u);
+    CHECK("CRC32C in pieces", trace_crc32c(trace_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
+    int ok = 1;
+    uint64_t vals[] = {0, 1, 15, 16, 17, 31, 32, 100, 1000, 65535, 1ull << 40, UINT64_MAX, UINT64_MAX - 1};
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+        unsigned k1, k2;
+        unsigned sym = trace_sym(vals[i], &k1);
+        uint64_t base = trace_sym_base(sym, &k2);
+        ok &= sym < 256 && k1 == k2 && base <= vals[i] && (k1 == 64 || vals[i] - base < (1ull << k1));
+    }
+    unsigned k;
+    ok &= trace_sym(16, &k) == 16 && k == 2 && trace_sym(28, &k) == 19 && trace_sym(UINT64_MAX, &k) == 255 && k == 61;
+    CHECK("symbols: value = base + low bits, every bit length", ok);
+}
+
 int main(void)
 {
+    primitives();
     size_t n = 20000;
     mt_trace_event *evs = random_events(n);
     run("random", evs, n, (rt_opts){.chunk_events = 777}, 1);
