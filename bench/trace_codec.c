@@ -64,9 +64,9 @@ static const char *cat_cb(void *ctx, unsigned id)
 /* Each stream's share: every EVENTS chunk's streams compressed alone. */
 static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents, int level)
 {
-    static const char *names[TRACE_NSTREAMS] = {"ops",    "threads", "times", "sizes", "frees",
+    static const char *names[TRACE_NSTREAMS] = {"ops", "xops", "threads", "times", "sizes", "frees",
                                                 "bits",   "stacks",  "ids",   "cats",  "addrs"};
-    double raw[TRACE_NSTREAMS] = {0}, comp[TRACE_NSTREAMS] = {0};
+    double raw[TRACE_NSTREAMS] = {0}, comp[TRACE_NSTREAMS] = {0}, h0[TRACE_NSTREAMS] = {0};
     size_t off = TRACE_HEADER_SIZE;
     while (off + TRACE_CHUNK_HEADER_SIZE <= len && !memcmp(p + off, TRACE_CHUNK_MAGIC, 4)) {
         const unsigned char *h = p + off;
@@ -88,6 +88,12 @@ static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents,
                 raw[i] += (double)sl[i];
                 if (sl[i])
                     comp[i] += (double)ZSTD_compress(tmp, ZSTD_compressBound(sl[i]), q, sl[i], level ? level : 3);
+                double hist[256] = {0};
+                for (uint64_t k = 0; k < sl[i]; k++)
+                    hist[q[k]]++;
+                for (int k = 0; k < 256; k++)
+                    if (hist[k])
+                        h0[i] -= hist[k] * log2(hist[k] / (double)sl[i]);
                 q += sl[i];
             }
             free(body);
@@ -95,10 +101,11 @@ static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents,
         }
         off += TRACE_CHUNK_HEADER_SIZE + stored;
     }
-    printf("streams (each compressed alone), bits/event raw -> compressed:\n");
+    printf("streams (each compressed alone), bits/event: raw, order-0 entropy of the bytes, compressed:\n");
     for (int i = 0; i < TRACE_NSTREAMS; i++)
         if (raw[i])
-            printf("  %-9s %7.3f -> %7.3f\n", names[i], raw[i] * 8 / nevents, comp[i] * 8 / nevents);
+            printf("  %-9s %7.3f %7.3f %7.3f\n", names[i], raw[i] * 8 / nevents, h0[i] / nevents,
+                   comp[i] * 8 / nevents);
 }
 
 static double now(void)

@@ -81,6 +81,7 @@ struct mt_trace_reader {
     thread_stacks *ts;
     size_t ts_cap;
     size_slot size_cache[TRACE_SIZE_CACHE];
+    trace_opmodel ops;
     trace_defs defs;
     mt_trace_chunk_info *index;
     size_t nindex;
@@ -507,7 +508,7 @@ static int fail(mt_trace_reader *r, const char *fmt, ...)
 }
 
 static const char *const stream_names[TRACE_NSTREAMS] = {
-    "ops", "threads", "times", "sizes", "frees", "bits", "stacks", "ids", "categories", "addresses",
+    "ops", "xops", "threads", "times", "sizes", "frees", "bits", "stacks", "ids", "categories", "addresses",
 };
 
 /* Sets up the decoder on an EVENTS chunk's body. */
@@ -550,6 +551,7 @@ static int events_begin(mt_trace_reader *r, const chunk *c)
     d->addr = 0;
     d->bits = 0;
     d->nbits = 0;
+    r->ops.prev = 0;
     r->gen++;
     return 0;
 }
@@ -621,11 +623,18 @@ static inline int get_bits(decoder *d, unsigned k, uint64_t *out)
 static int decode(mt_trace_reader *r, mt_trace_event *ev)
 {
     decoder *d = &r->dec;
-    unsigned op = *d->s[TRACE_S_OPS]++;
+    unsigned b = *d->s[TRACE_S_OPS]++, tc = b >> 5, x = b & 0x1f;
+    if (tc == TRACE_TC_ESCAPE) {
+        if (x || d->s[TRACE_S_XOPS] >= d->e[TRACE_S_XOPS])
+            return fail(r, "event %u: bad escaped op", d->done);
+        x = *d->s[TRACE_S_XOPS]++;
+    }
+    unsigned op = x ^ trace_op_guess(&r->ops, r->gen);
     unsigned type = op & TRACE_OP_TYPE;
     uint64_t v;
     if (type < MT_TRACE_ALLOC || type > MT_TRACE_MUNMAP || (op & ~TRACE_OP_KNOWN))
-        return fail(r, "event %u: bad op byte 0x%02x", d->done, op);
+        return fail(r, "event %u: bad op 0x%02x", d->done, op);
+    trace_op_seen(&r->ops, op);
     memset(ev, 0, sizeof *ev);
     ev->type = (uint8_t)type;
     if (op & TRACE_OP_THREAD) {
@@ -642,7 +651,10 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
         d->category = *d->s[TRACE_S_CATS]++;
     }
     ev->category = d->category;
-    GETSYM(TRACE_S_TIMES, v);
+    if (tc < TRACE_TC_STREAM)
+        v = tc;
+    else
+        GETSYM(TRACE_S_TIMES, v);
     d->t += op & TRACE_OP_BACK ? -v : v;
     ev->time_ns = d->t * r->info.time_unit_ns;
     if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {

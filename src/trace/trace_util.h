@@ -44,9 +44,10 @@ enum {
  * Huffman stage codes each symbol stream near its entropy and the nearly
  * random low bits cost what they carry. */
 enum {
-    TRACE_S_OPS,       /* one byte per event: type | TRACE_OP_* flags */
+    TRACE_S_OPS,       /* one byte per event: the op (XOR its guess) and the time code */
+    TRACE_S_XOPS,      /* the whole op (XOR its guess), when the time code is TRACE_TC_ESCAPE */
     TRACE_S_THREADS,   /* thread index (when TRACE_OP_THREAD), varint */
-    TRACE_S_TIMES,     /* symbol of |time delta| in time units (sign: TRACE_OP_BACK) */
+    TRACE_S_TIMES,     /* symbol of |time delta| in time units, when not in the op byte */
     TRACE_S_SIZES,     /* symbol of the size */
     TRACE_S_FREES,     /* symbol of (uint32)(last id - freed id) */
     TRACE_S_BITS,      /* the symbols' low bits, LSB first, in event order */
@@ -56,12 +57,59 @@ enum {
     TRACE_S_ADDRS,     /* zigzag mapping address delta, varint */
     TRACE_NSTREAMS
 };
+
+/* An op: the type and flags. */
 #define TRACE_OP_TYPE 0x07u
 #define TRACE_OP_THREAD 0x08u     /* the thread changed: its index follows */
-#define TRACE_OP_CATEGORY 0x10u   /* the category changed: it follows */
-#define TRACE_OP_BACK 0x20u       /* the time went back: the delta is negative */
-#define TRACE_OP_SAME_SIZE 0x40u  /* alloc/realloc: the size is the size cache's (no size symbol) */
+#define TRACE_OP_SAME_SIZE 0x10u  /* alloc/realloc: the size is the size cache's (no size symbol) */
+#define TRACE_OP_CATEGORY 0x20u   /* the category changed: it follows */
+#define TRACE_OP_BACK 0x40u       /* the time went back: the delta is negative */
 #define TRACE_OP_KNOWN 0x7fu
+
+/* An ops byte: bits 0-4 the op XOR its guess, bits 5-7 the time code:
+ * 0-5 the time symbol itself (deltas of 0-5 units, the usual ones with a
+ * coarse unit), TRACE_TC_STREAM the symbol is in the times stream,
+ * TRACE_TC_ESCAPE the op (XOR its guess) is in the xops stream (it has
+ * CATEGORY or BACK) and the time symbol in the times stream. One byte for
+ * both keeps zstd's Huffman coder, which spends at least a bit per byte,
+ * from spending a bit on each. */
+#define TRACE_TC_STREAM 6u
+#define TRACE_TC_ESCAPE 7u
+
+/* The op model: ops are stored XORed with a guess, the op that most often
+ * followed the previous op so far in the chunk (counts per previous op;
+ * ties keep the earlier guess), so the ops stream is mostly zeros when
+ * ops follow each other predictably (a free, then its thread's malloc). */
+typedef struct trace_opmodel {
+    uint16_t count[128][128];
+    uint64_t gen[128];   /* the chunk a row's counts belong to */
+    uint8_t best[128];
+    unsigned prev;
+} trace_opmodel;
+
+static inline unsigned trace_op_guess(trace_opmodel *m, uint64_t gen)
+{
+    unsigned p = m->prev;
+    if (m->gen[p] != gen) {
+        memset(m->count[p], 0, sizeof m->count[p]);
+        m->best[p] = 0;
+        m->gen[p] = gen;
+    }
+    return m->best[p];
+}
+
+/* op < 128, after trace_op_guess. */
+static inline void trace_op_seen(trace_opmodel *m, unsigned op)
+{
+    unsigned p = m->prev;
+    uint16_t *row = m->count[p];
+    if (++row[op] > row[m->best[p]])
+        m->best[p] = (uint8_t)op;
+    if (row[op] == UINT16_MAX)
+        for (int i = 0; i < 128; i++)
+            row[i] >>= 1;
+    m->prev = op;
+}
 
 /* The size cache: per chunk, slot trace_hash32(stack) % TRACE_SIZE_CACHE
  * remembers the last alloc/realloc's stack and size; an event of the same

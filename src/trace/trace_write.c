@@ -24,7 +24,7 @@
 
 /* Worst-case bytes one event adds to each stream. */
 static const unsigned stream_max[TRACE_NSTREAMS] = {
-    [TRACE_S_OPS] = 1, [TRACE_S_THREADS] = 5, [TRACE_S_TIMES] = 1, [TRACE_S_SIZES] = 1,
+    [TRACE_S_OPS] = 1, [TRACE_S_XOPS] = 1, [TRACE_S_THREADS] = 5, [TRACE_S_TIMES] = 1, [TRACE_S_SIZES] = 1,
     [TRACE_S_FREES] = 1, [TRACE_S_BITS] = 20, [TRACE_S_STACKS] = 5, [TRACE_S_IDS] = 5,
     [TRACE_S_CATS] = 1, [TRACE_S_ADDRS] = 10,
 };
@@ -194,6 +194,7 @@ struct mt_trace_writer {
     size_t zwork_size;
     uint64_t frames[TRACE_MAX_FRAMES];
     size_slot size_cache[TRACE_SIZE_CACHE];
+    trace_opmodel ops;
 
     mt_trace_write_stats stats;
 };
@@ -404,6 +405,7 @@ static void chunk_reset(mt_trace_writer *w)
     w->bacc = 0;
     w->bn = 0;
     w->cur_thread = 0;
+    w->ops.prev = 0;
     w->cur_category = 0;
     w->prev_addr = 0;
     w->base_id = w->last_id;
@@ -768,8 +770,18 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
         op |= TRACE_OP_BACK;
         dt = -dt;
     }
-    *w->cur[TRACE_S_OPS]++ = (unsigned char)op;
-    put_sym(w, TRACE_S_TIMES, dt);
+    unsigned x = op ^ trace_op_guess(&w->ops, w->chunk_gen);
+    trace_op_seen(&w->ops, op);
+    if (x >= 32) {
+        *w->cur[TRACE_S_OPS]++ = TRACE_TC_ESCAPE << 5;
+        *w->cur[TRACE_S_XOPS]++ = (unsigned char)x;
+        put_sym(w, TRACE_S_TIMES, dt);
+    } else if (dt < TRACE_TC_STREAM) {
+        *w->cur[TRACE_S_OPS]++ = (unsigned char)(x | dt << 5);
+    } else {
+        *w->cur[TRACE_S_OPS]++ = (unsigned char)(x | TRACE_TC_STREAM << 5);
+        put_sym(w, TRACE_S_TIMES, dt);
+    }
     w->prev_t = t;
     if (t < w->min_t)
         w->min_t = t;

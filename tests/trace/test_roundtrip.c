@@ -7,6 +7,8 @@
 #include "trace/trace_test.h"
 #include "trace/trace_util.h"
 
+#include <time.h>
+
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) { return gen_xorshift(&rng); }
 
@@ -260,9 +262,84 @@ static void primitives(void)
     CHECK("symbols: value = base + low bits, every bit length", ok);
 }
 
+/* Stacks of 1024 frames, thousands of them new in one chunk: the
+ * definitions go out in DEFS chunks of their own before the events. */
+static int big_stack(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *cat)
+{
+    (void)ctx;
+    for (int i = 0; i < max; i++)
+        out[i] = 0x7f0000000000ull + (uint64_t)id * 0x100000 + (uint64_t)i * 0x9e37;
+    *cat = 3;
+    return max;
+}
+
+static void writer_edges(void)
+{
+    tbuf *m = tbuf_new();
+    mt_trace_host host;
+    tbuf_host(m, &host);
+    host.stack = big_stack;
+    mt_trace_write_config cfg = {.chunk_events = 100000, .chunk_age_ns = 3600000000000ull};
+    mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
+    mt_trace_write_begin(w);
+    mt_trace_event bad = {.type = 9, .thread = 1};
+    CHECK("writer: an unknown event type is refused", mt_trace_write_event(w, &bad) == -22);
+    size_t n = 6000;
+    for (uint32_t i = 0; i < n; i++) {
+        mt_trace_event e = {.type = MT_TRACE_ALLOC, .thread = 5, .time_ns = i, .size = i, .id = i + 1,
+                            .stack = i + 1, .category = 3};
+        mt_trace_write_event(w, &e);
+    }
+    size_t before = m->len;
+    mt_trace_write_flush(w, 0);
+    CHECK("writer: flush(0) keeps a young chunk open", m->len == before);
+    mt_trace_write_flush(w, 1);
+    CHECK("writer: flush(1) writes it", m->len > before);
+    mt_trace_write_finish(w, NULL, NULL, 0);
+    mt_trace_writer_destroy(w);
+    mt_trace_reader *r;
+    char err[MT_TRACE_ERR_MAX];
+    size_t got = 0, ok = 0, defs = 0;
+    if (mt_trace_open_mem(m->p, m->len, "big", MT_TRACE_PREFETCH, &r, err, sizeof err) == 0) {
+        mt_trace_event ev;
+        while (mt_trace_next(r, &ev) == 1) {
+            const mt_trace_stack *s = mt_trace_stack_get(r, ev.stack);
+            uint64_t f[1024];
+            unsigned cat;
+            big_stack(NULL, ev.stack, f, 1024, &cat);
+            ok += s && s->nframes == 1024 && !memcmp(s->frames, f, sizeof f) && ev.size == got && ev.id == got + 1;
+            got++;
+        }
+        for (size_t i = 0; i < mt_trace_index_count(r); i++)
+            defs += mt_trace_index_get(r, i)->kind == 1;
+        ok += mt_trace_error(r) != NULL;
+        mt_trace_close(r);
+    }
+    CHECK("writer: 6000 stacks of 1024 frames in one chunk, DEFS chunks split, all back", got == n && ok == n &&
+                                                                                               defs > 1);
+
+    /* A chunk older than chunk_age_ns goes out at flush(0). */
+    tbuf *m2 = tbuf_new();
+    tbuf_host(m2, &host);
+    cfg.chunk_age_ns = 1;
+    w = mt_trace_writer_create(&cfg, &host);
+    mt_trace_write_begin(w);
+    mt_trace_event e = {.type = MT_TRACE_FREE, .thread = 5, .id = 7};
+    mt_trace_write_event(w, &e);
+    before = m2->len;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    mt_trace_write_flush(w, 0);
+    CHECK("writer: flush(0) writes a chunk older than chunk_age_ns", m2->len > before);
+    mt_trace_writer_destroy(w);
+    tbuf_delete(m);
+    tbuf_delete(m2);
+}
+
 int main(void)
 {
     primitives();
+    writer_edges();
     size_t n = 20000;
     mt_trace_event *evs = random_events(n);
     run("random", evs, n, (rt_opts){.chunk_events = 777}, 1);
