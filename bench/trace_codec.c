@@ -64,8 +64,8 @@ static const char *cat_cb(void *ctx, unsigned id)
 /* Each stream's share: every EVENTS chunk's streams compressed alone. */
 static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents, int level)
 {
-    static const char *names[TRACE_NSTREAMS] = {"ops", "xops", "threads", "times", "sizes", "frees",
-                                                "bits",   "stacks",  "ids",   "cats",  "addrs"};
+    static const char *names[TRACE_NSTREAMS] = {"ops",  "xops",   "threads", "times", "sizes", "frees",
+                                                "bits", "stacks", "ids",     "cats",  "addrs"};
     double raw[TRACE_NSTREAMS] = {0}, comp[TRACE_NSTREAMS] = {0}, h0[TRACE_NSTREAMS] = {0};
     size_t off = TRACE_HEADER_SIZE;
     while (off + TRACE_CHUNK_HEADER_SIZE <= len && !memcmp(p + off, TRACE_CHUNK_MAGIC, 4)) {
@@ -87,7 +87,8 @@ static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents,
             for (uint64_t i = 0; i < ns && i < TRACE_NSTREAMS; i++) {
                 raw[i] += (double)sl[i];
                 if (sl[i])
-                    comp[i] += (double)ZSTD_compress(tmp, ZSTD_compressBound(sl[i]), q, sl[i], level ? level : 3);
+                    comp[i] +=
+                        (double)ZSTD_compress(tmp, ZSTD_compressBound(sl[i]), q, sl[i], level ? level : 3);
                 double hist[256] = {0};
                 for (uint64_t k = 0; k < sl[i]; k++)
                     hist[q[k]]++;
@@ -123,19 +124,40 @@ int main(int argc, char **argv)
     const char *out = NULL;
     while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:sz")) != -1) {
         switch (opt) {
-        case 't': threads = atoi(optarg); break;
-        case 'n': ops = atol(optarg); break;
-        case 'w': window = atol(optarg); break;
-        case 'l': level = atoi(optarg); break;
-        case 'c': chunk = (unsigned)atol(optarg); break;
-        case 'u': unit = (unsigned)atol(optarg); break;
-        case 'o': out = optarg; break;
-        case 'r': repeats = atoi(optarg); break;
-        case 's': breakdown = 1; break;
-        case 'z': skew = 1; break;
+        case 't':
+            threads = atoi(optarg);
+            break;
+        case 'n':
+            ops = atol(optarg);
+            break;
+        case 'w':
+            window = atol(optarg);
+            break;
+        case 'l':
+            level = atoi(optarg);
+            break;
+        case 'c':
+            chunk = (unsigned)atol(optarg);
+            break;
+        case 'u':
+            unit = (unsigned)atol(optarg);
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'r':
+            repeats = atoi(optarg);
+            break;
+        case 's':
+            breakdown = 1;
+            break;
+        case 'z':
+            skew = 1;
+            break;
         default:
-            fprintf(stderr, "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
-                            "[-u time_unit_ns] [-o file] [-r repeats]\n");
+            fprintf(stderr,
+                    "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
+                    "[-u time_unit_ns] [-o file] [-r repeats]\n");
             return 2;
         }
     }
@@ -167,8 +189,8 @@ int main(int argc, char **argv)
             tbits -= hist[i] * log2((double)hist[i] / (double)(n - 1));
     free(hist);
 
-    mt_trace_write_config cfg = {.zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit,
-                                 .pid = 1, .start_ns = 0};
+    mt_trace_write_config cfg = {
+        .zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit, .pid = 1, .start_ns = 0};
     membuf m = {0};
     mt_trace_host host = {.ctx = &m, .write = mem_write, .stack = stack_cb, .category_name = cat_cb};
     double best_enc = 1e30, best_dec = 1e30;
@@ -224,8 +246,9 @@ int main(int argc, char **argv)
     double floor_bits = info + tbits;
     printf("events %zu  bytes %zu  bytes/event %.3f  (level %d, chunk %u, time unit %u ns)\n", n, m.len,
            (double)m.len / n, level, chunk, unit);
-    printf("floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
-           floor_bits / 8 / n, info / 8 / n, tbits / n);
+    printf(
+        "floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
+        floor_bits / 8 / n, info / 8 / n, tbits / n);
     printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, prefetch)\n",
            best_enc * 1e9 / n, n / best_enc / 1e6, best_dec * 1e9 / n, n / best_dec / 1e6);
     if (breakdown)

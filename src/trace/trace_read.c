@@ -19,7 +19,7 @@
 
 /* A chunk as the loader hands it over. */
 typedef struct chunk {
-    int status;              /* 1 a chunk, 0 the clean end, -1 an error (err) */
+    int status; /* 1 a chunk, 0 the clean end, -1 an error (err) */
     char err[MT_TRACE_ERR_MAX];
     uint64_t ordinal, offset, next;
     unsigned kind;
@@ -44,11 +44,11 @@ typedef struct loader {
 typedef struct decoder {
     const unsigned char *s[TRACE_NSTREAMS], *e[TRACE_NSTREAMS];
     uint32_t left, done;
-    uint64_t t;   /* in time units, wrapping */
-    uint32_t last_id, thread;   /* thread: index + 1, 0 none yet */
+    uint64_t t;               /* in time units, wrapping */
+    uint32_t last_id, thread; /* thread: index + 1, 0 none yet */
     uint8_t category;
     uint64_t addr;
-    uint64_t bits;   /* bit stream: buffered bits, their count */
+    uint64_t bits; /* bit stream: buffered bits, their count */
     unsigned nbits;
 } decoder;
 
@@ -171,7 +171,7 @@ static void load_next(loader *ld, chunk *c)
         goto stop;
     }
     if (got == 0)
-        goto stop;   /* the file ends at a chunk boundary */
+        goto stop; /* the file ends at a chunk boundary */
     if (got >= 8 && !memcmp(h, TRACE_TRAILER_MAGIC, 8)) {
         if (got < (ssize_t)TRACE_TRAILER_SIZE)
             chunk_fail(c, ld, "truncated trailer (%zd of %u bytes)", got, TRACE_TRAILER_SIZE);
@@ -180,8 +180,8 @@ static void load_next(loader *ld, chunk *c)
         goto stop;
     }
     if (got < (ssize_t)sizeof h) {
-        chunk_fail(c, ld, "truncated: the chunk header needs %u bytes, the file has %zd more", TRACE_CHUNK_HEADER_SIZE,
-                   got);
+        chunk_fail(c, ld, "truncated: the chunk header needs %u bytes, the file has %zd more",
+                   TRACE_CHUNK_HEADER_SIZE, got);
         goto stop;
     }
     const char *bad = header_problem(h, ld->no_crc);
@@ -326,9 +326,9 @@ static void read_index(mt_trace_reader *r)
     uint64_t at = trace_get64(t + 8);
     if (at < TRACE_HEADER_SIZE || at >= ld->size - TRACE_TRAILER_SIZE)
         return;
-    loader il = *ld;   /* a private loader at the index */
+    loader il = *ld; /* a private loader at the index */
     il.offset = at;
-    il.ordinal = trace_get32(t + 16);   /* the index follows every chunk it lists */
+    il.ordinal = trace_get32(t + 16); /* the index follows every chunk it lists */
     il.done = 0;
     il.stored = NULL;
     il.stored_cap = 0;
@@ -337,11 +337,11 @@ static void read_index(mt_trace_reader *r)
     memset(&c, 0, sizeof c);
     load_next(&il, &c);
     if (c.status == 1 && c.kind == TRACE_CHUNK_INDEX && c.next == ld->size - TRACE_TRAILER_SIZE &&
-        c.count == trace_get32(t + 16) && c.count <= c.raw_len) {
+        c.count == trace_get32(t + 16) && c.count <= c.raw_len / 5) { /* an entry takes 5 bytes at least */
         r->index = malloc((c.count ? c.count : 1) * sizeof *r->index);
         char why[160];
-        if (r->index &&
-            trace_index_parse(c.raw, c.raw_len, c.count, r->info.time_unit_ns, r->index, why, sizeof why) == 0)
+        if (r->index && trace_index_parse(c.raw, c.raw_len, c.count, r->info.time_unit_ns, r->index, why,
+                                          sizeof why) == 0)
             r->nindex = c.count;
         else {
             free(r->index);
@@ -362,12 +362,12 @@ static int open_common(mt_trace_reader *r, unsigned flags, char *err, size_t err
     if (got < 8 || memcmp(h, TRACE_MAGIC, 8))
         return open_fail(err, errlen, -EINVAL, r->name, "not a memtrail trace (bad magic at offset 0)");
     if (got < (ssize_t)sizeof h)
-        return open_fail(err, errlen, -EINVAL, r->name, "truncated: the header needs %u bytes, the file has %zd",
-                         TRACE_HEADER_SIZE, got);
+        return open_fail(err, errlen, -EINVAL, r->name,
+                         "truncated: the header needs %u bytes, the file has %zd", TRACE_HEADER_SIZE, got);
     uint32_t version = trace_get32(h + 8);
     if (version != TRACE_VERSION)
-        return open_fail(err, errlen, -EINVAL, r->name, "unknown trace version %u (this memtrail reads version %u)",
-                         version, TRACE_VERSION);
+        return open_fail(err, errlen, -EINVAL, r->name,
+                         "unknown trace version %u (this memtrail reads version %u)", version, TRACE_VERSION);
     r->ld.no_crc = (flags & MT_TRACE_NO_CRC) != 0;
     if (!r->ld.no_crc && trace_get32(h + 60) != trace_crc32c(0, h, 60))
         return open_fail(err, errlen, -EINVAL, r->name, "header at offset 0: CRC mismatch");
@@ -562,20 +562,20 @@ static int events_end(mt_trace_reader *r)
         return fail(r, "bits left in stream bits after the last event");
     for (int i = 0; i < TRACE_NSTREAMS; i++)
         if (r->dec.s[i] != r->dec.e[i])
-            return fail(r, "%zu bytes left in stream %s after the last event", (size_t)(r->dec.e[i] - r->dec.s[i]),
-                        stream_names[i]);
+            return fail(r, "%zu bytes left in stream %s after the last event",
+                        (size_t)(r->dec.e[i] - r->dec.s[i]), stream_names[i]);
     return 0;
 }
 
 /* Hot path varint: one byte inline, else the checked reader. */
-#define GETV(stream, var)                                                                                              \
-    do {                                                                                                               \
-        const unsigned char *p_ = d->s[stream];                                                                        \
-        if (p_ < d->e[stream] && *p_ < 0x80) {                                                                         \
-            var = *p_;                                                                                                 \
-            d->s[stream] = p_ + 1;                                                                                     \
-        } else if (trace_get_varint(&d->s[stream], d->e[stream], &var) < 0)                                           \
-            return fail(r, "event %u: bad varint in stream %s", d->done, stream_names[stream]);                       \
+#define GETV(stream, var)                                                                                    \
+    do {                                                                                                     \
+        const unsigned char *p_ = d->s[stream];                                                              \
+        if (p_ < d->e[stream] && *p_ < 0x80) {                                                               \
+            var = *p_;                                                                                       \
+            d->s[stream] = p_ + 1;                                                                           \
+        } else if (trace_get_varint(&d->s[stream], d->e[stream], &var) < 0)                                  \
+            return fail(r, "event %u: bad varint in stream %s", d->done, stream_names[stream]);              \
     } while (0)
 
 /* k <= 32 bits from the bit stream: 0, or -1 past its end. */
@@ -605,19 +605,19 @@ static inline int get_bits(decoder *d, unsigned k, uint64_t *out)
 }
 
 /* A value coded as a symbol in `stream` and low bits in the bit stream. */
-#define GETSYM(stream, var)                                                                                            \
-    do {                                                                                                               \
-        if (d->s[stream] >= d->e[stream])                                                                              \
-            return fail(r, "event %u: stream %s ends early", d->done, stream_names[stream]);                          \
-        unsigned k_;                                                                                                   \
-        uint64_t v_ = trace_sym_base(*d->s[stream]++, &k_), lo_, hi_ = 0;                                              \
-        if (k_ > 32) {                                                                                                 \
-            if (get_bits(d, 32, &lo_) < 0 || get_bits(d, k_ - 32, &hi_) < 0)                                           \
-                return fail(r, "event %u: stream bits ends early", d->done);                                           \
-            lo_ |= hi_ << 32;                                                                                          \
-        } else if (get_bits(d, k_, &lo_) < 0)                                                                          \
-            return fail(r, "event %u: stream bits ends early", d->done);                                               \
-        var = v_ + lo_;                                                                                                \
+#define GETSYM(stream, var)                                                                                  \
+    do {                                                                                                     \
+        if (d->s[stream] >= d->e[stream])                                                                    \
+            return fail(r, "event %u: stream %s ends early", d->done, stream_names[stream]);                 \
+        unsigned k_;                                                                                         \
+        uint64_t v_ = trace_sym_base(*d->s[stream]++, &k_), lo_, hi_ = 0;                                    \
+        if (k_ > 32) {                                                                                       \
+            if (get_bits(d, 32, &lo_) < 0 || get_bits(d, k_ - 32, &hi_) < 0)                                 \
+                return fail(r, "event %u: stream bits ends early", d->done);                                 \
+            lo_ |= hi_ << 32;                                                                                \
+        } else if (get_bits(d, k_, &lo_) < 0)                                                                \
+            return fail(r, "event %u: stream bits ends early", d->done);                                     \
+        var = v_ + lo_;                                                                                      \
     } while (0)
 
 static int decode(mt_trace_reader *r, mt_trace_event *ev)
@@ -738,6 +738,7 @@ static int advance(mt_trace_reader *r)
         }
         if (c->status == 0) {
             r->ended = 1;
+            r->consumed = r->info.file_bytes;
             return 0;
         }
         r->chunks_read++;
@@ -761,7 +762,7 @@ static int advance(mt_trace_reader *r)
                 return fail(r, "%s", why);
             r->complete = 1;
             break;
-        default:   /* the index (read at open), kinds of later versions */
+        default: /* the index (read at open), kinds of later versions */
             break;
         }
     }
@@ -781,23 +782,47 @@ int mt_trace_next(mt_trace_reader *r, mt_trace_event *ev)
     return decode(r, ev);
 }
 
-const char *mt_trace_error(const mt_trace_reader *r) { return r->failed ? r->err : NULL; }
-int mt_trace_complete(const mt_trace_reader *r) { return r->complete; }
-uint64_t mt_trace_offset(const mt_trace_reader *r) { return r->consumed; }
-uint64_t mt_trace_chunks_read(const mt_trace_reader *r) { return r->chunks_read; }
-uint64_t mt_trace_chunks_total(const mt_trace_reader *r) { return r->nindex ? r->nindex + 1 : 0; }
-size_t mt_trace_index_count(const mt_trace_reader *r) { return r->nindex; }
+const char *mt_trace_error(const mt_trace_reader *r)
+{
+    return r->failed ? r->err : NULL;
+}
+int mt_trace_complete(const mt_trace_reader *r)
+{
+    return r->complete;
+}
+uint64_t mt_trace_offset(const mt_trace_reader *r)
+{
+    return r->consumed;
+}
+uint64_t mt_trace_chunks_read(const mt_trace_reader *r)
+{
+    return r->chunks_read;
+}
+uint64_t mt_trace_chunks_total(const mt_trace_reader *r)
+{
+    return r->nindex ? r->nindex + 1 : 0;
+}
+size_t mt_trace_index_count(const mt_trace_reader *r)
+{
+    return r->nindex;
+}
 const mt_trace_chunk_info *mt_trace_index_get(const mt_trace_reader *r, size_t i)
 {
     return i < r->nindex ? &r->index[i] : NULL;
 }
-const mt_trace_file_info *mt_trace_info(const mt_trace_reader *r) { return &r->info; }
+const mt_trace_file_info *mt_trace_info(const mt_trace_reader *r)
+{
+    return &r->info;
+}
 
 const mt_trace_stack *mt_trace_stack_get(const mt_trace_reader *r, uint32_t id)
 {
     return trace_defs_stack(&r->defs, id);
 }
-size_t mt_trace_module_count(const mt_trace_reader *r) { return r->defs.nmodules; }
+size_t mt_trace_module_count(const mt_trace_reader *r)
+{
+    return r->defs.nmodules;
+}
 const mt_trace_module *mt_trace_module_get(const mt_trace_reader *r, size_t i)
 {
     return i < r->defs.nmodules ? &r->defs.modules[i] : NULL;

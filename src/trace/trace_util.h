@@ -23,10 +23,10 @@ enum { TRACE_CHUNK_DEFS = 1, TRACE_CHUNK_EVENTS = 2, TRACE_CHUNK_END = 3, TRACE_
 enum { TRACE_CODEC_NONE = 0, TRACE_CODEC_ZSTD = 1 };
 
 /* Limits a reader enforces and a writer stays within. */
-#define TRACE_MAX_RAW (64u << 20)        /* a chunk's body, uncompressed */
-#define TRACE_MAX_STORED (64u << 20)     /* a chunk's payload as stored */
-#define TRACE_MAX_FRAMES 1024u           /* frames of one stack */
-#define TRACE_MAX_STRING 4096u           /* a path, name, key or value */
+#define TRACE_MAX_RAW (64u << 20)    /* a chunk's body, uncompressed */
+#define TRACE_MAX_STORED (64u << 20) /* a chunk's payload as stored */
+#define TRACE_MAX_FRAMES 1024u       /* frames of one stack */
+#define TRACE_MAX_STRING 4096u       /* a path, name, key or value */
 
 /* Definition records (DEFS bodies). */
 enum {
@@ -44,26 +44,26 @@ enum {
  * Huffman stage codes each symbol stream near its entropy and the nearly
  * random low bits cost what they carry. */
 enum {
-    TRACE_S_OPS,       /* one byte per event: the op (XOR its guess) and the time code */
-    TRACE_S_XOPS,      /* the whole op (XOR its guess), when the time code is TRACE_TC_ESCAPE */
-    TRACE_S_THREADS,   /* thread index (when TRACE_OP_THREAD), varint */
-    TRACE_S_TIMES,     /* symbol of |time delta| in time units, when not in the op byte */
-    TRACE_S_SIZES,     /* symbol of the size */
-    TRACE_S_FREES,     /* symbol of (uint32)(last id - freed id) */
-    TRACE_S_BITS,      /* the symbols' low bits, LSB first, in event order */
-    TRACE_S_STACKS,    /* zigzag stack id delta against the thread's last one, varint */
-    TRACE_S_IDS,       /* zigzag of (int32)(id - (last id + 1)), varint */
-    TRACE_S_CATS,      /* category (when TRACE_OP_CATEGORY), a byte */
-    TRACE_S_ADDRS,     /* zigzag mapping address delta, varint */
+    TRACE_S_OPS,     /* one byte per event: the op (XOR its guess) and the time code */
+    TRACE_S_XOPS,    /* the whole op (XOR its guess), when the time code is TRACE_TC_ESCAPE */
+    TRACE_S_THREADS, /* thread index (when TRACE_OP_THREAD), varint */
+    TRACE_S_TIMES,   /* symbol of |time delta| in time units, when not in the op byte */
+    TRACE_S_SIZES,   /* symbol of the size */
+    TRACE_S_FREES,   /* symbol of (uint32)(last id - freed id) */
+    TRACE_S_BITS,    /* the symbols' low bits, LSB first, in event order */
+    TRACE_S_STACKS,  /* zigzag stack id delta against the thread's last one, varint */
+    TRACE_S_IDS,     /* zigzag of (int32)(id - (last id + 1)), varint */
+    TRACE_S_CATS,    /* category (when TRACE_OP_CATEGORY), a byte */
+    TRACE_S_ADDRS,   /* zigzag mapping address delta, varint */
     TRACE_NSTREAMS
 };
 
 /* An op: the type and flags. */
 #define TRACE_OP_TYPE 0x07u
-#define TRACE_OP_THREAD 0x08u     /* the thread changed: its index follows */
-#define TRACE_OP_SAME_SIZE 0x10u  /* alloc/realloc: the size is the size cache's (no size symbol) */
-#define TRACE_OP_CATEGORY 0x20u   /* the category changed: it follows */
-#define TRACE_OP_BACK 0x40u       /* the time went back: the delta is negative */
+#define TRACE_OP_THREAD 0x08u    /* the thread changed: its index follows */
+#define TRACE_OP_SAME_SIZE 0x10u /* alloc/realloc: the size is the size cache's (no size symbol) */
+#define TRACE_OP_CATEGORY 0x20u  /* the category changed: it follows */
+#define TRACE_OP_BACK 0x40u      /* the time went back: the delta is negative */
 #define TRACE_OP_KNOWN 0x7fu
 
 /* An ops byte: bits 0-4 the op XOR its guess, bits 5-7 the time code:
@@ -82,7 +82,7 @@ enum {
  * ops follow each other predictably (a free, then its thread's malloc). */
 typedef struct trace_opmodel {
     uint16_t count[128][128];
-    uint64_t gen[128];   /* the chunk a row's counts belong to */
+    uint64_t gen[128]; /* the chunk a row's counts belong to */
     uint8_t best[128];
     unsigned prev;
 } trace_opmodel;
@@ -164,7 +164,7 @@ static inline uint32_t trace_get32(const unsigned char *p)
 {
     uint32_t v;
     memcpy(&v, p, 4);
-    return v;   /* little-endian hosts only (x86-64, aarch64) */
+    return v; /* little-endian hosts only (x86-64, aarch64) */
 }
 static inline uint64_t trace_get64(const unsigned char *p)
 {
@@ -183,10 +183,22 @@ static inline unsigned char *trace_put_varint(unsigned char *p, uint64_t v)
     *p++ = (unsigned char)v;
     return p;
 }
-static inline uint64_t trace_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline int64_t trace_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
-static inline uint32_t trace_zigzag32(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
-static inline int32_t trace_unzigzag32(uint32_t v) { return (int32_t)(v >> 1) ^ -(int32_t)(v & 1); }
+static inline uint64_t trace_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t trace_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+static inline uint32_t trace_zigzag32(int32_t v)
+{
+    return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
+}
+static inline int32_t trace_unzigzag32(uint32_t v)
+{
+    return (int32_t)(v >> 1) ^ -(int32_t)(v & 1);
+}
 
 /* Reads a varint from [*p, end): 0, or -1 when it runs past end or is
  * longer than 10 bytes / overflows 64 bits. */

@@ -10,7 +10,10 @@
 #include <time.h>
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd(void) { return gen_xorshift(&rng); }
+static uint64_t rnd(void)
+{
+    return gen_xorshift(&rng);
+}
 
 #define START 5000000000ull
 
@@ -19,30 +22,30 @@ static mt_trace_event *random_events(size_t n)
 {
     mt_trace_event *e = calloc(n, sizeof *e);
     uint64_t t = START + 1000;
-    uint32_t id = 0xFFFFF000u;   /* wraps past 2^32 */
+    uint32_t id = 0xFFFFF000u; /* wraps past 2^32 */
     for (size_t i = 0; i < n; i++) {
         mt_trace_event *v = &e[i];
         v->type = (uint8_t)(1 + rnd() % 5);
         v->thread = rnd() % 4 ? 100 + (uint32_t)(rnd() % 300) : (uint32_t)rnd();
         uint64_t r = rnd();
         t += r % 8 == 0 ? (rnd() % 1000000000ull) : r % 500;
-        v->time_ns = r % 50 == 1 ? t - rnd() % 100000 : t;   /* some go back */
+        v->time_ns = r % 50 == 1 ? t - rnd() % 100000 : t; /* some go back */
         v->category = rnd() % 10 ? (uint8_t)(rnd() % 5) : (uint8_t)rnd();
         int bits = (int)(rnd() % 48);
         v->size = rnd() & ((1ull << bits) - 1);
         if (rnd() % 20 == 0)
             v->size = (1ull << 47) - rnd() % 3;
         if (rnd() % 500 == 0)
-            v->size = UINT64_MAX - rnd() % 3;   /* the full range of the format */
+            v->size = UINT64_MAX - rnd() % 3; /* the full range of the format */
         v->id = rnd() % 8 ? ++id : (uint32_t)rnd();
         if (v->type == MT_TRACE_ALLOC || v->type == MT_TRACE_REALLOC)
             id = v->id;
         v->old_id = rnd() % 10 == 0 ? 0 : id - (uint32_t)(rnd() % 5000);
         if (v->type == MT_TRACE_FREE && rnd() % 10 == 0)
-            v->id = 0;   /* a block from before the trace */
+            v->id = 0; /* a block from before the trace */
         v->stack = rnd() % 3 ? (uint32_t)(rnd() % 64) : (uint32_t)rnd();
         if (rnd() % 100 == 0)
-            v->stack = 0xdead;   /* the host does not know it */
+            v->stack = 0xdead; /* the host does not know it */
         v->address = rnd() % 2 ? rnd() : 0x7f0000000000ull + (rnd() % 1000) * 4096;
     }
     return e;
@@ -62,8 +65,11 @@ static tbuf *write_trace(const mt_trace_event *evs, size_t n, const rt_opts *o, 
     tbuf *m = tbuf_new();
     mt_trace_host host;
     tbuf_host(m, &host);
-    mt_trace_write_config cfg = {.zstd_level = o->level, .chunk_events = o->chunk_events, .pid = 4242,
-                                 .start_ns = START, .start_realtime_ns = 1700000000000000000ull,
+    mt_trace_write_config cfg = {.zstd_level = o->level,
+                                 .chunk_events = o->chunk_events,
+                                 .pid = 4242,
+                                 .start_ns = START,
+                                 .start_realtime_ns = 1700000000000000000ull,
                                  .time_unit_ns = o->unit};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     if (!w)
@@ -133,13 +139,14 @@ static int check_trace(const char *name, const tbuf *m, const mt_trace_event *ev
     snprintf(label, sizeof label, "%s: complete, end statistics", name);
     int f1, f2, f3, f4;
     CHECK(label, mt_trace_complete(r) && mt_trace_stat(r, "events_lost", &f1) == 7 &&
-                     mt_trace_stat(r, "custom", &f2) == (1ull << 60) && mt_trace_stat(r, "writer_events", &f3) == n &&
-                     mt_trace_stat(r, "nope", &f4) == 0 && f1 && f2 && f3 && !f4);
+                     mt_trace_stat(r, "custom", &f2) == (1ull << 60) &&
+                     mt_trace_stat(r, "writer_events", &f3) == n && mt_trace_stat(r, "nope", &f4) == 0 &&
+                     f1 && f2 && f3 && !f4);
     snprintf(label, sizeof label, "%s: meta, categories", name);
     CHECK(label, mt_trace_meta(r, "exe") && !strcmp(mt_trace_meta(r, "exe"), "/bin/prog") &&
                      mt_trace_meta(r, "cmdline") && !strcmp(mt_trace_meta(r, "cmdline"), "prog --flag") &&
-                     !mt_trace_meta(r, "nope") && (!mt_trace_category_name(r, 1) ||
-                                                   !strcmp(mt_trace_category_name(r, 1), "new")) &&
+                     !mt_trace_meta(r, "nope") &&
+                     (!mt_trace_category_name(r, 1) || !strcmp(mt_trace_category_name(r, 1), "new")) &&
                      !mt_trace_category_name(r, 200));
     /* Index: one entry per chunk but itself, events summing to n, offsets at chunk starts. */
     size_t ni = mt_trace_index_count(r);
@@ -149,14 +156,14 @@ static int check_trace(const char *name, const tbuf *m, const mt_trace_event *ev
         const mt_trace_chunk_info *c = mt_trace_index_get(r, i);
         if (c->kind == 2)
             sum += c->count;
-        int at_end = 0;   /* a chunk starts where a write ended */
+        int at_end = 0; /* a chunk starts where a write ended */
         for (size_t k = 0; k < m->nends; k++)
             at_end |= m->ends[k] == c->offset;
         offsets_ok &= at_end && (i == 0 || c->offset > mt_trace_index_get(r, i - 1)->offset);
     }
     snprintf(label, sizeof label, "%s: index (%zu chunks)", name, ni);
     CHECK(label, offsets_ok && sum == n && mt_trace_chunks_total(r) == ni + 1 &&
-                     mt_trace_chunks_read(r) == ni + 1 && mt_trace_offset(r) == m->len - 24 &&
+                     mt_trace_chunks_read(r) == ni + 1 && mt_trace_offset(r) == m->len &&
                      !mt_trace_index_get(r, ni));
     mt_trace_close(r);
     return bad;
@@ -173,13 +180,12 @@ static void modules_check(const tbuf *m)
         ;
     size_t n = mt_trace_module_count(r);
     const mt_trace_module *a = mt_trace_module_get(r, 0), *c = mt_trace_module_get(r, 2);
-    CHECK("modules: three, deduplicated, fields back", n == 3 && a && c && a->start == 0x400000 &&
-                                                           a->end == 0x800000 && !strcmp(a->path, "/bin/one") &&
-                                                           a->build_id_len == 4 && a->build_id[3] == 0xef &&
-                                                           c->bias == 0x2000 && c->build_id_len == 2 &&
-                                                           !strcmp(c->path, "/lib/three.so") &&
-                                                           !mt_trace_module_get(r, 3));
-    CHECK("modules: the host asked a bounded number of times", m->modules_calls > 0 && m->modules_calls < 200);
+    CHECK("modules: three, deduplicated, fields back",
+          n == 3 && a && c && a->start == 0x400000 && a->end == 0x800000 && !strcmp(a->path, "/bin/one") &&
+              a->build_id_len == 4 && a->build_id[3] == 0xef && c->bias == 0x2000 && c->build_id_len == 2 &&
+              !strcmp(c->path, "/lib/three.so") && !mt_trace_module_get(r, 3));
+    CHECK("modules: the host asked a bounded number of times",
+          m->modules_calls > 0 && m->modules_calls < 200);
     mt_trace_close(r);
 }
 
@@ -229,7 +235,8 @@ static void two_files(void)
     mt_trace_reader *r;
     char err[MT_TRACE_ERR_MAX];
     size_t got = 0, bad = 0;
-    if (second && mt_trace_open_mem(m2->p + second, m2->len - second, "second", 0, &r, err, sizeof err) == 0) {
+    if (second &&
+        mt_trace_open_mem(m2->p + second, m2->len - second, "second", 0, &r, err, sizeof err) == 0) {
         mt_trace_event ev;
         while (mt_trace_next(r, &ev) == 1) {
             mt_trace_event want = texpect(&evs[500 + got], START, 1);
@@ -258,7 +265,8 @@ static void primitives(void)
         ok &= sym < 256 && k1 == k2 && base <= vals[i] && (k1 == 64 || vals[i] - base < (1ull << k1));
     }
     unsigned k;
-    ok &= trace_sym(16, &k) == 16 && k == 2 && trace_sym(28, &k) == 19 && trace_sym(UINT64_MAX, &k) == 255 && k == 61;
+    ok &= trace_sym(16, &k) == 16 && k == 2 && trace_sym(28, &k) == 19 && trace_sym(UINT64_MAX, &k) == 255 &&
+          k == 61;
     CHECK("symbols: value = base + low bits, every bit length", ok);
 }
 
@@ -286,8 +294,13 @@ static void writer_edges(void)
     CHECK("writer: an unknown event type is refused", mt_trace_write_event(w, &bad) == -22);
     size_t n = 6000;
     for (uint32_t i = 0; i < n; i++) {
-        mt_trace_event e = {.type = MT_TRACE_ALLOC, .thread = 5, .time_ns = i, .size = i, .id = i + 1,
-                            .stack = i + 1, .category = 3};
+        mt_trace_event e = {.type = MT_TRACE_ALLOC,
+                            .thread = 5,
+                            .time_ns = i,
+                            .size = i,
+                            .id = i + 1,
+                            .stack = i + 1,
+                            .category = 3};
         mt_trace_write_event(w, &e);
     }
     size_t before = m->len;
@@ -307,7 +320,8 @@ static void writer_edges(void)
             uint64_t f[1024];
             unsigned cat;
             big_stack(NULL, ev.stack, f, 1024, &cat);
-            ok += s && s->nframes == 1024 && !memcmp(s->frames, f, sizeof f) && ev.size == got && ev.id == got + 1;
+            ok += s && s->nframes == 1024 && !memcmp(s->frames, f, sizeof f) && ev.size == got &&
+                  ev.id == got + 1;
             got++;
         }
         for (size_t i = 0; i < mt_trace_index_count(r); i++)
@@ -315,8 +329,8 @@ static void writer_edges(void)
         ok += mt_trace_error(r) != NULL;
         mt_trace_close(r);
     }
-    CHECK("writer: 6000 stacks of 1024 frames in one chunk, DEFS chunks split, all back", got == n && ok == n &&
-                                                                                               defs > 1);
+    CHECK("writer: 6000 stacks of 1024 frames in one chunk, DEFS chunks split, all back",
+          got == n && ok == n && defs > 1);
 
     /* A chunk older than chunk_age_ns goes out at flush(0). */
     tbuf *m2 = tbuf_new();

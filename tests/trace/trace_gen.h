@@ -48,17 +48,17 @@ static inline double gen_size_bits(uint64_t sz)
 typedef struct gen_state {
     int threads;
     long ops, window;
-    uint64_t *seed;       /* per thread */
-    uint32_t **live;      /* per thread: slot -> id (0: empty) */
-    long *done;           /* per thread: steps done */
-    uint64_t pick;        /* interleaving RNG */
+    uint64_t *seed;  /* per thread */
+    uint32_t **live; /* per thread: slot -> id (0: empty) */
+    long *done;      /* per thread: steps done */
+    uint64_t pick;   /* interleaving RNG */
     uint32_t next_id;
-    uint64_t t;           /* ns */
-    unsigned jitter;      /* time delta: 50 + uniform [0, jitter) ns */
-    int pending;          /* a malloc waiting after its free */
+    uint64_t t;      /* ns */
+    unsigned jitter; /* time delta: 50 + uniform [0, jitter) ns */
+    int pending;     /* a malloc waiting after its free */
     mt_trace_event pend;
-    double info_bits;     /* the information the events carry (see trace_codec) */
-    int skew;             /* 1: 64 stacks of skewed popularity, each with its usual size */
+    double info_bits; /* the information the events carry (see trace_codec) */
+    int skew;         /* 1: 64 stacks of skewed popularity, each with its usual size */
 } gen_state;
 
 static inline void gen_init(gen_state *g, int threads, long ops, long window, uint32_t first_id)
@@ -127,7 +127,7 @@ static inline int gen_next(gen_state *g, mt_trace_event *ev)
     if (*live)
         g->info_bits += log2((double)g->window);
     uint32_t stack = 1;
-    if (g->skew) {   /* stack: the lower of two picks; its size 80% of the time */
+    if (g->skew) { /* stack: the lower of two picks; its size 80% of the time */
         uint64_t a = gen_xorshift(&g->pick) % 64, b = gen_xorshift(&g->pick) % 64;
         stack = 10 + (uint32_t)(a < b ? a : b);
         if (gen_xorshift(&g->pick) % 5)
