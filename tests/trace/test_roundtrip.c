@@ -88,6 +88,49 @@ static tbuf *write_trace(const mt_trace_event *evs, size_t n, const rt_opts *o, 
     return m;
 }
 
+/* Seeking to an events chunk: every event from its first one on. */
+static void check_seek(const char *name, const tbuf *m, const mt_trace_event *evs, size_t n, const rt_opts *o)
+{
+    char err[MT_TRACE_ERR_MAX], label[160];
+    mt_trace_reader *r;
+    if (mt_trace_open_mem(m->p, m->len, name, o->flags, &r, err, sizeof err) < 0)
+        return;
+    size_t ni = mt_trace_index_count(r), tried = 0, good = 0;
+    unsigned unit = o->unit ? o->unit : 1;
+    for (size_t pick = 0; pick < 3; pick++) {
+        size_t target = pick == 0 ? 0 : pick == 1 ? ni / 2 : ni - 1, before = 0, k;
+        for (k = 0; k < ni && (k < target || mt_trace_index_get(r, k)->kind != 2); k++)
+            if (mt_trace_index_get(r, k)->kind == 2)
+                before += mt_trace_index_get(r, k)->count;
+        if (k >= ni)
+            continue;
+        tried++;
+        if (mt_trace_seek_chunk(r, k) != 0)
+            continue;
+        mt_trace_event ev;
+        size_t got = before, same = 0;
+        while (mt_trace_next(r, &ev) == 1) {
+            if (got < n) {
+                mt_trace_event want = texpect(&evs[got], START, unit);
+                same += tsame(&ev, &want);
+            }
+            got++;
+        }
+        int ok = got == n && same == n - before && !mt_trace_error(r) && mt_trace_complete(r) &&
+                 mt_trace_chunks_read(r) == mt_trace_chunks_total(r);
+        if (!ok)
+            printf("  seek to %zu: %zu events (want %zu), %zu same of %zu, error %s, complete %d, chunks "
+                   "%llu/%llu\n",
+                   k, got, n, same, n - before, mt_trace_error(r) ? mt_trace_error(r) : "none",
+                   mt_trace_complete(r), (unsigned long long)mt_trace_chunks_read(r),
+                   (unsigned long long)mt_trace_chunks_total(r));
+        good += ok;
+    }
+    snprintf(label, sizeof label, "%s: seek to %zu events chunks, every event from there", name, tried);
+    CHECK(label, (tried > 0 || n == 0) && good == tried && mt_trace_seek_chunk(r, ni) == -22);
+    mt_trace_close(r);
+}
+
 /* Reads the trace back and compares everything; returns the mismatches. */
 static int check_trace(const char *name, const tbuf *m, const mt_trace_event *evs, size_t n, const rt_opts *o)
 {
@@ -166,6 +209,8 @@ static int check_trace(const char *name, const tbuf *m, const mt_trace_event *ev
                      mt_trace_chunks_read(r) == ni + 1 && mt_trace_offset(r) == m->len &&
                      !mt_trace_index_get(r, ni));
     mt_trace_close(r);
+    if (ni)
+        check_seek(name, m, evs, n, o);
     return bad;
 }
 
