@@ -137,6 +137,23 @@ static inline int get_bits(decoder *d, unsigned k, uint64_t *out)
         var = v_ + lo_;                                                                                      \
     } while (0)
 
+/* Makes room for per-thread decoder state of every defined thread. */
+static int threads_room(mt_trace_reader *r)
+{
+    if (r->defs.nthreads <= r->ts_cap)
+        return 0;
+    size_t cap = r->ts_cap ? r->ts_cap : 64;
+    while (cap < r->defs.nthreads)
+        cap *= 2;
+    thread_stacks *t = realloc(r->ts, cap * sizeof *t);
+    if (!t)
+        return -1;
+    memset(t + r->ts_cap, 0, (cap - r->ts_cap) * sizeof *t);
+    r->ts = t;
+    r->ts_cap = cap;
+    return 0;
+}
+
 static int decode(mt_trace_reader *r, mt_trace_event *ev)
 {
     decoder *d = &r->dec;
@@ -159,6 +176,8 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
         if (v >= r->defs.nthreads || !r->defs.tid_known[v])
             return trace_reader_fail(r, "event %u: undefined thread index %llu", d->done,
                                      (unsigned long long)v);
+        if (v >= r->ts_cap && threads_room(r) < 0)
+            return trace_reader_fail(r, "out of memory");
         d->thread = (uint32_t)v + 1;
     } else if (!d->thread)
         return trace_reader_fail(r, "event %u: no thread", d->done);
@@ -225,22 +244,6 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
     return 1;
 }
 
-/* Makes room for per-thread decoder state of every defined thread. */
-static int threads_room(mt_trace_reader *r)
-{
-    if (r->defs.nthreads <= r->ts_cap)
-        return 0;
-    size_t cap = r->ts_cap ? r->ts_cap : 64;
-    while (cap < r->defs.nthreads)
-        cap *= 2;
-    thread_stacks *t = realloc(r->ts, cap * sizeof *t);
-    if (!t)
-        return -1;
-    memset(t + r->ts_cap, 0, (cap - r->ts_cap) * sizeof *t);
-    r->ts = t;
-    r->ts_cap = cap;
-    return 0;
-}
 
 /* Handles chunks until one has events to give: 1, 0 at the end, -1. */
 static int advance(mt_trace_reader *r)
