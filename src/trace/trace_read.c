@@ -101,7 +101,7 @@ static void load_next(loader *ld, chunk *c)
     }
     if (got == 0)
         goto stop; /* the file ends at a chunk boundary */
-    if (got >= 8 && !memcmp(h, TRACE_TRAILER_MAGIC, 8)) {
+    if (got >= 3 && !memcmp(h, TRACE_TRAILER_MAGIC, got < 8 ? (size_t)got : 8)) {   /* "MTT", not "MTC" */
         if (got < (ssize_t)TRACE_TRAILER_SIZE)
             chunk_fail(c, ld, "truncated trailer (%zd of %u bytes)", got, TRACE_TRAILER_SIZE);
         else if (!ld->no_crc && trace_get32(h + 20) != trace_crc32c(0, h, 20))
