@@ -437,7 +437,8 @@ int analyze_event(struct analyzer *a, const mt_trace_event *ev)
     }
     if (rc < 0)
         return rc;
-    check_peak(a, ev->time_ns);
+    if (ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC)
+        check_peak(a, ev->time_ns);     /* (nothing else adds live bytes) */
     struct analyze_bucket *b = timeline_at(a, ev->time_ns);
     b->live_bytes = r->live_bytes;
     if (r->live_bytes > b->max_bytes)

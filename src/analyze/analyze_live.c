@@ -34,7 +34,7 @@
  * shrinks every unsafe table first). */
 #define BOUND_PER_ENTRY_X10 116
 #define BOUND_SLACK BUCKET
-#define SPARSE_PER_ENTRY_X10 300    /* under 40% full: shrink when over the soft excess */
+#define SPARSE_PER_ENTRY_X10 300    /* under 30% full: shrink when over the soft excess */
 #define EXCESS_SOFT (5ll << 20)
 #define EXCESS_HARD (8ll << 20)
 #define SHRINK_FILL 90
@@ -320,7 +320,7 @@ void analyze_live_free(struct analyze_live *m)
     memset(m, 0, sizeof *m);
 }
 
-static void read_slot(const struct analyze_live *m, uint32_t id, const struct bucket *b, int i, uint64_t *size,
+static inline void read_slot(const struct analyze_live *m, uint32_t id, const struct bucket *b, int i, uint64_t *size,
                       uint32_t *stack)
 {
     uint32_t st = get_stack(b, i);
@@ -356,16 +356,19 @@ static void shrink(struct analyze_live *m, struct analyze_live_table *t)
         (void)rebuild(m, t, nb, false, 0, 0, 0);
 }
 
-/* Over the hard excess: shrink every unsafe table, from where the last
- * sweep stopped, until within the soft one. */
+/* Over the hard excess: shrink the sparse tables, from where the last
+ * sweep stopped, until within the soft excess; if that is not enough,
+ * every unsafe table. */
 static void sweep(struct analyze_live *m)
 {
-    for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES && excess_x10(m) > EXCESS_SOFT * 10; k++) {
-        struct analyze_live_table *t = &m->t[m->sweep_at];
-        m->sweep_at = (m->sweep_at + 1) % ANALYZE_LIVE_TABLES;
-        if (table_over(t, BOUND_PER_ENTRY_X10))
-            shrink(m, t);
-    }
+    static const int pass[] = {SPARSE_PER_ENTRY_X10, SPARSE_PER_ENTRY_X10 / 2, BOUND_PER_ENTRY_X10};
+    for (int p = 0; p < 3; p++)
+        for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES && excess_x10(m) > EXCESS_SOFT * 10; k++) {
+            struct analyze_live_table *t = &m->t[m->sweep_at];
+            m->sweep_at = (m->sweep_at + 1) % ANALYZE_LIVE_TABLES;
+            if (table_over(t, pass[p]))
+                shrink(m, t);
+        }
 }
 
 int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack, uint64_t *old_size,
