@@ -150,6 +150,22 @@ static int set_option(const char *key, size_t klen, const char *val)
         mt_trace_opt.time_unit_ns = (uint32_t)u;
         return 0;
     }
+    if (KEY_IS("trace_level")) {
+        char *end;
+        long l = strtol(val, &end, 10);
+        if (!*val || *end || l < 1 || l > 19)
+            goto bad_value;
+        mt_trace_opt.level = (int)l;
+        return 0;
+    }
+    if (KEY_IS("trace_chunk")) {
+        char *end;
+        long n = strtol(val, &end, 10);
+        if (!*val || *end || n < 1024 || n > (1l << 20))
+            goto bad_value;
+        mt_trace_opt.chunk_events = (uint32_t)n;
+        return 0;
+    }
     if (KEY_IS("trace_loss")) {
         if (strcmp(val, "drop") == 0)
             mt_trace_opt.wait = 0;
@@ -203,7 +219,7 @@ static int set_option(const char *key, size_t klen, const char *val)
     }
     mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
     mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, trace_buffer, trace_loss, trace_time_unit, on_error, crash_report, follow_exec, query); running untracked");
+    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, trace_buffer, trace_loss, trace_time_unit, trace_level, trace_chunk, on_error, crash_report, follow_exec, query); running untracked");
     mt_say(mt_out_cstr(&o));
     return -1;
 bad_value:
@@ -217,6 +233,10 @@ bad_value:
         mt_out_str(&o, " (accepted: a size from 192KB to 64GB, a number of MB or with a unit)");
     else if (KEY_IS("trace_loss"))
         mt_out_str(&o, " (accepted: drop, wait)");
+    else if (KEY_IS("trace_level"))
+        mt_out_str(&o, " (accepted: a zstd level from 1 to 19)");
+    else if (KEY_IS("trace_chunk"))
+        mt_out_str(&o, " (accepted: events per chunk, 1024 to 1048576)");
     else if (KEY_IS("trace_time_unit"))
         mt_out_str(&o, " (accepted: nanoseconds from 1 to 1000000000)");
     else if (KEY_IS("depth"))

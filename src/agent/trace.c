@@ -102,6 +102,8 @@ static mt_trace_writer *new_writer(enc_state *e)
         .start_ns = trace_start_ns,
         .start_realtime_ns = trace_start_real_ns,
         .time_unit_ns = mt_trace_opt.time_unit_ns,
+        .zstd_level = mt_trace_opt.level,
+        .chunk_events = mt_trace_opt.chunk_events,
     };
     mt_trace_host host = {
         .ctx = e,
