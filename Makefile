@@ -121,6 +121,7 @@ $(TRACEGEN): bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS)
 	$(CC) $(BASEFLAGS) -O2 -g -o $@ bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread
 .PHONY: tracegen
 tracegen: $(TRACEGEN)
+tests: $(TRACEGEN)
 
 # The CLI's JSON reader (memtrail sessions) has its own unit test.
 $(BUILD)/asan/tests/cli/test_json: tests/cli/test_json.c src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h

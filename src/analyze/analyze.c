@@ -456,20 +456,48 @@ void analyze_end(struct analyzer *a)
         }
         s->snap_epoch = a->epoch;
     }
+    analyze_live_free(&a->live);   /* not needed any more: its memory goes to the report */
     r->ntimeline = a->started ? a->cur + 1 : 0;
     r->bucket_ns = a->shift < 64 ? (uint64_t)1 << a->shift : 0;
 }
 
+/* The id whose live entry an event looks up (to prefetch it). */
+static inline uint32_t lookup_id(const mt_trace_event *ev)
+{
+    return ev->type == MT_TRACE_REALLOC ? ev->old_id : ev->id;
+}
+
+/* Events are read AHEAD ahead of the one analysed: the live map's table
+ * header of each is prefetched as it is read, its bucket half-way, so the
+ * random accesses of frees overlap instead of stalling one by one. */
+#define AHEAD 32
+
 int analyze_run(struct analyzer *a, mt_trace_reader *r, void (*progress)(void *ctx, uint64_t events), void *ctx)
 {
-    mt_trace_event ev;
-    int rc;
+    mt_trace_event ring[AHEAD];
+    size_t next = 0, end = 0;   /* the next to analyse, the next to read (counting forever) */
+    int rc = 1;
     uint64_t n = 0;
-    while ((rc = mt_trace_next(r, &ev)) > 0) {
-        if (analyze_event(a, &ev) < 0) {
+    for (;;) {
+        /* (a live set that fits in the L2 cache is not worth prefetching) */
+        bool far = a->live.count > 32768;
+        while (rc > 0 && end - next < AHEAD) {
+            mt_trace_event *ev = &ring[end % AHEAD];
+            if ((rc = mt_trace_next(r, ev)) <= 0)
+                break;
+            if (far)
+                analyze_live_prefetch(&a->live, lookup_id(ev), 0);
+            end++;
+        }
+        if (next == end)
+            break;
+        if (far && end - next > AHEAD / 2)
+            analyze_live_prefetch(&a->live, lookup_id(&ring[(next + AHEAD / 2) % AHEAD]), 1);
+        if (analyze_event(a, &ring[next % AHEAD]) < 0) {
             analyze_end(a);
             return -ENOMEM;
         }
+        next++;
         if (progress && (++n & 0xffff) == 0)
             progress(ctx, n);
     }

@@ -32,9 +32,10 @@ struct symbolizer;
  * together share a table, and the hot tables stay in cache), each a
  * two-choice cuckoo table of 64-byte buckets of 7 slots holding the other
  * 16 bits of the id, a 32-bit size and a 24-bit stack index (9.14 bytes a
- * slot). A table grows by 1.2x when 95% full and shrinks when it holds more
- * than 11.6 bytes per entry + 64, so the map never holds more than
- * 11.6 x live + 4 MB of buckets + 1 MB of table headers. Sizes of 4 GiB and
+ * slot). A table grows by 1.2x when 95% full (the one ids are being
+ * allocated in, to the size its remaining ids need); sparse tables are
+ * shrunk so that the map never holds more than 11.6 x live + 8 MB of
+ * buckets, + 1 MB of table headers (analyze_live.c). Sizes of 4 GiB and
  * more and stack indexes of 2^24 - 1 and more go to a side table. */
 
 struct analyze_live_table;
@@ -47,6 +48,10 @@ struct analyze_live {
     struct analyze_live_big *big;   /* the side table: open addressing by id */
     size_t big_cap, big_n;
     uint32_t rng;
+    uint32_t last_id;               /* the last id added */
+    bool has_last;
+    uint32_t head_table;            /* the table ids are being allocated in */
+    uint32_t sweep_at;              /* where the next sweep starts */
 };
 
 #define ANALYZE_LIVE_TABLES 65536u
@@ -60,6 +65,9 @@ int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_
                      uint32_t *old_stack);
 /* Removes id: 1 with its values, or 0 when it is not live. */
 int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack);
+/* Brings id's table header (stage 0), then its first bucket (stage 1,
+ * some events later) into the cache. */
+void analyze_live_prefetch(const struct analyze_live *m, uint32_t id, int stage);
 /* Bytes the map holds (buckets, table headers, side table). */
 uint64_t analyze_live_bytes(const struct analyze_live *m);
 /* Calls fn for every live entry (any order). */
@@ -131,7 +139,8 @@ struct analyzer *analyze_new(unsigned timeline_buckets);
 void analyze_free(struct analyzer *a);
 /* One event, in the trace's order. 0 or -ENOMEM. */
 int analyze_event(struct analyzer *a, const mt_trace_event *ev);
-/* After the last event: the figures at the peak, the timeline's end. */
+/* After the last event: the figures at the peak, the timeline's end; the
+ * live map is freed (no events after this). */
 void analyze_end(struct analyzer *a);
 const struct analyze_result *analyze_result(const struct analyzer *a);
 /* The live map's bytes (tests, --stats). */

@@ -24,10 +24,21 @@
 #define STACK_BIG 0xffffffu     /* the entry's values are in the side table */
 #define MAX_KICKS 96
 #define BUCKET 64
-/* Per table: grow past 95% of the slots; shrink when the buckets hold more
- * than 11.6 bytes per entry + one bucket (to 85% full). */
+/* The bound: buckets <= 11.6 bytes per live entry + EXCESS_HARD. A table
+ * is "safe" when it holds at most 11.6 bytes per entry + one bucket: when
+ * every table is, the excess is at most 64 x 65536 = 4 MB. Growing by 1.2x
+ * when 95% full keeps a table safe; the tables of a sliding window of ids
+ * (filled as the ids are allocated, emptied by random frees) are let run
+ * sparse while the map as a whole is within EXCESS_SOFT, then shrunk to
+ * 90% full: few rebuilds per free, and never over EXCESS_HARD (a sweep
+ * shrinks every unsafe table first). */
 #define BOUND_PER_ENTRY_X10 116
 #define BOUND_SLACK BUCKET
+#define SPARSE_PER_ENTRY_X10 300    /* under 40% full: shrink when over the soft excess */
+#define EXCESS_SOFT (5ll << 20)
+#define EXCESS_HARD (8ll << 20)
+#define SHRINK_FILL 90
+#define HEAD_FILL 90
 
 /* 64 bytes: tags at 0, the used bits at 14, sizes (u32) at 15, stacks (u24) at 43. */
 struct bucket {
@@ -323,10 +334,45 @@ static void read_slot(const struct analyze_live *m, uint32_t id, const struct bu
     }
 }
 
+/* Bytes over 11.6 per entry, in tenths of a byte. */
+static inline int64_t excess_x10(const struct analyze_live *m)
+{
+    return (int64_t)m->bucket_bytes * 10 - BOUND_PER_ENTRY_X10 * (int64_t)m->count;
+}
+
+static inline bool table_over(const struct analyze_live_table *t, int per_entry_x10)
+{
+    return (uint64_t)t->nb * BUCKET * 10 > (uint64_t)t->count * (uint64_t)per_entry_x10 + BOUND_SLACK * 10;
+}
+
+/* Down to SHRINK_FILL% full (at least one bucket: an empty table keeps
+ * one, within its slack). A failed rebuild keeps the table as it is. */
+static void shrink(struct analyze_live *m, struct analyze_live_table *t)
+{
+    uint32_t nb = (uint32_t)(((uint64_t)t->count * 100 + SLOTS * SHRINK_FILL - 1) / (SLOTS * SHRINK_FILL));
+    if (nb < 1)
+        nb = 1;
+    if (nb < t->nb)
+        (void)rebuild(m, t, nb, false, 0, 0, 0);
+}
+
+/* Over the hard excess: shrink every unsafe table, from where the last
+ * sweep stopped, until within the soft one. */
+static void sweep(struct analyze_live *m)
+{
+    for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES && excess_x10(m) > EXCESS_SOFT * 10; k++) {
+        struct analyze_live_table *t = &m->t[m->sweep_at];
+        m->sweep_at = (m->sweep_at + 1) % ANALYZE_LIVE_TABLES;
+        if (table_over(t, BOUND_PER_ENTRY_X10))
+            shrink(m, t);
+    }
+}
+
 int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack, uint64_t *old_size,
                      uint32_t *old_stack)
 {
-    struct analyze_live_table *t = &m->t[table_of(id)];
+    uint32_t tab = table_of(id);
+    struct analyze_live_table *t = &m->t[tab];
     uint16_t tag = tag_of(id);
     bool big = size > UINT32_MAX || stack >= STACK_BIG;
     struct bucket *bk;
@@ -342,11 +388,30 @@ int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_
     }
     if (big && big_put(m, id, size, stack) < 0)
         return -ENOMEM;
+    /* Allocated in sequence (the usual case): this table is the one being
+     * filled, with the rest of its 256 ids to come. */
+    bool head = m->has_last && (uint32_t)(id - m->last_id) - 1 < 64;
+    m->last_id = id;
+    m->has_last = true;
+    if (head && tab != m->head_table) {
+        struct analyze_live_table *old = &m->t[m->head_table];
+        if (table_over(old, BOUND_PER_ENTRY_X10))
+            shrink(m, old);     /* left behind: down to what it holds */
+        m->head_table = tab;
+    }
     uint32_t sz = big ? 0 : (uint32_t)size, st = big ? STACK_BIG : stack;
     int rc;
     if (t->count + 1 > max_fill(t->nb)) {
         uint32_t nb = t->nb + t->nb / 5;
-        rc = rebuild(m, t, nb > t->nb ? nb : t->nb + 1, true, tag, sz, st);
+        if (nb <= t->nb)
+            nb = t->nb + 1;
+        if (head) {
+            uint64_t want = t->count + 1 + (255 - (id & 0xff));
+            uint32_t hb = (uint32_t)((want * 100 + SLOTS * HEAD_FILL - 1) / (SLOTS * HEAD_FILL));
+            if (hb > nb)
+                nb = hb;
+        }
+        rc = rebuild(m, t, nb, true, tag, sz, st);
     } else if (place(m, t->b, t->nb, &tag, &sz, &st) == 0) {
         rc = 0;
     } else {
@@ -360,6 +425,8 @@ int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_
     }
     t->count++;
     m->count++;
+    if (excess_x10(m) > EXCESS_HARD * 10)
+        sweep(m);
     return 0;
 }
 
@@ -379,13 +446,21 @@ int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint3
     bk->used &= (uint8_t)~(1u << slot);
     t->count--;
     m->count--;
-    if ((uint64_t)t->nb * BUCKET * 10 > (uint64_t)t->count * BOUND_PER_ENTRY_X10 + BOUND_SLACK * 10) {
-        /* Too sparse: down to 85% full (a failed rebuild keeps the table as it is). */
-        uint32_t nb = t->count ? (uint32_t)(((uint64_t)t->count * 100 + SLOTS * 85 - 1) / (SLOTS * 85)) : 0;
-        if (nb < t->nb)
-            (void)rebuild(m, t, nb, false, 0, 0, 0);
-    }
+    int64_t e = excess_x10(m);
+    if (e > EXCESS_SOFT * 10 && table_over(t, SPARSE_PER_ENTRY_X10) && table_of(id) != m->head_table)
+        shrink(m, t);
+    if (e > EXCESS_HARD * 10)
+        sweep(m);
     return 1;
+}
+
+void analyze_live_prefetch(const struct analyze_live *m, uint32_t id, int stage)
+{
+    const struct analyze_live_table *t = &m->t[table_of(id)];
+    if (stage == 0)
+        __builtin_prefetch(t);
+    else if (t->nb)
+        __builtin_prefetch(&t->b[first_choice(tag_of(id), t->nb)]);
 }
 
 uint64_t analyze_live_bytes(const struct analyze_live *m)
