@@ -174,6 +174,14 @@ bench: all
 	bash scripts/deps.sh --bench
 	bash bench/overhead.sh
 	bash bench/xe.sh
+	BUILD=$(BUILD) bash bench/trace.sh
+
+# Trace mode against heaptrack (bench/trace.sh): recording overhead, file
+# size per event, analysis speed and RSS, and a synthetic trace analysed
+# within the memory bound (bench/tracegen, when its source is there).
+.PHONY: bench-trace
+bench-trace: all $(if $(wildcard bench/tracegen.c),$(TRACEGEN))
+	BUILD=$(BUILD) bash bench/trace.sh
 
 # The event engine's benchmark (bench/xe.sh): the engine built -O2 with its
 # benchmark program, and the LTTng-UST peer (needs liblttng-ust-dev).

@@ -21,21 +21,13 @@
 # Exit status: 0, or 1 when a workload fails under memtrail (or bare), or
 # memtrail is not built.
 set -euo pipefail
-export LC_ALL=C # a '.' in $EPOCHREALTIME and in printf's numbers
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SHARED=${MT_SHARED:-$ROOT/../shared}
-BENCH_SRC=$SHARED/bench
-if [ -d "$BENCH_SRC" ]; then BENCH_SRC=$(cd "$BENCH_SRC" && pwd); fi
-BUILD_DIR=${BUILD:-build}
-case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
-MEMTRAIL=$BUILD_DIR/bin/memtrail
-AGENT=$BUILD_DIR/lib/libmemtrail.so
+die() { echo "overhead.sh: $*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 runs=5 quick=0 only="" direct=0 use_heaptrack=1 use_memtrail=1 use_summary=1 use_detail=1
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
-die() { echo "overhead.sh: $*" >&2; exit 1; }
 bad_usage() { echo "overhead.sh: $*" >&2; echo "try: bench/overhead.sh --help" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
@@ -73,45 +65,12 @@ if [ "$use_heaptrack" = 1 ] && ! command -v heaptrack >/dev/null 2>&1; then
     echo "note: heaptrack is not installed (apt install heaptrack, or scripts/deps.sh): its column is skipped"
     use_heaptrack=0
 fi
-have_python=0
-if command -v python3 >/dev/null 2>&1; then have_python=1; fi
-
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mt-bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
 status=0
-
-# ---- timing -----------------------------------------------------------------
-
-now_us() { local t=${EPOCHREALTIME/./}; echo "$((10#$t))"; }
-
-# run_timed LOGFILE CMD...: runs CMD with its output discarded (stderr kept in
-# LOGFILE for error messages); sets $elapsed (microseconds) and $rc.
-run_timed() {
-    local log=$1; shift
-    local t0 t1
-    t0=$(now_us)
-    set +e
-    "$@" >/dev/null 2>"$log" </dev/null
-    rc=$?
-    set -e
-    t1=$(now_us)
-    elapsed=$((t1 - t0))
-}
-
-# Prints "min median" in seconds of the microsecond figures given.
-min_median() {
-    printf '%s\n' "$@" | sort -n | awk '
-        { v[NR] = $1 }
-        END {
-            med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-            printf "%.6f %.6f\n", v[1] / 1e6, med / 1e6
-        }'
-}
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
 
 # ---- the columns ------------------------------------------------------------
 
@@ -132,10 +91,6 @@ col_heaptrack() {
     rm -rf "$TMP/ht"; mkdir "$TMP/ht"
     run_timed "$TMP/heaptrack.err" heaptrack -o "$TMP/ht/trace" "$@"
     rm -rf "$TMP/ht" # its traces can be tens of MB
-}
-
-show_err() { # LOGFILE
-    if [ -s "$1" ]; then tail -n 15 "$1" | sed 's/^/    | /'; fi
 }
 
 # The report's total allocation count, from `memtrail report --json` when
@@ -184,13 +139,6 @@ print(f("allocs"), f("reallocs"), f("frees"), "memtrail report --json")
             print a, r, f, "the report file (memtrail report --json gave no total)"; found = 1
          }
          END { if (!found) print "? ? ? nowhere: the report has no total line" }' "$f"
-}
-
-group() { # 1912345 -> 1,912,345
-    local n=$1 out=""
-    [[ $n =~ ^[0-9]+$ ]] || { echo "$n"; return; }
-    while [ ${#n} -gt 3 ]; do out=",${n: -3}$out"; n=${n:0:${#n}-3}; done
-    echo "$n$out"
 }
 
 # ---- one workload -----------------------------------------------------------
@@ -343,11 +291,7 @@ if [ "$quick" = 1 ]; then echo "   --quick: a smoke test (2 runs, mbench 2x20000
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 if want mbench; then
-    mbench=$BUILD_DIR/bench/mbench
-    if [ ! -x "$mbench" ] || [ "$BENCH_SRC/mbench.c" -nt "$mbench" ]; then
-        mkdir -p "$BUILD_DIR/bench"
-        gcc -O2 -pthread -o "$mbench" "$BENCH_SRC/mbench.c" || die "cannot compile $BENCH_SRC/mbench.c"
-    fi
+    mbench=$(mbench_binary)
     ops=2000000
     if [ "$quick" = 1 ]; then ops=200000; fi
     bench_workload mbench 1.5 2.5 "mbench 2 $ops 4096 (gcc -O2 -pthread)" "$mbench" 2 "$ops" 4096
@@ -356,10 +300,8 @@ fi
 if want sqlite; then
     if command -v sqlite3 >/dev/null 2>&1; then
         sqlite=$(command -v sqlite3)
-        sql=$BENCH_SRC/workload.sql
-        # sqlite3 splits a dot-command's argument on blanks: quote only if needed.
-        if [[ $sql =~ [[:space:]] ]]; then sql="'$sql'"; fi
-        bench_workload sqlite 1.03 1.3 "sqlite3 :memory: \".read $sql\"" "$sqlite" :memory: ".read $sql"
+        sql=$(sqlite_read_arg)
+        bench_workload sqlite 1.03 1.3 "sqlite3 :memory: \"$sql\"" "$sqlite" :memory: "$sql"
     else
         echo; echo "== sqlite: skipped, sqlite3 is not installed (apt install sqlite3, or scripts/deps.sh)"
         summary_lines+=("sqlite: skipped (no sqlite3)")
@@ -368,10 +310,7 @@ fi
 
 if want python; then
     if [ "$have_python" = 1 ]; then
-        # The interpreter itself, not a wrapper such as a pyenv shim: the shim
-        # would be timed too, and heaptrack does not follow its exec.
-        python=$(python3 -c 'import sys; print(sys.executable)')
-        [ -x "$python" ] || python=$(command -v python3)
+        python=$(python_binary)
         bench_workload python "" "" "$python $BENCH_SRC/pyalloc.py" "$python" "$BENCH_SRC/pyalloc.py"
     else
         echo; echo "== python: skipped, python3 is not installed (apt install python3, or scripts/deps.sh)"

@@ -1,0 +1,507 @@
+#!/usr/bin/env bash
+# memtrail's trace mode against heaptrack, measured side by side in one run,
+# on the shared workloads (../shared/bench: the mbench malloc microbenchmark,
+# SQLite, CPython):
+#  1. Recording: wall time bare / `memtrail run --mode trace` (default
+#     retention: the program never waits for the disk, losses counted) /
+#     the same with --no-loss / heaptrack; min and median of interleaved runs
+#     (bare, trace, trace --no-loss, heaptrack, bare, ...) after one untimed
+#     bare warm-up; events recorded and lost; file sizes and bytes per event.
+#  2. Analysis: `memtrail analyze --json` against `heaptrack_print` (its full
+#     default analysis, output to /dev/null) on each workload's traces (run
+#     1's): wall time, events/s, peak RSS (/usr/bin/time -f %M).
+#  3. Synthetic: a trace of >= 100 M events with >= 1 M blocks live at once
+#     (bench/tracegen), analysed against the bound 32 MiB + 12 B x max live.
+# It prints figures and asserts nothing about them.
+#
+# How events are counted (bytes per event):
+#   memtrail   "events" of `memtrail analyze --json` (every event read:
+#              allocs + frees + reallocs + mapping changes)
+#   heaptrack  its .zst decompressed (zstdcat): '+' lines (allocations, a
+#              realloc's new block included: what heaptrack_print reports as
+#              "calls to allocation functions") plus '-' lines (frees, a
+#              realloc's old block included). heaptrack's B/event is also
+#              given per memtrail's event count of the same workload.
+#
+# Usage: bench/trace.sh [--runs N] [--quick] [--only mbench|sqlite|python]
+#                       [--no-heaptrack] [--no-synthetic]
+#                       [--synthetic-events N] [--synthetic-live N]
+#   --runs N              timed runs per column (default 5)
+#   --quick               2 runs, mbench 2x200000 ops, a synthetic trace of
+#                         2 M events / 100 k live: a smoke test, not a result
+#   --only W              one workload (the synthetic part still runs)
+#   --no-heaptrack        skip heaptrack and heaptrack_print
+#   --no-synthetic        skip part 3 (it takes a minute and ~400 MB of disk)
+#   --synthetic-events N  events in the synthetic trace (default 100000000)
+#   --synthetic-live N    blocks kept live in it (default 1000000)
+# Environment: MT_SHARED (default ROOT/../shared), BUILD (default build),
+#   TRACEGEN (the generator; default BUILD/bench/tracegen, built with
+#   `make tracegen` when bench/tracegen.c is there), TMPDIR.
+# Exit status: 0; 1 when a workload or an analysis fails under memtrail (or
+# bare), or memtrail is not built; 2 on bad usage.
+set -euo pipefail
+
+die() { echo "trace.sh: $*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+runs=5 quick=0 only="" use_heaptrack=1 use_synthetic=1
+syn_events=100000000 syn_live=1000000 syn_set=0
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+bad_usage() { echo "trace.sh: $*" >&2; echo "try: bench/trace.sh --help" >&2; exit 2; }
+need_arg() { [ "$1" -ge 2 ] || bad_usage "$2 needs a value"; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --runs) need_arg $# "$1"; runs=$2; shift ;;
+        --runs=*) runs=${1#--runs=} ;;
+        --quick) quick=1 ;;
+        --only) need_arg $# "$1"; only=$2; shift ;;
+        --only=*) only=${1#--only=} ;;
+        --no-heaptrack) use_heaptrack=0 ;;
+        --no-synthetic) use_synthetic=0 ;;
+        --synthetic-events) need_arg $# "$1"; syn_events=$2; syn_set=1; shift ;;
+        --synthetic-events=*) syn_events=${1#*=}; syn_set=1 ;;
+        --synthetic-live) need_arg $# "$1"; syn_live=$2; syn_set=1; shift ;;
+        --synthetic-live=*) syn_live=${1#*=}; syn_set=1 ;;
+        -h|--help) usage; exit 0 ;;
+        *) bad_usage "unknown option '$1'" ;;
+    esac
+    shift
+done
+[[ $runs =~ ^[1-9][0-9]*$ ]] || bad_usage "--runs wants a positive integer, not '$runs'"
+[[ $syn_events =~ ^[1-9][0-9]*$ ]] || bad_usage "--synthetic-events wants a positive integer, not '$syn_events'"
+[[ $syn_live =~ ^[1-9][0-9]*$ ]] || bad_usage "--synthetic-live wants a positive integer, not '$syn_live'"
+case $only in ""|mbench|sqlite|python) ;; *) bad_usage "--only wants mbench, sqlite or python, not '$only'" ;; esac
+if [ "$quick" = 1 ]; then
+    runs=2
+    if [ "$syn_set" = 0 ]; then syn_events=2000000 syn_live=100000; fi
+fi
+[ -d "$BENCH_SRC" ] || die "workloads not found: $BENCH_SRC (set MT_SHARED to the shared directory)"
+if [ ! -x "$MEMTRAIL" ] || [ ! -f "$AGENT" ]; then
+    die "memtrail is not built ($MEMTRAIL, $AGENT): run 'make' first"
+fi
+if [ "$use_heaptrack" = 1 ]; then
+    if ! command -v heaptrack >/dev/null 2>&1 || ! command -v heaptrack_print >/dev/null 2>&1; then
+        echo "note: heaptrack/heaptrack_print not installed (scripts/deps.sh --bench, or apt install heaptrack): heaptrack columns skipped"
+        use_heaptrack=0
+    fi
+fi
+have_zstdcat=0
+if command -v zstdcat >/dev/null 2>&1; then have_zstdcat=1; fi
+have_time=0
+if [ -x /usr/bin/time ]; then have_time=1; fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mt-trace-bench.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+status=0
+summary_lines=()
+
+# ---- helpers ----------------------------------------------------------------
+
+# json_num FILE PATH: a number from a JSON file (PATH like "peak.count");
+# prints "?" when absent.
+json_num() {
+    local f=$1 path=$2
+    if [ "$have_python" = 1 ]; then
+        python3 - "$f" "$path" <<'EOF' 2>/dev/null || echo "?"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    d = d[k]
+if isinstance(d, bool) or not isinstance(d, (int, float)):
+    sys.exit(1)
+print(d)
+EOF
+    else # the first occurrence of the last key: right for the top-level keys
+        local v
+        v=$(grep -o "\"${path##*.}\": *[0-9]*" "$f" | head -n 1 | sed 's/.*: *//')
+        echo "${v:-?}"
+    fi
+}
+
+# run_measured LOG CMD...: run_timed, plus the peak RSS of CMD in KiB in $rss_kb
+# ("?" when neither /usr/bin/time nor python3 is there).
+run_measured() {
+    local log=$1; shift
+    if [ "$have_time" = 1 ]; then
+        run_timed "$log" /usr/bin/time -f %M -o "$TMP/rss" "$@"
+        rss_kb=$(tail -n 1 "$TMP/rss" 2>/dev/null || echo "?")
+    elif [ "$have_python" = 1 ]; then
+        run_timed "$log" python3 -c '
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], stdout=subprocess.DEVNULL)
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)' "$TMP/rss" "$@"
+        rss_kb=$(tail -n 1 "$TMP/rss" 2>/dev/null || echo "?")
+    else
+        run_timed "$log" "$@"
+        rss_kb="?"
+    fi
+    [[ $rss_kb =~ ^[0-9]+$ ]] || rss_kb="?"
+}
+
+max_of() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | tail -n 1 || true; }
+fsize() { stat -c %s "$1"; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e6 }'; }
+per() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
+mevs() { awk -v e="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", e / s / 1e6; else print "-" }'; }
+kib_mb() { if [ "$1" = "?" ]; then echo "?"; else awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; fi; }
+
+# The "memtrail: trace: N events, M lost, B bytes in FILE" lines of a run's
+# stderr: prints "N M" summed over them (a process per line), or "? ?".
+trace_line() {
+    awk '/^memtrail: trace: [0-9]+ events, [0-9]+ lost/ { n += $3; m += $5; k++ }
+         END { if (k) print n, m; else print "?", "?" }' "$1"
+}
+
+# heaptrack_counts FILE: "PLUS MINUS" lines of a heaptrack data file.
+heaptrack_counts() {
+    if [ "$have_zstdcat" = 1 ]; then
+        case $1 in
+            *.zst) zstdcat "$1" ;;
+            *.gz) zcat "$1" ;;
+            *) cat "$1" ;;
+        esac | awk '/^\+/ { p++ } /^-/ { m++ } END { print p + 0, m + 0 }'
+    else
+        echo "? ?"
+    fi
+}
+
+# ---- machine ----------------------------------------------------------------
+
+cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+mem_total=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null || true)
+echo "memtrail trace-mode benchmark: recording, file size and analysis vs heaptrack"
+echo "   machine: $(uname -srm), nproc $(nproc 2>/dev/null || echo '?'), ${cpu_model:-unknown CPU}, ${mem_total:-? GiB} RAM"
+echo "   memtrail: $("$MEMTRAIL" --version 2>/dev/null | head -n 1) ($(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo 'no git'))"
+if [ "$use_heaptrack" = 1 ]; then
+    echo "   heaptrack: $(heaptrack --version 2>/dev/null | head -n 1), $(heaptrack_print --version 2>/dev/null | head -n 1)"
+fi
+echo "   wall time of whole runs (EPOCHREALTIME), $runs timed runs per column, interleaved; min is the headline, median beside it"
+echo "   peak RSS: $(if [ "$have_time" = 1 ]; then echo '/usr/bin/time -f %M'; elif [ "$have_python" = 1 ]; then echo 'getrusage(RUSAGE_CHILDREN) via python3'; else echo 'not measured'; fi)"
+if [ "$quick" = 1 ]; then echo "   --quick: a smoke test (2 runs, mbench 2x200000 ops, small synthetic trace), not a result"; fi
+
+# ---- 1. recording -----------------------------------------------------------
+
+# Per workload, kept for part 2: the traces (run 1) and their event counts.
+declare -A mt_file ht_file mt_events ht_events mt_which
+
+# record_workload NAME LABEL CMD...
+record_workload() {
+    local name=$1 label=$2; shift 2
+    local -a t_bare=() t_tr=() t_nl=() t_ht=() lost_tr=() lost_nl=()
+    local -A size=() line_events=()
+    local i f n m ht=$use_heaptrack cols="bare, trace, trace --no-loss"
+    if [ "$ht" = 1 ]; then cols+=", heaptrack"; fi
+    echo
+    echo "-- $name: $label"
+    echo "   $runs timed runs each, interleaved ($cols), after one untimed bare warm-up"
+
+    col_bare() { run_timed "$TMP/bare.err" "$@"; }
+    col_bare "$@"
+    if [ "$rc" -ne 0 ]; then
+        echo "   FAILED: the bare workload exited with status $rc; workload skipped"
+        show_err "$TMP/bare.err"
+        status=1; summary_lines+=("$name: FAILED bare (status $rc)"); return
+    fi
+    for ((i = 1; i <= runs; i++)); do
+        col_bare "$@"
+        if [ "$rc" -ne 0 ]; then
+            echo "   FAILED: the bare workload exited with status $rc (run $i)"
+            show_err "$TMP/bare.err"
+            status=1; summary_lines+=("$name: FAILED bare (status $rc)"); return
+        fi
+        t_bare+=("$elapsed")
+
+        local kind
+        for kind in tr nl; do
+            f=$TMP/$name-$kind-$i.mtt
+            local -a extra=()
+            if [ "$kind" = nl ]; then extra=(--no-loss); fi
+            run_timed "$TMP/mt.err" "$MEMTRAIL" run --mode trace "${extra[@]}" -o "$f" -- "$@"
+            local what="memtrail trace${extra[*]:+ ${extra[*]}}"
+            if [ "$rc" -ne 0 ]; then
+                echo "   FAILED: the workload exited with status $rc under $what (run $i; bare runs exit 0)"
+                show_err "$TMP/mt.err"
+                status=1; summary_lines+=("$name: FAILED under $what (status $rc)"); return
+            fi
+            if [ ! -s "$f" ]; then
+                echo "   FAILED: $what wrote no trace ($f) in run $i"
+                show_err "$TMP/mt.err"
+                status=1; summary_lines+=("$name: FAILED under $what (no trace)"); return
+            fi
+            read -r n m < <(trace_line "$TMP/mt.err")
+            if [ "$kind" = tr ]; then
+                t_tr+=("$elapsed"); lost_tr+=("$m")
+            else
+                t_nl+=("$elapsed"); lost_nl+=("$m")
+            fi
+            if [ "$i" = 1 ]; then
+                size[$kind]=$(fsize "$f"); line_events[$kind]=$n
+            else
+                rm -f "$f"
+            fi
+        done
+
+        if [ "$ht" = 1 ]; then
+            rm -rf "$TMP/ht-$name-$i"; mkdir "$TMP/ht-$name-$i"
+            run_timed "$TMP/ht.err" heaptrack -o "$TMP/ht-$name-$i/trace" "$@"
+            f=$(compgen -G "$TMP/ht-$name-$i/trace.*" | head -n 1 || true)
+            if [ "$rc" -ne 0 ] || [ -z "$f" ]; then
+                echo "   note: the workload exited with status $rc under heaptrack (or it wrote no file); heaptrack column dropped"
+                show_err "$TMP/ht.err"
+                ht=0; t_ht=()
+            else
+                t_ht+=("$elapsed")
+                if [ "$i" = 1 ]; then ht_file[$name]=$f; else rm -rf "$TMP/ht-$name-$i"; fi
+            fi
+        fi
+    done
+    if [ "$ht" = 0 ]; then unset "ht_file[$name]"; fi
+
+    local b_min b_med r_min r_med n_min n_med h_min h_med
+    read -r b_min b_med < <(min_median "${t_bare[@]}")
+    read -r r_min r_med < <(min_median "${t_tr[@]}")
+    read -r n_min n_med < <(min_median "${t_nl[@]}")
+    printf '   %-17s %8s %8s %9s %9s %9s %9s\n' "" "min s" "med s" "x bare" "x bare" "x htrack" "x htrack"
+    printf '   %-17s %8s %8s %9s %9s %9s %9s\n' "" "" "" "(min)" "(med)" "(min)" "(med)"
+    row() { # LABEL MIN MED
+        local hm="" hd=""
+        if [ "${#t_ht[@]}" -gt 0 ]; then hm=$(ratio "$2" "$h_min"); hd=$(ratio "$3" "$h_med"); fi
+        printf '   %-17s %8.3f %8.3f %9.2f %9.2f %9s %9s\n' "$1" "$2" "$3" \
+            "$(ratio "$2" "$b_min")" "$(ratio "$3" "$b_med")" \
+            "${hm:+$(printf '%.2f' "$hm")}" "${hd:+$(printf '%.2f' "$hd")}"
+    }
+    if [ "${#t_ht[@]}" -gt 0 ]; then read -r h_min h_med < <(min_median "${t_ht[@]}"); fi
+    row bare "$b_min" "$b_med"
+    row "trace (default)" "$r_min" "$r_med"
+    row "trace --no-loss" "$n_min" "$n_med"
+    if [ "${#t_ht[@]}" -gt 0 ]; then row heaptrack "$h_min" "$h_med"; fi
+
+    # Events: from the analysis of run 1's traces.
+    local ev_tr ev_nl lost_an_tr
+    "$MEMTRAIL" analyze --json "$TMP/$name-tr-1.mtt" >"$TMP/$name-tr.json" 2>"$TMP/an.err" || {
+        echo "   FAILED: memtrail analyze --json failed on the default trace of run 1 (status $?)"
+        show_err "$TMP/an.err"; status=1; summary_lines+=("$name: FAILED analyze"); return; }
+    "$MEMTRAIL" analyze --json "$TMP/$name-nl-1.mtt" >"$TMP/$name-nl.json" 2>"$TMP/an.err" || {
+        echo "   FAILED: memtrail analyze --json failed on the --no-loss trace of run 1 (status $?)"
+        show_err "$TMP/an.err"; status=1; summary_lines+=("$name: FAILED analyze"); return; }
+    ev_tr=$(json_num "$TMP/$name-tr.json" events)
+    ev_nl=$(json_num "$TMP/$name-nl.json" events)
+    lost_an_tr=$(json_num "$TMP/$name-tr.json" events_lost)
+    echo "   events recorded (run 1, memtrail analyze --json \"events\"): trace $(group "$ev_tr") (\"events_lost\" $lost_an_tr), --no-loss $(group "$ev_nl")"
+    echo "   (the run's own line said: trace $(group "${line_events[tr]}") events, --no-loss $(group "${line_events[nl]}") events)"
+    echo "   events lost per run (memtrail's 'trace: ... M lost' line): trace: ${lost_tr[*]}; --no-loss: ${lost_nl[*]}"
+
+    # Which memtrail trace part 2 analyses: the default one unless it lost events.
+    if [ "${lost_tr[0]}" = 0 ]; then
+        mt_file[$name]=$TMP/$name-tr-1.mtt; mt_events[$name]=$ev_tr; mt_which[$name]="default retention"
+    else
+        mt_file[$name]=$TMP/$name-nl-1.mtt; mt_events[$name]=$ev_nl; mt_which[$name]="--no-loss (the default one lost events)"
+    fi
+
+    # Sizes.
+    local hsz="" hp="?" hm="?" hev="?" hcalls="?"
+    echo "   file sizes (run 1):"
+    printf '   %-19s %13s %13s %9s %13s\n' "" bytes events "B/event" "B/our event"
+    printf '   %-19s %13s %13s %9s %13s\n' "memtrail trace" "$(group "${size[tr]}")" "$(group "$ev_tr")" \
+        "$(per "${size[tr]}" "$ev_tr")" "$(per "${size[tr]}" "$ev_tr")"
+    printf '   %-19s %13s %13s %9s %13s\n' "memtrail --no-loss" "$(group "${size[nl]}")" "$(group "$ev_nl")" \
+        "$(per "${size[nl]}" "$ev_nl")" "$(per "${size[nl]}" "$ev_nl")"
+    if [ -n "${ht_file[$name]:-}" ]; then
+        hsz=$(fsize "${ht_file[$name]}")
+        read -r hp hm < <(heaptrack_counts "${ht_file[$name]}")
+        if [ "$hp" != "?" ]; then hev=$((hp + hm)); fi
+        ht_events[$name]=$hev
+        printf '   %-19s %13s %13s %9s %13s\n' "heaptrack ${ht_file[$name]##*.}" "$(group "$hsz")" "$(group "$hev")" \
+            "$(per "$hsz" "$hev")" "$(per "$hsz" "$ev_nl")"
+        # heaptrack_print's own count, for the record (its summary, untimed).
+        heaptrack_print "${ht_file[$name]}" >"$TMP/$name-htp.txt" 2>/dev/null || true
+        hcalls=$(sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p' "$TMP/$name-htp.txt" | head -n 1)
+        echo "   heaptrack events = '+' lines $(group "$hp") + '-' lines $(group "$hm") of the zstdcat'ed file;" \
+            "heaptrack_print's \"calls to allocation functions\": $(group "${hcalls:-?}")"
+        echo "   B/our event = heaptrack's bytes / memtrail's event count (--no-loss trace) of the same workload"
+        printf '   size memtrail/heaptrack: %s (trace), %s (--no-loss)\n' \
+            "$(ratio "${size[tr]}" "$hsz")" "$(ratio "${size[nl]}" "$hsz")"
+    fi
+
+    local line
+    line=$(printf '%s: trace %.2fx bare, --no-loss %.2fx' "$name" "$(ratio "$r_min" "$b_min")" "$(ratio "$n_min" "$b_min")")
+    if [ "${#t_ht[@]}" -gt 0 ]; then
+        line+=$(printf ', heaptrack %.2fx; trace/heaptrack time %.2f' "$(ratio "$h_min" "$b_min")" "$(ratio "$r_min" "$h_min")")
+    fi
+    line+=", $(per "${size[tr]}" "$ev_tr") B/event"
+    if [ -n "$hsz" ]; then line+=", size/heaptrack $(ratio "${size[tr]}" "$hsz")"; fi
+    line+=", lost $(IFS=+; echo "${lost_tr[*]}")"
+    summary_lines+=("$line")
+}
+
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+workloads=()
+
+echo
+echo "== 1. Recording: bare / memtrail run --mode trace [--no-loss] -o FILE / heaptrack -o FILE"
+if want mbench; then
+    mbench=$(mbench_binary)
+    ops=2000000
+    if [ "$quick" = 1 ]; then ops=200000; fi
+    record_workload mbench "mbench 2 $ops 4096 (gcc -O2 -pthread)" "$mbench" 2 "$ops" 4096
+    workloads+=(mbench)
+fi
+if want sqlite; then
+    if command -v sqlite3 >/dev/null 2>&1; then
+        sql=$(sqlite_read_arg)
+        record_workload sqlite "sqlite3 :memory: \"$sql\" ($(sqlite3 --version | cut -d' ' -f1))" \
+            "$(command -v sqlite3)" :memory: "$sql"
+        workloads+=(sqlite)
+    else
+        echo; echo "-- sqlite: skipped, sqlite3 is not installed (apt install sqlite3, or scripts/deps.sh)"
+        summary_lines+=("sqlite: skipped (no sqlite3)")
+    fi
+fi
+if want python; then
+    if [ "$have_python" = 1 ]; then
+        python=$(python_binary)
+        record_workload python "$python $BENCH_SRC/pyalloc.py ($("$python" --version 2>&1))" \
+            "$python" "$BENCH_SRC/pyalloc.py"
+        workloads+=(python)
+    else
+        echo; echo "-- python: skipped, python3 is not installed (apt install python3, or scripts/deps.sh)"
+        summary_lines+=("python: skipped (no python3)")
+    fi
+fi
+
+# ---- 2. analysis ------------------------------------------------------------
+
+echo
+echo "== 2. Analysis: memtrail analyze --json TRACE >/dev/null vs heaptrack_print FILE >/dev/null (full default analysis)"
+echo "   events/s = each tool's own event count (as in part 1) / its wall time"
+for name in "${workloads[@]}"; do
+    [ -n "${mt_file[$name]:-}" ] || continue
+    local_ht=${ht_file[$name]:-}
+    echo
+    echo "-- $name: memtrail's trace of run 1 (${mt_which[$name]}), $(group "${mt_events[$name]}") events$(
+        if [ -n "$local_ht" ]; then echo "; heaptrack's of run 1, $(group "${ht_events[$name]}") events"; fi)"
+    # Warm-up (page cache), untimed.
+    "$MEMTRAIL" analyze --json "${mt_file[$name]}" >/dev/null 2>&1 || true
+    if [ -n "$local_ht" ]; then heaptrack_print "$local_ht" >/dev/null 2>&1 || true; fi
+    t_mt=() t_hp=() r_mt=() r_hp=() failed=0
+    for ((i = 1; i <= runs; i++)); do
+        run_measured "$TMP/an.err" "$MEMTRAIL" analyze --json "${mt_file[$name]}"
+        if [ "$rc" -ne 0 ]; then
+            echo "   FAILED: memtrail analyze --json exited with status $rc (run $i)"
+            show_err "$TMP/an.err"
+            status=1; summary_lines+=("$name analysis: FAILED (status $rc)"); failed=1; break
+        fi
+        t_mt+=("$elapsed"); r_mt+=("$rss_kb")
+        if [ -n "$local_ht" ]; then
+            run_measured "$TMP/htp.err" heaptrack_print "$local_ht"
+            if [ "$rc" -ne 0 ]; then
+                echo "   note: heaptrack_print exited with status $rc; its column dropped"
+                show_err "$TMP/htp.err"; local_ht=""; t_hp=()
+            else
+                t_hp+=("$elapsed"); r_hp+=("$rss_kb")
+            fi
+        fi
+    done
+    [ "$failed" = 0 ] || continue
+    read -r m_min m_med < <(min_median "${t_mt[@]}")
+    m_rss=$(max_of "${r_mt[@]}"); m_rss=${m_rss:-?}
+    printf '   %-16s %8s %8s %13s %12s %12s %12s\n' "" "min s" "med s" events "M ev/s (min)" "M ev/s (med)" "peak RSS MB"
+    printf '   %-16s %8.3f %8.3f %13s %12s %12s %12s\n' "memtrail analyze" "$m_min" "$m_med" "$(group "${mt_events[$name]}")" \
+        "$(mevs "${mt_events[$name]}" "$m_min")" "$(mevs "${mt_events[$name]}" "$m_med")" "$(kib_mb "$m_rss")"
+    line="$name analysis: memtrail $(mevs "${mt_events[$name]}" "$m_min") M ev/s, $(kib_mb "$m_rss") MB"
+    if [ "${#t_hp[@]}" -gt 0 ]; then
+        read -r p_min p_med < <(min_median "${t_hp[@]}")
+        p_rss=$(max_of "${r_hp[@]}"); p_rss=${p_rss:-?}
+        hev=${ht_events[$name]}
+        printf '   %-16s %8.3f %8.3f %13s %12s %12s %12s\n' "heaptrack_print" "$p_min" "$p_med" "$(group "$hev")" \
+            "$(mevs "$hev" "$p_min")" "$(mevs "$hev" "$p_med")" "$(kib_mb "$p_rss")"
+        sp_ev=$(awk -v me="${mt_events[$name]}" -v mt="$m_min" -v he="$hev" -v ht="$p_min" \
+            'BEGIN { if (mt > 0 && ht > 0 && he > 0) printf "%.2f", (me / mt) / (he / ht); else print "nan" }')
+        sp_t=$(ratio "$p_min" "$m_min")
+        verdict=$(awk -v a="$sp_ev" 'BEGIN { print (a + 0 >= 5) ? "met" : "NOT met" }')
+        echo "   speed memtrail/heaptrack: ${sp_ev}x in events/s (each its own count), ${sp_t}x in wall time on the same workload (min of runs); target >= 5x events/s: $verdict"
+        rr="?"
+        if [ "$m_rss" != "?" ] && [ "$p_rss" != "?" ]; then rr=$(ratio "$m_rss" "$p_rss"); fi
+        echo "   peak RSS memtrail/heaptrack: $rr"
+        line+="; heaptrack_print $(mevs "$hev" "$p_min") M ev/s, $(kib_mb "$p_rss") MB; speed ${sp_ev}x (ev/s), ${sp_t}x (time), target 5x $verdict; RSS ratio $rr"
+    fi
+    summary_lines+=("$line")
+done
+
+# ---- 3. synthetic -----------------------------------------------------------
+
+echo
+echo "== 3. Synthetic trace: bench/tracegen, analysed in bounded memory"
+if [ "$use_synthetic" = 0 ]; then
+    echo "   skipped (--no-synthetic)"
+else
+    tracegen=${TRACEGEN:-$BUILD_DIR/bench/tracegen}
+    if [ -z "${TRACEGEN:-}" ] && [ -f "$ROOT/bench/tracegen.c" ]; then
+        make -s -C "$ROOT" BUILD="$BUILD_DIR" tracegen >"$TMP/make.log" 2>&1 ||
+            { echo "   note: make tracegen failed:"; show_err "$TMP/make.log"; }
+    fi
+    avail_kb=$(df -Pk "$TMP" | awk 'NR == 2 { print $4 }')
+    need_kb=$((syn_events * 6 / 1024)) # tracegen writes ~3.5 B/event; a margin
+    if [ ! -x "$tracegen" ]; then
+        echo "   skipped: no generator ($tracegen; bench/tracegen.c + make tracegen, or set TRACEGEN)"
+        summary_lines+=("synthetic: skipped (no tracegen)")
+    elif [ "${avail_kb:-0}" -lt "$need_kb" ]; then
+        echo "   skipped: $((avail_kb / 1024)) MiB free in $TMP, ~$((need_kb / 1024)) MiB wanted (set TMPDIR)"
+        summary_lines+=("synthetic: skipped (disk)")
+    else
+        syn=$TMP/synthetic.mtt
+        echo "   $tracegen -o FILE -n $syn_events -l $syn_live"
+        run_timed "$TMP/gen.err" "$tracegen" -o "$syn" -n "$syn_events" -l "$syn_live"
+        gen_s=$(awk -v u="$elapsed" 'BEGIN { printf "%.2f", u / 1e6 }')
+        if [ "$rc" -ne 0 ] || [ ! -s "$syn" ]; then
+            echo "   FAILED: tracegen exited with status $rc"
+            show_err "$TMP/gen.err"
+            status=1; summary_lines+=("synthetic: FAILED (tracegen)")
+        else
+            ssz=$(fsize "$syn")
+            echo "   generated in ${gen_s} s: $(group "$ssz") bytes ($(mb "$ssz") MB, $(per "$ssz" "$syn_events") B/event)"
+            run_measured "$TMP/an.err" "$MEMTRAIL" analyze --json "$syn"
+            an_rc=$rc an_us=$elapsed an_rss=$rss_kb
+            "$MEMTRAIL" analyze --json "$syn" >"$TMP/syn.json" 2>/dev/null || true # the figures (untimed)
+            rm -f "$syn"
+            if [ "$an_rc" -ne 0 ]; then
+                echo "   FAILED: memtrail analyze --json exited with status $an_rc"
+                show_err "$TMP/an.err"
+                status=1; summary_lines+=("synthetic: FAILED (analyze status $an_rc)")
+            else
+                sev=$(json_num "$TMP/syn.json" events)
+                pk=$(json_num "$TMP/syn.json" peak.count)
+                lc=$(json_num "$TMP/syn.json" live.count)
+                mx=$(json_num "$TMP/syn.json" live.max_count)
+                maxlive=$(max_of "$pk" "$lc" "$mx"); maxlive=${maxlive:-?}
+                an_s=$(awk -v u="$an_us" 'BEGIN { printf "%.3f", u / 1e6 }')
+                echo "   memtrail analyze --json: $(group "$sev") events in ${an_s} s = $(mevs "$sev" "$an_s") M events/s, peak RSS $(kib_mb "$an_rss") MB ($an_rss KiB)"
+                echo "   max live = the largest of \"peak.count\" ($(group "$pk")), \"live.count\" at the end ($(group "$lc"))$(
+                    [ "$mx" != "?" ] && echo " and \"live.max_count\" ($(group "$mx"))") of the JSON: $(group "$maxlive")"
+                if [ "$maxlive" != "?" ] && [ "$an_rss" != "?" ]; then
+                    bound=$((33554432 + 12 * maxlive))
+                    rss_b=$((an_rss * 1024))
+                    within=$([ "$rss_b" -le "$bound" ] && echo yes || echo no)
+                    echo "   bound 32 MiB + 12 B x $(group "$maxlive") = $(group "$bound") bytes ($(mb "$bound") MB); peak RSS $(group "$rss_b") bytes ($(mb "$rss_b") MB): within bound: $within ($(ratio "$rss_b" "$bound") of it)"
+                    summary_lines+=("synthetic: $(group "$sev") events, $(group "$maxlive") live: $(mevs "$sev" "$an_s") M ev/s, RSS $(mb "$rss_b") MB vs bound $(mb "$bound") MB: within bound: $within")
+                else
+                    echo "   within bound: unknown (max live or RSS not measured)"
+                    summary_lines+=("synthetic: $(group "$sev") events: $(mevs "$sev" "$an_s") M ev/s, bound not checked")
+                fi
+            fi
+        fi
+    fi
+fi
+
+echo
+echo "== summary (min of runs)"
+for l in "${summary_lines[@]}"; do echo "   $l"; done
+if [ "$status" -ne 0 ]; then echo "trace.sh: a workload failed (see above)" >&2; fi
+exit "$status"
