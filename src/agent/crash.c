@@ -29,6 +29,8 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/site.h"
+#include "agent/trace.h"
 #include "agent/vm.h"
 #include "common/out.h"
 
@@ -57,6 +59,7 @@ static struct {
     mt_catsum sum[MT_NSLOT];
     char out[1024];
     char path[MT_PATH_MAX];
+    char tmpl[MT_PATH_MAX + 8];
     char reason[32];
 } cr;
 
@@ -239,11 +242,21 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
     mt_out_str(&o, "signal ");
     mt_out_str(&o, crash_signame(sig));
     mt_out_cstr(&o);
-    if (mt_report_path(NULL, cr.path, sizeof cr.path) < 0)
+    /* Trace mode: the trace gets what was buffered, and the report goes
+     * beside it (OUTPUT.mtr), not over it. */
+    const char *tmpl = NULL;
+    if (mt_site_opt.trace) {
+        mt_trace_crash();
+        mt_out_init(&o, cr.tmpl, sizeof cr.tmpl, -1);
+        mt_out_str(&o, mt_opt.output);
+        mt_out_str(&o, ".mtr");
+        tmpl = mt_out_cstr(&o);
+    }
+    if (mt_report_path(tmpl, cr.path, sizeof cr.path) < 0)
         cr.path[0] = '\0';
     /* The report reads the kernel's view of the address space, which the
      * summary then shows. On failure the writer says why. */
-    if (mt_own_process() && mt_report_write_to(NULL, cr.reason) == 0) { /* not from a vfork child */
+    if (mt_own_process() && mt_report_write_to(tmpl, cr.reason) == 0) { /* not from a vfork child */
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
         crash_write_vm(&o, mt_report_last_vm(), ncats);
         mt_out_str(&o, "memtrail: crash report written to ");

@@ -378,7 +378,11 @@ void mt_trace_start(void)
         mt_out_u64(&o, k);
         mt_out_cstr(&o);
     }
+    int saved_errno = errno;
+    mt_t.in_agent++;   /* its buffers, its thread and its writer's memory are the agent's */
     (void)start_session(trace_path);
+    mt_t.in_agent--;
+    errno = saved_errno;
 }
 
 void mt_trace_report(void)
@@ -412,14 +416,35 @@ void mt_trace_before_exec(void)
 {
     if (!trace_session || !mt_own_process())
         return;
+    int saved_errno = errno;
+    mt_t.in_agent++;
     xe_session_stop(trace_session);
     mt_trace_report();
+    mt_t.in_agent--;
+    errno = saved_errno;
+}
+
+/* A crash: finish the file (the chunks buffered so far), unless the crash
+ * is on the thread that writes it. From the crash handler. */
+void mt_trace_crash(void)
+{
+    if (!trace_session || !mt_own_process() || xe_session_on_dispatcher(trace_session))
+        return;
+    mt_t.in_agent++;
+    xe_session_stop(trace_session);
+    mt_trace_report();
+    mt_t.in_agent--;
 }
 
 void mt_trace_after_failed_exec(void)
 {
-    if (trace_session && mt_own_process())
-        (void)xe_session_start(trace_session);
+    if (!trace_session || !mt_own_process())
+        return;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    (void)xe_session_start(trace_session);
+    mt_t.in_agent--;
+    errno = saved_errno;
 }
 
 void mt_trace_after_fork_child(void)
@@ -438,5 +463,7 @@ void mt_trace_after_fork_child(void)
         mt_out_cstr(&o);
     }
     memcpy(trace_path, path, sizeof path);
+    mt_t.in_agent++;
     xe_session_file_retarget(trace_session, trace_path);
+    mt_t.in_agent--;
 }

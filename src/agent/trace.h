@@ -50,6 +50,8 @@ void mt_trace_report(void);
  * (in a new file) if the exec failed. */
 void mt_trace_before_exec(void);
 void mt_trace_after_failed_exec(void);
+/* From the crash handler: the file finished with what was buffered. */
+void mt_trace_crash(void);
 /* In a fork child, before the sessions' own fork handling: the child's
  * events go to a file of its own. */
 void mt_trace_after_fork_child(void);

@@ -237,6 +237,9 @@ int xe_session_start(xe_session *s);   /* starts the dispatcher thread */
 /* Stop taking events, dispatch everything buffered, flush the targets,
  * end the dispatcher. The session can be started again. */
 int xe_session_stop(xe_session *s);
+/* Is the calling thread the session's dispatcher (a crash handler there
+ * must not stop the session: the stop would wait for itself)? */
+int xe_session_on_dispatcher(const xe_session *s);
 /* Dispatch what is buffered now (like a dispatch latency expiring). */
 int xe_session_flush(xe_session *s);
 /* Stop, unregister and unmap. */

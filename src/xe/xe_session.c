@@ -322,6 +322,11 @@ static int stop_locked(xe_session *s)
     return 0;
 }
 
+int xe_session_on_dispatcher(const xe_session *s)
+{
+    return s->disp_running && pthread_equal(s->disp, pthread_self());
+}
+
 int xe_session_start(xe_session *s)
 {
     life_lock(s);

@@ -158,6 +158,16 @@ expect_eq "trace: killed: analyze reports what was written (exit 0 or 1)" 1 "$([
 expect_eq "trace: killed: incomplete, with events" "False 1" \
     "$(json_get "$T/killed.json" "'%s %d' % (j['complete'], int(j['events'] > 1000))")"
 
+# --- a crash: the trace gets what was buffered, the crash report goes beside it ------
+run_mt "$MT" run --mode trace -o "$T/crash.mtt" -- "$TBIN/crasher" segv "$T/crash.ledger"
+expect_eq "trace: crash: the program's signal is passed on" 139 "$rc"
+expect_match "trace: crash: the crash report goes beside the trace" "crash report written to $T/crash.mtt.mtr" "$err"
+run_mt "$MT" analyze --json "$T/crash.mtt"
+printf '%s' "$out" >"$T/crash.json"
+read -r _ lbytes lcount _ <"$T/crash.ledger"
+expect_eq "trace: crash: the trace is complete, and holds the blocks live at the crash" "True $lcount $lbytes" \
+    "$(json_get "$T/crash.json" "'%s %d %d' % (j['complete'], sum(x['count'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'), sum(x['bytes'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'))")"
+
 # --- options ------------------------------------------------------------------------
 run_mt "$MT" run --mode trace --trace-buffer 1KB -- true
 expect_eq "trace: --trace-buffer too small: usage error" 2 "$rc"
