@@ -6,10 +6,15 @@
  *
  * Usage: trace_codec [-t threads] [-n ops_per_thread] [-w window]
  *                    [-l zstd_level] [-c chunk_events] [-u time_unit_ns]
- *                    [-o file] [-r repeats] */
+ *                    [-o file] [-r repeats] [-s: each stream's share]
+ *                    [-z: skewed stacks and sizes instead of mbench's; the
+ *                     floor printed is then mbench's, not this one's] */
 #include "trace/trace_read.h"
 #include "trace/trace_write.h"
 #include "trace/trace_gen.h"
+#include "trace/trace_util.h"
+
+#include <zstd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +61,54 @@ static const char *cat_cb(void *ctx, unsigned id)
     return id == 1 ? "malloc" : NULL;
 }
 
+/* Each stream's share: every EVENTS chunk's streams compressed alone. */
+static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents, int level)
+{
+    static const char *names[TRACE_NSTREAMS] = {"ops",  "xops",   "threads", "times", "sizes", "frees",
+                                                "bits", "stacks", "ids",     "cats",  "addrs"};
+    double raw[TRACE_NSTREAMS] = {0}, comp[TRACE_NSTREAMS] = {0}, h0[TRACE_NSTREAMS] = {0};
+    size_t off = TRACE_HEADER_SIZE;
+    while (off + TRACE_CHUNK_HEADER_SIZE <= len && !memcmp(p + off, TRACE_CHUNK_MAGIC, 4)) {
+        const unsigned char *h = p + off;
+        uint32_t stored = trace_get32(h + 16), rawn = trace_get32(h + 20);
+        if (h[4] == TRACE_CHUNK_EVENTS) {
+            unsigned char *body = malloc(rawn), *tmp = malloc(ZSTD_compressBound(rawn));
+            if (h[5] == TRACE_CODEC_ZSTD)
+                ZSTD_decompress(body, rawn, h + TRACE_CHUNK_HEADER_SIZE, stored);
+            else
+                memcpy(body, h + TRACE_CHUNK_HEADER_SIZE, rawn);
+            const unsigned char *q = body, *end = body + rawn;
+            uint64_t v, ns, sl[64];
+            trace_get_varint(&q, end, &v);
+            trace_get_varint(&q, end, &v);
+            trace_get_varint(&q, end, &ns);
+            for (uint64_t i = 0; i < ns; i++)
+                trace_get_varint(&q, end, &sl[i]);
+            for (uint64_t i = 0; i < ns && i < TRACE_NSTREAMS; i++) {
+                raw[i] += (double)sl[i];
+                if (sl[i])
+                    comp[i] +=
+                        (double)ZSTD_compress(tmp, ZSTD_compressBound(sl[i]), q, sl[i], level ? level : 3);
+                double hist[256] = {0};
+                for (uint64_t k = 0; k < sl[i]; k++)
+                    hist[q[k]]++;
+                for (int k = 0; k < 256; k++)
+                    if (hist[k])
+                        h0[i] -= hist[k] * log2(hist[k] / (double)sl[i]);
+                q += sl[i];
+            }
+            free(body);
+            free(tmp);
+        }
+        off += TRACE_CHUNK_HEADER_SIZE + stored;
+    }
+    printf("streams (each compressed alone), bits/event: raw, order-0 entropy of the bytes, compressed:\n");
+    for (int i = 0; i < TRACE_NSTREAMS; i++)
+        if (raw[i])
+            printf("  %-9s %7.3f %7.3f %7.3f\n", names[i], raw[i] * 8 / nevents, h0[i] / nevents,
+                   comp[i] * 8 / nevents);
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -65,23 +118,46 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    int threads = 2, level = 0, repeats = 3, opt;
+    int threads = 2, level = 0, repeats = 3, opt, breakdown = 0, skew = 0;
     long ops = 2000000, window = 4096;
     unsigned chunk = 0, unit = 1;
     const char *out = NULL;
-    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:sz")) != -1) {
         switch (opt) {
-        case 't': threads = atoi(optarg); break;
-        case 'n': ops = atol(optarg); break;
-        case 'w': window = atol(optarg); break;
-        case 'l': level = atoi(optarg); break;
-        case 'c': chunk = (unsigned)atol(optarg); break;
-        case 'u': unit = (unsigned)atol(optarg); break;
-        case 'o': out = optarg; break;
-        case 'r': repeats = atoi(optarg); break;
+        case 't':
+            threads = atoi(optarg);
+            break;
+        case 'n':
+            ops = atol(optarg);
+            break;
+        case 'w':
+            window = atol(optarg);
+            break;
+        case 'l':
+            level = atoi(optarg);
+            break;
+        case 'c':
+            chunk = (unsigned)atol(optarg);
+            break;
+        case 'u':
+            unit = (unsigned)atol(optarg);
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'r':
+            repeats = atoi(optarg);
+            break;
+        case 's':
+            breakdown = 1;
+            break;
+        case 'z':
+            skew = 1;
+            break;
         default:
-            fprintf(stderr, "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
-                            "[-u time_unit_ns] [-o file] [-r repeats]\n");
+            fprintf(stderr,
+                    "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
+                    "[-u time_unit_ns] [-o file] [-r repeats]\n");
             return 2;
         }
     }
@@ -91,6 +167,7 @@ int main(int argc, char **argv)
     /* The events, generated once. */
     gen_state g;
     gen_init(&g, threads, ops, window, 1);
+    g.skew = skew;
     size_t cap = (size_t)(threads * ops * 2 + 16), n = 0;
     mt_trace_event *evs = malloc(cap * sizeof *evs);
     if (!evs)
@@ -112,8 +189,8 @@ int main(int argc, char **argv)
             tbits -= hist[i] * log2((double)hist[i] / (double)(n - 1));
     free(hist);
 
-    mt_trace_write_config cfg = {.zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit,
-                                 .pid = 1, .start_ns = 0};
+    mt_trace_write_config cfg = {
+        .zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit, .pid = 1, .start_ns = 0};
     membuf m = {0};
     mt_trace_host host = {.ctx = &m, .write = mem_write, .stack = stack_cb, .category_name = cat_cb};
     double best_enc = 1e30, best_dec = 1e30;
@@ -169,10 +246,13 @@ int main(int argc, char **argv)
     double floor_bits = info + tbits;
     printf("events %zu  bytes %zu  bytes/event %.3f  (level %d, chunk %u, time unit %u ns)\n", n, m.len,
            (double)m.len / n, level, chunk, unit);
-    printf("floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
-           floor_bits / 8 / n, info / 8 / n, tbits / n);
+    printf(
+        "floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
+        floor_bits / 8 / n, info / 8 / n, tbits / n);
     printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, prefetch)\n",
            best_enc * 1e9 / n, n / best_enc / 1e6, best_dec * 1e9 / n, n / best_dec / 1e6);
+    if (breakdown)
+        stream_breakdown(m.p, m.len, n, level);
     free(m.p);
     free(evs);
     return 0;

@@ -16,68 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
-
-/* A chunk as the loader hands it over. */
-typedef struct chunk {
-    int status;              /* 1 a chunk, 0 the clean end, -1 an error (err) */
-    char err[MT_TRACE_ERR_MAX];
-    uint64_t ordinal, offset, next;
-    unsigned kind;
-    uint32_t count;
-    unsigned char *raw;
-    size_t raw_len, raw_cap;
-} chunk;
-
-/* Reads chunks from the file in order. */
-typedef struct loader {
-    int fd;
-    const unsigned char *mem;
-    uint64_t size, offset, ordinal;
-    const char *name;
-    int done, no_crc;
-    unsigned char *stored;
-    size_t stored_cap;
-    ZSTD_DCtx *dctx;
-} loader;
-
-/* The event decoder's state within an EVENTS chunk. */
-typedef struct decoder {
-    const unsigned char *s[TRACE_NSTREAMS], *e[TRACE_NSTREAMS];
-    uint32_t left, done;
-    int64_t t;
-    uint32_t last_id, thread;   /* thread: index + 1, 0 none yet */
-    uint8_t category;
-    uint64_t addr;
-} decoder;
-
-typedef struct thread_stacks {
-    uint32_t last[2];
-    uint64_t gen;
-} thread_stacks;
-
-struct mt_trace_reader {
-    char *name;
-    mt_trace_file_info info;
-    loader ld;
-    int prefetch, failed, complete, ended;
-    char err[MT_TRACE_ERR_MAX];
-    chunk slot[2];
-    chunk *cur;
-    /* prefetch: the loader thread fills slot[(head + ready) % 2] */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    unsigned head, ready;
-    int stop, worker_done;
-    decoder dec;
-    uint64_t gen, consumed, chunks_read;
-    thread_stacks *ts;
-    size_t ts_cap;
-    trace_defs defs;
-    mt_trace_chunk_info *index;
-    size_t nindex;
-};
-
 static void chunk_fail(chunk *c, const loader *ld, const char *fmt, ...)
 {
     int n = snprintf(c->err, sizeof c->err, "%s: chunk %llu at offset %llu: ", ld->name,
@@ -162,8 +100,8 @@ static void load_next(loader *ld, chunk *c)
         goto stop;
     }
     if (got == 0)
-        goto stop;   /* the file ends at a chunk boundary */
-    if (got >= 8 && !memcmp(h, TRACE_TRAILER_MAGIC, 8)) {
+        goto stop; /* the file ends at a chunk boundary */
+    if (got >= 3 && !memcmp(h, TRACE_TRAILER_MAGIC, got < 8 ? (size_t)got : 8)) {   /* "MTT", not "MTC" */
         if (got < (ssize_t)TRACE_TRAILER_SIZE)
             chunk_fail(c, ld, "truncated trailer (%zd of %u bytes)", got, TRACE_TRAILER_SIZE);
         else if (!ld->no_crc && trace_get32(h + 20) != trace_crc32c(0, h, 20))
@@ -171,13 +109,18 @@ static void load_next(loader *ld, chunk *c)
         goto stop;
     }
     if (got < (ssize_t)sizeof h) {
-        chunk_fail(c, ld, "truncated: the chunk header needs %u bytes, the file has %zd more", TRACE_CHUNK_HEADER_SIZE,
-                   got);
+        chunk_fail(c, ld, "truncated: the chunk header needs %u bytes, the file has %zd more",
+                   TRACE_CHUNK_HEADER_SIZE, got);
         goto stop;
     }
     const char *bad = header_problem(h, ld->no_crc);
     if (bad) {
         chunk_fail(c, ld, "%s", bad);
+        goto stop;
+    }
+    if (trace_get64(h + 8) != ld->ordinal) {
+        chunk_fail(c, ld, "sequence number %llu where %llu belongs (a chunk missing or out of place)",
+                   (unsigned long long)trace_get64(h + 8), (unsigned long long)ld->ordinal);
         goto stop;
     }
     uint32_t stored = trace_get32(h + 16), raw = trace_get32(h + 20);
@@ -187,7 +130,7 @@ static void load_next(loader *ld, chunk *c)
                    (unsigned long long)room);
         goto stop;
     }
-    if (grow(&ld->stored, &ld->stored_cap, stored + 1u) < 0 || grow(&c->raw, &c->raw_cap, raw + 1u) < 0) {
+    if (grow(&ld->stored, &ld->stored_cap, stored + 1u) < 0) {
         chunk_fail(c, ld, "out of memory");
         goto stop;
     }
@@ -200,17 +143,19 @@ static void load_next(loader *ld, chunk *c)
         chunk_fail(c, ld, "payload CRC mismatch");
         goto stop;
     }
+    if (h[5] == TRACE_CODEC_ZSTD && ZSTD_getFrameContentSize(ld->stored, stored) != raw) {
+        chunk_fail(c, ld, "the zstd frame's header does not say %u bytes, as the chunk's does", raw);
+        goto stop;
+    }
+    if (grow(&c->raw, &c->raw_cap, raw + 1u) < 0) {
+        chunk_fail(c, ld, "out of memory");
+        goto stop;
+    }
     if (h[5] == TRACE_CODEC_NONE) {
         memcpy(c->raw, ld->stored, stored);
     } else {
         if (!ld->dctx && !(ld->dctx = ZSTD_createDCtx())) {
             chunk_fail(c, ld, "out of memory");
-            goto stop;
-        }
-        unsigned long long fsize = ZSTD_getFrameContentSize(ld->stored, stored);
-        if (fsize != raw) {
-            chunk_fail(c, ld, "zstd frame holds %s, the header says %u bytes",
-                       fsize == ZSTD_CONTENTSIZE_ERROR ? "no valid frame header" : "another size", raw);
             goto stop;
         }
         size_t n = ZSTD_decompressDCtx(ld->dctx, c->raw, raw, ld->stored, stored);
@@ -262,8 +207,40 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
+void trace_prefetch_start(mt_trace_reader *r)
+{
+    r->head = r->ready = 0;
+    r->stop = r->worker_done = 0;
+    r->cur = NULL;
+    r->prefetch = pthread_create(&r->thread, NULL, prefetch_main, r) == 0;
+}
+
+void trace_prefetch_stop(mt_trace_reader *r)
+{
+    if (!r->prefetch)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stop = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    r->prefetch = 0;
+    r->cur = NULL;
+}
+
+/* Loads the chunk at offset (the ordinal-th of the file) into c, and
+ * reads on from the next one. */
+void trace_load_at(mt_trace_reader *r, uint64_t offset, uint64_t ordinal, chunk *c)
+{
+    r->ld.offset = offset;
+    r->ld.ordinal = ordinal;
+    r->ld.done = 0;
+    if (c)
+        load_next(&r->ld, c);
+}
+
 /* The next chunk (the previous one is released). */
-static chunk *next_chunk(mt_trace_reader *r)
+chunk *trace_next_chunk(mt_trace_reader *r)
 {
     if (!r->prefetch) {
         r->cur = &r->slot[0];
@@ -310,8 +287,9 @@ static void read_index(mt_trace_reader *r)
     uint64_t at = trace_get64(t + 8);
     if (at < TRACE_HEADER_SIZE || at >= ld->size - TRACE_TRAILER_SIZE)
         return;
-    loader il = *ld;   /* a private loader at the index */
+    loader il = *ld; /* a private loader at the index */
     il.offset = at;
+    il.ordinal = trace_get32(t + 16); /* the index follows every chunk it lists */
     il.done = 0;
     il.stored = NULL;
     il.stored_cap = 0;
@@ -320,11 +298,11 @@ static void read_index(mt_trace_reader *r)
     memset(&c, 0, sizeof c);
     load_next(&il, &c);
     if (c.status == 1 && c.kind == TRACE_CHUNK_INDEX && c.next == ld->size - TRACE_TRAILER_SIZE &&
-        c.count == trace_get32(t + 16) && c.count <= c.raw_len) {
+        c.count == trace_get32(t + 16) && c.count <= c.raw_len / 5) { /* an entry takes 5 bytes at least */
         r->index = malloc((c.count ? c.count : 1) * sizeof *r->index);
         char why[160];
-        if (r->index &&
-            trace_index_parse(c.raw, c.raw_len, c.count, r->info.time_unit_ns, r->index, why, sizeof why) == 0)
+        if (r->index && trace_index_parse(c.raw, c.raw_len, c.count, r->info.time_unit_ns, r->index, why,
+                                          sizeof why) == 0)
             r->nindex = c.count;
         else {
             free(r->index);
@@ -345,12 +323,12 @@ static int open_common(mt_trace_reader *r, unsigned flags, char *err, size_t err
     if (got < 8 || memcmp(h, TRACE_MAGIC, 8))
         return open_fail(err, errlen, -EINVAL, r->name, "not a memtrail trace (bad magic at offset 0)");
     if (got < (ssize_t)sizeof h)
-        return open_fail(err, errlen, -EINVAL, r->name, "truncated: the header needs %u bytes, the file has %zd",
-                         TRACE_HEADER_SIZE, got);
+        return open_fail(err, errlen, -EINVAL, r->name,
+                         "truncated: the header needs %u bytes, the file has %zd", TRACE_HEADER_SIZE, got);
     uint32_t version = trace_get32(h + 8);
     if (version != TRACE_VERSION)
-        return open_fail(err, errlen, -EINVAL, r->name, "unknown trace version %u (this memtrail reads version %u)",
-                         version, TRACE_VERSION);
+        return open_fail(err, errlen, -EINVAL, r->name,
+                         "unknown trace version %u (this memtrail reads version %u)", version, TRACE_VERSION);
     r->ld.no_crc = (flags & MT_TRACE_NO_CRC) != 0;
     if (!r->ld.no_crc && trace_get32(h + 60) != trace_crc32c(0, h, 60))
         return open_fail(err, errlen, -EINVAL, r->name, "header at offset 0: CRC mismatch");
@@ -365,16 +343,9 @@ static int open_common(mt_trace_reader *r, unsigned flags, char *err, size_t err
     r->info.file_bytes = r->ld.size;
     r->ld.offset = r->consumed = TRACE_HEADER_SIZE;
     read_index(r);
-    if (flags & MT_TRACE_PREFETCH) {
-        pthread_mutex_init(&r->mu, NULL);
-        pthread_cond_init(&r->cv, NULL);
-        if (pthread_create(&r->thread, NULL, prefetch_main, r) == 0)
-            r->prefetch = 1;
-        else {
-            pthread_mutex_destroy(&r->mu);
-            pthread_cond_destroy(&r->cv);
-        }
-    }
+    r->want_prefetch = (flags & MT_TRACE_PREFETCH) != 0;
+    if (r->want_prefetch)
+        trace_prefetch_start(r);
     return 0;
 }
 
@@ -388,6 +359,8 @@ static mt_trace_reader *reader_new(const char *name)
     if (r) {
         r->ld.fd = -1;
         r->ld.name = r->name;
+        pthread_mutex_init(&r->mu, NULL);
+        pthread_cond_init(&r->cv, NULL);
     }
     return r;
 }
@@ -438,15 +411,9 @@ void mt_trace_close(mt_trace_reader *r)
 {
     if (!r)
         return;
-    if (r->prefetch) {
-        pthread_mutex_lock(&r->mu);
-        r->stop = 1;
-        pthread_cond_broadcast(&r->cv);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->thread, NULL);
-        pthread_mutex_destroy(&r->mu);
-        pthread_cond_destroy(&r->cv);
-    }
+    trace_prefetch_stop(r);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
     if (r->ld.fd >= 0)
         close(r->ld.fd);
     free(r->ld.stored);
@@ -474,261 +441,47 @@ int mt_trace_sniff(const char *path)
     return n == 8 && !memcmp(m, TRACE_MAGIC, 8);
 }
 
-/* ---- events ---- */
-
-static int fail(mt_trace_reader *r, const char *fmt, ...)
+const char *mt_trace_error(const mt_trace_reader *r)
 {
-    const chunk *c = r->cur;
-    int n = snprintf(r->err, sizeof r->err, "%s: chunk %llu at offset %llu: ", r->name,
-                     (unsigned long long)(c ? c->ordinal : 0), (unsigned long long)(c ? c->offset : 0));
-    va_list ap;
-    va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof r->err)
-        vsnprintf(r->err + n, sizeof r->err - (size_t)n, fmt, ap);
-    va_end(ap);
-    r->failed = 1;
-    return -1;
+    return r->failed ? r->err : NULL;
 }
-
-static const char *const stream_names[TRACE_NSTREAMS] = {
-    "ops", "threads", "times", "sizes", "sizes_hi", "stacks", "ids", "frees", "frees_hi", "categories", "addresses",
-};
-
-/* Sets up the decoder on an EVENTS chunk's body. */
-static int events_begin(mt_trace_reader *r, const chunk *c)
+int mt_trace_complete(const mt_trace_reader *r)
 {
-    decoder *d = &r->dec;
-    const unsigned char *p = c->raw, *end = c->raw + c->raw_len;
-    uint64_t t0, base, ns;
-    if (trace_get_varint(&p, end, &t0) < 0 || trace_get_varint(&p, end, &base) < 0 || base > UINT32_MAX ||
-        trace_get_varint(&p, end, &ns) < 0 || ns > 64)
-        return fail(r, "bad events body prefix");
-    uint64_t len[64];
-    for (uint64_t i = 0; i < ns; i++)
-        if (trace_get_varint(&p, end, &len[i]) < 0)
-            return fail(r, "bad stream length %llu", (unsigned long long)i);
-    for (uint64_t i = 0; i < ns; i++) {
-        if (len[i] > (uint64_t)(end - p))
-            return fail(r, "stream %llu (%s) runs %llu bytes past the body", (unsigned long long)i,
-                        i < TRACE_NSTREAMS ? stream_names[i] : "unknown",
-                        (unsigned long long)(len[i] - (uint64_t)(end - p)));
-        if (i < TRACE_NSTREAMS) {
-            d->s[i] = p;
-            d->e[i] = p + len[i];
-        }
-        p += len[i];
-    }
-    for (uint64_t i = ns; i < TRACE_NSTREAMS; i++)
-        d->s[i] = d->e[i] = p;
-    if (p != end)
-        return fail(r, "%zu bytes after the streams", (size_t)(end - p));
-    if ((uint64_t)(d->e[TRACE_S_OPS] - d->s[TRACE_S_OPS]) != c->count)
-        return fail(r, "%u events in the header, %zu in the ops stream", c->count,
-                    (size_t)(d->e[TRACE_S_OPS] - d->s[TRACE_S_OPS]));
-    d->left = c->count;
-    d->done = 0;
-    d->t = trace_unzigzag(t0);
-    d->last_id = (uint32_t)base;
-    d->thread = 0;
-    d->category = 0;
-    d->addr = 0;
-    r->gen++;
-    return 0;
+    return r->complete;
 }
-
-static int events_end(mt_trace_reader *r)
+uint64_t mt_trace_offset(const mt_trace_reader *r)
 {
-    for (int i = 0; i < TRACE_NSTREAMS; i++)
-        if (r->dec.s[i] != r->dec.e[i])
-            return fail(r, "%zu bytes left in stream %s after the last event", (size_t)(r->dec.e[i] - r->dec.s[i]),
-                        stream_names[i]);
-    return 0;
+    return r->consumed;
 }
-
-/* Hot path varint: one byte inline, else the checked reader. */
-#define GETV(stream, var)                                                                                              \
-    do {                                                                                                               \
-        const unsigned char *p_ = d->s[stream];                                                                        \
-        if (p_ < d->e[stream] && *p_ < 0x80) {                                                                         \
-            var = *p_;                                                                                                 \
-            d->s[stream] = p_ + 1;                                                                                     \
-        } else if (trace_get_varint(&d->s[stream], d->e[stream], &var) < 0)                                           \
-            return fail(r, "event %u: bad varint in stream %s", d->done, stream_names[stream]);                       \
-    } while (0)
-
-/* A value split in two streams: its first varint byte, then the rest. */
-#define GETV2(lo, hi, var)                                                                                             \
-    do {                                                                                                               \
-        if (d->s[lo] >= d->e[lo])                                                                                      \
-            return fail(r, "event %u: stream %s ends early", d->done, stream_names[lo]);                               \
-        unsigned b_ = *d->s[lo]++;                                                                                     \
-        var = b_ & 0x7f;                                                                                               \
-        if (b_ & 0x80) {                                                                                               \
-            uint64_t h_;                                                                                               \
-            GETV(hi, h_);                                                                                              \
-            if (h_ >> 57)                                                                                              \
-                return fail(r, "event %u: value too large in stream %s", d->done, stream_names[hi]);                   \
-            var |= h_ << 7;                                                                                            \
-        }                                                                                                              \
-    } while (0)
-
-static int decode(mt_trace_reader *r, mt_trace_event *ev)
+uint64_t mt_trace_chunks_read(const mt_trace_reader *r)
 {
-    decoder *d = &r->dec;
-    unsigned op = *d->s[TRACE_S_OPS]++;
-    unsigned type = op & TRACE_OP_TYPE;
-    uint64_t v;
-    if (type < MT_TRACE_ALLOC || type > MT_TRACE_MUNMAP || (op & ~0x1fu))
-        return fail(r, "event %u: bad op byte 0x%02x", d->done, op);
-    memset(ev, 0, sizeof *ev);
-    ev->type = (uint8_t)type;
-    if (op & TRACE_OP_THREAD) {
-        GETV(TRACE_S_THREADS, v);
-        if (v >= r->defs.nthreads || !r->defs.tid_known[v])
-            return fail(r, "event %u: undefined thread index %llu", d->done, (unsigned long long)v);
-        d->thread = (uint32_t)v + 1;
-    } else if (!d->thread)
-        return fail(r, "event %u: no thread", d->done);
-    ev->thread = r->defs.tids[d->thread - 1];
-    if (op & TRACE_OP_CATEGORY) {
-        if (d->s[TRACE_S_CATS] >= d->e[TRACE_S_CATS])
-            return fail(r, "event %u: stream categories ends early", d->done);
-        d->category = *d->s[TRACE_S_CATS]++;
-    }
-    ev->category = d->category;
-    GETV(TRACE_S_TIMES, v);
-    d->t += trace_unzigzag(v);
-    ev->time_ns = (uint64_t)d->t * r->info.time_unit_ns;
-    if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {
-        GETV2(TRACE_S_FREES, TRACE_S_FREES_HI, v);
-        if (v > UINT32_MAX)
-            return fail(r, "event %u: bad free reference", d->done);
-        uint32_t ref = d->last_id - (uint32_t)trace_unzigzag32((uint32_t)v);
-        if (type == MT_TRACE_FREE)
-            ev->id = ref;
-        else
-            ev->old_id = ref;
-    }
-    if (type != MT_TRACE_FREE)
-        GETV2(TRACE_S_SIZES, TRACE_S_SIZES_HI, ev->size);
-    if (type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC) {
-        GETV(TRACE_S_IDS, v);
-        if (v > UINT32_MAX)
-            return fail(r, "event %u: bad id delta", d->done);
-        ev->id = d->last_id + 1 + (uint32_t)trace_unzigzag32((uint32_t)v);
-        d->last_id = ev->id;
-        GETV(TRACE_S_STACKS, v);
-        if (v > UINT32_MAX)
-            return fail(r, "event %u: bad stack delta", d->done);
-        thread_stacks *ts = &r->ts[d->thread - 1];
-        if (ts->gen != r->gen) {
-            ts->gen = r->gen;
-            ts->last[0] = ts->last[1] = 0;
-        }
-        uint32_t *last = &ts->last[type == MT_TRACE_REALLOC];
-        *last += (uint32_t)trace_unzigzag32((uint32_t)v);
-        ev->stack = *last;
-    } else if (type != MT_TRACE_FREE) {
-        GETV(TRACE_S_ADDRS, v);
-        d->addr += (uint64_t)trace_unzigzag(v);
-        ev->address = d->addr;
-    }
-    d->done++;
-    d->left--;
-    return 1;
+    return r->chunks_read;
 }
-
-/* Makes room for per-thread decoder state of every defined thread. */
-static int threads_room(mt_trace_reader *r)
+uint64_t mt_trace_chunks_total(const mt_trace_reader *r)
 {
-    if (r->defs.nthreads <= r->ts_cap)
-        return 0;
-    size_t cap = r->ts_cap ? r->ts_cap : 64;
-    while (cap < r->defs.nthreads)
-        cap *= 2;
-    thread_stacks *t = realloc(r->ts, cap * sizeof *t);
-    if (!t)
-        return -1;
-    memset(t + r->ts_cap, 0, (cap - r->ts_cap) * sizeof *t);
-    r->ts = t;
-    r->ts_cap = cap;
-    return 0;
+    return r->nindex ? r->nindex + 1 : 0;
 }
-
-/* Handles chunks until one has events to give: 1, 0 at the end, -1. */
-static int advance(mt_trace_reader *r)
+size_t mt_trace_index_count(const mt_trace_reader *r)
 {
-    for (;;) {
-        if (r->cur && r->cur->status == 1 && r->cur->kind == TRACE_CHUNK_EVENTS && events_end(r) < 0)
-            return -1;
-        chunk *c = next_chunk(r);
-        if (c->status < 0) {
-            snprintf(r->err, sizeof r->err, "%s", c->err);
-            r->failed = 1;
-            return -1;
-        }
-        if (c->status == 0) {
-            r->ended = 1;
-            return 0;
-        }
-        r->chunks_read++;
-        r->consumed = c->next;
-        char why[256];
-        switch (c->kind) {
-        case TRACE_CHUNK_DEFS:
-            if (trace_defs_parse(&r->defs, c->raw, c->raw_len, c->count, why, sizeof why) < 0)
-                return fail(r, "%s", why);
-            if (threads_room(r) < 0)
-                return fail(r, "out of memory");
-            break;
-        case TRACE_CHUNK_EVENTS:
-            if (events_begin(r, c) < 0)
-                return -1;
-            if (r->dec.left)
-                return 1;
-            break;
-        case TRACE_CHUNK_END:
-            if (trace_end_parse(&r->defs, c->raw, c->raw_len, c->count, why, sizeof why) < 0)
-                return fail(r, "%s", why);
-            r->complete = 1;
-            break;
-        default:   /* the index (read at open), kinds of later versions */
-            break;
-        }
-    }
+    return r->nindex;
 }
-
-int mt_trace_next(mt_trace_reader *r, mt_trace_event *ev)
-{
-    if (r->failed)
-        return -1;
-    if (r->ended)
-        return 0;
-    if (!r->cur || r->cur->status != 1 || r->cur->kind != TRACE_CHUNK_EVENTS || !r->dec.left) {
-        int rc = advance(r);
-        if (rc <= 0)
-            return rc;
-    }
-    return decode(r, ev);
-}
-
-const char *mt_trace_error(const mt_trace_reader *r) { return r->failed ? r->err : NULL; }
-int mt_trace_complete(const mt_trace_reader *r) { return r->complete; }
-uint64_t mt_trace_offset(const mt_trace_reader *r) { return r->consumed; }
-uint64_t mt_trace_chunks_read(const mt_trace_reader *r) { return r->chunks_read; }
-uint64_t mt_trace_chunks_total(const mt_trace_reader *r) { return r->nindex ? r->nindex + 1 : 0; }
-size_t mt_trace_index_count(const mt_trace_reader *r) { return r->nindex; }
 const mt_trace_chunk_info *mt_trace_index_get(const mt_trace_reader *r, size_t i)
 {
     return i < r->nindex ? &r->index[i] : NULL;
 }
-const mt_trace_file_info *mt_trace_info(const mt_trace_reader *r) { return &r->info; }
+const mt_trace_file_info *mt_trace_info(const mt_trace_reader *r)
+{
+    return &r->info;
+}
 
 const mt_trace_stack *mt_trace_stack_get(const mt_trace_reader *r, uint32_t id)
 {
     return trace_defs_stack(&r->defs, id);
 }
-size_t mt_trace_module_count(const mt_trace_reader *r) { return r->defs.nmodules; }
+size_t mt_trace_module_count(const mt_trace_reader *r)
+{
+    return r->defs.nmodules;
+}
 const mt_trace_module *mt_trace_module_get(const mt_trace_reader *r, size_t i)
 {
     return i < r->defs.nmodules ? &r->defs.modules[i] : NULL;

@@ -81,6 +81,11 @@ uint64_t mt_trace_chunks_total(const mt_trace_reader *r);
  * chunk but the index itself, in file order. */
 size_t mt_trace_index_count(const mt_trace_reader *r);
 const mt_trace_chunk_info *mt_trace_index_get(const mt_trace_reader *r, size_t i);
+/* Goes to index entry i: reads the definitions chunks before it, then
+ * mt_trace_next reads on from chunk i. 0; -1 when a definitions chunk is
+ * bad (mt_trace_error says what); -EINVAL without an entry i. Readers of
+ * one file seeking to different chunks read it in parallel. */
+int mt_trace_seek_chunk(mt_trace_reader *r, size_t i);
 
 /* Definitions read so far (a stack is defined before the first event that
  * uses it). NULL when unknown. */

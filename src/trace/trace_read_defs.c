@@ -10,17 +10,20 @@
 #define MAX_THREADS (1u << 22)
 #define ARENA_BLOCK (256u << 10)
 
-#define FAIL(...)                                                                                                      \
-    do {                                                                                                               \
-        snprintf(why, whylen, __VA_ARGS__);                                                                            \
-        return -1;                                                                                                     \
+#define FAIL(...)                                                                                            \
+    do {                                                                                                     \
+        snprintf(why, whylen, __VA_ARGS__);                                                                  \
+        return -1;                                                                                           \
     } while (0)
 
 typedef struct cursor {
     const unsigned char *p, *end;
 } cursor;
 
-static int get(cursor *c, uint64_t *v) { return trace_get_varint(&c->p, c->end, v); }
+static int get(cursor *c, uint64_t *v)
+{
+    return trace_get_varint(&c->p, c->end, v);
+}
 
 /* A length-prefixed string or byte run, at most max bytes. */
 static int get_bytes(cursor *c, size_t max, const unsigned char **s, size_t *n)
@@ -88,7 +91,7 @@ static uint64_t *arena_frames(trace_defs *d, size_t n)
         bytes = sizeof(uint64_t);
     if (bytes > d->arena_left) {
         size_t cap = bytes > ARENA_BLOCK ? bytes : ARENA_BLOCK;
-        void **blk = malloc(sizeof(void *) * 2 + cap);   /* link, pad, then frames */
+        void **blk = malloc(sizeof(void *) * 2 + cap); /* link, pad, then frames */
         if (!blk)
             return NULL;
         blk[0] = d->arena;
@@ -144,8 +147,8 @@ static int def_thread(trace_defs *d, cursor *c, char *why, size_t whylen)
     uint64_t idx, tid;
     if (get(c, &idx) < 0 || get(c, &tid) < 0 || tid > UINT32_MAX)
         FAIL("bad thread record");
-    if (idx >= MAX_THREADS)
-        FAIL("thread index %llu out of range", (unsigned long long)idx);
+    if (idx >= MAX_THREADS || idx > d->nthreads) /* indexes come in order: 0, 1, 2, ... */
+        FAIL("thread index %llu out of order (%u defined)", (unsigned long long)idx, d->nthreads);
     if (idx >= d->threads_cap) {
         uint32_t cap = d->threads_cap ? d->threads_cap : 64;
         while (cap <= idx)
@@ -244,7 +247,8 @@ static int def_meta(trace_defs *d, cursor *c, char *why, size_t whylen)
     return 0;
 }
 
-int trace_defs_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t count, char *why, size_t whylen)
+int trace_defs_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t count, char *why,
+                     size_t whylen)
 {
     cursor c = {p, p + n};
     for (uint32_t i = 0; i < count; i++) {
@@ -253,12 +257,23 @@ int trace_defs_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t c
         unsigned kind = *c.p++;
         int rc;
         switch (kind) {
-        case TRACE_DEF_THREAD: rc = def_thread(d, &c, why, whylen); break;
-        case TRACE_DEF_STACK: rc = def_stack(d, &c, why, whylen); break;
-        case TRACE_DEF_MODULE: rc = def_module(d, &c, why, whylen); break;
-        case TRACE_DEF_CATEGORY: rc = def_category(d, &c, why, whylen); break;
-        case TRACE_DEF_META: rc = def_meta(d, &c, why, whylen); break;
-        default: FAIL("unknown definition kind %u (record %u)", kind, i);
+        case TRACE_DEF_THREAD:
+            rc = def_thread(d, &c, why, whylen);
+            break;
+        case TRACE_DEF_STACK:
+            rc = def_stack(d, &c, why, whylen);
+            break;
+        case TRACE_DEF_MODULE:
+            rc = def_module(d, &c, why, whylen);
+            break;
+        case TRACE_DEF_CATEGORY:
+            rc = def_category(d, &c, why, whylen);
+            break;
+        case TRACE_DEF_META:
+            rc = def_meta(d, &c, why, whylen);
+            break;
+        default:
+            FAIL("unknown definition kind %u (record %u)", kind, i);
         }
         if (rc < 0)
             return rc;
@@ -284,7 +299,8 @@ int trace_end_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t co
     for (; i < count; i++) {
         const unsigned char *s;
         size_t sn;
-        if (get_bytes(&c, TRACE_MAX_STRING, &s, &sn) < 0 || get(&c, &vals[i]) < 0 || !(names[i] = dup_str(s, sn)))
+        if (get_bytes(&c, TRACE_MAX_STRING, &s, &sn) < 0 || get(&c, &vals[i]) < 0 ||
+            !(names[i] = dup_str(s, sn)))
             break;
     }
     if (i < count || c.p != c.end) {
@@ -304,8 +320,8 @@ int trace_end_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t co
     return 0;
 }
 
-int trace_index_parse(const unsigned char *p, size_t n, uint32_t count, uint32_t unit, mt_trace_chunk_info *out,
-                      char *why, size_t whylen)
+int trace_index_parse(const unsigned char *p, size_t n, uint32_t count, uint32_t unit,
+                      mt_trace_chunk_info *out, char *why, size_t whylen)
 {
     cursor c = {p, p + n};
     for (uint32_t i = 0; i < count; i++) {
@@ -313,7 +329,8 @@ int trace_index_parse(const unsigned char *p, size_t n, uint32_t count, uint32_t
         if (c.p >= c.end)
             FAIL("index entry %u missing", i);
         unsigned kind = *c.p++;
-        if (get(&c, &off) < 0 || get(&c, &cnt) < 0 || cnt > UINT32_MAX || get(&c, &t0) < 0 || get(&c, &dt) < 0)
+        if (get(&c, &off) < 0 || get(&c, &cnt) < 0 || cnt > UINT32_MAX || get(&c, &t0) < 0 ||
+            get(&c, &dt) < 0)
             FAIL("bad index entry %u", i);
         out[i].offset = off;
         out[i].kind = kind;

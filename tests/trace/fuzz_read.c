@@ -41,8 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (unsigned k = 0; k < m->build_id_len; k++)
             sink += m->build_id[k];
     }
-    for (size_t i = 0; i < mt_trace_index_count(r); i++)
+    size_t ni = mt_trace_index_count(r);
+    for (size_t i = 0; i < ni; i++)
         sink += mt_trace_index_get(r, i)->offset;
+    /* Seek to an entry the input picks, and read on from there. */
+    if (ni && mt_trace_seek_chunk(r, size % ni) == 0)
+        while (mt_trace_next(r, &ev) == 1)
+            sink += ev.id;
     const char *v = mt_trace_meta(r, "exe");
     if (v)
         sink += (unsigned char)v[0];

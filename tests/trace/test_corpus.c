@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 int main(int argc, char **argv)
 {

@@ -16,9 +16,9 @@ typedef struct sample {
     mt_trace_event *evs;
     size_t n;
     tbuf *m;
-    size_t nchunks;         /* chunk k starts at m->ends[k] */
-    size_t *events_before;  /* events in chunks 0..k-1 */
-    size_t end_chunk_end;   /* where the END chunk ends */
+    size_t nchunks;        /* chunk k starts at m->ends[k] */
+    size_t *events_before; /* events in chunks 0..k-1 */
+    size_t end_chunk_end;  /* where the END chunk ends */
 } sample;
 
 static void make_sample(sample *s, long ops, uint32_t chunk_events, mt_trace_write_stats *st, long fail_after)
@@ -153,8 +153,8 @@ static int check_flip(const sample *s, size_t off, unsigned char x, unsigned fla
         ok = got == s->events_before[k < s->nchunks ? k : s->nchunks] && !mismatch &&
              names_chunk(err, k, s->m->ends[k]);
     if (!ok && verbose)
-        printf("  flip 0x%02x at %zu (chunk %zu at %zu): %zu events%s, error: %s\n", x, off, k, s->m->ends[k], got,
-               mismatch ? " MISMATCHED" : "", err);
+        printf("  flip 0x%02x at %zu (chunk %zu at %zu): %zu events%s, error: %s\n", x, off, k, s->m->ends[k],
+               got, mismatch ? " MISMATCHED" : "", err);
     return ok;
 }
 
@@ -189,7 +189,7 @@ static void cuts_and_flips(void)
     for (int i = 0; i < 300; i++) {
         size_t len = (size_t)(gen_xorshift(&rng) % s.m->len);
         if (i < 40)
-            len = s.m->ends[gen_xorshift(&rng) % s.m->nends];   /* at chunk boundaries too */
+            len = s.m->ends[gen_xorshift(&rng) % s.m->nends]; /* at chunk boundaries too */
         if (!check_cut(&s, len, i % 2 ? MT_TRACE_PREFETCH : 0, shown < 5))
             fails++, shown++;
         size_t off = (size_t)(gen_xorshift(&rng) % s.m->len);
@@ -197,7 +197,8 @@ static void cuts_and_flips(void)
                         shown < 5))
             fails++, shown++;
     }
-    snprintf(label, sizeof label, "random cuts and flips of a %zu-byte, %zu-chunk trace", s.m->len, s.nchunks);
+    snprintf(label, sizeof label, "random cuts and flips of a %zu-byte, %zu-chunk trace", s.m->len,
+             s.nchunks);
     CHECK(label, fails == 0);
     free_sample(&s);
 }
@@ -215,11 +216,12 @@ static void magic_version(void)
     size_t got = read_all(&s, d, s.m->len, 0, &mismatch, err, &complete);
     CHECK("wrong magic: refused, said so", got == (size_t)-1 && strstr(err, "t.mtt: not a memtrail trace"));
     memcpy(d, s.m->p, s.m->len);
-    d[8] = 2;   /* version 2, the header's CRC made right again */
+    d[8] = 2; /* version 2, the header's CRC made right again */
     uint32_t crc = trace_crc32c(0, d, 60);
     memcpy(d + 60, &crc, 4);
     got = read_all(&s, d, s.m->len, 0, &mismatch, err, &complete);
-    CHECK("unknown version: refused, said so", got == (size_t)-1 && strstr(err, "t.mtt: unknown trace version 2"));
+    CHECK("unknown version: refused, said so",
+          got == (size_t)-1 && strstr(err, "t.mtt: unknown trace version 2"));
     free(d);
 
     /* Through a file: the error names the path; sniff tells traces apart. */
@@ -245,8 +247,8 @@ static void magic_version(void)
         close(fd);
         unlink(path);
     }
-    CHECK("sniff: not a trace, missing", mt_trace_sniff("/proc/self/status") == 0 &&
-                                             mt_trace_sniff("/nonexistent/x") == -ENOENT);
+    CHECK("sniff: not a trace, missing",
+          mt_trace_sniff("/proc/self/status") == 0 && mt_trace_sniff("/nonexistent/x") == -ENOENT);
     mt_trace_reader *r;
     CHECK("open: a missing file", mt_trace_open("/nonexistent/x", 0, &r, err, sizeof err) == -ENOENT && !r &&
                                       strstr(err, "/nonexistent/x: "));
@@ -272,10 +274,11 @@ static void disk_full(void)
         size_t k = chunk_at(&s, s.m->len);
         int ok = s.m->len == (size_t)at && got == s.events_before[k] && !mismatch && !complete &&
                  (s.m->ends[k] == s.m->len ? !err[0] : names_chunk(err, k, s.m->ends[k])) &&
-                 st.events_lost_to_errors == s.n - got && st.events == s.n && st.bytes == s.m->ends[s.m->nends - 1];
+                 st.events_lost_to_errors == s.n - got && st.events == s.n &&
+                 st.bytes == s.m->ends[s.m->nends - 1];
         if (!ok) {
-            printf("  disk full at %ld: %zu events (want %zu), lost %llu, error: %s\n", at, got, s.events_before[k],
-                   (unsigned long long)st.events_lost_to_errors, err);
+            printf("  disk full at %ld: %zu events (want %zu), lost %llu, error: %s\n", at, got,
+                   s.events_before[k], (unsigned long long)st.events_lost_to_errors, err);
             fails++;
         }
         free_sample(&s);

@@ -48,16 +48,17 @@ static inline double gen_size_bits(uint64_t sz)
 typedef struct gen_state {
     int threads;
     long ops, window;
-    uint64_t *seed;       /* per thread */
-    uint32_t **live;      /* per thread: slot -> id (0: empty) */
-    long *done;           /* per thread: steps done */
-    uint64_t pick;        /* interleaving RNG */
+    uint64_t *seed;  /* per thread */
+    uint32_t **live; /* per thread: slot -> id (0: empty) */
+    long *done;      /* per thread: steps done */
+    uint64_t pick;   /* interleaving RNG */
     uint32_t next_id;
-    uint64_t t;           /* ns */
-    unsigned jitter;      /* time delta: 50 + uniform [0, jitter) ns */
-    int pending;          /* a malloc waiting after its free */
+    uint64_t t;      /* ns */
+    unsigned jitter; /* time delta: 50 + uniform [0, jitter) ns */
+    int pending;     /* a malloc waiting after its free */
     mt_trace_event pend;
-    double info_bits;     /* the information the events carry (see trace_codec) */
+    double info_bits; /* the information the events carry (see trace_codec) */
+    int skew;         /* 1: 64 stacks of skewed popularity, each with its usual size */
 } gen_state;
 
 static inline void gen_init(gen_state *g, int threads, long ops, long window, uint32_t first_id)
@@ -78,6 +79,7 @@ static inline void gen_init(gen_state *g, int threads, long ops, long window, ui
     g->jitter = 300;
     g->pending = 0;
     g->info_bits = 0;
+    g->skew = 0;
 }
 
 static inline void gen_free(gen_state *g)
@@ -124,19 +126,27 @@ static inline int gen_next(gen_state *g, mt_trace_event *ev)
     g->info_bits += gen_size_bits(sz);
     if (*live)
         g->info_bits += log2((double)g->window);
+    uint32_t stack = 1;
+    if (g->skew) { /* stack: the lower of two picks; its size 80% of the time */
+        uint64_t a = gen_xorshift(&g->pick) % 64, b = gen_xorshift(&g->pick) % 64;
+        stack = 10 + (uint32_t)(a < b ? a : b);
+        if (gen_xorshift(&g->pick) % 5)
+            sz = gen_pick_size(gen_xorshift((uint64_t[]){0x9E3779B97F4A7C15ull * stack}));
+        e.stack = stack;
+    }
     if (*live && (r & 0x300) == 0x300) {
         e.type = MT_TRACE_REALLOC;
         e.old_id = *live;
         e.id = *live = g->next_id++;
         e.size = sz;
-        e.stack = 2;
+        e.stack = g->skew ? stack : 2;
         *ev = e;
         return 1;
     }
     e.type = MT_TRACE_ALLOC;
     e.id = g->next_id++;
     e.size = sz;
-    e.stack = 1;
+    e.stack = stack;
     if (*live) {
         mt_trace_event f = e;
         f.type = MT_TRACE_FREE;

@@ -15,9 +15,9 @@
 typedef struct tbuf {
     unsigned char *p;
     size_t len, cap;
-    size_t ends[1 << 16];   /* the file's length after each write */
+    size_t ends[1 << 16]; /* the file's length after each write */
     size_t nends;
-    long fail_after;        /* >= 0: writes fail once the file would pass this many bytes */
+    long fail_after; /* >= 0: writes fail once the file would pass this many bytes */
     int modules_calls;
 } tbuf;
 
@@ -28,7 +28,7 @@ static inline int tbuf_write(void *ctx, const void *buf, size_t n)
     int rc = 0;
     if (m->fail_after >= 0 && m->len + n > (size_t)m->fail_after) {
         take = (size_t)m->fail_after > m->len ? (size_t)m->fail_after - m->len : 0;
-        rc = -28;   /* ENOSPC, after a partial write */
+        rc = -28; /* ENOSPC, after a partial write */
     }
     if (m->len + take > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 1 << 16;
@@ -80,7 +80,7 @@ static inline void tmodules(void *ctx, mt_trace_writer *w)
     mt_trace_write_module(w, 0x400000, 0x800000, 0, "/bin/one", bid, 4);
     mt_trace_write_module(w, 0x800000, 0xc00000, 0x1000, "/lib/two.so", NULL, 0);
     mt_trace_write_module(w, 0xc00000, 0x1000000, 0x2000, "/lib/three.so", bid, 2);
-    mt_trace_write_module(w, 0x400000, 0x800000, 0, "/bin/one", bid, 4);   /* a duplicate */
+    mt_trace_write_module(w, 0x400000, 0x800000, 0, "/bin/one", bid, 4); /* a duplicate */
 }
 
 static inline void tbuf_host(tbuf *m, mt_trace_host *h)
@@ -114,26 +114,40 @@ static inline mt_trace_event texpect(const mt_trace_event *in, uint64_t start, u
     t = t >= 0 ? t / (int64_t)unit : -((-t + (int64_t)unit - 1) / (int64_t)unit);
     e.time_ns = (uint64_t)t * unit;
     switch (e.type) {
-    case MT_TRACE_FREE: e.size = 0; e.stack = 0; e.old_id = 0; e.address = 0; break;
-    case MT_TRACE_ALLOC: e.old_id = 0; e.address = 0; break;
-    case MT_TRACE_REALLOC: e.address = 0; break;
-    default: e.id = 0; e.old_id = 0; e.stack = 0; break;
+    case MT_TRACE_FREE:
+        e.size = 0;
+        e.stack = 0;
+        e.old_id = 0;
+        e.address = 0;
+        break;
+    case MT_TRACE_ALLOC:
+        e.old_id = 0;
+        e.address = 0;
+        break;
+    case MT_TRACE_REALLOC:
+        e.address = 0;
+        break;
+    default:
+        e.id = 0;
+        e.old_id = 0;
+        e.stack = 0;
+        break;
     }
     return e;
 }
 
 static inline int tsame(const mt_trace_event *a, const mt_trace_event *b)
 {
-    return a->type == b->type && a->category == b->category && a->thread == b->thread && a->time_ns == b->time_ns &&
-           a->size == b->size && a->id == b->id && a->old_id == b->old_id && a->stack == b->stack &&
-           a->address == b->address;
+    return a->type == b->type && a->category == b->category && a->thread == b->thread &&
+           a->time_ns == b->time_ns && a->size == b->size && a->id == b->id && a->old_id == b->old_id &&
+           a->stack == b->stack && a->address == b->address;
 }
 
 static inline void tprint(const char *what, const mt_trace_event *e)
 {
-    printf("  %s: type %u cat %u thread %u time %llu size %llu id %u old %u stack %u addr %llx\n", what, e->type,
-           e->category, e->thread, (unsigned long long)e->time_ns, (unsigned long long)e->size, e->id, e->old_id,
-           e->stack, (unsigned long long)e->address);
+    printf("  %s: type %u cat %u thread %u time %llu size %llu id %u old %u stack %u addr %llx\n", what,
+           e->type, e->category, e->thread, (unsigned long long)e->time_ns, (unsigned long long)e->size,
+           e->id, e->old_id, e->stack, (unsigned long long)e->address);
 }
 
 #endif
