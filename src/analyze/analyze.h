@@ -2,7 +2,8 @@
  * one pass over a trace's events in bounded memory gives the totals, the
  * peak of live bytes and the stacks live at it, the leaks and temporary
  * allocations by stack, the hottest stacks, a size histogram and a
- * timeline of live bytes (analyze.c); text and JSON output for `memtrail
+ * timeline of live bytes (analyze.c), the reading on a thread of its own
+ * (analyze_run.c); text and JSON output for `memtrail
  * analyze` (analyze_print.c); the analysis as a detail report, so `memtrail
  * report` and `export` show traces too (analyze_report.c).
  *
@@ -146,11 +147,16 @@ const struct analyze_result *analyze_result(const struct analyzer *a);
 /* The live map's bytes (tests, --stats). */
 uint64_t analyze_map_bytes(const struct analyzer *a);
 
-/* Reads every event of r into a (then analyze_end). progress, when not
- * NULL, is called every 2^16 events. Returns 0 at the end of the trace,
- * -EBADMSG when the reader stopped on an error (mt_trace_error says which;
- * everything before it was analysed), or -ENOMEM. */
-int analyze_run(struct analyzer *a, mt_trace_reader *r, void (*progress)(void *ctx, uint64_t events), void *ctx);
+/* Reads every event of r into a (then analyze_end), the reading on a
+ * thread of its own (analyze_run.c): r must not be used until it returns.
+ * progress, when not NULL, is called every 4096 events or so with the
+ * events analysed and the bytes of the file read. Returns 0 at the end of
+ * the trace, -EBADMSG when the reader stopped on an error (mt_trace_error
+ * says which; everything before it was analysed), or -ENOMEM. */
+int analyze_run(struct analyzer *a, mt_trace_reader *r,
+                void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx);
+/* The live map, for analyze_run's prefetching. */
+struct analyze_live *analyze_live_of(struct analyzer *a);
 
 /* --- output (analyze_print.c) --------------------------------------------- */
 
