@@ -9,7 +9,7 @@
  *
  * Memory: a few MB, per-stack and per-thread state for the stacks and
  * threads seen, and the live map (analyze_live.c): at most 11.6 bytes per
- * live allocation plus 5 MB, whatever the file's size.
+ * live allocation plus 9 MB, whatever the file's size.
  *
  * CLI-side code: allocates with malloc. Functions return 0 or a negative
  * errno code. */
@@ -53,6 +53,7 @@ struct analyze_live {
     bool has_last;
     uint32_t head_table;            /* the table ids are being allocated in */
     uint32_t sweep_at;              /* where the next sweep starts */
+    uint64_t rebuilds, sweeps;      /* tables rebuilt, sweeps made (tests) */
 };
 
 #define ANALYZE_LIVE_TABLES 65536u

@@ -268,6 +268,7 @@ static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_
             continue;
         }
         free(t->b);
+        m->rebuilds++;
         m->bucket_bytes = m->bucket_bytes - (uint64_t)t->nb * BUCKET + (uint64_t)nb * BUCKET;
         t->b = nbk;
         t->nb = nb;
@@ -361,6 +362,7 @@ static void shrink(struct analyze_live *m, struct analyze_live_table *t)
  * every unsafe table. */
 static void sweep(struct analyze_live *m)
 {
+    m->sweeps++;
     static const int pass[] = {SPARSE_PER_ENTRY_X10, SPARSE_PER_ENTRY_X10 / 2, BOUND_PER_ENTRY_X10};
     for (int p = 0; p < 3; p++)
         for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES && excess_x10(m) > EXCESS_SOFT * 10; k++) {
