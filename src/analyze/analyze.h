@@ -9,7 +9,7 @@
  *
  * Memory: a few MB, per-stack and per-thread state for the stacks and
  * threads seen, and the live map (analyze_live.c): at most 11.6 bytes per
- * live allocation plus 9 MB, whatever the file's size.
+ * live allocation plus 7 MB, whatever the file's size.
  *
  * CLI-side code: allocates with malloc. Functions return 0 or a negative
  * errno code. */
@@ -35,7 +35,7 @@ struct symbolizer;
  * 16 bits of the id, a 32-bit size and a 24-bit stack index (9.14 bytes a
  * slot). A table grows by 1.2x when 95% full (the one ids are being
  * allocated in, to the size its remaining ids need); sparse tables are
- * shrunk so that the map never holds more than 11.6 x live + 8 MB of
+ * shrunk so that the map never holds more than 11.6 x live + 6 MB of
  * buckets, + 1 MB of table headers (analyze_live.c). Sizes of 4 GiB and
  * more and stack indexes of 2^24 - 1 and more go to a side table. */
 

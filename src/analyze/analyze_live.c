@@ -35,8 +35,8 @@
 #define BOUND_PER_ENTRY_X10 116
 #define BOUND_SLACK BUCKET
 #define SPARSE_PER_ENTRY_X10 300    /* under 30% full: shrink when over the soft excess */
-#define EXCESS_SOFT (5ll << 20)
-#define EXCESS_HARD (8ll << 20)
+#define EXCESS_SOFT (4ll << 20)
+#define EXCESS_HARD (6ll << 20)
 #define SHRINK_FILL 90
 #define HEAD_FILL 90
 

@@ -1,6 +1,6 @@
 /* test_live.c — the analyzer's live map (analyze_live.c): every operation
  * checked against a plain model (a bitmap and arrays over a window of ids),
- * and the bytes it holds: at most 11.6 bytes per live entry plus 9 MB,
+ * and the bytes it holds: at most 11.6 bytes per live entry plus 7 MB,
  * while it grows to millions of entries (sequential ids, random ids,
  * a sliding window of live ids sweeping every table) and as it empties. */
 #include "analyze/analyze.h"
@@ -11,8 +11,8 @@
 #include <string.h>
 
 /* The constant: the table headers (1 MB) and the buckets' excess over
- * 11.6 bytes per entry (8 MB at most). */
-#define CONST_BYTES ((uint64_t)ANALYZE_LIVE_TABLES * 16 + (8u << 20) + 4096)
+ * 11.6 bytes per entry (6 MB at most). */
+#define CONST_BYTES ((uint64_t)ANALYZE_LIVE_TABLES * 16 + (6u << 20) + 4096)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
@@ -83,7 +83,7 @@ static void model_ops(uint32_t base, uint32_t span, size_t ops)
     snprintf(name, sizeof name, "live map: %zu random operations over %u ids from %u agree with the model", ops,
              span, base);
     CHECK(name, bad == 0);
-    snprintf(name, sizeof name, "live map: %zu random operations: within 11.6 B/entry + 9 MB", ops);
+    snprintf(name, sizeof name, "live map: %zu random operations: within 11.6 B/entry + 7 MB", ops);
     CHECK(name, worst_bound == 0);
     /* every entry enumerated once */
     size_t seen = 0;
@@ -169,7 +169,7 @@ static void sliding(size_t window, uint64_t total)
     }
     char name[200];
     snprintf(name, sizeof name, "live map: a window of %zu live ids slid over %" PRIu64 " ids: right, and never over "
-             "11.6 B/entry + 9 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)", window, total,
+             "11.6 B/entry + 7 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)", window, total,
              max_bytes, m.rebuilds, m.sweeps);
     CHECK(name, bad == 0 && over == 0 && max_bytes <= 12 * window + CONST_BYTES);
     analyze_live_free(&m);
@@ -207,7 +207,7 @@ static void pool(size_t live, uint64_t steps)
     }
     char name[200];
     snprintf(name, sizeof name, "live map: a pool of %zu live blocks, %" PRIu64 " random replacements: right, never over "
-             "11.6 B/entry + 9 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)", live, steps,
+             "11.6 B/entry + 7 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)", live, steps,
              max_bytes, m.rebuilds, m.sweeps);
     CHECK(name, bad == 0 && over == 0 && m.count == live);
     analyze_live_free(&m);
