@@ -7,6 +7,7 @@
  * Usage: trace_codec [-t threads] [-n ops_per_thread] [-w window]
  *                    [-l zstd_level] [-c chunk_events] [-u time_unit_ns]
  *                    [-o file] [-r repeats] [-s: each stream's share]
+ *                    [-P: decode on one thread, no prefetch]
  *                    [-z: skewed stacks and sizes instead of mbench's; the
  *                     floor printed is then mbench's, not this one's] */
 #include "trace/trace_read.h"
@@ -119,10 +120,11 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int threads = 2, level = 0, repeats = 3, opt, breakdown = 0, skew = 0;
+    unsigned rflags = MT_TRACE_PREFETCH;
     long ops = 2000000, window = 4096;
     unsigned chunk = 0, unit = 1;
     const char *out = NULL;
-    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:sz")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:szP")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -153,6 +155,9 @@ int main(int argc, char **argv)
             break;
         case 'z':
             skew = 1;
+            break;
+        case 'P':
+            rflags = 0;
             break;
         default:
             fprintf(stderr,
@@ -214,7 +219,7 @@ int main(int argc, char **argv)
         mt_trace_reader *r;
         char err[MT_TRACE_ERR_MAX];
         t0 = now();
-        if (mt_trace_open_mem(m.p, m.len, "bench", MT_TRACE_PREFETCH, &r, err, sizeof err) < 0) {
+        if (mt_trace_open_mem(m.p, m.len, "bench", rflags, &r, err, sizeof err) < 0) {
             fprintf(stderr, "%s\n", err);
             return 1;
         }
@@ -249,8 +254,9 @@ int main(int argc, char **argv)
     printf(
         "floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
         floor_bits / 8 / n, info / 8 / n, tbits / n);
-    printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, prefetch)\n",
-           best_enc * 1e9 / n, n / best_enc / 1e6, best_dec * 1e9 / n, n / best_dec / 1e6);
+    printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, %s)\n",
+           best_enc * 1e9 / n, n / best_enc / 1e6, best_dec * 1e9 / n, n / best_dec / 1e6,
+           rflags ? "prefetch" : "one thread");
     if (breakdown)
         stream_breakdown(m.p, m.len, n, level);
     free(m.p);

@@ -3,7 +3,12 @@
  * modules, categories, meta, statistics, the index). It must never crash,
  * hang or leak. `make fuzz` builds it as build/fuzz/fuzz_read (clang,
  * -fsanitize=fuzzer,address,undefined); tests/trace/test_corpus.c replays
- * tests/trace/corpus/ through it under gcc's ASan+UBSan in `make check`. */
+ * tests/trace/corpus/ through it under gcc's ASan+UBSan in `make check`.
+ *
+ * Fuzzing: make fuzz trace-corpus; mkdir -p /tmp/fz; cp tests/trace/corpus/\* /tmp/fz;
+ *   build/fuzz/fuzz_read -max_len=65536 -max_total_time=600 /tmp/fz
+ * then keep what it found: a crash-* input (fixed) as tests/trace/corpus/crash-WHAT.mtt,
+ * and the new coverage: build/fuzz/fuzz_read -merge=1 NEWDIR /tmp/fz, copied in as fuzz-*. */
 #include <stddef.h>
 #include <stdint.h>
 
