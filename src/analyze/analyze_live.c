@@ -260,8 +260,12 @@ static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_
                 uint32_t sz = get_size(&t->b[k], i), st = get_stack(&t->b[k], i);
                 ok = place(m, nbk, nb, &tg, &sz, &st) == 0;
             }
-        if (ok && extra)
-            ok = place(m, nbk, nb, &tag, &size, &stack) == 0;
+        if (ok && extra) {
+            /* (a failed walk leaves another entry homeless: copies, so a retry adds this one) */
+            uint16_t tg = tag;
+            uint32_t sz = size, st = stack;
+            ok = place(m, nbk, nb, &tg, &sz, &st) == 0;
+        }
         if (!ok) {
             free(nbk);
             nb += nb / 4 + 1;
