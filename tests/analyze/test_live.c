@@ -108,6 +108,7 @@ static void model_ops(uint32_t base, uint32_t span, size_t ops)
 static uint32_t seq_id(size_t i) { return 0xfff00000u + (uint32_t)i; }     /* wraps */
 static uint32_t spread_id(size_t i) { return (uint32_t)(i * 2654435761u); } /* a bijection: all distinct */
 static uint32_t strided_id(size_t i) { return (uint32_t)(i * 300); }       /* every 300th: sparse tables */
+static uint32_t one_table_id(size_t i) { return (uint32_t)((i & 0xff) | (i >> 8) << 24 | 0x1200); }
 
 /* Grows to n entries with ids from next(), checking the bound all along;
  * then takes them all back. */
@@ -225,5 +226,6 @@ int main(int argc, char **argv)
     sliding(100000, 5000000000ull / 1000);
     sliding(1000, 1ull << 24);
     pool(200000, 8000000);
+    growth("one table full (all 65536 ids sharing bits 8-23)", 65536, one_table_id);
     return failures ? 1 : 0;
 }
