@@ -34,6 +34,7 @@ struct pipe {
 static void *reading(void *arg)
 {
     struct pipe *p = arg;
+    pthread_setname_np(pthread_self(), "memtrail-read");
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (!p->stop && p->filled - p->taken == NBATCH)
