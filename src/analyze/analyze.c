@@ -27,11 +27,11 @@ struct analyzer {
     uint64_t *skeys;
     uint32_t *svals;
     size_t scap;
-    uint64_t last_skey;
-    uint32_t last_sidx;
+    uint64_t skey_cache[64];    /* by key % 64, as the thread cache: key + 1 -> index */
+    uint32_t sidx_cache[64];
     struct thread *threads;
     size_t tcap, tn;
-    struct thread *last_thread;
+    struct thread *tcache[64];  /* by tid % 64: threads interleave, a direct-mapped cache stays predictable */
     uint64_t epoch;             /* peaks reached so far */
     unsigned shift;             /* timeline bucket width: 2^shift ns */
     size_t nbuckets, cur;       /* buckets, the last one used */
@@ -117,14 +117,15 @@ static int stacks_rehash(struct analyzer *a)
 static inline int64_t stack_index(struct analyzer *a, uint32_t stack, unsigned category)
 {
     uint64_t key = ((uint64_t)category << 32 | stack) + 1;
-    if (key == a->last_skey)
-        return a->last_sidx;
+    unsigned c = (unsigned)(key ^ key >> 32) % 64;
+    if (a->skey_cache[c] == key)
+        return a->sidx_cache[c];
     size_t j = 0;
     if (a->scap) {
         for (j = hash64(key, a->scap); a->skeys[j]; j = (j + 1) & (a->scap - 1))
             if (a->skeys[j] == key) {
-                a->last_skey = key;
-                return a->last_sidx = a->svals[j];
+                a->skey_cache[c] = key;
+                return a->sidx_cache[c] = a->svals[j];
             }
     }
     struct analyze_result *r = &a->res;
@@ -144,8 +145,8 @@ static inline int64_t stack_index(struct analyzer *a, uint32_t stack, unsigned c
     s->category = (uint8_t)category;
     a->skeys[j] = key;
     a->svals[j] = (uint32_t)r->nstacks;
-    a->last_skey = key;
-    a->last_sidx = (uint32_t)r->nstacks;
+    a->skey_cache[c] = key;
+    a->sidx_cache[c] = (uint32_t)r->nstacks;
     r->categories[category & 0xff].used = true;
     return (int64_t)r->nstacks++;
 }
@@ -167,14 +168,15 @@ static int threads_rehash(struct analyzer *a)
     free(a->threads);
     a->threads = t;
     a->tcap = cap;
-    a->last_thread = NULL;
+    memset(a->tcache, 0, sizeof a->tcache);
     return 0;
 }
 
 static inline struct thread *thread_of(struct analyzer *a, uint32_t tid)
 {
-    if (a->last_thread && a->last_thread->tid == tid)
-        return a->last_thread;
+    struct thread **c = &a->tcache[tid % 64];
+    if (*c && (*c)->tid == tid)
+        return *c;
     if ((a->tn + 1) * 2 > a->tcap && threads_rehash(a) < 0)
         return NULL;
     size_t j = hash64(tid, a->tcap);
@@ -186,7 +188,7 @@ static inline struct thread *thread_of(struct analyzer *a, uint32_t tid)
         t->tid = tid;
         a->tn++;
     }
-    return a->last_thread = t;
+    return *c = t;
 }
 
 /* --- live bytes ----------------------------------------------------------- */
@@ -462,46 +464,4 @@ void analyze_end(struct analyzer *a)
     r->bucket_ns = a->shift < 64 ? (uint64_t)1 << a->shift : 0;
 }
 
-/* The id whose live entry an event looks up (to prefetch it). */
-static inline uint32_t lookup_id(const mt_trace_event *ev)
-{
-    return ev->type == MT_TRACE_REALLOC ? ev->old_id : ev->id;
-}
-
-/* Events are read AHEAD ahead of the one analysed: the live map's table
- * header of each is prefetched as it is read, its bucket half-way, so the
- * random accesses of frees overlap instead of stalling one by one. */
-#define AHEAD 32
-
-int analyze_run(struct analyzer *a, mt_trace_reader *r, void (*progress)(void *ctx, uint64_t events), void *ctx)
-{
-    mt_trace_event ring[AHEAD];
-    size_t next = 0, end = 0;   /* the next to analyse, the next to read (counting forever) */
-    int rc = 1;
-    uint64_t n = 0;
-    for (;;) {
-        /* (a live set that fits in the L2 cache is not worth prefetching) */
-        bool far = a->live.count > 32768;
-        while (rc > 0 && end - next < AHEAD) {
-            mt_trace_event *ev = &ring[end % AHEAD];
-            if ((rc = mt_trace_next(r, ev)) <= 0)
-                break;
-            if (far)
-                analyze_live_prefetch(&a->live, lookup_id(ev), 0);
-            end++;
-        }
-        if (next == end)
-            break;
-        if (far && end - next > AHEAD / 2)
-            analyze_live_prefetch(&a->live, lookup_id(&ring[(next + AHEAD / 2) % AHEAD]), 1);
-        if (analyze_event(a, &ring[next % AHEAD]) < 0) {
-            analyze_end(a);
-            return -ENOMEM;
-        }
-        next++;
-        if (progress && (++n & 0xffff) == 0)
-            progress(ctx, n);
-    }
-    analyze_end(a);
-    return rc < 0 ? -EBADMSG : 0;
-}
+struct analyze_live *analyze_live_of(struct analyzer *a) { return &a->live; }

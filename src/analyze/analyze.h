@@ -2,13 +2,14 @@
  * one pass over a trace's events in bounded memory gives the totals, the
  * peak of live bytes and the stacks live at it, the leaks and temporary
  * allocations by stack, the hottest stacks, a size histogram and a
- * timeline of live bytes (analyze.c); text and JSON output for `memtrail
+ * timeline of live bytes (analyze.c), the reading on a thread of its own
+ * (analyze_run.c); text and JSON output for `memtrail
  * analyze` (analyze_print.c); the analysis as a detail report, so `memtrail
  * report` and `export` show traces too (analyze_report.c).
  *
  * Memory: a few MB, per-stack and per-thread state for the stacks and
  * threads seen, and the live map (analyze_live.c): at most 11.6 bytes per
- * live allocation plus 5 MB, whatever the file's size.
+ * live allocation plus 7 MB, whatever the file's size.
  *
  * CLI-side code: allocates with malloc. Functions return 0 or a negative
  * errno code. */
@@ -34,7 +35,7 @@ struct symbolizer;
  * 16 bits of the id, a 32-bit size and a 24-bit stack index (9.14 bytes a
  * slot). A table grows by 1.2x when 95% full (the one ids are being
  * allocated in, to the size its remaining ids need); sparse tables are
- * shrunk so that the map never holds more than 11.6 x live + 8 MB of
+ * shrunk so that the map never holds more than 11.6 x live + 6 MB of
  * buckets, + 1 MB of table headers (analyze_live.c). Sizes of 4 GiB and
  * more and stack indexes of 2^24 - 1 and more go to a side table. */
 
@@ -52,6 +53,7 @@ struct analyze_live {
     bool has_last;
     uint32_t head_table;            /* the table ids are being allocated in */
     uint32_t sweep_at;              /* where the next sweep starts */
+    uint64_t rebuilds, sweeps;      /* tables rebuilt, sweeps made (tests) */
 };
 
 #define ANALYZE_LIVE_TABLES 65536u
@@ -146,11 +148,16 @@ const struct analyze_result *analyze_result(const struct analyzer *a);
 /* The live map's bytes (tests, --stats). */
 uint64_t analyze_map_bytes(const struct analyzer *a);
 
-/* Reads every event of r into a (then analyze_end). progress, when not
- * NULL, is called every 2^16 events. Returns 0 at the end of the trace,
- * -EBADMSG when the reader stopped on an error (mt_trace_error says which;
- * everything before it was analysed), or -ENOMEM. */
-int analyze_run(struct analyzer *a, mt_trace_reader *r, void (*progress)(void *ctx, uint64_t events), void *ctx);
+/* Reads every event of r into a (then analyze_end), the reading on a
+ * thread of its own (analyze_run.c): r must not be used until it returns.
+ * progress, when not NULL, is called every 4096 events or so with the
+ * events analysed and the bytes of the file read. Returns 0 at the end of
+ * the trace, -EBADMSG when the reader stopped on an error (mt_trace_error
+ * says which; everything before it was analysed), or -ENOMEM. */
+int analyze_run(struct analyzer *a, mt_trace_reader *r,
+                void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx);
+/* The live map, for analyze_run's prefetching. */
+struct analyze_live *analyze_live_of(struct analyzer *a);
 
 /* --- output (analyze_print.c) --------------------------------------------- */
 

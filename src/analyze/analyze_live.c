@@ -35,8 +35,8 @@
 #define BOUND_PER_ENTRY_X10 116
 #define BOUND_SLACK BUCKET
 #define SPARSE_PER_ENTRY_X10 300    /* under 30% full: shrink when over the soft excess */
-#define EXCESS_SOFT (5ll << 20)
-#define EXCESS_HARD (8ll << 20)
+#define EXCESS_SOFT (4ll << 20)
+#define EXCESS_HARD (6ll << 20)
 #define SHRINK_FILL 90
 #define HEAD_FILL 90
 
@@ -260,14 +260,19 @@ static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_
                 uint32_t sz = get_size(&t->b[k], i), st = get_stack(&t->b[k], i);
                 ok = place(m, nbk, nb, &tg, &sz, &st) == 0;
             }
-        if (ok && extra)
-            ok = place(m, nbk, nb, &tag, &size, &stack) == 0;
+        if (ok && extra) {
+            /* (a failed walk leaves another entry homeless: copies, so a retry adds this one) */
+            uint16_t tg = tag;
+            uint32_t sz = size, st = stack;
+            ok = place(m, nbk, nb, &tg, &sz, &st) == 0;
+        }
         if (!ok) {
             free(nbk);
             nb += nb / 4 + 1;
             continue;
         }
         free(t->b);
+        m->rebuilds++;
         m->bucket_bytes = m->bucket_bytes - (uint64_t)t->nb * BUCKET + (uint64_t)nb * BUCKET;
         t->b = nbk;
         t->nb = nb;
@@ -361,6 +366,7 @@ static void shrink(struct analyze_live *m, struct analyze_live_table *t)
  * every unsafe table. */
 static void sweep(struct analyze_live *m)
 {
+    m->sweeps++;
     static const int pass[] = {SPARSE_PER_ENTRY_X10, SPARSE_PER_ENTRY_X10 / 2, BOUND_PER_ENTRY_X10};
     for (int p = 0; p < 3; p++)
         for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES && excess_x10(m) > EXCESS_SOFT * 10; k++) {

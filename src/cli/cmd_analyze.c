@@ -49,13 +49,12 @@ static const char analyze_usage[] =
 
 struct progress {
     const char *file;
-    mt_trace_reader *r;
     uint64_t size;
     struct timespec last;
     bool shown;
 };
 
-static void show_progress(void *ctx, uint64_t events)
+static void show_progress(void *ctx, uint64_t events, uint64_t off)
 {
     struct progress *p = ctx;
     struct timespec now;
@@ -64,7 +63,6 @@ static void show_progress(void *ctx, uint64_t events)
     if (ms < 100)
         return;
     p->last = now;
-    uint64_t off = mt_trace_offset(p->r);
     double pct = p->size ? 100.0 * (double)off / (double)p->size : 0;
     fprintf(stderr, "\rmemtrail: analysing %s: %3.0f%% (%" PRIu64 " events)", p->file, pct > 100 ? 100 : pct, events);
     p->shown = true;
@@ -102,7 +100,7 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
         return cli_error("out of memory");
     }
     const mt_trace_file_info *fi = mt_trace_info(r);
-    struct progress p = {.file = path, .r = r, .size = fi ? fi->file_bytes : 0};
+    struct progress p = {.file = path, .size = fi ? fi->file_bytes : 0};
     clock_gettime(CLOCK_MONOTONIC, &p.last);
     bool tty = isatty(STDERR_FILENO);
     int arc = analyze_run(a, r, tty ? show_progress : NULL, &p);

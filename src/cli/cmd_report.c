@@ -221,15 +221,18 @@ static int report_main(int argc, char **argv, char **positional)
     size_t fl = strlen(first);
     bool view_like = strcmp(first, "-") != 0 && stat(first, &st) < 0 && !strchr(first, '/')
                      && !(fl > 4 && strcmp(first + fl - 4, ".mtr") == 0);
+    bool view_given = false;
     if (npos >= 2 && (strcmp(first, "summary") == 0 || strcmp(first, "detail") == 0 || view_like)) {
+        view_given = true;
         if (strcmp(positional[0], "summary") != 0 && strcmp(positional[0], "detail") != 0)
             return cli_usage_error("report", "unknown report '%s' (accepted: summary, detail)", positional[0]);
         detail = strcmp(positional[0], "detail") == 0;
         positional++;
         npos--;
     }
-    /* A trace (memtrail run --mode trace) shows as a detail report: its stacks are the sites. */
-    if (!detail && npos == 1 && strcmp(positional[0], "-") != 0 && mt_trace_sniff(positional[0]) == 1)
+    /* A trace (memtrail run --mode trace) shows as a detail report unless
+     * 'summary' is asked for: its stacks are the sites. */
+    if (!view_given && npos == 1 && strcmp(positional[0], "-") != 0 && mt_trace_sniff(positional[0]) == 1)
         detail = true;
     if (detail_given && !detail)
         return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
@@ -248,7 +251,7 @@ static int report_main(int argc, char **argv, char **positional)
     struct report r;
     char err[REPORT_ERR_MAX];
     int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                                    : report_read(path, &r, err, sizeof err);
+                                    : analyze_read_any(path, &r, err, sizeof err);  /* a report or a trace */
     if (rc < 0 && rc != -ENODATA) {
         report_free(&r);
         return cli_error("%s", err);

@@ -5,6 +5,7 @@
  * short still analyses the events of its whole chunks. */
 #include "analyze/analyze.h"
 #include "model.h"
+#include "report/report.h"
 #include "trace_mem.h"
 #include "unit.h"
 
@@ -123,6 +124,50 @@ static void direct(const char *prefix, const mt_trace_event *ev, size_t n)
     model_free(&m);
 }
 
+/* The analysis as a detail report (every stack a site, the trace's
+ * modules, the totals), and both printers over it (no symbolizer). */
+static void report_and_print(const char *prefix, const struct analyze_result *res, mt_trace_reader *r,
+                             const struct model *m)
+{
+    char name[200];
+    struct report rep;
+    int rc = analyze_to_report(res, r, true, &rep);
+    int64_t live = 0, allocs = 0, sites_ok = 1;
+    for (size_t i = 0; i < rep.nsites; i++) {
+        live += rep.sites[i].n.live_bytes;
+        allocs += rep.sites[i].n.allocs;
+        const struct analyze_stack *s = &res->stacks[i];
+        const mt_trace_stack *st = s->id ? mt_trace_stack_get(r, s->id) : NULL;
+        sites_ok &= rep.sites[i].id == s->id && rep.sites[i].n.frees == (int64_t)s->frees &&
+                    rep.sites[i].allocated_bytes == (int64_t)s->allocated_bytes &&
+                    rep.sites[i].nframes == (st ? st->nframes : 0) &&
+                    (!st || rep.sites[i].frames[0] == 0x401000 + 16 * (uint64_t)s->id);
+    }
+    int64_t model_allocs = 0;
+    for (size_t i = 0; i < m->nst; i++)
+        model_allocs += (int64_t)m->st[i].allocs;
+    snprintf(name, sizeof name, "%s: as a report: totals, one site per stack with its frames, the module", prefix);
+    CHECK(name, rc == 0 && rep.total.allocs == (int64_t)m->allocs && rep.total.frees == (int64_t)m->frees &&
+                    rep.total.reallocs == (int64_t)m->reallocs && rep.total.live_bytes == (int64_t)m->live_bytes &&
+                    rep.total.live_count == (int64_t)m->live_count && rep.total.peak_bytes == (int64_t)m->peak_bytes &&
+                    rep.nsites == m->nst && live == (int64_t)m->live_bytes && allocs == model_allocs && sites_ok &&
+                    (m->nst == 0 || (rep.nmodules == 1 && strcmp(rep.modules[0].path, "/nonexistent/test-program") == 0)) &&
+                    rep.pid == 4242 && rep.complete);
+    report_free(&rep);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct analyze_view v = {.file = "t.mtt", .reader = r, .show = ANALYZE_SHOW_ALL, .top = 5};
+    int jrc = analyze_print_json(f, res, &v);
+    int trc = analyze_print_text(f, res, &v);
+    fclose(f);
+    snprintf(name, sizeof name, "%s: printed as JSON and text", prefix);
+    CHECK(name, jrc == 0 && trc == 0 && strstr(buf, "\"events_lost\": 7") && strstr(buf, "\"peak\": {") &&
+                    strstr(buf, "Leaks (never freed)"));
+    free(buf);
+}
+
 /* Written with the writer, read with the reader: the reader's events must
  * be the ones written (times and tids as given) and analyse the same. */
 static void through_trace(const char *prefix, const mt_trace_event *ev, size_t n, uint32_t chunk_events)
@@ -150,6 +195,7 @@ static void through_trace(const char *prefix, const mt_trace_event *ev, size_t n
     struct model m;
     model_run(&m, ev, n);
     compare(prefix, analyze_result(a), &m, n);
+    report_and_print(prefix, analyze_result(a), r, &m);
     model_free(&m);
     analyze_free(a);
     mt_trace_close(r);

@@ -1,0 +1,143 @@
+/* analyze_run.c — a trace's events from the reader to the analyzer: the
+ * reader decodes on a thread of its own (its chunks decompressed on yet
+ * another, MT_TRACE_PREFETCH) into batches the analyzer takes in turn, so
+ * decoding and analysing overlap on two cores. Within a batch, each
+ * event's live-map entry is prefetched ahead of its analysis, so the
+ * random accesses of frees overlap instead of stalling one by one. */
+#include "analyze/analyze.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define BATCH 4096
+#define NBATCH 3
+#define AHEAD 16        /* events between a table header's prefetch and its bucket's, and the bucket's and use */
+
+struct batch {
+    mt_trace_event ev[BATCH];
+    size_t n;
+    uint64_t offset;    /* the file's bytes read after it */
+};
+
+struct pipe {
+    mt_trace_reader *r;
+    struct batch *b;    /* NBATCH */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t filled, taken;     /* batches, counting forever */
+    bool done;                  /* the reader reached its end or an error: rc */
+    bool stop;                  /* the analyzer gave up */
+    int rc;
+};
+
+static void *reading(void *arg)
+{
+    struct pipe *p = arg;
+    pthread_setname_np(pthread_self(), "memtrail-read");
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->stop && p->filled - p->taken == NBATCH)
+            pthread_cond_wait(&p->cv, &p->mu);
+        bool stop = p->stop;
+        struct batch *b = &p->b[p->filled % NBATCH];
+        pthread_mutex_unlock(&p->mu);
+        if (stop)
+            return NULL;
+        int rc = 1;
+        size_t n = 0;
+        while (n < BATCH && (rc = mt_trace_next(p->r, &b->ev[n])) > 0)
+            n++;
+        b->n = n;
+        b->offset = mt_trace_offset(p->r);
+        pthread_mutex_lock(&p->mu);
+        p->filled++;
+        if (rc <= 0) {
+            p->done = true;
+            p->rc = rc;
+        }
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (rc <= 0)
+            return NULL;
+    }
+}
+
+/* The id whose live entry an event looks up. */
+static inline uint32_t lookup_id(const mt_trace_event *ev)
+{
+    return ev->type == MT_TRACE_REALLOC ? ev->old_id : ev->id;
+}
+
+static int analyze_batch(struct analyzer *a, const struct batch *b)
+{
+    struct analyze_live *live = analyze_live_of(a);
+    /* (a live set that fits in the L2 cache is not worth prefetching) */
+    if (live->count < 32768) {
+        for (size_t i = 0; i < b->n; i++)
+            if (analyze_event(a, &b->ev[i]) < 0)
+                return -ENOMEM;
+        return 0;
+    }
+    for (size_t i = 0; i < b->n && i < 2 * AHEAD; i++)
+        analyze_live_prefetch(live, lookup_id(&b->ev[i]), 0);
+    for (size_t i = 0; i < b->n; i++) {
+        if (i + 2 * AHEAD < b->n)
+            analyze_live_prefetch(live, lookup_id(&b->ev[i + 2 * AHEAD]), 0);
+        if (i + AHEAD < b->n)
+            analyze_live_prefetch(live, lookup_id(&b->ev[i + AHEAD]), 1);
+        if (analyze_event(a, &b->ev[i]) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+int analyze_run(struct analyzer *a, mt_trace_reader *r,
+                void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx)
+{
+    struct pipe p = {.r = r, .b = malloc(NBATCH * sizeof *p.b)};
+    pthread_t th;
+    if (!p.b)
+        return -ENOMEM;
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    if (pthread_create(&th, NULL, reading, &p) != 0) {
+        free(p.b);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    uint64_t events = 0;
+    for (;;) {
+        pthread_mutex_lock(&p.mu);
+        while (p.filled == p.taken && !p.done)
+            pthread_cond_wait(&p.cv, &p.mu);
+        bool more = p.filled > p.taken;
+        pthread_mutex_unlock(&p.mu);
+        if (!more)
+            break;
+        const struct batch *b = &p.b[p.taken % NBATCH];
+        if (analyze_batch(a, b) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        events += b->n;
+        if (progress)
+            progress(ctx, events, b->offset);
+        pthread_mutex_lock(&p.mu);
+        p.taken++;
+        pthread_cond_broadcast(&p.cv);
+        pthread_mutex_unlock(&p.mu);
+    }
+    pthread_mutex_lock(&p.mu);
+    p.stop = true;
+    pthread_cond_broadcast(&p.cv);
+    pthread_mutex_unlock(&p.mu);
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&p.mu);
+    pthread_cond_destroy(&p.cv);
+    free(p.b);
+    analyze_end(a);
+    if (rc < 0)
+        return rc;
+    return p.rc < 0 ? -EBADMSG : 0;
+}
