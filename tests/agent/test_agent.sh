@@ -161,8 +161,8 @@ badopt() { # MEMTRAIL_OPTIONS value, expected message regex
     expect_eq "bad option '$1': one line" "1" "$(printf '%s\n' "$err" | grep -c memtrail)"
     expect_eq "bad option '$1': untracked (no report)" "" "$(cd "$T" && ls memtrail.*.mtr 2>/dev/null)"
 }
-badopt "mode=bogus" "bad value 'bogus' for mode \(accepted: summary, detail, off\); running untracked"
-badopt "output=x.mtr:colour=red" "unknown key 'colour' \(accepted: mode, depth, unwind, output, on_error[^)]*\); running untracked"
+badopt "mode=bogus" "bad value 'bogus' for mode \(accepted: summary, detail, trace, off\); running untracked"
+badopt "output=x.mtr:colour=red" "unknown key 'colour' \(accepted: mode, depth, unwind, output, trace_buffer, [^)]*\); running untracked"
 badopt "on_error=explode" "bad value 'explode' for on_error \(accepted: report, abort\)"
 badopt "mode" "'mode' is not key=value"
 out=$(cd "$T" && MEMTRAIL_OPTIONS="mode=off" LD_PRELOAD=$AGENT "$TBIN/exact" "$T/off.ledger" 2>&1)
