@@ -5,7 +5,7 @@
  * The session is made at start-up from the options: one current buffer
  * of trace_buffer bytes (memory_partition_mode=none, so events reach the
  * file in firing order), allow_single_event_loss unless trace_loss=wait,
- * dispatch latency 1 s, and an event_file target on the output path with
+ * dispatch latency 0.5 s (and chunks written once 0.5 s old), and an event_file target on the output path with
  * no size limit. All the encoding and compression runs on the session's
  * dispatcher thread; the program's threads only fill the buffer. At exit
  * the session stops (the file gets its end record, index and trailer) and
@@ -104,6 +104,7 @@ static mt_trace_writer *new_writer(enc_state *e)
         .time_unit_ns = mt_trace_opt.time_unit_ns,
         .zstd_level = mt_trace_opt.level,
         .chunk_events = mt_trace_opt.chunk_events,
+        .chunk_age_ns = 500000000u,
     };
     mt_trace_host host = {
         .ctx = e,
@@ -273,7 +274,7 @@ static int start_session(const char *path)
     cfg.mode = XE_PART_NONE;
     cfg.max_memory = mt_trace_opt.buffer;
     cfg.retention = mt_trace_opt.wait ? XE_NO_EVENT_LOSS : XE_ALLOW_SINGLE_EVENT_LOSS;
-    cfg.max_dispatch_latency_ns = 1000000000u;
+    cfg.max_dispatch_latency_ns = 500000000u;   /* with the writer's chunk age: a kill loses ~1 s */
     cfg.event_mask = 1u << XE_EV_ALLOC | 1u << XE_EV_FREE | 1u << XE_EV_REALLOC | 1u << XE_EV_MMAP |
                      1u << XE_EV_MUNMAP;
     cfg.ntargets = 1;
