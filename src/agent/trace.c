@@ -5,8 +5,8 @@
  * The session is made at start-up from the options: one current buffer
  * of trace_buffer bytes (memory_partition_mode=none, so events reach the
  * file in firing order), allow_single_event_loss unless trace_loss=wait,
- * dispatch latency 0.5 s (and chunks written once 0.5 s old), and an event_file target on the output path with
- * no size limit. All the encoding and compression runs on the session's
+ * dispatch latency 0.5 s (and chunks written once 0.5 s old), and an
+ * event_file target on the output path with no size limit. All the encoding and compression runs on the session's
  * dispatcher thread; the program's threads only fill the buffer. At exit
  * the session stops (the file gets its end record, index and trailer) and
  * one line says what was written and what was lost.
