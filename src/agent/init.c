@@ -374,7 +374,10 @@ static void after_fork_child(void)
     mt_exec_note_pid();
     mt_report_after_fork_child();
     mt_control_after_fork_child();
-    mt_trace_after_fork_child(); /* before the sessions' own handler restarts their dispatchers */
+    mt_trace_after_fork_child(); /* before the sessions' dispatchers restart */
+    /* Here, not in the engine's own handler (which then does nothing): the
+     * dispatchers restart inside the agent, as its threads. */
+    mt_xe_after_fork_child();
 }
 
 void mt_init_slow(void)

@@ -295,7 +295,8 @@ void xe_view_json(mt_out *o, int with_targets);
 /* In a forked child: the sessions get a dispatcher of their own and the
  * work of threads that did not survive the fork is finished. Registered
  * with pthread_atfork at the first session; call it yourself after a fork
- * that runs no handlers (_Fork). */
+ * that runs no handlers (_Fork), or from a handler of your own (the
+ * engine's then does nothing in that child). */
 void xe_atfork_child(void);
 
 /* Time: the engine's clock (CLOCK_MONOTONIC ns). */

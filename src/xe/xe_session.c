@@ -403,6 +403,15 @@ xe_target *xe_session_target(xe_session *s, const char *name)
 
 void xe_atfork_child(void)
 {
+    /* Once per child: the host may run it from its own fork handler (the
+     * agent does, so the dispatchers restart as its threads) before the
+     * engine's handler runs. The child's pid differs from every pid that
+     * ran this before (its ancestors'). */
+    static pid_t done_in;
+    pid_t me = getpid();
+    if (done_in == me)
+        return;
+    done_in = me;
     xe_fire_forget_tid();
     for (int i = 0; i < XE_MAX_SESSIONS; i++) {
         xe_session *s = atomic_load(&registry[i]);

@@ -89,6 +89,15 @@ done
 expect_eq "trace: fork: the parent's 7 and the child's 11 leaks, each in its file" "7 11" \
     "$(echo $leaks | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//')"
 
+# --- a fork child's dispatcher is the agent's: its writer's mappings are no
+# events, and with trace_loss=wait it never waits for its own buffers ----------
+run_mt timeout 120 "$MT" run --mode trace --no-loss --trace-buffer 192KB -o "$T/ff.%p.mtt" -- "$TR" forkflood 1000000
+expect_eq "trace: fork child flooding with --no-loss: no hang" 0 "$rc"
+ffchild=$(ls -S "$T"/ff.*.mtt 2>/dev/null | head -1)
+"$MT" analyze --json "$ffchild" >"$T/ff.json" 2>/dev/null
+expect_eq "trace: fork child: its events and none of the agent's mappings" "2000000 0" \
+    "$(json_get "$T/ff.json" "'%d %d' % (j['allocs'] + j['frees'], j['mmaps'])")"
+
 # --- exec: the image before keeps its trace, the one after writes its own ------------
 run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
 shpid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')

@@ -8,6 +8,7 @@
  *                     allocs on other threads; nothing leaks
  *   tracer fork       the parent leaks 7 x 700 bytes, its child 11 x 1100
  *   tracer flood N    N malloc/free pairs as fast as it can
+ *   tracer forkflood N  a fork child floods N malloc/free pairs; the parent waits
  *   tracer maps       3 mmaps, a moving mremap, 3 munmaps, the break moved up
  *                     and back: 5 mapping events of each kind
  * Functions are noinline so their names appear in the stacks. */
@@ -173,6 +174,18 @@ static int flood(long n)
     return 0;
 }
 
+static int forkflood(long n)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0)
+        return flood(n);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 static int maps(void)
 {
     size_t pg = 4096;
@@ -202,8 +215,10 @@ int main(int argc, char **argv)
         return forked();
     if (argc >= 3 && strcmp(argv[1], "flood") == 0)
         return flood(atol(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "forkflood") == 0)
+        return forkflood(atol(argv[2]));
     if (argc >= 2 && strcmp(argv[1], "maps") == 0)
         return maps();
-    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N | maps\n");
+    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N | forkflood N | maps\n");
     return 2;
 }
