@@ -378,8 +378,8 @@ static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
 
 /* In a forked child only the forking thread exists: the dispatcher is gone,
  * and so is any thread that was between sealing a buffer and handing it on.
- * Finish their work: a partition whose current buffer is sealed or full
- * gets it queued (once) and a fresh one at the next fire; buffers the
+ * Finish their work: every partition's current buffer (open, sealed or
+ * full) gets queued (once) and a fresh one at the next fire; buffers the
  * parent's dispatcher had taken go back to the pool (the parent delivers
  * them). A buffer a vanished thread had popped and not installed stays
  * lost to the child. What was buffered at the fork is delivered in both
@@ -407,12 +407,11 @@ void xe_dispatch_after_fork(xe_session *s)
         int32_t idx = xe_cur_idx(seen);
         if (idx < 0)
             continue;
-        xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
-        uint64_t r = atomic_load(&b->reserved);
-        if (!(r & XE_SEAL_MASK) && (r & XE_OFF_MASK) <= s->cap)
-            continue;   /* open and not full: fine */
-        /* Sealed by a thread that is gone: it may have queued it, and the
-         * parent's dispatcher may even have recycled it already. */
+        /* Open: sealed and queued too. A thread that is gone may have
+         * claimed room in it and never write its record; the walk gives up
+         * there, and the child's events must not come after it. Sealed by
+         * a thread that is gone: it may have queued it, and the parent's
+         * dispatcher may even have recycled it already. */
         if (xe_seal(s, (uint32_t)idx) ||
             (!in_stack(s, &s->queue, (uint32_t)idx) && !in_stack(s, &s->free_pool, (uint32_t)idx)))
             xe_enqueue(s, (uint32_t)idx);
