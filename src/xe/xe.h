@@ -188,9 +188,11 @@ typedef struct xe_file_encoder {
     void (*forked)(void *st);       /* in a fork child: forget the parent's file and pending data */
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
-/* In a fork child, before the session's dispatcher runs: the session's
- * event_file target lets go of the parent's file (written no more) and
- * opens `filename` at its next event. 0, or -ENOENT without such a target. */
+/* In a fork child, before the engine's fork handling (xe_atfork_child):
+ * the session's event_file target lets go of the parent's file (written
+ * no more) and opens `filename` at its next event, and the session
+ * delivers only events fired in the child (what was buffered at the fork
+ * is the parent's). 0, or -ENOENT without such a target. */
 int xe_session_file_retarget(struct xe_session *s, const char *filename);
 
 /* ---- sessions (xe_session.c, xe_fire.c, xe_dispatch.c) ---------------------- */

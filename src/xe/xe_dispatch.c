@@ -138,6 +138,10 @@ static void deliver(xe_session *s, const xe_rec *r)
 /* Deliver a sealed buffer's events; 1 when it can be used again. */
 static int process(xe_session *s, uint32_t idx)
 {
+    /* A retargeted fork child: what was buffered before the fork is the
+     * parent's (its file gets it), and buffers the child fills are new. */
+    if ((int32_t)(xe_buf(s, idx)->fork_gen - s->deliver_gen) < 0)
+        return 1;
     int abandoned = 0;
     uint64_t n = xe_walk(s, xe_buf(s, idx), s->nasync ? deliver : NULL, &abandoned);
     for (int i = 0; i < s->nasync; i++)

@@ -147,6 +147,7 @@ struct xe_session {
     uint32_t stopper_inflight;    /* the stopping thread's own slow-path fires (a handler's stop) */
     _Atomic int stopper_in_fire;  /* the stop runs in a handler that interrupted a fire */
     _Atomic uint32_t fork_gen;    /* forks this session went through */
+    uint32_t deliver_gen;         /* buffers opened in an earlier fork generation are not delivered */
     pthread_t disp;
     int disp_running;
     pid_t pid;

@@ -455,6 +455,9 @@ int xe_session_file_retarget(xe_session *sess, const char *filename)
         s->filename[n] = '\0';
         if (s->est && s->enc->forked)
             s->enc->forked(s->est);
+        /* Before the engine's fork handling, which starts the child's
+         * generation: only buffers opened from then on are delivered. */
+        sess->deliver_gen = atomic_load(&sess->fork_gen) + 1;
         return 0;
     }
     return -ENOENT;

@@ -98,6 +98,19 @@ ffchild=$(ls -S "$T"/ff.*.mtt 2>/dev/null | head -1)
 expect_eq "trace: fork child: its events and none of the agent's mappings" "2000000 0" \
     "$(json_get "$T/ff.json" "'%d %d' % (j['allocs'] + j['frees'], j['mmaps'])")"
 
+# --- a fork child's trace holds its own events, not the parent's threads'
+# events buffered at the fork (the parent's trace has those) ---------------------
+run_mt "$MT" run --mode trace --no-loss -o "$T/fb.%p.mtt" -- "$TR" forkbusy
+fbparent=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
+fbkids=""
+for f in "$T"/fb.*.mtt; do
+    [ "$f" = "$T/fb.$fbparent.mtt" ] && continue
+    "$MT" analyze --json "$f" >"$T/fb.json" 2>/dev/null
+    fbkids="$fbkids $(json_get "$T/fb.json" "'%d/%d/%d' % (j['allocs'], j['frees'] + j['frees_unknown'], j['leaks']['count'])")"
+done
+expect_eq "trace: fork of a busy process: each child's trace has its 9 allocations only" \
+    " 9/0/9 9/0/9 9/0/9 9/0/9 9/0/9" "$fbkids"
+
 # --- exec: the image before keeps its trace, the one after writes its own ------------
 run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
 shpid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')

@@ -9,6 +9,8 @@
  *   tracer fork       the parent leaks 7 x 700 bytes, its child 11 x 1100
  *   tracer flood N    N malloc/free pairs as fast as it can
  *   tracer forkflood N  a fork child floods N malloc/free pairs; the parent waits
+ *   tracer forkbusy   two threads allocate and free without pause while the
+ *                     main thread forks 5 children, each leaking 9 x 900 bytes
  *   tracer maps       3 mmaps, a moving mremap, 3 munmaps, the break moved up
  *                     and back: 5 mapping events of each kind
  * Functions are noinline so their names appear in the stacks. */
@@ -186,6 +188,44 @@ static int forkflood(long n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+static _Atomic int busy_stop;
+
+static void *busy(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&busy_stop)) {
+        void *p = malloc(48);
+        sink = p;
+        free(p);
+    }
+    return NULL;
+}
+
+static int forkbusy(void)
+{
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, busy, NULL);
+    int bad = 0;
+    for (int k = 0; k < 5; k++) {
+        usleep(20000);
+        pid_t pid = fork();
+        if (pid < 0)
+            return 1;
+        if (pid == 0) {
+            leak_n(9, 900);
+            exit(0);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    atomic_store(&busy_stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    return bad;
+}
+
 static int maps(void)
 {
     size_t pg = 4096;
@@ -217,8 +257,10 @@ int main(int argc, char **argv)
         return flood(atol(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "forkflood") == 0)
         return forkflood(atol(argv[2]));
+    if (argc >= 2 && strcmp(argv[1], "forkbusy") == 0)
+        return forkbusy();
     if (argc >= 2 && strcmp(argv[1], "maps") == 0)
         return maps();
-    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N | forkflood N | maps\n");
+    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps\n");
     return 2;
 }
