@@ -9,7 +9,11 @@
  *                    [-o file] [-r repeats] [-s: each stream's share]
  *                    [-P: decode on one thread, no prefetch]
  *                    [-z: skewed stacks and sizes instead of mbench's; the
- *                     floor printed is then mbench's, not this one's] */
+ *                     floor printed is then mbench's, not this one's]
+ *                    [-f flags: every chunk's coding (TRACE_F_*), not the writer's pick]
+ *                    [-k N: with -i, skip the first N events]
+ *                    [-i trace: re-encode a recorded trace's events instead
+ *                     (its stacks and categories; no floor)] */
 #include "trace/trace_read.h"
 #include "trace/trace_write.h"
 #include "trace/trace_gen.h"
@@ -46,9 +50,20 @@ static int mem_write(void *ctx, const void *buf, size_t n)
     return 0;
 }
 
+static mt_trace_reader *src; /* -i: the recorded trace (its definitions) */
+
 static int stack_cb(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *cat)
 {
     (void)ctx;
+    if (src) {
+        const mt_trace_stack *st = mt_trace_stack_get(src, id);
+        if (!st)
+            return -1;
+        int k = (int)st->nframes < max ? (int)st->nframes : max;
+        memcpy(out, st->frames, (size_t)k * sizeof *out);
+        *cat = st->category;
+        return k;
+    }
     int n = max < 6 ? max : 6;
     for (int i = 0; i < n; i++)
         out[i] = 0x400000 + id * 64 + (uint64_t)i * 4096;
@@ -59,6 +74,8 @@ static int stack_cb(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *ca
 static const char *cat_cb(void *ctx, unsigned id)
 {
     (void)ctx;
+    if (src)
+        return mt_trace_category_name(src, id);
     return id == 1 ? "malloc" : NULL;
 }
 
@@ -66,7 +83,7 @@ static const char *cat_cb(void *ctx, unsigned id)
 static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents, int level)
 {
     static const char *names[TRACE_NSTREAMS] = {"ops",  "xops",   "threads", "times", "sizes", "frees",
-                                                "bits", "stacks", "ids",     "cats",  "addrs"};
+                                                "bits", "stacks", "ids",     "cats",  "addrs", "runs"};
     double raw[TRACE_NSTREAMS] = {0}, comp[TRACE_NSTREAMS] = {0}, h0[TRACE_NSTREAMS] = {0};
     size_t off = TRACE_HEADER_SIZE;
     while (off + TRACE_CHUNK_HEADER_SIZE <= len && !memcmp(p + off, TRACE_CHUNK_MAGIC, 4)) {
@@ -80,6 +97,7 @@ static void stream_breakdown(const unsigned char *p, size_t len, size_t nevents,
                 memcpy(body, h + TRACE_CHUNK_HEADER_SIZE, rawn);
             const unsigned char *q = body, *end = body + rawn;
             uint64_t v, ns, sl[64];
+            trace_get_varint(&q, end, &v);
             trace_get_varint(&q, end, &v);
             trace_get_varint(&q, end, &v);
             trace_get_varint(&q, end, &ns);
@@ -122,9 +140,10 @@ int main(int argc, char **argv)
     int threads = 2, level = 0, repeats = 3, opt, breakdown = 0, skew = 0;
     unsigned rflags = MT_TRACE_PREFETCH;
     long ops = 2000000, window = 4096;
-    unsigned chunk = 0, unit = 1;
-    const char *out = NULL;
-    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:szP")) != -1) {
+    unsigned chunk = 0, unit = 1, fflags = 0;
+    size_t skip = 0;
+    const char *out = NULL, *in = NULL;
+    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:szPi:f:k:")) != -1) {
         switch (opt) {
         case 't':
             threads = atoi(optarg);
@@ -159,6 +178,15 @@ int main(int argc, char **argv)
         case 'P':
             rflags = 0;
             break;
+        case 'i':
+            in = optarg;
+            break;
+        case 'k':
+            skip = (size_t)atol(optarg);
+            break;
+        case 'f':
+            fflags = 0x100u | (unsigned)atoi(optarg);
+            break;
         default:
             fprintf(stderr,
                     "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
@@ -169,19 +197,46 @@ int main(int argc, char **argv)
     if (threads < 1 || ops < 1 || window < 1 || repeats < 1)
         return 2;
 
+    mt_trace_event *evs;
+    size_t n = 0;
+    double info = 0;
+    if (in) { /* a recorded trace's events (times relative to its start) */
+        char err[MT_TRACE_ERR_MAX];
+        if (mt_trace_open(in, 0, &src, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        size_t cap = 1 << 20;
+        evs = malloc(cap * sizeof *evs);
+        mt_trace_event ev;
+        while (evs && mt_trace_next(src, &ev) == 1) {
+            if (n == cap)
+                evs = realloc(evs, (cap *= 2) * sizeof *evs);
+            if (evs && skip)
+                skip--;
+            else if (evs)
+                evs[n++] = ev;
+        }
+        if (!evs || mt_trace_error(src)) {
+            fprintf(stderr, "%s\n", evs ? mt_trace_error(src) : "out of memory");
+            return 1;
+        }
+        goto have_events;
+    }
     /* The events, generated once. */
     gen_state g;
     gen_init(&g, threads, ops, window, 1);
     g.skew = skew;
-    size_t cap = (size_t)(threads * ops * 2 + 16), n = 0;
-    mt_trace_event *evs = malloc(cap * sizeof *evs);
+    size_t cap = (size_t)(threads * ops * 2 + 16);
+    evs = malloc(cap * sizeof *evs);
     if (!evs)
         return 1;
     while (n < cap && gen_next(&g, &evs[n]))
         n++;
     /* The floor: slots, sizes and thread picks, plus the time deltas' order-0 entropy. */
-    double info = g.info_bits;
+    info = g.info_bits;
     gen_free(&g);
+have_events:;
     size_t nd = 1u << 20;
     uint32_t *hist = calloc(nd, sizeof *hist);
     for (size_t i = 1; i < n; i++) {
@@ -195,7 +250,8 @@ int main(int argc, char **argv)
     free(hist);
 
     mt_trace_write_config cfg = {
-        .zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit, .pid = 1, .start_ns = 0};
+        .zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit, .pid = 1, .start_ns = 0,
+        .chunk_flags = fflags};
     membuf m = {0};
     mt_trace_host host = {.ctx = &m, .write = mem_write, .stack = stack_cb, .category_name = cat_cb};
     double best_enc = 1e30, best_dec = 1e30;
@@ -249,9 +305,14 @@ int main(int argc, char **argv)
             return 1;
     }
     double floor_bits = info + tbits;
+    if (in)
+        printf("%s: ", in);
     printf("events %zu  bytes %zu  bytes/event %.3f  (level %d, chunk %u, time unit %u ns)\n", n, m.len,
            (double)m.len / n, level, chunk, unit);
-    printf(
+    if (in)
+        printf("time deltas' order-0 entropy: %.3f bits/event\n", tbits / n);
+    else
+        printf(
         "floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
         floor_bits / 8 / n, info / 8 / n, tbits / n);
     printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, %s)\n",

@@ -326,9 +326,10 @@ static int open_common(mt_trace_reader *r, unsigned flags, char *err, size_t err
         return open_fail(err, errlen, -EINVAL, r->name,
                          "truncated: the header needs %u bytes, the file has %zd", TRACE_HEADER_SIZE, got);
     uint32_t version = trace_get32(h + 8);
-    if (version != TRACE_VERSION)
+    if (version != TRACE_VERSION && version != 1)
         return open_fail(err, errlen, -EINVAL, r->name,
-                         "unknown trace version %u (this memtrail reads version %u)", version, TRACE_VERSION);
+                         "unknown trace version %u (this memtrail reads versions 1 and %u)", version,
+                         TRACE_VERSION);
     r->ld.no_crc = (flags & MT_TRACE_NO_CRC) != 0;
     if (!r->ld.no_crc && trace_get32(h + 60) != trace_crc32c(0, h, 60))
         return open_fail(err, errlen, -EINVAL, r->name, "header at offset 0: CRC mismatch");

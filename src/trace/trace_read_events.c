@@ -25,7 +25,7 @@ int trace_reader_fail(mt_trace_reader *r, const char *fmt, ...)
 }
 
 static const char *const stream_names[TRACE_NSTREAMS] = {
-    "ops", "xops", "threads", "times", "sizes", "frees", "bits", "stacks", "ids", "categories", "addresses",
+    "ops", "xops", "threads", "times", "sizes", "frees", "bits", "stacks", "ids", "categories", "addresses", "runs",
 };
 
 /* Sets up the decoder on an EVENTS chunk's body. */
@@ -33,10 +33,13 @@ static int events_begin(mt_trace_reader *r, const chunk *c)
 {
     decoder *d = &r->dec;
     const unsigned char *p = c->raw, *end = c->raw + c->raw_len;
-    uint64_t t0, base, ns;
+    uint64_t t0, base, flags = 0, ns;
     if (trace_get_varint(&p, end, &t0) < 0 || trace_get_varint(&p, end, &base) < 0 || base > UINT32_MAX ||
-        trace_get_varint(&p, end, &ns) < 0 || ns > 64)
+        (r->info.version > 1 && trace_get_varint(&p, end, &flags) < 0) || trace_get_varint(&p, end, &ns) < 0 ||
+        ns > 64)
         return trace_reader_fail(r, "bad events body prefix");
+    if (flags & ~(uint64_t)TRACE_F_KNOWN)
+        return trace_reader_fail(r, "unknown events coding flags 0x%llx", (unsigned long long)flags);
     uint64_t len[64];
     for (uint64_t i = 0; i < ns; i++)
         if (trace_get_varint(&p, end, &len[i]) < 0)
@@ -62,12 +65,15 @@ static int events_begin(mt_trace_reader *r, const chunk *c)
     d->left = c->count;
     d->done = 0;
     d->t = (uint64_t)trace_unzigzag(t0);
-    d->last_id = (uint32_t)base;
+    d->last_id = d->last_freed = (uint32_t)base;
     d->thread = 0;
     d->category = 0;
     d->addr = 0;
     d->bits = 0;
     d->nbits = 0;
+    d->flags = (unsigned)flags;
+    d->run_open = 0;
+    d->run_left = 0;
     r->ops.prev = 0;
     r->gen++;
     return 0;
@@ -77,6 +83,9 @@ static int events_end(mt_trace_reader *r)
 {
     if (r->dec.nbits >= 8 || (r->dec.bits & ((1ull << r->dec.nbits) - 1)))
         return trace_reader_fail(r, "bits left in stream bits after the last event");
+    if (r->dec.run_left)
+        return trace_reader_fail(r, "a time run goes %llu events past the last event",
+                                 (unsigned long long)r->dec.run_left);
     for (int i = 0; i < TRACE_NSTREAMS; i++)
         if (r->dec.s[i] != r->dec.e[i])
             return trace_reader_fail(r, "%zu bytes left in stream %s after the last event",
@@ -121,20 +130,56 @@ static inline int get_bits(decoder *d, unsigned k, uint64_t *out)
     return 0;
 }
 
-/* A value coded as a symbol in `stream` and low bits in the bit stream. */
-#define GETSYM(stream, var)                                                                                  \
+/* TRACE_F_ALIGNED: k low bits as ceil(k / 8) bytes; 0, -1 past the
+ * stream's end, -2 when they have bits set above k. */
+static inline int get_bytes(decoder *d, unsigned k, uint64_t *out)
+{
+    unsigned n = (k + 7) >> 3;
+    const unsigned char *p = d->s[TRACE_S_BITS];
+    if ((size_t)(d->e[TRACE_S_BITS] - p) < n)
+        return -1;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    d->s[TRACE_S_BITS] = p + n;
+    if (k < 64 && v >> k)
+        return -2;
+    *out = v;
+    return 0;
+}
+
+/* A value coded as a symbol in `stream` and low bits in the bit stream;
+ * tagbit 0x80 for values below 2^32 (whose symbols are below 128): the
+ * symbol's top bit is a tag, given in `tag` (0x80 or 0). */
+#define GETSYM_TAG(stream, var, tagbit, tag)                                                                 \
     do {                                                                                                     \
         if (d->s[stream] >= d->e[stream])                                                                    \
             return trace_reader_fail(r, "event %u: stream %s ends early", d->done, stream_names[stream]);    \
         unsigned k_;                                                                                         \
-        uint64_t v_ = trace_sym_base(*d->s[stream]++, &k_), lo_, hi_ = 0;                                    \
-        if (k_ > 32) {                                                                                       \
+        tag = *d->s[stream] & (tagbit);                                                                      \
+        uint64_t v_ = trace_sym_base(*d->s[stream]++ & ~(tagbit), &k_), lo_, hi_ = 0;                        \
+        if (d->flags & TRACE_F_ALIGNED) {                                                                    \
+            int rc_ = 0;                                                                                     \
+            lo_ = 0;                                                                                         \
+            if (k_)                                                                                          \
+                rc_ = get_bytes(d, k_, &lo_);                                                                \
+            if (rc_ < 0)                                                                                     \
+                return trace_reader_fail(r, rc_ == -1 ? "event %u: stream bits ends early"                   \
+                                                      : "event %u: low bits out of range", d->done);         \
+        } else if (k_ > 32) {                                                                                \
             if (get_bits(d, 32, &lo_) < 0 || get_bits(d, k_ - 32, &hi_) < 0)                                 \
                 return trace_reader_fail(r, "event %u: stream bits ends early", d->done);                    \
             lo_ |= hi_ << 32;                                                                                \
         } else if (get_bits(d, k_, &lo_) < 0)                                                                \
             return trace_reader_fail(r, "event %u: stream bits ends early", d->done);                        \
         var = v_ + lo_;                                                                                      \
+    } while (0)
+
+#define GETSYM(stream, var)                                                                                  \
+    do {                                                                                                     \
+        unsigned t_;                                                                                         \
+        GETSYM_TAG(stream, var, 0u, t_);                                                                     \
+        (void)t_;                                                                                            \
     } while (0)
 
 /* Makes room for per-thread decoder state of every defined thread. */
@@ -188,17 +233,34 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
         d->category = *d->s[TRACE_S_CATS]++;
     }
     ev->category = d->category;
-    if (tc < TRACE_TC_STREAM)
+    if (d->flags & TRACE_F_TIME_RUNS) {
+        if (tc != 0 && tc != TRACE_TC_ESCAPE)
+            return trace_reader_fail(r, "event %u: a time code in a chunk of time runs", d->done);
+        if (!d->run_open) {
+            GETV(TRACE_S_RUNS, d->run_left);
+            d->run_open = 1;
+        }
+        if (d->run_left) {
+            d->run_left--;
+            v = 0;
+        } else {
+            GETSYM(TRACE_S_TIMES, v);
+            v++;
+            d->run_open = 0;
+        }
+    } else if (tc < TRACE_TC_STREAM)
         v = tc;
     else
         GETSYM(TRACE_S_TIMES, v);
     d->t += op & TRACE_OP_BACK ? -v : v;
     ev->time_ns = d->t * r->info.time_unit_ns;
     if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {
-        GETSYM(TRACE_S_FREES, v);
+        unsigned rel;
+        GETSYM_TAG(TRACE_S_FREES, v, 0x80u, rel);
         if (v > UINT32_MAX)
             return trace_reader_fail(r, "event %u: bad free reference", d->done);
-        uint32_t ref = d->last_id - (uint32_t)v;
+        uint32_t ref = rel ? d->last_freed + 1 + (uint32_t)trace_unzigzag32((uint32_t)v) : d->last_id - (uint32_t)v;
+        d->last_freed = ref;
         if (type == MT_TRACE_FREE)
             ev->id = ref;
         else

@@ -59,10 +59,14 @@ typedef struct decoder {
     uint32_t left, done;
     uint64_t t;               /* in time units, wrapping */
     uint32_t last_id, thread; /* thread: index + 1, 0 none yet */
+    uint32_t last_freed;      /* the last freed id (FREE's id, REALLOC's old id) */
     uint8_t category;
     uint64_t addr;
     uint64_t bits; /* bit stream: buffered bits, their count */
     unsigned nbits;
+    unsigned flags;    /* TRACE_F_* of the chunk */
+    int run_open;      /* TRACE_F_TIME_RUNS: a run was read, run_left zero deltas remain before a nonzero one */
+    uint64_t run_left;
 } decoder;
 
 typedef struct size_slot {

@@ -14,7 +14,15 @@
 #include <time.h>
 #include <zstd.h>
 
-#define DEFAULT_LEVEL 1   /* as small as 3 on mbench-like events (0.1% more on a skewed mix), faster */
+/* zstd levels when the configuration leaves it to the writer: 9 for the
+ * first events chunk and after one that compressed more than 8:1 (a
+ * repetitive program: 13% smaller than level 1 on SQLite's trace, and
+ * fast on such input), else 1 (mbench's random values: level 3 is bigger
+ * and slower there, higher levels gain ~1.5% for 1.7-2.5x the time). */
+#define DEFAULT_LEVEL 1
+#define REPETITIVE_LEVEL 9
+#define REPETITIVE_TABLE_LOG 16 /* its hash and chain tables (256 KiB each): as small as level 9 with its
+                                    own (up to 8 MiB each, +14 MB of the agent's RSS on mbench) */
 #define DEFAULT_CHUNK_EVENTS (128u << 10)
 #define MAX_CHUNK_EVENTS (1u << 20)
 #define DEFAULT_AGE_NS 1000000000ull
@@ -23,8 +31,8 @@
 /* Worst-case bytes one event adds to each stream. */
 static const unsigned stream_max[TRACE_NSTREAMS] = {
     [TRACE_S_OPS] = 1,   [TRACE_S_XOPS] = 1,  [TRACE_S_THREADS] = 5, [TRACE_S_TIMES] = 1,
-    [TRACE_S_SIZES] = 1, [TRACE_S_FREES] = 1, [TRACE_S_BITS] = 20,   [TRACE_S_STACKS] = 5,
-    [TRACE_S_IDS] = 5,   [TRACE_S_CATS] = 1,  [TRACE_S_ADDRS] = 10,
+    [TRACE_S_SIZES] = 1, [TRACE_S_FREES] = 1, [TRACE_S_BITS] = 28,   [TRACE_S_STACKS] = 5,
+    [TRACE_S_IDS] = 5,   [TRACE_S_CATS] = 1,  [TRACE_S_ADDRS] = 10,  [TRACE_S_RUNS] = 5,
 };
 
 static void *map_anon(size_t n)
@@ -43,11 +51,13 @@ mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const 
     w->level = cfg && cfg->zstd_level ? cfg->zstd_level : DEFAULT_LEVEL;
     if (w->level > ZSTD_maxCLevel())
         w->level = ZSTD_maxCLevel();
+    w->auto_level = !(cfg && cfg->zstd_level);
     w->chunk_events = cfg && cfg->chunk_events ? cfg->chunk_events : DEFAULT_CHUNK_EVENTS;
     if (w->chunk_events > MAX_CHUNK_EVENTS)
         w->chunk_events = MAX_CHUNK_EVENTS;
     w->chunk_age_ns = cfg && cfg->chunk_age_ns ? cfg->chunk_age_ns : DEFAULT_AGE_NS;
     w->time_unit = cfg && cfg->time_unit_ns ? cfg->time_unit_ns : 1;
+    w->force_flags = cfg ? cfg->chunk_flags : 0;
     if (cfg) {
         w->pid = cfg->pid;
         w->start_ns = cfg->start_ns;
@@ -60,7 +70,7 @@ mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const 
         ok = w->stream[s] != NULL;
     }
     if (ok) {
-        w->zwork_size = ZSTD_estimateCStreamSize(w->level);
+        w->zwork_size = ZSTD_estimateCStreamSize(w->auto_level ? REPETITIVE_LEVEL : w->level);
         w->zwork = map_anon(w->zwork_size);
         w->cctx = w->zwork ? ZSTD_initStaticCCtx(w->zwork, w->zwork_size) : NULL;
         ok = w->cctx != NULL;
@@ -130,15 +140,19 @@ typedef struct seg {
  * after each segment so each zstd block holds one stream's values and
  * its entropy tables fit them): the stored size, 0 on failure. */
 static size_t compress_segs(mt_trace_writer *w, unsigned char *out, size_t cap, const seg *segs, int nseg,
-                            size_t n)
+                            size_t n, int bits_seg)
 {
+    int rep = bits_seg >= 0 && w->repetitive;
     if (ZSTD_isError(ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, rep ? REPETITIVE_LEVEL : w->level)) ||
+        (rep && (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, REPETITIVE_TABLE_LOG)) ||
+                 ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, REPETITIVE_TABLE_LOG)))) ||
         ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->cctx, n)))
         return 0;
     ZSTD_outBuffer o = {out, cap, 0};
     for (int i = 0; i < nseg; i++) {
         ZSTD_inBuffer in = {segs[i].p, segs[i].n, 0};
+        size_t before = o.pos;
         ZSTD_EndDirective mode = i == nseg - 1 ? ZSTD_e_end : ZSTD_e_flush;
         if (!in.size && mode != ZSTD_e_end)
             continue;
@@ -148,13 +162,15 @@ static size_t compress_segs(mt_trace_writer *w, unsigned char *out, size_t cap, 
             if (ZSTD_isError(rc) || (rc && o.pos == o.size))
                 return 0;
         } while (rc || in.pos < in.size);
+        if (i == bits_seg)
+            w->bits_out = o.pos - before;
     }
     return o.pos;
 }
 
 /* Writes segs[0..nseg), concatenated, as one chunk of `kind`. */
 static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, int nseg, uint32_t count,
-                            int64_t t0, int64_t t1)
+                            int64_t t0, int64_t t1, int bits_seg)
 {
     if (w->failed)
         return w->failed;
@@ -167,7 +183,7 @@ static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, 
         return -ENOMEM;
     unsigned char *h = w->out.p, *payload = h + TRACE_CHUNK_HEADER_SIZE;
     unsigned codec = TRACE_CODEC_ZSTD;
-    size_t stored = compress_segs(w, payload, bound, segs, nseg, n);
+    size_t stored = compress_segs(w, payload, bound, segs, nseg, n, bits_seg);
     if (!stored || stored >= n) {
         codec = TRACE_CODEC_NONE;
         stored = 0;
@@ -190,6 +206,8 @@ static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, 
     trace_put32(h + 32, 0);
     trace_put32(h + 36, trace_crc32c(0, h, 36));
     uint64_t at = w->offset;
+    w->last_stored = stored;
+    w->last_raw = n;
     int rc = write_out(w, h, TRACE_CHUNK_HEADER_SIZE + stored);
     if (rc < 0)
         return rc;
@@ -203,7 +221,7 @@ static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *b
                        int64_t t0, int64_t t1)
 {
     seg one = {body, n};
-    return write_chunk_segs(w, kind, &one, 1, count, t0, t1);
+    return write_chunk_segs(w, kind, &one, 1, count, t0, t1, -1);
 }
 
 /* The pending definitions (and meta not yet in this file) as a DEFS chunk. */
@@ -227,8 +245,42 @@ static int flush_defs(mt_trace_writer *w)
     return rc;
 }
 
+/* The next chunk's coding, from how the last one went. Zero time deltas
+ * go as runs when most deltas were zero (a coarse unit, a fast program:
+ * the ops stream then stays as repetitive as the program). The low bits
+ * go byte-aligned (zstd then finds the repeats of real programs' sizes
+ * and free references) unless that made them bigger than packed: random
+ * low bits (mbench's) go packed, probing aligned again every 64 chunks or
+ * as soon as zstd finds structure in the packed ones. */
+static unsigned pick_flags(mt_trace_writer *w)
+{
+    if (w->force_flags)
+        return w->force_flags & TRACE_F_KNOWN;
+    if (w->first_chunk)
+        return TRACE_F_ALIGNED | (w->time_unit >= 1000 ? TRACE_F_TIME_RUNS : 0);
+    if (!w->nevents) /* an empty chunk (an early flush): nothing learnt */
+        return w->flags;
+    unsigned f = 0;
+    if (w->zeros >= w->nevents / 4 * 3)
+        f |= TRACE_F_TIME_RUNS;
+    if (w->bits_packed) {
+        uint64_t ratio = (uint64_t)w->bits_out * 1024 / w->bits_packed;
+        if (w->flags & TRACE_F_ALIGNED ? ratio < 1024 : ratio < 993 || w->packed_run % 64 == 63)
+            f |= TRACE_F_ALIGNED;
+    } else
+        f |= w->flags & TRACE_F_ALIGNED;
+    return f;
+}
+
 static void chunk_reset(mt_trace_writer *w)
 {
+    unsigned f = pick_flags(w);
+    w->packed_run = f & TRACE_F_ALIGNED ? 0 : w->packed_run + 1;
+    w->flags = f;
+    w->zrun = 0;
+    w->zeros = 0;
+    w->sumk = 0;
+    w->bits_out = 0;
     for (int s = 0; s < TRACE_NSTREAMS; s++)
         w->cur[s] = w->stream[s];
     w->nevents = 0;
@@ -238,7 +290,7 @@ static void chunk_reset(mt_trace_writer *w)
     w->ops.prev = 0;
     w->cur_category = 0;
     w->prev_addr = 0;
-    w->base_id = w->last_id;
+    w->base_id = w->last_freed = w->last_id;
     w->chunk_gen++;
 }
 
@@ -253,9 +305,12 @@ static int flush_events(mt_trace_writer *w)
     }
     for (; w->bn; w->bn = w->bn > 8 ? w->bn - 8 : 0, w->bacc >>= 8) /* the last bits */
         *w->cur[TRACE_S_BITS]++ = (unsigned char)w->bacc;
+    if (w->zrun) /* the last run of zero time deltas */
+        w->cur[TRACE_S_RUNS] = trace_put_varint(w->cur[TRACE_S_RUNS], w->zrun);
     unsigned char *p = w->prefix;
     p = trace_put_varint(p, trace_zigzag(w->first_t));
     p = trace_put_varint(p, w->base_id);
+    p = trace_put_varint(p, w->flags);
     p = trace_put_varint(p, TRACE_NSTREAMS);
     seg segs[TRACE_NSTREAMS + 1];
     segs[0].p = w->prefix;
@@ -266,7 +321,11 @@ static int flush_events(mt_trace_writer *w)
     }
     segs[0].n = (size_t)(p - w->prefix);
     uint32_t n = w->nevents;
-    rc = write_chunk_segs(w, TRACE_CHUNK_EVENTS, segs, TRACE_NSTREAMS + 1, n, w->min_t, w->max_t);
+    w->bits_packed = (w->sumk + 7) / 8;
+    rc = write_chunk_segs(w, TRACE_CHUNK_EVENTS, segs, TRACE_NSTREAMS + 1, n, w->min_t, w->max_t,
+                          TRACE_S_BITS + 1);
+    w->first_chunk = 0;
+    w->repetitive = w->auto_level && w->last_stored < w->last_raw / 8;
     if (rc < 0)
         w->stats.events_lost_to_errors += n;
     chunk_reset(w);
@@ -294,6 +353,9 @@ int mt_trace_write_begin(mt_trace_writer *w)
     w->index.len = 0;
     w->nindex = 0;
     w->last_id = 0;
+    w->first_chunk = 1;
+    w->repetitive = w->auto_level; /* a program starts with what it repeats */
+    w->packed_run = 0;
     if (trace_wbuf_reserve(&w->index, 64) < 0)
         return -ENOMEM;
     chunk_reset(w);
@@ -332,11 +394,21 @@ static inline void put_bits(mt_trace_writer *w, uint64_t v, unsigned k)
     }
 }
 
-/* v as a symbol in `stream` and its low bits in the bit stream. */
-static inline void put_sym(mt_trace_writer *w, int stream, uint64_t v)
+/* v as a symbol (with tag: 0, or 0x80 for a v < 2^32) in `stream` and
+ * its low bits in the bit stream. */
+static inline void put_sym_tag(mt_trace_writer *w, int stream, uint64_t v, unsigned tag)
 {
     unsigned k;
-    *w->cur[stream]++ = (unsigned char)trace_sym(v, &k);
+    *w->cur[stream]++ = (unsigned char)(trace_sym(v, &k) | tag);
+    w->sumk += k;
+    if (w->flags & TRACE_F_ALIGNED) {
+        if (k < 64)
+            v &= (1ull << k) - 1;
+        unsigned char *q = w->cur[TRACE_S_BITS];
+        trace_put64(q, v); /* the stream has room for 8 more (stream_max) */
+        w->cur[TRACE_S_BITS] = q + ((k + 7) >> 3);
+        return;
+    }
     if (k > 32) {
         put_bits(w, v & 0xffffffffu, 32);
         v >>= 32;
@@ -344,6 +416,11 @@ static inline void put_sym(mt_trace_writer *w, int stream, uint64_t v)
     }
     if (k)
         put_bits(w, v & ((1ull << k) - 1), k);
+}
+
+static inline void put_sym(mt_trace_writer *w, int stream, uint64_t v)
+{
+    put_sym_tag(w, stream, v, 0);
 }
 
 int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
@@ -401,7 +478,21 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
     }
     unsigned x = op ^ trace_op_guess(&w->ops, w->chunk_gen);
     trace_op_seen(&w->ops, op);
-    if (x >= 32) {
+    w->zeros += !dt;
+    if (w->flags & TRACE_F_TIME_RUNS) {
+        if (x >= 32) {
+            *w->cur[TRACE_S_OPS]++ = TRACE_TC_ESCAPE << 5;
+            *w->cur[TRACE_S_XOPS]++ = (unsigned char)x;
+        } else
+            *w->cur[TRACE_S_OPS]++ = (unsigned char)x;
+        if (!dt)
+            w->zrun++;
+        else {
+            w->cur[TRACE_S_RUNS] = trace_put_varint(w->cur[TRACE_S_RUNS], w->zrun);
+            w->zrun = 0;
+            put_sym(w, TRACE_S_TIMES, dt - 1);
+        }
+    } else if (x >= 32) {
         *w->cur[TRACE_S_OPS]++ = TRACE_TC_ESCAPE << 5;
         *w->cur[TRACE_S_XOPS]++ = (unsigned char)x;
         put_sym(w, TRACE_S_TIMES, dt);
@@ -418,7 +509,16 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
         w->max_t = t;
 
     if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {
-        put_sym(w, TRACE_S_FREES, (uint32_t)(w->last_id - (type == MT_TRACE_FREE ? ev->id : ev->old_id)));
+        /* The freed id against the last allocation's, or (tagged) against
+         * the last freed one when that is shorter: blocks freed in the
+         * order they were made (a teardown) cost a few bits each. */
+        uint32_t freed = type == MT_TRACE_FREE ? ev->id : ev->old_id;
+        uint32_t back = w->last_id - freed, rel = trace_zigzag32((int32_t)(freed - w->last_freed - 1));
+        if (rel < back / 8)
+            put_sym_tag(w, TRACE_S_FREES, rel, 0x80);
+        else
+            put_sym(w, TRACE_S_FREES, back);
+        w->last_freed = freed;
     }
     if (type != MT_TRACE_FREE && !same)
         put_sym(w, TRACE_S_SIZES, ev->size);

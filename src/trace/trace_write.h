@@ -62,6 +62,8 @@ typedef struct mt_trace_write_config {
     uint64_t start_ns;          /* CLOCK_MONOTONIC time 0 of the file */
     uint64_t start_realtime_ns; /* the wall clock at start_ns */
     uint32_t time_unit_ns;      /* times are stored in this unit (rounded down); 0: 1 ns, exact */
+    unsigned chunk_flags;       /* testing: 0 the writer picks each chunk's coding; else 0x100 | the
+                                   TRACE_F_* flags every events chunk uses */
 } mt_trace_write_config;
 
 /* Maps a writer (and its zstd workspace). NULL on failure. */

@@ -43,6 +43,9 @@ typedef struct module_range {
 struct mt_trace_writer {
     mt_trace_host host;
     int level;
+    int auto_level;         /* level not configured: REPETITIVE_LEVEL after a chunk that compressed 8:1 */
+    int repetitive;
+    size_t last_stored, last_raw; /* the last chunk written */
     uint32_t chunk_events, time_unit;
     uint64_t chunk_age_ns, start_ns, start_realtime_ns;
     uint32_t pid;
@@ -55,7 +58,7 @@ struct mt_trace_writer {
     size_t stream_cap[TRACE_NSTREAMS];
     uint32_t nevents;
     int64_t first_t, prev_t, min_t, max_t; /* in time units */
-    uint32_t base_id, last_id;
+    uint32_t base_id, last_id, last_freed;
     uint32_t cur_thread; /* index + 1 of the last event's thread, 0: none yet in the chunk */
     uint64_t bacc;       /* bits not yet stored in TRACE_S_BITS */
     unsigned bn;
@@ -63,6 +66,15 @@ struct mt_trace_writer {
     uint64_t prev_addr;
     uint64_t chunk_gen;
     uint64_t chunk_open_ns; /* monotonic time of the chunk's first event */
+    unsigned flags;         /* TRACE_F_* of the open chunk */
+    unsigned force_flags;   /* config.chunk_flags */
+    uint32_t zrun;          /* TRACE_F_TIME_RUNS: zero time deltas since the last nonzero one */
+    uint32_t zeros;         /* events of the chunk with a zero time delta */
+    uint64_t sumk;          /* low bits of the chunk's symbols (its bits stream packed, in bits) */
+    size_t bits_out;        /* the last chunk's bits stream, compressed */
+    uint64_t bits_packed;   /* the last chunk's sumk / 8 */
+    unsigned packed_run;    /* chunks in a row without TRACE_F_ALIGNED */
+    int first_chunk;        /* no chunk written yet: the coding is a guess */
 
     /* The file. */
     uint64_t offset, seq;

@@ -59,12 +59,15 @@ static tbuf *uncompressed(const tbuf *in)
     return out;
 }
 
+static unsigned coding; /* config.chunk_flags of the next trace_of */
+
 static tbuf *trace_of(const mt_trace_event *evs, size_t n, uint32_t chunk, uint32_t unit)
 {
     tbuf *m = tbuf_new();
     mt_trace_host host;
     tbuf_host(m, &host);
-    mt_trace_write_config cfg = {.chunk_events = chunk, .time_unit_ns = unit, .pid = 7, .start_ns = 1000};
+    mt_trace_write_config cfg = {.chunk_events = chunk, .time_unit_ns = unit, .pid = 7, .start_ns = 1000,
+                                 .chunk_flags = coding};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     mt_trace_write_meta(w, "exe", "/bin/x");
     mt_trace_write_begin(w);
@@ -131,6 +134,14 @@ int main(int argc, char **argv)
     emit("random-1chunk", trace_of(evs, 60, 0, 0));
     emit("random-us", trace_of(evs, 60, 25, 1000));
     emit("tiny-chunks", trace_of(evs, 6, 1, 0));
+    /* every chunk coding (times inline or as runs, low bits packed or aligned) */
+    for (unsigned f = 0; f <= TRACE_F_KNOWN; f++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "coding%u", f);
+        coding = 0x100 | f;
+        emit(nm, trace_of(evs, 60, 20, 500));
+    }
+    coding = 0;
     emit("empty", trace_of(evs, 0, 0, 0));
     gen_state g;
     gen_init(&g, 2, 80, 16, 1);

@@ -216,12 +216,12 @@ static void magic_version(void)
     size_t got = read_all(&s, d, s.m->len, 0, &mismatch, err, &complete);
     CHECK("wrong magic: refused, said so", got == (size_t)-1 && strstr(err, "t.mtt: not a memtrail trace"));
     memcpy(d, s.m->p, s.m->len);
-    d[8] = 2; /* version 2, the header's CRC made right again */
+    d[8] = 3; /* version 3, the header's CRC made right again */
     uint32_t crc = trace_crc32c(0, d, 60);
     memcpy(d + 60, &crc, 4);
     got = read_all(&s, d, s.m->len, 0, &mismatch, err, &complete);
     CHECK("unknown version: refused, said so",
-          got == (size_t)-1 && strstr(err, "t.mtt: unknown trace version 2"));
+          got == (size_t)-1 && strstr(err, "t.mtt: unknown trace version 3"));
     free(d);
 
     /* Through a file: the error names the path; sniff tells traces apart. */

@@ -55,6 +55,7 @@ typedef struct rt_opts {
     uint32_t chunk_events, unit;
     int level;
     unsigned flags;
+    unsigned coding; /* config.chunk_flags: 0 the writer's pick, else 0x100 | TRACE_F_* */
 } rt_opts;
 
 static const char *stat_names[] = {"events_lost", "custom"};
@@ -70,7 +71,8 @@ static tbuf *write_trace(const mt_trace_event *evs, size_t n, const rt_opts *o, 
                                  .pid = 4242,
                                  .start_ns = START,
                                  .start_realtime_ns = 1700000000000000000ull,
-                                 .time_unit_ns = o->unit};
+                                 .time_unit_ns = o->unit,
+                                 .chunk_flags = o->coding};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     if (!w)
         return m;
@@ -143,7 +145,7 @@ static int check_trace(const char *name, const tbuf *m, const mt_trace_event *ev
     }
     const mt_trace_file_info *fi = mt_trace_info(r);
     snprintf(label, sizeof label, "%s: header fields", name);
-    CHECK(label, fi->version == 1 && fi->pid == 4242 && fi->start_ns == START &&
+    CHECK(label, fi->version == 2 && fi->pid == 4242 && fi->start_ns == START &&
                      fi->start_realtime_ns == 1700000000000000000ull && fi->file_bytes == m->len);
     size_t got = 0, defined = 0, with_stack = 0;
     mt_trace_event ev;
@@ -405,6 +407,14 @@ int main(void)
     run("random, one chunk", evs, n, (rt_opts){.level = 1}, 0);
     run("random, tiny chunks", evs, 3000, (rt_opts){.chunk_events = 1, .level = 19}, 0);
     run("random, time unit 1000", evs, n, (rt_opts){.chunk_events = 4096, .unit = 1000}, 0);
+    /* Each chunk coding forced (times inline or as runs, low bits packed or aligned). */
+    for (unsigned f = 0; f <= TRACE_F_KNOWN; f++) {
+        char label[64];
+        snprintf(label, sizeof label, "random, coding %u", f);
+        run(label, evs, n, (rt_opts){.chunk_events = 1000, .coding = 0x100 | f}, 0);
+        snprintf(label, sizeof label, "random, coding %u, time unit 1000", f);
+        run(label, evs, n, (rt_opts){.chunk_events = 999, .unit = 1000, .coding = 0x100 | f}, 0);
+    }
     free(evs);
 
     gen_state g;
@@ -418,6 +428,8 @@ int main(void)
         evs[i].time_ns += START;
     run("mbench-like", evs, n, (rt_opts){0}, 0);
     run("mbench-like, 64k chunks", evs, n, (rt_opts){.chunk_events = 65536, .unit = 1000}, 0);
+    run("mbench-like, 4k chunks, runs + aligned", evs, n,
+        (rt_opts){.chunk_events = 4096, .unit = 1000, .coding = 0x100 | TRACE_F_TIME_RUNS | TRACE_F_ALIGNED}, 0);
     free(evs);
 
     gen_init(&g, 200, 200, 64, 1);
