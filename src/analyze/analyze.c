@@ -191,65 +191,6 @@ static inline struct thread *thread_of(struct analyzer *a, uint32_t tid)
     return *c = t;
 }
 
-/* --- live bytes ----------------------------------------------------------- */
-
-/* Before stack s's live figures change: keep their value at the last peak. */
-static inline void touch(struct analyzer *a, struct analyze_stack *s)
-{
-    if (s->snap_epoch != a->epoch) {
-        s->snap_epoch = a->epoch;
-        s->peak_bytes = s->live_bytes;
-        s->peak_count = s->live_count;
-    }
-}
-
-static inline void stack_add(struct analyzer *a, struct analyze_stack *s, uint64_t size)
-{
-    touch(a, s);
-    s->live_bytes += size;
-    s->live_count++;
-    if (s->live_bytes > s->max_live_bytes)
-        s->max_live_bytes = s->live_bytes;
-    struct analyze_category *c = &a->res.categories[s->category];
-    c->live_bytes += size;
-    c->live_count++;
-    if (c->live_bytes > c->peak_bytes)
-        c->peak_bytes = c->live_bytes;
-    a->res.live_bytes += size;
-    a->res.live_count++;
-}
-
-static inline void stack_sub(struct analyzer *a, struct analyze_stack *s, uint64_t size)
-{
-    touch(a, s);
-    s->live_bytes -= size;
-    s->live_count--;
-    struct analyze_category *c = &a->res.categories[s->category];
-    c->live_bytes -= size;
-    c->live_count--;
-    a->res.live_bytes -= size;
-    a->res.live_count--;
-}
-
-/* After an event: a new peak? (epoch + 1: every stack's figures now are its figures at the peak) */
-static inline void check_peak(struct analyzer *a, uint64_t time_ns)
-{
-    struct analyze_result *r = &a->res;
-    if (r->live_bytes > r->peak_bytes) {
-        r->peak_bytes = r->live_bytes;
-        r->peak_count = r->live_count;
-        r->peak_time_ns = time_ns;
-        a->epoch++;
-    }
-}
-
-static inline void histogram(struct analyze_result *r, uint64_t size)
-{
-    int k = size ? 64 - __builtin_clzll(size) : 0;
-    r->hist_count[k]++;
-    r->hist_bytes[k] += size;
-}
-
 /* --- the timeline --------------------------------------------------------- */
 
 /* Halves the timeline's resolution: bucket pairs merged. */
@@ -272,7 +213,7 @@ static void timeline_merge(struct analyzer *a)
 
 /* The bucket of time t, created (the ones before it filled with the live
  * bytes as they were). Times before the last bucket count in it. */
-static inline struct analyze_bucket *timeline_at(struct analyzer *a, uint64_t t)
+static struct analyze_bucket *timeline_at(struct analyzer *a, uint64_t t)
 {
     uint64_t i = a->shift < 64 ? t >> a->shift : 0;
     if (i <= a->cur)
@@ -288,13 +229,72 @@ static inline struct analyze_bucket *timeline_at(struct analyzer *a, uint64_t t)
     return &a->res.timeline[i];
 }
 
+/* The first time past the current bucket (UINT64_MAX: none). */
+static inline uint64_t timeline_end(const struct analyzer *a)
+{
+    if (a->shift >= 64 || (uint64_t)a->cur + 1 > UINT64_MAX >> a->shift)
+        return UINT64_MAX;
+    return ((uint64_t)a->cur + 1) << a->shift;
+}
+
 /* --- events --------------------------------------------------------------- */
 
-/* The block freed by thread t: a temporary when t's last call allocated it. */
-static inline void free_block(struct analyzer *a, struct thread *t, uint32_t id, uint64_t size, uint32_t sidx)
+/* The figures every event changes, held in registers over a batch. */
+struct hot {
+    uint64_t live, count;   /* live bytes and blocks */
+    uint64_t epoch;         /* peaks reached so far */
+};
+
+/* Before stack s's live figures change: keep their value at the last peak. */
+static inline void touch(struct analyze_stack *s, uint64_t epoch)
 {
-    struct analyze_stack *s = &a->res.stacks[sidx];
-    stack_sub(a, s, size);
+    if (s->snap_epoch != epoch) {
+        s->snap_epoch = epoch;
+        s->peak_bytes = s->live_bytes;
+        s->peak_count = s->live_count;
+    }
+}
+
+static inline void stack_add(struct analyzer *a, struct hot *h, struct analyze_stack *s, uint64_t size)
+{
+    touch(s, h->epoch);
+    s->live_bytes += size;
+    s->live_count++;
+    if (s->live_bytes > s->max_live_bytes)
+        s->max_live_bytes = s->live_bytes;
+    struct analyze_category *c = &a->res.categories[s->category];
+    c->live_bytes += size;
+    c->live_count++;
+    if (c->live_bytes > c->peak_bytes)
+        c->peak_bytes = c->live_bytes;
+    h->live += size;
+    h->count++;
+}
+
+static inline void stack_sub(struct analyzer *a, struct hot *h, struct analyze_stack *s, uint64_t size)
+{
+    touch(s, h->epoch);
+    s->live_bytes -= size;
+    s->live_count--;
+    struct analyze_category *c = &a->res.categories[s->category];
+    c->live_bytes -= size;
+    c->live_count--;
+    h->live -= size;
+    h->count--;
+}
+
+static inline void histogram(struct analyze_result *r, uint64_t size)
+{
+    int k = size ? 64 - __builtin_clzll(size) : 0;
+    r->hist_count[k]++;
+    r->hist_bytes[k] += size;
+}
+
+/* The block id freed by thread t: a temporary when t's last call allocated it. */
+static inline void free_block(struct analyzer *a, struct hot *h, struct thread *t, struct analyze_stack *s,
+                              uint32_t id, uint64_t size)
+{
+    stack_sub(a, h, s, size);
     if (t && t->has_last && t->last_id == id) {
         s->temp_count++;
         s->temp_bytes += size;
@@ -304,27 +304,42 @@ static inline void free_block(struct analyzer *a, struct thread *t, uint32_t id,
 }
 
 /* An id allocated while live: the older block is forgotten (not freed). */
-static inline void drop_reused(struct analyzer *a, uint64_t size, uint32_t sidx)
+static inline void drop_reused(struct analyzer *a, struct hot *h, uint64_t size, uint32_t sidx)
 {
-    stack_sub(a, &a->res.stacks[sidx], size);
+    stack_sub(a, h, &a->res.stacks[sidx], size);
     a->res.ids_reused++;
 }
 
-static int on_alloc(struct analyzer *a, const mt_trace_event *ev, struct thread *t)
+static inline void on_free(struct analyzer *a, struct hot *h, const mt_trace_event *ev, struct thread *t)
+{
+    uint64_t size;
+    uint32_t sidx;
+    if (ev->id != 0 && analyze_live_take_fast(&a->live, ev->id, &size, &sidx) == 1) {
+        struct analyze_stack *s = &a->res.stacks[sidx];
+        free_block(a, h, t, s, ev->id, size);
+        s->frees++;
+        a->res.categories[s->category].frees++;
+        a->res.frees++;
+    } else {
+        a->res.frees_unknown++;
+    }
+    if (t)
+        t->has_last = false;
+}
+
+static inline int on_alloc(struct analyzer *a, struct hot *h, const mt_trace_event *ev, struct thread *t,
+                           uint32_t si)
 {
     struct analyze_result *r = &a->res;
-    int64_t si = stack_index(a, ev->stack, ev->category);
-    if (si < 0)
-        return -ENOMEM;
     uint64_t osize;
     uint32_t ostack;
-    int rc = analyze_live_put(&a->live, ev->id, ev->size, (uint32_t)si, &osize, &ostack);
+    int rc = analyze_live_put_fast(&a->live, ev->id, ev->size, si, &osize, &ostack);
     if (rc < 0)
         return rc;
     if (rc == 1)
-        drop_reused(a, osize, ostack);
+        drop_reused(a, h, osize, ostack);
     struct analyze_stack *s = &r->stacks[si];
-    stack_add(a, s, ev->size);
+    stack_add(a, h, s, ev->size);
     s->allocs++;
     s->allocated_bytes += ev->size;
     r->categories[s->category].allocs++;
@@ -338,42 +353,40 @@ static int on_alloc(struct analyzer *a, const mt_trace_event *ev, struct thread 
     return 0;
 }
 
-static int on_realloc(struct analyzer *a, const mt_trace_event *ev, struct thread *t)
+static inline int on_realloc(struct analyzer *a, struct hot *h, const mt_trace_event *ev, struct thread *t,
+                             uint32_t si)
 {
     struct analyze_result *r = &a->res;
-    int64_t si = stack_index(a, ev->stack, ev->category);
-    if (si < 0)
-        return -ENOMEM;
     uint64_t osize;
     uint32_t ostack;
-    bool known = analyze_live_take(&a->live, ev->old_id, &osize, &ostack) == 1;
+    bool known = analyze_live_take_fast(&a->live, ev->old_id, &osize, &ostack) == 1;
     uint64_t nsize;
     uint32_t nstack;
-    int rc = analyze_live_put(&a->live, ev->id, ev->size, (uint32_t)si, &nsize, &nstack);
+    int rc = analyze_live_put_fast(&a->live, ev->id, ev->size, si, &nsize, &nstack);
     if (rc < 0)
         return rc;
     if (rc == 1)
-        drop_reused(a, nsize, nstack);
+        drop_reused(a, h, nsize, nstack);
     struct analyze_stack *s = &r->stacks[si];
     r->reallocs++;
     r->categories[s->category].reallocs++;
     histogram(r, ev->size);
     uint64_t grown;
-    if (known && ostack == (uint32_t)si) {
+    if (known && ostack == si) {
         /* resized where it was allocated: a realloc of this stack */
-        free_block(a, t, ev->old_id, osize, ostack);
-        stack_add(a, s, ev->size);
+        free_block(a, h, t, s, ev->old_id, osize);
+        stack_add(a, h, s, ev->size);
         s->reallocs++;
         grown = ev->size > osize ? ev->size - osize : 0;
     } else {
         if (known) {
             /* moved to another stack: a free there, an allocation here */
-            free_block(a, t, ev->old_id, osize, ostack);
+            free_block(a, h, t, &r->stacks[ostack], ev->old_id, osize);
             r->stacks[ostack].frees++;
         } else {
             r->reallocs_unknown++;
         }
-        stack_add(a, s, ev->size);
+        stack_add(a, h, s, ev->size);
         s->allocs++;
         grown = ev->size;
     }
@@ -386,66 +399,118 @@ static int on_realloc(struct analyzer *a, const mt_trace_event *ev, struct threa
     return 0;
 }
 
-static void on_free(struct analyzer *a, const mt_trace_event *ev, struct thread *t)
+/* The id whose live entry an event looks up. */
+static inline uint32_t lookup_id(const mt_trace_event *ev)
 {
-    uint64_t size;
-    uint32_t sidx;
-    if (ev->id != 0 && analyze_live_take(&a->live, ev->id, &size, &sidx) == 1) {
-        free_block(a, t, ev->id, size, sidx);
-        struct analyze_stack *s = &a->res.stacks[sidx];
-        s->frees++;
-        a->res.categories[s->category].frees++;
-        a->res.frees++;
-    } else {
-        a->res.frees_unknown++;
+    return ev->type == MT_TRACE_REALLOC ? ev->old_id : ev->id;
+}
+
+#define AHEAD 16    /* events between a table header's prefetch and its bucket's, and the bucket's and use */
+
+int analyze_events(struct analyzer *a, const mt_trace_event *ev, size_t n)
+{
+    struct analyze_result *r = &a->res;
+    if (n == 0)
+        return 0;
+    if (!a->started) {
+        a->started = true;
+        r->first_ns = ev[0].time_ns;
     }
-    if (t)
-        t->has_last = false;
+    struct hot h = {.live = r->live_bytes, .count = r->live_count, .epoch = a->epoch};
+    uint64_t peak = r->peak_bytes, last_ns = r->last_ns;
+    struct analyze_bucket *b = &r->timeline[a->cur];
+    uint64_t b_max = b->max_bytes, b_end = timeline_end(a);
+    /* the last thread and stack seen, before the caches */
+    struct thread *lt = NULL;
+    uint32_t ltid = 0;
+    uint64_t lkey = 0;
+    uint32_t lsi = 0;
+    /* The ring slot each event looks up is prefetched AHEAD events before
+     * it is used; when the tables hold many entries too, a table's header
+     * 2 x AHEAD before and its bucket AHEAD before. */
+    bool tables = a->live.ccount >= 32768;
+    if (tables)
+        for (size_t i = 0; i < n && i < 2 * AHEAD; i++)
+            analyze_live_prefetch(&a->live, lookup_id(&ev[i]), 0);
+    else
+        for (size_t i = 0; i < n && i < AHEAD; i++)
+            analyze_live_prefetch_ring(&a->live, lookup_id(&ev[i]));
+    int rc = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        const mt_trace_event *e = &ev[i];
+        if (tables) {
+            if (i + 2 * AHEAD < n)
+                analyze_live_prefetch(&a->live, lookup_id(&ev[i + 2 * AHEAD]), 0);
+            if (i + AHEAD < n)
+                analyze_live_prefetch(&a->live, lookup_id(&ev[i + AHEAD]), 1);
+        } else if (i + AHEAD < n) {
+            analyze_live_prefetch_ring(&a->live, lookup_id(&ev[i + AHEAD]));
+        }
+        uint64_t t = e->time_ns;
+        last_ns = t > last_ns ? t : last_ns;
+        if (__builtin_expect(t >= b_end, 0)) {
+            b->live_bytes = h.live;
+            b->max_bytes = b_max;
+            b = timeline_at(a, t);
+            b_max = b->max_bytes;
+            b_end = timeline_end(a);
+        }
+        unsigned type = e->type;
+        if (type <= MT_TRACE_REALLOC && type >= MT_TRACE_ALLOC) {
+            struct thread *th = lt;
+            if (__builtin_expect(e->thread != ltid || !lt, 0)) {
+                th = lt = thread_of(a, e->thread);
+                ltid = e->thread;
+            }
+            if (type == MT_TRACE_FREE) {
+                on_free(a, &h, e, th);
+            } else {
+                uint64_t key = ((uint64_t)e->category << 32 | e->stack) + 1;
+                if (__builtin_expect(key != lkey, 0)) {
+                    int64_t si = stack_index(a, e->stack, e->category);
+                    if (si < 0) {
+                        rc = -ENOMEM;
+                        break;
+                    }
+                    lkey = key;
+                    lsi = (uint32_t)si;
+                }
+                rc = type == MT_TRACE_ALLOC ? on_alloc(a, &h, e, th, lsi) : on_realloc(a, &h, e, th, lsi);
+                if (rc < 0)
+                    break;
+                if (h.live > peak) {
+                    peak = h.live;
+                    r->peak_count = h.count;
+                    r->peak_time_ns = t;
+                    h.epoch++;
+                }
+            }
+        } else if (type == MT_TRACE_MMAP) {
+            r->mmaps++;
+            r->mapped_bytes += e->size;
+            if (r->mapped_bytes > r->mapped_peak)
+                r->mapped_peak = r->mapped_bytes;
+        } else if (type == MT_TRACE_MUNMAP) {
+            r->munmaps++;
+            r->mapped_bytes = e->size < r->mapped_bytes ? r->mapped_bytes - e->size : 0;
+        }
+        b_max = h.live > b_max ? h.live : b_max;
+    }
+    b->live_bytes = h.live;
+    b->max_bytes = b_max;
+    r->events += rc < 0 ? i + 1 : n;
+    r->live_bytes = h.live;
+    r->live_count = h.count;
+    r->peak_bytes = peak;
+    r->last_ns = last_ns;
+    a->epoch = h.epoch;
+    return rc;
 }
 
 int analyze_event(struct analyzer *a, const mt_trace_event *ev)
 {
-    struct analyze_result *r = &a->res;
-    if (!a->started) {
-        a->started = true;
-        r->first_ns = ev->time_ns;
-    }
-    r->events++;
-    if (ev->time_ns > r->last_ns)
-        r->last_ns = ev->time_ns;
-    int rc = 0;
-    switch (ev->type) {
-    case MT_TRACE_ALLOC:
-        rc = on_alloc(a, ev, thread_of(a, ev->thread));
-        break;
-    case MT_TRACE_FREE:
-        on_free(a, ev, thread_of(a, ev->thread));
-        break;
-    case MT_TRACE_REALLOC:
-        rc = on_realloc(a, ev, thread_of(a, ev->thread));
-        break;
-    case MT_TRACE_MMAP:
-        r->mmaps++;
-        r->mapped_bytes += ev->size;
-        if (r->mapped_bytes > r->mapped_peak)
-            r->mapped_peak = r->mapped_bytes;
-        break;
-    case MT_TRACE_MUNMAP:
-        r->munmaps++;
-        r->mapped_bytes = ev->size < r->mapped_bytes ? r->mapped_bytes - ev->size : 0;
-        break;
-    default:
-        break;
-    }
-    if (rc < 0)
-        return rc;
-    if (ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC)
-        check_peak(a, ev->time_ns);     /* (nothing else adds live bytes) */
-    struct analyze_bucket *b = timeline_at(a, ev->time_ns);
-    b->live_bytes = r->live_bytes;
-    if (r->live_bytes > b->max_bytes)
-        b->max_bytes = r->live_bytes;
-    return 0;
+    return analyze_events(a, ev, 1);
 }
 
 void analyze_end(struct analyzer *a)

@@ -26,6 +26,7 @@
 struct report;
 struct report_scale;
 struct symbolizer;
+struct sym_cache;
 
 /* --- the live map (analyze_live.c) ----------------------------------------
  * Allocation id (32 bits) -> size and stack index, for the blocks live now.
@@ -39,12 +40,37 @@ struct symbolizer;
  * buckets, + 1 MB of table headers (analyze_live.c). Sizes of 4 GiB and
  * more and stack indexes of 2^24 - 1 and more go to a side table. */
 
-struct analyze_live_table;
+struct bucket;
 struct analyze_live_big;
+
+struct analyze_live_table {
+    struct bucket *b;
+    uint32_t nb, count;
+};
+
+/* A ring slot: sk is ANALYZE_LIVE_RING_LIVE | the stack index (or
+ * ANALYZE_LIVE_STACK_BIG: the values are in the side table), 0 when the
+ * slot is empty. */
+struct analyze_live_ring {
+    uint32_t id, size, sk;
+};
+
+#define ANALYZE_LIVE_RING_LIVE 0x80000000u
+#define ANALYZE_LIVE_STACK_BIG 0xffffffu
 
 struct analyze_live {
     struct analyze_live_table *t;   /* ANALYZE_LIVE_TABLES */
-    uint64_t count;                 /* live entries */
+    struct analyze_live_ring *ring; /* ANALYZE_LIVE_RING slots: the recent ids */
+    uint64_t count;                 /* live entries (ring and tables) */
+    uint64_t ccount;                /* of which in the tables */
+    /* The ring pays when most blocks die young; when most outlive it,
+     * moving them on costs more than it saves, and new blocks go to the
+     * tables directly ("bypass") until young deaths are common again. */
+    bool bypass;
+    uint32_t period_id;             /* ring: the id when the count of evictions started */
+    uint32_t evicts;                /* ring: entries moved on since */
+    uint32_t puts, young;           /* bypass: blocks added, and taken within a ring's span of ids */
+    uint32_t last_put;              /* bypass: the last id added */
     uint64_t bucket_bytes;          /* bytes of buckets held */
     struct analyze_live_big *big;   /* the side table: open addressing by id */
     size_t big_cap, big_n;
@@ -57,6 +83,7 @@ struct analyze_live {
 };
 
 #define ANALYZE_LIVE_TABLES 65536u
+#define ANALYZE_LIVE_RING 65536u    /* ring slots: 12 bytes each */
 
 int analyze_live_init(struct analyze_live *m);
 void analyze_live_free(struct analyze_live *m);
@@ -67,7 +94,43 @@ int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_
                      uint32_t *old_stack);
 /* Removes id: 1 with its values, or 0 when it is not live. */
 int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack);
-/* Brings id's table header (stage 0), then its first bucket (stage 1,
+/* The same, inline for the usual cases (a recent id in the ring), else
+ * calling the functions above. */
+static inline int analyze_live_put_fast(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack,
+                                        uint64_t *old_size, uint32_t *old_stack)
+{
+    struct analyze_live_ring *r = &m->ring[id & (ANALYZE_LIVE_RING - 1)];
+    if (__builtin_expect(!r->sk && !m->bypass && size <= UINT32_MAX && stack < ANALYZE_LIVE_STACK_BIG &&
+                         (!m->ccount || !m->t[(id >> 8) & 0xffff].count), 1)) {
+        r->id = id;
+        r->size = (uint32_t)size;
+        r->sk = ANALYZE_LIVE_RING_LIVE | stack;
+        m->count++;
+        return 0;
+    }
+    return analyze_live_put(m, id, size, stack, old_size, old_stack);
+}
+
+static inline int analyze_live_take_fast(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack)
+{
+    struct analyze_live_ring *r = &m->ring[id & (ANALYZE_LIVE_RING - 1)];
+    if (__builtin_expect(r->id == id && r->sk && (r->sk & ANALYZE_LIVE_STACK_BIG) != ANALYZE_LIVE_STACK_BIG, 1)) {
+        *size = r->size;
+        *stack = r->sk & ~ANALYZE_LIVE_RING_LIVE;
+        r->sk = 0;
+        m->count--;
+        return 1;
+    }
+    return analyze_live_take(m, id, size, stack);
+}
+
+/* Brings id's ring slot into the cache. */
+static inline void analyze_live_prefetch_ring(const struct analyze_live *m, uint32_t id)
+{
+    __builtin_prefetch(&m->ring[id & (ANALYZE_LIVE_RING - 1)], 1);
+}
+
+/* Brings id's ring slot and table header (stage 0), then its first bucket (stage 1,
  * some events later) into the cache. */
 void analyze_live_prefetch(const struct analyze_live *m, uint32_t id, int stage);
 /* Bytes the map holds (buckets, table headers, side table). */
@@ -141,6 +204,8 @@ struct analyzer *analyze_new(unsigned timeline_buckets);
 void analyze_free(struct analyzer *a);
 /* One event, in the trace's order. 0 or -ENOMEM. */
 int analyze_event(struct analyzer *a, const mt_trace_event *ev);
+/* n events, in the trace's order (the same as one at a time, faster). */
+int analyze_events(struct analyzer *a, const mt_trace_event *ev, size_t n);
 /* After the last event: the figures at the peak, the timeline's end; the
  * live map is freed (no events after this). */
 void analyze_end(struct analyzer *a);
@@ -197,5 +262,11 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
  * report_read's returns: 0, -ENODATA when it stopped early (r holds what
  * was read before), other negative errno codes with r empty. */
 int analyze_read_any(const char *path, struct report *r, char *err, size_t errlen);
+
+/* Opens, into c, the modules that the stacks of the trace's first `events`
+ * events lie in (reading the file at path on its own reader): run on a
+ * thread of its own while the trace is analysed, so that the symbolizer
+ * (sym_open_cached) finds its modules' debug info read already. */
+void analyze_preload_symbols(const char *path, uint64_t events, struct sym_cache *c);
 
 #endif

@@ -21,7 +21,7 @@
 #define SLOTS 7
 #define USED_MASK 0x7fu
 #define SPILLED 0x80u           /* an entry whose first choice is this bucket sits in its second */
-#define STACK_BIG 0xffffffu     /* the entry's values are in the side table */
+#define STACK_BIG ANALYZE_LIVE_STACK_BIG    /* the entry's values are in the side table */
 #define MAX_KICKS 96
 #define BUCKET 64
 /* The bound: buckets <= 11.6 bytes per live entry + EXCESS_HARD. A table
@@ -39,6 +39,9 @@
 #define EXCESS_HARD (6ll << 20)
 #define SHRINK_FILL 90
 #define HEAD_FILL 90
+#define RING_LIVE ANALYZE_LIVE_RING_LIVE
+#define EVICT_PERIOD 4096u      /* ring: evictions counted before deciding */
+#define BYPASS_PERIOD 65536u    /* bypass: blocks added before deciding */
 
 /* 64 bytes: tags at 0, the used bits at 14, sizes (u32) at 15, stacks (u24) at 43. */
 struct bucket {
@@ -47,11 +50,6 @@ struct bucket {
     uint8_t v[49];
 };
 _Static_assert(sizeof(struct bucket) == BUCKET, "a bucket is one cache line");
-
-struct analyze_live_table {
-    struct bucket *b;
-    uint32_t nb, count;
-};
 
 struct analyze_live_big {
     uint32_t id, stack;     /* stack UINT32_MAX: empty */
@@ -203,6 +201,13 @@ static void big_remove(struct analyze_live *m, struct analyze_live_big *e)
     m->big_n--;
 }
 
+static void big_drop(struct analyze_live *m, uint32_t id)
+{
+    struct analyze_live_big *e = big_find(m, id);
+    if (e)
+        big_remove(m, e);
+}
+
 /* --- one table ------------------------------------------------------------ */
 
 /* Places (tag, size, stack) in b[nb], moving others to their other choice
@@ -312,7 +317,12 @@ int analyze_live_init(struct analyze_live *m)
     memset(m, 0, sizeof *m);
     m->rng = 0x2545f491u;
     m->t = calloc(ANALYZE_LIVE_TABLES, sizeof *m->t);
-    return m->t ? 0 : -ENOMEM;
+    m->ring = calloc(ANALYZE_LIVE_RING, sizeof *m->ring);
+    if (!m->t || !m->ring) {
+        analyze_live_free(m);
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 void analyze_live_free(struct analyze_live *m)
@@ -321,28 +331,15 @@ void analyze_live_free(struct analyze_live *m)
         for (uint32_t i = 0; i < ANALYZE_LIVE_TABLES; i++)
             free(m->t[i].b);
     free(m->t);
+    free(m->ring);
     free(m->big);
     memset(m, 0, sizeof *m);
-}
-
-static inline void read_slot(const struct analyze_live *m, uint32_t id, const struct bucket *b, int i, uint64_t *size,
-                      uint32_t *stack)
-{
-    uint32_t st = get_stack(b, i);
-    if (st == STACK_BIG) {
-        const struct analyze_live_big *e = big_find(m, id);
-        *size = e ? e->size : 0;
-        *stack = e ? e->stack : 0;
-    } else {
-        *size = get_size(b, i);
-        *stack = st;
-    }
 }
 
 /* Bytes over 11.6 per entry, in tenths of a byte. */
 static inline int64_t excess_x10(const struct analyze_live *m)
 {
-    return (int64_t)m->bucket_bytes * 10 - BOUND_PER_ENTRY_X10 * (int64_t)m->count;
+    return (int64_t)m->bucket_bytes * 10 - BOUND_PER_ENTRY_X10 * (int64_t)m->ccount;
 }
 
 static inline bool table_over(const struct analyze_live_table *t, int per_entry_x10)
@@ -377,28 +374,16 @@ static void sweep(struct analyze_live *m)
         }
 }
 
-int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack, uint64_t *old_size,
-                     uint32_t *old_stack)
+/* Adds id, not in the map, with its encoded values (size, or 0 and
+ * STACK_BIG with the values in the side table) to the cuckoo tables. */
+static int cuckoo_add(struct analyze_live *m, uint32_t id, uint32_t sz, uint32_t st)
 {
     uint32_t tab = table_of(id);
     struct analyze_live_table *t = &m->t[tab];
     uint16_t tag = tag_of(id);
-    bool big = size > UINT32_MAX || stack >= STACK_BIG;
-    struct bucket *bk;
-    int slot;
-    if (find(t, tag, &bk, &slot)) {
-        read_slot(m, id, bk, slot, old_size, old_stack);
-        if (get_stack(bk, slot) == STACK_BIG && !big)
-            big_remove(m, big_find(m, id));
-        if (big && big_put(m, id, size, stack) < 0)
-            return -ENOMEM;
-        set_slot(bk, slot, tag, big ? 0 : (uint32_t)size, big ? STACK_BIG : stack);
-        return 1;
-    }
-    if (big && big_put(m, id, size, stack) < 0)
-        return -ENOMEM;
-    /* Allocated in sequence (the usual case): this table is the one being
-     * filled, with the rest of its 256 ids to come. */
+    /* Added in sequence (the usual case: entries leave the ring in id
+     * order): this table is the one being filled, with the rest of its 256
+     * ids to come. */
     bool head = m->has_last && (uint32_t)(id - m->last_id) - 1 < 64;
     m->last_id = id;
     m->has_last = true;
@@ -408,7 +393,6 @@ int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_
             shrink(m, old);     /* left behind: down to what it holds */
         m->head_table = tab;
     }
-    uint32_t sz = big ? 0 : (uint32_t)size, st = big ? STACK_BIG : stack;
     int rc;
     if (t->count + 1 > max_fill(t->nb)) {
         uint32_t nb = t->nb + t->nb / 5;
@@ -427,59 +411,181 @@ int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_
         /* The walk gave up with another entry homeless: grow with it. */
         rc = rebuild(m, t, t->nb + t->nb / 5 + 1, true, tag, sz, st);
     }
-    if (rc < 0) {
-        if (big)
-            big_remove(m, big_find(m, id));
+    if (rc < 0)
         return rc;  /* (after a failed walk an older entry may be lost: out of memory anyway) */
-    }
     t->count++;
-    m->count++;
+    m->ccount++;
     if (excess_x10(m) > EXCESS_HARD * 10)
         sweep(m);
     return 0;
 }
 
-int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack)
+/* Removes the cuckoo entry of id at (bk, slot), shrinking as needed. */
+static void cuckoo_remove(struct analyze_live *m, uint32_t id, struct bucket *bk, int slot)
 {
     struct analyze_live_table *t = &m->t[table_of(id)];
-    struct bucket *bk;
-    int slot;
-    if (!find(t, tag_of(id), &bk, &slot))
-        return 0;
-    read_slot(m, id, bk, slot, size, stack);
-    if (get_stack(bk, slot) == STACK_BIG) {
-        struct analyze_live_big *e = big_find(m, id);
-        if (e)
-            big_remove(m, e);
-    }
     bk->used &= (uint8_t)~(1u << slot);
     t->count--;
-    m->count--;
+    m->ccount--;
     int64_t e = excess_x10(m);
     if (e > EXCESS_SOFT * 10 && table_over(t, SPARSE_PER_ENTRY_X10) && table_of(id) != m->head_table)
         shrink(m, t);
     if (e > EXCESS_HARD * 10)
         sweep(m);
+}
+
+/* Where id's entry is in the cuckoo tables: 1 with the bucket and slot. */
+static inline int cuckoo_find(const struct analyze_live *m, uint32_t id, struct bucket **bk, int *slot)
+{
+    return m->ccount && find(&m->t[table_of(id)], tag_of(id), bk, slot);
+}
+
+/* The values of the entry of id encoded as (sz, st). */
+static inline void decode(const struct analyze_live *m, uint32_t id, uint32_t sz, uint32_t st, uint64_t *size,
+                          uint32_t *stack)
+{
+    if (st == STACK_BIG) {
+        const struct analyze_live_big *e = big_find(m, id);
+        *size = e ? e->size : 0;
+        *stack = e ? e->stack : 0;
+    } else {
+        *size = sz;
+        *stack = st;
+    }
+}
+
+int analyze_live_put(struct analyze_live *m, uint32_t id, uint64_t size, uint32_t stack, uint64_t *old_size,
+                     uint32_t *old_stack)
+{
+    bool big = size > UINT32_MAX || stack >= STACK_BIG;
+    uint32_t sz = big ? 0 : (uint32_t)size, st = big ? STACK_BIG : stack;
+    struct analyze_live_ring *r = &m->ring[id & (ANALYZE_LIVE_RING - 1)];
+    if (__builtin_expect(!(r->sk && r->id == id), 1)) {
+        struct bucket *bk;
+        int slot;
+        if (__builtin_expect(cuckoo_find(m, id, &bk, &slot), 0)) {
+            /* live in the cuckoo tables: replaced there */
+            uint32_t ost = get_stack(bk, slot);
+            decode(m, id, get_size(bk, slot), ost, old_size, old_stack);
+            if (big && big_put(m, id, size, stack) < 0)
+                return -ENOMEM;
+            if (ost == STACK_BIG && !big)
+                big_drop(m, id);
+            set_slot(bk, slot, tag_of(id), sz, st);
+            return 1;
+        }
+        if (big && big_put(m, id, size, stack) < 0)
+            return -ENOMEM;
+        if (m->bypass) {
+            int rc = cuckoo_add(m, id, sz, st);
+            if (rc < 0) {
+                if (big)
+                    big_drop(m, id);
+                return rc;
+            }
+            m->count++;
+            m->last_put = id;
+            if (++m->puts == BYPASS_PERIOD) {
+                /* most of them died within a ring's span: back to the ring */
+                if (m->young > BYPASS_PERIOD / 2) {
+                    m->bypass = false;
+                    m->evicts = 0;
+                    m->period_id = id;
+                }
+                m->puts = m->young = 0;
+            }
+            return 0;
+        }
+        if (r->sk) {
+            /* the slot's older entry moves to the cuckoo tables */
+            int rc = cuckoo_add(m, r->id, r->size, r->sk & ~RING_LIVE);
+            if (rc < 0) {
+                if (big)
+                    big_drop(m, id);
+                return rc;
+            }
+            if (++m->evicts == EVICT_PERIOD) {
+                /* more moved on than half the blocks added: bypass the ring */
+                if ((uint32_t)(id - m->period_id) < 2 * EVICT_PERIOD) {
+                    m->bypass = true;
+                    m->puts = m->young = 0;
+                }
+                m->evicts = 0;
+                m->period_id = id;
+            }
+        }
+        r->id = id;
+        r->size = sz;
+        r->sk = RING_LIVE | st;
+        m->count++;
+        return 0;
+    }
+    /* live in the ring: replaced there */
+    uint32_t ost = r->sk & ~RING_LIVE;
+    decode(m, id, r->size, ost, old_size, old_stack);
+    if (big && big_put(m, id, size, stack) < 0)
+        return -ENOMEM;
+    if (ost == STACK_BIG && !big)
+        big_drop(m, id);
+    r->size = sz;
+    r->sk = RING_LIVE | st;
+    return 1;
+}
+
+int analyze_live_take(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack)
+{
+    struct analyze_live_ring *r = &m->ring[id & (ANALYZE_LIVE_RING - 1)];
+    uint32_t sz, st;
+    if (r->sk && r->id == id) {
+        sz = r->size;
+        st = r->sk & ~RING_LIVE;
+        r->sk = 0;
+    } else {
+        struct bucket *bk;
+        int slot;
+        if (!cuckoo_find(m, id, &bk, &slot))
+            return 0;
+        m->young += m->bypass && (uint32_t)(m->last_put - id) < ANALYZE_LIVE_RING;
+        sz = get_size(bk, slot);
+        st = get_stack(bk, slot);
+        cuckoo_remove(m, id, bk, slot);
+    }
+    m->count--;
+    decode(m, id, sz, st, size, stack);
+    if (st == STACK_BIG)
+        big_drop(m, id);
     return 1;
 }
 
 void analyze_live_prefetch(const struct analyze_live *m, uint32_t id, int stage)
 {
     const struct analyze_live_table *t = &m->t[table_of(id)];
-    if (stage == 0)
+    if (stage == 0) {
+        __builtin_prefetch(&m->ring[id & (ANALYZE_LIVE_RING - 1)]);
         __builtin_prefetch(t);
-    else if (t->nb)
+    } else if (t->nb) {
         __builtin_prefetch(&t->b[first_choice(tag_of(id), t->nb)]);
+    }
 }
 
 uint64_t analyze_live_bytes(const struct analyze_live *m)
 {
-    return m->bucket_bytes + (uint64_t)ANALYZE_LIVE_TABLES * sizeof *m->t + m->big_cap * sizeof *m->big;
+    return m->bucket_bytes + (uint64_t)ANALYZE_LIVE_TABLES * sizeof *m->t + m->big_cap * sizeof *m->big +
+           (uint64_t)ANALYZE_LIVE_RING * sizeof *m->ring;
 }
 
 void analyze_live_each(const struct analyze_live *m, void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack),
                        void *ctx)
 {
+    for (uint32_t k = 0; k < ANALYZE_LIVE_RING; k++) {
+        const struct analyze_live_ring *r = &m->ring[k];
+        if (!r->sk)
+            continue;
+        uint64_t size;
+        uint32_t stack;
+        decode(m, r->id, r->size, r->sk & ~RING_LIVE, &size, &stack);
+        fn(ctx, r->id, size, stack);
+    }
     for (uint32_t k = 0; k < ANALYZE_LIVE_TABLES; k++) {
         const struct analyze_live_table *t = &m->t[k];
         for (uint32_t j = 0; j < t->nb; j++)
@@ -489,7 +595,7 @@ void analyze_live_each(const struct analyze_live *m, void (*fn)(void *ctx, uint3
                 uint32_t id = id_of(k, t->b[j].tag[i]);
                 uint64_t size;
                 uint32_t stack;
-                read_slot(m, id, &t->b[j], i, &size, &stack);
+                decode(m, id, get_size(&t->b[j], i), get_stack(&t->b[j], i), &size, &stack);
                 fn(ctx, id, size, stack);
             }
     }

@@ -10,9 +10,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define BATCH 4096
+#define BATCH 16384
 #define NBATCH 3
-#define AHEAD 16        /* events between a table header's prefetch and its bucket's, and the bucket's and use */
 
 struct batch {
     mt_trace_event ev[BATCH];
@@ -63,35 +62,6 @@ static void *reading(void *arg)
     }
 }
 
-/* The id whose live entry an event looks up. */
-static inline uint32_t lookup_id(const mt_trace_event *ev)
-{
-    return ev->type == MT_TRACE_REALLOC ? ev->old_id : ev->id;
-}
-
-static int analyze_batch(struct analyzer *a, const struct batch *b)
-{
-    struct analyze_live *live = analyze_live_of(a);
-    /* (a live set that fits in the L2 cache is not worth prefetching) */
-    if (live->count < 32768) {
-        for (size_t i = 0; i < b->n; i++)
-            if (analyze_event(a, &b->ev[i]) < 0)
-                return -ENOMEM;
-        return 0;
-    }
-    for (size_t i = 0; i < b->n && i < 2 * AHEAD; i++)
-        analyze_live_prefetch(live, lookup_id(&b->ev[i]), 0);
-    for (size_t i = 0; i < b->n; i++) {
-        if (i + 2 * AHEAD < b->n)
-            analyze_live_prefetch(live, lookup_id(&b->ev[i + 2 * AHEAD]), 0);
-        if (i + AHEAD < b->n)
-            analyze_live_prefetch(live, lookup_id(&b->ev[i + AHEAD]), 1);
-        if (analyze_event(a, &b->ev[i]) < 0)
-            return -ENOMEM;
-    }
-    return 0;
-}
-
 int analyze_run(struct analyzer *a, mt_trace_reader *r,
                 void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx)
 {
@@ -116,7 +86,7 @@ int analyze_run(struct analyzer *a, mt_trace_reader *r,
         if (!more)
             break;
         const struct batch *b = &p.b[p.taken % NBATCH];
-        if (analyze_batch(a, b) < 0) {
+        if (analyze_events(a, b->ev, b->n) < 0) {
             rc = -ENOMEM;
             break;
         }

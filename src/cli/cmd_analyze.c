@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +88,52 @@ static int parse_top(const char *v, int *top)
     return CLI_OK;
 }
 
+/* The symbolizer's modules opened on a thread of its own while the trace
+ * is analysed (analyze_preload_symbols): reading their debug info is the
+ * slowest fixed cost, and the analysis leaves a core part idle. */
+#define PRELOAD_EVENTS 65536
+
+struct preload {
+    const char *path;
+    struct sym_cache *cache;
+    pthread_t thread;
+    bool running;
+};
+
+static void *preloading(void *arg)
+{
+    struct preload *p = arg;
+    pthread_setname_np(pthread_self(), "memtrail-sym");
+    analyze_preload_symbols(p->path, PRELOAD_EVENTS, p->cache);
+    return NULL;
+}
+
+static void preload_start(struct preload *p, const char *path)
+{
+    p->path = path;
+    p->cache = sym_cache_new();
+    p->running = p->cache && pthread_create(&p->thread, NULL, preloading, p) == 0;
+}
+
+static struct sym_cache *preload_join(struct preload *p)
+{
+    if (p->running)
+        pthread_join(p->thread, NULL);
+    p->running = false;
+    return p->cache;
+}
+
+static double tnow(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+#define TMARK(what) do { if (getenv("MT_TIMING")) fprintf(stderr, "%-10s %.1f ms\n", what, (tnow() - t0) * 1e3); } while (0)
+
 static int analyze_file(const char *path, bool json, unsigned show, int top)
 {
+    double t0 = tnow();
     mt_trace_reader *r = NULL;
     char err[MT_TRACE_ERR_MAX] = "";
     int rc = mt_trace_open(path, MT_TRACE_PREFETCH, &r, err, sizeof err);
@@ -103,7 +148,11 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
     struct progress p = {.file = path, .size = fi ? fi->file_bytes : 0};
     clock_gettime(CLOCK_MONOTONIC, &p.last);
     bool tty = isatty(STDERR_FILENO);
+    struct preload pre = {0};
+    preload_start(&pre, path);
+    TMARK("open");
     int arc = analyze_run(a, r, tty ? show_progress : NULL, &p);
+    TMARK("run");
     if (p.shown)
         fputs("\r\033[K", stderr);
     int status = CLI_OK;
@@ -125,7 +174,9 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
         status = cli_error("out of memory");
         goto done;
     }
-    struct symbolizer *sym = sym_open(&rep);
+    TMARK("report");
+    struct symbolizer *sym = sym_open_cached(&rep, preload_join(&pre));
+    TMARK("sym_open");
     if (!sym) {
         report_free(&rep);
         status = cli_error("out of memory");
@@ -135,11 +186,15 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
     struct analyze_view v = {.file = path, .reader = r, .sym = sym, .show = show, .top = top,
                              .error = stop[0] ? stop : NULL};
     status = cli_write_status(json ? analyze_print_json(stdout, res, &v) : analyze_print_text(stdout, res, &v));
+    TMARK("print");
     sym_close(sym);
     report_free(&rep);
+    TMARK("close");
     if (status == CLI_OK && stop[0])
         status = cli_error("%s", stop);
 done:
+    preload_join(&pre);
+    sym_cache_free(pre.cache);
     analyze_free(a);
     mt_trace_close(r);
     return status;

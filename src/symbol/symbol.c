@@ -14,6 +14,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,23 @@ struct cache_entry {
     int n;
 };
 
+/* A module opened ahead, in a sym_cache. */
+struct sym_cached {
+    char *path, *buildid;
+    uint64_t bias;
+    struct sym_module m;
+    char *why;              /* its warning, or NULL */
+    bool taken;             /* adopted by a symbolizer */
+};
+
+struct sym_cache {
+    struct sym_cached *mods;
+    size_t n, cap;
+};
+
 struct symbolizer {
     const struct report *r;
+    struct sym_cache *cache_from;   /* modules opened ahead, or NULL */
     struct sym_module *mods;
     size_t nmods;
     struct cache_entry *cache;
@@ -58,9 +74,64 @@ struct symbolizer {
 };
 
 static char *debuginfo_path;   /* NULL: libdwfl's default search path */
+
+/* Does a file `name` exist in dir, dir/.debug or /usr/lib/debug/dir (the
+ * places libdwfl's default search path looks for a separate debug file)? */
+static bool debug_candidate(const char *file, const char *name)
+{
+    if (!file || !name || !*name)
+        return false;
+    const char *slash = strrchr(file, '/');
+    int dirlen = slash ? (int)(slash - file) : 0;
+    static const char *const fmt[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (size_t i = 0; i < sizeof fmt / sizeof fmt[0]; i++) {
+        char path[4096];
+        int n = snprintf(path, sizeof path, fmt[i], dirlen, file, name);
+        if (n > 0 && (size_t)n < sizeof path && access(path, R_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* libdwfl's standard search for a module's separate debug info (by
+ * build-id, then by .gnu_debuglink or FILE.debug beside the file and
+ * under /usr/lib/debug, then debuginfod), without loading libdebuginfod
+ * (and curl, gnutls...: ~15 ms) when no debuginfod server is configured
+ * and no file by that name exists: the standard search would then find
+ * nothing either. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                          char **debuginfo_file_name)
+{
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    if (!urls || !*urls) {
+        int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                              debuglink_crc, debuginfo_file_name);
+        if (fd >= 0)
+            return fd;
+        const char *base_name = file_name ? strrchr(file_name, '/') : NULL;
+        base_name = base_name ? base_name + 1 : file_name;
+        char own[1024] = "";
+        if (base_name)
+            snprintf(own, sizeof own, "%s.debug", base_name);
+        char *real = file_name ? realpath(file_name, NULL) : NULL;
+        const char *rbase = real ? strrchr(real, '/') : NULL;
+        char rown[1024] = "";
+        if (rbase)
+            snprintf(rown, sizeof rown, "%s.debug", rbase + 1);
+        bool any = debug_candidate(file_name, debuglink_file ? debuglink_file : own) ||
+                   (real && debug_candidate(real, debuglink_file ? debuglink_file : rown));
+        free(real);
+        if (!any)
+            return -1;
+    }
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                        debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &debuginfo_path,
 };
@@ -113,30 +184,30 @@ static void warn(struct symbolizer *s, const char *path, const char *why)
     free(line);
 }
 
-/* Opens module m on first use: the file, its build-id, its debug info. */
-static void open_module(struct symbolizer *s, struct sym_module *m)
+/* Opens module m: the file, its build-id, its debug info. Returns what
+ * keeps it from being symbolized fully, or NULL (malloc'd; the caller
+ * warns with it). */
+static char *open_module(struct sym_module *m)
 {
     const struct report_module *rm = m->rm;
+    char *why = NULL;
     m->state = MOD_OFFSET;
     if (access(rm->path, R_OK) != 0) {
-        char why[160];
-        snprintf(why, sizeof why, "%s; frames in it shown as module+offset",
-                 errno == ENOENT ? "no such file" : strerror(errno));
-        warn(s, rm->path, why);
-        return;
+        if (asprintf(&why, "%s; frames in it shown as module+offset",
+                     errno == ENOENT ? "no such file" : strerror(errno)) < 0)
+            why = NULL;
+        return why;
     }
     m->dwfl = dwfl_begin(&offline_callbacks);
     if (!m->dwfl)
-        return;
+        return NULL;
     dwfl_report_begin(m->dwfl);
     m->mod = dwfl_report_elf(m->dwfl, rm->path, rm->path, -1, rm->bias, false);
     dwfl_report_end(m->dwfl, NULL, NULL);
     if (!m->mod) {
-        char why[200];
-        snprintf(why, sizeof why, "cannot read it as ELF (%s); frames in it shown as module+offset",
-                 dwfl_errmsg(-1));
-        warn(s, rm->path, why);
-        return;
+        if (asprintf(&why, "cannot read it as ELF (%s); frames in it shown as module+offset", dwfl_errmsg(-1)) < 0)
+            why = NULL;
+        return why;
     }
     const unsigned char *bits;
     GElf_Addr vaddr;
@@ -146,21 +217,52 @@ static void open_module(struct symbolizer *s, struct sym_module *m)
         for (int i = 0; i < len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", bits[i]);
         if (len <= 0 || strcmp(hex, rm->buildid) != 0) {
-            char why[400];
-            snprintf(why, sizeof why, "build-id differs: rebuilt since the run? (recorded %.128s, file has %s); "
-                     "frames in it shown as module+offset", rm->buildid, len > 0 ? hex : "none");
-            warn(s, rm->path, why);
-            return;
+            if (asprintf(&why, "build-id differs: rebuilt since the run? (recorded %.128s, file has %s); "
+                         "frames in it shown as module+offset", rm->buildid, len > 0 ? hex : "none") < 0)
+                why = NULL;
+            return why;
         }
     }
-    if (!dwfl_module_getelf(m->mod, &m->dwfl_bias)) {
-        warn(s, rm->path, "cannot read its ELF data; frames in it shown as module+offset");
-        return;
-    }
+    if (!dwfl_module_getelf(m->mod, &m->dwfl_bias))
+        return strdup("cannot read its ELF data; frames in it shown as module+offset");
     m->state = MOD_FULL;
     GElf_Addr dwbias;
     if (!dwfl_module_getdwarf(m->mod, &dwbias))
-        warn(s, rm->path, "no debug info (stripped?): function names from its symbol table only, no file:line");
+        return strdup("no debug info (stripped?): function names from its symbol table only, no file:line");
+    return NULL;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Module m opened: taken from the cache when it was opened there. */
+static void use_module(struct symbolizer *s, struct sym_module *m)
+{
+    const struct report_module *rm = m->rm;
+    char *why = NULL;
+    struct sym_cached *c = NULL;
+    for (size_t i = 0; s->cache_from && i < s->cache_from->n && !c; i++) {
+        struct sym_cached *k = &s->cache_from->mods[i];
+        if (!k->taken && k->bias == rm->bias && same_str(k->path, rm->path) && same_str(k->buildid, rm->buildid))
+            c = k;
+    }
+    if (c) {
+        c->taken = true;
+        m->state = c->m.state;
+        m->dwfl = c->m.dwfl;
+        m->mod = c->m.mod;
+        m->dwfl_bias = c->m.dwfl_bias;
+        c->m.dwfl = NULL;
+        why = c->why;
+        c->why = NULL;
+    } else {
+        why = open_module(m);
+    }
+    if (why)
+        warn(s, rm->path, why);
+    free(why);
 }
 
 static struct sym_module *find_module(struct symbolizer *s, uint64_t pc)
@@ -175,10 +277,16 @@ static struct sym_module *find_module(struct symbolizer *s, uint64_t pc)
 
 struct symbolizer *sym_open(const struct report *r)
 {
+    return sym_open_cached(r, NULL);
+}
+
+struct symbolizer *sym_open_cached(const struct report *r, struct sym_cache *from)
+{
     struct symbolizer *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->r = r;
+    s->cache_from = from;
     s->mods = calloc(r->nmodules + 1, sizeof *s->mods);
     s->cache_cap = 256;
     s->cache = calloc(s->cache_cap, sizeof *s->cache);
@@ -197,7 +305,7 @@ struct symbolizer *sym_open(const struct report *r)
             uint64_t pc = r->sites[i].frames[j];
             struct sym_module *m = find_module(s, pc ? pc - 1 : 0);
             if (m && m->state == MOD_UNOPENED)
-                open_module(s, m);
+                use_module(s, m);
         }
     }
     return s;
@@ -315,7 +423,7 @@ static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out,
         return 1;
     }
     if (m->state == MOD_UNOPENED)
-        open_module(s, m);
+        use_module(s, m);
     base.module = m->rm->path;
     base.offset = address - m->rm->bias;
     if (m->state != MOD_FULL) {
@@ -418,6 +526,64 @@ int sym_lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, in
         n = max;
     memcpy(out, frames, (size_t)n * sizeof *out);
     return n;
+}
+
+/* --- modules opened ahead ------------------------------------------------ */
+
+struct sym_cache *sym_cache_new(void)
+{
+    return calloc(1, sizeof(struct sym_cache));
+}
+
+void sym_cache_load(struct sym_cache *c, const struct report *r)
+{
+    for (size_t i = 0; i < r->nsites; i++)
+        for (size_t j = 0; j < r->sites[i].nframes; j++) {
+            uint64_t pc = r->sites[i].frames[j] ? r->sites[i].frames[j] - 1 : 0;
+            const struct report_module *rm = NULL;
+            for (size_t k = 0; k < r->nmodules && !rm; k++)
+                if (pc >= r->modules[k].start && pc < r->modules[k].end)
+                    rm = &r->modules[k];
+            if (!rm || !rm->path)
+                continue;
+            bool have = false;
+            for (size_t k = 0; k < c->n && !have; k++)
+                have = c->mods[k].bias == rm->bias && same_str(c->mods[k].path, rm->path) &&
+                       same_str(c->mods[k].buildid, rm->buildid);
+            if (have || report_grow(&c->mods, &c->cap, c->n + 1, sizeof *c->mods, 8) < 0)
+                continue;
+            struct sym_cached *k = &c->mods[c->n];
+            memset(k, 0, sizeof *k);
+            k->path = strdup(rm->path);
+            k->buildid = rm->buildid ? strdup(rm->buildid) : NULL;
+            k->bias = rm->bias;
+            if (!k->path || (rm->buildid && !k->buildid)) {
+                free(k->path);
+                free(k->buildid);
+                continue;
+            }
+            /* (open_module reads path, bias and build-id only) */
+            struct report_module copy = {.path = k->path, .buildid = k->buildid, .bias = k->bias};
+            k->m.rm = &copy;
+            k->why = open_module(&k->m);
+            k->m.rm = NULL;
+            c->n++;
+        }
+}
+
+void sym_cache_free(struct sym_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->mods[i].m.dwfl)
+            dwfl_end(c->mods[i].m.dwfl);
+        free(c->mods[i].path);
+        free(c->mods[i].buildid);
+        free(c->mods[i].why);
+    }
+    free(c->mods);
+    free(c);
 }
 
 const char *sym_warnings(struct symbolizer *s)

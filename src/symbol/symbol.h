@@ -36,6 +36,19 @@ struct symbolizer;
  * out-of-memory. */
 struct symbolizer *sym_open(const struct report *r);
 
+/* Modules opened ahead of sym_open (their files and debug info read, the
+ * slow part), e.g. on another thread while a trace is being read: a
+ * symbolizer opened with sym_open_cached takes the modules it needs from
+ * the cache instead of opening them again (same path, bias and build-id),
+ * with the same warnings. A cache is used by one thread at a time and must
+ * outlive the symbolizers that take from it. */
+struct sym_cache;
+struct sym_cache *sym_cache_new(void);     /* NULL on out-of-memory */
+/* Opens the modules the frames of r's sites lie in (r is not kept). */
+void sym_cache_load(struct sym_cache *c, const struct report *r);
+void sym_cache_free(struct sym_cache *c);
+struct symbolizer *sym_open_cached(const struct report *r, struct sym_cache *c);
+
 /* Symbolizes one recorded return address into up to `max` frames
  * (innermost first); returns how many were written (>= 1 when max >= 1). */
 int sym_lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, int max);

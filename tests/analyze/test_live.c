@@ -12,7 +12,7 @@
 
 /* The constant: the table headers (1 MB) and the buckets' excess over
  * 11.6 bytes per entry (6 MB at most). */
-#define CONST_BYTES ((uint64_t)ANALYZE_LIVE_TABLES * 16 + (6u << 20) + 4096)
+#define CONST_BYTES ((uint64_t)ANALYZE_LIVE_TABLES * 16 + (uint64_t)ANALYZE_LIVE_RING * 12 + (6u << 20) + 4096)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
