@@ -29,7 +29,7 @@
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
-mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20, .time_unit_ns = 1000};
+mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20, .time_unit_ns = 10000};
 _Atomic uint32_t mt_trace_last_id;
 
 static xe_session *trace_session;
