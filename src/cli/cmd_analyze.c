@@ -123,17 +123,8 @@ static struct sym_cache *preload_join(struct preload *p)
     return p->cache;
 }
 
-static double tnow(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-#define TMARK(what) do { if (getenv("MT_TIMING")) fprintf(stderr, "%-10s %.1f ms\n", what, (tnow() - t0) * 1e3); } while (0)
-
 static int analyze_file(const char *path, bool json, unsigned show, int top)
 {
-    double t0 = tnow();
     mt_trace_reader *r = NULL;
     char err[MT_TRACE_ERR_MAX] = "";
     int rc = mt_trace_open(path, MT_TRACE_PREFETCH, &r, err, sizeof err);
@@ -150,9 +141,7 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
     bool tty = isatty(STDERR_FILENO);
     struct preload pre = {0};
     preload_start(&pre, path);
-    TMARK("open");
     int arc = analyze_run(a, r, tty ? show_progress : NULL, &p);
-    TMARK("run");
     if (p.shown)
         fputs("\r\033[K", stderr);
     int status = CLI_OK;
@@ -174,9 +163,7 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
         status = cli_error("out of memory");
         goto done;
     }
-    TMARK("report");
     struct symbolizer *sym = sym_open_cached(&rep, preload_join(&pre));
-    TMARK("sym_open");
     if (!sym) {
         report_free(&rep);
         status = cli_error("out of memory");
@@ -186,10 +173,8 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
     struct analyze_view v = {.file = path, .reader = r, .sym = sym, .show = show, .top = top,
                              .error = stop[0] ? stop : NULL};
     status = cli_write_status(json ? analyze_print_json(stdout, res, &v) : analyze_print_text(stdout, res, &v));
-    TMARK("print");
     sym_close(sym);
     report_free(&rep);
-    TMARK("close");
     if (status == CLI_OK && stop[0])
         status = cli_error("%s", stop);
 done:
