@@ -117,12 +117,6 @@ static void text_time(FILE *out, uint64_t ns)
         fprintf(out, "%" PRIu64 " ns", ns);
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static void text_frames(FILE *out, const struct analyze_view *v, const struct analyze_stack *s)
 {
     const mt_trace_stack *st = frames_of(v, s);
@@ -137,24 +131,8 @@ static void text_frames(FILE *out, const struct analyze_view *v, const struct an
             fprintf(out, "      [0x%016" PRIx64 "] ??\n", st->frames[i]);
             continue;
         }
-        for (int j = 0; j < k; j++) {
-            fprintf(out, "      [0x%016" PRIx64 "] ", st->frames[i]);
-            if (f[j].function)
-                fputs(f[j].function, out);
-            else if (f[j].module)
-                fprintf(out, "%s+0x%" PRIx64, base_name(f[j].module), f[j].offset);
-            else
-                fputs("??", out);
-            if (f[j].inlined)
-                fputs(" [inlined]", out);
-            if (f[j].file && f[j].line > 0)
-                fprintf(out, " (%s:%d)", f[j].file, f[j].line);
-            else if (f[j].file)
-                fprintf(out, " (%s)", f[j].file);
-            if (f[j].function && f[j].module)
-                fprintf(out, " %s", base_name(f[j].module));
-            fputc('\n', out);
-        }
+        for (int j = 0; j < k; j++)
+            sym_print_frame(out, "      ", st->frames[i], &f[j]);
     }
 }
 

@@ -255,24 +255,8 @@ static void text_frames(FILE *out, struct symbolizer *s, const uint64_t *frames,
     for (size_t i = 0; i < n; i++) {
         struct sym_frame f[MAX_SYM];
         int k = sym_lookup(s, frames[i], f, MAX_SYM);
-        for (int j = 0; j < k; j++) {
-            fprintf(out, "[0x%016" PRIx64 "] ", frames[i]);
-            if (f[j].function)
-                fputs(f[j].function, out);
-            else if (f[j].module)
-                fprintf(out, "%s+0x%" PRIx64, base_name(f[j].module), f[j].offset);
-            else
-                fputs("??", out);
-            if (f[j].inlined)
-                fputs(" [inlined]", out);
-            if (f[j].file && f[j].line > 0)
-                fprintf(out, " (%s:%d)", f[j].file, f[j].line);
-            else if (f[j].file)
-                fprintf(out, " (%s)", f[j].file);
-            if (f[j].function && f[j].module)
-                fprintf(out, " %s", base_name(f[j].module));
-            fputc('\n', out);
-        }
+        for (int j = 0; j < k; j++)
+            sym_print_frame(out, "", frames[i], &f[j]);
     }
 }
 

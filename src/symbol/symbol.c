@@ -14,6 +14,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -608,4 +609,26 @@ void sym_close(struct symbolizer *s)
     free(s->strings);
     free(s->warnings);
     free(s);
+}
+
+void sym_print_frame(FILE *out, const char *indent, uint64_t address, const struct sym_frame *f)
+{
+    const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+    mod = mod ? mod + 1 : f->module;
+    fprintf(out, "%s[0x%016" PRIx64 "] ", indent, address);
+    if (f->function)
+        fputs(f->function, out);
+    else if (mod)
+        fprintf(out, "%s+0x%" PRIx64, mod, f->offset);
+    else
+        fputs("??", out);
+    if (f->inlined)
+        fputs(" [inlined]", out);
+    if (f->file && f->line > 0)
+        fprintf(out, " (%s:%d)", f->file, f->line);
+    else if (f->file)
+        fprintf(out, " (%s)", f->file);
+    if (f->function && mod)
+        fprintf(out, " %s", mod);
+    fputc('\n', out);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report/report.h"
 
@@ -59,5 +60,9 @@ int sym_lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, in
 const char *sym_warnings(struct symbolizer *s);
 
 void sym_close(struct symbolizer *s);
+
+/* One symbolized frame as the text reports show it, on one line after
+ * `indent`: "[0x...] function [inlined] (file:line) module". */
+void sym_print_frame(FILE *out, const char *indent, uint64_t address, const struct sym_frame *f);
 
 #endif
