@@ -54,6 +54,22 @@ typedef struct enc_state {
     int open;       /* a file is begun and not yet finished */
 } enc_state;
 
+/* The session's dropped and fired counts now (a fork child inherits the
+ * parent's: they are taken as baselines). */
+static void session_counts(uint64_t *lost, uint64_t *fired)
+{
+    xe_session_info info;
+    memset(&info, 0, sizeof info);
+    if (trace_session)
+        xe_session_info_get(trace_session, &info);
+    *lost = info.dropped_event_count;
+    *fired = info.events_delivered + info.dropped_event_count;
+}
+static uint64_t process_lost0;   /* the session's dropped count when this process's tracing began */
+/* The session's counts when the current file began: the end of the one
+ * before, or this process's start (a fork child's: the fork). */
+static uint64_t file_lost0, file_fired0;
+
 static int host_write(void *ctx, const void *buf, size_t n)
 {
     enc_state *e = ctx;
@@ -205,12 +221,12 @@ static void enc_end(void *st)
     if (!e->open)
         return;
     e->open = 0;
-    xe_session_info info;
-    memset(&info, 0, sizeof info);
-    if (trace_session)
-        xe_session_info_get(trace_session, &info);
+    uint64_t lost, fired;
+    session_counts(&lost, &fired);
     static const char *const names[] = {"events_lost", "events_fired"};
-    uint64_t values[] = {info.dropped_event_count, info.events_delivered + info.dropped_event_count};
+    uint64_t values[] = {lost - file_lost0, fired - file_fired0};
+    file_lost0 = lost;
+    file_fired0 = fired;
     (void)mt_trace_write_finish(e->w, names, values, 2);
     mt_trace_write_stats ws;
     mt_trace_write_get_stats(e->w, &ws);
@@ -398,9 +414,10 @@ void mt_trace_report(void)
     mt_out_str(&o, "trace: ");
     mt_out_u64(&o, files_events);
     mt_out_str(&o, " events, ");
-    mt_out_u64(&o, info.dropped_event_count + files_lost_errors);
+    uint64_t dropped = info.dropped_event_count - process_lost0;
+    mt_out_u64(&o, dropped + files_lost_errors);
     mt_out_str(&o, " lost");
-    if (info.dropped_event_count)
+    if (dropped)
         mt_out_str(&o, " (the buffer was full: a bigger trace_buffer, or trace_loss=wait, keeps them)");
     if (files_lost_errors)
         mt_out_str(&o, " (writing failed)");
@@ -453,6 +470,8 @@ void mt_trace_after_fork_child(void)
     if (!trace_session)
         return;
     files_events = files_bytes = files_lost_errors = 0;
+    session_counts(&process_lost0, &file_fired0);
+    file_lost0 = process_lost0;
     char path[MT_PATH_MAX];
     /* A template without %p would name the parent's file: add the pid. */
     if (mt_report_path(NULL, path, sizeof path) != 0 || strcmp(path, trace_path) == 0) {

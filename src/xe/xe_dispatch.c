@@ -163,8 +163,9 @@ static int producers_busy(xe_session *s)
  * than every held one is either queued or in the hands of a producer in
  * its slow path (it seals and queues before it leaves); with none in
  * flight and the queue empty, a missing seq will never come (a fork), and
- * the oldest held one goes next. */
-static void deliver_held(xe_session *s)
+ * the oldest held one goes next. `force` (the stop's last drain, after
+ * every producer left): whatever is held goes, oldest first. */
+static void deliver_held(xe_session *s, int force)
 {
     while (s->nheld) {
         uint32_t best = 0;
@@ -173,7 +174,7 @@ static void deliver_held(xe_session *s)
                 best = i;
         uint32_t idx = s->held[best];
         uint64_t seq = xe_buf(s, idx)->seq;
-        if (seq && s->next_seq && seq != s->next_seq &&
+        if (!force && seq && s->next_seq && seq != s->next_seq &&
             (producers_busy(s) || (atomic_load(&s->queue.head) & 0xffffffffu)))
             return;
         int reuse = process(s, idx);
@@ -203,7 +204,7 @@ static int drain_ordered(xe_session *s)
             at = next;
         }
         uint32_t before = s->nheld;
-        deliver_held(s);
+        deliver_held(s, 0);
         if (s->nheld == before)
             return any;
         any = 1;
@@ -272,6 +273,8 @@ static void *dispatcher(void *arg)
                 seal_current(s, &s->parts[i], stop);
             wait_producers(s);
             drain(s);
+            if (stop && s->ordered)
+                deliver_held(s, 1);
             atomic_store(&s->flush_done, freq);
             xe_futex_wake(&s->flush_done);
             if (stop)

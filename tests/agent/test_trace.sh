@@ -111,6 +111,18 @@ done
 expect_eq "trace: fork of a busy process: each child's trace has its 9 allocations only" \
     " 9/0/9 9/0/9 9/0/9 9/0/9 9/0/9" "$fbkids"
 
+# The same with a small buffer that loses the parent's events: the children's
+# traces do not count the parent's losses.
+run_mt "$MT" run --mode trace --trace-buffer 192KB -o "$T/fl.%p.mtt" -- "$TR" forkbusy
+flparent=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
+fllost=""
+for f in "$T"/fl.*.mtt; do
+    [ "$f" = "$T/fl.$flparent.mtt" ] && continue
+    "$MT" analyze --json "$f" >"$T/fl.json" 2>/dev/null
+    fllost="$fllost $(json_get "$T/fl.json" "int(j['events_lost'] <= 9 - j['allocs'])")"
+done
+expect_match "trace: fork children's traces count only their own losses (at most their 9)" "^( 1)+$" "$fllost"
+
 # --- exec: the image before keeps its trace, the one after writes its own ------------
 run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
 shpid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
