@@ -52,6 +52,14 @@ show_err() { # LOGFILE
     if [ -s "$1" ]; then tail -n 15 "$1" | sed 's/^/    | /'; fi
 }
 
+# The bare run just made (col_bare) failed with status $rc: say so and mark
+# the workload failed (the caller returns). WHEN ends the first line.
+bare_failed() { # NAME WHEN
+    echo "   FAILED: the bare workload exited with status $rc$2"
+    show_err "$TMP/bare.err"
+    status=1; summary_lines+=("$1: FAILED bare (status $rc)")
+}
+
 group() { # 1912345 -> 1,912,345
     local n=$1 out=""
     [[ $n =~ ^[0-9]+$ ]] || { echo "$n"; return; }

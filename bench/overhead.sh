@@ -162,19 +162,11 @@ bench_workload() {
 
     # Warm-up: page cache, and a first check that the workload runs at all.
     col_bare "$@"
-    if [ "$rc" -ne 0 ]; then
-        echo "   FAILED: the bare workload exited with status $rc; workload skipped"
-        show_err "$TMP/bare.err"
-        status=1; summary_lines+=("$name: FAILED bare (status $rc)"); return
-    fi
+    if [ "$rc" -ne 0 ]; then bare_failed "$name" "; workload skipped"; return; fi
     local ht=$use_heaptrack
     for ((i = 1; i <= runs; i++)); do
         col_bare "$@"
-        if [ "$rc" -ne 0 ]; then
-            echo "   FAILED: the bare workload exited with status $rc (run $i)"
-            show_err "$TMP/bare.err"
-            status=1; summary_lines+=("$name: FAILED bare (status $rc)"); return
-        fi
+        if [ "$rc" -ne 0 ]; then bare_failed "$name" " (run $i)"; return; fi
         t_bare+=("$elapsed")
 
         local mode

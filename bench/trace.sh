@@ -204,18 +204,10 @@ record_workload() {
 
     col_bare() { run_timed "$TMP/bare.err" "$@"; }
     col_bare "$@"
-    if [ "$rc" -ne 0 ]; then
-        echo "   FAILED: the bare workload exited with status $rc; workload skipped"
-        show_err "$TMP/bare.err"
-        status=1; summary_lines+=("$name: FAILED bare (status $rc)"); return
-    fi
+    if [ "$rc" -ne 0 ]; then bare_failed "$name" "; workload skipped"; return; fi
     for ((i = 1; i <= runs; i++)); do
         col_bare "$@"
-        if [ "$rc" -ne 0 ]; then
-            echo "   FAILED: the bare workload exited with status $rc (run $i)"
-            show_err "$TMP/bare.err"
-            status=1; summary_lines+=("$name: FAILED bare (status $rc)"); return
-        fi
+        if [ "$rc" -ne 0 ]; then bare_failed "$name" " (run $i)"; return; fi
         t_bare+=("$elapsed")
 
         local kind
