@@ -90,6 +90,14 @@ MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
     return mmap(addr, len, prot, flags, fd, off);
 }
 
+/* The category the table gives the range at addr (MT_CAT_MMAP if none):
+ * an unmap event's. With the table lock held. */
+static unsigned range_category(const void *addr)
+{
+    size_t i = mt_vm_first_after((uintptr_t)addr);
+    return i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)addr ? mt_vm_table[i].cat : MT_CAT_MMAP;
+}
+
 MT_EXPORT int munmap(void *addr, size_t len)
 {
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
@@ -99,10 +107,7 @@ MT_EXPORT int munmap(void *addr, size_t len)
     int rc = (int)syscall(SYS_munmap, addr, len);
     if (rc == 0) {
         int saved = errno;
-        /* The event's category: the range's, as the table had it. */
-        size_t i = mt_vm_first_after((uintptr_t)addr);
-        if (i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)addr)
-            cat = mt_vm_table[i].cat;
+        cat = range_category(addr);   /* the event's: the range's, as the table had it */
         mt_vm_forget((uintptr_t)addr, PAGE_UP((uintptr_t)addr + len));
         errno = saved;
     }
@@ -124,10 +129,7 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
     if (mt_t.vm_locked || !vm_tracking())
         return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     mt_vm_lock();
-    unsigned cat = MT_CAT_MMAP;
-    size_t i = mt_vm_first_after((uintptr_t)old);
-    if (i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)old)
-        cat = mt_vm_table[i].cat;
+    unsigned cat = range_category(old);
     void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     /* oldlen 0 (a second mapping of shared memory) and MREMAP_DONTUNMAP
      * leave the old range mapped. */
