@@ -353,10 +353,8 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
             mt_site_count(site, (int64_t)n, MT_SITE_ALLOC);
         }
     }
-    if (mt_site_opt.trace)
-        mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, tag, old_site);
-    else
-        mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, 0, 0);
+    int trace = mt_site_opt.trace;
+    mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, trace ? tag : 0, trace ? old_site : 0);
     return np;
 }
 
