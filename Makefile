@@ -167,11 +167,13 @@ check: deps
 deps:
 	bash scripts/deps.sh
 
-demo: all
-	bash scripts/demo.sh
+# demo.sh installs what is missing, then builds: nothing is compiled first.
+demo:
+	BUILD=$(BUILD) bash scripts/demo.sh
 
-bench: all
+bench:
 	bash scripts/deps.sh --bench
+	$(MAKE) all
 	bash bench/overhead.sh
 	bash bench/xe.sh
 	BUILD=$(BUILD) bash bench/trace.sh
@@ -200,7 +202,8 @@ $(LTTNG_BENCH): bench/lttng/lttng_fire.c bench/lttng/lttng_tp.c bench/lttng/memt
 bench-xe: $(XE_BENCH)
 bench-lttng: $(LTTNG_BENCH)
 
-install: all
+install: deps
+	$(MAKE) all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/memtrail
 	install -m 755 $(AGENT) $(STUB) $(DESTDIR)$(PREFIX)/lib/
