@@ -103,6 +103,13 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason);
 void mt_report_after_fork_child(void);
 /* Keeps /proc/self/cmdline as it was at start-up. */
 void mt_report_capture_cmdline(void);
+/* At start-up: opens the output's directory and keeps it (safe_file.h),
+ * so reports reach it after a chroot, a chdir or an id change. */
+void mt_report_open_dir(void);
+/* setid.c, before the process changes its user or group ids: creates
+ * this process's report file now, to be written in place at exit (the new
+ * ids may not create files in the output directory). */
+void mt_report_before_setid(void);
 
 /* Own memory from mmap, counted as overhead. */
 void *mt_os_alloc(size_t size);

@@ -1,5 +1,13 @@
 /* report_write.c — writes the summary report (docs/report-format.md)
- * with open/write/rename and a stack buffer: no malloc, no stdio. */
+ * through safe_file (a private temporary renamed into place, never through
+ * a symbolic link or over what is not the user's) and a static buffer: no
+ * malloc, no stdio.
+ *
+ * The output directory is opened at start-up, so a program that chroots
+ * or changes directory still writes there. A process about to change its
+ * user or group ids (setid.c) creates its report file first, while it
+ * still may, and writes it in place at exit: the new ids often cannot
+ * create files in that directory (a server's workers dropping root). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -17,6 +25,8 @@
 #include "agent/site.h"
 #include "agent/vm.h"
 #include "common/out.h"
+#include "common/safe_file.h"
+#include <sys/stat.h>
 
 /* Expands %p (pid), %e (program name) and %% into out. 0 or -ENAMETOOLONG. */
 static int expand_path(const char *tmpl, char *out, size_t cap)
@@ -114,7 +124,8 @@ static struct {
     char tmp[MT_PATH_MAX + 64];
     char buf[4096];
     char exe[MT_PATH_MAX];
-    char msg[MT_PATH_MAX + 128];
+    char msg[MT_PATH_MAX + 192];
+    mt_file file;
     mt_catsum sum[MT_NSLOT];
     mt_vm_sum vm[MT_NCAT];
     mt_vm_process proc;
@@ -128,9 +139,37 @@ static int64_t now_ns(clockid_t clock)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The report file made before an id change (mt_report_before_setid),
+ * this process's only: a fork child closes its copy. */
+static struct {
+    pid_t pid;                  /* 0: none */
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    char path[MT_PATH_MAX];
+} kept = {.fd = -1};
+
+/* Still the file we made? The program may have closed every descriptor,
+ * and its number may now be one of the program's own. */
+static int kept_valid(void)
+{
+    struct stat st;
+    return kept.fd >= 0 && fstat(kept.fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == kept.dev &&
+           st.st_ino == kept.ino;
+}
+
 /* A fork child has only the forking thread: a report another thread was
  * writing at that moment will never finish there. */
-void mt_report_after_fork_child(void) { atomic_flag_clear_explicit(&w_busy, memory_order_release); }
+void mt_report_after_fork_child(void)
+{
+    atomic_flag_clear_explicit(&w_busy, memory_order_release);
+    if (kept.pid && kept.pid != getpid()) {
+        if (kept_valid())
+            close(kept.fd);
+        kept.fd = -1;
+        kept.pid = 0;
+    }
+}
 
 static int take_buffers(void)
 {
@@ -304,25 +343,6 @@ static void write_report(mt_out *o, const char *reason)
     mt_out_str(o, "\nend\n");
 }
 
-/* PATH.tmp.PID.TID, created exclusively: writers never share it, and a
- * planted symlink is not followed. */
-static int open_tmp(void)
-{
-    mt_out o;
-    mt_out_init(&o, w.tmp, sizeof w.tmp, -1);
-    mt_out_str(&o, w.path);
-    mt_out_str(&o, ".tmp.");
-    mt_out_u64(&o, (uint64_t)getpid());
-    mt_out_char(&o, '.');
-    mt_out_u64(&o, (uint64_t)syscall(SYS_gettid));
-    mt_out_cstr(&o);
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-    int fd = open(w.tmp, flags, 0644);
-    if (fd < 0 && errno == EEXIST && unlink(w.tmp) == 0) /* left by a killed writer */
-        fd = open(w.tmp, flags, 0644);
-    return fd < 0 ? -errno : fd;
-}
-
 /* A thread cancelled inside a report (open, read and write are cancellation
  * points) would leave the report buffers and the VM table locked. */
 static int no_cancel(void)
@@ -342,6 +362,39 @@ int mt_report_write_to(const char *path_template, const char *reason)
     return rc;
 }
 
+/* The report into the file made before an id change: from its start,
+ * then cut to what was written. */
+static int write_in_place(const char *reason)
+{
+    if (lseek(kept.fd, 0, SEEK_SET) != 0)
+        return -errno;
+    mt_out o;
+    mt_out_init(&o, w.buf, sizeof w.buf, kept.fd);
+    write_report(&o, reason);
+    int rc = mt_out_flush(&o);
+    off_t end = lseek(kept.fd, 0, SEEK_CUR);
+    if (rc == 0 && (end < 0 || ftruncate(kept.fd, end) != 0))
+        rc = -errno;
+    return rc;
+}
+
+/* Through safe_file: a temporary, renamed over the name when complete. */
+static int write_new(const char *reason)
+{
+    int rc = mt_file_begin_path(&w.file, w.path);
+    if (rc < 0)
+        return rc;
+    mt_out o;
+    mt_out_init(&o, w.buf, sizeof w.buf, w.file.fd);
+    write_report(&o, reason);
+    rc = mt_out_flush(&o);
+    if (rc < 0) {
+        mt_file_abort(&w.file);
+        return rc;
+    }
+    return mt_file_commit(&w.file);
+}
+
 static int report_write_to(const char *path_template, const char *reason)
 {
     int saved_errno = errno;
@@ -352,30 +405,21 @@ static int report_write_to(const char *path_template, const char *reason)
         goto out;
     }
     rc = expand_path(path_template ? path_template : mt_opt.output, w.path, sizeof w.path);
-    int fd = rc == 0 ? open_tmp() : rc;
-    if (fd >= 0) {
-        mt_out o;
-        mt_out_init(&o, w.buf, sizeof w.buf, fd);
-        write_report(&o, reason);
-        rc = mt_out_flush(&o);
-        if (close(fd) < 0 && rc == 0)
-            rc = -errno;
-        if (rc == 0 && rename(w.tmp, w.path) < 0)
-            rc = -errno;
-        if (rc < 0)
-            unlink(w.tmp);
-    } else {
-        rc = fd;
-    }
+    int changed_ids = kept.pid == getpid();
+    if (rc == 0)
+        rc = changed_ids && strcmp(kept.path, w.path) == 0 && kept_valid() ? write_in_place(reason)
+                                                                           : write_new(reason);
     if (rc < 0) {
-        /* strerrordesc_np: no locale, no allocation (safe in a handler). */
+        /* strerrordesc_np (through mt_file_strerror): no locale, no
+         * allocation (safe in a handler). */
         mt_out o;
         mt_out_init(&o, w.msg, sizeof w.msg, -1);
         mt_out_str(&o, "cannot write the report to ");
         mt_out_str(&o, rc == -ENAMETOOLONG ? "(path too long)" : w.path);
         mt_out_str(&o, ": ");
-        const char *why = strerrordesc_np(-rc);
-        mt_out_str(&o, why ? why : "error");
+        mt_out_str(&o, mt_file_strerror(rc));
+        if (changed_ids && (rc == -EACCES || rc == -EPERM))
+            mt_out_str(&o, " (the process changed its user or group id)");
         mt_say(mt_out_cstr(&o));
     }
     atomic_flag_clear_explicit(&w_busy, memory_order_release);
@@ -383,6 +427,42 @@ out:
     mt_t.in_agent--;
     errno = saved_errno;
     return rc;
+}
+
+void mt_report_before_setid(void)
+{
+    if (!atomic_load(&mt_hot) || mt_site_opt.trace || !mt_own_process() || kept.pid == getpid())
+        return;
+    int old = no_cancel();
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    if (take_buffers() == 0) {
+        int fd = expand_path(mt_opt.output, w.path, sizeof w.path) == 0 ? mt_file_open_stream(&w.file, w.path) : -1;
+        struct stat st;
+        if (fd >= 0 && fstat((fd = mt_file_fd_high(fd)), &st) == 0) {
+            kept.fd = fd;
+            kept.dev = st.st_dev;
+            kept.ino = st.st_ino;
+            memcpy(kept.path, w.path, sizeof kept.path);
+            kept.pid = getpid();
+        } else if (fd >= 0) {
+            close(fd);
+        }
+        /* On failure the report at exit tries the usual way, and says why. */
+        atomic_flag_clear_explicit(&w_busy, memory_order_release);
+    }
+    mt_t.in_agent--;
+    errno = saved_errno;
+    pthread_setcancelstate(old, NULL);
+}
+
+void mt_report_open_dir(void)
+{
+    /* A directory part with %p or %e differs between processes: those
+     * are looked up at each report. */
+    const char *slash = strrchr(mt_opt.output, '/');
+    if (slash && !memchr(mt_opt.output, '%', (size_t)(slash - mt_opt.output)))
+        (void)mt_file_outdir_set(mt_opt.output, 1);
 }
 
 static int report_to_fd(int fd, const char *reason, int sites)

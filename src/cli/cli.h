@@ -8,6 +8,7 @@
 #define MT_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
@@ -53,10 +54,35 @@ int run_check_program(const char *path, const char *shown);
 struct report_scale;
 int cli_output_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale);
 
-/* After printing to stdout (prc: the printer's 0, -ENOMEM or -EIO):
- * flushes, and turns a failure into one error line. The exit code.
- * (detail_cmd.c) */
+/* Output (output.c). After printing to stdout (prc: the printer's 0,
+ * -ENOMEM or -EIO): flushes, and turns a failure into one error line
+ * ("cannot write to standard output: ..."). The exit code. */
 int cli_write_status(int prc);
+/* Standard output failed with errno err: says so (once) and returns
+ * CLI_FAILED. */
+int cli_stdout_failed(int err);
+/* At exit (main): flushes and closes stdout; a failure not told yet is
+ * told, and turns status 0 into 1. Returns the exit status. */
+int cli_close_stdout(int status);
+/* A file a command writes (-o FILE), or stdout for NULL or "-": through
+ * safe_file (common/safe_file.h), to a temporary renamed into place by
+ * cli_out_close. Write to o->f. */
+struct mt_file;
+struct cli_out {
+    FILE *f;
+    const char *name;       /* the path, or "standard output" */
+    int is_stdout;
+    struct mt_file *file;   /* NULL for stdout */
+};
+/* 0, or CLI_FAILED after one line naming the file and why (a symbolic
+ * link, a device, another user's file, a directory that cannot be written). */
+int cli_out_open(struct cli_out *o, const char *path);
+/* Finishes o. ok 0: the command failed before finishing (and said why):
+ * the temporary is removed, CLI_FAILED. Otherwise prc is the writer's
+ * result (0, -ENOMEM, -EIO): on any failure of the writer, the flush, the
+ * close or the rename, the file is left as it was before, one line says
+ * why, and the result is CLI_FAILED; else CLI_OK. */
+int cli_out_close(struct cli_out *o, int ok, int prc);
 
 /* True for "-h" and "--help". */
 int cli_is_help(const char *arg);

@@ -100,11 +100,7 @@ int cmd_diff(int argc, char **argv)
         } else {
             int prc = json ? report_diff_print_json(stdout, &base, &cur)
                            : report_diff_print_text(stdout, &base, &cur, &scale);
-            errno = 0;
-            if (prc == -ENOMEM)
-                status = cli_error("out of memory");
-            else if (fflush(stdout) != 0 || prc < 0)
-                status = cli_error("cannot write the diff to stdout: %s", strerror(errno ? errno : EIO));
+            status = cli_write_status(prc);
         }
         if (brc < 0)
             status = cli_error("%s", base_err);

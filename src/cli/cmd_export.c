@@ -43,7 +43,9 @@ static const char export_usage[] =
     "\n"
     "Options:\n"
     "  --format FORMAT   folded, pprof or json (required)\n"
-    "  -o, --output OUT  the output file (- for stdout)\n"
+    "  -o, --output OUT  the output file (- for stdout); written whole or not at\n"
+    "                    all, never through a symbolic link or over anything but\n"
+    "                    a regular file of yours (see docs/cli.md)\n"
     "  --value COUNTER   folded: the counter shown, one of live_bytes (default),\n"
     "                    live_count, peak_bytes, allocs, frees, reallocs,\n"
     "                    allocated_bytes; pprof: the default sample type, one\n"
@@ -128,14 +130,19 @@ int cmd_export(int argc, char **argv)
         output = derived;
     }
     bool to_stdout = !output || strcmp(output, "-") == 0;
-    const char *shown_out = to_stdout ? "stdout" : output;
 
+    /* The output first: a target that cannot be written (a symbolic link,
+     * a device, another user's file) is refused before any work. */
+    struct cli_out out;
+    if (cli_out_open(&out, output) != CLI_OK) {
+        free(derived);
+        return CLI_FAILED;
+    }
     struct report r;
     char err[REPORT_ERR_MAX];
     int rrc = from_stdin ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
                          : analyze_read_any(file, &r, err, sizeof err);  /* a report or a trace */
     int status = CLI_OK;
-    FILE *out = NULL;
     struct symbolizer *sym = NULL;
     if (rrc < 0 && rrc != -ENODATA) {
         status = cli_error("%s", err);
@@ -157,25 +164,12 @@ int cmd_export(int argc, char **argv)
         status = cli_error("out of memory");
         goto done;
     }
-    out = to_stdout ? stdout : fopen(output, "wb");
-    if (!out) {
-        status = cli_error("cannot write %s: %s", output, strerror(errno));
-        goto done;
-    }
     struct detail_options all_sites = {0};
-    int xrc = format == FORMAT_FOLDED ? export_folded(out, &r, sym, value)
-            : format == FORMAT_JSON   ? detail_print_json(out, &r, sym, &all_sites)
-                                      : export_pprof(out, &r, sym, value, from_stdin ? "(stdin)" : file);
-    errno = 0;
-    int crc = to_stdout ? fflush(out) : fclose(out);
-    int werr = errno ? errno : EIO;
-    out = NULL;
-    if (xrc == -ENOMEM)
-        status = cli_error("out of memory");
-    else if (xrc < 0 || crc != 0)
-        status = cli_error("cannot write %s: %s", shown_out, strerror(xrc < 0 && xrc != -EIO ? -xrc : werr));
-    if (status != CLI_OK && !to_stdout)
-        unlink(output);     /* no half-written profile */
+    int xrc = format == FORMAT_FOLDED ? export_folded(out.f, &r, sym, value)
+            : format == FORMAT_JSON   ? detail_print_json(out.f, &r, sym, &all_sites)
+                                      : export_pprof(out.f, &r, sym, value, from_stdin ? "(stdin)" : file);
+    /* Only a complete file replaces what was there. */
+    status = cli_out_close(&out, 1, xrc);
     const char *warnings = sym_warnings(sym);
     for (const char *w = warnings; w && *w;) {
         const char *nl = strchr(w, '\n');
@@ -188,8 +182,8 @@ int cmd_export(int argc, char **argv)
     if (rrc == -ENODATA)
         status = cli_error("%s", err);
 done:
-    if (out && !to_stdout)
-        fclose(out);
+    if (status != CLI_OK)
+        cli_out_close(&out, 0, 0);
     if (sym)
         sym_close(sym);
     report_free(&r);

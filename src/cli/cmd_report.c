@@ -164,11 +164,7 @@ static int report_tree(char **args, int nargs, bool json, const struct report_sc
     if (rc == CLI_OK && nread > 0) {
         int prc = json ? report_tree_print_json(stdout, reports, names, nread)
                        : report_tree_print_text(stdout, reports, names, nread, scale);
-        errno = 0;
-        if (prc == -ENOMEM)
-            rc = cli_error("out of memory");
-        else if (fflush(stdout) != 0 || prc < 0)
-            rc = cli_error("cannot write the report to stdout: %s", strerror(errno ? errno : EIO));
+        rc = cli_write_status(prc);
     }
     for (size_t i = 0; i < nread; i++)
         report_free(&reports[i]);
@@ -262,11 +258,8 @@ static int report_main(int argc, char **argv, char **positional)
         printf("Detail report: 'memtrail report detail %s' shows its %zu allocation sites with their stacks.\n",
                path, r.nsites);
     report_free(&r);
-    if (prc == -ENOMEM)
-        return cli_error("out of memory");
-    errno = 0;
-    if (fflush(stdout) != 0 || prc < 0)
-        return cli_error("cannot write the report to stdout: %s", strerror(errno ? errno : EIO));
+    if (cli_write_status(prc) != CLI_OK)
+        return CLI_FAILED;
     if (rc < 0)
         return cli_error("%s", err);
     return CLI_OK;

@@ -4,6 +4,7 @@
  * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its report or trace went, and
  * exits with CMD's own status (128+N when signal N killed it). */
 #include "cli/cli.h"
+#include "common/safe_file.h"
 #include "report/report.h"
 #include "xe/xe_plan.h"
 
@@ -47,6 +48,9 @@ static const char run_usage[] =
     "                   memtrail.%p.mtt for a trace);\n"
     "                   %p is the pid, %e the program name, %% a percent sign.\n"
     "                   With %p, each forked child writes its own report.\n"
+    "                   FILE is written whole (a temporary renamed into place),\n"
+    "                   never through a symbolic link or over anything but a\n"
+    "                   regular file of yours; '-' is refused (docs/cli.md)\n"
     "  --trace-buffer SIZE\n"
     "                   trace mode: the event buffer between the program and the\n"
     "                   thread that compresses and writes (default 64MB)\n"
@@ -243,6 +247,7 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 }
 
 struct launch {
+    const char *what;       /* "report" or "trace", for messages */
     const char *path;       /* the resolved program */
     char **argv;            /* its arguments, argv[0] as the user wrote it */
     const char *out_abs;    /* the output template, absolute */
@@ -324,8 +329,14 @@ static int launch(const struct launch *l, struct outcome *o)
     o->report = expand_output(l->out_abs, pid, l->prog);
     struct stat before;
     bool existed = o->report && stat(o->report, &before) == 0;
-    ssize_t w = write(go[1], "g", 1);
-    (void)w;    /* if the child is gone, waitpid tells */
+    /* The agent will refuse a name that is a symbolic link, a device, a
+     * FIFO, a directory or another user's file (safe_file.h): say so now,
+     * and run nothing (the child, never sent the go byte, exits). */
+    int target = o->report ? mt_file_check(AT_FDCWD, o->report) : 0;
+    if (target == 0) {
+        ssize_t w = write(go[1], "g", 1);
+        (void)w;    /* if the child is gone, waitpid tells */
+    }
     close(go[1]);
     int exec_errno = 0;
     bool exec_failed = read_full(errp[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno;
@@ -350,6 +361,8 @@ static int launch(const struct launch *l, struct outcome *o)
 
     if (got < 0)
         return cli_error("waitpid: %s", strerror(wait_errno));
+    if (target < 0)
+        return cli_error("cannot write the %s to %s: %s", l->what, o->report, mt_file_strerror(target));
     if (exec_failed)
         return cli_error("cannot run %s: %s", l->argv[0], strerror(exec_errno));
     if (!o->report)
@@ -530,6 +543,8 @@ int cmd_run(int argc, char **argv)
         if (m > 0) {
             if (*value == '\0')
                 return cli_usage_error("run", "-o: empty file name");
+            if (strcmp(value, "-") == 0)
+                return cli_usage_error("run", "-o: '-' (standard output) is the program's: the report goes to a file");
             output = value;
             continue;
         }
@@ -601,7 +616,7 @@ int cmd_run(int argc, char **argv)
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
         clock_gettime(CLOCK_REALTIME_COARSE, &started);
-        struct launch l = { path, cmd, out_abs, prog };
+        struct launch l = { trace ? "trace" : "report", path, cmd, out_abs, prog };
         rc = launch(&l, &o);
     }
     if (rc == 0) {

@@ -68,16 +68,6 @@ static void print_warnings(struct symbolizer *s, const char *side)
     }
 }
 
-int cli_write_status(int prc)
-{
-    if (prc == -ENOMEM)
-        return cli_error("out of memory");
-    errno = 0;
-    if (fflush(stdout) != 0 || prc < 0)
-        return cli_error("cannot write to stdout: %s", strerror(errno ? errno : EIO));
-    return CLI_OK;
-}
-
 int detail_cli_print(const struct report *r, const char *name, bool json, const struct report_scale *scale,
                      const struct detail_options *o)
 {

@@ -105,7 +105,12 @@ static const struct command *find_command(const char *name)
     return NULL;
 }
 
-int main(int argc, char **argv)
+static int run_main(int argc, char **argv);
+
+/* Every exit goes through the check of standard output. */
+int main(int argc, char **argv) { return cli_close_stdout(run_main(argc, argv)); }
+
+static int run_main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);

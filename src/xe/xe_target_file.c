@@ -17,6 +17,7 @@
 #include "xe/xe.h"
 #include "xe/xe_internal.h"
 #include "xe/xe_util.h"
+#include "common/safe_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -256,9 +257,12 @@ static int file_open_next(file_state *s)
         s->fd = -1;
     }
     file_path(s, seq, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Never through a symbolic link, never truncating: a new file, renamed
+     * over an old one the user owns (safe_file.h). */
+    mt_file scratch;
+    int fd = mt_file_open_stream(&scratch, path);
     if (fd < 0) {
-        file_error(s, OP_OPEN, errno);
+        file_error(s, OP_OPEN, -fd);
         return -1;
     }
     s->fd = fd;
@@ -369,6 +373,9 @@ static const char *errno_name(uint64_t e)
     case EMFILE: return "EMFILE";
     case ENFILE: return "ENFILE";
     case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ELOOP: return "ELOOP";      /* a symbolic link: not followed */
+    case ENODEV: return "ENODEV";    /* not a regular file: left alone */
+    case EEXIST: return "EEXIST";    /* another user's file: not replaced */
     default: return NULL;
     }
 }

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 /* ---- event_file ---- */
@@ -214,7 +215,8 @@ static void test_stateful(void)
     destroy(t);
     CHECK("stateful encoder: destroyed with the target", st_one.destroyed == 1);
 
-    /* /dev/full: the header write fails; nothing crashes, errors counted. */
+    /* /dev/full: a device node is not a file the target may write (nor
+     * replace); nothing crashes, the error is counted. */
     if (access("/dev/full", W_OK) == 0) {
         xe_file_set_encoder(&stateful_encoder);
         t = make(&xe_target_event_file, "filename=/dev/full");
@@ -222,7 +224,7 @@ static void test_stateful(void)
         for (uint64_t i = 0; i < 5; i++)
             t->ops->deliver(t, &(xe_event){.value = i});
         t->ops->flush(t);
-        expect_view(t, "d['write_errors'] > 0, d['last_error']", "True write: ENOSPC");
+        expect_view(t, "d['write_errors'] > 0, d['last_error']", "True open: ENODEV");
         destroy(t);
     }
 }
@@ -311,14 +313,20 @@ static void test_file(void)
                 "2 11 0 0 open: ENOENT");
     destroy(t);
 
-    /* A full device: the header write fails with ENOSPC. */
+    /* A device node (/dev/full): refused at open, left as it is; the
+     * events are dropped and counted. */
     if (access("/dev/full", W_OK) == 0) {
+        struct stat before, after;
+        int had = stat("/dev/full", &before) == 0;
         t = make(&xe_target_event_file, "filename=/dev/full");
         for (int i = 0; i < 5; i++)
             t->ops->deliver(t, &(xe_event){.type = XE_EV_FREE});
         t->ops->flush(t);
-        expect_view(t, "d['write_errors'], d['events_dropped'], d['last_error']", "1 5 write: ENOSPC");
+        expect_view(t, "d['write_errors'], d['events_dropped'], d['last_error']", "1 5 open: ENODEV");
         destroy(t);
+        CHECK("event_file: /dev/full is still the device it was", had && stat("/dev/full", &after) == 0 &&
+                                                                     S_ISCHR(after.st_mode) &&
+                                                                     after.st_rdev == before.st_rdev);
     }
 
     /* A write failing part way (the file size limit, 10000 bytes): the
