@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -359,10 +360,13 @@ static uint64_t process_start_realtime_ns(void)
 static int written_by_earlier_image(const char *path, uint64_t started)
 {
     unsigned char h[40];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Only a regular file: a FIFO's open would wait for a writer (and a
+     * read take its data), a symbolic link is not ours. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, h, sizeof h);
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, h, sizeof h) : -1;
     close(fd);
     if (n != (ssize_t)sizeof h || memcmp(h, "MTTRACE", 8) != 0)
         return 0;

@@ -248,6 +248,7 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 
 struct launch {
     const char *what;       /* "report" or "trace", for messages */
+    bool trace;
     const char *path;       /* the resolved program */
     char **argv;            /* its arguments, argv[0] as the user wrote it */
     const char *out_abs;    /* the output template, absolute */
@@ -333,6 +334,9 @@ static int launch(const struct launch *l, struct outcome *o)
      * FIFO, a directory or another user's file (safe_file.h): say so now,
      * and run nothing (the child, never sent the go byte, exits). */
     int target = o->report ? mt_file_check(AT_FDCWD, o->report) : 0;
+    struct stat fifo;
+    if (target == -ENODEV && l->trace && lstat(o->report, &fifo) == 0 && S_ISFIFO(fifo.st_mode))
+        target = 0; /* a trace streams into a FIFO its reader has open */
     if (target == 0) {
         ssize_t w = write(go[1], "g", 1);
         (void)w;    /* if the child is gone, waitpid tells */
@@ -616,7 +620,7 @@ int cmd_run(int argc, char **argv)
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
         clock_gettime(CLOCK_REALTIME_COARSE, &started);
-        struct launch l = { trace ? "trace" : "report", path, cmd, out_abs, prog };
+        struct launch l = { trace ? "trace" : "report", trace, path, cmd, out_abs, prog };
         rc = launch(&l, &o);
     }
     if (rc == 0) {
