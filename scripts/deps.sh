@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
-# `make check`, zstd, clang's libFuzzer, python3, sqlite3 and heaptrack. Prints nothing and touches
+# `make check`, zstd, clang's libFuzzer, python3, sqlite3, nginx and curl
+# (a server whose workers drop root, for the output tests) and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -89,6 +90,9 @@ check() {
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.
     have_cmd protoc || want protobuf-compiler
     have_cmd go || want golang-go
+    # tests/agent/test_outputs.sh: a real server whose workers drop root.
+    have_cmd nginx || [ -x /usr/sbin/nginx ] || want nginx
+    have_cmd curl || want curl
 }
 
 SUDO=()

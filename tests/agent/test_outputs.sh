@@ -69,7 +69,7 @@ for n in $names; do
     fi
 done
 expect_eq "no report or trace went through a link" "precious data absent" \
-    "$(head -c 40 "$D/victim" | tr -c '[:print:]' '?') $(fingerprint "$D/made-through-link")"
+    "$(head -c 40 "$D/victim" | tr -c '[:print:]\n' '?') $(fingerprint "$D/made-through-link")"
 expect_eq "no temporary left behind" "" "$(ls "$D" | grep '\.tmp\.' || true)"
 
 # A crash report (trace mode writes it beside the trace, OUTPUT.mtr) at a planted link.
@@ -96,7 +96,7 @@ for ext in mtr mtt; do
     echo old >"$D/mine.$ext"; ln "$D/mine.$ext" "$D/mine.$ext.hard"
     agent "mode=$mode:output=$D/mine.$ext" /bin/sh -c 'echo hello'
     expect_eq "$mode over a file of ours: replaced; its hard link still holds the old content" \
-        "0 old" "$rc $(head -c 40 "$D/mine.$ext.hard" | tr -c '[:print:]' '?')"
+        "0 old" "$rc $(head -c 40 "$D/mine.$ext.hard" | tr -c '[:print:]\n' '?')"
 done
 expect_eq "report over a file of ours: the new report" "memtrail-report" "$(head -c 15 "$D/mine.mtr")"
 expect_eq "trace over a file of ours: the new trace" "MTTRACE" "$(head -c 7 "$D/mine.mtt")"
