@@ -281,7 +281,8 @@ static int file_open_next(file_state *s)
     xe_stat_add(&s->opened, 1);
     if (s->max_rollover && seq >= s->max_rollover) {
         file_path(s, seq - s->max_rollover, path, sizeof path);
-        (void)unlink(path);
+        if (mt_file_check(AT_FDCWD, path) == 0) /* still a regular file of ours, not a link planted since */
+            (void)unlink(path);
     }
     return 0;
 }
@@ -376,6 +377,7 @@ static const char *errno_name(uint64_t e)
     case ELOOP: return "ELOOP";      /* a symbolic link: not followed */
     case ENODEV: return "ENODEV";    /* not a regular file: left alone */
     case EEXIST: return "EEXIST";    /* another user's file: not replaced */
+    case ENXIO: return "ENXIO";      /* a FIFO nobody reads: not waited for */
     default: return NULL;
     }
 }
