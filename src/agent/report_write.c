@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,7 +26,6 @@
 #include "agent/vm.h"
 #include "common/out.h"
 #include "common/safe_file.h"
-#include <sys/stat.h>
 
 /* Expands %p (pid), %e (program name) and %% into out. 0 or -ENAMETOOLONG. */
 static int expand_path(const char *tmpl, char *out, size_t cap)
@@ -121,7 +120,6 @@ static void write_counts(mt_out *o, const mt_catsum *c)
  * writer on its own thread). */
 static struct {
     char path[MT_PATH_MAX];
-    char tmp[MT_PATH_MAX + 64];
     char buf[4096];
     char exe[MT_PATH_MAX];
     char msg[MT_PATH_MAX + 192];
