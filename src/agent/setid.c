@@ -6,7 +6,8 @@
  * `user nobody;`). The new user usually cannot create files where the
  * report goes, so the report at exit would fail. Before the change, while
  * the process still may, the agent creates its report file
- * (mt_report_before_setid), to be written in place at exit.
+ * (mt_report_before_setid), to be written in place at exit, and in trace
+ * mode has its trace file opened (mt_trace_before_setid).
  *
  * Only calls that change an effective (file-system) id, or the group list,
  * count: setuid(getuid()), a common way to drop a setuid bit that is not
@@ -21,6 +22,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/trace.h"
+
+/* Both files this process will write: the report (made now, written in
+ * place at exit) and the trace (opened now by delivering what is buffered). */
+static void before_change(void)
+{
+    mt_report_before_setid();
+    mt_trace_before_setid();
+}
 
 /* The next definition (libc's), looked up at the first call: the program
  * calls these long after start-up, never from inside malloc. */
@@ -50,13 +60,13 @@ typedef int (*id3_fn)(unsigned, unsigned, unsigned);
 static void before_uid(uid_t e)
 {
     if (e != (uid_t)-1 && e != geteuid())
-        mt_report_before_setid();
+        before_change();
 }
 
 static void before_gid(gid_t e)
 {
     if (e != (gid_t)-1 && e != getegid())
-        mt_report_before_setid();
+        before_change();
 }
 
 MT_EXPORT int setuid(uid_t uid)
@@ -136,7 +146,7 @@ MT_EXPORT int setgroups(size_t n, const gid_t *list)
 {
     typedef int (*groups_fn)(size_t, const gid_t *);
     NEXT(groups_fn, setgroups);
-    mt_report_before_setid();
+    before_change();
     return fn(n, list);
 }
 
@@ -144,6 +154,6 @@ MT_EXPORT int initgroups(const char *user, gid_t group)
 {
     typedef int (*init_fn)(const char *, gid_t);
     NEXT(init_fn, initgroups);
-    mt_report_before_setid();
+    before_change();
     return fn(user, group);
 }

@@ -458,6 +458,21 @@ void mt_trace_crash(void)
     mt_t.in_agent--;
 }
 
+/* Before the process changes its user or group ids (setid.c): deliver
+ * what is buffered now, so that this process's trace file is opened (if
+ * it is not yet) while the process may still create it. Threads share
+ * the change (glibc applies it to all), the writer thread included. */
+void mt_trace_before_setid(void)
+{
+    if (!trace_session || !mt_own_process())
+        return;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    (void)xe_session_flush(trace_session);
+    mt_t.in_agent--;
+    errno = saved_errno;
+}
+
 void mt_trace_after_failed_exec(void)
 {
     if (!trace_session || !mt_own_process())

@@ -52,6 +52,9 @@ void mt_trace_before_exec(void);
 void mt_trace_after_failed_exec(void);
 /* From the crash handler: the file finished with what was buffered. */
 void mt_trace_crash(void);
+/* setid.c: before an id change, the trace file is opened (by delivering
+ * what is buffered) while it still may be created. */
+void mt_trace_before_setid(void);
 /* In a fork child, before the sessions' own fork handling: the child's
  * events go to a file of its own. */
 void mt_trace_after_fork_child(void);

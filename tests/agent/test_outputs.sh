@@ -114,6 +114,17 @@ if [ "$is_root" = 1 ]; then
         kept_ok "$R/setid.$child.mtr" "$child" "$parent" 2000000
     expect_eq "setid: no error line" "" "$(grep memtrail <<<"$err" || true)"
 
+    # Trace mode: the trace file is opened before the drop.
+    agent "mode=trace:output=$R/tsetid.%p.mtt" "$P" setid 3000000 2000000
+    parent=$(awk '$1 == "parent" { print $2 }' <<<"$out"); child=$(awk '$1 == "child" { print $2 }' <<<"$out")
+    for p in "$parent" "$child"; do
+        want=3000000 who="the parent"
+        [ "$p" = "$child" ] && want=2000000 who="the child that dropped to nobody"
+        run_mt "$MT" analyze "$R/tsetid.$p.mtt" --json
+        expect_eq "setid, trace mode: the trace of $who, whole, with the $want bytes it keeps" "0 $p True" \
+            "$rc $(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); w=int(sys.argv[1]); print(j["pid"], j["complete"] and w <= j["live"]["bytes"] < w + 65536)' "$want" 2>&1)"
+    done
+
     agent "output=$R/jail.%p.mtr" "$P" jail "$T/jail" 3000000 2000000
     parent=$(awk '$1 == "parent" { print $2 }' <<<"$out"); child=$(awk '$1 == "child" { print $2 }' <<<"$out")
     check "jail: the parent's report" kept_ok "$R/jail.$parent.mtr" "$parent" - 3000000
@@ -133,13 +144,12 @@ pid=$(awk '$1 == "parent" { print $2 }' <<<"$out")
 check "closeall: the report, after every descriptor was closed and reused" kept_ok "$T/closeall.$pid.mtr" "$pid" - 3000000
 
 # --- nginx: a root master, workers as nobody -------------------------------------
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-if [ "$is_root" != 1 ]; then
-    skip "outputs: nginx" "not root"
-elif [ ! -x "$NGINX" ]; then
-    fail "outputs: nginx" "nginx missing (scripts/deps.sh installs it)"
-else
-    N=$T/nginx; mkdir -p "$N" "$T/ngreports"
+# nginx_run MODE EXT: nginx under memtrail run in that mode, one page
+# served, stopped with SIGQUIT; every process (master and workers) must
+# leave its file.
+nginx_run() {
+    local mode=$1 ext=$2 N=$T/nginx-$1 dest=$T/ng-$1 port page master workers p f who runner
+    mkdir -p "$N" "$dest"
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$N/nginx.conf" <<EOF
 daemon off;
@@ -162,27 +172,44 @@ http {
     }
 }
 EOF
-    timeout 120 "$MT" run -o "$T/ngreports/nginx.%p.mtr" -- "$NGINX" -c "$N/nginx.conf" -p "$N/" -e "$N/error.log" \
-        >"$N/run.out" 2>&1 & runner=$!
+    timeout 120 "$MT" run --mode "$mode" -o "$dest/nginx.%p.$ext" -- "$NGINX" -c "$N/nginx.conf" -p "$N/" \
+        -e "$N/error.log" >"$N/run.out" 2>&1 &
+    runner=$!
     page=
     for _ in $(seq 100); do
         page=$(curl -s "http://127.0.0.1:$port/") && [ -n "$page" ] && break
         sleep 0.1
     done
-    expect_eq "nginx under memtrail run: serves the page" "hello from nginx" "$page"
+    expect_eq "nginx ($mode): serves the page" "hello from nginx" "$page"
     master=$(cat "$N/nginx.pid" 2>/dev/null)
     workers=$(pgrep -P "${master:-0}" | sort -n | tr '\n' ' ')
-    expect_eq "nginx: 2 workers, running as nobody" "2 nobody nobody" \
-        "$(wc -w <<<"$workers") $(for w in $workers; do ps -o user= -p "$w"; done | tr '\n' ' ' | sed 's/ $//')"
+    expect_eq "nginx ($mode): 2 workers, running as nobody" "2 nobody nobody" \
+        "$(wc -w <<<"$workers") $(for p in $workers; do ps -o user= -p "$p"; done | tr '\n' ' ' | sed 's/ $//')"
     [ -n "$master" ] && kill -QUIT "$master"
     wait $runner
-    expect_eq "nginx: stopped gracefully (SIGQUIT), memtrail run exits 0" 0 "$?"
+    expect_eq "nginx ($mode): stopped gracefully (SIGQUIT), memtrail run exits 0" 0 "$?"
     for p in $master $workers; do
         who=worker; [ "$p" = "$master" ] && who=master
-        f=$T/ngreports/nginx.$p.mtr
-        expect_eq "nginx $who $p: its report, written at exit" "$p exit" "$(field "$f" pid) $(field "$f" reason)"
+        f=$dest/nginx.$p.$ext
+        if [ "$mode" = trace ]; then
+            run_mt "$MT" analyze "$f" --json
+            expect_eq "nginx ($mode) $who: its trace, whole, with its events" "0 $p True" \
+                "$rc $(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["pid"], j["complete"] and j["allocs"] > 0)' 2>&1)"
+        else
+            expect_eq "nginx ($mode) $who: its report, written at exit" "$p exit" "$(field "$f" pid) $(field "$f" reason)"
+        fi
     done
-    expect_eq "nginx: no report for anyone else, no temporary" "$(($(wc -w <<<"$workers") + 1))" "$(ls "$T/ngreports" | wc -l)"
-    expect_eq "nginx: no memtrail error in its log or on stderr" "" \
+    expect_eq "nginx ($mode): no file for anyone else, no temporary" "$(($(wc -w <<<"$workers") + 1))" \
+        "$(ls "$dest" | wc -l)"
+    expect_eq "nginx ($mode): no memtrail error in its log or on stderr" "" \
         "$(grep -h 'memtrail: cannot' "$N/error.log" "$N/run.out" || true)"
+}
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [ "$is_root" != 1 ]; then
+    skip "outputs: nginx" "not root"
+elif [ ! -x "$NGINX" ]; then
+    fail "outputs: nginx" "nginx missing (scripts/deps.sh installs it)"
+else
+    nginx_run summary mtr
+    nginx_run trace mtt
 fi
