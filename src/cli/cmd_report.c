@@ -230,16 +230,10 @@ static int report_main(int argc, char **argv, char **positional)
         positional++;
         npos--;
     }
-    /* A trace (memtrail run --mode trace) shows as a detail report unless
-     * 'summary' is asked for: its stacks are the sites. */
-    if (!view_given && npos == 1 && strcmp(positional[0], "-") != 0 && mt_trace_sniff(positional[0]) == 1)
-        detail = true;
-    if (detail_given && !detail)
-        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
     if (detail && npos > 1)
         return cli_usage_error("report", "'report detail' reads a single report (got %d files)", npos);
-    if (detail)
-        return detail_cli_report(positional[0], json, &scale, &dopt);
+    if (detail_given && (view_given || npos > 1) && !detail)
+        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
     const char *path = positional[0];
     if (npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
         for (int i = 0; i < npos; i++)
@@ -248,10 +242,27 @@ static int report_main(int argc, char **argv, char **positional)
         return report_tree(positional, npos, json, &scale);
     }
 
-    struct report r;
+    /* One input, opened once: a pipe or a FIFO cannot be read twice, so
+     * what it is (a report, a trace) is told from the bytes read ahead. */
+    struct report_input in;
     char err[REPORT_ERR_MAX];
-    int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                                    : analyze_read_any(path, &r, err, sizeof err);  /* a report or a trace */
+    int rc = report_input_open(path, &in, err, sizeof err);
+    if (rc < 0)
+        return cli_error("%s", err);
+    /* A trace (memtrail run --mode trace) shows as a detail report unless
+     * 'summary' is asked for: its stacks are the sites. */
+    if (!view_given && analyze_input_is_trace(&in))
+        detail = true;
+    if (detail_given && !detail) {
+        report_input_close(&in);
+        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
+    }
+    if (detail)
+        return detail_cli_report(&in, json, &scale, &dopt);
+
+    struct report r;
+    rc = analyze_read_input(&in, &r, err, sizeof err);     /* a report or a trace */
+    report_input_close(&in);
     if (rc < 0 && rc != -ENODATA) {
         report_free(&r);
         return cli_error("%s", err);
