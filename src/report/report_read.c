@@ -124,11 +124,13 @@ static int parse_cmdline(struct reader *rd, struct report *r, const char *value)
                 *o++ = '\n';
             else if (c == '\\')
                 *o++ = '\\';
-            else if (c == '\0')
-                return report_rd_fail(rd, -EBADMSG, "cmdline argument %zu ends in a lone backslash", i + 1);
-            else
+            else {
+                *o = '\0';     /* r keeps the argument as far as it was good */
+                if (c == '\0')
+                    return report_rd_fail(rd, -EBADMSG, "cmdline argument %zu ends in a lone backslash", i + 1);
                 return report_rd_fail(rd, -EBADMSG, "bad escape '\\%c' in cmdline (expected \\s, \\n or \\\\)",
                                       c >= 0x20 && c < 0x7f ? c : '?');
+            }
             j++;
         }
         *o = '\0';
