@@ -25,14 +25,14 @@ static const struct field site_fields[] = {
 
 /* --- detail mode: stack_depth, unwinder, module, site, sites -------------- */
 
-/* "0x" then 1 to 16 hex digits (either case). */
-static int parse_hex(struct reader *rd, const char *what, const char *value, uint64_t *out)
+/* "0x" then 1 to 16 significant hex digits (either case): 0, -EBADMSG
+ * (not that) or -ERANGE (more than 64 bits). No message: frames are parsed
+ * by the million. */
+static int hex_value(const char *value, uint64_t *out)
 {
-    char buf[48];
     const char *p = value;
     if (p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || p[2] == '\0')
-        return report_rd_fail(rd, -EBADMSG, "bad value '%s' for %s (expected 0x and hex digits)",
-                              report_rd_shown(value, buf), what);
+        return -EBADMSG;
     p += 2;
     uint64_t acc = 0;
     size_t digits = 0;
@@ -45,16 +45,28 @@ static int parse_hex(struct reader *rd, const char *what, const char *value, uin
         else if (*p >= 'A' && *p <= 'F')
             d = *p - 'A' + 10;
         else
-            return report_rd_fail(rd, -EBADMSG, "bad value '%s' for %s (expected 0x and hex digits)",
-                                  report_rd_shown(value, buf), what);
+            return -EBADMSG;
         if (acc || d)
             digits++;
         acc = acc << 4 | (uint64_t)d;
     }
     if (digits > 16)
-        return report_rd_fail(rd, -ERANGE, "value '%s' for %s does not fit in 64 bits", report_rd_shown(value, buf),
-                              what);
+        return -ERANGE;
     *out = acc;
+    return 0;
+}
+
+/* hex_value, with the message naming `what`. */
+static int parse_hex(struct reader *rd, const char *what, const char *value, uint64_t *out)
+{
+    char buf[48];
+    int rc = hex_value(value, out);
+    if (rc == -ERANGE)
+        return report_rd_fail(rd, -ERANGE, "value '%s' for %s does not fit in 64 bits",
+                              report_rd_shown(value, buf), what);
+    if (rc < 0)
+        return report_rd_fail(rd, -EBADMSG, "bad value '%s' for %s (expected 0x and hex digits)",
+                              report_rd_shown(value, buf), what);
     return 0;
 }
 
@@ -256,11 +268,11 @@ static int parse_frames(struct reader *rd, const char *value, struct report_site
             len = sizeof one - 1;   /* too long for a 64-bit value anyway: parse_hex says so */
         memcpy(one, p, len);
         one[len] = '\0';
-        char what[48];
-        snprintf(what, sizeof what, "frame %zu", i + 1);
-        int rc = parse_hex(rd, what, one, &site->frames[i]);
-        if (rc < 0)
-            return rc;
+        if (hex_value(one, &site->frames[i]) < 0) {
+            char what[48];
+            snprintf(what, sizeof what, "frame %zu", i + 1);
+            return parse_hex(rd, what, one, &site->frames[i]);
+        }
         site->nframes++;
         p += strcspn(p, ",");
         p += *p == ',';
