@@ -177,6 +177,14 @@ bench:
 	bash bench/overhead.sh
 	bash bench/xe.sh
 	BUILD=$(BUILD) bash bench/trace.sh
+	BUILD=$(BUILD) bash bench/readers.sh
+
+# The readers on large reports (bench/readers.sh): a real 524,288-site
+# detail report (report detail, query detail, diff, export) and a million
+# categories, each held to 5 s.
+.PHONY: bench-readers
+bench-readers: all
+	BUILD=$(BUILD) bash bench/readers.sh
 
 # Trace mode against heaptrack (bench/trace.sh): recording overhead, file
 # size per event, analysis speed and RSS, and a synthetic trace analysed
