@@ -232,10 +232,12 @@ static int report_main(int argc, char **argv, char **positional)
     }
     if (detail && npos > 1)
         return cli_usage_error("report", "'report detail' reads a single report (got %d files)", npos);
-    if (detail_given && (view_given || npos > 1) && !detail)
-        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
     const char *path = positional[0];
-    if (npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+    bool tree = npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    /* (a single file may be a trace, shown as 'report detail': known once it is opened) */
+    if (detail_given && !detail && (view_given || tree))
+        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
+    if (tree) {
         for (int i = 0; i < npos; i++)
             if (strcmp(positional[i], "-") == 0)
                 return cli_usage_error("report", "- (stdin) reads a single report, not one of several");
