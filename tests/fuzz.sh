@@ -4,7 +4,9 @@
 # What a target finds new is kept in build/fuzz/NAME.new/ (merge it into
 # the corpus with -merge=1 when it adds coverage); a crash, leak or timeout
 # stops the run with the input as build/fuzz/NAME-crash-*, and the exit
-# status is 1. FUZZ_ONLY=NAME runs one target.
+# status is 1. FUZZ_ONLY=NAME runs one target. FUZZ_MERGE=1 then adds what
+# the runs found that covers more to the committed corpus, as fuzz-SHA1
+# (libFuzzer's -merge=1: the smallest inputs that keep the coverage).
 #
 # The corpora (committed, replayed by `make check`):
 #   fuzz_read      tests/trace/corpus/          traces (make trace-corpus writes the seeds)
@@ -38,7 +40,23 @@ run() { # NAME CORPUS MAX_LEN
         echo "fuzz: $name: FINDING (log: $BUILD/fuzz/$name.log)"
         grep -E 'ERROR|SUMMARY|Test unit written' "$BUILD/fuzz/$name.log" | head -5 | sed 's/^/    /'
         status=1
+        return
     fi
+    [ "${FUZZ_MERGE:-0}" = 1 ] || return 0
+    local merged=$BUILD/fuzz/$name.merged f sum added=0
+    rm -rf "$merged"
+    mkdir -p "$merged"
+    "$bin" -merge=1 -max_len="$max_len" "$merged" "$corpus" "$new" >"$BUILD/fuzz/$name.merge.log" 2>&1
+    declare -A have=()
+    for f in "$corpus"/*; do have[$(sha1sum <"$f" | cut -c1-40)]=1; done
+    for f in "$merged"/*; do
+        [ -f "$f" ] || continue
+        sum=$(sha1sum <"$f" | cut -c1-40)
+        [ -n "${have[$sum]+x}" ] && continue
+        cp "$f" "$corpus/fuzz-$sum"
+        added=$((added + 1))
+    done
+    echo "fuzz: $name: $added inputs added to $corpus"
 }
 
 run fuzz_read tests/trace/corpus 65536

@@ -1,8 +1,11 @@
-/* report_read.c — the .mtr reader: turns a summary report file
- * (docs/report-format.md) into a struct report, strictly. Every problem is
- * one message naming the file and the line; a file cut short keeps every
- * line read before the cut. Unknown keys and fields are ignored, as the
- * format asks, so newer writers stay readable. */
+/* report_read.c — the .mtr reader: turns a report file
+ * (docs/report-format.md) into a struct report, strictly: the header, the
+ * lines (bounded in length), the summary's lines here, detail mode's in
+ * report_read_detail.c. Every problem is one message naming the file and
+ * the line; a file cut short keeps every line read before the cut. Unknown
+ * keys and fields are ignored, as the format asks, so newer writers stay
+ * readable. Duplicates are found through hash indexes (report_index.c):
+ * reading is linear in the file's size. */
 #include "report/report_read_int.h"
 
 #include <errno.h>
