@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (`make fuzz` builds them) for FUZZ_SECONDS each
 # (default 60), one after the other, starting from its committed corpus.
-# What a target finds new is kept in build/fuzz/NAME.new/ (merge it into
-# the corpus with -merge=1 when it adds coverage); a crash, leak or timeout
-# stops the run with the input as build/fuzz/NAME-crash-*, and the exit
+# What a target finds new is kept in build/fuzz/NAME.new/; a crash, leak
+# or timeout stops the run with the input as build/fuzz/NAME-crash-* (fix
+# it, then commit the input to the corpus as crash-WHAT), and the exit
 # status is 1. FUZZ_ONLY=NAME runs one target. FUZZ_MERGE=1 then adds what
 # the runs found that covers more to the committed corpus, as fuzz-SHA1
-# (libFuzzer's -merge=1: the smallest inputs that keep the coverage).
+# (libFuzzer's -set_cover_merge=1: a small set of inputs that keeps the
+# coverage).
 #
 # The corpora (committed, replayed by `make check`):
 #   fuzz_read      tests/trace/corpus/          traces (make trace-corpus writes the seeds)
@@ -46,7 +47,7 @@ run() { # NAME CORPUS MAX_LEN
     local merged=$BUILD/fuzz/$name.merged f sum added=0
     rm -rf "$merged"
     mkdir -p "$merged"
-    "$bin" -merge=1 -max_len="$max_len" "$merged" "$corpus" "$new" >"$BUILD/fuzz/$name.merge.log" 2>&1
+    "$bin" -set_cover_merge=1 -max_len="$max_len" "$merged" "$corpus" "$new" >"$BUILD/fuzz/$name.merge.log" 2>&1
     declare -A have=()
     for f in "$corpus"/*; do have[$(sha1sum <"$f" | cut -c1-40)]=1; done
     for f in "$merged"/*; do
