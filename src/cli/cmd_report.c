@@ -109,10 +109,17 @@ static int add_directory(struct file_list *l, const char *dir, bool *failed)
                 rc = -ENOMEM;
             else {
                 struct stat st;
-                if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
                     free(path);     /* a directory named *.mtr: not a report */
-                else if ((rc = list_add(l, path)) == 0)
+                } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+                    /* A FIFO or a device found in the directory (not named
+                     * by the user): opening it could wait for ever. */
+                    cli_error("%s: not a regular file; skipped", path);
+                    *failed = true;
+                    free(path);
+                } else if ((rc = list_add(l, path)) == 0) {
                     added++;
+                }
             }
         }
         free(names[i]);

@@ -150,3 +150,14 @@ contains inputs-not-trace-message "not a memtrail trace" "$(cat "$T/h.err")"
 : >"$T/empty"
 run_as stdin "$T/h" "$MT_ASAN" report @empty
 contains inputs-empty-stdin "(stdin): empty file" "$(cat "$T/h.err")"
+
+# A directory of reports holding a FIFO named like a report: the FIFO is
+# named and skipped (nothing writes to it: opening it would wait for ever),
+# the other reports are shown, exit 1.
+mkdir -p "$T/dir"
+cp "$T/s1.mtr" "$T/dir/a.mtr"
+mkfifo "$T/dir/b.mtr"
+run_mt timeout "$LIMIT" "$MT_ASAN" report "$T/dir"
+expect_eq inputs-dir-fifo-status 1 "$rc"
+contains inputs-dir-fifo-named "$T/dir/b.mtr: not a regular file; skipped" "$err"
+contains inputs-dir-fifo-others-shown "memtrail process tree: 1 report" "$out"
