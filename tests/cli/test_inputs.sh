@@ -161,3 +161,25 @@ run_mt timeout "$LIMIT" "$MT_ASAN" report "$T/dir"
 expect_eq inputs-dir-fifo-status 1 "$rc"
 contains inputs-dir-fifo-named "$T/dir/b.mtr: not a regular file; skipped" "$err"
 contains inputs-dir-fifo-others-shown "memtrail process tree: 1 report" "$out"
+
+# A report whose module path names a FIFO (nothing writes to it): the
+# symbolizer and the pprof exporter do not open it (they would wait for
+# ever); the module's frames stay module+offset, with a warning.
+rm -f "$T/modfifo"; mkfifo "$T/modfifo"
+cat >"$T/fifomod.mtr" <<EOT
+memtrail-report 1
+pid 1
+mode detail
+total live_bytes=16 live_count=1 peak_bytes=16 allocs=1 frees=0 reallocs=0
+stack_depth 4
+module 1 bias=0x400000 start=0x400000 end=0x500000 buildid=- path=$T/modfifo
+site 1 category=malloc live_bytes=16 live_count=1 peak_bytes=16 allocs=1 frees=0 reallocs=0 allocated_bytes=16 frames=0x401234
+sites count=1 dropped=0
+end
+EOT
+run_mt timeout "$LIMIT" "$MT_ASAN" report detail "$T/fifomod.mtr"
+expect_eq inputs-module-fifo-status 0 "$rc"
+contains inputs-module-fifo-warning "$T/modfifo: not a regular file; frames in it shown as module+offset" "$err"
+contains inputs-module-fifo-offset "[0x0000000000401234] modfifo+0x1234" "$out"
+run_mt timeout "$LIMIT" "$MT_ASAN" export "$T/fifomod.mtr" --format pprof -o "$T/fifomod.pb.gz"
+expect_eq inputs-module-fifo-pprof 0 "$rc"
