@@ -177,6 +177,14 @@ bench:
 	bash bench/overhead.sh
 	bash bench/xe.sh
 	BUILD=$(BUILD) bash bench/trace.sh
+	BUILD=$(BUILD) bash bench/readers.sh
+
+# The readers on large reports (bench/readers.sh): a real 524,288-site
+# detail report (report detail, query detail, diff, export) and a million
+# categories, each held to 5 s.
+.PHONY: bench-readers
+bench-readers: all
+	BUILD=$(BUILD) bash bench/readers.sh
 
 # Trace mode against heaptrack (bench/trace.sh): recording overhead, file
 # size per event, analysis speed and RSS, and a synthetic trace analysed
@@ -257,16 +265,65 @@ $(TRACE_CODEC_BENCH): bench/trace_codec.c tests/trace/trace_gen.h $(TRACE_SRC) $
 bench-trace-codec: $(TRACE_CODEC_BENCH)
 	$(TRACE_CODEC_BENCH)
 
-# The trace reader's fuzz target (libFuzzer, clang) and its corpus replay.
+# The fuzz targets (libFuzzer, clang) of the readers of untrusted text and
+# bytes, and their corpus replays under gcc's ASan+UBSan in `make check`:
+# traces (tests/trace/fuzz_read.c), reports with their printers and
+# exporters (tests/report/fuzz/), MEMTRAIL_OPTIONS (tests/agent/fuzz/),
+# session definitions and predicates (tests/xe/fuzz/). `make fuzz` builds
+# them all and runs each for FUZZ_SECONDS (tests/fuzz.sh); a crash stops it
+# with the input kept under build/fuzz/.
+FUZZ_CC     := clang
+FUZZ_FLAGS  := -std=gnu11 $(WARN) -Iinclude -Isrc -Itests -D_GNU_SOURCE -DFUZZING -O1 -g \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 60
 $(BUILD)/asan/tests/trace/test_corpus: tests/trace/fuzz_read.c
 FUZZ_READ := $(BUILD)/fuzz/fuzz_read
 $(FUZZ_READ): tests/trace/fuzz_read.c $(TRACE_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -Iinclude -Isrc -D_GNU_SOURCE -DFUZZING -O1 -g -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -o $@ tests/trace/fuzz_read.c $(TRACE_SRC) -lzstd -lpthread
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/trace/fuzz_read.c $(TRACE_SRC) -lzstd -lpthread
 
-.PHONY: fuzz
-fuzz: $(FUZZ_READ)
+# Reports: the reader and everything that prints or exports what it read.
+FUZZ_REPORT_SRC := $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(wildcard src/export/*.c)
+$(BUILD)/fuzz/fuzz_report: tests/report/fuzz/fuzz_report.c $(FUZZ_REPORT_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_REPORT_SRC) $(CLI_LIBS)
+$(BUILD)/asan/tests/report/test_fuzz_corpus: tests/report/fuzz/test_corpus.c tests/report/fuzz/fuzz_report.c \
+  tests/fuzz_replay.h tests/unit.h $(FUZZ_REPORT_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -Itests/report/fuzz -o $@ $< $(FUZZ_REPORT_SRC) $(CLI_LIBS)
+
+# MEMTRAIL_OPTIONS: the agent's parser alone (src/agent/options.c).
+FUZZ_OPTIONS_SRC := src/agent/options.c src/common/out.c src/xe/xe_plan.c
+$(BUILD)/fuzz/fuzz_options: tests/agent/fuzz/fuzz_options.c $(FUZZ_OPTIONS_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_OPTIONS_SRC)
+$(BUILD)/asan/tests/agent/test_fuzz_corpus: tests/agent/fuzz/test_corpus.c tests/agent/fuzz/fuzz_options.c \
+  tests/fuzz_replay.h tests/unit.h $(FUZZ_OPTIONS_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -Itests/agent/fuzz -o $@ $< $(FUZZ_OPTIONS_SRC)
+
+# Session definitions (MEMTRAIL_SESSIONS) and predicates (src/xe).
+$(BUILD)/fuzz/fuzz_sessions $(BUILD)/fuzz/fuzz_pred: $(BUILD)/fuzz/fuzz_%: tests/xe/fuzz/fuzz_%.c $(XE_SRC) $(COMMON_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(XE_SRC) $(COMMON_SRC) -lpthread
+$(BUILD)/asan/tests/xe/test_fuzz_sessions $(BUILD)/asan/tests/xe/test_fuzz_pred: $(BUILD)/asan/tests/xe/test_fuzz_%: \
+  tests/xe/fuzz/test_corpus_%.c tests/xe/fuzz/fuzz_%.c tests/fuzz_replay.h tests/unit.h $(XE_SRC) $(COMMON_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -Itests/xe/fuzz -o $@ $< $(XE_SRC) $(COMMON_SRC) -lpthread
+
+FUZZ_TARGETS := $(FUZZ_READ) $(BUILD)/fuzz/fuzz_report $(BUILD)/fuzz/fuzz_options $(BUILD)/fuzz/fuzz_sessions \
+                $(BUILD)/fuzz/fuzz_pred
+FUZZ_REPLAYS := $(BUILD)/asan/tests/report/test_fuzz_corpus $(BUILD)/asan/tests/agent/test_fuzz_corpus \
+                $(BUILD)/asan/tests/xe/test_fuzz_sessions $(BUILD)/asan/tests/xe/test_fuzz_pred
+asan: $(FUZZ_REPLAYS)
+
+.PHONY: fuzz fuzz-build fuzz-seeds
+fuzz-build: $(FUZZ_TARGETS)
+# The hand-made seeds of the text targets (tests/fuzz/mkseeds.py).
+fuzz-seeds:
+	python3 tests/fuzz/mkseeds.py
+fuzz: fuzz-build
+	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz.sh
 
 # The fuzz corpus's seeds (tests/trace/mkcorpus.c): `make trace-corpus`
 # writes them into tests/trace/corpus/ (committed with the fuzzer's finds).

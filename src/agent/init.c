@@ -15,12 +15,12 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/options.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
 #include "agent/trace.h"
 #include "agent/vm.h"
 #include "common/out.h"
-#include "xe/xe_plan.h"
 
 mt_real mt_real_fn;
 mt_options mt_opt;
@@ -95,207 +95,44 @@ void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
 
 /* ---- options ----------------------------------------------------------- */
 
-static int set_option(const char *key, size_t klen, const char *val)
-{
-    char msg[MT_PATH_MAX + 256];
-    mt_out o;
-    mt_out_init(&o, msg, sizeof msg, -1);
-#define KEY_IS(k) (klen == sizeof(k) - 1 && memcmp(key, k, klen) == 0)
-    if (KEY_IS("mode")) {
-        if (strcmp(val, "summary") == 0)
-            mt_opt.mode = MT_MODE_SUMMARY;
-        else if (strcmp(val, "detail") == 0)
-            mt_opt.mode = MT_MODE_DETAIL;
-        else if (strcmp(val, "trace") == 0)
-            mt_opt.mode = MT_MODE_TRACE;
-        else if (strcmp(val, "off") == 0)
-            mt_opt.mode = MT_MODE_OFF;
-        else
-            goto bad_value;
-        return 0;
-    }
-    if (KEY_IS("depth")) {
-        char *end;
-        long d = strtol(val, &end, 10);
-        if (!*val || *end || d < 1 || d > MT_DEPTH_MAX)
-            goto bad_value;
-        mt_site_opt.depth = (int)d;
-        return 0;
-    }
-    if (KEY_IS("unwind")) {
-        if (strcmp(val, "auto") == 0)
-            mt_site_opt.unwind = MT_UNWIND_AUTO;
-        else if (strcmp(val, "libunwind") == 0)
-            mt_site_opt.unwind = MT_UNWIND_LIBUNWIND;
-        else if (strcmp(val, "fp") == 0)
-            mt_site_opt.unwind = MT_UNWIND_FP;
-        else if (strcmp(val, "cfi") == 0)
-            mt_site_opt.unwind = MT_UNWIND_CFI;
-        else
-            goto bad_value;
-        return 0;
-    }
-    if (KEY_IS("trace_buffer")) {
-        uint64_t v;
-        if (xe_parse_size(val, 1u << 20, &v) < 0 || v < (192u << 10) || v > (64ull << 30))
-            goto bad_value;
-        mt_trace_opt.buffer = v;
-        return 0;
-    }
-    if (KEY_IS("trace_time_unit")) {
-        char *end;
-        long u = strtol(val, &end, 10);
-        if (!*val || *end || u < 1 || u > 1000000000)
-            goto bad_value;
-        mt_trace_opt.time_unit_ns = (uint32_t)u;
-        return 0;
-    }
-    if (KEY_IS("trace_level")) {
-        char *end;
-        long l = strtol(val, &end, 10);
-        if (!*val || *end || l < 1 || l > 19)
-            goto bad_value;
-        mt_trace_opt.level = (int)l;
-        return 0;
-    }
-    if (KEY_IS("trace_chunk")) {
-        char *end;
-        long n = strtol(val, &end, 10);
-        if (!*val || *end || n < 1024 || n > (1l << 20))
-            goto bad_value;
-        mt_trace_opt.chunk_events = (uint32_t)n;
-        return 0;
-    }
-    if (KEY_IS("trace_loss")) {
-        if (strcmp(val, "drop") == 0)
-            mt_trace_opt.wait = 0;
-        else if (strcmp(val, "wait") == 0)
-            mt_trace_opt.wait = 1;
-        else
-            goto bad_value;
-        return 0;
-    }
-    if (KEY_IS("on_error")) {
-        if (strcmp(val, "report") == 0)
-            mt_opt.on_error = MT_ON_ERROR_REPORT;
-        else if (strcmp(val, "abort") == 0)
-            mt_opt.on_error = MT_ON_ERROR_ABORT;
-        else
-            goto bad_value;
-        return 0;
-    }
-    if (KEY_IS("output")) {
-        size_t n = strlen(val);
-        if (n == 0 || n >= sizeof mt_opt.output - 256)
-            goto bad_value;
-        memcpy(mt_opt.output, val, n + 1);
-        return 0;
-    }
-    if (KEY_IS("crash_report")) {
-        if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
-            goto bad_value;
-        mt_crash_report_opt = strcmp(val, "on") == 0;
-        return 0;
-    }
-    if (KEY_IS("follow_exec")) {
-        if (strcmp(val, "on") == 0)
-            mt_follow_exec = 1;
-        else if (strcmp(val, "off") == 0)
-            mt_follow_exec = 0;
-        else
-            goto bad_value;
-        return 0;
-    }
-    if (KEY_IS("query")) {
-        if (strcmp(val, "on") == 0)
-            mt_control_enabled = MT_QUERY_SIGNAL;
-        else if (strcmp(val, "thread") == 0)
-            mt_control_enabled = MT_QUERY_THREAD;
-        else if (strcmp(val, "off") == 0)
-            mt_control_enabled = MT_QUERY_OFF;
-        else
-            goto bad_value;
-        return 0;
-    }
-    mt_out_str(&o, "MEMTRAIL_OPTIONS: unknown key '");
-    mt_out_mem(&o, key, klen);
-    mt_out_str(&o, "' (accepted: mode, depth, unwind, output, trace_buffer, trace_loss, trace_time_unit, trace_level, trace_chunk, on_error, crash_report, follow_exec, query); running untracked");
-    mt_say(mt_out_cstr(&o));
-    return -1;
-bad_value:
-    mt_out_str(&o, "MEMTRAIL_OPTIONS: bad value '");
-    mt_out_str(&o, val);
-    mt_out_str(&o, "' for ");
-    mt_out_mem(&o, key, klen);
-    if (KEY_IS("mode"))
-        mt_out_str(&o, " (accepted: summary, detail, trace, off)");
-    else if (KEY_IS("trace_buffer"))
-        mt_out_str(&o, " (accepted: a size from 192KB to 64GB, a number of MB or with a unit)");
-    else if (KEY_IS("trace_loss"))
-        mt_out_str(&o, " (accepted: drop, wait)");
-    else if (KEY_IS("trace_level"))
-        mt_out_str(&o, " (accepted: a zstd level from 1 to 19)");
-    else if (KEY_IS("trace_chunk"))
-        mt_out_str(&o, " (accepted: events per chunk, 1024 to 1048576)");
-    else if (KEY_IS("trace_time_unit"))
-        mt_out_str(&o, " (accepted: nanoseconds from 1 to 1000000000)");
-    else if (KEY_IS("depth"))
-        mt_out_str(&o, " (accepted: 1 to 64 frames)");
-    else if (KEY_IS("unwind"))
-        mt_out_str(&o, " (accepted: auto, cfi, libunwind, fp)");
-    else if (KEY_IS("on_error"))
-        mt_out_str(&o, " (accepted: report, abort)");
-    else if (KEY_IS("query"))
-        mt_out_str(&o, " (accepted: on, thread, off)");
-    else if (KEY_IS("crash_report") || KEY_IS("follow_exec"))
-        mt_out_str(&o, " (accepted: on, off)");
-    else
-        mt_out_str(&o, " (accepted: a file path, at most 3800 bytes; %p = pid, %e = program name)");
-    mt_out_str(&o, "; running untracked");
-    mt_say(mt_out_cstr(&o));
-    return -1;
-#undef KEY_IS
-}
-
-/* Parses "key=value:key=value"; in a value, "\:" is ':' and "\\" is '\'.
- * Returns 0, or -1 after printing what is wrong. */
+/* MEMTRAIL_OPTIONS (options.c) applied to the agent's state. Static: the
+ * struct holds two paths, too much for the stack of whichever thread
+ * mallocs first; start-up runs once. Returns 0, or -1 after printing what
+ * is wrong. */
 static int parse_options(const char *s)
 {
-    static char val[MT_PATH_MAX];
-    while (*s) {
-        const char *key = s;
-        while (*s && *s != '=' && *s != ':')
-            s++;
-        size_t klen = (size_t)(s - key);
-        if (*s != '=') {
-            if (klen == 0 && *s == ':') { /* tolerate empty fields */
-                s++;
-                continue;
-            }
-            char msg[256];
-            mt_out o;
-            mt_out_init(&o, msg, sizeof msg, -1);
-            mt_out_str(&o, "MEMTRAIL_OPTIONS: '");
-            mt_out_mem(&o, key, klen < 64 ? klen : 64);
-            mt_out_str(&o, "' is not key=value (accepted keys: mode, depth, unwind, output, on_error, crash_report, follow_exec, query); running untracked");
-            mt_say(mt_out_cstr(&o));
-            return -1;
-        }
-        s++;
-        size_t n = 0;
-        while (*s && *s != ':') {
-            if (*s == '\\' && (s[1] == ':' || s[1] == '\\'))
-                s++;
-            if (n + 1 < sizeof val)
-                val[n++] = *s;
-            s++;
-        }
-        val[n] = '\0';
-        if (*s == ':')
-            s++;
-        if (set_option(key, klen, val) < 0)
-            return -1;
+    static mt_env_options o;
+    static char err[MT_PATH_MAX + 256];
+    o.mode = mt_opt.mode;
+    o.on_error = mt_opt.on_error;
+    memcpy(o.output, mt_opt.output, sizeof o.output);
+    o.depth = mt_site_opt.depth;
+    o.unwind = mt_site_opt.unwind;
+    o.trace_buffer = mt_trace_opt.buffer;
+    o.trace_time_unit_ns = mt_trace_opt.time_unit_ns;
+    o.trace_level = mt_trace_opt.level;
+    o.trace_chunk = mt_trace_opt.chunk_events;
+    o.trace_wait = mt_trace_opt.wait;
+    o.crash_report = mt_crash_report_opt;
+    o.follow_exec = mt_follow_exec;
+    o.query = mt_control_enabled;
+    if (mt_options_parse(s, &o, err, sizeof err) < 0) {
+        mt_say(err);
+        return -1;
     }
+    mt_opt.mode = o.mode;
+    mt_opt.on_error = o.on_error;
+    memcpy(mt_opt.output, o.output, sizeof mt_opt.output);
+    mt_site_opt.depth = o.depth;
+    mt_site_opt.unwind = o.unwind;
+    mt_trace_opt.buffer = o.trace_buffer;
+    mt_trace_opt.time_unit_ns = o.trace_time_unit_ns;
+    mt_trace_opt.level = o.trace_level;
+    mt_trace_opt.chunk_events = o.trace_chunk;
+    mt_trace_opt.wait = o.trace_wait;
+    mt_crash_report_opt = o.crash_report;
+    mt_follow_exec = o.follow_exec;
+    mt_control_enabled = o.query;
     return 0;
 }
 

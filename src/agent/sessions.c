@@ -118,7 +118,7 @@ static void complain(const char *def, size_t len, int index, const char *reason)
     mt_out_init(&o, msg, sizeof msg, -1);
     mt_out_str(&o, "session '");
     if (definition_name(def, len, name, sizeof name)) {
-        mt_out_str(&o, name);
+        mt_out_shown(&o, name, strlen(name));
     } else {
         mt_out_str(&o, "#");
         mt_out_u64(&o, (uint64_t)index);

@@ -24,6 +24,7 @@
 #include "trace/trace_read.h"
 
 struct report;
+struct report_input;
 struct report_scale;
 struct symbolizer;
 struct sym_cache;
@@ -262,11 +263,20 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
  * report_read's returns: 0, -ENODATA when it stopped early (r holds what
  * was read before), other negative errno codes with r empty. */
 int analyze_read_any(const char *path, struct report *r, char *err, size_t errlen);
+/* The same for an input opened once (report_input_open: a pipe or a FIFO
+ * is read once, front to back); the reader takes it. */
+int analyze_read_input(struct report_input *in, struct report *r, char *err, size_t errlen);
+/* Whether an opened input is a trace (by its first bytes). */
+bool analyze_input_is_trace(const struct report_input *in);
+/* The trace reader of an opened input (which it takes): a regular file
+ * with its index, a stream front to back. mt_trace_open's returns. */
+int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
 
 /* Opens, into c, the modules that the stacks of the trace's first `events`
- * events lie in (reading the file at path on its own reader): run on a
- * thread of its own while the trace is analysed, so that the symbolizer
- * (sym_open_cached) finds its modules' debug info read already. */
-void analyze_preload_symbols(const char *path, uint64_t events, struct sym_cache *c);
+ * events lie in (reading the trace file open at fd, a regular file, on its
+ * own reader, which takes fd): run on a thread of its own while the trace
+ * is analysed, so that the symbolizer (sym_open_cached) finds its modules'
+ * debug info read already. */
+void analyze_preload_symbols(int fd, const char *name, uint64_t events, struct sym_cache *c);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int64_t clamp64(uint64_t v) { return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
 
@@ -156,14 +157,29 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
     return rc;
 }
 
-int analyze_read_any(const char *path, struct report *r, char *err, size_t errlen)
+bool analyze_input_is_trace(const struct report_input *in)
 {
-    if (strcmp(path, "-") == 0 || mt_trace_sniff(path) != 1)
-        return report_read(path, r, err, errlen);
+    return mt_trace_sniff_bytes(in->head, in->nhead) == 1;
+}
+
+int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err, size_t errlen)
+{
+    int fd = in->fd;
+    in->fd = -1;
+    if (in->seekable)
+        return mt_trace_open_fd(fd, NULL, 0, in->name, flags, out, err, errlen);
+    return mt_trace_open_fd(fd, in->head, in->nhead, in->name, flags | MT_TRACE_STREAM, out, err, errlen);
+}
+
+int analyze_read_input(struct report_input *in, struct report *r, char *err, size_t errlen)
+{
+    if (!analyze_input_is_trace(in))
+        return report_read_input(in, r, err, errlen);
+    const char *path = in->name;
     memset(r, 0, sizeof *r);
     mt_trace_reader *tr = NULL;
     char terr[MT_TRACE_ERR_MAX] = "";
-    int rc = mt_trace_open(path, MT_TRACE_PREFETCH, &tr, terr, sizeof terr);
+    int rc = analyze_open_trace(in, MT_TRACE_PREFETCH, &tr, terr, sizeof terr);
     if (rc < 0) {
         snprintf(err, errlen, "%s", terr[0] ? terr : strerror(-rc));
         return rc;
@@ -196,11 +212,27 @@ int analyze_read_any(const char *path, struct report *r, char *err, size_t errle
     return rc;
 }
 
-void analyze_preload_symbols(const char *path, uint64_t events, struct sym_cache *c)
+int analyze_read_any(const char *path, struct report *r, char *err, size_t errlen)
+{
+    struct report_input in;
+    memset(r, 0, sizeof *r);
+    int rc = report_input_open(path, &in, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = analyze_read_input(&in, r, err, errlen);
+    report_input_close(&in);
+    return rc;
+}
+
+void analyze_preload_symbols(int fd, const char *name, uint64_t events, struct sym_cache *c)
 {
     mt_trace_reader *tr = NULL;
     char err[MT_TRACE_ERR_MAX];
-    if (!c || mt_trace_open(path, 0, &tr, err, sizeof err) < 0)
+    if (!c) {
+        close(fd);
+        return;
+    }
+    if (mt_trace_open_fd(fd, NULL, 0, name, 0, &tr, err, sizeof err) < 0)
         return;
     /* the distinct stacks of the first events: open addressing, id + 1 */
     size_t cap = 256, n = 0;

@@ -109,12 +109,15 @@ int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct det
  * the same returns. */
 int cli_view_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale,
                     struct detail_options *o, _Bool *detail_given);
-/* `memtrail report detail FILE`: returns the exit code. */
 /* The sites of report r (already read; `name` for messages), symbolized
  * and printed as `report detail` does; the exit code. */
 int detail_cli_print(const struct report *r, const char *name, _Bool json, const struct report_scale *scale,
                      const struct detail_options *o);
-int detail_cli_report(const char *path, _Bool json, const struct report_scale *scale, const struct detail_options *o);
+/* `memtrail report detail FILE`, FILE opened (report_input_open; read and
+ * closed here): returns the exit code. */
+struct report_input;
+int detail_cli_report(struct report_input *in, _Bool json, const struct report_scale *scale,
+                      const struct detail_options *o);
 /* The diff of two detail reports: the category diff, then the sites. */
 int detail_cli_diff(const struct report *base, const struct report *cur, _Bool json,
                     const struct report_scale *scale, const struct detail_options *o);

@@ -9,6 +9,7 @@
 #include "symbol/symbol.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -22,8 +23,8 @@ static const char analyze_usage[] =
     "usage: memtrail analyze TRACE [--json] [--peak] [--leaks] [--temporary] [--hot]\n"
     "                              [--histogram] [--timeline] [--top N]\n"
     "\n"
-    "Analyse the trace TRACE (written by 'memtrail run --mode trace') in one pass,\n"
-    "in bounded memory, and print:\n"
+    "Analyse the trace TRACE (written by 'memtrail run --mode trace'; - reads stdin,\n"
+    "and a pipe is read as it comes) in one pass, in bounded memory, and print:\n"
     "  the totals   events, allocations, frees, reallocs, frees of blocks the trace\n"
     "               does not hold, mappings, events lost while recording\n"
     "  peak         the most bytes live at once, when it was first reached, and the\n"
@@ -65,7 +66,11 @@ static void show_progress(void *ctx, uint64_t events, uint64_t off)
         return;
     p->last = now;
     double pct = p->size ? 100.0 * (double)off / (double)p->size : 0;
-    fprintf(stderr, "\rmemtrail: analysing %s: %3.0f%% (%" PRIu64 " events)", p->file, pct > 100 ? 100 : pct, events);
+    if (p->size)
+        fprintf(stderr, "\rmemtrail: analysing %s: %3.0f%% (%" PRIu64 " events)", p->file, pct > 100 ? 100 : pct,
+                events);
+    else    /* a stream: its size is not known */
+        fprintf(stderr, "\rmemtrail: analysing %s: %" PRIu64 " events", p->file, events);
     p->shown = true;
 }
 
@@ -94,7 +99,8 @@ static int parse_top(const char *v, int *top)
 #define PRELOAD_EVENTS 65536
 
 struct preload {
-    const char *path;
+    int fd;
+    const char *name;
     struct sym_cache *cache;
     pthread_t thread;
     bool running;
@@ -104,15 +110,22 @@ static void *preloading(void *arg)
 {
     struct preload *p = arg;
     pthread_setname_np(pthread_self(), "memtrail-sym");
-    analyze_preload_symbols(p->path, PRELOAD_EVENTS, p->cache);
+    analyze_preload_symbols(p->fd, p->name, PRELOAD_EVENTS, p->cache);
     return NULL;
 }
 
-static void preload_start(struct preload *p, const char *path)
+/* On a second descriptor of the same file (read with pread: the two
+ * readers do not disturb each other). A trace read from a pipe is read
+ * once, by the analysis: nothing is preloaded, the symbolizer opens the
+ * modules after it. */
+static void preload_start(struct preload *p, int fd, const char *name)
 {
-    p->path = path;
-    p->cache = sym_cache_new();
+    p->fd = fd;
+    p->name = name;
+    p->cache = fd >= 0 ? sym_cache_new() : NULL;
     p->running = p->cache && pthread_create(&p->thread, NULL, preloading, p) == 0;
+    if (!p->running && fd >= 0)
+        close(fd);
 }
 
 static struct sym_cache *preload_join(struct preload *p)
@@ -123,13 +136,28 @@ static struct sym_cache *preload_join(struct preload *p)
     return p->cache;
 }
 
-static int analyze_file(const char *path, bool json, unsigned show, int top)
+static int analyze_file(const char *file, bool json, unsigned show, int top)
 {
     mt_trace_reader *r = NULL;
     char err[MT_TRACE_ERR_MAX] = "";
-    int rc = mt_trace_open(path, MT_TRACE_PREFETCH, &r, err, sizeof err);
+    struct report_input in;
+    int rc = report_input_open(file, &in, err, sizeof err);
     if (rc < 0)
+        return cli_error("%s", err);
+    const char *path = in.name;
+    if (!analyze_input_is_trace(&in)) {
+        report_input_close(&in);
+        if (in.nhead == 0)
+            return cli_error("%s: empty file (not a memtrail trace)", path);
+        return cli_error("%s: not a memtrail trace (bad magic at offset 0)", path);
+    }
+    int preload_fd = in.seekable ? fcntl(in.fd, F_DUPFD_CLOEXEC, 3) : -1;
+    rc = analyze_open_trace(&in, MT_TRACE_PREFETCH, &r, err, sizeof err);
+    if (rc < 0) {
+        if (preload_fd >= 0)
+            close(preload_fd);
         return cli_error("%s", err[0] ? err : strerror(-rc));
+    }
     struct analyzer *a = analyze_new(0);
     if (!a) {
         mt_trace_close(r);
@@ -140,7 +168,7 @@ static int analyze_file(const char *path, bool json, unsigned show, int top)
     clock_gettime(CLOCK_MONOTONIC, &p.last);
     bool tty = isatty(STDERR_FILENO);
     struct preload pre = {0};
-    preload_start(&pre, path);
+    preload_start(&pre, preload_fd, path);
     int arc = analyze_run(a, r, tty ? show_progress : NULL, &p);
     if (p.shown)
         fputs("\r\033[K", stderr);
@@ -240,7 +268,5 @@ int cmd_analyze(int argc, char **argv)
     }
     if (!file)
         return cli_usage_error("analyze", "missing the TRACE file");
-    if (strcmp(file, "-") == 0)
-        return cli_usage_error("analyze", "a trace is read from a file, not stdin (the reader seeks)");
     return analyze_file(file, json, show ? show : ANALYZE_SHOW_ALL, top);
 }

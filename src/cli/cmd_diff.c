@@ -2,6 +2,7 @@
  * changed between two summary reports, category by category, like HotSpot's
  * `jcmd PID VM.native_memory summary.diff` (report_diff.c). Two builds of a
  * program, or a baseline and a later snapshot of one process. */
+#include "analyze/analyze.h"
 #include "cli/cli.h"
 #include "report/detail.h"
 #include "report/report.h"
@@ -42,8 +43,7 @@ static const char diff_usage[] =
  * when it is not -ENODATA (which the caller reports after the diff). */
 static int read_side(const char *path, struct report *r, char *err)
 {
-    int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", r, err, REPORT_ERR_MAX)
-                                    : report_read(path, r, err, REPORT_ERR_MAX);
+    int rc = analyze_read_any(path, r, err, REPORT_ERR_MAX);   /* a report or a trace; - is stdin */
     if (rc < 0 && rc != -ENODATA)
         cli_error("%s", err);
     return rc;

@@ -140,8 +140,7 @@ int cmd_export(int argc, char **argv)
     }
     struct report r;
     char err[REPORT_ERR_MAX];
-    int rrc = from_stdin ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                         : analyze_read_any(file, &r, err, sizeof err);  /* a report or a trace */
+    int rrc = analyze_read_any(file, &r, err, sizeof err);  /* a report or a trace; - is stdin */
     int status = CLI_OK;
     struct symbolizer *sym = NULL;
     if (rrc < 0 && rrc != -ENODATA) {

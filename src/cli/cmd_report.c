@@ -109,10 +109,17 @@ static int add_directory(struct file_list *l, const char *dir, bool *failed)
                 rc = -ENOMEM;
             else {
                 struct stat st;
-                if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
                     free(path);     /* a directory named *.mtr: not a report */
-                else if ((rc = list_add(l, path)) == 0)
+                } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+                    /* A FIFO or a device found in the directory (not named
+                     * by the user): opening it could wait for ever. */
+                    cli_error("%s: not a regular file; skipped", path);
+                    *failed = true;
+                    free(path);
+                } else if ((rc = list_add(l, path)) == 0) {
                     added++;
+                }
             }
         }
         free(names[i]);
@@ -226,28 +233,41 @@ static int report_main(int argc, char **argv, char **positional)
         positional++;
         npos--;
     }
-    /* A trace (memtrail run --mode trace) shows as a detail report unless
-     * 'summary' is asked for: its stacks are the sites. */
-    if (!view_given && npos == 1 && strcmp(positional[0], "-") != 0 && mt_trace_sniff(positional[0]) == 1)
-        detail = true;
-    if (detail_given && !detail)
-        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
     if (detail && npos > 1)
         return cli_usage_error("report", "'report detail' reads a single report (got %d files)", npos);
-    if (detail)
-        return detail_cli_report(positional[0], json, &scale, &dopt);
     const char *path = positional[0];
-    if (npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+    bool tree = npos > 1 || (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    /* (a single file may be a trace, shown as 'report detail': known once it is opened) */
+    if (detail_given && !detail && (view_given || tree))
+        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
+    if (tree) {
         for (int i = 0; i < npos; i++)
             if (strcmp(positional[i], "-") == 0)
                 return cli_usage_error("report", "- (stdin) reads a single report, not one of several");
         return report_tree(positional, npos, json, &scale);
     }
 
-    struct report r;
+    /* One input, opened once: a pipe or a FIFO cannot be read twice, so
+     * what it is (a report, a trace) is told from the bytes read ahead. */
+    struct report_input in;
     char err[REPORT_ERR_MAX];
-    int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                                    : analyze_read_any(path, &r, err, sizeof err);  /* a report or a trace */
+    int rc = report_input_open(path, &in, err, sizeof err);
+    if (rc < 0)
+        return cli_error("%s", err);
+    /* A trace (memtrail run --mode trace) shows as a detail report unless
+     * 'summary' is asked for: its stacks are the sites. */
+    if (!view_given && analyze_input_is_trace(&in))
+        detail = true;
+    if (detail_given && !detail) {
+        report_input_close(&in);
+        return cli_usage_error("report", "--depth, --top and --sort apply to 'report detail' only");
+    }
+    if (detail)
+        return detail_cli_report(&in, json, &scale, &dopt);
+
+    struct report r;
+    rc = analyze_read_input(&in, &r, err, sizeof err);     /* a report or a trace */
+    report_input_close(&in);
     if (rc < 0 && rc != -ENODATA) {
         report_free(&r);
         return cli_error("%s", err);

@@ -54,7 +54,8 @@ static const char plan_usage[] =
     "  --strict               STRICT_MAX_MEMORY=ON: buffers never exceed MAX_MEMORY\n"
     "  --max-event-size SIZE  MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large\n"
     "                         buffers that hold one event of that size\n"
-    "  --range A-B            the range table for MAX_MEMORY A..B KB (1 <= A <= B)\n"
+    "  --range A-B            the range table for MAX_MEMORY A..B KB (1 <= A <= B,\n"
+    "                         at most 16777216 values)\n"
     "  --json                 print JSON instead (keys in docs/cli.md)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -62,6 +63,7 @@ static const char plan_usage[] =
     "stderr), 2 for bad usage.\n";
 
 #define MAX_COUNT (1u << 20) /* --cpus/--nodes: far above any machine, far below overflow */
+#define RANGE_MAX_VALUES (1u << 24) /* --range: KB values in one table */
 
 /* ---- this machine -------------------------------------------------------- */
 
@@ -463,6 +465,14 @@ static int parse_range(const char *s, uint64_t *a, uint64_t *b)
     if (*a < 1 || *b < *a || *b > UINT64_MAX / 1024 - 1) {
         cli_usage_error("xe plan", "--range: '%s' needs 1 <= A <= B <= %" PRIu64 " (KB)", s,
                         UINT64_MAX / 1024 - 1);
+        return -1;
+    }
+    /* Every KB value of the range is planned: bounded, so the table comes
+     * in seconds (16 GB of MAX_MEMORY at most). */
+    if (*b - *a >= RANGE_MAX_VALUES) {
+        cli_usage_error("xe plan", "--range: '%s' spans %" PRIu64 " KB values; a table covers at most %u "
+                        "(e.g. %" PRIu64 "-%" PRIu64 ")", s, *b - *a + 1, RANGE_MAX_VALUES, *a,
+                        *a + RANGE_MAX_VALUES - 1);
         return -1;
     }
     return 0;

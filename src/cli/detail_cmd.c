@@ -84,17 +84,18 @@ int detail_cli_print(const struct report *r, const char *name, bool json, const 
     return st;
 }
 
-int detail_cli_report(const char *path, bool json, const struct report_scale *scale, const struct detail_options *o)
+int detail_cli_report(struct report_input *in, bool json, const struct report_scale *scale,
+                      const struct detail_options *o)
 {
     struct report r;
     char err[REPORT_ERR_MAX];
-    int rc = strcmp(path, "-") == 0 ? report_read_stream(stdin, "(stdin)", &r, err, sizeof err)
-                                    : analyze_read_any(path, &r, err, sizeof err);  /* a report or a trace */
+    int rc = analyze_read_input(in, &r, err, sizeof err);   /* a report or a trace */
+    report_input_close(in);
     if (rc < 0 && (rc != -ENODATA || !(r.has & REPORT_HAS_SITES))) {
         report_free(&r);
         return cli_error("%s", err);
     }
-    int st = detail_cli_print(&r, strcmp(path, "-") == 0 ? "(stdin)" : path, json, scale, o);
+    int st = detail_cli_print(&r, in->name, json, scale, o);
     report_free(&r);
     if (st != CLI_OK)
         return st;

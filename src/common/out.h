@@ -26,6 +26,10 @@ void mt_out_init_socket(mt_out *o, char *buf, size_t cap, int fd);
 void mt_out_str(mt_out *o, const char *s);
 void mt_out_mem(mt_out *o, const char *s, size_t n);
 void mt_out_char(mt_out *o, char c);
+/* Bytes someone else gave (an option's value, a session definition) in a
+ * one-line message: printable ASCII as it is, any other byte as \xNN, so
+ * that a value can neither end the line nor drive the terminal. */
+void mt_out_shown(mt_out *o, const char *s, size_t n);
 void mt_out_u64(mt_out *o, uint64_t v);
 void mt_out_i64(mt_out *o, int64_t v);
 void mt_out_hex(mt_out *o, uint64_t v);   /* 0x-prefixed */

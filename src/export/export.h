@@ -9,6 +9,7 @@
 #ifndef MT_EXPORT_H
 #define MT_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +83,8 @@ struct export_stacks {
     struct sym_frame *frames;
     size_t nframes, frames_cap;
     struct export_map index;    /* address -> index in addrs */
+    struct report_module_map modules;   /* built on the first lookup */
+    bool modules_ready;
 };
 
 void export_stacks_init(struct export_stacks *st, const struct report *r, struct symbolizer *sym);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -62,14 +63,6 @@ struct strtab {
     size_t nslots;
 };
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;     /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
-}
-
 static int strtab_grow(struct strtab *t)
 {
     size_t nslots = t->nslots ? 2 * t->nslots : 256;
@@ -77,7 +70,7 @@ static int strtab_grow(struct strtab *t)
     if (!slots)
         return -ENOMEM;
     for (size_t i = 0; i < t->n; i++) {
-        size_t k = hash_str(t->s[i]) & (nslots - 1);
+        size_t k = report_hash_str(t->s[i]) & (nslots - 1);
         while (slots[k])
             k = (k + 1) & (nslots - 1);
         slots[k] = i + 1;
@@ -95,7 +88,7 @@ static int64_t intern(struct strtab *t, const char *s)
         s = "";
     if ((t->n + 1) * 2 > t->nslots && strtab_grow(t) < 0)
         return -ENOMEM;
-    size_t k = hash_str(s) & (t->nslots - 1);
+    size_t k = report_hash_str(s) & (t->nslots - 1);
     for (; t->slots[k]; k = (k + 1) & (t->nslots - 1))
         if (strcmp(t->s[t->slots[k] - 1], s) == 0)
             return (int64_t)(t->slots[k] - 1);
@@ -123,7 +116,14 @@ static void strtab_free(struct strtab *t)
 static uint64_t file_offset(const struct report_module *m)
 {
     uint64_t off = 0;
-    int fd = m->path ? open(m->path, O_RDONLY | O_CLOEXEC) : -1;
+    /* Non-blocking, and regular files only: a report may name a FIFO or a
+     * device, which must not stall the export. */
+    int fd = m->path ? open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0)
         return 0;
     Elf64_Ehdr eh;
@@ -344,8 +344,12 @@ static int add_header(struct builder *b, enum export_value default_type, const c
     pb_int64(&b->out, PROFILE_PERIOD, 1);
     if (r->has & REPORT_HAS_START)
         pb_int64(&b->out, PROFILE_TIME_NANOS, r->start_ns);
-    if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns)
-        pb_int64(&b->out, PROFILE_DURATION_NANOS, r->end_ns - r->start_ns);
+    if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
+        /* In uint64: the difference of two int64 can exceed INT64_MAX (a
+         * report's times are untrusted); clamped to what the field holds. */
+        uint64_t d = (uint64_t)r->end_ns - (uint64_t)r->start_ns;
+        pb_int64(&b->out, PROFILE_DURATION_NANOS, d > INT64_MAX ? INT64_MAX : (int64_t)d);
+    }
     for (size_t t = 0; t < NTYPES && rc == 0; t++)
         if (sample_types[t].value == default_type) {
             int64_t s = intern(&b->strings, sample_types[t].type);

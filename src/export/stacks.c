@@ -45,12 +45,11 @@ int64_t export_site_value(const struct report_site *s, enum export_value v)
 
 /* --- the map --------------------------------------------------------------- */
 
+/* Keyed (report_hash): return addresses come from an untrusted file, and
+ * an unkeyed mix could be inverted to make them all collide. */
 static size_t slot_of(uint64_t key, size_t cap)
 {
-    key ^= key >> 33;               /* murmur3's finalizer: addresses share low and high bits */
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
+    return (size_t)report_hash_i64((int64_t)key) & (cap - 1);
 }
 
 int export_map_get(const struct export_map *m, uint64_t key, uint64_t *val)
@@ -122,20 +121,17 @@ void export_stacks_init(struct export_stacks *st, const struct report *r, struct
     st->sym = sym;
 }
 
-static long module_of(const struct report *r, uint64_t address)
-{
-    for (size_t i = 0; i < r->nmodules; i++)
-        if (address >= r->modules[i].start && address < r->modules[i].end)
-            return (long)i;
-    return -1;
-}
-
 int export_stacks_lookup(struct export_stacks *st, uint64_t address, size_t *index)
 {
     uint64_t found;
     if (export_map_get(&st->index, address, &found)) {
         *index = (size_t)found;
         return 0;
+    }
+    if (!st->modules_ready) {
+        if (report_module_map_init(&st->modules, st->r) < 0)
+            return -ENOMEM;
+        st->modules_ready = true;
     }
     if (report_grow(&st->addrs, &st->addrs_cap, st->naddrs + 1, sizeof *st->addrs, 64) < 0 ||
         report_grow(&st->frames, &st->frames_cap, st->nframes + MAX_INLINE, sizeof *st->frames, 256) < 0)
@@ -150,7 +146,10 @@ int export_stacks_lookup(struct export_stacks *st, uint64_t address, size_t *ind
     if (export_map_put(&st->index, address, st->naddrs) < 0)
         return -ENOMEM;
     st->addrs[st->naddrs] = (struct export_addr){
-        .address = address, .first = st->nframes, .nframes = n, .module = module_of(st->r, address),
+        .address = address,
+        .first = st->nframes,
+        .nframes = n,
+        .module = report_module_map_find(&st->modules, address),
     };
     st->nframes += (size_t)n;
     *index = st->naddrs++;
@@ -162,6 +161,7 @@ void export_stacks_free(struct export_stacks *st)
     free(st->addrs);
     free(st->frames);
     export_map_free(&st->index);
+    report_module_map_free(&st->modules);
     memset(st, 0, sizeof *st);
 }
 

@@ -149,6 +149,32 @@ int report_read_stream(FILE *f, const char *name, struct report *r,
 
 void report_free(struct report *r);
 
+/* --- inputs (report_input.c) --------------------------------------------
+ * A file a command reads, opened once: its first bytes are read ahead to
+ * tell what it is (a report, a trace), then a reader takes it from its
+ * first byte. Pipes and FIFOs cannot be reopened or rewound: they are read
+ * once, front to back, the first bytes served from `head`. */
+struct report_input {
+    int fd;                 /* -1 once a reader took it */
+    const char *name;       /* as the user named it; "(stdin)" for - */
+    unsigned char head[8];  /* the first bytes */
+    size_t nhead;           /* fewer than 8: the input ends there */
+    bool seekable;          /* a regular file, opened at its start: read from byte 0 again */
+    uint64_t size;          /* of a seekable file */
+};
+
+/* Opens `path` (- is stdin) and reads its first bytes. 0, or -errno with
+ * "NAME: why" in err (-EISDIR for a directory). */
+int report_input_open(const char *path, struct report_input *in, char *err, size_t errlen);
+/* Whether the input starts with those bytes (len at most 8). */
+bool report_input_starts_with(const struct report_input *in, const void *magic, size_t len);
+/* The whole input as a stream from its first byte; it takes the input's
+ * descriptor (fclose closes it). NULL with errno on failure. */
+FILE *report_input_file(struct report_input *in);
+/* report_read on an opened input. */
+int report_read_input(struct report_input *in, struct report *r, char *err, size_t errlen);
+void report_input_close(struct report_input *in);
+
 /* Parse a strict signed 64-bit decimal: optional '-', then digits only.
  * Returns 0, -EINVAL (not an integer) or -ERANGE (overflow). */
 int report_parse_i64(const char *s, int64_t *out);
@@ -210,6 +236,43 @@ void report_json_string(FILE *out, const char *s);
 bool report_category_is(const struct report_category *c, const char *kind);
 /* The command line as a JSON array of strings, or null when r has none. */
 void report_json_cmdline(FILE *out, const struct report *r);
+
+/* --- lookups (report_index.c) ------------------------------------------- */
+
+/* A hash of bytes keyed with a secret of this process (SipHash-1-3), so a
+ * crafted file cannot make its names collide. */
+uint64_t report_hash(const void *data, size_t len);
+uint64_t report_hash_str(const char *s);
+uint64_t report_hash_i64(int64_t v);
+
+/* A hash index of the items of an array (by their position): the caller
+ * hashes an item's key, adds it, and finds the items of a hash again,
+ * comparing keys itself. Zero-initialise; free with report_index_free. */
+struct report_index {
+    struct report_slot *slots;
+    size_t cap, n;
+};
+/* 0, or -ENOMEM with the index as it was. */
+int report_index_add(struct report_index *x, uint64_t hash, size_t item);
+/* The next item added with `hash`, or SIZE_MAX when there is none left;
+ * *pos starts at 0 and carries the position between calls. */
+size_t report_index_next(const struct report_index *x, uint64_t hash, size_t *pos);
+void report_index_free(struct report_index *x);
+
+/* The modules of a report sorted by address: the module a return address
+ * lies in, in O(log n). Where modules overlap (never in a report the agent
+ * writes), the first in file order that holds it, as a scan would find. */
+struct report_module_map {
+    const struct report *r;
+    size_t *order;          /* module indices by start address */
+    size_t n;
+    bool overlap;
+};
+/* 0 or -ENOMEM. r must outlive the map. */
+int report_module_map_init(struct report_module_map *m, const struct report *r);
+/* The index in r->modules of the module holding pc, or -1. */
+long report_module_map_find(const struct report_module_map *m, uint64_t pc);
+void report_module_map_free(struct report_module_map *m);
 
 /* --- process trees (report_tree.c) --------------------------------------- */
 

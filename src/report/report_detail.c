@@ -24,7 +24,8 @@ struct group {
     bool has_allocated;         /* every member carried allocated_bytes */
     size_t nsites;
     int64_t first_id;
-    char *key;                  /* diff: the symbolized stack */
+    const char *key;            /* diff: the symbolized stack (kept by the key table) */
+    size_t key_id;              /* diff: its index in the key table */
 };
 
 struct grouping {
@@ -34,11 +35,45 @@ struct grouping {
 
 static void grouping_free(struct grouping *gr)
 {
-    for (size_t i = 0; i < gr->n; i++)
-        free(gr->g[i].key);
     free(gr->g);
     gr->g = NULL;
     gr->n = 0;
+}
+
+/* The distinct symbolized stacks of the two sides of a diff, each once:
+ * sites are grouped and matched by a stack's index here, so that a key
+ * (hundreds of bytes for a deep stack) is compared in full once, when it
+ * is added, not at every step of a sort. */
+struct key_table {
+    char **keys;
+    size_t n, cap;
+    struct report_index index;
+};
+
+static void key_table_free(struct key_table *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->keys[i]);
+    free(t->keys);
+    report_index_free(&t->index);
+}
+
+/* The index of `key` (taken: freed when already there), or SIZE_MAX on -ENOMEM. */
+static size_t key_intern(struct key_table *t, char *key)
+{
+    uint64_t h = report_hash_str(key);
+    for (size_t pos = 0, i; (i = report_index_next(&t->index, h, &pos)) != SIZE_MAX;)
+        if (strcmp(t->keys[i], key) == 0) {
+            free(key);
+            return i;
+        }
+    if (report_grow(&t->keys, &t->cap, t->n + 1, sizeof *t->keys, 64) < 0 ||
+        report_index_add(&t->index, h, t->n) < 0) {
+        free(key);
+        return SIZE_MAX;
+    }
+    t->keys[t->n] = key;
+    return t->n++;
 }
 
 static size_t depth_of(const struct report_site *s, const struct detail_options *o)
@@ -129,15 +164,16 @@ static char *symbol_key(struct symbolizer *s, const char *category, const uint64
 struct keyed {
     const struct report_site *site;
     size_t depth;
-    char *key;      /* NULL: compare raw frames */
+    size_t key_id;  /* SIZE_MAX: compare raw frames */
 };
 
 static int cmp_keyed(const void *pa, const void *pb)
 {
     const struct keyed *a = pa, *b = pb;
-    if (a->key || b->key) {
-        int c = strcmp(a->key, b->key);
-        return c ? c : (a->site->id > b->site->id) - (a->site->id < b->site->id);
+    if (a->key_id != SIZE_MAX || b->key_id != SIZE_MAX) {
+        if (a->key_id != b->key_id)
+            return a->key_id < b->key_id ? -1 : 1;
+        return (a->site->id > b->site->id) - (a->site->id < b->site->id);
     }
     int c = strcmp(a->site->category, b->site->category);
     if (c)
@@ -153,8 +189,8 @@ static int cmp_keyed(const void *pa, const void *pb)
 
 static bool same_group(const struct keyed *a, const struct keyed *b)
 {
-    if (a->key)
-        return strcmp(a->key, b->key) == 0;
+    if (a->key_id != SIZE_MAX)
+        return a->key_id == b->key_id;
     return strcmp(a->site->category, b->site->category) == 0 && a->depth == b->depth
            && memcmp(a->site->frames, b->site->frames, a->depth * sizeof *a->site->frames) == 0;
 }
@@ -169,9 +205,10 @@ static void add_counts(struct report_counts *sum, const struct report_counts *c)
     sum->reallocs = report_add(sum->reallocs, c->reallocs);
 }
 
-/* Groups r's sites: by raw frames, or (s not NULL) by symbolized stack. */
-static int group_sites(const struct report *r, struct symbolizer *s, const struct detail_options *o,
-                       struct grouping *out)
+/* Groups r's sites: by raw frames, or (s not NULL) by symbolized stack,
+ * the stacks kept in keys. */
+static int group_sites(const struct report *r, struct symbolizer *s, struct key_table *keys,
+                       const struct detail_options *o, struct grouping *out)
 {
     out->g = NULL;
     out->n = 0;
@@ -182,8 +219,12 @@ static int group_sites(const struct report *r, struct symbolizer *s, const struc
     for (size_t i = 0; i < r->nsites && rc == 0; i++) {
         k[i].site = &r->sites[i];
         k[i].depth = depth_of(&r->sites[i], o);
-        if (s && !(k[i].key = symbol_key(s, r->sites[i].category, r->sites[i].frames, k[i].depth)))
-            rc = -ENOMEM;
+        k[i].key_id = SIZE_MAX;
+        if (s) {
+            char *key = symbol_key(s, r->sites[i].category, r->sites[i].frames, k[i].depth);
+            if (!key || (k[i].key_id = key_intern(keys, key)) == SIZE_MAX)
+                rc = -ENOMEM;
+        }
     }
     if (rc == 0)
         qsort(k, r->nsites, sizeof *k, cmp_keyed);
@@ -196,9 +237,9 @@ static int group_sites(const struct report *r, struct symbolizer *s, const struc
             g->frames = k[i].site->frames;
             g->nframes = k[i].depth;
             g->first_id = k[i].site->id;
-            g->key = k[i].key;
+            g->key_id = k[i].key_id;
+            g->key = k[i].key_id != SIZE_MAX ? keys->keys[k[i].key_id] : NULL;
             g->has_allocated = true;
-            k[i].key = NULL;
         }
         struct group *g = &out->g[out->n - 1];
         add_counts(&g->n, &k[i].site->n);
@@ -206,8 +247,6 @@ static int group_sites(const struct report *r, struct symbolizer *s, const struc
         g->has_allocated &= k[i].site->has_allocated;
         g->nsites++;
     }
-    for (size_t i = 0; i < r->nsites; i++)
-        free(k[i].key);
     free(k);
     if (rc < 0)
         grouping_free(out);
@@ -277,7 +316,7 @@ static void text_counts(FILE *out, const struct group *g, const struct report_sc
  * lets through. */
 static int sorted_groups(const struct report *r, const struct detail_options *o, struct grouping *gr, size_t *shown)
 {
-    int rc = group_sites(r, NULL, o, gr);
+    int rc = group_sites(r, NULL, NULL, o, gr);
     if (rc < 0)
         return rc;
     sort_groups(gr, r, o);
@@ -519,10 +558,12 @@ static int cmp_drow(const void *pa, const void *pb)
 
 static int cmp_key(const void *pa, const void *pb)
 {
-    return strcmp(((const struct group *)pa)->key, ((const struct group *)pb)->key);
+    size_t a = ((const struct group *)pa)->key_id, b = ((const struct group *)pb)->key_id;
+    return (a > b) - (a < b);
 }
 
 struct diff {
+    struct key_table keys;      /* both sides' stacks: a stack has one index on both */
     struct grouping gb, gc;
     struct drow *rows;
     size_t n;
@@ -533,6 +574,7 @@ static void diff_free(struct diff *d)
     grouping_free(&d->gb);
     grouping_free(&d->gc);
     free(d->rows);
+    key_table_free(&d->keys);
 }
 
 /* Match the two sides' groups by key (both sorted by key: a merge). */
@@ -540,9 +582,9 @@ static int diff_build(struct diff *d, const struct report *base, const struct re
                       struct symbolizer *sc, const struct detail_options *o)
 {
     memset(d, 0, sizeof *d);
-    int rc = group_sites(base, sb, o, &d->gb);
+    int rc = group_sites(base, sb, &d->keys, o, &d->gb);
     if (rc == 0)
-        rc = group_sites(cur, sc, o, &d->gc);
+        rc = group_sites(cur, sc, &d->keys, o, &d->gc);
     if (rc == 0 && !(d->rows = calloc(d->gb.n + d->gc.n + 1, sizeof *d->rows)))
         rc = -ENOMEM;
     if (rc < 0) {
@@ -553,7 +595,7 @@ static int diff_build(struct diff *d, const struct report *base, const struct re
     qsort(d->gc.g, d->gc.n, sizeof *d->gc.g, cmp_key);
     size_t i = 0, j = 0;
     while (i < d->gb.n || j < d->gc.n) {
-        int c = i == d->gb.n ? 1 : j == d->gc.n ? -1 : strcmp(d->gb.g[i].key, d->gc.g[j].key);
+        int c = i == d->gb.n ? 1 : j == d->gc.n ? -1 : cmp_key(&d->gb.g[i], &d->gc.g[j]);
         struct drow *w = &d->rows[d->n++];
         if (c <= 0)
             w->b = &d->gb.g[i++];

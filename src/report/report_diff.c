@@ -44,11 +44,40 @@ static const struct report_vm *vm_of(const struct report_category *c)
     return c ? &c->vm : &zero_vm;
 }
 
-static const struct report_category *find_category(const struct report *r, const char *name)
+/* A report's categories sorted by name (ties by position), for lookups in
+ * O(log n): reports may hold very many categories. */
+static int by_name(const void *pa, const void *pb, void *ctx)
 {
+    const struct report *r = ctx;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    int c = strcmp(r->categories[a].name, r->categories[b].name);
+    return c ? c : (a > b) - (a < b);
+}
+
+static size_t *sorted_by_name(const struct report *r)
+{
+    size_t *v = malloc((r->ncategories + 1) * sizeof *v);
+    if (!v)
+        return NULL;
     for (size_t i = 0; i < r->ncategories; i++)
-        if (strcmp(r->categories[i].name, name) == 0)
-            return &r->categories[i];
+        v[i] = i;
+    qsort_r(v, r->ncategories, sizeof *v, by_name, (void *)r);
+    return v;
+}
+
+/* The first category of r (in file order) named `name`, or NULL. */
+static const struct report_category *find_category(const struct report *r, const size_t *sorted, const char *name)
+{
+    size_t lo = 0, hi = r->ncategories;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(r->categories[sorted[mid]].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->ncategories && strcmp(r->categories[sorted[lo]].name, name) == 0)
+        return &r->categories[sorted[lo]];
     return NULL;
 }
 
@@ -58,13 +87,21 @@ static int match_rows(const struct report *base, const struct report *cur, struc
 {
     *n = 0;
     *rows = malloc((base->ncategories + cur->ncategories + 1) * sizeof **rows);
-    if (!*rows)
+    size_t *sb = sorted_by_name(base), *sc = sorted_by_name(cur);
+    if (!*rows || !sb || !sc) {
+        free(*rows);
+        *rows = NULL;
+        free(sb);
+        free(sc);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < cur->ncategories; i++)
-        (*rows)[(*n)++] = (struct row){ find_category(base, cur->categories[i].name), &cur->categories[i] };
+        (*rows)[(*n)++] = (struct row){ find_category(base, sb, cur->categories[i].name), &cur->categories[i] };
     for (size_t i = 0; i < base->ncategories; i++)
-        if (!find_category(cur, base->categories[i].name))
+        if (!find_category(cur, sc, base->categories[i].name))
             (*rows)[(*n)++] = (struct row){ &base->categories[i], NULL };
+    free(sb);
+    free(sc);
     return 0;
 }
 

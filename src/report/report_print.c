@@ -421,8 +421,11 @@ void report_json_string(FILE *out, const char *str)
         } else if (*s < 0x20 || *s == 0x7f) {
             fprintf(out, "\\u%04x", *s++);
         } else {
-            fwrite(s, 1, n, out);
-            s += n;
+            /* a run of characters that need no escape, written at once */
+            const unsigned char *run = s;
+            while (*s && *s != '"' && *s != '\\' && *s >= 0x20 && *s != 0x7f && (n = utf8_len(s)) > 0)
+                s += n;
+            fwrite(run, 1, (size_t)(s - run), out);
         }
     }
     fputc('"', out);

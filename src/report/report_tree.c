@@ -19,102 +19,180 @@ struct tree {
     size_t n;
 };
 
-struct sort_ctx {
-    const struct report *reports;
-    const char *const *files;
-};
-
 static int64_t start_of(const struct report *r)
 {
     return (r->has & REPORT_HAS_START) ? r->start_ns : INT64_MAX;
 }
 
-static int compare(const struct sort_ctx *ctx, size_t a, size_t b)
+struct sort_ctx {
+    const struct report *reports;
+    const char *const *files;
+};
+
+static int by_display(const void *pa, const void *pb, void *arg)
 {
+    const struct sort_ctx *ctx = arg;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
     const struct report *x = &ctx->reports[a], *y = &ctx->reports[b];
     if (start_of(x) != start_of(y))
         return start_of(x) < start_of(y) ? -1 : 1;
     if (x->pid != y->pid)
         return x->pid < y->pid ? -1 : 1;
-    return strcmp(ctx->files[a], ctx->files[b]);
+    int c = strcmp(ctx->files[a], ctx->files[b]);
+    return c ? c : (a > b) - (a < b);
 }
 
-/* Insertion sort of index arrays (process trees are small; no global
- * context for qsort needed). */
-static void sort_indices(const struct sort_ctx *ctx, size_t *v, size_t n)
+/* A report with a pid, and its position in display order. */
+struct by_pid {
+    int64_t pid;
+    size_t pos;
+};
+
+static int cmp_pid(const void *pa, const void *pb)
 {
-    for (size_t i = 1; i < n; i++) {
-        size_t x = v[i], j = i;
-        for (; j > 0 && compare(ctx, v[j - 1], x) > 0; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
+    const struct by_pid *a = pa, *b = pb;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* The position in `v` of the first entry with this pid, or n. */
+static size_t first_of_pid(const struct by_pid *v, size_t n, int64_t pid)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    return lo < n && v[lo].pid == pid ? lo : n;
 }
 
-/* Appends report i and, below it, its children not yet placed. */
-static void place(struct tree *t, const size_t *sorted, const long *parent, bool *placed, size_t n,
-                  size_t i, size_t depth, long parent_pos)
+/* The working arrays of build_tree. */
+struct work {
+    size_t *sorted;         /* report indices in display order */
+    long *parent;           /* per report: its parent report, or -1 */
+    struct by_pid *pids;
+    size_t *child_start;    /* per report: its children in `children`, in display order */
+    size_t *children;
+    size_t *stack;          /* depth-first walk: report, and next child to look at */
+    size_t *next_child;
+    long *pos_of;           /* per report: its display position once placed, else -1 */
+};
+
+static void work_free(struct work *w)
 {
-    size_t pos = t->n++;
-    placed[i] = true;
-    t->order[pos] = i;
-    t->depth[pos] = depth;
-    t->parent_pos[pos] = parent_pos;
-    for (size_t k = 0; k < n; k++) {
-        size_t c = sorted[k];
-        if (!placed[c] && parent[c] == (long)i)
-            place(t, sorted, parent, placed, n, c, depth + 1, (long)pos);
+    free(w->sorted);
+    free(w->parent);
+    free(w->pids);
+    free(w->child_start);
+    free(w->children);
+    free(w->stack);
+    free(w->next_child);
+    free(w->pos_of);
+}
+
+/* Appends report `root` and, below it, its descendants not yet placed
+ * (children in display order), without recursion: a chain of processes
+ * may be as long as the reports are many. */
+static void place(struct tree *t, struct work *w, size_t root, size_t depth0, long parent_pos)
+{
+    size_t sp = 0;
+    w->stack[sp++] = root;
+    w->next_child[root] = w->child_start[root];
+    w->pos_of[root] = (long)t->n;
+    t->order[t->n] = root;
+    t->depth[t->n] = depth0;
+    t->parent_pos[t->n++] = parent_pos;
+    while (sp) {
+        size_t i = w->stack[sp - 1];
+        if (w->next_child[i] == w->child_start[i + 1]) {
+            sp--;
+            continue;
+        }
+        size_t c = w->children[w->next_child[i]++];
+        if (w->pos_of[c] >= 0)
+            continue;
+        w->pos_of[c] = (long)t->n;
+        t->order[t->n] = c;
+        t->depth[t->n] = depth0 + sp;
+        t->parent_pos[t->n++] = w->pos_of[i];
+        w->next_child[c] = w->child_start[c];
+        w->stack[sp++] = c;
     }
 }
 
 static int build_tree(struct tree *t, const struct report *reports, const char *const *files, size_t n)
 {
     struct sort_ctx ctx = { reports, files };
-    size_t *sorted = malloc((n + 1) * sizeof *sorted);
-    long *parent = malloc((n + 1) * sizeof *parent);
-    bool *placed = calloc(n + 1, sizeof *placed);
+    struct work w = {0};
+    w.sorted = malloc((n + 1) * sizeof *w.sorted);
+    w.parent = malloc((n + 1) * sizeof *w.parent);
+    w.pids = malloc((n + 1) * sizeof *w.pids);
+    w.child_start = calloc(n + 2, sizeof *w.child_start);
+    w.children = malloc((n + 1) * sizeof *w.children);
+    w.stack = malloc((n + 1) * sizeof *w.stack);
+    w.next_child = malloc((n + 1) * sizeof *w.next_child);
+    w.pos_of = malloc((n + 1) * sizeof *w.pos_of);
     t->order = malloc((n + 1) * sizeof *t->order);
     t->depth = malloc((n + 1) * sizeof *t->depth);
     t->parent_pos = malloc((n + 1) * sizeof *t->parent_pos);
     t->n = 0;
-    if (!sorted || !parent || !placed || !t->order || !t->depth || !t->parent_pos) {
-        free(sorted);
-        free(parent);
-        free(placed);
+    if (!w.sorted || !w.parent || !w.pids || !w.child_start || !w.children || !w.stack || !w.next_child ||
+        !w.pos_of || !t->order || !t->depth || !t->parent_pos) {
+        work_free(&w);
         free(t->order);
         free(t->depth);
         free(t->parent_pos);
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
-        sorted[i] = i;
-    sort_indices(&ctx, sorted, n);
+        w.sorted[i] = i;
+    qsort_r(w.sorted, n, sizeof *w.sorted, by_display, &ctx);
 
-    /* The parent: the first report (in sorted order) of the pid that is
+    /* The parent: the first report (in display order) of the pid that is
      * this one's ppid. Several reports may share a pid (a snapshot and the
      * exit report of one process). */
+    size_t np = 0;
+    for (size_t k = 0; k < n; k++)
+        if (reports[w.sorted[k]].has & REPORT_HAS_PID)
+            w.pids[np++] = (struct by_pid){ reports[w.sorted[k]].pid, k };
+    qsort(w.pids, np, sizeof *w.pids, cmp_pid);
     for (size_t i = 0; i < n; i++) {
-        parent[i] = -1;
+        w.parent[i] = -1;
+        w.pos_of[i] = -1;
         if (!(reports[i].has & REPORT_HAS_PPID))
             continue;
-        for (size_t k = 0; k < n; k++) {
-            size_t j = sorted[k];
-            if (j != i && (reports[j].has & REPORT_HAS_PID) && reports[j].pid == reports[i].ppid) {
-                parent[i] = (long)j;
-                break;
-            }
-        }
+        size_t f = first_of_pid(w.pids, np, reports[i].ppid);
+        if (f < np && w.sorted[w.pids[f].pos] == i)
+            f++;    /* not its own parent: the next report of that pid, if any */
+        if (f < np && w.pids[f].pid == reports[i].ppid)
+            w.parent[i] = (long)w.sorted[w.pids[f].pos];
+    }
+    /* Each report's children, in display order (counted, then placed). */
+    for (size_t i = 0; i < n; i++)
+        if (w.parent[i] >= 0)
+            w.child_start[w.parent[i] + 1]++;
+    for (size_t i = 0; i < n; i++)
+        w.child_start[i + 1] += w.child_start[i];
+    w.child_start[n + 1] = w.child_start[n];
+    for (size_t i = 0; i < n; i++)
+        w.next_child[i] = w.child_start[i];
+    for (size_t k = 0; k < n; k++) {
+        size_t c = w.sorted[k];
+        if (w.parent[c] >= 0)
+            w.children[w.next_child[w.parent[c]]++] = c;
     }
     for (size_t k = 0; k < n; k++)
-        if (parent[sorted[k]] < 0)
-            place(t, sorted, parent, placed, n, sorted[k], 0, -1);
+        if (w.parent[w.sorted[k]] < 0)
+            place(t, &w, w.sorted[k], 0, -1);
     /* What is left is in a cycle (pids reused): each becomes a root. */
     for (size_t k = 0; k < n; k++)
-        if (!placed[sorted[k]])
-            place(t, sorted, parent, placed, n, sorted[k], 0, -1);
-    free(sorted);
-    free(parent);
-    free(placed);
+        if (w.pos_of[w.sorted[k]] < 0)
+            place(t, &w, w.sorted[k], 0, -1);
+    work_free(&w);
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* libstdc++'s demangler (linked with -lstdc++); C++ names only. */
@@ -72,6 +73,7 @@ struct symbolizer {
     size_t nstrings, strings_cap;
     char *warnings;
     size_t warnings_len;
+    struct report_module_map by_address;   /* the module of a return address in O(log n) */
 };
 
 static char *debuginfo_path;   /* NULL: libdwfl's default search path */
@@ -199,6 +201,11 @@ static char *open_module(struct sym_module *m)
             why = NULL;
         return why;
     }
+    /* A report names the files; opening a FIFO or a device it names would
+     * block or read without end. */
+    struct stat st;
+    if (stat(rm->path, &st) != 0 || !S_ISREG(st.st_mode))
+        return strdup("not a regular file; frames in it shown as module+offset");
     m->dwfl = dwfl_begin(&offline_callbacks);
     if (!m->dwfl)
         return NULL;
@@ -268,12 +275,8 @@ static void use_module(struct symbolizer *s, struct sym_module *m)
 
 static struct sym_module *find_module(struct symbolizer *s, uint64_t pc)
 {
-    for (size_t i = 0; i < s->nmods; i++) {
-        const struct report_module *rm = s->mods[i].rm;
-        if (pc >= rm->start && pc < rm->end)
-            return &s->mods[i];
-    }
-    return NULL;
+    long i = report_module_map_find(&s->by_address, pc);
+    return i < 0 ? NULL : &s->mods[i];
 }
 
 struct symbolizer *sym_open(const struct report *r)
@@ -292,7 +295,7 @@ struct symbolizer *sym_open_cached(const struct report *r, struct sym_cache *fro
     s->cache_cap = 256;
     s->cache = calloc(s->cache_cap, sizeof *s->cache);
     s->warnings = strdup("");
-    if (!s->mods || !s->cache || !s->warnings) {
+    if (!s->mods || !s->cache || !s->warnings || report_module_map_init(&s->by_address, r) < 0) {
         sym_close(s);
         return NULL;
     }
@@ -471,10 +474,10 @@ static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out,
     return n;
 }
 
+/* Keyed (report_hash): the addresses come from an untrusted file. */
 static size_t slot_of(uint64_t address, size_t cap)
 {
-    uint64_t h = address * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 20) & (cap - 1);
+    return (size_t)report_hash_i64((int64_t)address) & (cap - 1);
 }
 
 static int cache_grow(struct symbolizer *s)
@@ -538,14 +541,21 @@ struct sym_cache *sym_cache_new(void)
 
 void sym_cache_load(struct sym_cache *c, const struct report *r)
 {
+    struct report_module_map map;
+    bool *seen = calloc(r->nmodules + 1, sizeof *seen);     /* modules already looked at */
+    if (!seen || report_module_map_init(&map, r) < 0) {
+        free(seen);
+        return;
+    }
     for (size_t i = 0; i < r->nsites; i++)
         for (size_t j = 0; j < r->sites[i].nframes; j++) {
             uint64_t pc = r->sites[i].frames[j] ? r->sites[i].frames[j] - 1 : 0;
-            const struct report_module *rm = NULL;
-            for (size_t k = 0; k < r->nmodules && !rm; k++)
-                if (pc >= r->modules[k].start && pc < r->modules[k].end)
-                    rm = &r->modules[k];
-            if (!rm || !rm->path)
+            long at = report_module_map_find(&map, pc);
+            if (at < 0 || seen[at])
+                continue;
+            seen[at] = true;
+            const struct report_module *rm = &r->modules[at];
+            if (!rm->path)
                 continue;
             bool have = false;
             for (size_t k = 0; k < c->n && !have; k++)
@@ -570,6 +580,8 @@ void sym_cache_load(struct sym_cache *c, const struct report *r)
             k->m.rm = NULL;
             c->n++;
         }
+    report_module_map_free(&map);
+    free(seen);
 }
 
 void sym_cache_free(struct sym_cache *c)
@@ -608,6 +620,7 @@ void sym_close(struct symbolizer *s)
         free(s->strings[i]);
     free(s->strings);
     free(s->warnings);
+    report_module_map_free(&s->by_address);
     free(s);
 }
 

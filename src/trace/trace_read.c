@@ -30,9 +30,57 @@ static void chunk_fail(chunk *c, const loader *ld, const char *fmt, ...)
     c->offset = ld->offset;
 }
 
-/* Up to n bytes at off; the count read, or -1 on an I/O error. */
-static ssize_t read_at(const loader *ld, uint64_t off, void *buf, size_t n)
+/* Up to n bytes of a stream at its current position: the bytes taken
+ * before first, then the descriptor's. */
+static ssize_t stream_read(loader *ld, void *buf, size_t n)
 {
+    if (ld->pos < ld->npre) {
+        size_t k = ld->npre - ld->pos < n ? (size_t)(ld->npre - ld->pos) : n;
+        memcpy(buf, ld->pre + ld->pos, k);
+        ld->pos += k;
+        return (ssize_t)k;
+    }
+    for (;;) {
+        ssize_t k = read(ld->fd, buf, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k > 0)
+            ld->pos += (uint64_t)k;
+        return k;
+    }
+}
+
+/* A stream read at off: the loader only goes forward, so off is where the
+ * stream stands (or ahead of it: skipped). */
+static ssize_t stream_read_at(loader *ld, uint64_t off, void *buf, size_t n)
+{
+    if (off < ld->pos) {
+        errno = ESPIPE;
+        return -1;
+    }
+    while (ld->pos < off) {
+        char skip[4096];
+        ssize_t k = stream_read(ld, skip, off - ld->pos < sizeof skip ? (size_t)(off - ld->pos) : sizeof skip);
+        if (k <= 0)
+            return k;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = stream_read(ld, (char *)buf + got, n - got);
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+/* Up to n bytes at off; the count read, or -1 on an I/O error. */
+static ssize_t read_at(loader *ld, uint64_t off, void *buf, size_t n)
+{
+    if (ld->stream)
+        return stream_read_at(ld, off, buf, n);
     if (off >= ld->size)
         return 0;
     if (n > ld->size - off)
@@ -135,6 +183,10 @@ static void load_next(loader *ld, chunk *c)
         goto stop;
     }
     got = read_at(ld, ld->offset + TRACE_CHUNK_HEADER_SIZE, ld->stored, stored);
+    if (got >= 0 && got < (ssize_t)stored && ld->stream) {
+        chunk_fail(c, ld, "truncated: the payload needs %u bytes, the input ends after %zd", stored, got);
+        goto stop;
+    }
     if (got != (ssize_t)stored) {
         chunk_fail(c, ld, "read error: %s", got < 0 ? strerror(errno) : "short read");
         goto stop;
@@ -279,6 +331,8 @@ static int open_fail(char *err, size_t errlen, int rc, const char *name, const c
 static void read_index(mt_trace_reader *r)
 {
     loader *ld = &r->ld;
+    if (ld->stream)
+        return;     /* read once, front to back: no index to seek with */
     unsigned char t[TRACE_TRAILER_SIZE];
     if (ld->size < TRACE_HEADER_SIZE + TRACE_TRAILER_SIZE ||
         read_at(ld, ld->size - TRACE_TRAILER_SIZE, t, sizeof t) != (ssize_t)sizeof t ||
@@ -390,6 +444,41 @@ int mt_trace_open(const char *path, unsigned flags, mt_trace_reader **out, char 
     return 0;
 }
 
+int mt_trace_open_fd(int fd, const void *head, size_t nhead, const char *name, unsigned flags,
+                     mt_trace_reader **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct stat st;
+    mt_trace_reader *r = nhead <= TRACE_HEADER_SIZE ? reader_new(name) : NULL;
+    if (!r) {
+        close(fd);
+        return open_fail(err, errlen, -ENOMEM, name ? name : "<fd>", "out of memory");
+    }
+    r->ld.fd = fd;
+    if (flags & MT_TRACE_STREAM) {
+        r->ld.stream = 1;
+        r->ld.size = UINT64_MAX;    /* unknown: the stream's end says */
+        if (nhead)
+            memcpy(r->ld.pre, head, nhead);
+        r->ld.npre = nhead;
+    } else if (fstat(fd, &st) == 0) {
+        r->ld.size = (uint64_t)st.st_size;
+    } else {
+        int e = errno;
+        mt_trace_close(r);
+        return open_fail(err, errlen, -e, name ? name : "<fd>", "%s", strerror(e));
+    }
+    int rc = open_common(r, flags, err, errlen);
+    if (rc < 0) {
+        mt_trace_close(r);
+        return rc;
+    }
+    if (r->ld.stream)
+        r->info.file_bytes = 0;
+    *out = r;
+    return 0;
+}
+
 int mt_trace_open_mem(const void *data, size_t len, const char *name, unsigned flags, mt_trace_reader **out,
                       char *err, size_t errlen)
 {
@@ -439,7 +528,12 @@ int mt_trace_sniff(const char *path)
     close(fd);
     if (n < 0)
         return -e;
-    return n == 8 && !memcmp(m, TRACE_MAGIC, 8);
+    return mt_trace_sniff_bytes(m, (size_t)n);
+}
+
+int mt_trace_sniff_bytes(const void *head, size_t n)
+{
+    return n >= 8 && !memcmp(head, TRACE_MAGIC, 8);
 }
 
 const char *mt_trace_error(const mt_trace_reader *r)

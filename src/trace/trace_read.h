@@ -53,12 +53,23 @@ typedef struct mt_trace_module {
 
 /* Is this file a trace (by its first bytes)? 1 yes, 0 no, -errno. */
 int mt_trace_sniff(const char *path);
+/* Do these first bytes (n of them) start a trace? 1 yes, 0 no. */
+int mt_trace_sniff_bytes(const void *head, size_t n);
 
 /* Opens and checks the header. flags: MT_TRACE_PREFETCH decompresses the
  * next chunk on a second thread. 0, or -errno with the reason in err. */
 #define MT_TRACE_PREFETCH 1u
 #define MT_TRACE_NO_CRC 0x100u   /* testing only: skip the CRC checks (fuzzing reaches the bodies) */
 int mt_trace_open(const char *path, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
+/* The same for an open descriptor, which the reader takes (closed on
+ * failure too). Without MT_TRACE_STREAM, fd is a regular file read from
+ * offset 0 with pread (its index used). With it, fd is read once, front
+ * to back (a pipe, a FIFO): the first nhead bytes (at most the header's
+ * 64), already taken from it by the caller, are given in head; there is no
+ * index (mt_trace_seek_chunk fails) and file_bytes is 0. */
+#define MT_TRACE_STREAM 2u
+int mt_trace_open_fd(int fd, const void *head, size_t nhead, const char *name, unsigned flags,
+                     mt_trace_reader **out, char *err, size_t errlen);
 /* The same for a trace in memory (data stays the caller's until close);
  * name is used in errors. */
 int mt_trace_open_mem(const void *data, size_t len, const char *name, unsigned flags, mt_trace_reader **out,

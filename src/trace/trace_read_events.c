@@ -321,7 +321,8 @@ static int advance(mt_trace_reader *r)
         }
         if (c->status == 0) {
             r->ended = 1;
-            r->consumed = r->info.file_bytes;
+            if (r->info.file_bytes)     /* a stream's size is not known: it stays at the last chunk */
+                r->consumed = r->info.file_bytes;
             return 0;
         }
         r->chunks_read++;

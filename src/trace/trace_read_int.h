@@ -41,10 +41,17 @@ typedef struct chunk {
     size_t raw_len, raw_cap;
 } chunk;
 
-/* Reads chunks from the file in order. */
+/* Reads chunks from the file in order. A stream (a pipe, a FIFO) is read
+ * front to back once: `pos` is how far, and the first `npre` bytes, which
+ * the caller took from it before (to tell a trace from a report), come
+ * from `pre`. */
 typedef struct loader {
     int fd;
     const unsigned char *mem;
+    int stream;
+    uint64_t pos;
+    unsigned char pre[TRACE_HEADER_SIZE];
+    size_t npre;
     uint64_t size, offset, ordinal;
     const char *name;
     int done, no_crc;

@@ -25,7 +25,7 @@ static int say(char *why, size_t whylen, const char *a, const char *b, size_t bl
     xe_why_init(&o, why, whylen);
     mt_out_str(&o, a);
     if (b)
-        mt_out_mem(&o, b, blen);
+        mt_out_shown(&o, b, blen);
     if (c)
         mt_out_str(&o, c);
     xe_why_done(&o);

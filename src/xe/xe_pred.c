@@ -48,7 +48,7 @@ static int fail(parser *p, size_t col, const char *a, const char *b, size_t blen
     mt_out_str(&o, a);
     if (b) {
         mt_out_char(&o, '\'');
-        mt_out_mem(&o, b, blen);
+        mt_out_shown(&o, b, blen);
         mt_out_char(&o, '\'');
     }
     mt_out_str(&o, " at column ");

@@ -157,7 +157,7 @@ static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
         mt_out o;
         xe_why_init(&o, why, whylen);
         mt_out_str(&o, "event_file: max_file_size='");
-        mt_out_mem(&o, p[1].val, p[1].len);
+        mt_out_shown(&o, p[1].val, p[1].len);
         mt_out_str(&o, "' is not a size (a number of MB, or with a unit: B, KB, MB, GB)");
         xe_why_done(&o);
         rc = -EINVAL;

@@ -46,7 +46,7 @@ static int hist_init(xe_target *t, const char *params, char *why, size_t whylen)
         mt_out o;
         xe_why_init(&o, why, whylen);
         mt_out_str(&o, "histogram: unknown source field '");
-        mt_out_mem(&o, p[0].val, p[0].len);
+        mt_out_shown(&o, p[0].val, p[0].len);
         mt_out_str(&o, "' (fields: type, category, size, address, old_address, site, key, value, "
                        "tid, cpu, data_len, size_class)");
         xe_why_done(&o);

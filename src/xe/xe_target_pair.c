@@ -55,7 +55,7 @@ static int type_param(const xe_param *p, unsigned *out, char *why, size_t whylen
     mt_out_str(&o, "pair_matching: ");
     mt_out_str(&o, p->name);
     mt_out_str(&o, "='");
-    mt_out_mem(&o, p->val, p->len);
+    mt_out_shown(&o, p->val, p->len);
     mt_out_str(&o, "' is not an event type (user, alloc, free, realloc, mmap, munmap, span_begin, "
                    "span_end, snapshot, page_ref)");
     xe_why_done(&o);
@@ -83,7 +83,7 @@ static int pair_init(xe_target *t, const char *params, char *why, size_t whylen)
             mt_out o;
             xe_why_init(&o, why, whylen);
             mt_out_str(&o, "pair_matching: match_on='");
-            mt_out_mem(&o, p[2].val, p[2].len);
+            mt_out_shown(&o, p[2].val, p[2].len);
             mt_out_str(&o, "' is not a field (type, category, size, address, old_address, site, "
                            "key, value, tid, cpu, data_len, size_class)");
             xe_why_done(&o);

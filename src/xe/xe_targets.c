@@ -67,7 +67,7 @@ static int param_error(const char *target, const char *what, const char *name, s
     mt_out_str(&o, what);
     if (name) {
         mt_out_str(&o, " '");
-        mt_out_mem(&o, name, nlen);
+        mt_out_shown(&o, name, nlen);
         mt_out_char(&o, '\'');
     }
     if (tail)
@@ -167,7 +167,7 @@ int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t m
     mt_out_str(&o, ": ");
     mt_out_str(&o, p->name);
     mt_out_str(&o, "='");
-    mt_out_mem(&o, p->val, p->len);
+    mt_out_shown(&o, p->val, p->len);
     mt_out_str(&o, "' is not a number from ");
     mt_out_u64(&o, min);
     mt_out_str(&o, " to ");

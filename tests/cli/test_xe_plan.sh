@@ -287,6 +287,17 @@ usage_case "bad range (open end)"    "'1-' is not a range"             xe plan -
 usage_case "bad range (from 0)"      "needs 1 <= A <= B"               xe plan --range 0-10
 usage_case "bad range (reversed)"    "needs 1 <= A <= B"               xe plan --range 10-5
 usage_case "range and max-memory"    "drop --max-memory"               xe plan --range 1-10 --max-memory 5
+# Every KB value of a range is planned: a range wider than 2^24 values is
+# refused at once (timeout: a hang detector; unbounded, it ran for minutes).
+run_mt timeout 60 "$MT_ASAN" xe plan --range 1-99999999999
+expect_eq "usage: range too wide: exit 2" 2 "$rc"
+contains "usage: range too wide: message" "spans 99999999999 KB values; a table covers at most 16777216" "$err"
+run_mt timeout 60 "$MT_ASAN" xe plan --range 1-16777217
+expect_eq "usage: range one value too wide: exit 2" 2 "$rc"
+contains "usage: range one value too wide: message" "spans 16777217 KB values" "$err"
+run_mt timeout 60 "$MT_ASAN" xe plan --range 2-16777217
+expect_eq "range of 16777216 values: exit 0" 0 "$rc"
+contains "range of 16777216 values: ends with the advice for its end" "advice for 16777217 KB" "$out"
 usage_case "missing --max-memory"    "missing --max-memory"            xe plan --mode per_cpu
 usage_case "--cpus 0"                "--cpus: '0' is not a count"      xe plan --max-memory 576 --cpus 0
 usage_case "--nodes x"               "--nodes: 'x' is not a count"     xe plan --max-memory 576 --nodes x

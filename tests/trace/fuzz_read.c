@@ -1,7 +1,8 @@
 /* fuzz_read.c — the libFuzzer target of the trace reader: any bytes, read
  * from memory to the end (every event, every definition the events name,
- * modules, categories, meta, statistics, the index). It must never crash,
- * hang or leak. `make fuzz` builds it as build/fuzz/fuzz_read (clang,
+ * modules, categories, meta, statistics, the index); one input in five as
+ * a stream (a pipe's way: once, front to back, no index). It must never
+ * crash, hang or leak. `make fuzz` builds it as build/fuzz/fuzz_read (clang,
  * -fsanitize=fuzzer,address,undefined); tests/trace/test_corpus.c replays
  * tests/trace/corpus/ through it under gcc's ASan+UBSan in `make check`.
  *
@@ -11,6 +12,8 @@
  * and the new coverage: build/fuzz/fuzz_read -merge=1 NEWDIR /tmp/fz, copied in as fuzz-*. */
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "trace/trace_read.h"
 
@@ -23,8 +26,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The prefetch thread for some inputs, and the CRC checks skipped for
      * most (so mutations reach the bodies), decided by the input itself. */
     unsigned flags = (size % 7 == 3 ? MT_TRACE_PREFETCH : 0) | (size % 13 == 5 ? 0 : MT_TRACE_NO_CRC);
-    if (mt_trace_open_mem(data, size, "fuzz", flags, &r, err, sizeof err) < 0)
+    if (size % 5 == 1) {
+        /* As a stream (a pipe): read once, front to back, through a memfd,
+         * the first bytes handed over as a caller that sniffed them would. */
+        int fd = memfd_create("fuzz", MFD_CLOEXEC);
+        if (fd < 0 || write(fd, data, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) != 0) {
+            if (fd >= 0)
+                close(fd);
+            return 0;
+        }
+        size_t nhead = size < 8 ? size : 8;
+        unsigned char head[8];
+        if (read(fd, head, nhead) != (ssize_t)nhead) {
+            close(fd);
+            return 0;
+        }
+        if (mt_trace_open_fd(fd, head, nhead, "fuzz", flags | MT_TRACE_STREAM, &r, err, sizeof err) < 0)
+            return 0;
+    } else if (mt_trace_open_mem(data, size, "fuzz", flags, &r, err, sizeof err) < 0) {
         return 0;
+    }
     mt_trace_event ev;
     uint64_t sink = 0;
     while (mt_trace_next(r, &ev) == 1) {

@@ -1,0 +1,37 @@
+/* options.h — MEMTRAIL_OPTIONS ("key=value:key=value") parsed into one
+ * struct (options.c), apart from the rest of the agent: init.c applies the
+ * result to the agent's state, and the fuzz harness (tests/agent/
+ * fuzz_options.c) calls the parser alone. No allocation, no I/O. */
+#ifndef MT_AGENT_OPTIONS_H
+#define MT_AGENT_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/site.h" /* MT_MODE_*, MT_ON_ERROR_*, MT_QUERY_*, MT_UNWIND_*, MT_DEPTH_MAX, MT_PATH_MAX */
+
+typedef struct mt_env_options {
+    int mode;                   /* MT_MODE_* */
+    int on_error;               /* MT_ON_ERROR_* */
+    char output[MT_PATH_MAX];   /* the report's path template */
+    int depth;                  /* frames per stack, 1..MT_DEPTH_MAX */
+    int unwind;                 /* MT_UNWIND_* */
+    uint64_t trace_buffer;      /* bytes */
+    uint32_t trace_time_unit_ns;
+    int trace_level;            /* zstd level */
+    uint32_t trace_chunk;       /* events per chunk */
+    int trace_wait;             /* trace_loss=wait */
+    int crash_report;           /* 0 or 1 */
+    int follow_exec;            /* 0 or 1 */
+    int query;                  /* MT_QUERY_* */
+    char value[MT_PATH_MAX];    /* the parser's scratch: a value unescaped */
+} mt_env_options;
+
+/* Parses `s` into o, whose fields hold the defaults on entry (only the
+ * keys given change). In a value, "\:" is ':' and "\\" is '\'; empty
+ * fields are skipped. Returns 0, or -EINVAL with one line in err saying
+ * what is wrong ("MEMTRAIL_OPTIONS: bad value 'x' for depth (accepted:
+ * ...)"); o may then hold some of the values before the bad one. */
+int mt_options_parse(const char *s, mt_env_options *o, char *err, size_t errlen);
+
+#endif
