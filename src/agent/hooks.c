@@ -35,7 +35,17 @@ static int cold_gate(void)
     return mt_t.in_agent == 0 && atomic_load(&mt_hot);
 }
 
-static void *raw_malloc(size_t n) { return mt_real_fn.malloc ? mt_real_fn.malloc(n) : mt_arena_alloc(n); }
+/* The real allocator, except before dlsym found it and while the agent
+ * starts up: start-up may run inside another allocator's own
+ * initialisation (jemalloc maps memory with its init lock held), and
+ * whatever libc allocates for the agent then (stdio buffers, a thread's
+ * cpuset) must not call back into that allocator. */
+static inline int use_arena(void)
+{
+    return !mt_real_fn.malloc || atomic_load_explicit(&mt_state, memory_order_relaxed) == MT_STATE_INIT;
+}
+
+static void *raw_malloc(size_t n) { return use_arena() ? mt_arena_alloc(n) : mt_real_fn.malloc(n); }
 
 /* ---- classification of pointers handed to free/realloc ---------------- */
 
@@ -284,7 +294,7 @@ MT_EXPORT void *calloc(size_t n, size_t m)
         return NULL;
     }
     if (!HOT && !cold_gate())
-        return mt_real_fn.calloc ? mt_real_fn.calloc(n, m) : mt_arena_alloc(bytes); /* arena memory is zero */
+        return use_arena() ? mt_arena_alloc(bytes) : mt_real_fn.calloc(n, m); /* arena memory is zero */
     if (MT_UNLIKELY(bytes > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
         return NULL;
@@ -371,7 +381,7 @@ MT_EXPORT void *realloc(void *p, size_t n)
     if (!HOT && !cold_gate() && !atomic_load(&mt_hot)) {
         if (mt_arena_owns(p))
             return move_from_arena(p, raw_malloc(n), n);
-        if (!mt_real_fn.realloc) {
+        if (!mt_real_fn.realloc || use_arena()) {
             errno = ENOMEM;
             return NULL;
         }
@@ -412,8 +422,8 @@ static int aligned_entry(void **out, size_t align, size_t n)
     void *p = NULL;
     int rc;
     if (!HOT && !cold_gate()) {
-        if (!mt_real_fn.posix_memalign)
-            return ENOMEM; /* no aligned requests come from dlsym itself */
+        if (!mt_real_fn.posix_memalign || use_arena())
+            return ENOMEM; /* no aligned requests come from dlsym or start-up */
         rc = mt_real_fn.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
     } else {
         rc = alloc_aligned(&p, align, n, mt_t.cat);

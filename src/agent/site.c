@@ -4,10 +4,14 @@
 
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "agent/vm.h"
 #include "common/out.h"
 
 mt_site_opts mt_site_opt = {.detail = 0, .depth = MT_DEPTH_DEFAULT, .unwind = MT_UNWIND_AUTO};
@@ -78,20 +82,35 @@ const char *mt_site_unwinder(void)
 
 static inline int in_self(uintptr_t pc) { return pc - self_lo < self_hi - self_lo; }
 
-/* This thread's stack, for bounding frame-pointer and CFI walks. */
+/* This thread's stack, for bounding frame-pointer and CFI walks: the
+ * mapping that holds this frame, read from /proc/self/maps without malloc
+ * or locks (pthread_getattr_np allocates, and for the main thread fopens
+ * /proc/self/maps: inside another allocator's start-up that deadlocks, and
+ * in a signal handler it is not allowed). The main thread's stack may grow
+ * down to its rlimit or the mapping below; a thread's ends at its guard.
+ * On an alternate signal stack nothing is learnt: the next try is on the
+ * thread's own. A thread the agent started learns it from its exact
+ * block (vm_hooks.c). */
 void mt_site_learn_stack(void)
 {
-    pthread_attr_t a;
-    void *addr;
-    size_t size;
-    mt_t.stack_hi = 1; /* tried: a failure is not retried */
-    if (pthread_getattr_np(pthread_self(), &a) != 0)
+    stack_t alt;
+    mt_vm_span s;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (sigaltstack(NULL, &alt) == 0 && (alt.ss_flags & SS_ONSTACK))
         return;
-    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-        mt_t.stack_lo = (uintptr_t)addr;
-        mt_t.stack_hi = (uintptr_t)addr + size;
+    mt_t.stack_hi = 1; /* tried: a failure is not retried */
+    if (mt_vm_mapping_of(here, &s) != 0)
+        return;
+    uintptr_t lo = s.lo;
+    if (getpid() == (pid_t)syscall(SYS_gettid)) {
+        struct rlimit rl;
+        uintptr_t room = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < s.hi
+                             ? (uintptr_t)rl.rlim_cur
+                             : s.hi;
+        lo = s.hi - room > s.below ? s.hi - room : s.below;
     }
-    pthread_attr_destroy(&a);
+    mt_t.stack_lo = lo;
+    mt_t.stack_hi = s.hi;
 }
 
 /* Return addresses through the frame-pointer chain, every frame checked

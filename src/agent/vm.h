@@ -86,6 +86,16 @@ typedef struct mt_vm_report {
 } mt_vm_report;
 const mt_vm_report *mt_report_last_vm(void);
 
+/* One mapping of /proc/self/maps: [lo, hi), the end of the mapping
+ * before it (below), and where a PROT_NONE mapping right under it starts
+ * (guard_lo; lo when there is none). */
+typedef struct mt_vm_span {
+    uintptr_t lo, hi, below, guard_lo;
+} mt_vm_span;
+/* The mapping that holds addr (0), or -1. Allocation-free and
+ * async-signal-safe: for the stack bounds of threads and of start-up. */
+int mt_vm_mapping_of(uintptr_t addr, mt_vm_span *out);
+
 /* init.c calls this once the real functions are known. */
 void mt_vm_init(void);
 /* Fork: the table lock is taken before and released after, in both. */

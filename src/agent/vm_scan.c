@@ -474,3 +474,37 @@ void mt_vm_scan(mt_vm_sum *out, int ncat, mt_vm_process *proc, int in_signal)
     proc->resident = proc->rss;
     proc->peak_rss = status_kb("VmHWM:");
 }
+
+/* The mapping of /proc/self/maps that holds addr, and how far below it the
+ * address space is free or PROT_NONE (a thread's guard page, the gap the
+ * main stack may grow into). Reads with a buffer on the caller's stack:
+ * no malloc, no lock, async-signal-safe, safe inside another allocator's
+ * start-up (pthread_getattr_np is none of these). */
+int mt_vm_mapping_of(uintptr_t addr, mt_vm_span *out)
+{
+    char buf[2048];
+    reader r;
+    if (reader_open(&r, "/proc/self/maps", buf, sizeof buf) < 0)
+        return -1;
+    uintptr_t prev_end = 0, guard_lo = 0;
+    int prev_none = 0, found = 0;
+    char *line;
+    while ((line = next_line(&r)) != NULL) {
+        vma v;
+        if (!parse_vma(line, &v))
+            continue;
+        if (addr - v.s < v.e - v.s) {
+            out->lo = v.s;
+            out->hi = v.e;
+            out->below = prev_end;
+            out->guard_lo = prev_none && prev_end == v.s ? guard_lo : v.s;
+            found = 1;
+            break;
+        }
+        prev_none = strncmp(v.perms, "---", 3) == 0;
+        guard_lo = v.s;
+        prev_end = v.e;
+    }
+    close(r.fd);
+    return found ? 0 : -1;
+}
