@@ -157,7 +157,14 @@ $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 	strip -o $@ $<
 
 asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS)
-tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS)
+tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS) $(BUILD)/tests/agent/jemalloc/allocx
+
+# A program linked with jemalloc (Debian's libjemalloc2, which scripts/deps.sh
+# installs), calling its own API: tests/agent/test_allocators.sh.
+$(BUILD)/tests/agent/jemalloc/allocx: tests/agent/jemalloc/allocx.c tests/agent/ledger.h $(STUB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/lib -lmemtrail-stub \
+	  -Wl,-rpath,'$$ORIGIN/../../../lib' -l:libjemalloc.so.2
 
 # The README's test command: installs what is missing, builds, runs everything.
 check: deps

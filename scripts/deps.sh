@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
 # `make check`, zstd, clang's libFuzzer, python3, sqlite3, nginx and curl
-# (a server whose workers drop root, for the output tests) and heaptrack. Prints nothing and touches
+# (a server whose workers drop root, for the output tests), jemalloc,
+# tcmalloc, mimalloc and Redis (the agent over other allocators) and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -93,6 +94,15 @@ check() {
     # tests/agent/test_outputs.sh: a real server whose workers drop root.
     have_cmd nginx || [ -x /usr/sbin/nginx ] || want nginx
     have_cmd curl || want curl
+    # tests/agent/test_allocators.sh: the agent over other allocators, and
+    # Redis (which links jemalloc) under redis-benchmark.
+    if have_cmd dpkg-query; then
+        have_pkg libjemalloc2 || want libjemalloc2
+        have_pkg libtcmalloc-minimal4 || want libtcmalloc-minimal4
+        have_pkg libmimalloc2.0 || want libmimalloc2.0
+    fi
+    have_cmd redis-server || want redis-server
+    have_cmd redis-benchmark || want redis-tools
 }
 
 SUDO=()

@@ -79,8 +79,13 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
         return BLK_ARENA;
     unsigned off = a & 4095;
     if (MT_UNLIKELY(needs_probe(a))) {
-        if (!page_mapped(a - MT_HDR_SIZE) || !page_mapped(a))
+        if (!page_mapped(a))
             return BLK_UNMAPPED;
+        /* Mapped, but not the page of its header: a foreign block at the
+         * start of a mapping (jemalloc's extents, tcmalloc's spans). A
+         * block of ours has its header in the same allocation. */
+        if ((a & 4095) == 0 && !page_mapped(a - MT_HDR_SIZE))
+            return BLK_FOREIGN;
     }
     mt_hdr *h = (mt_hdr *)p - 1;
     uint32_t want = mt_hash(p, h->word, h->site);
@@ -281,7 +286,10 @@ MT_EXPORT void free(void *p)
     case BLK_ARENA:
         return;
     default:
-        report_bad_pointer(kind, p, h, tomb, "free");
+        /* libc freeing for the agent (a thread's cpuset) frees what it
+         * got from the real allocator, never twice. */
+        if (!mt_t.in_agent)
+            report_bad_pointer(kind, p, h, tomb, "free");
         return;
     }
 }

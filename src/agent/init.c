@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/allocator.h"
 #include "agent/counters.h"
 #include "agent/options.h"
 #include "agent/sessions.h"
@@ -177,14 +178,21 @@ MT_EXPORT pid_t _Fork(void)
     return pid;
 }
 
+/* Another allocator preloaded before the agent gets the program's malloc
+ * calls: then the agent's own entry points (the few that allocator lacks)
+ * must forward to it, not to libc, and nothing is tracked. */
+static char first_allocator[256];
+
 static int resolve_real(void)
 {
-    mt_real_fn.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
-    mt_real_fn.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-    mt_real_fn.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
-    mt_real_fn.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
-    mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
-    mt_real_fn.malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    int first = mt_allocator_precedes(first_allocator, sizeof first_allocator);
+    mt_real_fn.malloc = (void *(*)(size_t))mt_allocator_sym("malloc", first);
+    mt_real_fn.free = (void (*)(void *))mt_allocator_sym("free", first);
+    mt_real_fn.calloc = (void *(*)(size_t, size_t))mt_allocator_sym("calloc", first);
+    mt_real_fn.realloc = (void *(*)(void *, size_t))mt_allocator_sym("realloc", first);
+    mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))mt_allocator_sym("posix_memalign", first);
+    mt_real_fn.malloc_usable_size = (size_t(*)(void *))mt_allocator_sym("malloc_usable_size", first);
+    mt_allocator_detect((void *)mt_real_fn.malloc);
     mt_vm_init();
     real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
@@ -246,6 +254,14 @@ void mt_init_slow(void)
     const char *env = getenv("MEMTRAIL_OPTIONS");
     if (ok && env && parse_options(env) < 0)
         ok = 0;
+    if (ok && first_allocator[0] && mt_opt.mode != MT_MODE_OFF) {
+        char msg[512] = "malloc is served by ";
+        strncat(msg, first_allocator, 256);
+        strcat(msg, ", preloaded before the agent, which would not see the program's malloc calls: "
+                    "running untracked (put libmemtrail.so first in LD_PRELOAD; memtrail run does)");
+        mt_say(msg);
+        ok = 0;
+    }
     absolutize_output();
     mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
     mt_exec_init(env);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/allocator.h"
 #include "agent/counters.h"
 #include "agent/sessions.h"
 #include "agent/vm.h"
@@ -45,10 +46,14 @@ static int vm_tracking(void)
 }
 
 /* The category of a mapping the calling thread makes now. */
-static unsigned new_mapping_category(int file)
+static unsigned new_mapping_category(int file, uintptr_t caller)
 {
     if (mt_t.in_agent)
         return MT_CAT_OVERHEAD;
+    /* Memory another allocator maps for malloc (glibc's own mappings do
+     * not come through here: vm_scan.c recognises them). */
+    if (!file && caller - mt_alloc_text_lo < mt_alloc_text_hi - mt_alloc_text_lo)
+        return MT_CAT_HEAP;
     if (mt_t.cat != MT_CAT_MALLOC)
         return mt_t.cat;
     return file ? MT_CAT_FILES : MT_CAT_MMAP;
@@ -70,7 +75,7 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return sys_mmap(addr, len, prot, flags, fd, off);
     int file = !(flags & MAP_ANONYMOUS);
-    unsigned cat = new_mapping_category(file);
+    unsigned cat = new_mapping_category(file, (uintptr_t)__builtin_return_address(0));
     mt_vm_lock();
     void *p = sys_mmap(addr, len, prot, flags, fd, off);
     if (p != MAP_FAILED) {
@@ -151,9 +156,9 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 /* The program's own use of the break (glibc's malloc moves it without
  * coming here; that part of [heap] is malloc's). */
-static unsigned break_moved(uintptr_t before, uintptr_t after)
+static unsigned break_moved(uintptr_t before, uintptr_t after, uintptr_t caller)
 {
-    unsigned cat = new_mapping_category(0);
+    unsigned cat = new_mapping_category(0, caller);
     if (after > before)
         mt_vm_record(PAGE_UP(before), PAGE_UP(after), cat, 0, 0);
     else if (after < before)
@@ -184,7 +189,7 @@ MT_EXPORT int brk(void *addr)
     if (rc == 0) {
         int saved = errno;
         after = (uintptr_t)__sbrk(0);
-        cat = break_moved(before, after);
+        cat = break_moved(before, after, (uintptr_t)__builtin_return_address(0));
         errno = saved;
     }
     mt_vm_unlock();
@@ -201,7 +206,7 @@ MT_EXPORT void *sbrk(intptr_t increment)
     unsigned cat = 0;
     if (old != (void *)-1) {
         int saved = errno;
-        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
+        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, (uintptr_t)__builtin_return_address(0));
         errno = saved;
     }
     mt_vm_unlock();

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/allocator.h"
 #include "agent/counters.h"
 #include "agent/vm.h"
 
@@ -335,15 +336,16 @@ static void classify_unknown(uintptr_t s, uintptr_t e)
         emit(MT_CAT_OTHER, s, e); /* [vdso], [vvar], [vsyscall], deleted shared memory, ... */
     else {
         int readable = v->perms[0] == 'r';
+        int glibc = mt_alloc_kind == MT_ALLOC_GLIBC; /* arenas and chunk headers are glibc's */
         for (uintptr_t p = s; p < e;) {
             uintptr_t q;
             if (in_window(p, &q)) {
                 q = q < e ? q : e;
                 emit(MT_CAT_HEAP, p, q);
                 p = q;
-            } else if (readable && sc.nwindows < MAX_WINDOWS && heap_info_at(p)) {
+            } else if (glibc && readable && sc.nwindows < MAX_WINDOWS && heap_info_at(p)) {
                 sc.windows[sc.nwindows++] = p;
-            } else if (readable && (q = mmapped_chunk_at(p, e)) != 0) {
+            } else if (glibc && readable && (q = mmapped_chunk_at(p, e)) != 0) {
                 emit(MT_CAT_HEAP, p, q);
                 p = q;
             } else {

@@ -1,0 +1,31 @@
+/* allocator.h — the allocator under the agent (allocator.c). */
+#ifndef MT_ALLOCATOR_H
+#define MT_ALLOCATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { MT_ALLOC_GLIBC, MT_ALLOC_JEMALLOC, MT_ALLOC_TCMALLOC, MT_ALLOC_MIMALLOC, MT_ALLOC_OTHER };
+extern int mt_alloc_kind;
+extern char mt_alloc_file[256];            /* the file that defines the real malloc */
+extern uintptr_t mt_alloc_text_lo, mt_alloc_text_hi; /* its code, when not glibc: its mmaps are heap */
+
+/* Once at start-up, with the real malloc dlsym found. */
+void mt_allocator_detect(void *real_malloc);
+/* 1 (and the file's name in who) when another allocator's malloc comes
+ * before the agent's in the global scope: the program's calls go to it. */
+int mt_allocator_precedes(char *who, size_t n);
+/* The real function: the first definition (first != 0) or the next after
+ * the agent, never the agent's own. */
+void *mt_allocator_sym(const char *name, int first);
+const char *mt_allocator_name(void);
+
+/* jemalloc's API, exported by the agent (allocator.c). */
+void *mallocx(size_t size, int flags);
+void *rallocx(void *p, size_t size, int flags);
+size_t xallocx(void *p, size_t size, size_t extra, int flags);
+size_t sallocx(const void *p, int flags);
+void dallocx(void *p, int flags);
+void sdallocx(void *p, size_t size, int flags);
+
+#endif

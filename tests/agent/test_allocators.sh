@@ -1,0 +1,124 @@
+# The agent over other allocators: Debian's jemalloc, tcmalloc and mimalloc
+# preloaded after the agent (counted exactly, their mappings as heap, no
+# false heap errors) and before it (no hang, the same output as without
+# the agent, a message saying why nothing is tracked); jemalloc's own API
+# (mallocx and friends) counted to the byte; and Redis, which links
+# jemalloc, under redis-benchmark and a background save: no error line,
+# and the agent's live bytes move exactly as Redis's own used_memory.
+source "$(dirname "$0")/../lib.sh"
+[ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
+LIBDIR=/usr/lib/x86_64-linux-gnu
+
+# ledger_eq NAME MTR LEDGER CATEGORY: the report's figures for CATEGORY are
+# the ledger's, to the byte.
+ledger_eq() {
+    "$MT" report --json "$2" >"$T/l.json" || { fail "$1" "cannot read $2"; return; }
+    local line; line=($(grep "^$4 " "$3"))
+    expect_eq "$1" "live=${line[1]} count=${line[2]} peak=${line[3]} allocs=${line[4]} frees=${line[5]} reallocs=${line[6]}" \
+        "$(json_get "$T/l.json" "' '.join('%s=%s' % (k, c[f]) for c in j['categories'] if c['name']=='$4' for k, f in (('live','live_bytes'),('count','live_count'),('peak','peak_bytes'),('allocs','allocs'),('frees','frees'),('reallocs','reallocs')))")"
+}
+errors_zero() { # NAME MTR
+    "$MT" report --json "$2" >"$T/e.json"
+    expect_eq "$1" "0 0 0" "$(json_get "$T/e.json" "'%d %d %d' % (j['errors']['double_free'], j['errors']['bad_canary'], j['errors']['foreign_free'])")"
+}
+
+bare=$(timeout -s KILL 60 "$TBIN/plainmix")
+for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
+    if [ ! -f "$LIBDIR/$lib" ]; then fail "$lib" "not installed (scripts/deps.sh installs it)"; continue; fi
+    # After the agent: it forwards to the allocator and counts everything.
+    for mode in summary detail trace; do
+        ext=mtr; [ $mode = trace ] && ext=mtt
+        out=$(timeout -s KILL 60 env MEMTRAIL_OPTIONS="mode=$mode:on_error=abort:output=$T/ex.$mode.$ext" \
+            LD_PRELOAD="$AGENT:$LIBDIR/$lib" "$TBIN/exact" "$T/ex.ledger" 2>&1)
+        rc=$?
+        expect_eq "$lib after the agent, $mode: exact runs clean (on_error=abort)" "0" "$rc"
+        if [ $mode != trace ]; then
+            [ -f "$T/ex.ledger" ] && ledger_eq "$lib after the agent, $mode: every entry point counted to the byte" "$T/ex.$mode.mtr" "$T/ex.ledger" exact
+            errors_zero "$lib after the agent, $mode: no heap errors" "$T/ex.$mode.mtr"
+        fi
+        got=$(timeout -s KILL 60 env MEMTRAIL_OPTIONS="mode=$mode:on_error=abort:output=$T/pm.$mode.$ext" \
+            LD_PRELOAD="$AGENT:$LIBDIR/$lib" "$TBIN/plainmix" 2>"$T/pm.err")
+        expect_eq "$lib after the agent, $mode: 4 threads, every entry point, same output" "$bare" "$got"
+    done
+    "$MT" report --json "$T/ex.summary.mtr" >"$T/h.json"
+    heap=$(json_get "$T/h.json" "[c.get('reserved', 0) for c in j['categories'] if c['name']=='heap'][0]")
+    if [ "${heap:-0}" -gt 0 ]; then pass "$lib after the agent: its mappings count as heap ($heap bytes)"
+    else fail "$lib after the agent: heap category" "reserved=${heap:-none}"; fi
+    # Before the agent: its malloc gets the program's calls; the agent must
+    # not hang at start-up, nor hand its blocks to another allocator.
+    for mode in summary detail trace; do
+        got=$(timeout -s KILL 60 env MEMTRAIL_OPTIONS="mode=$mode:output=$T/first.%p" \
+            LD_PRELOAD="$LIBDIR/$lib:$AGENT" "$TBIN/plainmix" 2>"$T/first.err")
+        rc=$?
+        expect_eq "$lib before the agent, $mode: no hang, same output" "0 $bare" "$rc $got"
+        contains "$lib before the agent, $mode: says why nothing is tracked" "preloaded before the agent" "$(cat "$T/first.err")"
+    done
+done
+
+# jemalloc's API in a program linked with it.
+if [ -x "$TBIN/jemalloc/allocx" ]; then
+    for mode in summary detail; do
+        out=$(timeout -s KILL 60 env MEMTRAIL_OPTIONS="mode=$mode:on_error=abort:output=$T/ax.$mode.mtr" \
+            LD_PRELOAD="$AGENT" "$TBIN/jemalloc/allocx" "$T/ax.ledger" 2>&1)
+        expect_eq "allocx, $mode: runs clean" "0" "$?"
+        ledger_eq "allocx, $mode: mallocx rallocx xallocx sallocx dallocx sdallocx counted to the byte" \
+            "$T/ax.$mode.mtr" "$T/ax.ledger" allocx
+    done
+else
+    fail "allocx" "not built: $TBIN/jemalloc/allocx"
+fi
+
+# Redis (Debian's redis-server links libjemalloc2).
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+    fail redis "redis-server / redis-benchmark not installed (scripts/deps.sh installs them)"
+    exit 0
+fi
+port=$((20000 + $$ % 20000))
+cli() { timeout 20 redis-cli -p "$port" "$@"; }
+mkdir -p "$T/redis"
+MEMTRAIL_OPTIONS=on_error=abort timeout -s KILL 120 "$MT" run --follow-exec -o "$T/redis/r.%p.mtr" -- \
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$T/redis" >"$T/redis.log" 2>&1 &
+runner=$!
+for _ in $(seq 100); do [ "$(cli ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+pid=$(cli info server | tr -d '\r' | awk -F: '/^process_id:/ {print $2}')
+if [ -z "$pid" ]; then
+    fail redis "did not start: $(tail -5 "$T/redis.log")"
+    kill "$runner" 2>/dev/null
+    exit 0
+fi
+# (live bytes - used_memory): what Redis allocates outside its own
+# accounting (libc, OpenSSL, its start-up) is fixed; everything it
+# allocates through zmalloc the agent counts with the same sizes.
+gap() {
+    local a b l
+    a=$(cli info memory | tr -d '\r' | awk -F: '/^used_memory:/ {print $2}')
+    "$MT" query "$pid" summary --json >"$T/q.json" || return 1
+    b=$(cli info memory | tr -d '\r' | awk -F: '/^used_memory:/ {print $2}')
+    [ "$a" = "$b" ] || { echo "moving"; return 0; }
+    l=$(json_get "$T/q.json" "j['total']['live_bytes']")
+    echo "$((l - a)) $a"
+}
+g0=$(gap)
+redis-benchmark -p "$port" -q -n 20000 -t set,get,lpush,sadd -P 16 -d 200 >/dev/null 2>&1
+cli bgsave >/dev/null
+for _ in $(seq 100); do
+    cli info persistence | grep -q '^rdb_bgsave_in_progress:0' && break; sleep 0.1
+done
+g1=$(gap)
+used0=${g0#* }; used1=${g1#* }
+if [ "${used1:-0}" -gt $(( ${used0:-0} + 100000 )) ]; then pass "redis: the benchmark grew used_memory ($used0 -> $used1)"
+else fail "redis: benchmark" "used_memory $used0 -> $used1"; fi
+expect_eq "redis: live bytes move exactly as used_memory (live - used_memory before and after)" "${g0%% *}" "${g1%% *}"
+cli shutdown nosave >/dev/null 2>&1
+wait "$runner"
+rc=$?
+expect_eq "redis: exits 0 under on_error=abort" "0" "$rc"
+expect_eq "redis: no memtrail error line" "" "$(grep 'memtrail: ' "$T/redis.log" | grep -v -E 'report of|read it with|more report|summarise the tree' | head -3)"
+n=0
+for f in "$T"/redis/r.*.mtr; do
+    [ -f "$f" ] || continue
+    n=$((n + 1))
+    errors_zero "redis: no heap errors in $(basename "$f")" "$f"
+done
+if [ "$n" -ge 2 ]; then pass "redis: the server and its background-save child wrote reports ($n)"
+else fail "redis: reports" "$n report(s): $(ls "$T/redis")"; fi
