@@ -19,6 +19,8 @@
  *   baseline  keeps the report as the baseline and replies with it
  *   diff      the baseline report, then the current one
  *   sessions  the event sessions' view and their targets' data, as JSON
+ *   exit      the report at exit, now: the process is leaving by a raw
+ *             exit_group that memtrail run holds (Go programs)
  *   other     "error unknown command '...'"
  *
  * Peers of another uid get "error permission denied". Serving never calls
@@ -331,6 +333,10 @@ static void serve_one(int fd)
             send_all(fd, reply, (size_t)n);
         else
             mt_report_to_fd(fd, "query");
+    } else if (strcmp(cmd, "exit") == 0) {
+        /* The process is leaving by a raw exit_group (Go's runtime), held
+         * by memtrail run, its parent, until the report at exit is out. */
+        send_str(fd, mt_report_at_raw_exit() == 0 ? "ok\n" : "error the report at exit could not be written\n");
     } else if (strcmp(cmd, "sessions") == 0) {
         /* Targets' data can be large (a ring buffer's events): streamed to
          * the socket as it is formatted, through the reply buffer. */
@@ -345,7 +351,7 @@ static void serve_one(int fd)
         mt_out_str(&o, "error unknown command '");
         for (size_t i = 0; cmd[i] && i < 64; i++)
             mt_out_char(&o, cmd[i] >= 0x20 && cmd[i] < 0x7f ? cmd[i] : '?');
-        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff, sessions)\n");
+        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff, sessions, exit)\n");
         send_all(fd, o.buf, o.len);
     }
 }

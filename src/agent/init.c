@@ -309,6 +309,22 @@ static void final_report(void *unused)
         mt_report_write_to(NULL, "exit");
 }
 
+/* A raw exit_group that memtrail run holds (control.c "exit"; Go's
+ * runtime leaves this way): the report at exit, from the control
+ * socket's signal handler or thread, once. Event sessions are left as
+ * they are (stopping them waits for threads). */
+int mt_report_at_raw_exit(void)
+{
+    static _Atomic int done;
+    if (atomic_exchange(&done, 1) || !mt_own_process())
+        return 0;
+    if (mt_site_opt.trace) {
+        mt_trace_crash(); /* finishes the file, as for a crash */
+        return 0;
+    }
+    return atomic_load(&mt_hot) ? mt_report_write_to(NULL, "exit") : 0;
+}
+
 /* _exit and _Exit skip destructors (dash leaves this way): write the
  * report first. exit() reaches _exit inside libc without coming here. */
 static _Noreturn void exit_now(int status)

@@ -24,6 +24,9 @@ int cmd_analyze(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Set while a failure is expected and handled silently (cli_error prints
+ * nothing then). */
+extern int cli_quiet;
 
 /* "memtrail: <message>" and "Try 'memtrail CMD --help'." on stderr;
  * returns CLI_USAGE. `cmd` may be NULL for the top level. */
@@ -87,16 +90,32 @@ int cli_out_close(struct cli_out *o, int ok, int prc);
 /* True for "-h" and "--help". */
 int cli_is_help(const char *arg);
 
+/* Programs that leave with a raw exit_group system call (run_exit.c).
+ * Go's runtime does: no exit handler runs, so the agent writes no report.
+ * run_is_go: 1 when the ELF file at path carries Go's build-id note. */
+int run_is_go(const char *path);
+/* In the child, before exec: no_new_privs and a seccomp filter that
+ * suspends exit_group for memtrail run, whose listener fd is sent over
+ * sock. 0 or -errno. */
+int run_exit_watch_install(int sock);
+/* In the parent: the listener fd sent over sock, or -errno. */
+int run_exit_watch_receive(int sock);
+/* Waits for pid as waitpid(pid, status, 0) does, while every exit_group
+ * of the tree is held until the process's agent has written its report at
+ * exit (the control socket's "exit" request). 0, or -errno. */
+int run_exit_watch_wait(int listener, int pid, int *status);
+
 /* --follow-exec (run_tree.c): does the output template hold %p? */
 int run_template_has_pid(const char *tmpl);
 /* The reports other processes of a run's tree wrote: files in the
  * template's directory whose names fit it (%p any pid, %e any name),
  * modified at or after `since`, other than main_report. Returns how many,
  * or -1 when they cannot be counted (the template's directory has a '%',
- * or cannot be read). *dir is set to that directory (malloc'd) or NULL. */
+ * or cannot be read). *dir is set to that directory (malloc'd) or NULL.
+ * trace: count traces (trace mode) instead of reports. */
 struct timespec;
 int run_count_tree_reports(const char *template_abs, const char *main_report, const struct timespec *since,
-                           char **dir);
+                           _Bool trace, char **dir);
 
 /* Detail reports (detail_cmd.c): --depth N, --top N, --sort live|allocated
  * for `report detail` and `diff`. Returns 1 (and sets *given) when argv[*i]

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -253,6 +254,7 @@ struct launch {
     char **argv;            /* its arguments, argv[0] as the user wrote it */
     const char *out_abs;    /* the output template, absolute */
     const char *prog;       /* %e */
+    bool go_exit;           /* a Go program: hold its exit_group for the report (run_exit.c) */
 };
 
 struct outcome {
@@ -273,7 +275,9 @@ static bool same_file(const struct stat *a, const struct stat *b)
  * and reports a failed exec through a close-on-exec pipe. */
 static int launch(const struct launch *l, struct outcome *o)
 {
-    int go[2], errp[2];
+    int go[2], errp[2], watch[2] = {-1, -1};
+    if (l->go_exit && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, watch) < 0)
+        return cli_error("socketpair: %s", strerror(errno));
     if (pipe2(go, O_CLOEXEC) < 0)
         return cli_error("pipe: %s", strerror(errno));
     if (pipe2(errp, O_CLOEXEC) < 0) {
@@ -306,6 +310,13 @@ static int launch(const struct launch *l, struct outcome *o)
         char c;
         if (read_full(go[0], &c, 1) != 1)
             _exit(127);     /* the parent went away */
+        if (watch[1] >= 0) {
+            close(watch[0]);
+            int e = run_exit_watch_install(watch[1]);
+            if (e < 0)
+                fprintf(stderr, "memtrail: cannot hold %s's exit_group for its report (seccomp: %s): "
+                        "it will leave without one\n", l->argv[0], strerror(-e));
+        }
         execv(l->path, l->argv);
         if (errno == ENOEXEC) {     /* no #! line: a shell script, as execvp does */
             int n = 0;
@@ -342,6 +353,12 @@ static int launch(const struct launch *l, struct outcome *o)
         (void)w;    /* if the child is gone, waitpid tells */
     }
     close(go[1]);
+    int listener = -1;
+    if (watch[0] >= 0) {
+        close(watch[1]);
+        listener = target == 0 ? run_exit_watch_receive(watch[0]) : -1;
+        close(watch[0]);
+    }
     int exec_errno = 0;
     bool exec_failed = read_full(errp[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno;
     close(errp[0]);
@@ -352,10 +369,17 @@ static int launch(const struct launch *l, struct outcome *o)
     sigaction(SIGTERM, &fwd, &old_term);
     sigaction(SIGHUP, &fwd, &old_hup);
     pid_t got;
-    do
-        got = waitpid(pid, &o->status, 0);
-    while (got < 0 && errno == EINTR);
-    int wait_errno = errno;
+    int wait_errno = 0;
+    if (listener >= 0) {
+        wait_errno = -run_exit_watch_wait(listener, pid, &o->status);
+        got = wait_errno ? -1 : pid;
+        close(listener);
+    } else {
+        do
+            got = waitpid(pid, &o->status, 0);
+        while (got < 0 && errno == EINTR);
+        wait_errno = errno;
+    }
     child_pid = 0;
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
@@ -428,12 +452,14 @@ static int set_sessions(const char *const *defs, int n)
     return rc;
 }
 
-/* --follow-exec: one more agent option, after the others. */
-static int set_follow_exec(void)
+/* One more agent option, after the others: follow_exec=on for
+ * --follow-exec; query=thread for a Go program (its runtime takes every
+ * signal, the control socket's among them, for itself). */
+static int add_agent_option(const char *opt)
 {
     const char *opts = getenv("MEMTRAIL_OPTIONS");
     char *v = NULL;
-    if (asprintf(&v, "%s:follow_exec=on", opts ? opts : "") < 0)
+    if (asprintf(&v, "%s:%s", opts ? opts : "", opt) < 0)
         return cli_error("out of memory");
     int rc = 0;
     if (setenv("MEMTRAIL_OPTIONS", v, 1) < 0)
@@ -442,22 +468,26 @@ static int set_follow_exec(void)
     return rc;
 }
 
-/* --follow-exec: the other processes of the tree wrote their own reports. */
-static void announce_tree(const char *out_abs, const char *main_report, const struct timespec *since)
+/* --follow-exec: the other processes of the tree wrote their own reports
+ * (or traces). */
+static void announce_tree(const char *out_abs, const char *main_report, const struct timespec *since, bool trace)
 {
     char *dir = NULL;
-    int n = run_count_tree_reports(out_abs, main_report, since, &dir);
+    const char *what = trace ? "trace" : "report";
+    int n = run_count_tree_reports(out_abs, main_report, since, trace, &dir);
     if (n < 0)
-        fprintf(stderr, "memtrail: the tree's other processes wrote their reports to %s\n", out_abs);
+        fprintf(stderr, "memtrail: the tree's other processes wrote their %ss to %s\n", what, out_abs);
     else if (n == 0)
-        fputs("memtrail: no other process of the tree wrote a report\n", stderr);
+        fprintf(stderr, "memtrail: no other process of the tree wrote a %s\n", what);
     else
-        fprintf(stderr, "memtrail: %d more report%s, from other processes of the tree, in %s\n", n,
+        fprintf(stderr, "memtrail: %d more %s%s, from other processes of the tree, in %s\n", n, what,
                 n == 1 ? "" : "s", dir);
-    if (n > 0) {
+    if (n > 0 && !trace) {
         fputs("memtrail: summarise the tree with: memtrail report ", stderr);
         report_shell_quote(stderr, dir);
         fputc('\n', stderr);
+    } else if (n > 0) {
+        fputs("memtrail: analyse each with: memtrail analyze FILE\n", stderr);
     }
     free(dir);
 }
@@ -614,19 +644,22 @@ int cmd_run(int argc, char **argv)
     if (!out_abs)
         rc = cli_error("cannot make the output path absolute: %s", strerror(errno));
     else if ((rc = set_agent_env(agent, mode, detail_opts, out_abs)) == 0 && follow_exec)
-        rc = set_follow_exec();
+        rc = add_agent_option("follow_exec=on");
+    bool go = out_abs && rc == 0 && run_is_go(path) == 1;
+    if (go)
+        rc = add_agent_option("query=thread");
     if (out_abs && rc == 0 && nsessions > 0)
         rc = set_sessions(sessions, nsessions);
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
         clock_gettime(CLOCK_REALTIME_COARSE, &started);
-        struct launch l = { trace ? "trace" : "report", trace, path, cmd, out_abs, prog };
+        struct launch l = { trace ? "trace" : "report", trace, path, cmd, out_abs, prog, go };
         rc = launch(&l, &o);
     }
     if (rc == 0) {
         announce_report(&o, output, prog, mode);
         if (follow_exec)
-            announce_tree(out_abs, o.report, &started);
+            announce_tree(out_abs, o.report, &started, trace);
         rc = WIFSIGNALED(o.status) ? 128 + WTERMSIG(o.status) : WEXITSTATUS(o.status);
     }
     free(o.report);

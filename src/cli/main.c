@@ -27,8 +27,12 @@ static const struct command commands[] = {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
+int cli_quiet;
+
 static void vsay(const char *fmt, va_list ap)
 {
+    if (cli_quiet)
+        return;
     fputs("memtrail: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);

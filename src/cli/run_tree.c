@@ -66,7 +66,8 @@ static bool is_temporary(const char *name)
     return dots == 1;
 }
 
-static bool is_report(int dirfd, const char *name)
+/* A report starts "memtrail-report ", a trace with its magic "MTTRACE\0". */
+static bool is_output(int dirfd, const char *name, bool trace)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
@@ -74,7 +75,7 @@ static bool is_report(int dirfd, const char *name)
     char head[16];
     ssize_t n = read(fd, head, sizeof head);
     close(fd);
-    return n >= 16 && memcmp(head, "memtrail-report ", 16) == 0;
+    return trace ? n >= 8 && memcmp(head, "MTTRACE", 8) == 0 : n >= 16 && memcmp(head, "memtrail-report ", 16) == 0;
 }
 
 static bool not_before(const struct timespec *a, const struct timespec *since)
@@ -83,7 +84,7 @@ static bool not_before(const struct timespec *a, const struct timespec *since)
 }
 
 int run_count_tree_reports(const char *template_abs, const char *main_report, const struct timespec *since,
-                           char **dir_out)
+                           bool trace, char **dir_out)
 {
     *dir_out = NULL;
     const char *slash = strrchr(template_abs, '/');
@@ -111,7 +112,7 @@ int run_count_tree_reports(const char *template_abs, const char *main_report, co
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
-        if (not_before(&st.st_mtim, since) && is_report(dirfd(d), e->d_name))
+        if (not_before(&st.st_mtim, since) && is_output(dirfd(d), e->d_name, trace))
             count++;
     }
     closedir(d);

@@ -197,3 +197,11 @@ if command -v sqlite3 >/dev/null; then
 else
     fail "sqlite3" "sqlite3 is not installed (scripts/deps.sh installs it)"
 fi
+
+# --- trace mode: the tree's other traces are counted, not called missing --
+mkdir -p "$T/ftree"
+(cd "$T/ftree" && "$MT" run --mode trace --follow-exec -o "$T/ftree/t.%p.mtt" -- \
+    sh -c 'ls / >/dev/null; echo hi | cat >/dev/null; true' >/dev/null 2>"$T/ftree.err")
+n=$(ls "$T/ftree" | grep -c '^t\.[0-9]*\.mtt$')
+contains "run --follow-exec, trace mode: says how many traces the other processes wrote" \
+    "$((n - 1)) more traces, from other processes of the tree" "$(cat "$T/ftree.err")"

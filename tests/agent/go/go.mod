@@ -1,0 +1,3 @@
+module memtrailgotest
+
+go 1.19
