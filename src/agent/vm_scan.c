@@ -167,6 +167,7 @@ static struct {
     mt_vm_sum *out;
     int ncat;
     const vma *v;
+    int64_t piece_res[MT_NCAT]; /* resident bytes of the current VMA's pieces, by category */
 } sc;
 
 static int is_image(uint64_t dev, uint64_t ino)
@@ -275,11 +276,33 @@ static uintptr_t mmapped_chunk_at(uintptr_t m, uintptr_t limit)
 
 /* ---- attributing pieces ------------------------------------------------- */
 
+/* The shared zero page's frame number (0: unknown). A private anonymous
+ * page that was only read maps it: pagemap calls it present, smaps' Rss
+ * does not count it (it is nobody's memory). Frame numbers show only to
+ * a privileged reader; otherwise pieces are capped below (emit_vma_end). */
+static uint64_t zero_pfn(void)
+{
+    static uint64_t pfn = UINT64_MAX;
+    if (pfn != UINT64_MAX || sc.pagemap_fd < 0)
+        return pfn == UINT64_MAX ? 0 : pfn;
+    pfn = 0;
+    void *m = (void *)syscall(SYS_mmap, NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 0;
+    (void)*(volatile const char *)m;
+    uint64_t ent;
+    if (pread(sc.pagemap_fd, &ent, sizeof ent, (off_t)((uintptr_t)m / PAGE * 8)) == sizeof ent && (ent >> 63))
+        pfn = ent & (((uint64_t)1 << 55) - 1);
+    syscall(SYS_munmap, m, PAGE);
+    return pfn;
+}
+
 static int64_t present_bytes(uintptr_t s, uintptr_t e)
 {
     int64_t n = 0;
     if (sc.pagemap_fd < 0)
         return 0;
+    uint64_t zero = zero_pfn();
     for (uintptr_t p = s; p < e;) {
         size_t want = (e - p) / PAGE;
         if (want > sizeof sc.pagemap / 8)
@@ -287,8 +310,10 @@ static int64_t present_bytes(uintptr_t s, uintptr_t e)
         ssize_t got = pread(sc.pagemap_fd, sc.pagemap, want * 8, (off_t)(p / PAGE * 8));
         if (got <= 0)
             break;
-        for (ssize_t i = 0; i < got / 8; i++)
-            n += (int64_t)(sc.pagemap[i] >> 63);
+        for (ssize_t i = 0; i < got / 8; i++) {
+            uint64_t ent = sc.pagemap[i];
+            n += (int64_t)(ent >> 63) && !(zero && (ent & (((uint64_t)1 << 55) - 1)) == zero);
+        }
         p += (uintptr_t)(got / 8) * PAGE;
     }
     return n * PAGE;
@@ -305,9 +330,40 @@ static void emit(unsigned cat, uintptr_t s, uintptr_t e)
     o->reserved += (int64_t)(e - s);
     if (strncmp(v->perms, "---", 3) != 0)
         o->committed += (int64_t)(e - s);
-    /* pagemap only where a VMA with resident pages is split */
-    o->resident += (s == v->s && e == v->e) || v->rss == 0 ? v->rss : present_bytes(s, e);
+    /* pagemap only where a VMA with resident pages is split; the pieces'
+     * figures are settled once the whole VMA is done (emit_vma_end). */
+    if ((s == v->s && e == v->e) || v->rss == 0)
+        o->resident += v->rss;
+    else
+        sc.piece_res[cat] += present_bytes(s, e);
     o->mappings++;
+}
+
+/* The pieces of a split VMA never hold more than its Rss (pagemap may
+ * see pages Rss does not count, as the zero page without frame numbers,
+ * or pages faulted in between the two reads): scaled down to it. */
+static void emit_vma_end(void)
+{
+    int64_t sum = 0, rss = sc.v->rss, given = 0;
+    int big = -1;
+    for (int c = 0; c < sc.ncat && c < MT_NCAT; c++) {
+        sum += sc.piece_res[c];
+        if (big < 0 || sc.piece_res[c] > sc.piece_res[big])
+            big = c;
+    }
+    if (sum <= rss) {
+        for (int c = 0; c < sc.ncat && c < MT_NCAT; c++)
+            sc.out[c].resident += sc.piece_res[c];
+    } else {
+        for (int c = 0; c < sc.ncat && c < MT_NCAT; c++) {
+            int64_t part = (int64_t)((__int128)sc.piece_res[c] * rss / sum) / PAGE * PAGE;
+            sc.out[c].resident += part;
+            given += part;
+        }
+        if (big >= 0)
+            sc.out[big].resident += rss - given; /* what rounding left */
+    }
+    memset(sc.piece_res, 0, sizeof sc.piece_res);
 }
 
 static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
@@ -393,6 +449,7 @@ static void classify_vma(const vma *v)
     }
     if (p < v->e)
         classify_unknown(p, v->e);
+    emit_vma_end();
 }
 
 static int64_t status_kb(const char *key)

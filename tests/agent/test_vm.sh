@@ -99,3 +99,18 @@ check "stacks of exited guardless threads leave no stale record (stacks resident
     test "$(field "$T/st.mtr" stacks resident)" -lt $((4 << 20))
 check "the 60 MiB block is heap (heap resident $(field "$T/st.mtr" heap resident) >= $big)" \
     test "$(field "$T/st.mtr" heap resident)" -ge "$big"
+
+# --- one VMA split between categories, with zero-page reads --------------
+out=$(LD_PRELOAD=$AGENT "$TBIN/zeropage" "$T/zp.mtr")
+expect_eq "zeropage ran" 0 $?
+"$MT" report --json "$T/zp.mtr" >"$T/zp.json"
+if [ "$(id -u)" = 0 ]; then
+    # Frame numbers are visible: the zero page is told apart exactly.
+    for cat in zp-a zp-b; do
+        want=$(echo "$out" | awk -v c=$cat '$1 == "expect" && $2 == c {print $3}')
+        expect_eq "split VMA: $cat resident is its written pages, not its zero-page reads" "$want" \
+            "$(json_get "$T/zp.json" "[c['resident_bytes'] for c in j['categories'] if c['name']=='$cat'][0]")"
+    done
+fi
+expect_eq "split VMA: the categories never explain more than the process's RSS" "True" \
+    "$(json_get "$T/zp.json" "sum(c['resident_bytes'] for c in j['categories']) <= j['process']['rss_bytes']")"
