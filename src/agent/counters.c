@@ -14,6 +14,7 @@ _Atomic int mt_ncats;
 _Atomic int64_t mt_err_double_free, mt_err_bad_canary, mt_err_foreign_free;
 
 static mt_shard *_Atomic shard_list;
+static _Atomic int shards_in_use, shards_most; /* threads holding a shard: now, and the most at once */
 static pthread_key_t shard_key;
 static int shard_key_ok;
 static atomic_flag cat_lock = ATOMIC_FLAG_INIT;
@@ -46,7 +47,39 @@ void mt_raise_peak_i64(_Atomic int64_t *peak, int64_t candidate)
     }
 }
 
-void mt_raise_peak(mt_cglobal *g, int64_t candidate) { mt_raise_peak_i64(&g->peak_bytes, candidate); }
+/* flush_at from the peak and the most threads seen (counters.h). */
+static void tune(mt_cglobal *g)
+{
+    int64_t peak = mt_ld(&g->peak_bytes), n = atomic_load_explicit(&shards_most, memory_order_relaxed);
+    int64_t f = peak / (MT_PEAK_PARTS * (n > 1 ? n : 1));
+    f = f < MT_FLUSH_MIN ? MT_FLUSH_MIN : f > MT_FLUSH_BYTES ? MT_FLUSH_BYTES : f;
+    atomic_store_explicit(&g->tuned_peak, peak, memory_order_relaxed);
+    atomic_store_explicit(&g->flush_at, f, memory_order_relaxed);
+}
+
+/* Retuned when the peak has doubled: a flush_at from a smaller peak is
+ * only stricter. */
+void mt_raise_peak(mt_cglobal *g, int64_t candidate)
+{
+    mt_raise_peak_i64(&g->peak_bytes, candidate);
+    if (candidate > 2 * mt_ld(&g->tuned_peak))
+        tune(g);
+}
+
+/* Up to this many shards, a flush sums them all for the peak. */
+#define EXACT_SUM_SHARDS 256
+
+void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
+{
+    int64_t now = atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed) + local;
+    if (atomic_load_explicit(&shards_in_use, memory_order_relaxed) <= EXACT_SUM_SHARDS) {
+        int k = 0;
+        for (mt_shard *sh = atomic_load(&shard_list); sh && k < EXACT_SUM_SHARDS; sh = sh->next, k++)
+            now += mt_ld(&sh->slot[slot].live_bytes);
+    }
+    if (now > mt_ld(&g->peak_bytes))
+        mt_raise_peak(g, now);
+}
 
 mt_shard *mt_shard_first(void) { return atomic_load(&shard_list); }
 
@@ -67,6 +100,8 @@ void mt_counters_init(void)
     set_category(MT_CAT_CODE, "code", MT_KIND_VM);
     set_category(MT_CAT_OTHER, "other", MT_KIND_VM);
     atomic_store(&mt_ncats, MT_CAT_FIRST_USER);
+    for (int i = 0; i < MT_NSLOT; i++)
+        tune(&mt_glob[i]);
     /* Keys below PTHREAD_KEY_2NDLEVEL_SIZE live in the thread descriptor,
      * so pthread_setspecific never allocates for ours (created first). */
     shard_key_ok = pthread_key_create(&shard_key, mt_shard_thread_exit) == 0;
@@ -94,6 +129,14 @@ mt_shard *mt_shard_acquire(void)
         }
     }
     if (sh) {
+        /* More threads than ever before: every category's flush_at shrinks
+         * now, before this one counts anything. */
+        int n = atomic_fetch_add(&shards_in_use, 1) + 1, most = atomic_load(&shards_most);
+        while (n > most && !atomic_compare_exchange_weak(&shards_most, &most, n)) {
+        }
+        if (n > most)
+            for (int i = 0; i < MT_NSLOT; i++)
+                tune(&mt_glob[i]);
         mt_t.shard = sh;
         if (shard_key_ok)
             pthread_setspecific(shard_key, sh);
@@ -127,6 +170,7 @@ void mt_shard_thread_exit(void *arg)
     mt_t.shard = NULL;
     fold_shard(sh);
     atomic_store(&sh->in_use, 0);
+    atomic_fetch_sub(&shards_in_use, 1);
 }
 
 void mt_counters_after_fork_child(void)
@@ -138,6 +182,7 @@ void mt_counters_after_fork_child(void)
             continue;
         fold_shard(sh);
         atomic_store(&sh->in_use, 0);
+        atomic_fetch_sub(&shards_in_use, 1);
     }
 }
 

@@ -3,10 +3,15 @@
  * Each thread owns a shard: plain relaxed loads and stores on memory no
  * other thread writes, so the hot path has no lock and no atomic RMW.
  * Live bytes also go to a global per category in batches (whenever a
- * shard's unflushed delta passes MT_FLUSH_BYTES), so the peak can be
- * checked on every allocation against (global + own delta): exact for a
- * single thread, and never off by more than MT_FLUSH_BYTES per other
- * thread. Readers sum the globals and every shard. */
+ * shard's unflushed delta passes the category's flush_at), so the peak can
+ * be checked on every allocation against (global + own delta): off by at
+ * most what the other threads hold unflushed. flush_at follows the peak:
+ * 1/128 of it divided by the most threads that ever held shards at once,
+ * so the other threads' deltas stay under 1% of the peak together, for
+ * any number of threads (between MT_FLUSH_MIN and MT_FLUSH_BYTES). A
+ * flush also checks the peak against the exact sum of every shard, which
+ * takes in threads that sit idle on a delta. Readers sum the globals and
+ * every shard. */
 #ifndef MT_AGENT_COUNTERS_H
 #define MT_AGENT_COUNTERS_H
 
@@ -26,6 +31,8 @@
 #define MT_SLOT_TOTAL MT_NCAT /* the program's allocations, all categories */
 #define MT_NSLOT (MT_NCAT + 1)
 #define MT_FLUSH_BYTES (256 * 1024)
+#define MT_FLUSH_MIN 256
+#define MT_PEAK_PARTS 128 /* flush_at = peak / (MT_PEAK_PARTS * most threads) */
 
 typedef struct mt_cslot {
     _Atomic int64_t live_bytes; /* not yet flushed to the global */
@@ -47,6 +54,8 @@ typedef struct mt_shard {
 typedef struct mt_cglobal {
     _Atomic int64_t live_bytes; /* flushed deltas */
     _Atomic int64_t peak_bytes;
+    _Atomic int64_t flush_at;   /* a shard's delta beyond this goes to live_bytes; 0: not yet tuned */
+    _Atomic int64_t tuned_peak; /* the peak flush_at was computed from */
     /* counts folded in from exited threads */
     _Atomic int64_t allocs;
     _Atomic int64_t frees;
@@ -93,6 +102,10 @@ static inline void mt_bump(_Atomic int64_t *p, int64_t d)
     atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d, memory_order_relaxed);
 }
 
+/* A delta passed flush_at: into the global, with the peak checked
+ * against every shard's delta (counters.c). */
+void mt_flush_slot(mt_cglobal *g, int slot, int64_t local);
+
 /* Adds d to a slot's live bytes, checking the peak when growing. */
 static inline void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
 {
@@ -102,10 +115,12 @@ static inline void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
         if (now > mt_ld(&g->peak_bytes))
             mt_raise_peak(g, now);
     }
-    /* |local| > MT_FLUSH_BYTES, in one comparison */
-    if (MT_UNLIKELY((uint64_t)(local + MT_FLUSH_BYTES) > 2 * (uint64_t)MT_FLUSH_BYTES)) {
-        atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed);
-        local = 0;
+    int64_t f = mt_ld(&g->flush_at);
+    /* |local| > f, in one comparison */
+    if (MT_UNLIKELY((uint64_t)(local + f) > 2 * (uint64_t)f)) {
+        atomic_store_explicit(&c->live_bytes, 0, memory_order_relaxed);
+        mt_flush_slot(g, (int)(g - mt_glob), local);
+        return;
     }
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
 }

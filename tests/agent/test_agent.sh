@@ -213,3 +213,15 @@ if [ -x "$TBIN/cxx_new" ]; then
     report_json "$T/cxx.mtr" "$T/cxx.json"
     compare_ledger "c++: new/delete, new[]/delete[], aligned new reach the agent" "$T/cxx.json" "$T/cxx.ledger" cxx
 fi
+
+# --- the peak across threads: within 1% of the true one, any thread count --
+for n in 2 8 64; do
+    want=$(MEMTRAIL_OPTIONS="output=$T/pk.$n.mtr" LD_PRELOAD=$AGENT "$TBIN/peak" "$n" | awk '{print $2}')
+    "$MT" report --json "$T/pk.$n.mtr" >"$T/pk.json"
+    got=$(json_get "$T/pk.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='pk'][0]")
+    if python3 -c "import sys; sys.exit(0 if abs($got - $want) <= $want / 100 else 1)"; then
+        pass "peak, $n threads at a barrier: $got within 1% of the true $want"
+    else
+        fail "peak, $n threads at a barrier" "$got, true $want"
+    fi
+done
