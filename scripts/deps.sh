@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
 # `make check`, zstd, clang's libFuzzer, python3, sqlite3, nginx and curl
-# (a server whose workers drop root, for the output tests) and heaptrack. Prints nothing and touches
+# (a server whose workers drop root, for the output tests), the allocators,
+# rustc and go of the hostile-program tests, and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -90,6 +91,15 @@ check() {
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.
     have_cmd protoc || want protobuf-compiler
     have_cmd go || want golang-go
+    # tests/hostile/test_programs.sh: other allocators preloaded beside the
+    # agent (jemalloc, tcmalloc, mimalloc), a Rust program (rustc) and a cgo
+    # one (go, above).
+    if have_cmd dpkg-query; then
+        have_pkg libjemalloc2 || want libjemalloc2
+        have_pkg libgoogle-perftools4 || have_pkg libtcmalloc-minimal4 || want libgoogle-perftools4
+        have_pkg libmimalloc2.0 || want libmimalloc2.0
+    fi
+    have_cmd rustc || want rustc
     # tests/agent/test_outputs.sh: a real server whose workers drop root.
     have_cmd nginx || [ -x /usr/sbin/nginx ] || want nginx
     have_cmd curl || want curl
