@@ -262,6 +262,32 @@ $(BUILD)/tests/agent/dl/libdl_c.so: tests/agent/lib/dl_c.c
 
 tests: $(BUILD)/tests/agent/dl/libdl_a.so $(BUILD)/tests/agent/dl/libdl_b.so $(BUILD)/tests/agent/dl/libdl_c.so
 
+# Hostile programs (tests/hostile/test_programs.sh): each is run bare and
+# under the agent in every mode and must behave the same. Plain C, linked
+# with nothing of memtrail's; the Rust and cgo ones only where rustc and go
+# are installed (the test prints SKIP otherwise).
+HOSTILE_DIR   := $(BUILD)/tests/hostile
+HOSTILE_TESTS := $(patsubst tests/hostile/%.c,$(HOSTILE_DIR)/%,$(wildcard tests/hostile/*.c))
+$(HOSTILE_DIR)/%: tests/hostile/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-builtin -o $@ $< -lpthread
+tests: $(HOSTILE_TESTS)
+
+RUSTC := $(shell command -v rustc 2>/dev/null)
+ifneq ($(RUSTC),)
+$(HOSTILE_DIR)/rust: tests/hostile/rust.rs
+	@mkdir -p $(dir $@)
+	MAKEFLAGS= $(RUSTC) -O -o $@ $<
+tests: $(HOSTILE_DIR)/rust
+endif
+GO := $(shell command -v go 2>/dev/null)
+ifneq ($(GO),)
+$(HOSTILE_DIR)/cgo: tests/hostile/cgo.go
+	@mkdir -p $(dir $@)
+	cd tests/hostile && CGO_ENABLED=1 GO111MODULE=off $(GO) build -o $(abspath $@) cgo.go
+tests: $(HOSTILE_DIR)/cgo
+endif
+
 # The trace format's size and speed on mbench-like events (bench/trace_codec.c).
 TRACE_CODEC_BENCH := $(BUILD)/bench/trace_codec
 $(TRACE_CODEC_BENCH): bench/trace_codec.c tests/trace/trace_gen.h $(TRACE_SRC) $(HDRS)

@@ -3,7 +3,8 @@
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
 # `make check`, zstd, clang's libFuzzer, python3, sqlite3, nginx and curl
 # (a server whose workers drop root, for the output tests), jemalloc,
-# tcmalloc, mimalloc and Redis (the agent over other allocators) and heaptrack. Prints nothing and touches
+# tcmalloc, mimalloc and Redis (the agent over other allocators), rustc and
+# go (the hostile-program tests) and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -91,11 +92,15 @@ check() {
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.
     have_cmd protoc || want protobuf-compiler
     have_cmd go || want golang-go
+    # tests/hostile/test_programs.sh: a Rust program (rustc) and a cgo one
+    # (go, above); other allocators beside the agent (below).
+    have_cmd rustc || want rustc
     # tests/agent/test_outputs.sh: a real server whose workers drop root.
     have_cmd nginx || [ -x /usr/sbin/nginx ] || want nginx
     have_cmd curl || want curl
-    # tests/agent/test_allocators.sh: the agent over other allocators, and
-    # Redis (which links jemalloc) under redis-benchmark.
+    # tests/agent/test_allocators.sh and tests/hostile: the agent over other
+    # allocators (jemalloc, tcmalloc, mimalloc), and Redis (which links
+    # jemalloc) under redis-benchmark.
     if have_cmd dpkg-query; then
         have_pkg libjemalloc2 || want libjemalloc2
         have_pkg libtcmalloc-minimal4 || want libtcmalloc-minimal4
