@@ -54,6 +54,27 @@ void *mt_arena_alloc(size_t size)
 
 /* ---- messages ---------------------------------------------------------- */
 
+/* Writes a message to stderr. A stderr that is a pipe nobody reads any
+ * more must not kill the program with SIGPIPE for the agent's message:
+ * the signal is blocked for the write, and taken back if the write raised
+ * it. Async-signal-safe. */
+static void flush_to_stderr(mt_out *o)
+{
+    sigset_t pipe_only, old, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    int saved = errno;
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    mt_out_flush(o);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_only, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+}
+
 void mt_say(const char *msg)
 {
     char buf[512];
@@ -62,7 +83,7 @@ void mt_say(const char *msg)
     mt_out_str(&o, "memtrail: ");
     mt_out_str(&o, msg);
     mt_out_char(&o, '\n');
-    mt_out_flush(&o);
+    flush_to_stderr(&o);
 }
 
 void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
@@ -87,7 +108,7 @@ void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
     }
     mt_out_str(&o, mt_opt.on_error == MT_ON_ERROR_ABORT ? "; aborting (on_error=abort)\n"
                                                          : "; the program continues (on_error=report)\n");
-    mt_out_flush(&o);
+    flush_to_stderr(&o);
     if (mt_opt.on_error == MT_ON_ERROR_ABORT) {
         mt_control_shutdown();
         abort();
