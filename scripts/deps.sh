@@ -95,6 +95,8 @@ check() {
     # tests/hostile/test_programs.sh: a Rust program (rustc) and a cgo one
     # (go, above); other allocators beside the agent (below).
     have_cmd rustc || want rustc
+    # tests/hostile/test_trees.sh: part of Python's own test suite.
+    if have_cmd dpkg-query; then have_pkg libpython3-testsuite || have_pkg libpython3.11-testsuite || want libpython3-testsuite; fi
     # tests/agent/test_outputs.sh: a real server whose workers drop root.
     have_cmd nginx || [ -x /usr/sbin/nginx ] || want nginx
     have_cmd curl || want curl

@@ -75,32 +75,120 @@ const char *mt_allocator_name(void)
     return names[mt_alloc_kind];
 }
 
-static int in_self(void *fn)
+/* ---- who defines malloc first -------------------------------------------
+ * The global scope is searched in load order: the program, the preloaded
+ * libraries in LD_PRELOAD's order, then the rest. dlsym(RTLD_DEFAULT)
+ * cannot answer "which object defines malloc before the agent": for a
+ * program that takes malloc's address (python3) it returns the program's
+ * own PLT entry, which leads back to the agent. So each object's .dynsym
+ * is read through its GNU hash table, in memory: no malloc, no lock. */
+
+static uint32_t gnu_hash(const char *s)
 {
-    Dl_info info, self;
-    return fn && dladdr(fn, &info) && dladdr((void *)in_self, &self) && info.dli_fbase == self.dli_fbase;
+    uint32_t h = 5381;
+    for (; *s; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
 }
 
-/* The first definition of name in the global scope unless it is the
- * agent's own; else the next one after the agent. */
-void *mt_allocator_sym(const char *name, int first)
+/* A dynamic-section address: relocated in place by the loader, or not. */
+static uintptr_t dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) v)
 {
-    void *fn = first ? dlsym(RTLD_DEFAULT, name) : NULL;
-    return fn && !in_self(fn) ? fn : dlsym(RTLD_NEXT, name);
+    return v >= info->dlpi_addr ? (uintptr_t)v : info->dlpi_addr + v;
 }
 
-/* Another allocator loaded before the agent serves the program's malloc
- * calls itself (`malloc` here would name that first definition too:
- * compare the files that define it). */
+/* The address where the object defines name (a function), or NULL. */
+static void *defined_in(const struct dl_phdr_info *info, const char *name)
+{
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn)
+        return NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const uint32_t *gh = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)dyn_addr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            strtab = (const char *)dyn_addr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gh = (const uint32_t *)dyn_addr(info, dyn->d_un.d_ptr);
+    }
+    if (!symtab || !strtab || !gh || gh[0] == 0)
+        return NULL;
+    uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2];
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_size);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t h = gnu_hash(name), i = buckets[h % nbuckets];
+    if (i < symoffset)
+        return NULL;
+    for (;; i++) {
+        uint32_t ch = chain[i - symoffset];
+        const ElfW(Sym) *sym = &symtab[i];
+        if ((ch | 1) == (h | 1) && strcmp(strtab + sym->st_name, name) == 0)
+            return sym->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym->st_info) == STT_FUNC
+                       ? (void *)(info->dlpi_addr + sym->st_value)
+                       : NULL;
+        if (ch & 1)
+            return NULL;
+    }
+}
+
+struct first_def {
+    uintptr_t self_base;
+    int done;
+    const char *file;   /* the object defining malloc before the agent */
+    uintptr_t base;
+    struct dl_phdr_info info;
+};
+
+static int find_first(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct first_def *f = arg;
+    if (info->dlpi_addr == f->self_base)
+        return 1; /* the agent: nothing before it defines malloc */
+    if (defined_in(info, "malloc")) {
+        f->file = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the program";
+        f->base = info->dlpi_addr;
+        f->info = *info;
+        return 1;
+    }
+    return 0;
+}
+
+static struct first_def first;
+
+static void find_first_definition(void)
+{
+    Dl_info self;
+    if (first.done)
+        return;
+    first.done = 1;
+    if (dladdr((void *)find_first_definition, &self))
+        first.self_base = (uintptr_t)self.dli_fbase;
+    dl_iterate_phdr(find_first, &first);
+}
+
+/* The definition before the agent's (first != 0: the preceding
+ * allocator's), else the next one after the agent. */
+void *mt_allocator_sym(const char *name, int first_def)
+{
+    find_first_definition();
+    void *fn = first_def && first.file ? defined_in(&first.info, name) : NULL;
+    return fn ? fn : dlsym(RTLD_NEXT, name);
+}
+
 int mt_allocator_precedes(char *who, size_t n)
 {
-    void *first = dlsym(RTLD_DEFAULT, "malloc");
-    Dl_info info;
-    if (!first || in_self(first) || !dladdr(first, &info))
+    find_first_definition();
+    if (!first.file)
         return 0;
-    const char *f = info.dli_fname ? info.dli_fname : "a library";
-    size_t k = strlen(f) < n - 1 ? strlen(f) : n - 1;
-    memcpy(who, f, k);
+    size_t k = strlen(first.file) < n - 1 ? strlen(first.file) : n - 1;
+    memcpy(who, first.file, k);
     who[k] = '\0';
     return 1;
 }
