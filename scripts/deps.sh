@@ -96,7 +96,11 @@ check() {
     # (go, above); other allocators beside the agent (below).
     have_cmd rustc || want rustc
     # tests/hostile/test_trees.sh: part of Python's own test suite.
-    if have_cmd dpkg-query; then have_pkg libpython3-testsuite || have_pkg libpython3.11-testsuite || want libpython3-testsuite; fi
+    if have_cmd dpkg-query; then
+        local pyv
+        pyv=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
+        have_pkg "libpython$pyv-testsuite" || want "libpython$pyv-testsuite"
+    fi
     # tests/agent/test_outputs.sh: a real server whose workers drop root.
     have_cmd nginx || [ -x /usr/sbin/nginx ] || want nginx
     have_cmd curl || want curl
