@@ -28,6 +28,7 @@
  * Peers of another uid get "error permission denied". Serving never calls
  * malloc: reports are rendered into static buffers, so a query answers
  * even when the heap is exhausted. The protocol is in docs/cli.md. */
+#include <dirent.h> /* DT_* only: the directory is read with getdents64 */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,6 +39,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,6 +162,81 @@ static int live_at(const char *path)
     return live;
 }
 
+/* ---- sockets left by dead processes --------------------------------------- */
+
+/* The pid in a name of ours, "PID.sock" or "PID.sock.new" (decimal, no
+ * leading zero), or 0 for any other name. */
+static pid_t socket_pid(const char *name)
+{
+    int64_t v = 0;
+    size_t i = 0;
+    if (name[0] < '1' || name[0] > '9')
+        return 0;
+    for (; name[i] >= '0' && name[i] <= '9'; i++) {
+        v = v * 10 + (name[i] - '0');
+        if (v > 0x7fffffff)
+            return 0;
+    }
+    if (strcmp(name + i, ".sock") != 0 && strcmp(name + i, ".sock.new") != 0)
+        return 0;
+    return (pid_t)v;
+}
+
+/* Is the entry name of the directory dfd a socket of a process that is gone?
+ * Named by our pattern, a socket (not a link) of our uid, its pid not
+ * running here, and nobody listening on it (a process in another pid
+ * namespace sharing the directory would be). */
+static int stale(int dfd, const char *name, pid_t me)
+{
+    pid_t pid = socket_pid(name);
+    if (pid <= 0 || pid == me || kill(pid, 0) == 0 || errno != ESRCH)
+        return 0;
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != ctl.uid)
+        return 0;
+    char path[SUN_PATH_MAX];
+    mt_out o;
+    mt_out_init(&o, path, sizeof path, -1);
+    mt_out_str(&o, ctl.dir);
+    mt_out_char(&o, '/');
+    mt_out_str(&o, name);
+    mt_out_cstr(&o);
+    return o.err == 0 && !live_at(path);
+}
+
+/* Removes the sockets that processes killed by a signal (or exec'd into an
+ * untracked program) left in our directory; they would pile up. Reads the
+ * directory with getdents64 (opendir allocates) and looks at 4096 entries
+ * at most. A pid reused between the check and the unlink could lose a
+ * socket made in those microseconds; its process would then not answer
+ * queries, nothing worse. */
+static void remove_stale(void)
+{
+    struct dirent64_raw {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+    };
+    _Alignas(8) char buf[4096];
+    int dfd = open(ctl.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    pid_t me = getpid();
+    int budget = 4096;
+    long n;
+    while (budget > 0 && (n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n && budget > 0; budget--) {
+            struct dirent64_raw *d = (struct dirent64_raw *)(buf + off);
+            off += d->d_reclen;
+            if ((d->d_type == DT_SOCK || d->d_type == DT_UNKNOWN) && stale(dfd, d->d_name, me))
+                unlinkat(dfd, d->d_name, 0);
+        }
+    }
+    close(dfd);
+}
+
 /* Binds PID.sock.new, makes it 0600, listens, and only then renames it to
  * PID.sock (replacing a stale one): a client never finds a socket that
  * refuses connections because it is not listening yet. */
@@ -170,6 +247,7 @@ static int open_socket(void)
     pick_dir();
     if (check_dir() < 0)
         return -1;
+    remove_stale();
     mt_out o;
     mt_out_init(&o, ctl.path, sizeof ctl.path, -1);
     mt_out_str(&o, ctl.dir);
