@@ -12,7 +12,11 @@
  * built for signal handlers). query=thread serves from a thread instead:
  * every signal blocked, a small stack, inside the agent for its whole life
  * (what it allocates is untracked), for programs that block the signal or
- * take it for themselves. One client at a time either way. A client sends one line and gets the reply, then EOF:
+ * take it for themselves. Either way serving never waits for a client to
+ * speak: a connection is answered once its request line is in, and one
+ * that sends nothing is closed after 2 s without holding the program (see
+ * "connections waiting for their request"). A client sends one line and
+ * gets the reply, then EOF:
  *
  *   summary   the report (docs/report-format.md), reason "query"
  *   detail    the same with detail mode's module and site lines
@@ -26,6 +30,7 @@
  * Peers of another uid get "error permission denied". Serving never calls
  * malloc: reports are rendered into static buffers, so a query answers
  * even when the heap is exhausted. The protocol is in docs/cli.md. */
+#include <dirent.h> /* DT_* only: the directory is read with getdents64 */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,6 +41,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,6 +164,81 @@ static int live_at(const char *path)
     return live;
 }
 
+/* ---- sockets left by dead processes --------------------------------------- */
+
+/* The pid in a name of ours, "PID.sock" or "PID.sock.new" (decimal, no
+ * leading zero), or 0 for any other name. */
+static pid_t socket_pid(const char *name)
+{
+    int64_t v = 0;
+    size_t i = 0;
+    if (name[0] < '1' || name[0] > '9')
+        return 0;
+    for (; name[i] >= '0' && name[i] <= '9'; i++) {
+        v = v * 10 + (name[i] - '0');
+        if (v > 0x7fffffff)
+            return 0;
+    }
+    if (strcmp(name + i, ".sock") != 0 && strcmp(name + i, ".sock.new") != 0)
+        return 0;
+    return (pid_t)v;
+}
+
+/* Is the entry name of the directory dfd a socket of a process that is gone?
+ * Named by our pattern, a socket (not a link) of our uid, its pid not
+ * running here, and nobody listening on it (a process in another pid
+ * namespace sharing the directory would be). */
+static int stale(int dfd, const char *name, pid_t me)
+{
+    pid_t pid = socket_pid(name);
+    if (pid <= 0 || pid == me || kill(pid, 0) == 0 || errno != ESRCH)
+        return 0;
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != ctl.uid)
+        return 0;
+    char path[SUN_PATH_MAX];
+    mt_out o;
+    mt_out_init(&o, path, sizeof path, -1);
+    mt_out_str(&o, ctl.dir);
+    mt_out_char(&o, '/');
+    mt_out_str(&o, name);
+    mt_out_cstr(&o);
+    return o.err == 0 && !live_at(path);
+}
+
+/* Removes the sockets that processes killed by a signal (or exec'd into an
+ * untracked program) left in our directory; they would pile up. Reads the
+ * directory with getdents64 (opendir allocates) and looks at 4096 entries
+ * at most. A pid reused between the check and the unlink could lose a
+ * socket made in those microseconds; its process would then not answer
+ * queries, nothing worse. */
+static void remove_stale(void)
+{
+    struct dirent64_raw {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+    };
+    _Alignas(8) char buf[4096];
+    int dfd = open(ctl.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    pid_t me = getpid();
+    int budget = 4096;
+    long n;
+    while (budget > 0 && (n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n && budget > 0; budget--) {
+            struct dirent64_raw *d = (struct dirent64_raw *)(buf + off);
+            off += d->d_reclen;
+            if ((d->d_type == DT_SOCK || d->d_type == DT_UNKNOWN) && stale(dfd, d->d_name, me))
+                unlinkat(dfd, d->d_name, 0);
+        }
+    }
+    close(dfd);
+}
+
 /* Binds PID.sock.new, makes it 0600, listens, and only then renames it to
  * PID.sock (replacing a stale one): a client never finds a socket that
  * refuses connections because it is not listening yet. */
@@ -168,6 +249,7 @@ static int open_socket(void)
     pick_dir();
     if (check_dir() < 0)
         return -1;
+    remove_stale();
     mt_out o;
     mt_out_init(&o, ctl.path, sizeof ctl.path, -1);
     mt_out_str(&o, ctl.dir);
@@ -260,42 +342,9 @@ static void send_current(int fd)
         send_str(fd, "error busy: another report is being written; try again\n");
 }
 
-/* Reads one command line (without its newline); a client that closes
- * without a newline sent what it sent. Returns its length or -1. */
-static int read_line(int fd, char *buf, size_t cap)
+/* Answers the request cmd (its line, without the newline). */
+static void serve_one(int fd, const char *cmd)
 {
-    size_t n = 0;
-    while (n < cap - 1) {
-        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        char *nl = memchr(buf + n, '\n', (size_t)r);
-        n += (size_t)r;
-        if (nl) {
-            n = (size_t)(nl - buf);
-            break;
-        }
-    }
-    if (n > 0 && buf[n - 1] == '\r')
-        n--;
-    buf[n] = '\0';
-    return (int)n;
-}
-
-static void serve_one(int fd)
-{
-    struct timeval rcv = {.tv_sec = 2}, snd = {.tv_sec = 5};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
-    /* The request is read even from a peer we refuse: closing a Unix
-     * socket with unread data resets the peer, which would lose the reply. */
-    char cmd[128];
-    if (read_line(fd, cmd, sizeof cmd) < 0)
-        return;
     struct ucred cr;
     socklen_t len = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != ctl.uid) {
@@ -364,11 +413,152 @@ static int still_ours(int fd)
     return fstat(fd, &st) == 0 && st.st_dev == ctl.sock_dev && st.st_ino == ctl.sock_ino;
 }
 
-/* One accepted connection, answered and closed. */
-static void serve_conn(int c)
+static int64_t now_ms(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- connections waiting for their request ------------------------------- */
+
+/* Serving never waits for a client to speak. A connection is accepted at
+ * once and kept here until its request line is in; only then is it
+ * answered. A client that connects and sends nothing costs the program an
+ * accept and a recv, not a wait: five silent clients used to hold a
+ * single-threaded program 2 s each. Under query=on the connection is armed
+ * like the listening socket, so its data raises the signal again; under
+ * query=thread the thread polls it. One that has not sent its line
+ * PENDING_TTL_MS after connecting, or whose slot a newer connection needs,
+ * is closed with no reply. The server alone touches the table (the
+ * handler that holds `serving`, or the thread). */
+#define PENDING_MAX 8
+#define PENDING_TTL_MS 2000
+#define REQUEST_MAX 128
+
+struct pending {
+    int used;
+    int fd;
+    dev_t dev; /* the connection (fstat): is the fd still ours? */
+    ino_t ino;
+    int64_t since_ms;
+    size_t len;
+    char req[REQUEST_MAX];
+};
+static struct pending pending[PENDING_MAX];
+static int ctl_signal; /* query=on: the real-time signal the sockets raise */
+
+static int conn_ours(const struct pending *p)
+{
+    struct stat st;
+    return fstat(p->fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino;
+}
+
+/* Forgets a connection, closing it if the fd is still ours (no reply). */
+static void drop(struct pending *p)
+{
+    if (conn_ours(p))
+        close(p->fd);
+    p->used = 0;
+}
+
+/* Makes fd raise ctl_signal when it can be read (query=on). */
+static int arm(int fd)
+{
+    struct f_owner_ex owner = {.type = F_OWNER_PID, .pid = getpid()};
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, ctl_signal) != 0 ||
+        fcntl(fd, F_SETFL, fl | O_ASYNC | O_NONBLOCK) != 0)
+        return -1;
+    return 0;
+}
+
+/* Accepts every waiting connection into the table, evicting the oldest
+ * when it is full. 0, or -1 when accept fails for want of a resource (the
+ * connection stays queued; the caller must not spin on it). */
+static int accept_all(int lfd, int async)
+{
+    for (;;) {
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        }
+        if (c < 3) { /* fds 0-2 stay free for the program, as for the listener */
+            int high = fcntl(c, F_DUPFD_CLOEXEC, 3);
+            close(c);
+            if (high < 0)
+                return -1;
+            c = high;
+        }
+        struct stat st;
+        if (fstat(c, &st) != 0 || (async && arm(c) < 0)) {
+            close(c);
+            continue;
+        }
+        struct pending *slot = NULL;
+        for (int i = 0; i < PENDING_MAX && !slot; i++)
+            if (!pending[i].used)
+                slot = &pending[i];
+        if (!slot) {
+            slot = &pending[0];
+            for (int i = 1; i < PENDING_MAX; i++)
+                if (pending[i].since_ms < slot->since_ms)
+                    slot = &pending[i];
+            drop(slot);
+        }
+        *slot = (struct pending){.used = 1, .fd = c, .dev = st.st_dev, .ino = st.st_ino, .since_ms = now_ms()};
+    }
+}
+
+/* Reads what the client has sent, without waiting. 1: the request line is
+ * complete (a newline, the client's end, or the buffer full), in p->req
+ * without its newline; 0: not yet; -1: the connection failed, or the client
+ * left having sent nothing. */
+static int read_request(struct pending *p)
+{
+    for (;;) {
+        if (p->len == REQUEST_MAX - 1)
+            break;
+        ssize_t r = recv(p->fd, p->req + p->len, REQUEST_MAX - 1 - p->len, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        if (r == 0) {
+            if (p->len == 0)
+                return -1;
+            break;
+        }
+        char *nl = memchr(p->req + p->len, '\n', (size_t)r);
+        p->len += (size_t)r;
+        if (nl) {
+            p->len = (size_t)(nl - p->req);
+            break;
+        }
+    }
+    if (p->len > 0 && p->req[p->len - 1] == '\r')
+        p->len--;
+    p->req[p->len] = '\0';
+    return 1;
+}
+
+/* Answers a connection whose request is in, and closes it. */
+static void serve_conn(struct pending *p)
+{
+    char cmd[REQUEST_MAX];
+    int c = p->fd;
+    memcpy(cmd, p->req, p->len + 1);
+    p->used = 0;
     atomic_store(&ctl.conn_fd, c);
-    serve_one(c);
+    /* Blocking for the reply (bounded by the send timeout); no more signals. */
+    int fl = fcntl(c, F_GETFL);
+    if (fl >= 0)
+        fcntl(c, F_SETFL, fl & ~(O_ASYNC | O_NONBLOCK));
+    struct timeval snd = {.tv_sec = 5};
+    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
+    serve_one(c, cmd);
     shutdown(c, SHUT_WR);
     char drain[256]; /* whatever else the client sent, so close does not reset it */
     while (recv(c, drain, sizeof drain, MSG_DONTWAIT) > 0) {
@@ -377,9 +567,44 @@ static void serve_conn(int c)
     close(c);
 }
 
+/* Accepts what is waiting and answers every connection whose request is
+ * in; never waits for a client. Returns accept_all's result. */
+static int serve_ready(int lfd, int async)
+{
+    int rc = accept_all(lfd, async);
+    int64_t now = now_ms();
+    for (int i = 0; i < PENDING_MAX; i++) {
+        struct pending *p = &pending[i];
+        if (!p->used)
+            continue;
+        if (!conn_ours(p)) { /* the program closed it: its fd is not ours to touch */
+            p->used = 0;
+            continue;
+        }
+        int r = read_request(p);
+        if (r > 0)
+            serve_conn(p);
+        else if (r < 0 || now - p->since_ms >= PENDING_TTL_MS)
+            drop(p);
+    }
+    return rc;
+}
+
+/* The descriptors to watch: the listener (unless accept is stuck) and the
+ * connections waiting for their request. Returns how many. */
+static int watch_list(struct pollfd *fds, int lfd, int stuck)
+{
+    int n = 0;
+    if (!stuck)
+        fds[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pending[i].used)
+            fds[n++] = (struct pollfd){.fd = pending[i].fd, .events = POLLIN};
+    return n;
+}
+
 /* ---- signal-driven serving (query=on) ------------------------------------ */
 
-static int ctl_signal;               /* the real-time signal the socket raises */
 static atomic_flag serving = ATOMIC_FLAG_INIT;
 
 static void on_connect(int sig, siginfo_t *si, void *uc)
@@ -391,12 +616,10 @@ static void on_connect(int sig, siginfo_t *si, void *uc)
     /* The signal may land on several threads at once: one serves, and
      * looks again after letting go, so no connection is left waiting. */
     while (lfd >= 0 && still_ours(lfd) && !atomic_flag_test_and_set(&serving)) {
-        int c;
-        while ((c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-            serve_conn(c);
+        struct pollfd fds[1 + PENDING_MAX];
+        int n = watch_list(fds, lfd, serve_ready(lfd, 1) < 0);
         atomic_flag_clear(&serving);
-        struct pollfd p = {.fd = lfd, .events = POLLIN};
-        if (poll(&p, 1, 0) <= 0)
+        if (n == 0 || poll(fds, (nfds_t)n, 0) <= 0)
             break;
     }
     mt_t.in_agent--;
@@ -421,12 +644,7 @@ static int start_async(int lfd)
             return -1;
         ctl_signal = sig;
     }
-    struct f_owner_ex owner = {.type = F_OWNER_PID, .pid = getpid()};
-    int fl = fcntl(lfd, F_GETFL);
-    if (fl < 0 || fcntl(lfd, F_SETOWN_EX, &owner) != 0 || fcntl(lfd, F_SETSIG, ctl_signal) != 0 ||
-        fcntl(lfd, F_SETFL, fl | O_ASYNC | O_NONBLOCK) != 0)
-        return -1;
-    return 0;
+    return arm(lfd);
 }
 
 /* ---- thread serving (query=thread) ---------------------------------------- */
@@ -436,21 +654,26 @@ static void *serve(void *unused)
     (void)unused;
     mt_t.in_agent = 1;
     int lfd = atomic_load(&ctl.listen_fd);
-    for (;;) {
-        if (!still_ours(lfd))
-            break;
-        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+    int fl = fcntl(lfd, F_GETFL);
+    if (fl >= 0)
+        fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
+    while (still_ours(lfd)) {
+        int stuck = serve_ready(lfd, 0) < 0;
+        /* Sleep until something comes, the oldest waiting connection is
+         * due to be closed, or (accept lacking a resource) a while. */
+        int timeout = stuck ? 100 : -1;
+        int64_t now = now_ms();
+        for (int i = 0; i < PENDING_MAX; i++) {
+            if (!pending[i].used)
                 continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                struct timespec ts = {.tv_nsec = 100 * 1000 * 1000}; /* the connection waits */
-                nanosleep(&ts, NULL);
-                continue;
-            }
-            break;
+            int64_t left = pending[i].since_ms + PENDING_TTL_MS - now;
+            left = left < 0 ? 0 : left + 1;
+            if (timeout < 0 || left < timeout)
+                timeout = (int)left;
         }
-        serve_conn(c);
+        struct pollfd fds[1 + PENDING_MAX];
+        int n = watch_list(fds, lfd, stuck);
+        poll(fds, (nfds_t)n, timeout);
     }
     /* The descriptor is no longer ours: leave it alone. The thread stays
      * (parked; its memory came from the real allocator and must not be
@@ -522,6 +745,11 @@ void mt_control_after_fork_child(void)
     fd = atomic_exchange(&ctl.conn_fd, -1);
     if (fd >= 0)
         close(fd);
+    for (int i = 0; i < PENDING_MAX; i++)
+        if (pending[i].used)
+            drop(&pending[i]);
+    /* Only the forking thread lives on here: no handler is serving. */
+    atomic_flag_clear(&serving);
     atomic_store(&ctl.owner, 0);
     baseline_len = 0;
     errno = saved_errno;

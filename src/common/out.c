@@ -59,6 +59,11 @@ void mt_out_init_socket(mt_out *o, char *buf, size_t cap, int fd)
 
 int mt_out_flush(mt_out *o)
 {
+    /* After a failed write the rest is dropped: a file with a hole would
+     * mislead, and a peer that stopped reading would make every later
+     * flush wait out the socket's send timeout again. */
+    if (o->err != 0)
+        o->len = 0;
     if (o->fd >= 0 && o->len > 0) {
         int rc = o->sock ? send_all(o->fd, o->buf, o->len) : mt_write_all(o->fd, o->buf, o->len);
         if (rc < 0 && o->err == 0)

@@ -221,6 +221,12 @@ touch "$D/go1" "$D/go2"; wait_gone "$closed"
 MEMTRAIL_OPTIONS="${QOPT}output=$T/stop.mtr" LD_PRELOAD=$AGENT sleep 600 & stopped=$!; pids+=("$stopped")
 wait_file "$(sock_of "$stopped")"
 kill -STOP "$stopped"
+# Until every thread has stopped: one that has not yet (the stop reaches the
+# others through the thread that takes it) could still answer.
+for ((i = 0; i < 500; i++)); do
+    awk '/^State:/ && $2 != "T" { n++ } END { exit n > 0 }' /proc/"$stopped"/task/*/status 2>/dev/null && break
+    sleep 0.01
+done
 out=$("$MT" query "$stopped" --timeout 1 2>&1); rc=$?
 expect_eq "query: a stopped process times out, exit 1" \
     "1 memtrail: process $stopped did not answer within 1 seconds (is it stopped?)" "$rc $out"
