@@ -116,7 +116,7 @@ sys.stdout.write(data.decode(errors="replace"))
 EOF
 }
 expect_eq "protocol: an unknown command is named in the error" \
-    "error unknown command 'frobnicate' (accepted: summary, detail, baseline, diff, sessions)" "$(ask "$sock" $'frobnicate\n')"
+    "error unknown command 'frobnicate' (accepted: summary, detail, baseline, diff, sessions, exit)" "$(ask "$sock" $'frobnicate\n')"
 expect_eq "protocol: diff is two complete reports (baseline, then now)" "baseline query 2" \
     "$(ask "$sock" $'diff\n' | awk '/^reason /{ r = r $2 " " } /^end$/ { n++ } END { print r n }')"
 
