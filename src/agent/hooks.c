@@ -219,13 +219,26 @@ static void release(void *p, mt_hdr *h)
     free_block(p, h, size, cat, shift);
 }
 
+/* The real malloc, and once more if it failed and trace mode gave back
+ * its memory (mt_trace_out_of_memory). */
+static __attribute__((noinline)) void *retry_malloc(size_t n)
+{
+    return mt_site_opt.trace && mt_trace_out_of_memory() ? mt_real_fn.malloc(n) : NULL;
+}
+
+static MT_INLINE void *real_malloc(size_t n)
+{
+    void *r = mt_real_fn.malloc(n);
+    return MT_LIKELY(r != NULL) ? r : retry_malloc(n);
+}
+
 static MT_INLINE void *alloc_plain(size_t n, unsigned cat)
 {
     if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
         return NULL;
     }
-    void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
+    void *real = real_malloc(mt_request(n, MT_PLAIN_SHIFT));
     return real ? track_new(real, n, cat, MT_PLAIN_SHIFT) : NULL;
 }
 
@@ -241,6 +254,8 @@ static int alloc_aligned(void **out, size_t align, size_t n, unsigned cat)
         return ENOMEM;
     void *real = NULL;
     int rc = mt_real_fn.posix_memalign(&real, align, mt_request(n, shift));
+    if (rc == ENOMEM && mt_site_opt.trace && mt_trace_out_of_memory())
+        rc = mt_real_fn.posix_memalign(&real, align, mt_request(n, shift));
     if (rc != 0)
         return rc;
     *out = track_new(real, n, cat, shift);
@@ -308,6 +323,8 @@ MT_EXPORT void *calloc(size_t n, size_t m)
         return NULL;
     }
     void *real = mt_real_fn.calloc(1, mt_request(bytes, MT_PLAIN_SHIFT));
+    if (!real && mt_site_opt.trace && mt_trace_out_of_memory())
+        real = mt_real_fn.calloc(1, mt_request(bytes, MT_PLAIN_SHIFT));
     return real ? track_new(real, bytes, mt_t.cat, MT_PLAIN_SHIFT) : NULL;
 }
 
@@ -339,7 +356,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     char *np;
     if (shift != MT_PLAIN_SHIFT) {
         /* realloc does not keep alignment: move to a plain block. */
-        void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
+        void *real = real_malloc(mt_request(n, MT_PLAIN_SHIFT));
         if (!real)
             return NULL;
         np = fill_header(real, n, cat, MT_PLAIN_SHIFT, tag);
@@ -354,6 +371,8 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         memcpy(&saved, (char *)p + at, sizeof saved);
         memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
+        if (!real && mt_site_opt.trace && mt_trace_out_of_memory())
+            real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
         char *q = real ? real + MT_HDR_SIZE : p;   /* where the program's bytes are now */
         uint64_t keep = real ? n : size;           /* and how many */
         if (at < keep)

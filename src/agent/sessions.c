@@ -13,6 +13,7 @@
 
 #include "agent/counters.h"
 #include "agent/sessions.h"
+#include "agent/trace.h"
 #include "common/out.h"
 
 _Atomic int mt_xe_on;
@@ -68,6 +69,8 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
     for (int i = 0; i < n; i++)
         xe_fire(agent_sessions[i], &ev);
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed)))
+        atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
     mt_t.in_agent--;
     errno = saved_errno;
 }

@@ -36,8 +36,13 @@ _Atomic uint32_t mt_trace_last_id;
 static xe_session *trace_session;
 static char trace_path[MT_PATH_MAX];
 static uint64_t trace_start_ns, trace_start_real_ns;
-/* What the finished files said (the last one's, plus every earlier one's). */
-static uint64_t files_events, files_bytes, files_lost_errors;
+/* What the finished files hold (the last one's, plus every earlier one's):
+ * events in whole chunks written, and bytes. */
+static uint64_t files_written, files_bytes;
+/* Out of memory (mt_trace_out_of_memory): recording stopped for good. */
+_Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
+_Atomic uint64_t mt_trace_unrecorded; /* events fired after that */
+static struct enc_state *trace_enc;   /* the encoder's state (one session) */
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -53,6 +58,7 @@ typedef struct enc_state {
     int (*write)(void *ctx, const void *buf, size_t n);
     void *wctx;
     int open;       /* a file is begun and not yet finished */
+    uint64_t wevents0, wlost0, wbytes0; /* the writer's counts when the current file began */
 } enc_state;
 
 /* The session's dropped and fired counts now (a fork child inherits the
@@ -66,7 +72,7 @@ static void session_counts(uint64_t *lost, uint64_t *fired)
     *lost = info.dropped_event_count;
     *fired = info.events_delivered + info.dropped_event_count;
 }
-static uint64_t process_lost0;   /* the session's dropped count when this process's tracing began */
+static uint64_t process_lost0, process_fired0; /* the session's counts when this process's tracing began */
 /* The session's counts when the current file began: the end of the one
  * before, or this process's start (a fork child's: the fork). */
 static uint64_t file_lost0, file_fired0;
@@ -145,6 +151,7 @@ static void *enc_create(int (*write)(void *ctx, const void *buf, size_t n), void
         munmap(e, sizeof *e);
         return NULL;
     }
+    trace_enc = e;
     return e;
 }
 
@@ -159,6 +166,8 @@ static void enc_destroy(void *st)
 static int enc_begin(void *st)
 {
     enc_state *e = st;
+    if (!e->w)
+        return -ENOMEM;
     int rc = mt_trace_write_begin(e->w);
     if (rc < 0)
         return rc;
@@ -175,6 +184,8 @@ static int enc_begin(void *st)
 static void enc_event(void *st, const xe_event *ev)
 {
     enc_state *e = st;
+    if (!e->w)
+        return;
     mt_trace_event t = {
         .category = (uint8_t)ev->category,
         .thread = ev->tid,
@@ -213,27 +224,35 @@ static void enc_event(void *st, const xe_event *ev)
 static void enc_flush(void *st)
 {
     enc_state *e = st;
-    (void)mt_trace_write_flush(e->w, 0);
+    if (e->w)
+        (void)mt_trace_write_flush(e->w, 0);
 }
 
 static void enc_end(void *st)
 {
     enc_state *e = st;
-    if (!e->open)
+    if (!e->open || !e->w)
         return;
     e->open = 0;
     uint64_t lost, fired;
     session_counts(&lost, &fired);
-    static const char *const names[] = {"events_lost", "events_fired"};
-    uint64_t values[] = {lost - file_lost0, fired - file_fired0};
-    file_lost0 = lost;
-    file_fired0 = fired;
-    (void)mt_trace_write_finish(e->w, names, values, 2);
+    /* Lost: the session's drops, and what the writer could not take (out
+     * of memory) or write (the open chunk's, if its write fails, are not
+     * in this count: the file then gets no end record anyway). */
     mt_trace_write_stats ws;
     mt_trace_write_get_stats(e->w, &ws);
-    files_events += ws.events;
-    files_bytes += ws.bytes;
-    files_lost_errors += ws.events_lost_to_errors;
+    static const char *const names[] = {"events_lost", "events_fired", "recording_stopped_out_of_memory"};
+    uint64_t values[] = {lost - file_lost0 + ws.events_lost_to_errors - e->wlost0, fired - file_fired0,
+                         atomic_load(&mt_trace_stopped) != 0};
+    file_lost0 = lost;
+    file_fired0 = fired;
+    (void)mt_trace_write_finish(e->w, names, values, atomic_load(&mt_trace_stopped) ? 3 : 2);
+    mt_trace_write_get_stats(e->w, &ws);
+    files_written += (ws.events - e->wevents0) - (ws.events_lost_to_errors - e->wlost0);
+    files_bytes += ws.bytes - e->wbytes0;
+    e->wevents0 = ws.events;
+    e->wlost0 = ws.events_lost_to_errors;
+    e->wbytes0 = ws.bytes;
 }
 
 /* A fork child starts over: the parent's open chunk is the parent's. */
@@ -243,7 +262,8 @@ static void enc_forked(void *st)
     if (e->w)
         mt_trace_writer_destroy(e->w);
     e->open = 0;
-    e->w = new_writer(e);
+    e->wevents0 = e->wlost0 = e->wbytes0 = 0;
+    e->w = atomic_load(&mt_trace_stopped) ? NULL : new_writer(e);
 }
 
 static const xe_file_encoder trace_encoder = {
@@ -406,30 +426,95 @@ void mt_trace_start(void)
     errno = saved_errno;
 }
 
+/* errno's text, from glibc's table (no locale, no malloc). */
+static const char *errno_text(int e)
+{
+    const char *t = e ? strerrordesc_np(e) : NULL;
+    return t ? t : "unknown error";
+}
+
 void mt_trace_report(void)
 {
     if (!trace_session || !mt_own_process())
         return;
     xe_session_info info;
     xe_session_info_get(trace_session, &info);
-    char msg[MT_PATH_MAX + 256];
+    xe_file_status fs;
+    if (xe_session_file_status(trace_session, &fs) != 0)
+        memset(&fs, 0, sizeof fs);
+    /* Every event fired in this process is in the file (whole chunks
+     * written) or lost: dropped by a full buffer, by a file that could not
+     * be opened or written, by a writer out of memory, or fired after
+     * recording stopped. */
+    uint64_t unrecorded = atomic_load(&mt_trace_unrecorded);
+    uint64_t fired = info.events_delivered + info.dropped_event_count - process_fired0 + unrecorded;
+    uint64_t lost = fired > files_written ? fired - files_written : 0;
+    uint64_t dropped = info.dropped_event_count - process_lost0;
+    char msg[2 * MT_PATH_MAX + 512];
     mt_out o;
     mt_out_init(&o, msg, sizeof msg, -1);
+    if (fs.files_opened == 0 && fs.last_op == 1) {
+        mt_out_str(&o, "trace: cannot open ");
+        mt_out_str(&o, fs.path);
+        mt_out_str(&o, ": ");
+        mt_out_str(&o, errno_text(fs.last_errno));
+        mt_out_str(&o, "; ");
+        mt_out_u64(&o, lost);
+        mt_out_str(&o, " events lost");
+        mt_say(mt_out_cstr(&o));
+        return;
+    }
     mt_out_str(&o, "trace: ");
-    mt_out_u64(&o, files_events);
+    mt_out_u64(&o, files_written);
     mt_out_str(&o, " events, ");
-    uint64_t dropped = info.dropped_event_count - process_lost0;
-    mt_out_u64(&o, dropped + files_lost_errors);
+    mt_out_u64(&o, lost);
     mt_out_str(&o, " lost");
     if (dropped)
         mt_out_str(&o, " (the buffer was full: a bigger trace_buffer, or trace_loss=wait, keeps them)");
-    if (files_lost_errors)
-        mt_out_str(&o, " (writing failed)");
+    if (fs.last_op) {
+        mt_out_str(&o, fs.last_op == 1 ? " (cannot open " : " (writing ");
+        mt_out_str(&o, fs.path);
+        mt_out_str(&o, fs.last_op == 1 ? ": " : " failed: ");
+        mt_out_str(&o, errno_text(fs.last_errno));
+        mt_out_str(&o, ")");
+    }
+    if (atomic_load(&mt_trace_stopped)) {
+        mt_out_str(&o, " (out of memory: recording stopped, the trace was finished there; ");
+        mt_out_u64(&o, unrecorded);
+        mt_out_str(&o, " events after it not recorded)");
+    }
     mt_out_str(&o, ", ");
     mt_out_u64(&o, files_bytes);
     mt_out_str(&o, " bytes in ");
     mt_out_str(&o, trace_path);
     mt_say(mt_out_cstr(&o));
+}
+
+/* The program is out of memory (an allocation of its own failed): the
+ * agent gives back what it holds so the program gets the memory instead.
+ * Recording stops for good: the file is finished (its end record says so),
+ * the writer and the session's buffers are unmapped, and events fired from
+ * now on are counted as not recorded. Returns 1 if memory was given back
+ * (the caller retries its allocation). */
+int mt_trace_out_of_memory(void)
+{
+    if (!trace_session || mt_t.in_agent || !mt_own_process() || xe_session_on_dispatcher(trace_session))
+        return 0;
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1))
+        return 0;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    xe_session_stop(trace_session);
+    (void)xe_session_release_buffers(trace_session);
+    if (trace_enc && trace_enc->w) {
+        mt_trace_writer_destroy(trace_enc->w);
+        trace_enc->w = NULL;
+    }
+    atomic_store(&mt_trace_stopped, 2);
+    mt_t.in_agent--;
+    errno = saved_errno;
+    return 1;
 }
 
 /* exec replaces the image without exit handlers: finish the file first;
@@ -488,9 +573,11 @@ void mt_trace_after_fork_child(void)
 {
     if (!trace_session)
         return;
-    files_events = files_bytes = files_lost_errors = 0;
+    files_written = files_bytes = 0;
+    atomic_store(&mt_trace_unrecorded, 0);
     session_counts(&process_lost0, &file_fired0);
     file_lost0 = process_lost0;
+    process_fired0 = file_fired0;
     char path[MT_PATH_MAX];
     /* A template without %p would name the parent's file: add the pid. */
     if (mt_report_path(NULL, path, sizeof path) != 0 || strcmp(path, trace_path) == 0) {

@@ -42,6 +42,13 @@ static MT_INLINE uint32_t mt_trace_new_id(void)
  * installs the trace encoder for event_file targets. 0, or -1 after
  * saying why (the program then runs with summary counters only). */
 int mt_trace_init(void);
+/* The program's allocation failed: recording stops, the agent's memory is
+ * given back; 1 if the caller should retry (once per process). */
+int mt_trace_out_of_memory(void);
+/* Events fired after recording stopped (out of memory). */
+extern _Atomic uint64_t mt_trace_unrecorded;
+/* Recording stopped for want of memory: 0, 1 stopping, 2 stopped. */
+extern _Atomic int mt_trace_stopped;
 /* From the constructor: creates and starts the trace session. */
 void mt_trace_start(void);
 /* At exit, after the agent's sessions stopped: says what was written. */

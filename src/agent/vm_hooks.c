@@ -228,6 +228,21 @@ typedef struct thread_start {
 static void record_own_stack(int agent)
 {
     pthread_attr_t a;
+    if (agent) {
+        /* The agent's own threads never call malloc: glibc would give the
+         * thread an arena of its own (64 MiB of address space reserved, out
+         * of a program's RLIMIT_AS), and pthread_getattr_np reallocs. Its
+         * block, from the maps: the stack mapping and its guard below. */
+        mt_vm_span sp;
+        if (mt_vm_mapping_of((uintptr_t)__builtin_frame_address(0), &sp) == 0 && sp.guard_lo < sp.lo) {
+            mt_t.stack_lo = sp.lo;
+            mt_t.stack_hi = sp.hi;
+            mt_vm_lock();
+            mt_vm_record(sp.guard_lo, sp.hi, MT_CAT_OVERHEAD, MT_VM_STACK, (uint32_t)(sp.lo - sp.guard_lo));
+            mt_vm_unlock();
+        }
+        return;
+    }
     mt_t.in_agent++;
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         void *bottom = NULL;
@@ -268,12 +283,26 @@ static void thread_end(void *unused)
     mt_crash_thread_exit();
 }
 
+/* The start of a thread the agent creates goes in a page of its own
+ * (mmap, not malloc: see record_own_stack). */
+static thread_start *agent_start_new(void)
+{
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static void *thread_trampoline(void *p)
 {
     thread_start s = *(thread_start *)p;
-    mt_t.in_agent++;
-    mt_real_fn.free(p);
-    mt_t.in_agent--;
+    if (s.agent) {
+        mt_t.in_agent++; /* the agent's page: no event */
+        munmap(p, 4096);
+        mt_t.in_agent--;
+    } else {
+        mt_t.in_agent++;
+        mt_real_fn.free(p);
+        mt_t.in_agent--;
+    }
     record_own_stack(s.agent);
     /* A thread the agent started (an event session's dispatcher) is the
      * agent's for its whole life: what it and libc do for it is neither
@@ -301,17 +330,29 @@ MT_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
     /* A stack the program supplies is its own memory, already counted. */
     if (attr && user_stack(attr))
         return real_pthread_create(t, attr, fn, arg);
-    mt_t.in_agent++;
-    thread_start *s = mt_real_fn.malloc(sizeof *s);
-    mt_t.in_agent--;
-    if (!s)
-        return real_pthread_create(t, attr, fn, arg);
-    *s = (thread_start){fn, arg, mt_t.in_agent > 0};
+    int agent = mt_t.in_agent > 0;
+    thread_start *s;
+    if (agent) {
+        s = agent_start_new();
+        if (!s)
+            return real_pthread_create(t, attr, fn, arg);
+    } else {
+        mt_t.in_agent++;
+        s = mt_real_fn.malloc(sizeof *s);
+        mt_t.in_agent--;
+        if (!s)
+            return real_pthread_create(t, attr, fn, arg);
+    }
+    *s = (thread_start){fn, arg, agent};
     int rc = real_pthread_create(t, attr, thread_trampoline, s);
     if (rc != 0) {
-        mt_t.in_agent++;
-        mt_real_fn.free(s);
-        mt_t.in_agent--;
+        if (agent)
+            munmap(s, 4096);
+        else {
+            mt_t.in_agent++;
+            mt_real_fn.free(s);
+            mt_t.in_agent--;
+        }
     }
     return rc;
 }

@@ -75,6 +75,10 @@ mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const 
         w->cctx = w->zwork ? ZSTD_initStaticCCtx(w->zwork, w->zwork_size) : NULL;
         ok = w->cctx != NULL;
     }
+    /* Room for the end record (and a small index) now: a writer out of
+     * memory later still finishes its file. */
+    if (ok)
+        ok = trace_wbuf_reserve(&w->body, 4096) == 0 && trace_wbuf_reserve(&w->out, 64u << 10) == 0;
     if (!ok) {
         mt_trace_writer_destroy(w);
         return NULL;
@@ -214,7 +218,9 @@ static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, 
     w->seq++;
     w->stats.chunks++;
     w->stats.raw_bytes += n;
-    return kind == TRACE_CHUNK_INDEX ? 0 : index_add(w, kind, at, count, t0, t1);
+    if (kind != TRACE_CHUNK_INDEX && index_add(w, kind, at, count, t0, t1) < 0)
+        w->index_lost = 1; /* the chunk is written; the file goes without an index */
+    return 0;
 }
 
 static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *body, size_t n, uint32_t count,
@@ -352,6 +358,7 @@ int mt_trace_write_begin(mt_trace_writer *w)
     w->nmeta_written = 0;
     w->index.len = 0;
     w->nindex = 0;
+    w->index_lost = 0;
     w->last_id = 0;
     w->first_chunk = 1;
     w->repetitive = w->auto_level; /* a program starts with what it repeats */
@@ -444,13 +451,13 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
      * so a failed event leaves the streams as they were. */
     uint32_t known = trace_map_get(&w->threads, ev->thread + 1);
     int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, ev->thread);
-    if (ti < 0)
-        return (int)ti;
     int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
-    if ((ev->category != w->cur_category && trace_w_define_category(w, ev->category) < 0) ||
+    if (ti < 0 || (ev->category != w->cur_category && trace_w_define_category(w, ev->category) < 0) ||
         (alloc && ev->stack && !trace_map_get(&w->stacks, ev->stack + 1) &&
-         trace_w_define_stack(w, ev->stack) < 0))
+         trace_w_define_stack(w, ev->stack) < 0)) {
+        w->stats.events_lost_to_errors++; /* out of memory: the event is dropped, and counted */
         return -ENOMEM;
+    }
     unsigned op = type;
     if ((uint32_t)ti + 1 != w->cur_thread) {
         op |= TRACE_OP_THREAD;
@@ -566,8 +573,8 @@ int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, con
                           int nstats)
 {
     int rc = flush_events(w);
-    if (rc < 0)
-        return rc;
+    if (rc < 0 && w->failed)
+        return rc; /* the file takes no more */
     /* The end record: the host's statistics, then the writer's own. */
     const char *own[] = {"writer_events", "writer_chunks", "writer_events_lost"};
     uint64_t ownv[] = {w->stats.events, w->stats.chunks, w->stats.events_lost_to_errors};
@@ -585,8 +592,8 @@ int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, con
         w->body.len = (size_t)(p - w->body.p);
     }
     rc = write_chunk(w, TRACE_CHUNK_END, w->body.p, w->body.len, (uint32_t)(nstats + 3), 0, 0);
-    if (rc < 0)
-        return rc;
+    if (rc < 0 || w->index_lost)
+        return rc; /* without memory for the index: the end record ends the file */
     uint64_t index_at = w->offset;
     rc = write_chunk(w, TRACE_CHUNK_INDEX, w->index.p, w->index.len, w->nindex, 0, 0);
     if (rc < 0)

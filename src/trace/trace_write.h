@@ -88,7 +88,9 @@ int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, con
 void mt_trace_write_module(mt_trace_writer *w, uint64_t start, uint64_t end, uint64_t bias, const char *path,
                            const unsigned char *build_id, unsigned build_id_len);
 
-/* The writer's own counts: events handed to it (written or lost),
+/* The writer's own counts: events handed to it (written or lost; the
+ * written ones are events - events_lost_to_errors, once the open chunk
+ * went out),
  * chunks and bytes written, events lost to failed writes, and the chunks'
  * bytes before compression. */
 typedef struct mt_trace_write_stats {

@@ -94,6 +94,7 @@ struct mt_trace_writer {
     uint32_t nmeta_written;
     wbuf index; /* index records */
     uint32_t nindex;
+    int index_lost; /* a chunk could not be indexed (no memory): no index in this file */
 
     /* Output. */
     wbuf body, out;

@@ -194,6 +194,16 @@ void xe_file_set_encoder(const xe_file_encoder *enc);
  * delivers only events fired in the child (what was buffered at the fork
  * is the parent's). 0, or -ENOENT without such a target. */
 int xe_session_file_retarget(struct xe_session *s, const char *filename);
+/* What a session's event_file target did: files opened, events it dropped
+ * (no file open, or a raw record too big), and its last failure (op: 0
+ * none, 1 open, 2 write; errno; the file it was opening or writing).
+ * 0, or -ENOENT without such a target. */
+typedef struct xe_file_status {
+    uint64_t files_opened, events_dropped, write_errors;
+    int last_op, last_errno;
+    char path[600];
+} xe_file_status;
+int xe_session_file_status(struct xe_session *s, xe_file_status *out);
 
 /* ---- sessions (xe_session.c, xe_fire.c, xe_dispatch.c) ---------------------- */
 
@@ -244,6 +254,10 @@ int xe_session_stop(xe_session *s);
 int xe_session_on_dispatcher(const xe_session *s);
 /* Dispatch what is buffered now (like a dispatch latency expiring). */
 int xe_session_flush(xe_session *s);
+/* A stopped session gives back its buffers' memory (all but each buffer's
+ * first page, which late producers may still touch) and can never start
+ * again. For a process out of memory. 0, or -EBUSY when not stopped. */
+int xe_session_release_buffers(xe_session *s);
 /* Stop, unregister and unmap. */
 int xe_session_drop(xe_session *s);
 

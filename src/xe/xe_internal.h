@@ -150,6 +150,7 @@ struct xe_session {
     uint32_t deliver_gen;         /* buffers opened in an earlier fork generation are not delivered */
     pthread_t disp;
     int disp_running;
+    int released;                 /* xe_session_release_buffers: no buffers, no restart */
     pid_t pid;
     uint64_t latency_tsc;         /* max_dispatch_latency in clock units; 0 = infinite */
 

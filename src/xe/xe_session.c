@@ -299,6 +299,8 @@ static int start_locked(xe_session *s)
         return -EALREADY;
     if (st != XE_CREATED && st != XE_STOPPED)
         return -EBUSY;
+    if (s->released)
+        return -ENOMEM;
     int rc = xe_dispatch_start(s);
     if (rc < 0)
         return rc;
@@ -349,6 +351,28 @@ int xe_session_flush(xe_session *s)
     int rc = -EINVAL;
     if (atomic_load(&s->state) == XE_STARTED) {
         xe_dispatch_flush(s);
+        rc = 0;
+    }
+    life_unlock(s);
+    return rc;
+}
+
+static void release_range(char *base, uint32_t n, size_t stride)
+{
+    size_t keep = 4096; /* the header's page: a late claim's fetch_add lands there, sees SEALED */
+    for (uint32_t i = 0; base && i < n; i++)
+        if (stride > keep)
+            munmap(base + (size_t)i * stride + keep, stride - keep);
+}
+
+int xe_session_release_buffers(xe_session *s)
+{
+    life_lock(s);
+    int rc = -EBUSY;
+    if (atomic_load(&s->state) == XE_STOPPED || atomic_load(&s->state) == XE_CREATED) {
+        s->released = 1;
+        release_range(s->regular_base, s->nbuf, s->regular_stride);
+        release_range(s->large_base, s->nlarge, s->large_stride);
         rc = 0;
     }
     life_unlock(s);

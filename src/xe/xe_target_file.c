@@ -472,6 +472,27 @@ int xe_session_file_retarget(xe_session *sess, const char *filename)
     return -ENOENT;
 }
 
+int xe_session_file_status(xe_session *sess, xe_file_status *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < sess->nasync; i++) {
+        xe_target *t = sess->async[i];
+        if (t->ops != &xe_target_event_file)
+            continue;
+        const file_state *s = t->state;
+        out->files_opened = xe_stat_get(&s->opened);
+        out->events_dropped = xe_stat_get(&s->events_dropped);
+        out->write_errors = xe_stat_get(&s->write_errors);
+        out->last_op = (int)xe_stat_get(&s->last_op);
+        out->last_errno = (int)xe_stat_get(&s->last_errno);
+        /* An open fails on the file after the current one (the first when none is open). */
+        uint64_t seq = xe_stat_get(&s->seq) + (out->last_op == OP_OPEN && out->files_opened ? 1 : 0);
+        file_path(s, out->files_opened || out->last_op == OP_OPEN ? seq : 0, out->path, sizeof out->path);
+        return 0;
+    }
+    return -ENOENT;
+}
+
 const xe_target_ops xe_target_event_file = {
     .name = "event_file",
     .synchronous = 0,
