@@ -90,6 +90,8 @@ static inline size_t mt_arena_size(const void *p) { return *(const size_t *)((co
 /* report_write.c: writes the summary report; path NULL = configured output.
  * reason: "exit", "api", "signal". Returns 0 or -errno. */
 int mt_report_write_to(const char *path_template, const char *reason);
+/* After the agent unmapped memory of its own (rlimit.c). */
+void mt_rlimit_agent_shrank(void);
 /* The report at exit for a process leaving by a raw exit_group (init.c). */
 int mt_report_at_raw_exit(void);
 /* The same report written to an open descriptor (a socket, stderr), or

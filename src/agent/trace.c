@@ -464,6 +464,12 @@ void mt_trace_report(void)
         mt_say(mt_out_cstr(&o));
         return;
     }
+    if (fs.files_opened == 0 && fired == 0) {
+        /* Nothing happened (a process that execs at once, as make's and
+         * git's children do): no file was made, so none is named. */
+        mt_say("trace: no events, no trace file written");
+        return;
+    }
     mt_out_str(&o, "trace: ");
     mt_out_u64(&o, files_written);
     mt_out_str(&o, " events, ");
@@ -512,6 +518,7 @@ int mt_trace_out_of_memory(void)
         trace_enc->w = NULL;
     }
     atomic_store(&mt_trace_stopped, 2);
+    mt_rlimit_agent_shrank();
     mt_t.in_agent--;
     errno = saved_errno;
     return 1;

@@ -80,7 +80,6 @@ out_for() {
 hostile() {
     local name=$1; shift
     local note=
-    [ "$name" = limits-as ] && note="known: trace mode under RLIMIT_AS is being fixed on another branch"
     run_case "$T/$name.bare" "" "" "$@"
     local m
     for m in $MODES; do
