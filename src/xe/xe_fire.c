@@ -349,6 +349,11 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
     return rc;
 }
 
+/* How long producers wait for the sealer of the current buffer before
+ * detaching it themselves (it may be gone: a forked child has only the
+ * forking thread). */
+#define XE_SEALER_PATIENCE_NS (50 * 1000 * 1000)
+
 /* Off the fast path: buffer `idx` (or none, -1) could not take the event.
  * `straddle_off` >= 0 when this producer's claim crossed the buffer's end.
  * Returns 1 to try again, 0 when the session stopped, or -ENOBUFS. */
@@ -368,6 +373,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
         rc = 0;
         goto out;
     }
+    uint64_t waited_from = 0; /* ticks when yielding began */
     for (unsigned spins = 0;; spins++) {
         uint64_t seen = atomic_load_explicit(&p->cur, memory_order_acquire);
         int32_t cur = xe_cur_idx(seen);
@@ -385,9 +391,15 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
                 rc = -ENOBUFS;
                 break;
             }
+            if (spins == 64)
+                waited_from = xe_ticks();
             if (spins < 64) {
                 cpu_relax();
-            } else if (spins < 256 || !(r & XE_SEALED) || (r & XE_OPENING)) {
+            } else if (!(r & XE_SEALED) || (r & XE_OPENING) ||
+                       xe_ticks_to_ns(xe_ticks()) - xe_ticks_to_ns(waited_from) < XE_SEALER_PATIENCE_NS) {
+                /* A sealer descheduled on a busy machine comes back within
+                 * a few time slices: detaching its buffer would make every
+                 * producer drop events one by one until it does. */
                 sched_yield();
             } else {
                 /* Its sealer is slow, or gone (a forked child has only the
