@@ -33,6 +33,15 @@ run_one() { # name, command...
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
 
+# Tests write their files under their own scratch directories: the work
+# tree must hold no new files afterwards (git's view of untracked and
+# ignored files, outside the build directory).
+untracked() {
+    git status --porcelain --untracked-files=all --ignored 2>/dev/null | sed -n 's/^[?!][?!] //p' |
+        grep -v "^${BUILD#"$PWD/"}/" | sort
+}
+before=$(untracked)
+
 for t in "$BUILD"/asan/tests/*/test_*; do
     [ -x "$t" ] || continue
     run_one "$t" "$t"
@@ -41,6 +50,12 @@ for t in tests/*/test_*.sh; do
     [ -f "$t" ] || continue
     run_one "$t" bash "$t"
 done
+new_files=$(comm -13 <(printf '%s\n' "$before") <(untracked) | grep -v '^$' | head -20)
+if [ -z "$new_files" ]; then
+    echo "PASS tests leave no files in the work tree"; passed=$((passed + 1))
+else
+    echo "FAIL tests leave no files in the work tree: $(echo "$new_files" | tr '\n' ' ')"; failed=$((failed + 1))
+fi
 echo "$skipped skipped"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

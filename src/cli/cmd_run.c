@@ -391,8 +391,10 @@ static int launch(const struct launch *l, struct outcome *o)
         return cli_error("waitpid: %s", strerror(wait_errno));
     if (target < 0)
         return cli_error("cannot write the %s to %s: %s", l->what, o->report, mt_file_strerror(target));
-    if (exec_failed)
-        return cli_error("cannot run %s: %s", l->argv[0], strerror(exec_errno));
+    if (exec_failed) {
+        cli_error("cannot run %s: %s", l->argv[0], strerror(exec_errno));
+        return exec_errno == ENOENT ? 127 : 126;
+    }
     if (!o->report)
         return cli_error("out of memory");
     struct stat after;
@@ -610,8 +612,11 @@ int cmd_run(int argc, char **argv)
     int rc = run_resolve_command(cmd[0], &path);
     if (rc == -ENOMEM)
         return cli_error("out of memory");
-    if (rc < 0)
-        return cli_error("%s: %s", cmd[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+    if (rc < 0) {
+        /* As shells do: 127 for a command not found, 126 for one that cannot run. */
+        cli_error("%s: %s", cmd[0], rc == -ENOENT ? "command not found" : strerror(-rc));
+        return rc == -ENOENT ? 127 : 126;
+    }
     if (run_check_program(path, cmd[0]) != 0) {
         free(path);
         return CLI_FAILED;

@@ -14,7 +14,7 @@ cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T
 trap cleanup EXIT
 unset XDG_RUNTIME_DIR MEMTRAIL_OPTIONS MEMTRAIL_SESSIONS
 
-api() { LD_PRELOAD=$AGENT "$TBIN/xe_api" "$@"; }
+api() { MEMTRAIL_OPTIONS=${MEMTRAIL_OPTIONS:-output=$T/xe_api.%p.mtr} LD_PRELOAD=$AGENT "$TBIN/xe_api" "$@"; }
 wait_file() { local i; for ((i = 0; i < 3000; i++)); do [ -e "$1" ] && return 0; sleep 0.02; done; return 1; }
 # py NAME SCRIPT ARGS...: a python check that prints "ok" or what is wrong.
 py() {
@@ -88,7 +88,7 @@ echo "note: buffers named [anon:memtrail-xe-buffers] in /proc/self/maps: $([ "$n
 D=$T/hold; mkdir -p "$D"
 hdefs=(); for kb in 637 638 639 640 641 642; do hdefs+=("name=seed$kb;max_memory=${kb}KB;memory_partition_mode=per_cpu"); done
 hdefs+=("name=ring;max_memory=1MB;target=ring_buffer(max_events_limit=4);target=histogram(source=size)")
-LD_PRELOAD=$AGENT "$TBIN/xe_api" hold "$D" "${hdefs[@]}" >"$T/hold.out" 2>&1 &
+MEMTRAIL_OPTIONS=output=$T/hold.%p.mtr LD_PRELOAD=$AGENT "$TBIN/xe_api" hold "$D" "${hdefs[@]}" >"$T/hold.out" 2>&1 &
 pids+=($!)
 if wait_file "$D/ready"; then
     pid=$(cat "$D/ready")
@@ -375,7 +375,7 @@ ok = (v["create"] == -38 and v["session_null"] == 1 and "agent" in v["why"] and 
       and all(v[k] == -38 for k in ("start", "fire", "info", "target_json", "stop", "flush", "drop")))
 print("ok" if ok else v)
 ' "$T/stub.json"
-LD_PRELOAD=$AGENT "$TBIN/xe_api" stub >"$T/stub-agent.json" 2>&1
+MEMTRAIL_OPTIONS=output=$T/stub.%p.mtr LD_PRELOAD=$AGENT "$TBIN/xe_api" stub >"$T/stub-agent.json" 2>&1
 py "the same calls under the agent: create 0, start 0, fire 1 (collected), no ring buffer -ENOENT, flush of a stopped session -EINVAL" '
 import json, sys
 v = json.load(open(sys.argv[1]))

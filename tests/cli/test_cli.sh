@@ -216,8 +216,11 @@ expect_eq "run: setuid program refused with 1" 1 "$rc"
 contains "run: setuid message" "memtrail: $T/suid_true is setuid/setgid: the loader ignores LD_PRELOAD, so nothing could be tracked" "$err"
 
 run_mt "$MT_ASAN" run -- no-such-command-memtrail
-expect_eq "run: unknown command exits 1" 1 "$rc"
+expect_eq "run: unknown command exits 127, as shells do" 127 "$rc"
 contains "run: unknown command message" "memtrail: no-such-command-memtrail: command not found" "$err"
+printf 'x' >"$T/not-executable"; chmod 644 "$T/not-executable"
+run_mt "$MT_ASAN" run -- "$T/not-executable"
+expect_eq "run: a file that cannot be executed exits 126, as shells do" 126 "$rc"
 
 MEMTRAIL_LIB=$T/no-agent.so run_mt "$MT_ASAN" run -- true
 expect_eq "run: missing agent exits 1" 1 "$rc"
