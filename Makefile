@@ -223,12 +223,12 @@ install: deps
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/memtrail
 	install -m 755 $(AGENT) $(STUB) $(DESTDIR)$(PREFIX)/lib/
 	$(call write_pc,$(PREFIX),$(DESTDIR)$(PREFIX)/lib/pkgconfig/memtrail.pc)
-	install -m 644 include/memtrail.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/memtrail.h include/memtrail_alloc.h $(DESTDIR)$(PREFIX)/include/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/memtrail $(DESTDIR)$(PREFIX)/lib/libmemtrail.so \
 	  $(DESTDIR)$(PREFIX)/lib/libmemtrail-stub.so $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtrail.pc \
-	  $(DESTDIR)$(PREFIX)/include/memtrail.h
+	  $(DESTDIR)$(PREFIX)/include/memtrail.h $(DESTDIR)$(PREFIX)/include/memtrail_alloc.h
 
 clean:
 	rm -rf $(BUILD)

@@ -46,6 +46,23 @@ int mt_report_write(const char *path);
 /* 1 when the agent is loaded and tracking, 0 otherwise. */
 int mt_is_active(void);
 
+/* ---- a program's own allocator ---------------------------------------------
+ * A program that serves memory from its own pools or arenas reports each
+ * block it hands out and takes back, and memtrail counts them as it counts
+ * malloc's: in the category of the calling thread's current tag, or
+ * "custom" when there is none, in every mode (detail gives their stacks,
+ * trace their events). Pointers are keys only: they are never read. Up to
+ * 1048576 reported blocks can be live at once. Without the agent these do
+ * nothing. <memtrail_alloc.h> has wrappers that need no library at link time.
+ *   mt_alloc_report(ptr, size)         ptr now holds a block of size bytes
+ *   mt_free_report(ptr)                the block at ptr is given back
+ *   mt_realloc_report(old, ptr, size)  the block at old is now at ptr (maybe
+ *                                      the same) with size bytes; old NULL is
+ *                                      an alloc, ptr NULL a free */
+void mt_alloc_report(const void *ptr, size_t size);
+void mt_free_report(const void *ptr);
+void mt_realloc_report(const void *old, const void *ptr, size_t size);
+
 /* ---- event sessions ------------------------------------------------------
  * An event session buffers events in memory sized as SQL Server Extended
  * Events sizes its buffers (MAX_MEMORY, MEMORY_PARTITION_MODE, ...) and

@@ -9,6 +9,9 @@ int mt_tag_push(const char *name) { (void)name; return -ENOSYS; }
 int mt_tag_pop(void) { return -ENOSYS; }
 int mt_report_write(const char *path) { (void)path; return -ENOSYS; }
 int mt_is_active(void) { return 0; }
+void mt_alloc_report(const void *ptr, size_t size) { (void)ptr, (void)size; }
+void mt_free_report(const void *ptr) { (void)ptr; }
+void mt_realloc_report(const void *old, const void *ptr, size_t size) { (void)old, (void)ptr, (void)size; }
 
 /* Event sessions need the agent: creating one says so. */
 int mt_session_create(const char *name, const char *options, mt_session **session, char *error, size_t error_len)
