@@ -1,14 +1,21 @@
 # memtrail build. `make` builds the CLI, the agent, the stub library and
 # pkg-config metadata under build/; `make check` builds and runs every test
-# (including an ASan+UBSan build of the CLI side); `make install PREFIX=...`.
+# (including an ASan+UBSan build of the CLI side); `make install` honours
+# DESTDIR, PREFIX, LIBDIR, CPPFLAGS, CFLAGS and LDFLAGS.
 PREFIX   ?= /usr/local
+LIBDIR   ?= $(PREFIX)/lib
+# The preload agent lives apart from the linkable libraries, so that
+# -lmemtrail can never link an interposer into a program.
+AGENTDIR := $(LIBDIR)/memtrail
 BUILD    ?= build
 CC       ?= cc
-VERSION  := 0.1.0
+# The version is defined once, in the public header.
+VERSION  := $(shell sed -n 's/^\#define MT_VERSION "\(.*\)"/\1/p' include/memtrail.h)
+STUB_SOVERSION := 0
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
-BASEFLAGS := -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -DMT_VERSION_STR='"$(VERSION)"'
+BASEFLAGS := -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -DMT_VERSION_STR='"$(VERSION)"' $(CPPFLAGS)
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 COMMON_SRC := $(wildcard src/common/*.c)
@@ -54,9 +61,14 @@ ASAN_BIN    := $(BUILD)/asan/bin/memtrail
 .PHONY: all check deps install uninstall clean asan tests demo bench
 all: $(BIN) $(AGENT) $(STUB) $(PC)
 
-$(BIN): $(CLI_SRC) $(HDRS)
+# Where `memtrail run` finds the agent when it is not beside the binary
+# (../lib/memtrail/ or, in the build tree, ../lib/): rebuilt when it changes.
+AGENTDIR_STAMP := $(BUILD)/.agentdir
+$(shell mkdir -p $(BUILD) && (echo '$(AGENTDIR)' | cmp -s - $(AGENTDIR_STAMP) || echo '$(AGENTDIR)' > $(AGENTDIR_STAMP)))
+
+$(BIN): $(CLI_SRC) $(HDRS) $(AGENTDIR_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(CLI_SRC) $(CLI_LIBS)
+	$(CC) $(BASEFLAGS) -DMT_AGENT_PATH='"$(AGENTDIR)/libmemtrail.so"' $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(CLI_LIBS)
 
 # The agent: hidden by default, exports only mt_* and the malloc family
 # (marked in the source). -fno-builtin keeps the compiler from turning our
@@ -65,21 +77,24 @@ $(AGENT): $(AGENT_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -fvisibility=hidden -fno-builtin-malloc \
 	  -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc -ftls-model=initial-exec \
-	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete -o $@ $(AGENT_SRC) -lunwind -lzstd -ldl -lpthread
+	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete $(LDFLAGS) -o $@ $(AGENT_SRC) -lunwind -lzstd -ldl -lpthread
 
-$(STUB): src/stub/stub.c include/memtrail.h
+# The stub: a versioned soname, and the unversioned name for the linker.
+$(STUB).$(STUB_SOVERSION): src/stub/stub.c include/memtrail.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -Wl,-soname,libmemtrail-stub.so -o $@ $<
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -Wl,-soname,libmemtrail-stub.so.$(STUB_SOVERSION) $(LDFLAGS) -o $@ $<
+$(STUB): $(STUB).$(STUB_SOVERSION)
+	ln -sf libmemtrail-stub.so.$(STUB_SOVERSION) $@
 
 # pkg-config metadata for $(PREFIX); `make install` writes it again for the
 # PREFIX it installs to.
 define write_pc
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: memtrail\nDescription: memtrail native memory tracking API (stub; the agent is preloaded by memtrail run)\nVersion: %s\nLibs: -L$${libdir} -lmemtrail-stub\nCflags: -I$${includedir}\n' '$(1)' '$(VERSION)' > $(2)
+	printf 'prefix=%s\nlibdir=%s\nincludedir=$${prefix}/include\n\nName: memtrail\nDescription: memtrail native memory tracking API (stub; the agent is preloaded by memtrail run)\nVersion: %s\nLibs: -L$${libdir} -lmemtrail-stub\nCflags: -I$${includedir}\n' '$(1)' '$(3)' '$(VERSION)' > $(2)
 endef
 
 $(PC): Makefile
 	@mkdir -p $(dir $@)
-	$(call write_pc,$(PREFIX),$@)
+	$(call write_pc,$(PREFIX),$@,$${prefix}/lib)
 
 $(BUILD)/tests/agent/%: tests/agent/%.c $(STUB) include/memtrail.h $(wildcard tests/agent/*.h)
 	@mkdir -p $(dir $@)
@@ -219,16 +234,20 @@ bench-lttng: $(LTTNG_BENCH)
 
 install: deps
 	$(MAKE) all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(AGENTDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/memtrail
-	install -m 755 $(AGENT) $(STUB) $(DESTDIR)$(PREFIX)/lib/
-	$(call write_pc,$(PREFIX),$(DESTDIR)$(PREFIX)/lib/pkgconfig/memtrail.pc)
+	install -m 755 $(AGENT) $(DESTDIR)$(AGENTDIR)/libmemtrail.so
+	install -m 755 $(STUB).$(STUB_SOVERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libmemtrail-stub.so.$(STUB_SOVERSION) $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so
+	$(call write_pc,$(PREFIX),$(DESTDIR)$(LIBDIR)/pkgconfig/memtrail.pc,$(LIBDIR))
 	install -m 644 include/memtrail.h include/memtrail_alloc.h $(DESTDIR)$(PREFIX)/include/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/memtrail $(DESTDIR)$(PREFIX)/lib/libmemtrail.so \
-	  $(DESTDIR)$(PREFIX)/lib/libmemtrail-stub.so $(DESTDIR)$(PREFIX)/lib/pkgconfig/memtrail.pc \
+	rm -f $(DESTDIR)$(PREFIX)/bin/memtrail $(DESTDIR)$(AGENTDIR)/libmemtrail.so \
+	  $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so.$(STUB_SOVERSION) \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/memtrail.pc \
 	  $(DESTDIR)$(PREFIX)/include/memtrail.h $(DESTDIR)$(PREFIX)/include/memtrail_alloc.h
+	-rmdir $(DESTDIR)$(AGENTDIR) 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

@@ -91,6 +91,8 @@ check() {
     have_cmd strip || want binutils
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.
     have_cmd protoc || want protobuf-compiler
+    # tests/cli/test_install.sh builds a program against the installed tree.
+    have_cmd pkg-config || want pkg-config
     have_cmd go || want golang-go
     # tests/hostile/test_programs.sh: a Rust program (rustc) and a cgo one
     # (go, above); other allocators beside the agent (below).

@@ -160,6 +160,10 @@ static void put_option_value(FILE *m, const char *v)
  * (build/bin -> build/lib, PREFIX/bin -> PREFIX/lib). Returns an absolute,
  * resolved path (LD_PRELOAD must not depend on the program's cwd) or NULL
  * after printing why. */
+#ifndef MT_AGENT_PATH
+#define MT_AGENT_PATH "/usr/local/lib/memtrail/libmemtrail.so"
+#endif
+
 static char *find_agent(void)
 {
     const char *env = getenv("MEMTRAIL_LIB");
@@ -173,8 +177,18 @@ static char *find_agent(void)
             return NULL;
         }
         self[n] = '\0';
-        snprintf(guess, sizeof guess, "%s/../lib/libmemtrail.so", dirname(self));
-        path = guess;
+        /* Installed: PREFIX/lib/memtrail/ beside PREFIX/bin; the build
+         * tree: build/lib/ beside build/bin; else where make install put it. */
+        const char *dir = dirname(self);
+        static const char *const rel[] = {"/../lib/memtrail/libmemtrail.so", "/../lib/libmemtrail.so"};
+        path = MT_AGENT_PATH;
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(guess, sizeof guess, "%s%s", dir, rel[i]);
+            if (access(guess, R_OK) == 0) {
+                path = guess;
+                break;
+            }
+        }
     }
     char *agent = realpath(path, NULL);
     if (!agent || access(agent, R_OK) != 0) {
