@@ -18,10 +18,13 @@ CFLAGS   ?= -O2 -g
 BASEFLAGS := -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -DMT_VERSION_STR='"$(VERSION)"' $(CPPFLAGS)
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-COMMON_SRC := $(wildcard src/common/*.c)
+# The option table needs xe_plan.c's size parser: only the agent and the CLI
+# (which both have it) take it.
+OPTIONS_SRC := src/common/options_table.c
+COMMON_SRC := $(filter-out $(OPTIONS_SRC),$(wildcard src/common/*.c))
 REPORT_SRC := $(wildcard src/report/*.c)
 SYMBOL_SRC := $(wildcard src/symbol/*.c)
-CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC)
+CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(OPTIONS_SRC)
 # The CLI's libraries: libdw/libelf (elfutils) for symbolization, libstdc++
 # for demangling C++ names.
 CLI_LIBS   := -ldw -lelf -lz -lstdc++
@@ -37,7 +40,7 @@ TRACE_SRC   := $(wildcard src/trace/*.c)
 ANALYZE_SRC := $(wildcard src/analyze/*.c)
 CLI_SRC    += $(TRACE_SRC) $(ANALYZE_SRC)
 CLI_LIBS   += -lzstd -lpthread
-AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(XE_SRC) $(TRACE_W_SRC)
+AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(OPTIONS_SRC) $(XE_SRC) $(TRACE_W_SRC)
 HDRS       := $(wildcard include/*.h src/*/*.h)
 
 BIN   := $(BUILD)/bin/memtrail
@@ -345,7 +348,7 @@ $(BUILD)/asan/tests/report/test_fuzz_corpus: tests/report/fuzz/test_corpus.c tes
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -Itests/report/fuzz -o $@ $< $(FUZZ_REPORT_SRC) $(CLI_LIBS)
 
 # MEMTRAIL_OPTIONS: the agent's parser alone (src/agent/options.c).
-FUZZ_OPTIONS_SRC := src/agent/options.c src/common/out.c src/xe/xe_plan.c
+FUZZ_OPTIONS_SRC := src/agent/options.c src/common/options_table.c src/common/out.c src/xe/xe_plan.c
 $(BUILD)/fuzz/fuzz_options: tests/agent/fuzz/fuzz_options.c $(FUZZ_OPTIONS_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_OPTIONS_SRC)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/options_table.h" /* MT_MODE_*, MT_ON_ERROR_*, MT_QUERY_*, MT_UNWIND_* */
 #include "memtrail.h"
 
 #define MT_EXPORT __attribute__((visibility("default")))
@@ -27,8 +28,6 @@ typedef struct mt_real {
 } mt_real;
 extern mt_real mt_real_fn;
 
-enum { MT_MODE_OFF, MT_MODE_SUMMARY, MT_MODE_DETAIL, MT_MODE_TRACE };
-enum { MT_ON_ERROR_REPORT, MT_ON_ERROR_ABORT };
 #define MT_PATH_MAX 4096
 
 typedef struct mt_options {
@@ -151,7 +150,6 @@ int mt_own_process(void);
  * when tracking (creates the socket, starts the server thread); again in a
  * fork child, for its own socket; shutdown: removes the socket file, only in
  * the process that created it (not in a vfork child). */
-enum { MT_QUERY_OFF, MT_QUERY_SIGNAL, MT_QUERY_THREAD };
 extern int mt_control_enabled; /* MT_QUERY_*: query=off|on|thread */
 void mt_control_start(void);
 void mt_control_after_fork_child(void);

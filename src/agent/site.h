@@ -25,12 +25,10 @@
 #include "agent/agent.h"
 #include "agent/counters.h"
 
-#define MT_DEPTH_MAX 64
 #define MT_DEPTH_DEFAULT 4
 #define MT_SITES_MAX (1u << 19)
 #define MT_SITE_CHUNK 128 /* slots per page of a thread's site slots */
 
-enum { MT_UNWIND_AUTO, MT_UNWIND_LIBUNWIND, MT_UNWIND_FP, MT_UNWIND_CFI };
 
 typedef struct mt_site_opts {
     int detail; /* mode=detail or mode=trace: stacks are taken */

@@ -4,6 +4,7 @@
  * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its report or trace went, and
  * exits with CMD's own status (128+N when signal N killed it). */
 #include "cli/cli.h"
+#include "common/options_table.h"
 #include "common/safe_file.h"
 #include "report/report.h"
 #include "xe/xe_plan.h"
@@ -85,6 +86,20 @@ static const char run_usage[] =
     "Then: memtrail report summary FILE, or memtrail analyze FILE for a trace\n";
 
 static const char *const modes[] = { "summary", "detail", "trace" };
+
+/* A flag that becomes an agent option, checked against the option table
+ * as the agent will check it. 0, or CLI_USAGE after the usage error. */
+static int check_as_option(const char *flag, int k, const char *value)
+{
+    int64_t v;
+    if (mt_opt_value(k, value, &v) == 0)
+        return 0;
+    char accepted[256];
+    mt_out o;
+    mt_out_init(&o, accepted, sizeof accepted, -1);
+    mt_opt_accepted(&o, k);
+    return cli_usage_error("run", "%s: bad value '%s'%s", flag, value, mt_out_cstr(&o));
+}
 
 /* Check an output template: only %p, %e and %% expand; anything else
  * after % would be read differently by the agent, so it is refused. */
@@ -551,9 +566,8 @@ int cmd_run(int argc, char **argv)
         if (m < 0)
             return CLI_USAGE;
         if (m > 0) {
-            int64_t d;
-            if (report_parse_i64(value, &d) != 0 || d < 1 || d > 64)
-                return cli_usage_error("run", "--depth: '%s' is not a number of frames from 1 to 64", value);
+            if (check_as_option("--depth", MT_OPT_DEPTH, value) != 0)
+                return CLI_USAGE;
             depth = value;
             continue;
         }
@@ -561,8 +575,8 @@ int cmd_run(int argc, char **argv)
         if (m < 0)
             return CLI_USAGE;
         if (m > 0) {
-            if (strcmp(value, "auto") != 0 && strcmp(value, "cfi") != 0 && strcmp(value, "libunwind") != 0 && strcmp(value, "fp") != 0)
-                return cli_usage_error("run", "--unwind: unknown unwinder '%s' (accepted: auto, cfi, libunwind, fp)", value);
+            if (check_as_option("--unwind", MT_OPT_UNWIND, value) != 0)
+                return CLI_USAGE;
             unwind = value;
             continue;
         }
@@ -570,10 +584,8 @@ int cmd_run(int argc, char **argv)
         if (m < 0)
             return CLI_USAGE;
         if (m > 0) {
-            uint64_t v;
-            if (xe_parse_size(value, 1u << 20, &v) < 0 || v < (192u << 10) || v > (64ull << 30))
-                return cli_usage_error("run", "--trace-buffer: '%s' is not a size from 192KB to 64GB "
-                                       "(a number of MB, or with a unit: KB, MB, GB)", value);
+            if (check_as_option("--trace-buffer", MT_OPT_TRACE_BUFFER, value) != 0)
+                return CLI_USAGE;
             trace_buffer = value;
             continue;
         }

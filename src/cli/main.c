@@ -23,6 +23,7 @@ static const struct command commands[] = {
     { "export", cmd_export, "export a detail report's or a trace's sites as folded stacks, pprof or JSON" },
     { "analyze", cmd_analyze, "analyse a trace: peak, leaks, temporary allocations, hot stacks, timeline" },
     { "sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)" },
+    { "options", cmd_options, "the agent's options (MEMTRAIL_OPTIONS): what each accepts and its default" },
     { "xe",     cmd_xe,     "plan event-session buffers: exact sizes per partition mode (Extended Events arithmetic)" },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -1,0 +1,141 @@
+/* options_table.c — the agent options' table (options_table.h) and the
+ * checks every reader of an option value shares. */
+#include "common/options_table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xe/xe_plan.h"
+
+static const mt_optchoice modes[] = {
+    {"summary", MT_MODE_SUMMARY, "counters per category"},
+    {"detail", MT_MODE_DETAIL, "also call stacks per allocation site"},
+    {"trace", MT_MODE_TRACE, "every event, in a trace file"},
+    {"off", MT_MODE_OFF, "the agent does nothing"},
+    {NULL, 0, NULL}};
+static const mt_optchoice unwinders[] = {
+    {"auto", MT_UNWIND_AUTO, "= `cfi`"},
+    {"cfi", MT_UNWIND_CFI, "memtrail's own walk over the unwind tables, libunwind where it cannot go"},
+    {"libunwind", MT_UNWIND_LIBUNWIND, "libunwind only"},
+    {"fp", MT_UNWIND_FP, "frame pointers"},
+    {NULL, 0, NULL}};
+static const mt_optchoice losses[] = {
+    {"drop", 0, "a full buffer loses the event, counted"},
+    {"wait", 1, "the program waits"},
+    {NULL, 0, NULL}};
+static const mt_optchoice on_errors[] = {
+    {"report", MT_ON_ERROR_REPORT, "say it on stderr, go on"},
+    {"abort", MT_ON_ERROR_ABORT, "say it, then abort"},
+    {NULL, 0, NULL}};
+static const mt_optchoice on_off[] = {{"on", 1, ""}, {"off", 0, ""}, {NULL, 0, NULL}};
+static const mt_optchoice follow[] = {
+    {"on", 1, "exec'd programs load the agent too"},
+    {"off", 0, "they run untracked"},
+    {NULL, 0, NULL}};
+static const mt_optchoice queries[] = {
+    {"on", MT_QUERY_SIGNAL, "signal-driven"},
+    {"thread", MT_QUERY_THREAD, "served from a thread of the agent's"},
+    {"off", MT_QUERY_OFF, "no control socket"},
+    {NULL, 0, NULL}};
+
+const mt_optdef mt_optdefs[MT_NOPT] = {
+    [MT_OPT_MODE] = {"mode", MT_OPTT_CHOICE, modes, 0, 0, NULL, "summary", "what to record"},
+    [MT_OPT_DEPTH] = {"depth", MT_OPTT_INT, NULL, 1, MT_DEPTH_MAX, "1 to 64 frames", "4",
+                      "detail and trace modes: frames per stack"},
+    [MT_OPT_UNWIND] = {"unwind", MT_OPTT_CHOICE, unwinders, 0, 0, NULL, "auto",
+                       "detail and trace modes: how stacks are taken"},
+    [MT_OPT_OUTPUT] = {"output", MT_OPTT_PATH, NULL, 1, MT_OUTPUT_MAX,
+                       "a file path, at most 3800 bytes; %p = pid, %e = program name", "memtrail.%p.mtr",
+                       "the report's (or trace's) path, in the start-up directory unless absolute; `%%` = `%`; "
+                       "`memtrail run --mode trace` gives `memtrail.%p.mtt`"},
+    [MT_OPT_TRACE_BUFFER] = {"trace_buffer", MT_OPTT_SIZE, NULL, 192 << 10, 64ll << 30,
+                             "a size from 192KB to 64GB, a number of MB or with a unit", "64MB",
+                             "trace mode: the event buffer between the program's threads and the thread that "
+                             "packs and writes"},
+    [MT_OPT_TRACE_LOSS] = {"trace_loss", MT_OPTT_CHOICE, losses, 0, 0, NULL, "drop",
+                           "trace mode: what a full buffer does"},
+    [MT_OPT_TRACE_TIME_UNIT] = {"trace_time_unit", MT_OPTT_INT, NULL, 1, 1000000000,
+                                "nanoseconds from 1 to 1000000000", "10000",
+                                "trace mode: the resolution of event times (order is always exact)"},
+    [MT_OPT_TRACE_LEVEL] = {"trace_level", MT_OPTT_INT, NULL, 1, 19, "a zstd level from 1 to 19", "1",
+                            "trace mode: how hard chunks are compressed"},
+    [MT_OPT_TRACE_CHUNK] = {"trace_chunk", MT_OPTT_INT, NULL, 1024, 1 << 20, "events per chunk, 1024 to 1048576",
+                            "131072", "trace mode: events per compressed chunk"},
+    [MT_OPT_ON_ERROR] = {"on_error", MT_OPTT_CHOICE, on_errors, 0, 0, NULL, "report",
+                         "a heap error (double free, overwritten canary)"},
+    [MT_OPT_CRASH_REPORT] = {"crash_report", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "on",
+                             "a report and a summary when the program dies of a fatal signal"},
+    [MT_OPT_FOLLOW_EXEC] = {"follow_exec", MT_OPTT_CHOICE, follow, 0, 0, NULL, "off", "across exec"},
+    [MT_OPT_QUERY] = {"query", MT_OPTT_CHOICE, queries, 0, 0, NULL, "on",
+                      "the control socket of `memtrail query`"},
+};
+
+int mt_opt_find(const char *key, size_t klen)
+{
+    for (int k = 0; k < MT_NOPT; k++)
+        if (strlen(mt_optdefs[k].key) == klen && memcmp(mt_optdefs[k].key, key, klen) == 0)
+            return k;
+    return -1;
+}
+
+int mt_opt_value(int k, const char *val, int64_t *out)
+{
+    const mt_optdef *d = &mt_optdefs[k];
+    switch (d->type) {
+    case MT_OPTT_CHOICE:
+        for (const mt_optchoice *c = d->choices; c->name; c++)
+            if (strcmp(val, c->name) == 0) {
+                *out = c->value;
+                return 0;
+            }
+        return -EINVAL;
+    case MT_OPTT_INT: {
+        char *end;
+        long long v = strtoll(val, &end, 10);
+        if (!*val || *end || v < d->min || v > d->max)
+            return -EINVAL;
+        *out = v;
+        return 0;
+    }
+    case MT_OPTT_SIZE: {
+        uint64_t v;
+        if (xe_parse_size(val, 1u << 20, &v) < 0 || v < (uint64_t)d->min || v > (uint64_t)d->max)
+            return -EINVAL;
+        *out = (int64_t)v;
+        return 0;
+    }
+    default: {
+        size_t n = strlen(val);
+        if (n < (size_t)d->min || n > (size_t)d->max)
+            return -EINVAL;
+        *out = (int64_t)n;
+        return 0;
+    }
+    }
+}
+
+void mt_opt_accepted(mt_out *o, int k)
+{
+    const mt_optdef *d = &mt_optdefs[k];
+    mt_out_str(o, " (accepted: ");
+    if (d->type == MT_OPTT_CHOICE) {
+        for (const mt_optchoice *c = d->choices; c->name; c++) {
+            if (c != d->choices)
+                mt_out_str(o, ", ");
+            mt_out_str(o, c->name);
+        }
+    } else {
+        mt_out_str(o, d->accepted);
+    }
+    mt_out_char(o, ')');
+}
+
+void mt_opt_keys(mt_out *o)
+{
+    for (int k = 0; k < MT_NOPT; k++) {
+        if (k)
+            mt_out_str(o, ", ");
+        mt_out_str(o, mt_optdefs[k].key);
+    }
+}
