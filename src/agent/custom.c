@@ -193,14 +193,7 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     s->size = size;
     s->tag = tag;
     mt_count_resize(cat, (int64_t)size - (int64_t)was, 0);
-    if (mt_site_opt.detail && !mt_site_opt.trace) {
-        if (site == old_tag) {
-            mt_site_count(site, (int64_t)size - (int64_t)was, MT_SITE_REALLOC);
-        } else {
-            mt_site_count(old_tag, -(int64_t)was, MT_SITE_FREE);
-            mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-        }
-    }
+    mt_site_count_resize(old_tag, site, (int64_t)was, (int64_t)size);
     int trace = mt_site_opt.trace;
     mt_xe_event(XE_EV_REALLOC, ptr, old, size, cat, site, trace ? tag : 0, trace ? old_tag : 0);
 }

@@ -382,14 +382,8 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         np = fill_header(real, n, cat, shift, tag);
     }
     mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
-    if (MT_UNLIKELY(mt_site_opt.detail) && !mt_site_opt.trace) {
-        if (site == old_site) {
-            mt_site_count(site, (int64_t)n - (int64_t)size, MT_SITE_REALLOC);
-        } else {
-            mt_site_count(old_site, -(int64_t)size, MT_SITE_FREE);
-            mt_site_count(site, (int64_t)n, MT_SITE_ALLOC);
-        }
-    }
+    if (MT_UNLIKELY(mt_site_opt.detail))
+        mt_site_count_resize(old_site, site, (int64_t)size, (int64_t)n);
     int trace = mt_site_opt.trace;
     mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, trace ? tag : 0, trace ? old_site : 0);
     return np;

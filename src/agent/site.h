@@ -125,6 +125,20 @@ static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
         atomic_store_explicit(&site->used, 1, memory_order_relaxed);
 }
 
+/* Detail mode: a block of `was` bytes counted at site `old` is now `now`
+ * bytes at site `site` (a realloc, the agent's or a custom allocator's). */
+static inline void mt_site_count_resize(uint32_t old, uint32_t site, int64_t was, int64_t now)
+{
+    if (!mt_site_opt.detail || mt_site_opt.trace)
+        return;
+    if (site == old) {
+        mt_site_count(site, now - was, MT_SITE_REALLOC);
+    } else {
+        mt_site_count(old, -was, MT_SITE_FREE);
+        mt_site_count(site, now, MT_SITE_ALLOC);
+    }
+}
+
 /* A shard's site slots into the sites' globals (thread exit, fork child). */
 void mt_site_fold_shard(mt_shard *sh);
 

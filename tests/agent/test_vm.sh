@@ -4,6 +4,9 @@
 # stacks, and how much of a real program's RSS the categories explain.
 . "$(dirname "$0")/../lib.sh"
 SHARED=${MT_SHARED:-$MT_ROOT/../shared}
+# The reports the programs write at exit (besides the ones they ask for)
+# go to the scratch directory, not the work tree.
+export MEMTRAIL_OPTIONS="output=$T/exit.%p.mtr"
 
 # field REPORT CATEGORY FIELD: a field of a category line (or of "process").
 field() {
