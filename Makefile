@@ -83,7 +83,7 @@ $(AGENT): $(AGENT_SRC) $(HDRS)
 	  -fno-stack-protector -fno-omit-frame-pointer -Wl,-z,nodelete $(LDFLAGS) -o $@ $(AGENT_SRC) -lunwind -lzstd -ldl -lpthread
 
 # The stub: a versioned soname, and the unversioned name for the linker.
-$(STUB).$(STUB_SOVERSION): src/stub/stub.c include/memtrail.h
+$(STUB).$(STUB_SOVERSION): src/stub/stub.c include/memtrail.h include/memtrail_sessions.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -Wl,-soname,libmemtrail-stub.so.$(STUB_SOVERSION) $(LDFLAGS) -o $@ $<
 $(STUB): $(STUB).$(STUB_SOVERSION)
@@ -243,13 +243,14 @@ install: deps
 	install -m 755 $(STUB).$(STUB_SOVERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libmemtrail-stub.so.$(STUB_SOVERSION) $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so
 	$(call write_pc,$(PREFIX),$(DESTDIR)$(LIBDIR)/pkgconfig/memtrail.pc,$(LIBDIR))
-	install -m 644 include/memtrail.h include/memtrail_alloc.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/memtrail.h include/memtrail_alloc.h include/memtrail_sessions.h $(DESTDIR)$(PREFIX)/include/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/memtrail $(DESTDIR)$(AGENTDIR)/libmemtrail.so \
 	  $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so.$(STUB_SOVERSION) \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/memtrail.pc \
-	  $(DESTDIR)$(PREFIX)/include/memtrail.h $(DESTDIR)$(PREFIX)/include/memtrail_alloc.h
+	  $(DESTDIR)$(PREFIX)/include/memtrail.h $(DESTDIR)$(PREFIX)/include/memtrail_alloc.h \
+	  $(DESTDIR)$(PREFIX)/include/memtrail_sessions.h
 	-rmdir $(DESTDIR)$(AGENTDIR) 2>/dev/null
 
 clean:

@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "agent/sessions.h"
+#include "memtrail_sessions.h"
 #include "common/out.h"
 
 #define SAME_TYPE(mt, xe) _Static_assert((int)(mt) == (int)(xe), #mt " is " #xe)

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "memtrail.h"
+#include "memtrail_sessions.h"
 
 static void die(const char *fmt, ...)
 {

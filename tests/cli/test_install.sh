@@ -13,7 +13,7 @@ if ! make -C "$MT_ROOT" -s install DESTDIR="$R" PREFIX=/usr BUILD="$T/build" >"$
 fi
 pass "make install DESTDIR PREFIX=/usr"
 expect_eq "install: the layout" \
-    "usr/bin/memtrail usr/include/memtrail.h usr/include/memtrail_alloc.h usr/lib/libmemtrail-stub.so usr/lib/libmemtrail-stub.so.0 usr/lib/memtrail/libmemtrail.so usr/lib/pkgconfig/memtrail.pc" \
+    "usr/bin/memtrail usr/include/memtrail.h usr/include/memtrail_alloc.h usr/include/memtrail_sessions.h usr/lib/libmemtrail-stub.so usr/lib/libmemtrail-stub.so.0 usr/lib/memtrail/libmemtrail.so usr/lib/pkgconfig/memtrail.pc" \
     "$(cd "$R" && find . -type f -o -type l | sed 's|^\./||' | sort | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "install: libmemtrail-stub.so is a link to the versioned name" "libmemtrail-stub.so.0" "$(readlink "$R/usr/lib/libmemtrail-stub.so")"
 expect_eq "install: the stub's soname is versioned" "libmemtrail-stub.so.0" \
