@@ -6,6 +6,7 @@
  * histogram and a timeline of live bytes whose buckets double in width
  * when time outruns them. Semantics: docs/trace-analysis.md. */
 #include "analyze/analyze.h"
+#include "analyze/analyze_live.h"
 
 #include <errno.h>
 #include <stdlib.h>

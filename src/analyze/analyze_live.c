@@ -10,6 +10,7 @@
  * other choice). Growing and shrinking each table on its own keeps the
  * bytes per entry bounded without ever copying the whole map. */
 #include "analyze/analyze.h"
+#include "analyze/analyze_live.h"
 
 #include <errno.h>
 #include <stdlib.h>

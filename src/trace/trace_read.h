@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace/trace_write.h"   /* mt_trace_event, enum mt_trace_type */
+#include "trace/trace_event.h"   /* mt_trace_event, enum mt_trace_type */
 
 #define MT_TRACE_ERR_MAX 512
 

@@ -4,6 +4,7 @@
  * while it grows to millions of entries (sequential ids, random ids,
  * a sliding window of live ids sweeping every table) and as it empties. */
 #include "analyze/analyze.h"
+#include "analyze/analyze_live.h"
 #include "unit.h"
 
 #include <inttypes.h>
