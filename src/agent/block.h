@@ -23,8 +23,10 @@
 
 typedef struct mt_hdr {
     uint64_t word;  /* size:48 | category:8 | log2(prefix):8 */
-    uint32_t site;  /* call-site index (detail mode); 0 in summary mode */
-    uint32_t check; /* keyed hash of p, word, site; ^MT_FREED_XOR once freed */
+    uint32_t tag;   /* what names the block: detail mode, its call site's index;
+                       trace mode, its allocation id; summary mode, 0
+                       (mt_tag_site / mt_tag_id read it by mode) */
+    uint32_t check; /* keyed hash of p, word, tag; ^MT_FREED_XOR once freed */
 } mt_hdr;
 
 #define MT_HDR_SIZE 16u
@@ -46,10 +48,10 @@ static inline unsigned mt_word_shift(uint64_t w) { return (unsigned)(w >> 56); }
  * that passes the check by a 2^-32 chance must not steer us further. */
 static inline int mt_word_sane(uint64_t w) { return mt_word_shift(w) - 4u <= 36u; }
 
-static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t site)
+static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t tag)
 {
     /* Every input bit reaches the high half of the product. */
-    uint64_t x = ((uint64_t)(uintptr_t)p ^ word ^ ((uint64_t)site << 19) ^ mt_secret) * 0x9E3779B97F4A7C15ull;
+    uint64_t x = ((uint64_t)(uintptr_t)p ^ word ^ ((uint64_t)tag << 19) ^ mt_secret) * 0x9E3779B97F4A7C15ull;
     return (uint32_t)(x >> 32);
 }
 

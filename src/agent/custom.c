@@ -135,7 +135,7 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     mt_count_block(cat, (int64_t)size, 0, +1);
     if (mt_site_opt.detail && !mt_site_opt.trace)
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_xe_event(XE_EV_ALLOC, ptr, NULL, size, cat, site, mt_site_opt.trace ? tag : 0, 0);
+    mt_event_alloc(ptr, size, cat, site, mt_tag_id(tag));
 }
 
 MT_EXPORT void mt_free_report(const void *ptr)
@@ -153,7 +153,7 @@ MT_EXPORT void mt_free_report(const void *ptr)
     int trace = mt_site_opt.trace;
     if (mt_site_opt.detail && !trace)
         mt_site_count(tag, -(int64_t)size, MT_SITE_FREE);
-    mt_xe_event(XE_EV_FREE, ptr, NULL, size, cat, trace ? 0 : tag, trace ? tag : 0, 0);
+    mt_event_free(ptr, size, cat, mt_tag_site(tag), mt_tag_id(tag));
 }
 
 MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
@@ -194,6 +194,5 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     s->tag = tag;
     mt_count_resize(cat, (int64_t)size - (int64_t)was, 0);
     mt_site_count_resize(old_tag, site, (int64_t)was, (int64_t)size);
-    int trace = mt_site_opt.trace;
-    mt_xe_event(XE_EV_REALLOC, ptr, old, size, cat, site, trace ? tag : 0, trace ? old_tag : 0);
+    mt_event_realloc(ptr, old, size, cat, site, mt_tag_id(tag), mt_tag_id(old_tag));
 }

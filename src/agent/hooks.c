@@ -88,7 +88,7 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
             return BLK_FOREIGN;
     }
     mt_hdr *h = (mt_hdr *)p - 1;
-    uint32_t want = mt_hash(p, h->word, h->site);
+    uint32_t want = mt_hash(p, h->word, h->tag);
     if (mt_word_sane(h->word)) {
         if (MT_LIKELY(h->check == want)) {
             *hp = h;
@@ -120,7 +120,7 @@ static inline mt_hdr *fast_header(void *p)
     uintptr_t a = (uintptr_t)p;
     if (MT_LIKELY((a & 15) == 0 && !needs_probe(a))) {
         mt_hdr *h = (mt_hdr *)p - 1;
-        if (MT_LIKELY(h->check == mt_hash(p, h->word, h->site) && mt_word_sane(h->word)))
+        if (MT_LIKELY(h->check == mt_hash(p, h->word, h->tag) && mt_word_sane(h->word)))
             return h;
     }
     return NULL;
@@ -170,7 +170,7 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = mt_word(size, cat, shift);
     h->word = word;
-    h->site = site;
+    h->tag = site;
     h->check = mt_hash(p, word, site);
     if (size < MT_TAIL_MAX) {
         uint16_t t = mt_tail_value(h->check);
@@ -191,7 +191,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     if (MT_UNLIKELY(mt_site_opt.detail) && !mt_site_opt.trace)
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, site, mt_site_opt.trace ? tag : 0, 0);
+    mt_event_alloc(p, size, cat, site, mt_tag_id(tag));
     return p;
 }
 
@@ -212,10 +212,10 @@ static void release(void *p, mt_hdr *h)
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     int trace = mt_site_opt.trace;
     if (MT_UNLIKELY(mt_site_opt.detail) && !trace)
-        mt_site_count(h->site, -(int64_t)size, MT_SITE_FREE);
+        mt_site_count(h->tag, -(int64_t)size, MT_SITE_FREE);
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
-    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, trace ? 0 : h->site, trace ? h->site : 0, 0);
+    mt_event_free(p, size, cat, mt_tag_site(h->tag), mt_tag_id(h->tag));
     free_block(p, h, size, cat, shift);
 }
 
@@ -340,7 +340,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
 {
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
-    uint32_t old_site = h->site, site = old_site;
+    uint32_t old_site = h->tag, site = old_site;
     check_tail(p, h, size);
     if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
         errno = ENOMEM;
@@ -384,8 +384,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
     if (MT_UNLIKELY(mt_site_opt.detail))
         mt_site_count_resize(old_site, site, (int64_t)size, (int64_t)n);
-    int trace = mt_site_opt.trace;
-    mt_xe_event(XE_EV_REALLOC, np, p, n, cat, site, trace ? tag : 0, trace ? old_site : 0);
+    mt_event_realloc(np, p, n, cat, site, mt_tag_id(tag), mt_tag_id(old_site));
     return np;
 }
 

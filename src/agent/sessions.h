@@ -49,4 +49,23 @@ static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void
                          key, value);
 }
 
+/* Allocation events, typed: `stack` is the call site (detail and trace
+ * modes; 0 in summary mode, and for a free in trace mode), `id` the
+ * allocation's id and `old_id` the one a realloc replaced (trace mode;
+ * else 0). On a session's generic event they travel as site, key and
+ * value; trace.c's encoder reads them back as stack, id and old_id. */
+static MT_INLINE void mt_event_alloc(const void *p, uint64_t size, unsigned cat, uint32_t stack, uint32_t id)
+{
+    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, stack, id, 0);
+}
+static MT_INLINE void mt_event_free(const void *p, uint64_t size, unsigned cat, uint32_t stack, uint32_t id)
+{
+    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, stack, id, 0);
+}
+static MT_INLINE void mt_event_realloc(const void *p, const void *old, uint64_t size, unsigned cat, uint32_t stack,
+                                       uint32_t id, uint32_t old_id)
+{
+    mt_xe_event(XE_EV_REALLOC, p, old, size, cat, stack, id, old_id);
+}
+
 #endif

@@ -38,6 +38,11 @@ typedef struct mt_site_opts {
 } mt_site_opts;
 extern mt_site_opts mt_site_opt;
 
+/* A block's tag (block.h) read as what it is in this mode: a call site
+ * (detail mode) or an allocation id (trace mode); 0 when it is not that. */
+static inline uint32_t mt_tag_site(uint32_t tag) { return mt_site_opt.trace ? 0 : tag; }
+static inline uint32_t mt_tag_id(uint32_t tag) { return mt_site_opt.trace ? tag : 0; }
+
 /* One thread's counts for one site (see counters.h for the batching). */
 typedef struct mt_site_slot {
     _Atomic int64_t live_bytes;
