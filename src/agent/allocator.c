@@ -17,7 +17,6 @@
 #include "agent/allocator.h"
 
 int mt_alloc_kind = MT_ALLOC_GLIBC;
-char mt_alloc_file[256] = "libc.so.6";
 uintptr_t mt_alloc_text_lo, mt_alloc_text_hi;
 
 static uintptr_t want_base;
@@ -48,11 +47,6 @@ void mt_allocator_detect(void *real_malloc)
         return;
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
-    size_t n = strlen(base);
-    if (n >= sizeof mt_alloc_file)
-        n = sizeof mt_alloc_file - 1;
-    memcpy(mt_alloc_file, base, n);
-    mt_alloc_file[n] = '\0';
     mt_alloc_kind = named(base, "libc.so") || named(base, "libc-") ? MT_ALLOC_GLIBC
                     : named(base, "jemalloc")                     ? MT_ALLOC_JEMALLOC
                     : named(base, "tcmalloc")                     ? MT_ALLOC_TCMALLOC
@@ -67,12 +61,6 @@ void mt_allocator_detect(void *real_malloc)
             dl_iterate_phdr(find_text, NULL);
         }
     }
-}
-
-const char *mt_allocator_name(void)
-{
-    static const char *const names[] = {"glibc", "jemalloc", "tcmalloc", "mimalloc", "other"};
-    return names[mt_alloc_kind];
 }
 
 /* ---- who defines malloc first -------------------------------------------

@@ -7,7 +7,6 @@
 
 enum { MT_ALLOC_GLIBC, MT_ALLOC_JEMALLOC, MT_ALLOC_TCMALLOC, MT_ALLOC_MIMALLOC, MT_ALLOC_OTHER };
 extern int mt_alloc_kind;
-extern char mt_alloc_file[256];            /* the file that defines the real malloc */
 extern uintptr_t mt_alloc_text_lo, mt_alloc_text_hi; /* its code, when not glibc: its mmaps are heap */
 
 /* Once at start-up, with the real malloc dlsym found. */
@@ -18,7 +17,6 @@ int mt_allocator_precedes(char *who, size_t n);
 /* The real function: the first definition (first != 0) or the next after
  * the agent, never the agent's own. */
 void *mt_allocator_sym(const char *name, int first);
-const char *mt_allocator_name(void);
 
 /* jemalloc's API, exported by the agent (allocator.c). */
 void *mallocx(size_t size, int flags);

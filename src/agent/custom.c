@@ -112,7 +112,7 @@ static void new_tag(unsigned cat, uint32_t *site, uint32_t *tag, int frames)
     *site = *tag = 0;
     if (MT_UNLIKELY(mt_site_opt.detail)) {
         *site = mt_site_here(cat, frames);
-        *tag = mt_site_opt.trace ? mt_trace_new_id() : *site;
+        *tag = mt_tag_new(*site);
     }
 }
 
@@ -176,7 +176,7 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     uint32_t old_tag = s->tag, site = old_tag, tag = old_tag;
     if (MT_UNLIKELY(mt_site_opt.detail)) {
         site = mt_site_here(cat, 1);
-        tag = mt_site_opt.trace ? mt_trace_new_id() : site;
+        tag = mt_tag_new(site);
     }
     if (ptr != old) {
         uintptr_t k = (uintptr_t)old;

@@ -185,7 +185,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     if (MT_UNLIKELY(mt_site_opt.detail)) {
         site = mt_site_here(cat, 1);
         /* Trace mode: the header names the allocation, its events the stack. */
-        tag = MT_UNLIKELY(mt_site_opt.trace) ? mt_trace_new_id() : site;
+        tag = mt_tag_new(site);
     }
     char *p = fill_header(real, size, cat, shift, tag);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
@@ -223,7 +223,7 @@ static void release(void *p, mt_hdr *h)
  * its memory (mt_trace_out_of_memory). */
 static __attribute__((noinline)) void *retry_malloc(size_t n)
 {
-    return mt_site_opt.trace && mt_trace_out_of_memory() ? mt_real_fn.malloc(n) : NULL;
+    return mt_trace_out_of_memory() ? mt_real_fn.malloc(n) : NULL;
 }
 
 static MT_INLINE void *real_malloc(size_t n)
@@ -254,7 +254,7 @@ static int alloc_aligned(void **out, size_t align, size_t n, unsigned cat)
         return ENOMEM;
     void *real = NULL;
     int rc = mt_real_fn.posix_memalign(&real, align, mt_request(n, shift));
-    if (rc == ENOMEM && mt_site_opt.trace && mt_trace_out_of_memory())
+    if (rc == ENOMEM && mt_trace_out_of_memory())
         rc = mt_real_fn.posix_memalign(&real, align, mt_request(n, shift));
     if (rc != 0)
         return rc;
@@ -323,7 +323,7 @@ MT_EXPORT void *calloc(size_t n, size_t m)
         return NULL;
     }
     void *real = mt_real_fn.calloc(1, mt_request(bytes, MT_PLAIN_SHIFT));
-    if (!real && mt_site_opt.trace && mt_trace_out_of_memory())
+    if (!real && mt_trace_out_of_memory())
         real = mt_real_fn.calloc(1, mt_request(bytes, MT_PLAIN_SHIFT));
     return real ? track_new(real, bytes, mt_t.cat, MT_PLAIN_SHIFT) : NULL;
 }
@@ -351,7 +351,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     uint32_t tag = old_site;
     if (MT_UNLIKELY(mt_site_opt.detail)) {
         site = mt_site_here(cat, 2);
-        tag = MT_UNLIKELY(mt_site_opt.trace) ? mt_trace_new_id() : site;
+        tag = mt_tag_new(site);
     }
     char *np;
     if (shift != MT_PLAIN_SHIFT) {
@@ -371,7 +371,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         memcpy(&saved, (char *)p + at, sizeof saved);
         memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
-        if (!real && mt_site_opt.trace && mt_trace_out_of_memory())
+        if (!real && mt_trace_out_of_memory())
             real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
         char *q = real ? real + MT_HDR_SIZE : p;   /* where the program's bytes are now */
         uint64_t keep = real ? n : size;           /* and how many */

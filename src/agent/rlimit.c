@@ -37,8 +37,10 @@ static prlimit_fn get_real(void)
     return real_prlimit;
 }
 
-static rlim_t plus(rlim_t v, rlim_t extra)
+/* v raised by the address space the agent has mapped itself (vm.h). */
+static rlim_t with_agent(rlim_t v)
 {
+    rlim_t extra = (rlim_t)(mt_vm_mapped[MT_CAT_OVERHEAD] > 0 ? mt_vm_mapped[MT_CAT_OVERHEAD] : 0);
     return v == RLIM_INFINITY || v > RLIM_INFINITY - extra ? v : v + extra;
 }
 
@@ -61,12 +63,11 @@ static int as_prlimit(const struct rlimit *new, struct rlimit *old)
         *old = shown ? as_limit.asked : cur;
     if (!new)
         return 0;
-    rlim_t extra = (rlim_t)(mt_vm_mapped[MT_CAT_OVERHEAD] > 0 ? mt_vm_mapped[MT_CAT_OVERHEAD] : 0);
-    struct rlimit want = {plus(new->rlim_cur, extra), plus(new->rlim_max, extra)};
     if (new->rlim_cur > new->rlim_max) {
         errno = EINVAL; /* as the kernel would say */
         return -1;
     }
+    struct rlimit want = {with_agent(new->rlim_cur), with_agent(new->rlim_max)};
     /* Raising the hard limit needs privilege the program may not have:
      * stay within the hard limit it has now when it asks for no more. */
     rlim_t hard = shown ? as_limit.set.rlim_max : cur.rlim_max;
@@ -91,8 +92,7 @@ void mt_rlimit_agent_shrank(void)
     if (!as_limit.have || !real || real(0, RLIMIT_AS, NULL, &cur) != 0 ||
         cur.rlim_cur != as_limit.set.rlim_cur || cur.rlim_max != as_limit.set.rlim_max)
         return;
-    rlim_t extra = (rlim_t)(mt_vm_mapped[MT_CAT_OVERHEAD] > 0 ? mt_vm_mapped[MT_CAT_OVERHEAD] : 0);
-    struct rlimit want = {plus(as_limit.asked.rlim_cur, extra), cur.rlim_max};
+    struct rlimit want = {with_agent(as_limit.asked.rlim_cur), cur.rlim_max};
     if (want.rlim_cur < cur.rlim_cur && real(0, RLIMIT_AS, &want, NULL) == 0)
         as_limit.set = want;
 }

@@ -15,6 +15,7 @@
 #include <libunwind.h>
 
 #include "agent/site.h"
+#include "agent/trace.h"
 
 /* libunwind from here: unw_backtrace, whose cache of frames is never
  * told about unloaded code, until the first dlclose; then the step loop. */
@@ -56,6 +57,14 @@ static MT_INLINE uint32_t mt_site_here(unsigned cat, int agent_frames)
     uint32_t id = mt_site_from_stack(cat, pcs, n, ask);
     mt_t.in_agent--;
     return id;
+}
+
+/* The tag (block.h) of a new block taken at call site `site`: the site
+ * itself in detail mode, a new allocation id in trace mode (its events
+ * carry the site as their stack). */
+static MT_INLINE uint32_t mt_tag_new(uint32_t site)
+{
+    return MT_UNLIKELY(mt_site_opt.trace) ? mt_trace_new_id() : site;
 }
 
 #endif

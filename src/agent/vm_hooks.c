@@ -261,8 +261,7 @@ static void record_own_stack(int agent)
         mt_t.stack_lo = (uintptr_t)bottom; /* exact: no need for site.c to read the maps */
         mt_t.stack_hi = (uintptr_t)bottom + size;
         mt_vm_lock();
-        mt_vm_record(lo, (uintptr_t)bottom + size, agent ? MT_CAT_OVERHEAD : MT_CAT_STACKS, MT_VM_STACK,
-                     (uint32_t)guard);
+        mt_vm_record(lo, (uintptr_t)bottom + size, MT_CAT_STACKS, MT_VM_STACK, (uint32_t)guard);
         mt_vm_unlock();
     }
     mt_t.in_agent--;

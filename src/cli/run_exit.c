@@ -150,17 +150,18 @@ static long tgid_of(long tid)
 /* Processes already asked: a held call may come back (a signal restarts
  * it), or come from a second thread at the same time. */
 #define ASKED_MAX 4096
-static long asked[ASKED_MAX];
-static int nasked;
+static long asked[ASKED_MAX]; /* a ring: the most recent ASKED_MAX */
+static int nasked, next_asked;
 
 static void ask_for_report(long tgid)
 {
     for (int i = 0; i < nasked; i++)
         if (asked[i] == tgid)
             return;
-    asked[nasked++ % ASKED_MAX] = tgid;
-    if (nasked > ASKED_MAX)
-        nasked = ASKED_MAX;
+    asked[next_asked] = tgid;
+    next_asked = (next_asked + 1) % ASKED_MAX;
+    if (nasked < ASKED_MAX)
+        nasked++;
     struct query_target t;
     cli_quiet = 1; /* a process with no agent has no socket: nothing to say */
     if (query_open(tgid, "run", &t) == 0) {
