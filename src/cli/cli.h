@@ -70,6 +70,11 @@ int detail_parse_sort(const char *value, void *by_allocs);
      .parse = detail_parse_sort, .accepted = "live, allocated", .given = (given_),                           \
      .help = "detail: order by live bytes (default) or by the bytes allocated over the run (by the number "  \
              "of allocations for reports of older memtrail versions)"}
+/* The options of a detail report's sites: `report detail`, `query PID detail`. */
+#define CLI_OPT_DETAIL(opts, given_)                                                                         \
+    CLI_OPT_DEPTH(opts, given_, "detail: show N frames per site, and merge the sites whose first N frames "  \
+                                "and category are equal (counters summed)"),                                \
+    CLI_OPT_TOP(opts, given_, "detail: show the N largest sites only"), CLI_OPT_SORT(opts, given_)
 
 /* Output (output.c). After printing to stdout (prc: the printer's 0,
  * -ENOMEM or -EIO): flushes, and turns a failure into one error line

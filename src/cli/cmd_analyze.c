@@ -190,6 +190,18 @@ done:
     return status;
 }
 
+static const struct cli_command analyze_cmd = {
+    .name = "analyze",
+    .usage = "usage: memtrail analyze TRACE [--json] [--peak] [--leaks] [--temporary] [--hot]\n"
+             "                              [--histogram] [--timeline] [--top N]\n",
+    .about = analyze_about,
+    .more = "A trace cut short or damaged is analysed up to the problem: the report of\n"
+            "everything before it goes to stdout (\"complete\": false in JSON), the error,\n"
+            "naming the chunk and its offset, to stderr, and the exit status is 1.\n",
+    .min_args = 1, .max_args = 1, .missing = "missing the TRACE file",
+    .extra = "too many arguments ('%s'; expected one TRACE)",
+};
+
 int cmd_analyze(int argc, char **argv)
 {
     bool json = false;
@@ -211,22 +223,8 @@ int cmd_analyze(int argc, char **argv)
         {0},
     };
 #undef SECTION
-    const struct cli_command c = {
-        .name = "analyze",
-        .usage = "usage: memtrail analyze TRACE [--json] [--peak] [--leaks] [--temporary] [--hot]\n"
-                 "                              [--histogram] [--timeline] [--top N]\n",
-        .about = analyze_about,
-        .more = "A trace cut short or damaged is analysed up to the problem: the report of\n"
-                "everything before it goes to stdout (\"complete\": false in JSON), the error,\n"
-                "naming the chunk and its offset, to stderr, and the exit status is 1.\n",
-        .options = options,
-    };
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&analyze_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
-    if (npos == 0)
-        return cli_usage_error("analyze", "missing the TRACE file");
-    if (npos > 1)
-        return cli_usage_error("analyze", "too many arguments ('%s'; expected one TRACE)", argv[1]);
     return analyze_file(argv[0], json, show ? show : ANALYZE_SHOW_ALL, top);
 }

@@ -27,6 +27,15 @@ static const char diff_about[] =
     "bytes first, matched by symbolized stack (function names and module file\n"
     "names, module+offset where no name is known) and category, not by address.\n";
 
+static const struct cli_command diff_cmd = {
+    .name = "diff",
+    .usage = "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json] [--depth N] [--top N]\n",
+    .about = diff_about,
+    .more = "A report cut short is compared as far as it goes and named on stderr, with\n"
+            "exit status 1; a file that is not a report is named, with nothing printed.\n",
+    .max_args = 2, .extra = "too many arguments ('%s'; expected BASE NEW)",
+};
+
 /* Reads one side; returns the reader's code, the error already printed
  * when it is not -ENODATA (which the caller reports after the diff). */
 static int read_side(const char *path, struct report *r, char *err)
@@ -50,22 +59,12 @@ int cmd_diff(int argc, char **argv)
         CLI_OPT_TOP(&dopt, NULL, "detail: show the N largest changes only"),
         {0},
     };
-    const struct cli_command c = {
-        .name = "diff",
-        .usage = "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json] [--depth N] [--top N]\n",
-        .about = diff_about,
-        .more = "A report cut short is compared as far as it goes and named on stderr, with\n"
-                "exit status 1; a file that is not a report is named, with nothing printed.\n",
-        .options = options,
-    };
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&diff_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
-    if (npos > 2)
-        return cli_usage_error("diff", "too many arguments ('%s'; expected BASE NEW)", argv[2]);
-    char **positional = argv;
     if (npos < 2)
         return cli_usage_error("diff", npos ? "missing the NEW report" : "missing the BASE and NEW reports");
+    char **positional = argv;
     if (strcmp(positional[0], "-") == 0 && strcmp(positional[1], "-") == 0)
         return cli_usage_error("diff", "only one of BASE and NEW can be - (stdin)");
 

@@ -60,6 +60,16 @@ static char *pprof_default_output(const char *file)
     return asprintf(&out, "%.*s.pb.gz", (int)keep, file) < 0 ? NULL : out;
 }
 
+static const struct cli_command export_cmd = {
+    .name = "export",
+    .usage = "usage: memtrail export FILE --format folded|pprof|json [-o OUT] [--value COUNTER]\n",
+    .about = export_about,
+    .more = "A report cut short is exported as far as it goes, then named on stderr with\n"
+            "exit status 1. A summary report (no sites) is refused with exit status 1.\n",
+    .min_args = 1, .max_args = 1, .missing = "missing the report FILE",
+    .extra = "too many arguments ('%s'; expected one FILE)",
+};
+
 int cmd_export(int argc, char **argv)
 {
     const char *output = NULL;
@@ -80,21 +90,9 @@ int cmd_export(int argc, char **argv)
                  "live_count, allocated_bytes, allocs"},
         {0},
     };
-    const struct cli_command c = {
-        .name = "export",
-        .usage = "usage: memtrail export FILE --format folded|pprof|json [-o OUT] [--value COUNTER]\n",
-        .about = export_about,
-        .more = "A report cut short is exported as far as it goes, then named on stderr with\n"
-                "exit status 1. A summary report (no sites) is refused with exit status 1.\n",
-        .options = options,
-    };
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&export_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
-    if (npos > 1)
-        return cli_usage_error("export", "too many arguments ('%s'; expected one FILE)", argv[1]);
-    if (npos == 0)
-        return cli_usage_error("export", "missing the report FILE");
     const char *file = argv[0];
     if (format == FORMAT_NONE)
         return cli_usage_error("export", "missing --format (folded, pprof or json)");

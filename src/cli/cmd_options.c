@@ -20,6 +20,15 @@ static void values(FILE *f, const mt_optdef *d, int markdown)
     }
 }
 
+static const struct cli_command options_cmd = {
+    .name = "options",
+    .usage = "usage: memtrail options [--markdown]\n",
+    .about = "The agent's options: MEMTRAIL_OPTIONS=\"key=value:key=value...\" (memtrail run\n"
+             "sets it; in a value, \\: stands for ':'), with what each accepts and its\n"
+             "default.\n",
+    .max_args = 0, .extra = "unknown argument '%s'",
+};
+
 int cmd_options(int argc, char **argv)
 {
     bool markdown = false;
@@ -27,19 +36,9 @@ int cmd_options(int argc, char **argv)
         {.kind = CLI_OPT_FLAG, .name = "markdown", .value = &markdown, .help = "print them as the README's table"},
         {0},
     };
-    const struct cli_command c = {
-        .name = "options",
-        .usage = "usage: memtrail options [--markdown]\n",
-        .about = "The agent's options: MEMTRAIL_OPTIONS=\"key=value:key=value...\" (memtrail run\n"
-                 "sets it; in a value, \\: stands for ':'), with what each accepts and its\n"
-                 "default.\n",
-        .options = options,
-    };
-    int n = cli_parse(&c, argc, argv);
+    int n = cli_parse(&options_cmd, options, argc, argv);
     if (n < 0)
         return cli_parse_exit(n);
-    if (n > 0)
-        return cli_usage_error("options", "unknown argument '%s'", argv[0]);
     if (markdown)
         puts("| key | what | values | default |\n|---|---|---|---|");
     for (int k = 0; k < MT_NOPT; k++) {

@@ -99,6 +99,18 @@ static int print_reply(const struct query_target *t, const char *cmd, const char
     return cli_write_status(prc);
 }
 
+static const struct cli_command query_cmd = {
+    .name = "query",
+    .usage = "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
+             "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n",
+    .about = query_about,
+    .more = "Only your own processes can be queried. The process listens on\n"
+            "$XDG_RUNTIME_DIR/memtrail/PID.sock or /tmp/memtrail-UID/PID.sock (mode 0600,\n"
+            "in a 0700 directory); MEMTRAIL_OPTIONS=query=off turns that off.\n",
+    .min_args = 1, .max_args = 2, .missing = "missing the PID of the process to ask",
+    .extra = "too many arguments ('%s')",
+};
+
 int cmd_query(int argc, char **argv)
 {
     int timeout_s = 5;
@@ -110,26 +122,12 @@ int cmd_query(int argc, char **argv)
         CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
         CLI_OPT_SCALE(&scale),
         CLI_OPT_TIMEOUT(&timeout_s),
-        CLI_OPT_DEPTH(&dopt, &detail_given, "detail: show N frames per site, merging sites as 'report detail' does"),
-        CLI_OPT_TOP(&dopt, &detail_given, "detail: show the N largest sites only"),
-        CLI_OPT_SORT(&dopt, &detail_given),
+        CLI_OPT_DETAIL(&dopt, &detail_given),
         {0},
     };
-    const struct cli_command c = {
-        .name = "query",
-        .usage = "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
-                 "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n",
-        .about = query_about,
-        .more = "Only your own processes can be queried. The process listens on\n"
-                "$XDG_RUNTIME_DIR/memtrail/PID.sock or /tmp/memtrail-UID/PID.sock (mode 0600,\n"
-                "in a 0700 directory); MEMTRAIL_OPTIONS=query=off turns that off.\n",
-        .options = options,
-    };
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&query_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
-    if (npos > 2)
-        return cli_usage_error("query", "too many arguments ('%s')", argv[2]);
     char **positional = argv;
     if (npos == 0)
         return cli_usage_error("query", "missing the PID of the process to ask");

@@ -45,6 +45,11 @@ static const char report_more[] =
     "In a tree, a file that cannot be read is named on stderr, the others are\n"
     "still shown, and the exit status is 1.\n";
 
+static const struct cli_command report_cmd = {
+    .name = "report", .usage = report_synopsis, .about = report_about, .more = report_more,
+    .min_args = 1, .max_args = -1, .missing = "missing the report FILE",
+};
+
 /* The files of a process tree, from the command line and directories. */
 struct file_list {
     char **paths;
@@ -185,21 +190,13 @@ int cmd_report(int argc, char **argv)
     const struct cli_option options[] = {
         CLI_OPT_SCALE(&scale),
         CLI_OPT_JSON(&json, "print JSON instead (raw byte counts; keys in docs/cli.md)"),
-        CLI_OPT_DEPTH(&dopt, &detail_given,
-                      "detail: show N frames per site, and merge the sites whose first N frames and category "
-                      "are equal (counters summed)"),
-        CLI_OPT_TOP(&dopt, &detail_given, "detail: show the N largest sites only"),
-        CLI_OPT_SORT(&dopt, &detail_given),
+        CLI_OPT_DETAIL(&dopt, &detail_given),
         {0},
     };
-    const struct cli_command c = {.name = "report", .usage = report_synopsis, .about = report_about,
-                                  .more = report_more, .options = options};
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&report_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
     char **positional = argv;
-    if (npos == 0)
-        return cli_usage_error("report", "missing the report FILE");
     /* A first word that is the view, or that looks like one while others
      * follow (`report detail x.mtr`: no such file, no slash, no .mtr), is
      * the view. */

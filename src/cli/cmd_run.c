@@ -467,6 +467,18 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
     free(dir);
 }
 
+static const struct cli_command run_cmd = {
+    .name = "run",
+    .usage = "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
+             "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
+             "                    [--session DEF]... [--] CMD [ARGS...]\n",
+    .about = run_about,
+    .more = run_more,
+    .stop_at_argument = true,
+    .unknown_hint = " (put the command after '--')",
+    .min_args = 1, .max_args = -1, .missing = "missing the command to run",
+};
+
 int cmd_run(int argc, char **argv)
 {
     const char *mode = "summary", *output = NULL, *depth = NULL, *unwind = NULL, *trace_buffer = NULL;
@@ -503,22 +515,9 @@ int cmd_run(int argc, char **argv)
                  "on stderr and the program runs without that session."},
         {0},
     };
-    const struct cli_command c = {
-        .name = "run",
-        .usage = "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-                 "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
-                 "                    [--session DEF]... [--] CMD [ARGS...]\n",
-        .about = run_about,
-        .more = run_more,
-        .options = options,
-        .stop_at_argument = true,
-        .unknown_hint = " (put the command after '--')",
-    };
-    int n = cli_parse(&c, argc, argv);
+    int n = cli_parse(&run_cmd, options, argc, argv);
     if (n < 0)
         return cli_parse_exit(n);
-    if (n == 0)
-        return cli_usage_error("run", "missing the command to run");
     for (int k = 0; k < sessions.n; k++) {
         const char *def = sessions.v[k];
         if (*def == '\0' || strchr(def, '\n'))

@@ -215,6 +215,17 @@ static int print_text(long pid, const struct json *sessions, bool targets)
     return 0;
 }
 
+static const struct cli_command sessions_cmd = {
+    .name = "sessions",
+    .usage = "usage: memtrail sessions PID [--json] [--targets] [--timeout SECONDS]\n",
+    .about = "Show the event sessions of the running process PID, tracked by memtrail:\n"
+             "the agent's own (memtrail run --session DEF) and those the program created\n"
+             "with mt_session_create(). One row per session, with the columns of SQL\n"
+             "Server's sys.dm_xe_sessions (buffer sizes in bytes, times in ms).\n",
+    .min_args = 1, .max_args = 1, .missing = "missing the PID of the process to ask",
+    .extra = "too many arguments ('%s')",
+};
+
 int cmd_sessions(int argc, char **argv)
 {
     bool json = false, targets = false;
@@ -227,22 +238,9 @@ int cmd_sessions(int argc, char **argv)
         CLI_OPT_TIMEOUT(&timeout_s),
         {0},
     };
-    const struct cli_command c = {
-        .name = "sessions",
-        .usage = "usage: memtrail sessions PID [--json] [--targets] [--timeout SECONDS]\n",
-        .about = "Show the event sessions of the running process PID, tracked by memtrail:\n"
-                 "the agent's own (memtrail run --session DEF) and those the program created\n"
-                 "with mt_session_create(). One row per session, with the columns of SQL\n"
-                 "Server's sys.dm_xe_sessions (buffer sizes in bytes, times in ms).\n",
-        .options = options,
-    };
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&sessions_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
-    if (npos > 1)
-        return cli_usage_error("sessions", "too many arguments ('%s')", argv[1]);
-    if (npos == 0)
-        return cli_usage_error("sessions", "missing the PID of the process to ask");
     const char *pid_arg = argv[0];
     long pid;
     if (query_parse_pid(pid_arg, &pid) < 0)

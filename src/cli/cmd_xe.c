@@ -425,6 +425,18 @@ static int parse_range(const char *s, uint64_t *a, uint64_t *b)
     return 0;
 }
 
+static const struct cli_command plan_cmd = {
+    .name = "xe plan",
+    .usage = "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [--cpus N]\n"
+             "                        [--nodes N] [--strict] [--max-event-size SIZE] [--json]\n"
+             "       memtrail xe plan --range A-B [--mode ...] [--cpus N] [--nodes N] [--strict]\n"
+             "                        [--max-event-size SIZE] [--json]\n",
+    .about = plan_about,
+    .more = "Exit status: 0, or 1 when the session would be rejected (the reason on\n"
+            "stderr), 2 for bad usage.\n",
+    .max_args = 0, .extra = "unexpected argument '%s'",
+};
+
 static int cmd_plan(int argc, char **argv)
 {
     xe_plan_in in = {.mode = XE_PART_NONE, .cpus = 0, .nodes = 0};
@@ -450,22 +462,9 @@ static int cmd_plan(int argc, char **argv)
         CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
         {0},
     };
-    const struct cli_command c = {
-        .name = "xe plan",
-        .usage = "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [--cpus N]\n"
-                 "                        [--nodes N] [--strict] [--max-event-size SIZE] [--json]\n"
-                 "       memtrail xe plan --range A-B [--mode ...] [--cpus N] [--nodes N] [--strict]\n"
-                 "                        [--max-event-size SIZE] [--json]\n",
-        .about = plan_about,
-        .more = "Exit status: 0, or 1 when the session would be rejected (the reason on\n"
-                "stderr), 2 for bad usage.\n",
-        .options = options,
-    };
-    int npos = cli_parse(&c, argc, argv);
+    int npos = cli_parse(&plan_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
-    if (npos > 0)
-        return cli_usage_error("xe plan", "unexpected argument '%s'", argv[0]);
     in.cpus = (unsigned)cpus;
     in.nodes = (unsigned)nodes;
     in.strict = strict;
@@ -484,24 +483,25 @@ static int cmd_plan(int argc, char **argv)
     return status == CLI_OK ? cli_write_status(0) : status;
 }
 
+static const struct cli_command xe_cmd = {
+    .name = "xe",
+    .usage = "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [OPTIONS]\n",
+    .about = "Event sessions buffer events the way SQL Server Extended Events does.\n"
+             "\n"
+             "Commands:\n"
+             "  plan     the buffers a MAX_MEMORY and partition mode give: exact sizes,\n"
+             "           memory allocated, and the range table of a machine shape\n",
+    .more = "'memtrail xe plan --help' describes its options.\n",
+    .min_args = 1, .max_args = -1, .missing = "missing the xe command (accepted: plan)",
+    .stop_at_argument = true,
+};
+
 int cmd_xe(int argc, char **argv)
 {
-    const struct cli_command c = {
-        .name = "xe",
-        .usage = "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [OPTIONS]\n",
-        .about = "Event sessions buffer events the way SQL Server Extended Events does.\n"
-                 "\n"
-                 "Commands:\n"
-                 "  plan     the buffers a MAX_MEMORY and partition mode give: exact sizes,\n"
-                 "           memory allocated, and the range table of a machine shape\n",
-        .more = "'memtrail xe plan --help' describes its options.\n",
-        .stop_at_argument = true,
-    };
-    int n = cli_parse(&c, argc, argv);
+    static const struct cli_option no_options[] = {{0}};
+    int n = cli_parse(&xe_cmd, no_options, argc, argv);
     if (n < 0)
         return cli_parse_exit(n);
-    if (n == 0)
-        return cli_usage_error("xe", "missing the xe command (accepted: plan)");
     if (strcmp(argv[0], "plan") == 0)
         return cmd_plan(n, argv);
     return cli_usage_error("xe", "unknown xe command '%s' (accepted: plan)", argv[0]);

@@ -70,8 +70,9 @@ static const char *command_list(void)
     return text;
 }
 
-static const struct cli_command top = {
+static struct cli_command top = {
     .usage = "usage: memtrail [--version] [--help] COMMAND [ARGS...]\n",
+    .max_args = -1,
     .more = "'memtrail help COMMAND' or 'memtrail COMMAND --help' describes a command.\n"
             "Exit status: 0 ok, 1 memtrail failed, 2 bad usage; 'run' passes the\n"
             "program's own status through.\n",
@@ -98,14 +99,12 @@ static int run_main(int argc, char **argv)
         {.kind = CLI_OPT_FLAG, .name = "version", .value = &version, .help = "print memtrail's version"},
         {0},
     };
-    struct cli_command c = top;
-    c.options = options;
-    c.about = command_list();
+    top.about = command_list();
     if (argc < 2) {
-        cli_print_help(stderr, &c);
+        cli_print_help(stderr, &top, options);
         return CLI_USAGE;
     }
-    int n = cli_parse(&c, argc, argv);
+    int n = cli_parse(&top, options, argc, argv);
     if (n < 0)
         return cli_parse_exit(n);
     if (version) {
@@ -113,12 +112,12 @@ static int run_main(int argc, char **argv)
         return CLI_OK;
     }
     if (n == 0) {
-        cli_print_help(stderr, &c);
+        cli_print_help(stderr, &top, options);
         return CLI_USAGE;
     }
     if (strcmp(argv[0], "help") == 0) {
         if (n == 1) {
-            cli_print_help(stdout, &c);
+            cli_print_help(stdout, &top, options);
             return CLI_OK;
         }
         if (n > 2)

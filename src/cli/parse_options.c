@@ -143,17 +143,17 @@ static bool takes_value(const struct cli_option *o)
     return o->kind != CLI_OPT_FLAG && o->kind != CLI_OPT_BIT;
 }
 
-static const struct cli_option *find_long(const struct cli_command *c, const char *name, size_t len)
+static const struct cli_option *find_long(const struct cli_option *options, const char *name, size_t len)
 {
-    for (const struct cli_option *o = c->options; o && o->kind != CLI_OPT_END; o++)
+    for (const struct cli_option *o = options; o && o->kind != CLI_OPT_END; o++)
         if (strlen(o->name) == len && memcmp(o->name, name, len) == 0)
             return o;
     return NULL;
 }
 
-static const struct cli_option *find_short(const struct cli_command *c, char s)
+static const struct cli_option *find_short(const struct cli_option *options, char s)
 {
-    for (const struct cli_option *o = c->options; o && o->kind != CLI_OPT_END; o++)
+    for (const struct cli_option *o = options; o && o->kind != CLI_OPT_END; o++)
         if (o->short_name && o->short_name == s)
             return o;
     return NULL;
@@ -161,25 +161,26 @@ static const struct cli_option *find_short(const struct cli_command *c, char s)
 
 /* One option at argv[*i]. 0 (advancing *i past a separate value),
  * CLI_PARSE_HELP, or CLI_PARSE_ERROR. */
-static int one_option(const struct cli_command *c, int argc, char **argv, int *i)
+static int one_option(const struct cli_command *c, const struct cli_option *options, int argc, char **argv,
+                      int *i)
 {
     const char *arg = argv[*i], *inline_value = NULL;
     const struct cli_option *o;
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-        cli_print_help(stdout, c);
+        cli_print_help(stdout, c, options);
         return CLI_PARSE_HELP;
     }
     if (arg[1] == '-') {
         const char *eq = strchr(arg + 2, '=');
         size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-        o = find_long(c, arg + 2, len);
+        o = find_long(options, arg + 2, len);
         inline_value = eq ? eq + 1 : NULL;
         if (o && inline_value && !takes_value(o)) {
             cli_usage_error(c->name, "option '--%s' takes no value", o->name);
             return CLI_PARSE_ERROR;
         }
     } else {
-        o = find_short(c, arg[1]);
+        o = find_short(options, arg[1]);
         if (o && arg[2] != '\0') {
             if (!takes_value(o))
                 o = NULL;   /* no bundled flags: "-ox" is unknown */
@@ -212,7 +213,7 @@ static int one_option(const struct cli_command *c, int argc, char **argv, int *i
     return take_value(c->name, o, v) == 0 ? 0 : CLI_PARSE_ERROR;
 }
 
-int cli_parse(const struct cli_command *c, int argc, char **argv)
+int cli_parse(const struct cli_command *c, const struct cli_option *options, int argc, char **argv)
 {
     int n = 0, i = 1;
     for (; i < argc; i++) {
@@ -227,13 +228,21 @@ int cli_parse(const struct cli_command *c, int argc, char **argv)
             argv[n++] = argv[i];   /* n < i: moved down, never over an unread one */
             continue;
         }
-        int rc = one_option(c, argc, argv, &i);
+        int rc = one_option(c, options, argc, argv, &i);
         if (rc < 0)
             return rc;
     }
     for (; i < argc; i++)
         argv[n++] = argv[i];
     argv[n] = NULL;
+    if (n < c->min_args) {
+        cli_usage_error(c->name, "%s", c->missing);
+        return CLI_PARSE_ERROR;
+    }
+    if (c->max_args >= 0 && n > c->max_args) {
+        cli_usage_error(c->name, c->extra, argv[c->max_args]);
+        return CLI_PARSE_ERROR;
+    }
     return n;
 }
 
@@ -326,13 +335,13 @@ static void print_option(FILE *f, const struct cli_option *o)
     wrap(f, help, HELP_COLUMN, HELP_COLUMN);
 }
 
-void cli_print_help(FILE *f, const struct cli_command *c)
+void cli_print_help(FILE *f, const struct cli_command *c, const struct cli_option *options)
 {
     fputs(c->usage, f);
     if (c->about)
         fprintf(f, "\n%s", c->about);
     fputs("\nOptions:\n", f);
-    for (const struct cli_option *o = c->options; o && o->kind != CLI_OPT_END; o++)
+    for (const struct cli_option *o = options; o && o->kind != CLI_OPT_END; o++)
         print_option(f, o);
     static const struct cli_option help = {.kind = CLI_OPT_FLAG, .name = "help", .short_name = 'h', .help = "show this help"};
     print_option(f, &help);

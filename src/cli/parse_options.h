@@ -66,12 +66,17 @@ struct cli_list {
     int n;
 };
 
+/* A command: its help text around the options, and how many arguments
+ * (non-options) it takes. */
 struct cli_command {
     const char *name;     /* "run", "xe plan"; NULL for memtrail itself */
     const char *usage;    /* the synopsis: "usage: memtrail CMD ..." lines */
     const char *about;    /* what the command does, before the options */
     const char *more;     /* after the options (may be NULL) */
-    const struct cli_option *options;
+    int min_args;         /* fewer: the usage error `missing` */
+    int max_args;         /* more: the usage error `extra`, a format naming
+                             the first one too many with %s; -1: no limit */
+    const char *missing, *extra;
     bool stop_at_argument; /* the first argument ends the options (run: the
                               program's own arguments follow it) */
     const char *unknown_hint; /* added to "unknown option '--x'" */
@@ -79,14 +84,15 @@ struct cli_command {
 
 enum { CLI_PARSE_HELP = -1, CLI_PARSE_ERROR = -2 };
 
-/* Reads argv[1..argc) by c's options. Returns the number of arguments
- * (non-options), moved to argv[0..n) in order and followed by a NULL; or
- * CLI_PARSE_HELP after printing the help on stdout, or CLI_PARSE_ERROR
- * after a usage error. */
-int cli_parse(const struct cli_command *c, int argc, char **argv);
+/* Reads argv[1..argc) by the options (ended by a CLI_OPT_END entry) of
+ * command c. Returns the number of arguments (non-options), moved to
+ * argv[0..n) in order and followed by a NULL; or CLI_PARSE_HELP after
+ * printing the help on stdout, or CLI_PARSE_ERROR after a usage error
+ * (an unknown option, a bad value, too few or too many arguments). */
+int cli_parse(const struct cli_command *c, const struct cli_option *options, int argc, char **argv);
 /* The exit code for cli_parse's negative returns: 0 for help, 2. */
 int cli_parse_exit(int parsed);
 /* The --help text: usage, about, the options (and -h, --help), more. */
-void cli_print_help(FILE *f, const struct cli_command *c);
+void cli_print_help(FILE *f, const struct cli_command *c, const struct cli_option *options);
 
 #endif /* MT_CLI_PARSE_OPTIONS_H */
