@@ -129,8 +129,6 @@ int cmd_query(int argc, char **argv)
     if (npos < 0)
         return cli_parse_exit(npos);
     char **positional = argv;
-    if (npos == 0)
-        return cli_usage_error("query", "missing the PID of the process to ask");
     const char *cmd = npos == 2 ? positional[1] : "summary";
     if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
         strcmp(cmd, "diff") != 0)

@@ -511,8 +511,9 @@ int cmd_run(int argc, char **argv)
         {.kind = CLI_OPT_LIST, .name = "session", .arg = "DEF", .value = &sessions,
          .help = "an event session fed with the program's allocations, frees, reallocs, mmaps and munmaps, "
                  "started with it and stopped at exit (repeatable). DEF is its definition (options in "
-                 "docs/events.md), e.g. 'name=big;target=histogram(source=size_class)'. See it live with memtrail sessions PID; a bad DEF is one line "
-                 "on stderr and the program runs without that session."},
+                 "docs/events.md), e.g. 'name=big;target=histogram(source=size_class)'. See it live with "
+                 "memtrail sessions PID; a bad DEF is one line on stderr and the program runs without that "
+                 "session."},
         {0},
     };
     int n = cli_parse(&run_cmd, options, argc, argv);

@@ -445,7 +445,8 @@ static int cmd_plan(int argc, char **argv)
     int cpus = (int)machine_cpus(), nodes = (int)machine_nodes();
     const struct cli_option options[] = {
         {.kind = CLI_OPT_SIZE, .name = "max-memory", .arg = "SIZE", .value = &in.max_memory, .unit = 1024,
-         .given = &max_memory_given, .help = "MAX_MEMORY: a number of KB, or with a unit B, KB, MB, GB (e.g. 576, 4MB)"},
+         .given = &max_memory_given,
+         .help = "MAX_MEMORY: a number of KB, or with a unit B, KB, MB, GB (e.g. 576, 4MB)"},
         {.kind = CLI_OPT_PARSE, .name = "mode", .arg = "MODE", .value = &in.mode, .parse = parse_partition_mode,
          .noun = "partition mode", .accepted = "none, per_node, per_cpu",
          .help = "MEMORY_PARTITION_MODE: none (default), per_node, per_cpu"},

@@ -7,7 +7,6 @@
 #include "xe/xe_plan.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,8 +79,8 @@ static int choice_value(const char *cmd, const struct cli_option *o, const char 
         int n = snprintf(accepted + used, sizeof accepted - used, "%s%s", used ? ", " : "", ch->name);
         used += n > 0 ? (size_t)n : 0;
     }
-    return cli_usage_error(cmd, "--%s: unknown %s '%s' (accepted: %s)", o->name, o->noun ? o->noun : "value", v,
-                           accepted);
+    return cli_usage_error(cmd, "--%s: unknown %s '%s' (accepted: %s)", o->name, o->noun ? o->noun : "value",
+                           v, accepted);
 }
 
 static const char *unit_name(uint64_t unit)
@@ -103,8 +102,8 @@ static int take_value(const char *cmd, const struct cli_option *o, const char *v
         if (o->noun)
             return cli_usage_error(cmd, "--%s: '%s' is not %s from %lld to %lld", o->name, v, o->noun, o->min,
                                    o->max);
-        return cli_usage_error(cmd, "bad value '%s' for --%s (expected an integer from %lld to %lld)", v, o->name,
-                               o->min, o->max);
+        return cli_usage_error(cmd, "bad value '%s' for --%s (expected an integer from %lld to %lld)", v,
+                               o->name, o->min, o->max);
     case CLI_OPT_STRING:
         *(const char **)o->value = v;
         return 0;
@@ -120,14 +119,16 @@ static int take_value(const char *cmd, const struct cli_option *o, const char *v
         if (rc == -ERANGE)
             return cli_usage_error(cmd, "--%s: '%s' is too big (more than 2^64 bytes)", o->name, v);
         if (rc < 0)
-            return cli_usage_error(cmd, "--%s: '%s' is not a size (a number of %s, or with a unit: B, KB, MB, GB)",
+            return cli_usage_error(cmd,
+                                   "--%s: '%s' is not a size (a number of %s, or with a unit: B, KB, MB, GB)",
                                    o->name, v, unit_name(o->unit));
         return 0;
     case CLI_OPT_PARSE:
         if (o->parse(v, o->value) == 0)
             return 0;
         if (o->noun)
-            return cli_usage_error(cmd, "--%s: unknown %s '%s' (accepted: %s)", o->name, o->noun, v, o->accepted);
+            return cli_usage_error(cmd, "--%s: unknown %s '%s' (accepted: %s)", o->name, o->noun, v,
+                                   o->accepted);
         return cli_usage_error(cmd, "--%s: bad value '%s' (accepted: %s)", o->name, v, o->accepted);
     case CLI_OPT_AGENT:
         return agent_value(cmd, o, v);
@@ -183,9 +184,9 @@ static int one_option(const struct cli_command *c, const struct cli_option *opti
         o = find_short(options, arg[1]);
         if (o && arg[2] != '\0') {
             if (!takes_value(o))
-                o = NULL;   /* no bundled flags: "-ox" is unknown */
+                o = NULL; /* no bundled flags: "-ox" is unknown */
             else
-                inline_value = arg + 2;     /* "-oFILE" */
+                inline_value = arg + 2; /* "-oFILE" */
         }
     }
     if (!o) {
@@ -208,7 +209,7 @@ static int one_option(const struct cli_command *c, const struct cli_option *opti
             cli_usage_error(c->name, "option '%s' needs a value", arg);
             return CLI_PARSE_ERROR;
         }
-        v = argv[++*i];     /* whatever it is: "--max-memory -5" is a value */
+        v = argv[++*i]; /* whatever it is: "--max-memory -5" is a value */
     }
     return take_value(c->name, o, v) == 0 ? 0 : CLI_PARSE_ERROR;
 }
@@ -225,7 +226,7 @@ int cli_parse(const struct cli_command *c, const struct cli_option *options, int
         if (arg[0] != '-' || arg[1] == '\0') {
             if (c->stop_at_argument)
                 break;
-            argv[n++] = argv[i];   /* n < i: moved down, never over an unread one */
+            argv[n++] = argv[i]; /* n < i: moved down, never over an unread one */
             continue;
         }
         int rc = one_option(c, options, argc, argv, &i);
@@ -294,13 +295,13 @@ static void agent_help(char *buf, size_t len, const struct cli_option *o)
     const mt_optdef *d = &mt_optdefs[o->agent];
     size_t used = (size_t)snprintf(buf, len, "%s", d->doc);
     if (d->type == MT_OPTT_CHOICE) {
+        const char *sep = ": ";
         for (const mt_optchoice *ch = d->choices; ch->name && used < len; ch++) {
             if (o->except && strcmp(ch->name, o->except) == 0)
                 continue;
-            bool first = ch == d->choices || (ch == d->choices + 1 && o->except &&
-                                               strcmp(d->choices->name, o->except) == 0);
-            used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s", first ? ": " : ", ", ch->name,
+            used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s", sep, ch->name,
                                      *ch->doc ? " (" : "", ch->doc, *ch->doc ? ")" : "");
+            sep = ", ";
         }
         if (used < len)
             used += (size_t)snprintf(buf + used, len - used, "; default %s.", d->dflt);
@@ -314,19 +315,16 @@ static void agent_help(char *buf, size_t len, const struct cli_option *o)
 static void print_option(FILE *f, const struct cli_option *o)
 {
     char label[96], text[1024];
-    if (o->short_name)
-        snprintf(label, sizeof label, "-%c, --%s%s%s", o->short_name, o->name, o->arg ? " " : "",
-                 o->arg ? o->arg : "");
-    else
-        snprintf(label, sizeof label, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-    const char *l = label;
+    int at = o->short_name ? snprintf(label, sizeof label, "-%c, ", o->short_name) : 0;
+    snprintf(label + at, sizeof label - (size_t)at, "--%s%s%s", o->name, o->arg ? " " : "",
+             o->arg ? o->arg : "");
     const char *help = o->help ? o->help : "";
     if (o->kind == CLI_OPT_AGENT) {
         agent_help(text, sizeof text, o);
         help = text;
     }
-    fprintf(f, "  %s", l);
-    int col = 2 + (int)strlen(l);
+    fprintf(f, "  %s", label);
+    int col = 2 + (int)strlen(label);
     if (col + 2 > HELP_COLUMN) {
         fprintf(f, "\n%*s", HELP_COLUMN, "");
     } else {
@@ -343,7 +341,8 @@ void cli_print_help(FILE *f, const struct cli_command *c, const struct cli_optio
     fputs("\nOptions:\n", f);
     for (const struct cli_option *o = options; o && o->kind != CLI_OPT_END; o++)
         print_option(f, o);
-    static const struct cli_option help = {.kind = CLI_OPT_FLAG, .name = "help", .short_name = 'h', .help = "show this help"};
+    static const struct cli_option help = {
+        .kind = CLI_OPT_FLAG, .name = "help", .short_name = 'h', .help = "show this help"};
     print_option(f, &help);
     if (c->more)
         fprintf(f, "\n%s", c->more);

@@ -41,23 +41,23 @@ struct cli_choice {
 
 struct cli_option {
     enum cli_opt_kind kind;
-    const char *name;  /* the long name, without "--" */
-    char short_name;   /* 'o' for -o, or 0 */
-    const char *arg;   /* the value's name in the help ("FILE"); NULL for flags */
-    void *value;       /* where the value goes (see the kinds) */
-    const char *help;  /* one paragraph, wrapped by the help printer ('\n' breaks a line);
-                          CLI_OPT_AGENT: added after the table's text */
-    long long min, max;                /* CLI_OPT_INT */
-    const struct cli_choice *choices;  /* CLI_OPT_CHOICE: ended by a NULL name */
-    const char *noun;     /* the errors' word for a value: "--mode: unknown NOUN 'x'";
-                             CLI_OPT_INT: "--cpus: 'x' is not NOUN from 1 to 8" */
-    const char *accepted; /* CLI_OPT_PARSE: the accepted values, for the error */
+    const char *name;                 /* the long name, without "--" */
+    char short_name;                  /* 'o' for -o, or 0 */
+    const char *arg;                  /* the value's name in the help ("FILE"); NULL for flags */
+    void *value;                      /* where the value goes (see the kinds) */
+    const char *help;                 /* one paragraph, wrapped by the help printer ('\n' breaks a line);
+                                         CLI_OPT_AGENT: added after the table's text */
+    long long min, max;               /* CLI_OPT_INT */
+    const struct cli_choice *choices; /* CLI_OPT_CHOICE: ended by a NULL name */
+    const char *noun;                 /* the errors' word for a value: "--mode: unknown NOUN 'x'";
+                                         CLI_OPT_INT: "--cpus: 'x' is not NOUN from 1 to 8" */
+    const char *accepted;             /* CLI_OPT_PARSE: the accepted values, for the error */
     int (*parse)(const char *value, void *dest);
-    unsigned bit;         /* CLI_OPT_BIT */
-    uint64_t unit;        /* CLI_OPT_SIZE: bytes of a bare number */
-    int agent;            /* CLI_OPT_AGENT: MT_OPT_* */
-    const char *except;   /* CLI_OPT_AGENT: a choice of the agent's not accepted here */
-    bool *given;          /* set true when the option is given (may be NULL) */
+    unsigned bit;       /* CLI_OPT_BIT */
+    uint64_t unit;      /* CLI_OPT_SIZE: bytes of a bare number */
+    int agent;          /* CLI_OPT_AGENT: MT_OPT_* */
+    const char *except; /* CLI_OPT_AGENT: a choice of the agent's not accepted here */
+    bool *given;        /* set true when the option is given (may be NULL) */
 };
 
 /* CLI_OPT_LIST's destination: v has room for argc entries. */
@@ -69,16 +69,16 @@ struct cli_list {
 /* A command: its help text around the options, and how many arguments
  * (non-options) it takes. */
 struct cli_command {
-    const char *name;     /* "run", "xe plan"; NULL for memtrail itself */
-    const char *usage;    /* the synopsis: "usage: memtrail CMD ..." lines */
-    const char *about;    /* what the command does, before the options */
-    const char *more;     /* after the options (may be NULL) */
-    int min_args;         /* fewer: the usage error `missing` */
-    int max_args;         /* more: the usage error `extra`, a format naming
-                             the first one too many with %s; -1: no limit */
+    const char *name;  /* "run", "xe plan"; NULL for memtrail itself */
+    const char *usage; /* the synopsis: "usage: memtrail CMD ..." lines */
+    const char *about; /* what the command does, before the options */
+    const char *more;  /* after the options (may be NULL) */
+    int min_args;      /* fewer: the usage error `missing` */
+    int max_args;      /* more: the usage error `extra`, a format naming
+                          the first one too many with %s; -1: no limit */
     const char *missing, *extra;
-    bool stop_at_argument; /* the first argument ends the options (run: the
-                              program's own arguments follow it) */
+    bool stop_at_argument;    /* the first argument ends the options (run: the
+                                 program's own arguments follow it) */
     const char *unknown_hint; /* added to "unknown option '--x'" */
 };
 
