@@ -1,6 +1,6 @@
 /* cli.h — the memtrail command-line tool: one cmd_<name>() per subcommand
  * (each in src/cli/cmd_<name>.c, dispatched from the table in main.c) and
- * the helpers they share for option parsing and error lines.
+ * the helpers they share for options (parse_options.h) and error lines.
  *
  * Exit codes: 0 ok, 1 the tool failed, 2 bad usage; `run` passes the
  * traced program's own status through. */
@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include "cli/parse_options.h"
 
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
@@ -33,14 +35,6 @@ extern int cli_quiet;
  * returns CLI_USAGE. `cmd` may be NULL for the top level. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Match argv[*i] against an option taking a value: a long option `name`
- * ("--output") as "--output V" or "--output=V", or a short one `short_name`
- * ("-o", may be NULL) as "-o V" or "-oV". Returns 1 and sets *value (and
- * advances *i past a separate value), 0 when argv[*i] is another option, or
- * -1 after printing a usage error (value missing). */
-int cli_option_value(const char *cmd, int argc, char **argv, int *i, const char *name,
-                     const char *short_name, const char **value);
-
 /* Find `cmd` as execvp would (PATH search unless it has a slash). Returns 0
  * and a malloc'd path, or -ENOENT, -EACCES, -ENOMEM. (run_check.c) */
 int run_resolve_command(const char *cmd, char **resolved);
@@ -51,12 +45,36 @@ int run_resolve_command(const char *cmd, char **resolved);
  * the name used in the message. (run_check.c) */
 int run_check_program(const char *path, const char *shown);
 
-/* The output options of every subcommand that prints a report: --json and
- * --scale KB|MB|GB (report.h's struct report_scale). Returns 1 when argv[*i]
- * was one of them (advancing *i past a separate value), 0 when it is
- * something else, or -1 after printing a usage error. */
-struct report_scale;
-int cli_output_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale);
+/* The options several commands share, for their option arrays
+ * (parse_options.h). --scale KB|MB|GB into a struct report_scale
+ * (report.h); --timeout SECONDS of `query` and `sessions`; --depth N, --top N and --sort live|allocated of detail
+ * reports into a struct detail_options (detail.h), `given` set when any is. */
+int cli_parse_scale(const char *value, void *scale);
+int detail_parse_sort(const char *value, void *by_allocs);
+#define CLI_OPT_JSON(dest, text) {.kind = CLI_OPT_FLAG, .name = "json", .value = (dest), .help = (text)}
+#define CLI_OPT_SCALE(dest)                                                                                  \
+    {.kind = CLI_OPT_PARSE, .name = "scale", .arg = "KB|MB|GB", .value = (dest), .parse = cli_parse_scale,  \
+     .noun = "scale", .accepted = "KB, MB, GB",                                                              \
+     .help = "unit of the text output, rounded to the nearest (default KB)"}
+#define CLI_OPT_TIMEOUT(dest)                                                                                \
+    {.kind = CLI_OPT_INT, .name = "timeout", .arg = "SECONDS", .value = (dest), .min = 1, .max = 3600,      \
+     .noun = "a number of seconds", .help = "how long to wait for the answer (default 5)"}
+#define CLI_OPT_DEPTH(opts, given_, text)                                                                    \
+    {.kind = CLI_OPT_INT, .name = "depth", .arg = "N", .value = &(opts)->depth, .min = 1, .max = 1024,      \
+     .given = (given_), .help = (text)}
+#define CLI_OPT_TOP(opts, given_, text)                                                                      \
+    {.kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = &(opts)->top, .min = 1, .max = 1000000000,    \
+     .given = (given_), .help = (text)}
+#define CLI_OPT_SORT(opts, given_)                                                                           \
+    {.kind = CLI_OPT_PARSE, .name = "sort", .arg = "live|allocated", .value = &(opts)->by_allocs,           \
+     .parse = detail_parse_sort, .accepted = "live, allocated", .given = (given_),                           \
+     .help = "detail: order by live bytes (default) or by the bytes allocated over the run (by the number "  \
+             "of allocations for reports of older memtrail versions)"}
+/* The options of a detail report's sites: `report detail`, `query PID detail`. */
+#define CLI_OPT_DETAIL(opts, given_)                                                                         \
+    CLI_OPT_DEPTH(opts, given_, "detail: show N frames per site, and merge the sites whose first N frames "  \
+                                "and category are equal (counters summed)"),                                \
+    CLI_OPT_TOP(opts, given_, "detail: show the N largest sites only"), CLI_OPT_SORT(opts, given_)
 
 /* Output (output.c). After printing to stdout (prc: the printer's 0,
  * -ENOMEM or -EIO): flushes, and turns a failure into one error line
@@ -88,9 +106,6 @@ int cli_out_open(struct cli_out *o, const char *path);
  * why, and the result is CLI_FAILED; else CLI_OK. */
 int cli_out_close(struct cli_out *o, int ok, int prc);
 
-/* True for "-h" and "--help". */
-int cli_is_help(const char *arg);
-
 /* Programs that leave with a raw exit_group system call (run_exit.c).
  * Go's runtime does: no exit handler runs, so the agent writes no report.
  * run_is_go: 1 when the ELF file at path carries Go's build-id note. */
@@ -118,17 +133,10 @@ struct timespec;
 int run_count_tree_reports(const char *template_abs, const char *main_report, const struct timespec *since,
                            _Bool trace, char **dir);
 
-/* Detail reports (detail_cmd.c): --depth N, --top N, --sort live|allocated
- * for `report detail` and `diff`. Returns 1 (and sets *given) when argv[*i]
- * was one of them, 0 when it is something else, -1 after a usage error. */
+/* Detail reports (detail_cmd.c): `report detail`, `diff` and `query detail`. */
+struct report_scale;
 struct detail_options;
 struct report;
-int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct detail_options *o, _Bool *given);
-/* The options of every subcommand that shows a report's sites: the output
- * options (cli_output_option) and the detail ones above, in one call with
- * the same returns. */
-int cli_view_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale,
-                    struct detail_options *o, _Bool *detail_given);
 /* The sites of report r (already read; `name` for messages), symbolized
  * and printed as `report detail` does; the exit code. */
 int detail_cli_print(const struct report *r, const char *name, _Bool json, const struct report_scale *scale,

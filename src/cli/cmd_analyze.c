@@ -19,10 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char analyze_usage[] =
-    "usage: memtrail analyze TRACE [--json] [--peak] [--leaks] [--temporary] [--hot]\n"
-    "                              [--histogram] [--timeline] [--top N]\n"
-    "\n"
+static const char analyze_about[] =
     "Analyse the trace TRACE (written by 'memtrail run --mode trace'; - reads stdin,\n"
     "and a pipe is read as it comes) in one pass, in bounded memory, and print:\n"
     "  the totals   events, allocations, frees, reallocs, frees of blocks the trace\n"
@@ -36,18 +33,7 @@ static const char analyze_usage[] =
     "  histogram    requested sizes by power of two\n"
     "  timeline     live bytes over time (256 buckets at most; the text shows 24\n"
     "               rows unless --timeline is the only section asked for)\n"
-    "Stacks are symbolized from the recorded modules' files and debug info.\n"
-    "\n"
-    "Options:\n"
-    "  --json         print JSON instead (keys in docs/cli.md)\n"
-    "  --peak, --leaks, --temporary, --hot, --histogram, --timeline\n"
-    "                 show these sections only (default: all)\n"
-    "  --top N        stacks per list (default 10; 0: all)\n"
-    "  -h, --help     show this help\n"
-    "\n"
-    "A trace cut short or damaged is analysed up to the problem: the report of\n"
-    "everything before it goes to stdout (\"complete\": false in JSON), the error,\n"
-    "naming the chunk and its offset, to stderr, and the exit status is 1.\n";
+    "Stacks are symbolized from the recorded modules' files and debug info.\n";
 
 struct progress {
     const char *file;
@@ -82,15 +68,6 @@ static void print_warnings(struct symbolizer *s)
         fprintf(stderr, "memtrail: warning: %.*s\n", (int)len, w);
         w += len + (w[len] == '\n');
     }
-}
-
-static int parse_top(const char *v, int *top)
-{
-    int64_t n;
-    if (report_parse_i64(v, &n) < 0 || n < 0 || n > 1000000000)
-        return cli_usage_error("analyze", "bad value '%s' for --top (expected an integer from 0 to 1000000000)", v);
-    *top = (int)n;
-    return CLI_OK;
 }
 
 /* The symbolizer's modules opened on a thread of its own while the trace
@@ -213,60 +190,41 @@ done:
     return status;
 }
 
+static const struct cli_command analyze_cmd = {
+    .name = "analyze",
+    .usage = "usage: memtrail analyze TRACE [--json] [--peak] [--leaks] [--temporary] [--hot]\n"
+             "                              [--histogram] [--timeline] [--top N]\n",
+    .about = analyze_about,
+    .more = "A trace cut short or damaged is analysed up to the problem: the report of\n"
+            "everything before it goes to stdout (\"complete\": false in JSON), the error,\n"
+            "naming the chunk and its offset, to stderr, and the exit status is 1.\n",
+    .min_args = 1, .max_args = 1, .missing = "missing the TRACE file",
+    .extra = "too many arguments ('%s'; expected one TRACE)",
+};
+
 int cmd_analyze(int argc, char **argv)
 {
-    const char *file = NULL;
-    bool json = false, options_done = false;
+    bool json = false;
     unsigned show = 0;
     int top = 10;
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } sections[] = {
-        {"--peak", ANALYZE_SHOW_PEAK},           {"--leaks", ANALYZE_SHOW_LEAKS},
-        {"--temporary", ANALYZE_SHOW_TEMPORARY}, {"--hot", ANALYZE_SHOW_HOT},
-        {"--histogram", ANALYZE_SHOW_HISTOGRAM}, {"--timeline", ANALYZE_SHOW_TIMELINE},
+#define SECTION(name_, bit_) \
+    {.kind = CLI_OPT_BIT, .name = name_, .value = &show, .bit = bit_, .help = "show the " name_ " section"}
+    const struct cli_option options[] = {
+        CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
+        {.kind = CLI_OPT_BIT, .name = "peak", .value = &show, .bit = ANALYZE_SHOW_PEAK,
+         .help = "show the peak section; the section options combine, and without any every section is shown"},
+        SECTION("leaks", ANALYZE_SHOW_LEAKS),
+        SECTION("temporary", ANALYZE_SHOW_TEMPORARY),
+        SECTION("hot", ANALYZE_SHOW_HOT),
+        SECTION("histogram", ANALYZE_SHOW_HISTOGRAM),
+        SECTION("timeline", ANALYZE_SHOW_TIMELINE),
+        {.kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = &top, .min = 0, .max = 1000000000,
+         .help = "stacks per list (default 10; 0: all)"},
+        {0},
     };
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            if (file)
-                return cli_usage_error("analyze", "too many arguments ('%s'; expected one TRACE)", arg);
-            file = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (cli_is_help(arg)) {
-            fputs(analyze_usage, stdout);
-            return CLI_OK;
-        }
-        if (strcmp(arg, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        bool matched = false;
-        for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++)
-            if (strcmp(arg, sections[k].name) == 0) {
-                show |= sections[k].bit;
-                matched = true;
-            }
-        if (matched)
-            continue;
-        const char *v;
-        int m = cli_option_value("analyze", argc, argv, &i, "--top", NULL, &v);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            if (parse_top(v, &top) != CLI_OK)
-                return CLI_USAGE;
-            continue;
-        }
-        return cli_usage_error("analyze", "unknown option '%s'", arg);
-    }
-    if (!file)
-        return cli_usage_error("analyze", "missing the TRACE file");
-    return analyze_file(file, json, show ? show : ANALYZE_SHOW_ALL, top);
+#undef SECTION
+    int npos = cli_parse(&analyze_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
+    return analyze_file(argv[0], json, show ? show : ANALYZE_SHOW_ALL, top);
 }

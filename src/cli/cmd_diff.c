@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char diff_usage[] =
-    "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json] [--depth N] [--top N]\n"
-    "\n"
+static const char diff_about[] =
     "Compare two summary reports (.mtr): two runs of a program (e.g. two builds),\n"
     "or a baseline and a later snapshot of one process (mt_report_write()). For\n"
     "each category, matched by name, it shows the NEW value and the change since\n"
@@ -27,17 +25,16 @@ static const char diff_usage[] =
     "When both are detail reports ('memtrail run --mode detail'), the allocation\n"
     "sites that grew, shrank, appeared or went follow, largest change of live\n"
     "bytes first, matched by symbolized stack (function names and module file\n"
-    "names, module+offset where no name is known) and category, not by address.\n"
-    "\n"
-    "Options:\n"
-    "  --scale KB|MB|GB  unit of the text, rounded to the nearest (default KB)\n"
-    "  --json            print JSON instead (raw bytes; keys in docs/cli.md)\n"
-    "  --depth N         detail: match sites by their first N frames only\n"
-    "  --top N           detail: show the N largest changes only\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "A report cut short is compared as far as it goes and named on stderr, with\n"
-    "exit status 1; a file that is not a report is named, with nothing printed.\n";
+    "names, module+offset where no name is known) and category, not by address.\n";
+
+static const struct cli_command diff_cmd = {
+    .name = "diff",
+    .usage = "usage: memtrail diff BASE NEW [--scale KB|MB|GB] [--json] [--depth N] [--top N]\n",
+    .about = diff_about,
+    .more = "A report cut short is compared as far as it goes and named on stderr, with\n"
+            "exit status 1; a file that is not a report is named, with nothing printed.\n",
+    .max_args = 2, .extra = "too many arguments ('%s'; expected BASE NEW)",
+};
 
 /* Reads one side; returns the reader's code, the error already printed
  * when it is not -ENODATA (which the caller reports after the diff). */
@@ -51,38 +48,23 @@ static int read_side(const char *path, struct report *r, char *err)
 
 int cmd_diff(int argc, char **argv)
 {
-    const char *positional[2];
-    int npos = 0;
-    bool json = false, options_done = false, detail_given = false;
+    bool json = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
     struct detail_options dopt = {0};
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            if (npos == 2)
-                return cli_usage_error("diff", "too many arguments ('%s'; expected BASE NEW)", arg);
-            positional[npos++] = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (cli_is_help(arg)) {
-            fputs(diff_usage, stdout);
-            return CLI_OK;
-        }
-        int m = cli_view_option("diff", argc, argv, &i, &json, &scale, &dopt, &detail_given);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0)
-            continue;
-        return cli_usage_error("diff", "unknown option '%s'", arg);
-    }
+    const struct cli_option options[] = {
+        CLI_OPT_SCALE(&scale),
+        CLI_OPT_JSON(&json, "print JSON instead (raw bytes; keys in docs/cli.md)"),
+        CLI_OPT_DEPTH(&dopt, NULL, "detail: match sites by their first N frames only"),
+        CLI_OPT_TOP(&dopt, NULL, "detail: show the N largest changes only"),
+        {0},
+    };
+    int npos = cli_parse(&diff_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
     if (npos < 2)
         return cli_usage_error("diff", npos ? "missing the NEW report" : "missing the BASE and NEW reports");
+    char **positional = argv;
     if (strcmp(positional[0], "-") == 0 && strcmp(positional[1], "-") == 0)
         return cli_usage_error("diff", "only one of BASE and NEW can be - (stdin)");
 

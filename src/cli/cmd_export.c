@@ -16,9 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char export_usage[] =
-    "usage: memtrail export FILE --format folded|pprof|json [-o OUT] [--value COUNTER]\n"
-    "\n"
+static const char export_about[] =
     "Export the allocation sites of the detail report FILE (written by\n"
     "'memtrail run --mode detail'; - reads stdin), or the stacks of the trace\n"
     "FILE (written by 'memtrail run --mode trace'), for other tools. Return\n"
@@ -39,24 +37,17 @@ static const char export_usage[] =
     "          by .pb.gz unless -o is given.\n"
     "  json    the summary and every site with its symbolized stack, as\n"
     "          'memtrail report detail FILE --json' prints it (docs/cli.md).\n"
-    "          Written to stdout unless -o is given.\n"
-    "\n"
-    "Options:\n"
-    "  --format FORMAT   folded, pprof or json (required)\n"
-    "  -o, --output OUT  the output file (- for stdout); written whole or not at\n"
-    "                    all, never through a symbolic link or over anything but\n"
-    "                    a regular file of yours (see docs/cli.md)\n"
-    "  --value COUNTER   folded: the counter shown, one of live_bytes (default),\n"
-    "                    live_count, peak_bytes, allocs, frees, reallocs,\n"
-    "                    allocated_bytes; pprof: the default sample type, one\n"
-    "                    of live_bytes (default), live_count, allocated_bytes,\n"
-    "                    allocs\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "A report cut short is exported as far as it goes, then named on stderr with\n"
-    "exit status 1. A summary report (no sites) is refused with exit status 1.\n";
+    "          Written to stdout unless -o is given.\n";
 
 enum format { FORMAT_NONE, FORMAT_FOLDED, FORMAT_PPROF, FORMAT_JSON };
+
+static const struct cli_choice formats[] = {
+    {"folded", FORMAT_FOLDED, false}, {"pprof", FORMAT_PPROF, false}, {"json", FORMAT_JSON, false}, {NULL, 0, false}};
+
+static int parse_value(const char *name, void *value)
+{
+    return export_value_parse(name, value);
+}
 
 /* FILE with its extension (if any, in the last path component) replaced by .pb.gz. */
 static char *pprof_default_output(const char *file)
@@ -69,57 +60,48 @@ static char *pprof_default_output(const char *file)
     return asprintf(&out, "%.*s.pb.gz", (int)keep, file) < 0 ? NULL : out;
 }
 
+static const struct cli_command export_cmd = {
+    .name = "export",
+    .usage = "usage: memtrail export FILE --format folded|pprof|json [-o OUT] [--value COUNTER]\n",
+    .about = export_about,
+    .more = "A report cut short is exported as far as it goes, then named on stderr with\n"
+            "exit status 1. A summary report (no sites) is refused with exit status 1.\n",
+    .min_args = 1, .max_args = 1, .missing = "missing the report FILE",
+    .extra = "too many arguments ('%s'; expected one FILE)",
+};
+
 int cmd_export(int argc, char **argv)
 {
-    const char *file = NULL, *output = NULL, *format_arg = NULL, *value_arg = NULL;
-    bool options_done = false;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            if (file)
-                return cli_usage_error("export", "too many arguments ('%s'; expected one FILE)", arg);
-            file = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (cli_is_help(arg)) {
-            fputs(export_usage, stdout);
-            return CLI_OK;
-        }
-        int m = cli_option_value("export", argc, argv, &i, "--format", NULL, &format_arg);
-        if (m == 0)
-            m = cli_option_value("export", argc, argv, &i, "--output", "-o", &output);
-        if (m == 0)
-            m = cli_option_value("export", argc, argv, &i, "--value", NULL, &value_arg);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m == 0)
-            return cli_usage_error("export", "unknown option '%s'", arg);
-    }
-    if (!file)
-        return cli_usage_error("export", "missing the report FILE");
-    if (!format_arg)
-        return cli_usage_error("export", "missing --format (folded, pprof or json)");
-    enum format format = strcmp(format_arg, "folded") == 0 ? FORMAT_FOLDED
-                       : strcmp(format_arg, "pprof") == 0  ? FORMAT_PPROF
-                       : strcmp(format_arg, "json") == 0   ? FORMAT_JSON
-                                                           : FORMAT_NONE;
-    if (format == FORMAT_NONE)
-        return cli_usage_error("export", "--format: unknown format '%s' (accepted: folded, pprof, json)", format_arg);
-    if (format == FORMAT_JSON && value_arg)
-        return cli_usage_error("export", "--value: json has every counter; it takes no --value");
+    const char *output = NULL;
+    int format = FORMAT_NONE;
     enum export_value value = EXPORT_LIVE_BYTES;
-    if (value_arg && export_value_parse(value_arg, &value) < 0)
-        return cli_usage_error("export",
-                               "--value: unknown counter '%s' (accepted: live_bytes, live_count, peak_bytes, "
-                               "allocs, frees, reallocs, allocated_bytes)", value_arg);
+    bool value_given = false;
+    const struct cli_option options[] = {
+        {.kind = CLI_OPT_CHOICE, .name = "format", .arg = "FORMAT", .value = &format, .choices = formats,
+         .noun = "format", .help = "folded, pprof or json (required)"},
+        {.kind = CLI_OPT_STRING, .name = "output", .short_name = 'o', .arg = "OUT", .value = &output,
+         .help = "the output file (- for stdout); written whole or not at all, never through a symbolic link "
+                 "or over anything but a regular file of yours (see docs/cli.md)"},
+        {.kind = CLI_OPT_PARSE, .name = "value", .arg = "COUNTER", .value = &value, .parse = parse_value,
+         .noun = "counter", .accepted = "live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes",
+         .given = &value_given,
+         .help = "folded: the counter shown, one of live_bytes (default), live_count, peak_bytes, allocs, frees, "
+                 "reallocs, allocated_bytes; pprof: the default sample type, one of live_bytes (default), "
+                 "live_count, allocated_bytes, allocs"},
+        {0},
+    };
+    int npos = cli_parse(&export_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
+    const char *file = argv[0];
+    if (format == FORMAT_NONE)
+        return cli_usage_error("export", "missing --format (folded, pprof or json)");
+    if (format == FORMAT_JSON && value_given)
+        return cli_usage_error("export", "--value: json has every counter; it takes no --value");
     if (format == FORMAT_PPROF && value != EXPORT_LIVE_BYTES && value != EXPORT_LIVE_COUNT &&
         value != EXPORT_ALLOCS && value != EXPORT_ALLOCATED_BYTES)
         return cli_usage_error("export", "--value: pprof has no sample type for '%s' (accepted: live_bytes, "
-                               "live_count, allocated_bytes, allocs)", value_arg);
+                               "live_count, allocated_bytes, allocs)", export_value_name(value));
     bool from_stdin = strcmp(file, "-") == 0;
     char *derived = NULL;
     if (!output && format == FORMAT_PPROF) {

@@ -4,15 +4,8 @@
 #include "cli/cli.h"
 #include "common/options_table.h"
 
+#include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
-
-static const char options_usage[] =
-    "usage: memtrail options [--markdown]\n"
-    "\n"
-    "The agent's options: MEMTRAIL_OPTIONS=\"key=value:key=value...\" (memtrail run\n"
-    "sets it; in a value, \\: stands for ':'), with what each accepts and its\n"
-    "default. --markdown prints them as the README's table.\n";
 
 static void values(FILE *f, const mt_optdef *d, int markdown)
 {
@@ -27,19 +20,25 @@ static void values(FILE *f, const mt_optdef *d, int markdown)
     }
 }
 
+static const struct cli_command options_cmd = {
+    .name = "options",
+    .usage = "usage: memtrail options [--markdown]\n",
+    .about = "The agent's options: MEMTRAIL_OPTIONS=\"key=value:key=value...\" (memtrail run\n"
+             "sets it; in a value, \\: stands for ':'), with what each accepts and its\n"
+             "default.\n",
+    .max_args = 0, .extra = "unknown argument '%s'",
+};
+
 int cmd_options(int argc, char **argv)
 {
-    int markdown = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--markdown") == 0) {
-            markdown = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(options_usage, stdout);
-            return CLI_OK;
-        } else {
-            return cli_usage_error("options", "unknown argument '%s'", argv[i]);
-        }
-    }
+    bool markdown = false;
+    const struct cli_option options[] = {
+        {.kind = CLI_OPT_FLAG, .name = "markdown", .value = &markdown, .help = "print them as the README's table"},
+        {0},
+    };
+    int n = cli_parse(&options_cmd, options, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
     if (markdown)
         puts("| key | what | values | default |\n|---|---|---|---|");
     for (int k = 0; k < MT_NOPT; k++) {

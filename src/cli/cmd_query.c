@@ -13,10 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char query_usage[] =
-    "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
-    "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n"
-    "\n"
+static const char query_about[] =
     "Ask the running process PID, tracked by memtrail (started with 'memtrail\n"
     "run'), without stopping it:\n"
     "\n"
@@ -25,17 +22,7 @@ static const char query_usage[] =
     "            shows them (the process must run in detail mode; --depth, --top\n"
     "            and --sort as there)\n"
     "  baseline  keep its summary now as the baseline (in the process) and print it\n"
-    "  diff      what changed, category by category, since the baseline\n"
-    "\n"
-    "Options:\n"
-    "  --json              print JSON instead (keys in docs/cli.md)\n"
-    "  --scale KB|MB|GB    unit of the text output (default KB)\n"
-    "  --timeout SECONDS   how long to wait for the answer (default 5)\n"
-    "  -h, --help          show this help\n"
-    "\n"
-    "Only your own processes can be queried. The process listens on\n"
-    "$XDG_RUNTIME_DIR/memtrail/PID.sock or /tmp/memtrail-UID/PID.sock (mode 0600,\n"
-    "in a 0700 directory); MEMTRAIL_OPTIONS=query=off turns that off.\n";
+    "  diff      what changed, category by category, since the baseline\n";
 
 /* Parses one report from buf[0..len). */
 static int parse(const char *buf, size_t len, const char *name, struct report *r)
@@ -112,51 +99,36 @@ static int print_reply(const struct query_target *t, const char *cmd, const char
     return cli_write_status(prc);
 }
 
+static const struct cli_command query_cmd = {
+    .name = "query",
+    .usage = "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
+             "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n",
+    .about = query_about,
+    .more = "Only your own processes can be queried. The process listens on\n"
+            "$XDG_RUNTIME_DIR/memtrail/PID.sock or /tmp/memtrail-UID/PID.sock (mode 0600,\n"
+            "in a 0700 directory); MEMTRAIL_OPTIONS=query=off turns that off.\n",
+    .min_args = 1, .max_args = 2, .missing = "missing the PID of the process to ask",
+    .extra = "too many arguments ('%s')",
+};
+
 int cmd_query(int argc, char **argv)
 {
-    const char *positional[2];
-    int npos = 0, timeout_s = 5;
-    bool json = false, options_done = false, detail_given = false;
+    int timeout_s = 5;
+    bool json = false, detail_given = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
     struct detail_options dopt = {0};
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value;
-        if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            if (npos == 2)
-                return cli_usage_error("query", "too many arguments ('%s')", arg);
-            positional[npos++] = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (cli_is_help(arg)) {
-            fputs(query_usage, stdout);
-            return CLI_OK;
-        }
-        int m = cli_view_option("query", argc, argv, &i, &json, &scale, &dopt, &detail_given);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0)
-            continue;
-        m = cli_option_value("query", argc, argv, &i, "--timeout", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            long v;
-            if (query_parse_pid(value, &v) < 0 || v > 3600)
-                return cli_usage_error("query", "--timeout: '%s' is not a number of seconds (1 to 3600)",
-                                       value);
-            timeout_s = (int)v;
-            continue;
-        }
-        return cli_usage_error("query", "unknown option '%s'", arg);
-    }
-    if (npos == 0)
-        return cli_usage_error("query", "missing the PID of the process to ask");
+    const struct cli_option options[] = {
+        CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
+        CLI_OPT_SCALE(&scale),
+        CLI_OPT_TIMEOUT(&timeout_s),
+        CLI_OPT_DETAIL(&dopt, &detail_given),
+        {0},
+    };
+    int npos = cli_parse(&query_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
+    char **positional = argv;
     const char *cmd = npos == 2 ? positional[1] : "summary";
     if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
         strcmp(cmd, "diff") != 0)

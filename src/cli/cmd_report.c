@@ -16,12 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char report_usage[] =
+static const char report_synopsis[] =
     "usage: memtrail report [summary] FILE [--scale KB|MB|GB] [--json]\n"
     "       memtrail report [summary] DIR|FILE FILE... [--scale KB|MB|GB] [--json]\n"
     "       memtrail report detail FILE [--depth N] [--top N] [--sort live|allocated]\n"
-    "                                   [--scale KB|MB|GB] [--json]\n"
-    "\n"
+    "                                   [--scale KB|MB|GB] [--json]\n";
+
+static const char report_about[] =
     "Print the summary report FILE (written by 'memtrail run'; - reads stdin) in\n"
     "the layout of HotSpot's 'jcmd PID VM.native_memory summary': the total,\n"
     "then one block per category, largest first (committed + live bytes),\n"
@@ -36,23 +37,18 @@ static const char report_usage[] =
     "'memtrail run --mode trace', which is shown so by default) prints the summary,\n"
     "then the allocation sites, largest live bytes first, each with its call stack\n"
     "symbolized from the modules' files and debug info: function, file:line\n"
-    "(inlined calls marked), module; module+offset where no symbol is known.\n"
-    "\n"
-    "Options:\n"
-    "  --scale KB|MB|GB  unit of the text report, rounded to the nearest (default KB)\n"
-    "  --json            print JSON instead (raw byte counts; keys in docs/cli.md)\n"
-    "  --depth N         detail: show N frames per site, and merge the sites whose\n"
-    "                    first N frames and category are equal (counters summed)\n"
-    "  --top N           detail: show the N largest sites only\n"
-    "  --sort live|allocated  detail: order by live bytes (default) or by the\n"
-    "                    bytes allocated over the run (by the number of\n"
-    "                    allocations for reports of older memtrail versions)\n"
-    "  -h, --help        show this help\n"
-    "\n"
+    "(inlined calls marked), module; module+offset where no symbol is known.\n";
+
+static const char report_more[] =
     "A report cut short (no end marker) is printed as far as it goes, with\n"
     "\"complete\": false in JSON; the error goes to stderr and the exit status is 1.\n"
     "In a tree, a file that cannot be read is named on stderr, the others are\n"
     "still shown, and the exit status is 1.\n";
+
+static const struct cli_command report_cmd = {
+    .name = "report", .usage = report_synopsis, .about = report_about, .more = report_more,
+    .min_args = 1, .max_args = -1, .missing = "missing the report FILE",
+};
 
 /* The files of a process tree, from the command line and directories. */
 struct file_list {
@@ -185,37 +181,22 @@ static int report_tree(char **args, int nargs, bool json, const struct report_sc
     return failed ? CLI_FAILED : CLI_OK;
 }
 
-static int report_main(int argc, char **argv, char **positional)
+int cmd_report(int argc, char **argv)
 {
-    int npos = 0;
-    bool json = false, options_done = false, detail_given = false, detail = false;
+    bool json = false, detail_given = false, detail = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
     struct detail_options dopt = {0};
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            positional[npos++] = argv[i];
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (cli_is_help(arg)) {
-            fputs(report_usage, stdout);
-            return CLI_OK;
-        }
-        int m = cli_view_option("report", argc, argv, &i, &json, &scale, &dopt, &detail_given);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0)
-            continue;
-        return cli_usage_error("report", "unknown option '%s'", arg);
-    }
-    if (npos == 0)
-        return cli_usage_error("report", "missing the report FILE");
+    const struct cli_option options[] = {
+        CLI_OPT_SCALE(&scale),
+        CLI_OPT_JSON(&json, "print JSON instead (raw byte counts; keys in docs/cli.md)"),
+        CLI_OPT_DETAIL(&dopt, &detail_given),
+        {0},
+    };
+    int npos = cli_parse(&report_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
+    char **positional = argv;
     /* A first word that is the view, or that looks like one while others
      * follow (`report detail x.mtr`: no such file, no slash, no .mtr), is
      * the view. */
@@ -283,14 +264,4 @@ static int report_main(int argc, char **argv, char **positional)
     if (rc < 0)
         return cli_error("%s", err);
     return CLI_OK;
-}
-
-int cmd_report(int argc, char **argv)
-{
-    char **positional = calloc((size_t)argc + 1, sizeof *positional);
-    if (!positional)
-        return cli_error("out of memory");
-    int rc = report_main(argc, argv, positional);
-    free(positional);
-    return rc;
 }

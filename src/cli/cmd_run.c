@@ -24,58 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char run_usage[] =
-    "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-    "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
-    "                    [--session DEF]... [--] CMD [ARGS...]\n"
-    "\n"
+static const char run_about[] =
     "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
     "summary report when it exits. CMD is found on PATH as a shell would.\n"
     "memtrail's exit status is CMD's own (128+N when signal N killed it).\n"
-    "\n"
-    "Options:\n"
-    "  --mode MODE      what to record: summary (the default: counters per category)\n"
-    "                   or detail (also the call stack of every allocation, and\n"
-    "                   counters per allocation site; see memtrail report detail)\n"
-    "                   or trace (every malloc-family call and mapping change, with\n"
-    "                   its time, thread, size and stack, in a compressed trace file;\n"
-    "                   see memtrail analyze)\n"
-    "  --depth N        detail and trace modes: frames per stack, 1 to 64 (default 4)\n"
-    "  --unwind U       detail and trace modes: how stacks are taken: cfi (the default, also\n"
-    "                   'auto': memtrail's own walk over the DWARF unwind tables,\n"
-    "                   libunwind where it cannot go), libunwind (libunwind only),\n"
-    "                   or fp (frame pointers: right only where every frame keeps one)\n"
-    "  -o, --output FILE\n"
-    "                   where the report goes (default memtrail.%p.mtr, or\n"
-    "                   memtrail.%p.mtt for a trace);\n"
-    "                   %p is the pid, %e the program name, %% a percent sign.\n"
-    "                   With %p, each forked child writes its own report.\n"
-    "                   FILE is written whole (a temporary renamed into place),\n"
-    "                   never through a symbolic link or over anything but a\n"
-    "                   regular file of yours; '-' is refused (docs/cli.md)\n"
-    "  --trace-buffer SIZE\n"
-    "                   trace mode: the event buffer between the program and the\n"
-    "                   thread that compresses and writes (default 64MB)\n"
-    "  --no-loss        trace mode: when that buffer is full, the program waits\n"
-    "                   rather than losing events (they are counted and shown)\n"
-    "  --follow-exec    keep tracking across exec: programs the tree execs (even\n"
-    "                   with an environment that drops LD_PRELOAD) load the agent\n"
-    "                   and write their own reports, so FILE must contain %p.\n"
-    "                   Without it, exec'd programs run untracked, and a process\n"
-    "                   that execs leaves a report with reason exec.\n"
-    "  --session DEF    an event session fed with the program's allocations,\n"
-    "                   frees, reallocs, mmaps and munmaps, started with it and\n"
-    "                   stopped at exit (repeatable). DEF is its definition, e.g.\n"
-    "                   'name=big;where=size >= 4096;target=histogram(source=size_class)'\n"
-    "                   (options in docs/events.md). See it live with\n"
-    "                   memtrail sessions PID; a bad DEF is one line on stderr and\n"
-    "                   the program runs without that session.\n"
-    "  -h, --help       show this help\n"
-    "\n"
+    "The options end at CMD: what follows it is CMD's own.\n";
+
+static const char run_more[] =
     "Environment:\n"
     "  MEMTRAIL_LIB      the agent to preload (default: ../lib/libmemtrail.so\n"
     "                    next to this memtrail binary)\n"
-    "  MEMTRAIL_OPTIONS  agent options; memtrail's own keys are appended, so they win\n"
+    "  MEMTRAIL_OPTIONS  agent options ('memtrail options' lists them); memtrail's\n"
+    "                    own keys are appended, so they win\n"
     "  MEMTRAIL_SESSIONS event sessions, one definition per line; --session adds lines\n"
     "  LD_PRELOAD        kept; the agent is put first\n"
     "\n"
@@ -84,22 +44,6 @@ static const char run_usage[] =
     "and statically linked programs (no malloc to interpose).\n"
     "\n"
     "Then: memtrail report summary FILE, or memtrail analyze FILE for a trace\n";
-
-static const char *const modes[] = { "summary", "detail", "trace" };
-
-/* A flag that becomes an agent option, checked against the option table
- * as the agent will check it. 0, or CLI_USAGE after the usage error. */
-static int check_as_option(const char *flag, int k, const char *value)
-{
-    int64_t v;
-    if (mt_opt_value(k, value, &v) == 0)
-        return 0;
-    char accepted[256];
-    mt_out o;
-    mt_out_init(&o, accepted, sizeof accepted, -1);
-    mt_opt_accepted(&o, k);
-    return cli_usage_error("run", "%s: bad value '%s'%s", flag, value, mt_out_cstr(&o));
-}
 
 /* Check an output template: only %p, %e and %% expand; anything else
  * after % would be read differently by the agent, so it is refused. */
@@ -523,97 +467,68 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
     free(dir);
 }
 
+static const struct cli_command run_cmd = {
+    .name = "run",
+    .usage = "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
+             "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
+             "                    [--session DEF]... [--] CMD [ARGS...]\n",
+    .about = run_about,
+    .more = run_more,
+    .stop_at_argument = true,
+    .unknown_hint = " (put the command after '--')",
+    .min_args = 1, .max_args = -1, .missing = "missing the command to run",
+};
+
 int cmd_run(int argc, char **argv)
 {
     const char *mode = "summary", *output = NULL, *depth = NULL, *unwind = NULL, *trace_buffer = NULL;
     bool follow_exec = false, no_loss = false;
-    const char *sessions[argc]; /* the --session definitions; fewer than argc */
-    int nsessions = 0;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *arg = argv[i], *value;
-        if (strcmp(arg, "--") == 0) {
-            i++;
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == '\0')
-            break;      /* CMD without "--" */
-        if (cli_is_help(arg)) {
-            fputs(run_usage, stdout);
-            return CLI_OK;
-        }
-        if (strcmp(arg, "--follow-exec") == 0) {
-            follow_exec = true;
-            continue;
-        }
-        if (strcmp(arg, "--no-loss") == 0) {
-            no_loss = true;
-            continue;
-        }
-        int m = cli_option_value("run", argc, argv, &i, "--mode", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            bool known = false;
-            for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
-                known |= strcmp(value, modes[k]) == 0;
-            if (!known)
-                return cli_usage_error("run", "--mode: unknown mode '%s' (accepted: summary, detail, trace)", value);
-            mode = value;
-            continue;
-        }
-        m = cli_option_value("run", argc, argv, &i, "--depth", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            if (check_as_option("--depth", MT_OPT_DEPTH, value) != 0)
-                return CLI_USAGE;
-            depth = value;
-            continue;
-        }
-        m = cli_option_value("run", argc, argv, &i, "--unwind", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            if (check_as_option("--unwind", MT_OPT_UNWIND, value) != 0)
-                return CLI_USAGE;
-            unwind = value;
-            continue;
-        }
-        m = cli_option_value("run", argc, argv, &i, "--trace-buffer", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            if (check_as_option("--trace-buffer", MT_OPT_TRACE_BUFFER, value) != 0)
-                return CLI_USAGE;
-            trace_buffer = value;
-            continue;
-        }
-        m = cli_option_value("run", argc, argv, &i, "--session", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            if (*value == '\0' || strchr(value, '\n'))
-                return cli_usage_error("run", "--session: %s", *value ? "a definition is one line (no newline)"
-                                                                      : "empty session definition");
-            sessions[nsessions++] = value;
-            continue;
-        }
-        m = cli_option_value("run", argc, argv, &i, "--output", "-o", &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            if (*value == '\0')
-                return cli_usage_error("run", "-o: empty file name");
-            if (strcmp(value, "-") == 0)
-                return cli_usage_error("run", "-o: '-' (standard output) is the program's: the report goes to a file");
-            output = value;
-            continue;
-        }
-        return cli_usage_error("run", "unknown option '%s' (put the command after '--')", arg);
+    const char *session_defs[argc + 1];
+    struct cli_list sessions = {session_defs, 0};
+    /* The flags that become agent options take their values, help and
+     * default from the agent's option table. */
+    const struct cli_option options[] = {
+        {.kind = CLI_OPT_AGENT, .name = "mode", .arg = "MODE", .value = &mode, .agent = MT_OPT_MODE,
+         .except = "off", .noun = "mode",
+         .help = "Read a detail report with memtrail report detail, a trace with memtrail analyze."},
+        {.kind = CLI_OPT_AGENT, .name = "depth", .arg = "N", .value = &depth, .agent = MT_OPT_DEPTH},
+        {.kind = CLI_OPT_AGENT, .name = "unwind", .arg = "U", .value = &unwind, .agent = MT_OPT_UNWIND},
+        {.kind = CLI_OPT_STRING, .name = "output", .short_name = 'o', .arg = "FILE", .value = &output,
+         .help = "where the report goes (default memtrail.%p.mtr, or memtrail.%p.mtt for a trace); %p is the "
+                 "pid, %e the program name, %% a percent sign. With %p, each forked child writes its own "
+                 "report. FILE is written whole (a temporary renamed into place), never through a symbolic "
+                 "link or over anything but a regular file of yours; '-' is refused (docs/cli.md)"},
+        {.kind = CLI_OPT_AGENT, .name = "trace-buffer", .arg = "SIZE", .value = &trace_buffer,
+         .agent = MT_OPT_TRACE_BUFFER},
+        {.kind = CLI_OPT_FLAG, .name = "no-loss", .value = &no_loss,
+         .help = "trace mode: when that buffer is full, the program waits rather than losing events (they are "
+                 "counted and shown); agent option trace_loss=wait"},
+        {.kind = CLI_OPT_FLAG, .name = "follow-exec", .value = &follow_exec,
+         .help = "keep tracking across exec (agent option follow_exec=on): programs the tree execs (even with "
+                 "an environment that drops LD_PRELOAD) load the agent and write their own reports, so FILE "
+                 "must contain %p. Without it, exec'd programs run untracked, and a process that execs leaves "
+                 "a report with reason exec."},
+        {.kind = CLI_OPT_LIST, .name = "session", .arg = "DEF", .value = &sessions,
+         .help = "an event session fed with the program's allocations, frees, reallocs, mmaps and munmaps, "
+                 "started with it and stopped at exit (repeatable). DEF is its definition (options in "
+                 "docs/events.md), e.g. 'name=big;target=histogram(source=size_class)'. See it live with "
+                 "memtrail sessions PID; a bad DEF is one line on stderr and the program runs without that "
+                 "session."},
+        {0},
+    };
+    int n = cli_parse(&run_cmd, options, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
+    for (int k = 0; k < sessions.n; k++) {
+        const char *def = sessions.v[k];
+        if (*def == '\0' || strchr(def, '\n'))
+            return cli_usage_error("run", "--session: %s", *def ? "a definition is one line (no newline)"
+                                                                : "empty session definition");
     }
-    if (i >= argc)
-        return cli_usage_error("run", "missing the command to run");
+    if (output && *output == '\0')
+        return cli_usage_error("run", "-o: empty file name");
+    if (output && strcmp(output, "-") == 0)
+        return cli_usage_error("run", "-o: '-' (standard output) is the program's: the report goes to a file");
     bool trace = strcmp(mode, "trace") == 0;
     if (!output)
         output = trace ? "memtrail.%p.mtt" : "memtrail.%p.mtr";
@@ -632,7 +547,7 @@ int cmd_run(int argc, char **argv)
     snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s", depth ? ":depth=" : "", depth ? depth : "",
              unwind ? ":unwind=" : "", unwind ? unwind : "", trace_buffer ? ":trace_buffer=" : "",
              trace_buffer ? trace_buffer : "", no_loss ? ":trace_loss=wait" : "");
-    char **cmd = argv + i;
+    char **cmd = argv;
 
     char *path = NULL;
     int rc = run_resolve_command(cmd[0], &path);
@@ -679,8 +594,8 @@ int cmd_run(int argc, char **argv)
     bool go = out_abs && rc == 0 && run_is_go(path) == 1;
     if (go)
         rc = add_agent_option("query=thread");
-    if (out_abs && rc == 0 && nsessions > 0)
-        rc = set_sessions(sessions, nsessions);
+    if (out_abs && rc == 0 && sessions.n > 0)
+        rc = set_sessions(sessions.v, sessions.n);
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
         clock_gettime(CLOCK_REALTIME_COARSE, &started);

@@ -15,22 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char sessions_usage[] =
-    "usage: memtrail sessions PID [--json] [--targets] [--timeout SECONDS]\n"
-    "\n"
-    "Show the event sessions of the running process PID, tracked by memtrail:\n"
-    "the agent's own (memtrail run --session DEF) and those the program created\n"
-    "with mt_session_create(). One row per session, with the columns of SQL\n"
-    "Server's sys.dm_xe_sessions (buffer sizes in bytes, times in ms).\n"
-    "\n"
-    "Options:\n"
-    "  --json              print the sessions as JSON (keys in docs/cli.md)\n"
-    "  --targets           also print each session's targets and their data\n"
-    "                      (ring buffer events, histogram buckets, counters,\n"
-    "                      unmatched pairs, event files)\n"
-    "  --timeout SECONDS   how long to wait for the answer (default 5)\n"
-    "  -h, --help          show this help\n";
-
 /* The seed's columns, in dm_xe_sessions order. */
 static const char *const columns[] = {
     "name", "pending_buffers", "total_regular_buffers", "regular_buffer_size", "total_large_buffers",
@@ -231,50 +215,33 @@ static int print_text(long pid, const struct json *sessions, bool targets)
     return 0;
 }
 
+static const struct cli_command sessions_cmd = {
+    .name = "sessions",
+    .usage = "usage: memtrail sessions PID [--json] [--targets] [--timeout SECONDS]\n",
+    .about = "Show the event sessions of the running process PID, tracked by memtrail:\n"
+             "the agent's own (memtrail run --session DEF) and those the program created\n"
+             "with mt_session_create(). One row per session, with the columns of SQL\n"
+             "Server's sys.dm_xe_sessions (buffer sizes in bytes, times in ms).\n",
+    .min_args = 1, .max_args = 1, .missing = "missing the PID of the process to ask",
+    .extra = "too many arguments ('%s')",
+};
+
 int cmd_sessions(int argc, char **argv)
 {
-    const char *pid_arg = NULL;
-    bool json = false, targets = false, options_done = false;
+    bool json = false, targets = false;
     int timeout_s = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *value;
-        if (options_done || arg[0] != '-' || arg[1] == '\0') {
-            if (pid_arg)
-                return cli_usage_error("sessions", "too many arguments ('%s')", arg);
-            pid_arg = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-            continue;
-        }
-        if (cli_is_help(arg)) {
-            fputs(sessions_usage, stdout);
-            return CLI_OK;
-        }
-        if (strcmp(arg, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        if (strcmp(arg, "--targets") == 0) {
-            targets = true;
-            continue;
-        }
-        int m = cli_option_value("sessions", argc, argv, &i, "--timeout", NULL, &value);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m > 0) {
-            long v;
-            if (query_parse_pid(value, &v) < 0 || v > 3600)
-                return cli_usage_error("sessions", "--timeout: '%s' is not a number of seconds (1 to 3600)",
-                                       value);
-            timeout_s = (int)v;
-            continue;
-        }
-        return cli_usage_error("sessions", "unknown option '%s'", arg);
-    }
-    if (!pid_arg)
-        return cli_usage_error("sessions", "missing the PID of the process to ask");
+    const struct cli_option options[] = {
+        CLI_OPT_JSON(&json, "print the sessions as JSON (keys in docs/cli.md)"),
+        {.kind = CLI_OPT_FLAG, .name = "targets", .value = &targets,
+         .help = "also print each session's targets and their data (ring buffer events, histogram buckets, "
+                 "counters, unmatched pairs, event files)"},
+        CLI_OPT_TIMEOUT(&timeout_s),
+        {0},
+    };
+    int npos = cli_parse(&sessions_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
+    const char *pid_arg = argv[0];
     long pid;
     if (query_parse_pid(pid_arg, &pid) < 0)
         return cli_usage_error("sessions", "'%s' is not a process id", pid_arg);

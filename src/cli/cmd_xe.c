@@ -15,23 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char xe_usage[] =
-    "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [OPTIONS]\n"
-    "\n"
-    "Event sessions buffer events the way SQL Server Extended Events does.\n"
-    "\n"
-    "Commands:\n"
-    "  plan     the buffers a MAX_MEMORY and partition mode give: exact sizes,\n"
-    "           memory allocated, and the range table of a machine shape\n"
-    "\n"
-    "'memtrail xe plan --help' describes its options.\n";
-
-static const char plan_usage[] =
-    "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [--cpus N]\n"
-    "                        [--nodes N] [--strict] [--max-event-size SIZE] [--json]\n"
-    "       memtrail xe plan --range A-B [--mode ...] [--cpus N] [--nodes N] [--strict]\n"
-    "                        [--max-event-size SIZE] [--json]\n"
-    "\n"
+static const char plan_about[] =
     "Size an event session's buffers as Extended Events does (the columns of\n"
     "dm_xe_sessions): NONE gives 3 buffers, PER_NODE 3 per NUMA node, PER_CPU\n"
     "ceil(2.5 x CPUs). Each buffer takes MAX_MEMORY / buffers rounded up to the\n"
@@ -42,25 +26,7 @@ static const char plan_usage[] =
     "With --range A-B it prints the range table of MAX_MEMORY A..B KB instead:\n"
     "one row per run of sizes with the same buffers, NULL where rejected.\n"
     "Both end with advice: which MAX_MEMORY values give the same buffers, and\n"
-    "what the next step costs.\n"
-    "\n"
-    "Options:\n"
-    "  --max-memory SIZE      MAX_MEMORY: a number of KB, or with a unit B, KB,\n"
-    "                         MB, GB (e.g. 576, 4MB)\n"
-    "  --mode MODE            MEMORY_PARTITION_MODE: none (default), per_node,\n"
-    "                         per_cpu\n"
-    "  --cpus N               logical CPUs for per_cpu (default: this machine's)\n"
-    "  --nodes N              NUMA nodes for per_node (default: this machine's)\n"
-    "  --strict               STRICT_MAX_MEMORY=ON: buffers never exceed MAX_MEMORY\n"
-    "  --max-event-size SIZE  MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large\n"
-    "                         buffers that hold one event of that size\n"
-    "  --range A-B            the range table for MAX_MEMORY A..B KB (1 <= A <= B,\n"
-    "                         at most 16777216 values)\n"
-    "  --json                 print JSON instead (keys in docs/cli.md)\n"
-    "  -h, --help             show this help\n"
-    "\n"
-    "Exit status: 0, or 1 when the session would be rejected (the reason on\n"
-    "stderr), 2 for bad usage.\n";
+    "what the next step costs.\n";
 
 #define MAX_COUNT (1u << 20) /* --cpus/--nodes: far above any machine, far below overflow */
 #define RANGE_MAX_VALUES (1u << 24) /* --range: KB values in one table */
@@ -421,28 +387,9 @@ static void print_range(const xe_plan_in *base, uint64_t a, uint64_t b, bool jso
 
 /* ---- options ------------------------------------------------------------------ */
 
-static int parse_count(const char *opt, const char *s, unsigned *out)
+static int parse_partition_mode(const char *value, void *mode)
 {
-    char *end;
-    errno = 0;
-    unsigned long v = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
-    if (v == 0 || errno || *end || v > MAX_COUNT) {
-        cli_usage_error("xe plan", "%s: '%s' is not a count from 1 to %u", opt, s, MAX_COUNT);
-        return -1;
-    }
-    *out = (unsigned)v;
-    return 0;
-}
-
-static int parse_size_opt(const char *opt, const char *s, uint64_t *out)
-{
-    int rc = xe_parse_size(s, 1024, out);
-    if (rc == -ERANGE)
-        cli_usage_error("xe plan", "%s: '%s' is too big (more than 2^64 bytes)", opt, s);
-    else if (rc < 0)
-        cli_usage_error("xe plan", "%s: '%s' is not a size (a number of KB, or with a unit: B, KB, MB, GB)",
-                        opt, s);
-    return rc;
+    return xe_parse_partition_mode(value, mode);
 }
 
 /* "A-B": whole KB, 1 <= A <= B, B KB still a byte count in 64 bits. */
@@ -478,51 +425,52 @@ static int parse_range(const char *s, uint64_t *a, uint64_t *b)
     return 0;
 }
 
+static const struct cli_command plan_cmd = {
+    .name = "xe plan",
+    .usage = "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [--cpus N]\n"
+             "                        [--nodes N] [--strict] [--max-event-size SIZE] [--json]\n"
+             "       memtrail xe plan --range A-B [--mode ...] [--cpus N] [--nodes N] [--strict]\n"
+             "                        [--max-event-size SIZE] [--json]\n",
+    .about = plan_about,
+    .more = "Exit status: 0, or 1 when the session would be rejected (the reason on\n"
+            "stderr), 2 for bad usage.\n",
+    .max_args = 0, .extra = "unexpected argument '%s'",
+};
+
 static int cmd_plan(int argc, char **argv)
 {
     xe_plan_in in = {.mode = XE_PART_NONE, .cpus = 0, .nodes = 0};
-    const char *max_memory = NULL, *mode = NULL, *cpus = NULL, *nodes = NULL, *max_event = NULL,
-               *range = NULL;
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (cli_is_help(arg)) {
-            fputs(plan_usage, stdout);
-            return CLI_OK;
-        }
-        if (strcmp(arg, "--json") == 0) {
-            json = true;
-            continue;
-        }
-        if (strcmp(arg, "--strict") == 0) {
-            in.strict = 1;
-            continue;
-        }
-        if (arg[0] != '-')
-            return cli_usage_error("xe plan", "unexpected argument '%s'", arg);
-        static const char *const names[] = {"--max-memory", "--mode",           "--cpus",
-                                            "--nodes",      "--max-event-size", "--range"};
-        const char **slots[] = {&max_memory, &mode, &cpus, &nodes, &max_event, &range};
-        int m = 0;
-        for (size_t o = 0; o < sizeof names / sizeof names[0] && m == 0; o++)
-            m = cli_option_value("xe plan", argc, argv, &i, names[o], NULL, slots[o]);
-        if (m < 0)
-            return CLI_USAGE;
-        if (m == 0)
-            return cli_usage_error("xe plan", "unknown option '%s'", arg);
-    }
-    if (mode && xe_parse_partition_mode(mode, &in.mode) < 0)
-        return cli_usage_error(
-            "xe plan", "--mode: unknown partition mode '%s' (accepted: none, per_node, per_cpu)", mode);
-    in.cpus = machine_cpus();
-    in.nodes = machine_nodes();
-    if ((cpus && parse_count("--cpus", cpus, &in.cpus) < 0) ||
-        (nodes && parse_count("--nodes", nodes, &in.nodes) < 0))
-        return CLI_USAGE;
-    if (max_event && parse_size_opt("--max-event-size", max_event, &in.max_event_size) < 0)
-        return CLI_USAGE;
+    const char *range = NULL;
+    bool json = false, strict = false, max_memory_given = false;
+    int cpus = (int)machine_cpus(), nodes = (int)machine_nodes();
+    const struct cli_option options[] = {
+        {.kind = CLI_OPT_SIZE, .name = "max-memory", .arg = "SIZE", .value = &in.max_memory, .unit = 1024,
+         .given = &max_memory_given,
+         .help = "MAX_MEMORY: a number of KB, or with a unit B, KB, MB, GB (e.g. 576, 4MB)"},
+        {.kind = CLI_OPT_PARSE, .name = "mode", .arg = "MODE", .value = &in.mode, .parse = parse_partition_mode,
+         .noun = "partition mode", .accepted = "none, per_node, per_cpu",
+         .help = "MEMORY_PARTITION_MODE: none (default), per_node, per_cpu"},
+        {.kind = CLI_OPT_INT, .name = "cpus", .arg = "N", .value = &cpus, .min = 1, .max = MAX_COUNT,
+         .noun = "a count", .help = "logical CPUs for per_cpu (default: this machine's)"},
+        {.kind = CLI_OPT_INT, .name = "nodes", .arg = "N", .value = &nodes, .min = 1, .max = MAX_COUNT,
+         .noun = "a count", .help = "NUMA nodes for per_node (default: this machine's)"},
+        {.kind = CLI_OPT_FLAG, .name = "strict", .value = &strict,
+         .help = "STRICT_MAX_MEMORY=ON: buffers never exceed MAX_MEMORY"},
+        {.kind = CLI_OPT_SIZE, .name = "max-event-size", .arg = "SIZE", .value = &in.max_event_size, .unit = 1024,
+         .help = "MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large buffers that hold one event of that size"},
+        {.kind = CLI_OPT_STRING, .name = "range", .arg = "A-B", .value = &range,
+         .help = "the range table for MAX_MEMORY A..B KB (1 <= A <= B, at most 16777216 values)"},
+        CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
+        {0},
+    };
+    int npos = cli_parse(&plan_cmd, options, argc, argv);
+    if (npos < 0)
+        return cli_parse_exit(npos);
+    in.cpus = (unsigned)cpus;
+    in.nodes = (unsigned)nodes;
+    in.strict = strict;
     if (range) {
-        if (max_memory)
+        if (max_memory_given)
             return cli_usage_error("xe plan", "--range gives the MAX_MEMORY values: drop --max-memory");
         uint64_t a, b;
         if (parse_range(range, &a, &b) < 0)
@@ -530,23 +478,32 @@ static int cmd_plan(int argc, char **argv)
         print_range(&in, a, b, json);
         return cli_write_status(0);
     }
-    if (!max_memory)
+    if (!max_memory_given)
         return cli_usage_error("xe plan", "missing --max-memory SIZE (or --range A-B)");
-    if (parse_size_opt("--max-memory", max_memory, &in.max_memory) < 0)
-        return CLI_USAGE;
     int status = print_plan(&in, json);
     return status == CLI_OK ? cli_write_status(0) : status;
 }
 
+static const struct cli_command xe_cmd = {
+    .name = "xe",
+    .usage = "usage: memtrail xe plan --max-memory SIZE [--mode none|per_node|per_cpu] [OPTIONS]\n",
+    .about = "Event sessions buffer events the way SQL Server Extended Events does.\n"
+             "\n"
+             "Commands:\n"
+             "  plan     the buffers a MAX_MEMORY and partition mode give: exact sizes,\n"
+             "           memory allocated, and the range table of a machine shape\n",
+    .more = "'memtrail xe plan --help' describes its options.\n",
+    .min_args = 1, .max_args = -1, .missing = "missing the xe command (accepted: plan)",
+    .stop_at_argument = true,
+};
+
 int cmd_xe(int argc, char **argv)
 {
-    if (argc < 2)
-        return cli_usage_error("xe", "missing the xe command (accepted: plan)");
-    if (cli_is_help(argv[1])) {
-        fputs(xe_usage, stdout);
-        return CLI_OK;
-    }
-    if (strcmp(argv[1], "plan") == 0)
-        return cmd_plan(argc - 1, argv + 1);
-    return cli_usage_error("xe", "unknown xe command '%s' (accepted: plan)", argv[1]);
+    static const struct cli_option no_options[] = {{0}};
+    int n = cli_parse(&xe_cmd, no_options, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
+    if (strcmp(argv[0], "plan") == 0)
+        return cmd_plan(n, argv);
+    return cli_usage_error("xe", "unknown xe command '%s' (accepted: plan)", argv[0]);
 }

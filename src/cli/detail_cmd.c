@@ -1,6 +1,6 @@
 /* detail_cmd.c — the command-line side of detail reports shared by
  * `memtrail report detail` (cmd_report.c) and `memtrail diff` (cmd_diff.c):
- * the --depth/--top/--sort options, opening the symbolizers, printing
+ * the parsing of --sort (the options are declared in cli.h), opening the symbolizers, printing
  * their warnings, and running the printers of report_detail.c. */
 #include "analyze/analyze.h"
 #include "cli/cli.h"
@@ -12,48 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_count(const char *cmd, const char *opt, const char *v, int min, int max, int *out)
+int detail_parse_sort(const char *value, void *by_allocs)
 {
-    int64_t n;
-    if (report_parse_i64(v, &n) < 0 || n < min || n > max)
-        return cli_usage_error(cmd, "bad value '%s' for %s (expected an integer from %d to %d)", v, opt, min, max),
-               -1;
-    *out = (int)n;
-    return 1;
-}
-
-int detail_cli_option(const char *cmd, int argc, char **argv, int *i, struct detail_options *o, bool *given)
-{
-    const char *v;
-    int m;
-    if ((m = cli_option_value(cmd, argc, argv, i, "--depth", NULL, &v)) != 0) {
-        *given = true;
-        return m < 0 ? -1 : parse_count(cmd, "--depth", v, 1, 1024, &o->depth);
-    }
-    if ((m = cli_option_value(cmd, argc, argv, i, "--top", NULL, &v)) != 0) {
-        *given = true;
-        return m < 0 ? -1 : parse_count(cmd, "--top", v, 1, 1000000000, &o->top);
-    }
-    if ((m = cli_option_value(cmd, argc, argv, i, "--sort", NULL, &v)) != 0) {
-        *given = true;
-        if (m < 0)
-            return -1;
-        if (strcmp(v, "live") == 0)
-            o->by_allocs = false;
-        else if (strcmp(v, "allocated") == 0 || strcmp(v, "allocs") == 0)
-            o->by_allocs = true;
-        else
-            return cli_usage_error(cmd, "bad value '%s' for --sort (accepted: live, allocated)", v), -1;
-        return 1;
-    }
+    if (strcmp(value, "live") == 0)
+        *(bool *)by_allocs = false;
+    else if (strcmp(value, "allocated") == 0 || strcmp(value, "allocs") == 0) /* allocs: the old name */
+        *(bool *)by_allocs = true;
+    else
+        return -EINVAL;
     return 0;
-}
-
-int cli_view_option(const char *cmd, int argc, char **argv, int *i, bool *json, struct report_scale *scale,
-                    struct detail_options *o, bool *detail_given)
-{
-    int m = cli_output_option(cmd, argc, argv, i, json, scale);
-    return m != 0 ? m : detail_cli_option(cmd, argc, argv, i, o, detail_given);
 }
 
 /* Each warning line as "memtrail: warning: ..." on stderr; `side` names

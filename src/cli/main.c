@@ -58,49 +58,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return CLI_USAGE;
 }
 
-int cli_is_help(const char *arg)
+/* The command list, for memtrail's own --help. */
+static const char *command_list(void)
 {
-    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+    static char text[2048];
+    size_t used = (size_t)snprintf(text, sizeof text, "memtrail tracks where a native Linux program's memory goes.\n\n"
+                                                      "Commands:\n");
+    for (size_t i = 0; i < NCOMMANDS && used < sizeof text; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "  %-8s %s\n", commands[i].name,
+                                 commands[i].summary);
+    return text;
 }
 
-int cli_option_value(const char *cmd, int argc, char **argv, int *i, const char *name,
-                     const char *short_name, const char **value)
-{
-    const char *arg = argv[*i];
-    size_t len = strlen(name);
-    if (strncmp(arg, name, len) == 0 && arg[len] == '=') {
-        *value = arg + len + 1;
-        return 1;
-    }
-    bool separate = strcmp(arg, name) == 0 || (short_name && strcmp(arg, short_name) == 0);
-    if (!separate && short_name && strncmp(arg, short_name, strlen(short_name)) == 0) {
-        *value = arg + strlen(short_name);   /* "-oFILE" */
-        return 1;
-    }
-    if (!separate)
-        return 0;
-    if (*i + 1 >= argc) {
-        cli_usage_error(cmd, "option '%s' needs a value", arg);
-        return -1;
-    }
-    *value = argv[++*i];
-    return 1;
-}
-
-static void usage(FILE *out)
-{
-    fputs("usage: memtrail [--version] [--help] COMMAND [ARGS...]\n"
-          "\n"
-          "memtrail tracks where a native Linux program's memory goes.\n"
-          "\n"
-          "Commands:\n", out);
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fputs("\n"
-          "'memtrail help COMMAND' or 'memtrail COMMAND --help' describes a command.\n"
-          "Exit status: 0 ok, 1 memtrail failed, 2 bad usage; 'run' passes the\n"
-          "program's own status through.\n", out);
-}
+static struct cli_command top = {
+    .usage = "usage: memtrail [--version] [--help] COMMAND [ARGS...]\n",
+    .max_args = -1,
+    .more = "'memtrail help COMMAND' or 'memtrail COMMAND --help' describes a command.\n"
+            "Exit status: 0 ok, 1 memtrail failed, 2 bad usage; 'run' passes the\n"
+            "program's own status through.\n",
+    .stop_at_argument = true,
+};
 
 static const struct command *find_command(const char *name)
 {
@@ -117,53 +94,48 @@ int main(int argc, char **argv) { return cli_close_stdout(run_main(argc, argv));
 
 static int run_main(int argc, char **argv)
 {
+    bool version = false;
+    const struct cli_option options[] = {
+        {.kind = CLI_OPT_FLAG, .name = "version", .value = &version, .help = "print memtrail's version"},
+        {0},
+    };
+    top.about = command_list();
     if (argc < 2) {
-        usage(stderr);
+        cli_print_help(stderr, &top, options);
         return CLI_USAGE;
     }
-    const char *first = argv[1];
-    if (cli_is_help(first)) {
-        usage(stdout);
-        return CLI_OK;
-    }
-    if (strcmp(first, "--version") == 0) {
+    int n = cli_parse(&top, options, argc, argv);
+    if (n < 0)
+        return cli_parse_exit(n);
+    if (version) {
         printf("memtrail %s\n", MT_VERSION_STR);
         return CLI_OK;
     }
-    if (strcmp(first, "help") == 0) {
-        if (argc == 2) {
-            usage(stdout);
+    if (n == 0) {
+        cli_print_help(stderr, &top, options);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[0], "help") == 0) {
+        if (n == 1) {
+            cli_print_help(stdout, &top, options);
             return CLI_OK;
         }
-        if (argc > 3)
+        if (n > 2)
             return cli_usage_error(NULL, "help: too many arguments (expected one command)");
-        const struct command *c = find_command(argv[2]);
-        if (!c)
-            return cli_usage_error(NULL, "help: unknown command '%s'", argv[2]);
-        char *help_argv[] = { (char *)c->name, (char *)"--help", NULL };
-        return c->fn(2, help_argv);
+        const struct command *cmd = find_command(argv[1]);
+        if (!cmd)
+            return cli_usage_error(NULL, "help: unknown command '%s'", argv[1]);
+        char *help_argv[] = { (char *)cmd->name, (char *)"--help", NULL };
+        return cmd->fn(2, help_argv);
     }
-    if (first[0] == '-')
-        return cli_usage_error(NULL, "unknown option '%s'", first);
-    const struct command *c = find_command(first);
-    if (!c)
-        return cli_usage_error(NULL, "unknown command '%s'", first);
-    return c->fn(argc - 1, argv + 1);
+    const struct command *cmd = find_command(argv[0]);
+    if (!cmd)
+        return cli_usage_error(NULL, "unknown command '%s'", argv[0]);
+    return cmd->fn(n, argv);
 }
 
-int cli_output_option(const char *cmd, int argc, char **argv, int *i, _Bool *json, struct report_scale *scale)
+
+int cli_parse_scale(const char *value, void *scale)
 {
-    const char *value;
-    if (strcmp(argv[*i], "--json") == 0) {
-        *json = 1;
-        return 1;
-    }
-    int m = cli_option_value(cmd, argc, argv, i, "--scale", NULL, &value);
-    if (m <= 0)
-        return m;
-    if (report_scale_parse(value, scale) < 0) {
-        cli_usage_error(cmd, "--scale: unknown scale '%s' (accepted: KB, MB, GB)", value);
-        return -1;
-    }
-    return 1;
+    return report_scale_parse(value, scale);
 }
