@@ -14,6 +14,23 @@
 
 #define MAX_SYM 16      /* symbolized frames per return address (inlined calls) */
 
+struct symbolizer *detail_symbolizer(const struct report *r)
+{
+    struct sym_module *mods = calloc(r->nmodules + 1, sizeof *mods);
+    if (!mods)
+        return NULL;
+    for (size_t i = 0; i < r->nmodules; i++) {
+        const struct report_module *m = &r->modules[i];
+        mods[i] = (struct sym_module){.path = m->path, .buildid = m->buildid, .bias = m->bias,
+                                      .start = m->start, .end = m->end};
+    }
+    struct symbolizer *s = sym_open(mods, r->nmodules);
+    free(mods);
+    for (size_t i = 0; s && i < r->nsites; i++)
+        sym_prepare(s, r->sites[i].frames, r->sites[i].nframes);
+    return s;
+}
+
 /* Sites merged into one row. */
 struct group {
     const char *category;
