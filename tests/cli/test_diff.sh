@@ -313,8 +313,8 @@ if cc -std=gnu11 -I"$MT_ROOT/include" -o "$T/snap" "$T/snap.c" -L"$BUILD/lib" -l
     fi
     run_mt "$MT_ASAN" diff "$T/snap.base.mtr" "$T/snap.later.mtr"
     expect_eq "real pair: text exits 0" 0 "$rc"
-    # 8000 -> 39000 live bytes: 8KB -> 38KB (+31000 = +30KB); 8 -> 15 blocks
-    contains "real pair: text shows work's change" "(malloc=38KB +30KB #15 +7)" "$out"
+    # 8000 -> 39000 live bytes: 7.81KB -> 38.1KB (+31000 = +30.3KB); 8 -> 15 blocks
+    contains "real pair: text shows work's change" "(malloc=38.1KB +30.3KB #15 +7)" "$out"
 else
     fail "real pair: build the snapshot program" "$(head -c 300 "$T/cc.err")"
 fi
