@@ -17,7 +17,7 @@
 
 /* A module (an ELF object) of the recorded process, as its recorder saw it. */
 struct sym_module {
-    const char *path;       /* its file; NULL or "": none (frames in it get no name) */
+    const char *path;       /* its file (NULL: ""); unreadable: module+offset frames */
     const char *buildid;    /* lowercase hex, or NULL: not checked */
     uint64_t bias;          /* runtime address - ELF virtual address */
     uint64_t start, end;    /* [start, end): the runtime addresses it holds */
