@@ -92,9 +92,8 @@ static void put_fixed(struct text *t, bool negative, uint64_t mag, uint64_t unit
         decimals = zeros + 3;
     }
     u128 v = scaled(mag, unit, decimals);
-    /* Rounding carried into one more digit (9.995 -> 10.00): one decimal less. */
-    int want = q && ndigits(q) > 3 ? ndigits(q) : 3;
-    if (decimals > 0 && q < 1000 && ndigits(v) > want) {
+    /* Rounding carried into a fourth digit (9.995 -> 10.00): one decimal less. */
+    if (decimals > 0 && ndigits(v) > 3) {
         decimals--;
         v = scaled(mag, unit, decimals);
     }

@@ -7,7 +7,7 @@
  * .gnu_debuglink). An address inside inlined code expands to one frame per
  * inlined call (DW_TAG_inlined_subroutine scopes, their DW_AT_call_file and
  * DW_AT_call_line giving the outer frames' lines). Results are cached per
- * address: a report repeats the same return addresses across sites. */
+ * address: stacks repeat the same return addresses. */
 #include "symbol/symbol.h"
 
 #include <dwarf.h>
@@ -219,7 +219,7 @@ static char *open_module(struct module *m)
             why = NULL;
         return why;
     }
-    /* A report names the files; opening a FIFO or a device it names would
+    /* The recorded modules name the files; opening a FIFO or a device named
      * block or read without end. */
     struct stat st;
     if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
