@@ -219,8 +219,8 @@ static char *open_module(struct module *m)
             why = NULL;
         return why;
     }
-    /* The recorded modules name the files; opening a FIFO or a device named
-     * block or read without end. */
+    /* The file names come from a recording: a FIFO or a device named there
+     * would block or read without end if opened. */
     struct stat st;
     if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
         return strdup("not a regular file; frames in it shown as module+offset");
