@@ -113,6 +113,14 @@ uint64_t analyze_map_bytes(const struct analyzer *a);
  * says which; everything before it was analysed), or -ENOMEM. */
 int analyze_run(struct analyzer *a, mt_trace_reader *r,
                 void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx);
+/* The same, and peek called on the reading thread with each batch of
+ * events as it is read (last: the reader reached its end or an error),
+ * until it returns false: there, and only there while analyze_run runs,
+ * the reader's definitions so far (stacks, modules) may be read. */
+typedef bool analyze_peek_fn(void *ctx, mt_trace_reader *r, const mt_trace_event *ev, size_t n, bool last);
+int analyze_run_peek(struct analyzer *a, mt_trace_reader *r,
+                     void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx,
+                     analyze_peek_fn *peek, void *peek_ctx);
 /* The live map, for analyze_run's prefetching. */
 struct analyze_live *analyze_live_of(struct analyzer *a);
 
@@ -132,7 +140,7 @@ enum {
 struct analyze_view {
     const char *file;
     mt_trace_reader *reader;        /* stacks' frames, categories, end statistics */
-    struct symbolizer *sym;         /* over the report analyze_report built */
+    struct symbolizer *sym;         /* over the trace's modules (analyze_symbolizer) */
     unsigned show;                  /* ANALYZE_SHOW_* */
     int top;                        /* stacks per list */
     const char *error;              /* reading stopped early: why (NULL: it did not) */
@@ -163,11 +171,26 @@ bool analyze_input_is_trace(const struct report_input *in);
  * with its index, a stream front to back. mt_trace_open's returns. */
 int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
 
-/* Opens, into c, the modules that the stacks of the trace's first `events`
- * events lie in (reading the trace file open at fd, a regular file, on its
- * own reader, which takes fd): run on a thread of its own while the trace
- * is analysed, so that the symbolizer (sym_open_cached) finds its modules'
- * debug info read already. */
-void analyze_preload_symbols(int fd, const char *name, uint64_t events, struct sym_cache *c);
+/* --- symbolizing a trace's stacks (analyze_symbols.c) -------------------- */
+
+/* A symbolizer over the trace's modules (its module list as read so far),
+ * the modules the stacks of res lie in opened already (its warnings
+ * complete), taken from c when they were opened there (c may be NULL).
+ * NULL on out-of-memory. */
+struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace_reader *tr, struct sym_cache *c);
+
+/* The modules that the stacks of a trace's first events lie in, opened on
+ * a thread of their own while the trace is analysed (reading their debug
+ * info is the slowest fixed cost, and the analysis leaves a core idle).
+ * Fed by analyze_run_peek in the same pass over the file: pass
+ * analyze_preload_peek with the preload as its context. */
+struct analyze_preload;
+/* NULL on out-of-memory (then analyse without it). */
+struct analyze_preload *analyze_preload_new(uint64_t events);
+bool analyze_preload_peek(void *preload, mt_trace_reader *r, const mt_trace_event *ev, size_t n, bool last);
+/* After analyze_run_peek: waits for the modules, which the returned cache
+ * (NULL when there is none) holds until analyze_preload_free. */
+struct sym_cache *analyze_preload_join(struct analyze_preload *p);
+void analyze_preload_free(struct analyze_preload *p);
 
 #endif

@@ -3,6 +3,7 @@
  * histogram, timeline), as readable text with each stack symbolized, or
  * as one JSON document whose keys docs/cli.md lists. */
 #include "analyze/analyze.h"
+#include "common/units.h"
 #include "report/report.h"
 #include "symbol/symbol.h"
 
@@ -91,30 +92,19 @@ static const mt_trace_stack *frames_of(const struct analyze_view *v, const struc
 
 /* --- text ----------------------------------------------------------------- */
 
+/* Sizes and times as every command prints them (common/units.h). Times
+ * are measured from one origin, the trace's start (its header's start_ns):
+ * the events' times, the peak's, the timeline's buckets. */
 static void text_bytes(FILE *out, uint64_t b)
 {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (b < 1024) {
-        fprintf(out, "%" PRIu64 " B", b);
-        return;
-    }
-    double x = (double)b;
-    int u = 0;
-    while (x >= 1024 && u < 6)
-        x /= 1024, u++;
-    fprintf(out, "%.2f %s", x, unit[u]);
+    char buf[MT_UNITS_MAX];
+    fputs(mt_size_u64(buf, sizeof buf, b), out);
 }
 
 static void text_time(FILE *out, uint64_t ns)
 {
-    if (ns >= 1000000000u)
-        fprintf(out, "%.3f s", (double)ns / 1e9);
-    else if (ns >= 1000000u)
-        fprintf(out, "%.3f ms", (double)ns / 1e6);
-    else if (ns >= 1000u)
-        fprintf(out, "%.3f us", (double)ns / 1e3);
-    else
-        fprintf(out, "%" PRIu64 " ns", ns);
+    char buf[MT_UNITS_MAX];
+    fputs(mt_duration(buf, sizeof buf, ns), out);
 }
 
 static void text_frames(FILE *out, const struct analyze_view *v, const struct analyze_stack *s)
@@ -230,11 +220,10 @@ static void text_timeline(FILE *out, const struct analyze_result *res, bool full
         char t[32];
         snprintf(t, sizeof t, "%.6f", (double)(res->bucket_ns * i) / 1e9);
         fprintf(out, "%12s s  ", t);
-        char b1[32], b2[32];
-        snprintf(b1, sizeof b1, "%" PRIu64, end);
-        snprintf(b2, sizeof b2, "%" PRIu64, max);
+        char b1[MT_UNITS_MAX], b2[MT_UNITS_MAX];
         int bar = (int)(40 * max / peak);
-        fprintf(out, "%14s %14s  %.*s\n", b1, b2, bar, "########################################");
+        fprintf(out, "%10s %10s  %.*s\n", mt_size_u64(b1, sizeof b1, end), mt_size_u64(b2, sizeof b2, max), bar,
+                "########################################");
     }
     fputc('\n', out);
 }
@@ -245,8 +234,15 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
     fprintf(out, "Trace %s", v->file);
     if (fi)
         fprintf(out, " (pid %" PRIu32 ")", fi->pid);
-    fprintf(out, ": %" PRIu64 " events over ", res->events);
-    text_time(out, res->last_ns > res->first_ns ? res->last_ns - res->first_ns : 0);
+    fprintf(out, ": %" PRIu64 " events", res->events);
+    if (res->events) {
+        /* The span as two times from the start, as the peak's is. */
+        fputs(" from ", out);
+        text_time(out, res->first_ns);
+        fputs(" to ", out);
+        text_time(out, res->last_ns);
+        fputs(" after the start", out);
+    }
     fputs(v->error ? ", stopped early (see the end)\n" : "\n", out);
     fprintf(out, "  allocations %" PRIu64 ", frees %" PRIu64 ", reallocs %" PRIu64 "; allocated ", res->allocs,
             res->frees, res->reallocs);

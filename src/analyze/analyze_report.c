@@ -1,11 +1,10 @@
 /* analyze_report.c — a trace's analysis as a detail report (report.h), so
  * that everything that shows detail reports shows traces too: `memtrail
- * report [detail] TRACE` (the summary and the sites), `memtrail export
- * TRACE` (folded, pprof) and the symbolizer (sym_open over the report's
- * modules), which `memtrail analyze` uses as well. One site per stack. */
+ * report [detail] TRACE` (the summary and the sites) and `memtrail export
+ * TRACE` (folded, pprof). One site per stack. (`memtrail analyze`
+ * symbolizes from the trace's modules directly: analyze_symbols.c.) */
 #include "analyze/analyze.h"
 #include "report/report.h"
-#include "symbol/symbol.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int64_t clamp64(uint64_t v) { return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
 
@@ -222,66 +220,4 @@ int analyze_read_any(const char *path, struct report *r, char *err, size_t errle
     rc = analyze_read_input(&in, r, err, errlen);
     report_input_close(&in);
     return rc;
-}
-
-void analyze_preload_symbols(int fd, const char *name, uint64_t events, struct sym_cache *c)
-{
-    mt_trace_reader *tr = NULL;
-    char err[MT_TRACE_ERR_MAX];
-    if (!c) {
-        close(fd);
-        return;
-    }
-    if (mt_trace_open_fd(fd, NULL, 0, name, 0, &tr, err, sizeof err) < 0)
-        return;
-    /* the distinct stacks of the first events: open addressing, id + 1 */
-    size_t cap = 256, n = 0;
-    uint32_t *set = calloc(cap, sizeof *set);
-    mt_trace_event ev;
-    for (uint64_t k = 0; set && k < events && mt_trace_next(tr, &ev) > 0; k++) {
-        if ((ev.type != MT_TRACE_ALLOC && ev.type != MT_TRACE_REALLOC) || !ev.stack || ev.stack == UINT32_MAX)
-            continue;
-        if ((n + 1) * 2 > cap) {
-            uint32_t *grown = calloc(2 * cap, sizeof *grown);
-            if (!grown)
-                break;
-            for (size_t i = 0; i < cap; i++) {
-                if (!set[i])
-                    continue;
-                size_t j = (set[i] * 0x9e3779b1u) & (2 * cap - 1);
-                while (grown[j])
-                    j = (j + 1) & (2 * cap - 1);
-                grown[j] = set[i];
-            }
-            free(set);
-            set = grown;
-            cap *= 2;
-        }
-        size_t j = ((ev.stack + 1) * 0x9e3779b1u) & (cap - 1);
-        while (set[j] && set[j] != ev.stack + 1)
-            j = (j + 1) & (cap - 1);
-        if (!set[j]) {
-            set[j] = ev.stack + 1;
-            n++;
-        }
-    }
-    struct report r;
-    memset(&r, 0, sizeof r);
-    if (set && add_modules(tr, &r) == 0 && (r.sites = calloc(n + 1, sizeof *r.sites))) {
-        for (size_t i = 0; i < cap; i++) {
-            const mt_trace_stack *st = set[i] ? mt_trace_stack_get(tr, set[i] - 1) : NULL;
-            if (!st || !st->nframes)
-                continue;
-            struct report_site *site = &r.sites[r.nsites];
-            if (!(site->frames = malloc(st->nframes * sizeof *site->frames)))
-                break;
-            memcpy(site->frames, st->frames, st->nframes * sizeof *site->frames);
-            site->nframes = st->nframes;
-            r.nsites++;
-        }
-        sym_cache_load(c, &r);
-    }
-    report_free(&r);
-    free(set);
-    mt_trace_close(tr);
 }

@@ -28,6 +28,8 @@ struct pipe {
     bool done;                  /* the reader reached its end or an error: rc */
     bool stop;                  /* the analyzer gave up */
     int rc;
+    analyze_peek_fn *peek;      /* NULL, or until it returns false */
+    void *peek_ctx;
 };
 
 static void *reading(void *arg)
@@ -49,6 +51,8 @@ static void *reading(void *arg)
             n++;
         b->n = n;
         b->offset = mt_trace_offset(p->r);
+        if (p->peek && !p->peek(p->peek_ctx, p->r, b->ev, n, rc <= 0))
+            p->peek = NULL;
         pthread_mutex_lock(&p->mu);
         p->filled++;
         if (rc <= 0) {
@@ -65,7 +69,14 @@ static void *reading(void *arg)
 int analyze_run(struct analyzer *a, mt_trace_reader *r,
                 void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx)
 {
-    struct pipe p = {.r = r, .b = malloc(NBATCH * sizeof *p.b)};
+    return analyze_run_peek(a, r, progress, ctx, NULL, NULL);
+}
+
+int analyze_run_peek(struct analyzer *a, mt_trace_reader *r,
+                     void (*progress)(void *ctx, uint64_t events, uint64_t offset), void *ctx,
+                     analyze_peek_fn *peek, void *peek_ctx)
+{
+    struct pipe p = {.r = r, .b = malloc(NBATCH * sizeof *p.b), .peek = peek, .peek_ctx = peek_ctx};
     pthread_t th;
     if (!p.b)
         return -ENOMEM;

@@ -9,9 +9,7 @@
 #include "symbol/symbol.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,48 +68,9 @@ static void print_warnings(struct symbolizer *s)
     }
 }
 
-/* The symbolizer's modules opened on a thread of its own while the trace
- * is analysed (analyze_preload_symbols): reading their debug info is the
- * slowest fixed cost, and the analysis leaves a core part idle. */
+/* The events whose stacks' modules are opened ahead, on a thread of their
+ * own while the trace is analysed (analyze_preload). */
 #define PRELOAD_EVENTS 65536
-
-struct preload {
-    int fd;
-    const char *name;
-    struct sym_cache *cache;
-    pthread_t thread;
-    bool running;
-};
-
-static void *preloading(void *arg)
-{
-    struct preload *p = arg;
-    pthread_setname_np(pthread_self(), "memtrail-sym");
-    analyze_preload_symbols(p->fd, p->name, PRELOAD_EVENTS, p->cache);
-    return NULL;
-}
-
-/* On a second descriptor of the same file (read with pread: the two
- * readers do not disturb each other). A trace read from a pipe is read
- * once, by the analysis: nothing is preloaded, the symbolizer opens the
- * modules after it. */
-static void preload_start(struct preload *p, int fd, const char *name)
-{
-    p->fd = fd;
-    p->name = name;
-    p->cache = fd >= 0 ? sym_cache_new() : NULL;
-    p->running = p->cache && pthread_create(&p->thread, NULL, preloading, p) == 0;
-    if (!p->running && fd >= 0)
-        close(fd);
-}
-
-static struct sym_cache *preload_join(struct preload *p)
-{
-    if (p->running)
-        pthread_join(p->thread, NULL);
-    p->running = false;
-    return p->cache;
-}
 
 static int analyze_file(const char *file, bool json, unsigned show, int top)
 {
@@ -128,13 +87,9 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
             return cli_error("%s: empty file (not a memtrail trace)", path);
         return cli_error("%s: not a memtrail trace (bad magic at offset 0)", path);
     }
-    int preload_fd = in.seekable ? fcntl(in.fd, F_DUPFD_CLOEXEC, 3) : -1;
     rc = analyze_open_trace(&in, MT_TRACE_PREFETCH, &r, err, sizeof err);
-    if (rc < 0) {
-        if (preload_fd >= 0)
-            close(preload_fd);
+    if (rc < 0)
         return cli_error("%s", err[0] ? err : strerror(-rc));
-    }
     struct analyzer *a = analyze_new(0);
     if (!a) {
         mt_trace_close(r);
@@ -144,9 +99,8 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
     struct progress p = {.file = path, .size = fi ? fi->file_bytes : 0};
     clock_gettime(CLOCK_MONOTONIC, &p.last);
     bool tty = isatty(STDERR_FILENO);
-    struct preload pre = {0};
-    preload_start(&pre, preload_fd, path);
-    int arc = analyze_run(a, r, tty ? show_progress : NULL, &p);
+    struct analyze_preload *pre = analyze_preload_new(PRELOAD_EVENTS);
+    int arc = analyze_run_peek(a, r, tty ? show_progress : NULL, &p, pre ? analyze_preload_peek : NULL, pre);
     if (p.shown)
         fputs("\r\033[K", stderr);
     int status = CLI_OK;
@@ -162,15 +116,8 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
                  "stopped before finishing the trace; every whole chunk was read", path, mt_trace_chunks_read(r),
                  mt_trace_offset(r));
     const struct analyze_result *res = analyze_result(a);
-    struct report rep;
-    if (analyze_to_report(res, r, !stop[0], &rep) < 0) {
-        report_free(&rep);
-        status = cli_error("out of memory");
-        goto done;
-    }
-    struct symbolizer *sym = sym_open_cached(&rep, preload_join(&pre));
+    struct symbolizer *sym = analyze_symbolizer(res, r, analyze_preload_join(pre));
     if (!sym) {
-        report_free(&rep);
         status = cli_error("out of memory");
         goto done;
     }
@@ -179,12 +126,10 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
                              .error = stop[0] ? stop : NULL};
     status = cli_write_status(json ? analyze_print_json(stdout, res, &v) : analyze_print_text(stdout, res, &v));
     sym_close(sym);
-    report_free(&rep);
     if (status == CLI_OK && stop[0])
         status = cli_error("%s", stop);
 done:
-    preload_join(&pre);
-    sym_cache_free(pre.cache);
+    analyze_preload_free(pre);
     analyze_free(a);
     mt_trace_close(r);
     return status;

@@ -141,7 +141,7 @@ int cmd_export(int argc, char **argv)
                            from_stdin ? "(stdin)" : file);
         goto done;
     }
-    if (!(sym = sym_open(&r))) {
+    if (!(sym = detail_symbolizer(&r))) {
         status = cli_error("out of memory");
         goto done;
     }

@@ -42,7 +42,7 @@ int detail_cli_print(const struct report *r, const char *name, bool json, const 
         return cli_error("%s: not a detail report (mode %s, no stack_depth line): it has no allocation "
                          "sites; record one with 'memtrail run --mode detail'",
                          name, r->mode ? r->mode : "unknown");
-    struct symbolizer *s = sym_open(r);
+    struct symbolizer *s = detail_symbolizer(r);
     if (!s)
         return cli_error("out of memory");
     print_warnings(s, NULL);
@@ -74,7 +74,7 @@ int detail_cli_report(struct report_input *in, bool json, const struct report_sc
 int detail_cli_diff(const struct report *base, const struct report *cur, bool json,
                     const struct report_scale *scale, const struct detail_options *o)
 {
-    struct symbolizer *sb = sym_open(base), *sc = sym_open(cur);
+    struct symbolizer *sb = detail_symbolizer(base), *sc = detail_symbolizer(cur);
     int st;
     if (!sb || !sc) {
         st = cli_error("out of memory");

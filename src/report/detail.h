@@ -14,6 +14,11 @@
 #include "report/report.h"
 #include "symbol/symbol.h"
 
+/* A symbolizer over r's modules (which it copies), the modules its sites'
+ * frames lie in opened already (sym_prepare: its warnings complete). NULL
+ * on out-of-memory. */
+struct symbolizer *detail_symbolizer(const struct report *r);
+
 struct detail_options {
     int depth;          /* frames per site shown, and sites merged whose first `depth` frames
                            (and category) are equal; 0: every recorded frame */

@@ -189,8 +189,13 @@ struct report_scale {
  * -EINVAL. */
 int report_scale_parse(const char *s, struct report_scale *out);
 
-/* `bytes` in `scale` units, rounded to the nearest (as NMT does). */
+/* `bytes` in `scale` units, rounded to the nearest integer. */
 int64_t report_scaled(int64_t bytes, int64_t scale);
+
+/* `bytes` in `scale` units as the text shows them ("4792KB", "0.879MB":
+ * common/units.h, enough digits that nothing nonzero prints as 0). The
+ * string lives in one of 16 per-thread buffers, until the 16th call after. */
+const char *report_size(int64_t bytes, const struct report_scale *scale);
 
 /* The NMT-like text summary and the JSON document (docs/cli.md). They
  * print whatever `r` holds, complete or not. Return 0 or -EIO when the

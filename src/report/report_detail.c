@@ -14,6 +14,23 @@
 
 #define MAX_SYM 16      /* symbolized frames per return address (inlined calls) */
 
+struct symbolizer *detail_symbolizer(const struct report *r)
+{
+    struct sym_module *mods = calloc(r->nmodules + 1, sizeof *mods);
+    if (!mods)
+        return NULL;
+    for (size_t i = 0; i < r->nmodules; i++) {
+        const struct report_module *m = &r->modules[i];
+        mods[i] = (struct sym_module){.path = m->path, .buildid = m->buildid, .bias = m->bias,
+                                      .start = m->start, .end = m->end};
+    }
+    struct symbolizer *s = sym_open(mods, r->nmodules);
+    free(mods);
+    for (size_t i = 0; s && i < r->nsites; i++)
+        sym_prepare(s, r->sites[i].frames, r->sites[i].nframes);
+    return s;
+}
+
 /* Sites merged into one row. */
 struct group {
     const char *category;
@@ -301,12 +318,12 @@ static void text_frames(FILE *out, struct symbolizer *s, const uint64_t *frames,
 
 static void text_counts(FILE *out, const struct group *g, const struct report_scale *sc)
 {
-    fprintf(out, "%*s(%s: live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, allocs=%" PRId64
+    fprintf(out, "%*s(%s: live=%s (%" PRId64 " blocks), peak=%s, allocs=%" PRId64
             ", frees=%" PRId64 ", reallocs=%" PRId64, COUNTS_INDENT, "", g->category,
-            report_scaled(g->n.live_bytes, sc->bytes), sc->unit, g->n.live_count,
-            report_scaled(g->n.peak_bytes, sc->bytes), sc->unit, g->n.allocs, g->n.frees, g->n.reallocs);
+            report_size(g->n.live_bytes, sc), g->n.live_count,
+            report_size(g->n.peak_bytes, sc), g->n.allocs, g->n.frees, g->n.reallocs);
     if (g->has_allocated)
-        fprintf(out, ", allocated=%" PRId64 "%s", report_scaled(g->allocated, sc->bytes), sc->unit);
+        fprintf(out, ", allocated=%s", report_size(g->allocated, sc));
     if (g->nsites > 1)
         fprintf(out, "; %zu sites merged", g->nsites);
     fputs(")\n\n", out);
@@ -608,10 +625,10 @@ static int diff_build(struct diff *d, const struct report *base, const struct re
 
 static void t_delta_bytes(FILE *out, const char *key, int64_t cur, int64_t base, const struct report_scale *sc)
 {
-    fprintf(out, "%s%" PRId64 "%s", key, report_scaled(cur, sc->bytes), sc->unit);
-    int64_t d = report_scaled(report_sub(cur, base), sc->bytes);
+    fprintf(out, "%s%s", key, report_size(cur, sc));
+    int64_t d = report_sub(cur, base);
     if (d)
-        fprintf(out, " %+" PRId64 "%s", d, sc->unit);
+        fprintf(out, " %s%s", d > 0 ? "+" : "", report_size(d, sc));
 }
 
 static void t_delta(FILE *out, const char *key, int64_t cur, int64_t base)
@@ -670,7 +687,7 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
         if (kc && kb)
             t_delta_bytes(out, ", allocated=", ac, ab, scale);
         else if (kc)    /* the base report has no allocated_bytes: no delta */
-            fprintf(out, ", allocated=%" PRId64 "%s", report_scaled(ac, scale->bytes), scale->unit);
+            fprintf(out, ", allocated=%s", report_size(ac, scale));
         fprintf(out, ")%s\n\n", !w->b ? " [new]" : !w->c ? " [gone]" : "");
     }
     diff_free(&d);

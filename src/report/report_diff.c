@@ -5,6 +5,7 @@
  * total's and the process's. Used by `memtrail diff BASE NEW` and by the
  * live `memtrail query PID diff`. JSON keys: docs/cli.md. */
 #include "report/report.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -107,14 +108,14 @@ static int match_rows(const struct report *base, const struct report *cur, struc
 
 /* --- text ----------------------------------------------------------------- */
 
-/* "key=VALUE<unit>", then " +DELTA<unit>" when the change shows at this scale. */
+/* "key=VALUE<unit>", then " +DELTA<unit>" when it changed. */
 static void t_bytes(FILE *out, const char *key, int64_t cur, int64_t base, bool delta,
                     const struct report_scale *sc)
 {
-    fprintf(out, "%s%" PRId64 "%s", key, report_scaled(cur, sc->bytes), sc->unit);
-    int64_t d = report_scaled(report_sub(cur, base), sc->bytes);
+    fprintf(out, "%s%s", key, report_size(cur, sc));
+    int64_t d = report_sub(cur, base);
     if (delta && d)
-        fprintf(out, " %+" PRId64 "%s", d, sc->unit);
+        fprintf(out, " %s%s", d > 0 ? "+" : "", report_size(d, sc));
 }
 
 /* "key=VALUE", then " +DELTA" when it changed. */
@@ -201,7 +202,7 @@ static void text_row(FILE *out, const struct row *w, bool vm, const struct repor
     fputc('\n', out);
 }
 
-/* "pid N, CMDLINE (written at exit, after 1.000 s)" */
+/* "pid N, CMDLINE (written at exit, after 1.000s)" */
 static void text_side(FILE *out, const char *label, const struct report *r)
 {
     fputs(label, out);
@@ -213,8 +214,8 @@ static void text_side(FILE *out, const char *label, const struct report *r)
         sep = ", ";
     }
     if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
-        uint64_t d = (uint64_t)r->end_ns - (uint64_t)r->start_ns;
-        fprintf(out, "%safter %" PRIu64 ".%03" PRIu64 " s", sep, d / 1000000000u, d % 1000000000u / 1000000u);
+        char d[MT_UNITS_MAX];
+        fprintf(out, "%safter %s", sep, mt_duration(d, sizeof d, (uint64_t)r->end_ns - (uint64_t)r->start_ns));
         sep = ", ";
     }
     if (!r->complete) {
@@ -277,8 +278,8 @@ static void text_process(FILE *out, const struct report *base, const struct repo
         fputs("         (the base report has no process line: no changes shown)\n", out);
     if (pc->rss_bytes > 0) {
         int64_t e = report_explained(cur);
-        fprintf(out, "         the categories explain %" PRId64 "%s of it (%.1f%%; 'other' not counted)\n",
-                report_scaled(e, sc->bytes), sc->unit, 100.0 * (double)e / (double)pc->rss_bytes);
+        fprintf(out, "         the categories explain %s of it (%.1f%%; 'other' not counted)\n",
+                report_size(e, sc), 100.0 * (double)e / (double)pc->rss_bytes);
     }
     fputc('\n', out);
 }
@@ -297,9 +298,9 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
     text_side(out, "base: ", base);
     text_side(out, "new:  ", cur);
     if ((base->has & REPORT_HAS_END_NS) && (cur->has & REPORT_HAS_END_NS) && cur->end_ns >= base->end_ns) {
-        uint64_t d = (uint64_t)cur->end_ns - (uint64_t)base->end_ns;
-        fprintf(out, "(new written %" PRIu64 ".%03" PRIu64 " s after base)\n", d / 1000000000u,
-                d % 1000000000u / 1000000u);
+        char d[MT_UNITS_MAX];
+        fprintf(out, "(new written %s after base)\n",
+                mt_duration(d, sizeof d, (uint64_t)cur->end_ns - (uint64_t)base->end_ns));
     }
     if ((base->has & REPORT_HAS_VM) != (cur->has & REPORT_HAS_VM))
         fprintf(out, "(the %s report has no virtual memory fields: only heap figures are compared)\n",

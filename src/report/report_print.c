@@ -3,6 +3,7 @@
  * documented in docs/cli.md), and the small helpers they share: scaling
  * with NMT's rounding, JSON string escaping, shell quoting. */
 #include "report/report.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +32,14 @@ int64_t report_scaled(int64_t bytes, int64_t scale)
     if (r >= 0 ? r >= scale - r : -r >= scale + r)
         q += r >= 0 ? 1 : -1;
     return q;
+}
+
+const char *report_size(int64_t bytes, const struct report_scale *scale)
+{
+    static _Thread_local char buf[16][MT_UNITS_MAX];
+    static _Thread_local unsigned next;
+    char *b = buf[next++ % 16];
+    return mt_size_in(b, MT_UNITS_MAX, bytes, (uint64_t)scale->bytes, scale->unit);
 }
 
 int report_grow(void *items, size_t *cap, size_t need, size_t size, size_t first)
@@ -176,24 +185,22 @@ static int by_footprint_desc(const void *a, const void *b)
 
 static void print_category(FILE *out, const struct report_category *c, const struct report_scale *sc)
 {
-    const char *u = sc->unit;
-    int64_t live = report_scaled(c->n.live_bytes, sc->bytes);
+    const char *live = report_size(c->n.live_bytes, sc);
     if (c->has_vm)
-        fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64
-                "%s, mappings=%" PRId64 ")\n", NAME_COLUMN, c->name,
-                report_scaled(c->vm.reserved, sc->bytes), u, report_scaled(c->vm.committed, sc->bytes), u,
-                report_scaled(c->vm.resident, sc->bytes), u, c->vm.mappings);
+        fprintf(out, "-%*s (reserved=%s, committed=%s, resident=%s, mappings=%" PRId64 ")\n", NAME_COLUMN, c->name,
+                report_size(c->vm.reserved, sc), report_size(c->vm.committed, sc),
+                report_size(c->vm.resident, sc), c->vm.mappings);
     else    /* a report without VM fields: reserved = committed = live bytes */
-        fprintf(out, "-%*s (reserved=%" PRId64 "%s, committed=%" PRId64 "%s)\n",
-                NAME_COLUMN, c->name, live, u, live, u);
+        fprintf(out, "-%*s (reserved=%s, committed=%s)\n",
+                NAME_COLUMN, c->name, live, live);
     if (report_category_is(c, "overhead"))
         fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n", out);
     if (report_category_is(c, "vm")) {    /* address space only: no heap blocks to show */
         fputc('\n', out);
         return;
     }
-    fprintf(out, CONTINUE "(malloc=%" PRId64 "%s #%" PRId64 ") (peak=%" PRId64 "%s)\n",
-            live, u, c->n.live_count, report_scaled(c->n.peak_bytes, sc->bytes), u);
+    fprintf(out, CONTINUE "(malloc=%s #%" PRId64 ") (peak=%s)\n",
+            live, c->n.live_count, report_size(c->n.peak_bytes, sc));
     fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->n.allocs, c->n.frees);
     if (c->n.reallocs)
         fprintf(out, " reallocs=%" PRId64, c->n.reallocs);
@@ -258,12 +265,9 @@ static void print_title(FILE *out, const struct report *r)
         sep = ", ";
     }
     if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
-        uint64_t d = (uint64_t)r->end_ns - (uint64_t)r->start_ns;
-        if (d < 1000000000u)
-            fprintf(out, "%safter %" PRIu64 ".%03" PRIu64 " ms", sep, d / 1000000u, d % 1000000u / 1000u);
-        else
-            fprintf(out, "%safter %" PRIu64 ".%03" PRIu64 " s", sep, d / 1000000000u,
-                    d % 1000000000u / 1000000u);
+        char d[MT_UNITS_MAX];
+        fprintf(out, "%safter %s", sep,
+                mt_duration(d, sizeof d, (uint64_t)r->end_ns - (uint64_t)r->start_ns));
         sep = ", ";
     }
     if (sep[0] == ',')
@@ -274,17 +278,16 @@ static void print_title(FILE *out, const struct report *r)
 /* The kernel's view, and how much of it the categories account for. */
 static void print_process(FILE *out, const struct report *r, const struct report_scale *sc)
 {
-    const char *u = sc->unit;
     const struct report_process *p = &r->process;
-    fprintf(out, "Process: rss=%" PRId64 "%s, peak rss=%" PRId64 "%s "
-            "(reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64 "%s)\n",
-            report_scaled(p->rss_bytes, sc->bytes), u, report_scaled(p->peak_rss_bytes, sc->bytes), u,
-            report_scaled(p->reserved, sc->bytes), u, report_scaled(p->committed, sc->bytes), u,
-            report_scaled(p->resident, sc->bytes), u);
+    fprintf(out, "Process: rss=%s, peak rss=%s "
+            "(reserved=%s, committed=%s, resident=%s)\n",
+            report_size(p->rss_bytes, sc), report_size(p->peak_rss_bytes, sc),
+            report_size(p->reserved, sc), report_size(p->committed, sc),
+            report_size(p->resident, sc));
     if (p->rss_bytes > 0) {
         int64_t explained = report_explained(r);
-        fprintf(out, "         the categories explain %" PRId64 "%s of it (%.1f%%; 'other' not counted)\n\n",
-                report_scaled(explained, sc->bytes), u, 100.0 * (double)explained / (double)p->rss_bytes);
+        fprintf(out, "         the categories explain %s of it (%.1f%%; 'other' not counted)\n\n",
+                report_size(explained, sc), 100.0 * (double)explained / (double)p->rss_bytes);
     } else {
         fputs("         RSS not measured (/proc was not readable when the report was written)\n\n", out);
     }
@@ -292,24 +295,23 @@ static void print_process(FILE *out, const struct report *r, const struct report
 
 int report_print_text(FILE *out, const struct report *r, const struct report_scale *sc)
 {
-    const char *u = sc->unit;
     print_title(out, r);
 
     bool vm = r->has & REPORT_HAS_VM;
     if (vm) {
         struct report_vm sum;
         report_vm_total(r, &sum);
-        fprintf(out, "Total: reserved=%" PRId64 "%s, committed=%" PRId64 "%s, resident=%" PRId64 "%s\n",
-                report_scaled(sum.reserved, sc->bytes), u, report_scaled(sum.committed, sc->bytes), u,
-                report_scaled(sum.resident, sc->bytes), u);
+        fprintf(out, "Total: reserved=%s, committed=%s, resident=%s\n",
+                report_size(sum.reserved, sc), report_size(sum.committed, sc),
+                report_size(sum.resident, sc));
     }
     /* The heap blocks: the whole total without VM data, under it with. */
     const char *label = vm ? "       malloc:" : "Total:";
     if (r->has & REPORT_HAS_TOTAL)
-        fprintf(out, "%s live=%" PRId64 "%s (%" PRId64 " blocks), peak=%" PRId64 "%s, "
+        fprintf(out, "%s live=%s (%" PRId64 " blocks), peak=%s, "
                 "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
-                label, report_scaled(r->total.live_bytes, sc->bytes), u, r->total.live_count,
-                report_scaled(r->total.peak_bytes, sc->bytes), u, r->total.allocs, r->total.frees,
+                label, report_size(r->total.live_bytes, sc), r->total.live_count,
+                report_size(r->total.peak_bytes, sc), r->total.allocs, r->total.frees,
                 r->total.reallocs);
     else
         fprintf(out, "%s not in the report (the file was cut short before it)\n\n", label);

@@ -228,12 +228,12 @@ static void add_up(struct sums *s, const struct report *r)
 
 /* --- text ----------------------------------------------------------------- */
 
-/* A scaled size in a 10-column cell, or "-" when unknown. */
+/* A size in a 10-column cell, or "-" when unknown. */
 static void cell_bytes(FILE *out, bool has, int64_t v, const struct report_scale *sc)
 {
     char buf[40];
     if (has)
-        snprintf(buf, sizeof buf, "%" PRId64 "%s", report_scaled(v, sc->bytes), sc->unit);
+        snprintf(buf, sizeof buf, "%s", report_size(v, sc));
     else
         snprintf(buf, sizeof buf, "-");
     fprintf(out, " %10s", buf);

@@ -1,5 +1,5 @@
-/* symbol.c — offline symbolization of a detail report's return addresses
- * with libdw (elfutils). Each recorded module gets its own Dwfl, reported
+/* symbol.c — offline symbolization of recorded return addresses with
+ * libdw (elfutils). Each recorded module gets its own Dwfl, reported
  * from the file on disk at the module's recorded bias; the recorded
  * build-id is checked against the file's, so a rebuilt binary is not
  * trusted. Debug info comes from the file itself or from where
@@ -7,7 +7,7 @@
  * .gnu_debuglink). An address inside inlined code expands to one frame per
  * inlined call (DW_TAG_inlined_subroutine scopes, their DW_AT_call_file and
  * DW_AT_call_line giving the outer frames' lines). Results are cached per
- * address: a report repeats the same return addresses across sites. */
+ * address: stacks repeat the same return addresses. */
 #include "symbol/symbol.h"
 
 #include <dwarf.h>
@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,13 +31,15 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define SYM_MAX_INLINE 16
 
 enum sym_state {
-    MOD_UNOPENED,
-    MOD_FULL,       /* ELF (and maybe DWARF) usable */
-    MOD_OFFSET,     /* module + offset only */
+    MODULE_UNOPENED,
+    MODULE_FULL,       /* ELF (and maybe DWARF) usable */
+    MODULE_OFFSET_ONLY,     /* module + offset only */
 };
 
-struct sym_module {
-    const struct report_module *rm;
+/* A recorded module, and what opening it gave. */
+struct module {
+    char *path, *buildid;   /* owned; buildid NULL: not checked */
+    uint64_t bias, start, end;
     enum sym_state state;
     Dwfl *dwfl;
     Dwfl_Module *mod;
@@ -50,9 +54,7 @@ struct cache_entry {
 
 /* A module opened ahead, in a sym_cache. */
 struct sym_cached {
-    char *path, *buildid;
-    uint64_t bias;
-    struct sym_module m;
+    struct module m;
     char *why;              /* its warning, or NULL */
     bool taken;             /* adopted by a symbolizer */
 };
@@ -63,18 +65,35 @@ struct sym_cache {
 };
 
 struct symbolizer {
-    const struct report *r;
     struct sym_cache *cache_from;   /* modules opened ahead, or NULL */
-    struct sym_module *mods;
+    struct module *mods;
     size_t nmods;
+    size_t *by_start;       /* module indices by start address: the module of an address in O(log n) */
+    bool overlap;           /* modules overlap: searched in order instead */
     struct cache_entry *cache;
     size_t cache_cap, cache_used;
     char **strings;         /* every string frames point at */
     size_t nstrings, strings_cap;
     char *warnings;
     size_t warnings_len;
-    struct report_module_map by_address;   /* the module of a return address in O(log n) */
 };
+
+/* Makes room for `need` items of `size` bytes in *items (a `T **` passed
+ * as void *) of capacity *cap, doubling from `first`. 0 or -ENOMEM. */
+static int grow(void *items, size_t *cap, size_t need, size_t size, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*(void **)items, n * size);
+    if (!p)
+        return -ENOMEM;
+    *(void **)items = p;
+    *cap = n;
+    return 0;
+}
 
 static char *debuginfo_path;   /* NULL: libdwfl's default search path */
 
@@ -144,7 +163,7 @@ static const char *keep(struct symbolizer *s, char *str)
 {
     if (!str)
         return NULL;
-    if (report_grow(&s->strings, &s->strings_cap, s->nstrings + 1, sizeof *s->strings, 64) < 0) {
+    if (grow(&s->strings, &s->strings_cap, s->nstrings + 1, sizeof *s->strings, 64) < 0) {
         free(str);
         return NULL;
     }
@@ -190,27 +209,26 @@ static void warn(struct symbolizer *s, const char *path, const char *why)
 /* Opens module m: the file, its build-id, its debug info. Returns what
  * keeps it from being symbolized fully, or NULL (malloc'd; the caller
  * warns with it). */
-static char *open_module(struct sym_module *m)
+static char *open_module(struct module *m)
 {
-    const struct report_module *rm = m->rm;
     char *why = NULL;
-    m->state = MOD_OFFSET;
-    if (access(rm->path, R_OK) != 0) {
+    m->state = MODULE_OFFSET_ONLY;
+    if (access(m->path, R_OK) != 0) {
         if (asprintf(&why, "%s; frames in it shown as module+offset",
                      errno == ENOENT ? "no such file" : strerror(errno)) < 0)
             why = NULL;
         return why;
     }
-    /* A report names the files; opening a FIFO or a device it names would
-     * block or read without end. */
+    /* The file names come from a recording: a FIFO or a device named there
+     * would block or read without end if opened. */
     struct stat st;
-    if (stat(rm->path, &st) != 0 || !S_ISREG(st.st_mode))
+    if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode))
         return strdup("not a regular file; frames in it shown as module+offset");
     m->dwfl = dwfl_begin(&offline_callbacks);
     if (!m->dwfl)
         return NULL;
     dwfl_report_begin(m->dwfl);
-    m->mod = dwfl_report_elf(m->dwfl, rm->path, rm->path, -1, rm->bias, false);
+    m->mod = dwfl_report_elf(m->dwfl, m->path, m->path, -1, m->bias, false);
     dwfl_report_end(m->dwfl, NULL, NULL);
     if (!m->mod) {
         if (asprintf(&why, "cannot read it as ELF (%s); frames in it shown as module+offset", dwfl_errmsg(-1)) < 0)
@@ -220,20 +238,20 @@ static char *open_module(struct sym_module *m)
     const unsigned char *bits;
     GElf_Addr vaddr;
     int len = dwfl_module_build_id(m->mod, &bits, &vaddr);
-    if (rm->buildid) {
+    if (m->buildid) {
         char hex[2 * 64 + 1] = "";
         for (int i = 0; i < len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", bits[i]);
-        if (len <= 0 || strcmp(hex, rm->buildid) != 0) {
+        if (len <= 0 || strcmp(hex, m->buildid) != 0) {
             if (asprintf(&why, "build-id differs: rebuilt since the run? (recorded %.128s, file has %s); "
-                         "frames in it shown as module+offset", rm->buildid, len > 0 ? hex : "none") < 0)
+                         "frames in it shown as module+offset", m->buildid, len > 0 ? hex : "none") < 0)
                 why = NULL;
             return why;
         }
     }
     if (!dwfl_module_getelf(m->mod, &m->dwfl_bias))
         return strdup("cannot read its ELF data; frames in it shown as module+offset");
-    m->state = MOD_FULL;
+    m->state = MODULE_FULL;
     GElf_Addr dwbias;
     if (!dwfl_module_getdwarf(m->mod, &dwbias))
         return strdup("no debug info (stripped?): function names from its symbol table only, no file:line");
@@ -246,14 +264,14 @@ static bool same_str(const char *a, const char *b)
 }
 
 /* Module m opened: taken from the cache when it was opened there. */
-static void use_module(struct symbolizer *s, struct sym_module *m)
+static void use_module(struct symbolizer *s, struct module *m)
 {
-    const struct report_module *rm = m->rm;
     char *why = NULL;
     struct sym_cached *c = NULL;
     for (size_t i = 0; s->cache_from && i < s->cache_from->n && !c; i++) {
         struct sym_cached *k = &s->cache_from->mods[i];
-        if (!k->taken && k->bias == rm->bias && same_str(k->path, rm->path) && same_str(k->buildid, rm->buildid))
+        if (!k->taken && k->m.bias == m->bias && same_str(k->m.path, m->path) &&
+            same_str(k->m.buildid, m->buildid))
             c = k;
     }
     if (c) {
@@ -269,50 +287,143 @@ static void use_module(struct symbolizer *s, struct sym_module *m)
         why = open_module(m);
     }
     if (why)
-        warn(s, rm->path, why);
+        warn(s, m->path, why);
     free(why);
 }
 
-static struct sym_module *find_module(struct symbolizer *s, uint64_t pc)
+/* Keyed with a secret of this process: the addresses come from an
+ * untrusted file, which must not be able to make them collide. */
+static uint64_t hash_key;
+static pthread_once_t hash_key_once = PTHREAD_ONCE_INIT;
+
+static void make_hash_key(void)
 {
-    long i = report_module_map_find(&s->by_address, pc);
-    return i < 0 ? NULL : &s->mods[i];
+    if (getrandom(&hash_key, sizeof hash_key, GRND_NONBLOCK) != sizeof hash_key)
+        hash_key = (uint64_t)(uintptr_t)&hash_key ^ (uint64_t)getpid() * 0x9e3779b97f4a7c15u;
 }
 
-struct symbolizer *sym_open(const struct report *r)
+static size_t slot_of(uint64_t address, size_t cap)
 {
-    return sym_open_cached(r, NULL);
+    uint64_t x = address ^ hash_key;     /* splitmix64's finalizer */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return (size_t)(x ^ (x >> 31)) & (cap - 1);
 }
 
-struct symbolizer *sym_open_cached(const struct report *r, struct sym_cache *from)
+/* --- modules by address --------------------------------------------------- */
+
+static int by_start(const void *pa, const void *pb, void *ctx)
 {
+    const struct module *mods = ctx;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    if (mods[a].start != mods[b].start)
+        return mods[a].start < mods[b].start ? -1 : 1;
+    return a < b ? -1 : 1;
+}
+
+static int index_modules(struct symbolizer *s)
+{
+    if (!s->nmods)
+        return 0;
+    if (!(s->by_start = malloc(s->nmods * sizeof *s->by_start)))
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nmods; i++)
+        s->by_start[i] = i;
+    qsort_r(s->by_start, s->nmods, sizeof *s->by_start, by_start, s->mods);
+    /* Modules of one process do not overlap; a list where they do is
+     * searched in its order (the first that holds the address). */
+    uint64_t end = 0;
+    for (size_t k = 0; k < s->nmods; k++) {
+        const struct module *m = &s->mods[s->by_start[k]];
+        if (m->start == m->end)
+            continue;   /* holds nothing */
+        if (k && m->start < end)
+            s->overlap = true;
+        if (m->end > end)
+            end = m->end;
+    }
+    return 0;
+}
+
+static struct module *find_module(struct symbolizer *s, uint64_t pc)
+{
+    if (s->overlap || !s->by_start) {
+        for (size_t i = 0; i < s->nmods; i++)
+            if (pc >= s->mods[i].start && pc < s->mods[i].end)
+                return &s->mods[i];
+        return NULL;
+    }
+    /* The last module starting at or below pc, over empty ones (they hold nothing). */
+    size_t lo = 0, hi = s->nmods;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->mods[s->by_start[mid]].start <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo > 0) {
+        struct module *m = &s->mods[s->by_start[lo - 1]];
+        if (m->start != m->end)
+            return pc < m->end ? m : NULL;
+        lo--;
+    }
+    return NULL;
+}
+
+/* A copy of a recorded module's description into m (zeroed). 0 or -ENOMEM. */
+static int copy_module(struct module *m, const struct sym_module *from)
+{
+    memset(m, 0, sizeof *m);
+    m->bias = from->bias;
+    m->start = from->start;
+    m->end = from->end;
+    m->path = strdup(from->path ? from->path : "");
+    m->buildid = from->buildid ? strdup(from->buildid) : NULL;
+    return m->path && (!from->buildid || m->buildid) ? 0 : -ENOMEM;
+}
+
+struct symbolizer *sym_open(const struct sym_module *mods, size_t n)
+{
+    return sym_open_cached(mods, n, NULL);
+}
+
+struct symbolizer *sym_open_cached(const struct sym_module *mods, size_t n, struct sym_cache *from)
+{
+    pthread_once(&hash_key_once, make_hash_key);
     struct symbolizer *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->r = r;
     s->cache_from = from;
-    s->mods = calloc(r->nmodules + 1, sizeof *s->mods);
+    s->mods = calloc(n + 1, sizeof *s->mods);
     s->cache_cap = 256;
     s->cache = calloc(s->cache_cap, sizeof *s->cache);
     s->warnings = strdup("");
-    if (!s->mods || !s->cache || !s->warnings || report_module_map_init(&s->by_address, r) < 0) {
+    if (!s->mods || !s->cache || !s->warnings) {
         sym_close(s);
         return NULL;
     }
-    s->nmods = r->nmodules;
-    for (size_t i = 0; i < r->nmodules; i++)
-        s->mods[i].rm = &r->modules[i];
-    /* The modules some frame lies in are opened now, so that sym_warnings
-     * is complete from the start (and says nothing of unused ones). */
-    for (size_t i = 0; i < r->nsites; i++) {
-        for (size_t j = 0; j < r->sites[i].nframes; j++) {
-            uint64_t pc = r->sites[i].frames[j];
-            struct sym_module *m = find_module(s, pc ? pc - 1 : 0);
-            if (m && m->state == MOD_UNOPENED)
-                use_module(s, m);
+    for (; s->nmods < n; s->nmods++)
+        if (copy_module(&s->mods[s->nmods], &mods[s->nmods]) < 0) {
+            s->nmods++;
+            sym_close(s);
+            return NULL;
         }
+    if (index_modules(s) < 0) {
+        sym_close(s);
+        return NULL;
     }
     return s;
+}
+
+void sym_prepare(struct symbolizer *s, const uint64_t *addresses, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t pc = addresses[i];
+        struct module *m = find_module(s, pc ? pc - 1 : 0);
+        if (m && m->state == MODULE_UNOPENED)
+            use_module(s, m);
+    }
 }
 
 /* The name of a subprogram or inlined_subroutine DIE: its linkage name
@@ -354,7 +465,7 @@ static bool is_function(Dwarf_Die *die)
  * innermost function scope comes from dwarf_getscopes; each inlined
  * instance's caller is the next function scope around that instance
  * (dwarf_getscopes_die: the concrete tree, not the abstract origin's). */
-static int dwarf_frames(struct symbolizer *s, struct sym_module *m, uint64_t pc, const char *file, int line,
+static int dwarf_frames(struct symbolizer *s, struct module *m, uint64_t pc, const char *file, int line,
                         struct sym_frame *out, int max)
 {
     Dwarf_Addr cubias;
@@ -421,21 +532,21 @@ static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out,
 {
     struct sym_frame base = { .address = address };
     uint64_t pc = address ? address - 1 : 0;   /* inside the call instruction */
-    struct sym_module *m = find_module(s, pc);
+    struct module *m = find_module(s, pc);
     if (!m) {
         out[0] = base;
         return 1;
     }
-    if (m->state == MOD_UNOPENED)
+    if (m->state == MODULE_UNOPENED)
         use_module(s, m);
-    base.module = m->rm->path;
-    base.offset = address - m->rm->bias;
-    if (m->state != MOD_FULL) {
+    base.module = m->path;
+    base.offset = address - m->bias;
+    if (m->state != MODULE_FULL) {
         out[0] = base;
         return 1;
     }
     /* The ELF address, placed where libdwfl put the file. */
-    uint64_t dpc = pc - m->rm->bias + m->dwfl_bias;
+    uint64_t dpc = pc - m->bias + m->dwfl_bias;
 
     const char *file = NULL;
     int line = 0;
@@ -472,12 +583,6 @@ static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out,
         out[n - 1].function = function_name(s, dwfl_module_addrinfo(m->mod, dpc, &off, &sym, NULL, NULL, NULL));
     }
     return n;
-}
-
-/* Keyed (report_hash): the addresses come from an untrusted file. */
-static size_t slot_of(uint64_t address, size_t cap)
-{
-    return (size_t)report_hash_i64((int64_t)address) & (cap - 1);
 }
 
 static int cache_grow(struct symbolizer *s)
@@ -539,49 +644,35 @@ struct sym_cache *sym_cache_new(void)
     return calloc(1, sizeof(struct sym_cache));
 }
 
-void sym_cache_load(struct sym_cache *c, const struct report *r)
+void sym_cache_load(struct sym_cache *c, const struct sym_module *mods, size_t n, const uint64_t *addresses,
+                    size_t naddr)
 {
-    struct report_module_map map;
-    bool *seen = calloc(r->nmodules + 1, sizeof *seen);     /* modules already looked at */
-    if (!seen || report_module_map_init(&map, r) < 0) {
-        free(seen);
+    /* A symbolizer without debug info opened: it finds the modules used. */
+    struct symbolizer *s = sym_open(mods, n);
+    if (!s)
         return;
-    }
-    for (size_t i = 0; i < r->nsites; i++)
-        for (size_t j = 0; j < r->sites[i].nframes; j++) {
-            uint64_t pc = r->sites[i].frames[j] ? r->sites[i].frames[j] - 1 : 0;
-            long at = report_module_map_find(&map, pc);
-            if (at < 0 || seen[at])
-                continue;
-            seen[at] = true;
-            const struct report_module *rm = &r->modules[at];
-            if (!rm->path)
-                continue;
-            bool have = false;
-            for (size_t k = 0; k < c->n && !have; k++)
-                have = c->mods[k].bias == rm->bias && same_str(c->mods[k].path, rm->path) &&
-                       same_str(c->mods[k].buildid, rm->buildid);
-            if (have || report_grow(&c->mods, &c->cap, c->n + 1, sizeof *c->mods, 8) < 0)
-                continue;
-            struct sym_cached *k = &c->mods[c->n];
-            memset(k, 0, sizeof *k);
-            k->path = strdup(rm->path);
-            k->buildid = rm->buildid ? strdup(rm->buildid) : NULL;
-            k->bias = rm->bias;
-            if (!k->path || (rm->buildid && !k->buildid)) {
-                free(k->path);
-                free(k->buildid);
-                continue;
-            }
-            /* (open_module reads path, bias and build-id only) */
-            struct report_module copy = {.path = k->path, .buildid = k->buildid, .bias = k->bias};
-            k->m.rm = &copy;
-            k->why = open_module(&k->m);
-            k->m.rm = NULL;
-            c->n++;
+    for (size_t a = 0; a < naddr; a++) {
+        struct module *m = find_module(s, addresses[a] ? addresses[a] - 1 : 0);
+        if (!m || m->state != MODULE_UNOPENED || !mods[m - s->mods].path)
+            continue;
+        m->state = MODULE_OFFSET_ONLY;      /* looked at */
+        bool have = false;
+        for (size_t k = 0; k < c->n && !have; k++)
+            have = c->mods[k].m.bias == m->bias && same_str(c->mods[k].m.path, m->path) &&
+                   same_str(c->mods[k].m.buildid, m->buildid);
+        if (have || grow(&c->mods, &c->cap, c->n + 1, sizeof *c->mods, 8) < 0)
+            continue;
+        struct sym_cached *k = &c->mods[c->n];
+        memset(k, 0, sizeof *k);
+        if (copy_module(&k->m, &mods[m - s->mods]) < 0) {
+            free(k->m.path);
+            free(k->m.buildid);
+            continue;
         }
-    report_module_map_free(&map);
-    free(seen);
+        k->why = open_module(&k->m);
+        c->n++;
+    }
+    sym_close(s);
 }
 
 void sym_cache_free(struct sym_cache *c)
@@ -591,8 +682,8 @@ void sym_cache_free(struct sym_cache *c)
     for (size_t i = 0; i < c->n; i++) {
         if (c->mods[i].m.dwfl)
             dwfl_end(c->mods[i].m.dwfl);
-        free(c->mods[i].path);
-        free(c->mods[i].buildid);
+        free(c->mods[i].m.path);
+        free(c->mods[i].m.buildid);
         free(c->mods[i].why);
     }
     free(c->mods);
@@ -608,10 +699,14 @@ void sym_close(struct symbolizer *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->nmods; i++)
+    for (size_t i = 0; i < s->nmods; i++) {
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
+        free(s->mods[i].path);
+        free(s->mods[i].buildid);
+    }
     free(s->mods);
+    free(s->by_start);
     if (s->cache)
         for (size_t i = 0; i < s->cache_cap; i++)
             free(s->cache[i].frames);
@@ -620,7 +715,6 @@ void sym_close(struct symbolizer *s)
         free(s->strings[i]);
     free(s->strings);
     free(s->warnings);
-    report_module_map_free(&s->by_address);
     free(s);
 }
 

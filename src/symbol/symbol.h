@@ -1,8 +1,10 @@
-/* symbol.h — offline symbolization of the return addresses a detail-mode
- * report recorded: function, file:line (through inlined calls) and module,
- * read with libdw (elfutils) from the modules' files on disk, or from
- * their separate debug info (/usr/lib/debug/.build-id/...), never in the
- * traced process.
+/* symbol.h — offline symbolization of recorded return addresses (a
+ * detail report's sites, a trace's stacks): function, file:line (through
+ * inlined calls) and module, read with libdw (elfutils) from the modules'
+ * files on disk, or from their separate debug info
+ * (/usr/lib/debug/.build-id/...), never in the traced process. The
+ * symbolizer knows nothing of reports or traces: its callers give it the
+ * modules they recorded.
  *
  * CLI-side code: allocates freely. */
 #ifndef MT_SYMBOL_H
@@ -13,7 +15,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report/report.h"
+/* A module (an ELF object) of the recorded process, as its recorder saw it. */
+struct sym_module {
+    const char *path;       /* its file (NULL: ""); unreadable: module+offset frames */
+    const char *buildid;    /* lowercase hex, or NULL: not checked */
+    uint64_t bias;          /* runtime address - ELF virtual address */
+    uint64_t start, end;    /* [start, end): the runtime addresses it holds */
+};
 
 /* One frame of a symbolized address. A return address that lies in
  * inlined code gives several: the innermost inlined function first, the
@@ -31,11 +39,12 @@ struct sym_frame {
 
 struct symbolizer;
 
-/* A symbolizer for the modules of `r` (which must outlive it). Modules
- * whose file is missing, unreadable or has another build-id than recorded
- * get module+offset frames only; sym_warnings says which. NULL on
- * out-of-memory. */
-struct symbolizer *sym_open(const struct report *r);
+/* A symbolizer for n modules (copied: the caller's array need not live
+ * on). Where modules overlap (never in one process), an address belongs to
+ * the first in the array that holds it. Modules whose file is missing,
+ * unreadable or has another build-id than recorded get module+offset
+ * frames only; sym_warnings says which. NULL on out-of-memory. */
+struct symbolizer *sym_open(const struct sym_module *mods, size_t n);
 
 /* Modules opened ahead of sym_open (their files and debug info read, the
  * slow part), e.g. on another thread while a trace is being read: a
@@ -45,10 +54,17 @@ struct symbolizer *sym_open(const struct report *r);
  * outlive the symbolizers that take from it. */
 struct sym_cache;
 struct sym_cache *sym_cache_new(void);     /* NULL on out-of-memory */
-/* Opens the modules the frames of r's sites lie in (r is not kept). */
-void sym_cache_load(struct sym_cache *c, const struct report *r);
+/* Opens the modules (of n) that some of the naddr return addresses lie in
+ * (nothing is kept of either array). */
+void sym_cache_load(struct sym_cache *c, const struct sym_module *mods, size_t n, const uint64_t *addresses,
+                    size_t naddr);
 void sym_cache_free(struct sym_cache *c);
-struct symbolizer *sym_open_cached(const struct report *r, struct sym_cache *c);
+struct symbolizer *sym_open_cached(const struct sym_module *mods, size_t n, struct sym_cache *c);
+
+/* Opens now the modules these return addresses lie in (those not opened
+ * yet), so that sym_warnings is complete before the first lookup and says
+ * nothing of modules no frame uses. Lookups open the others as needed. */
+void sym_prepare(struct symbolizer *s, const uint64_t *addresses, size_t n);
 
 /* Symbolizes one recorded return address into up to `max` frames
  * (innermost first); returns how many were written (>= 1 when max >= 1). */

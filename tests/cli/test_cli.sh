@@ -85,7 +85,8 @@ run_mt "$MT_ASAN" report "$T/good.mtr"
 expect_eq "report: good exits 0" 0 "$rc"
 expect_eq "report: good says nothing on stderr" "" "$err"
 contains "report: title" "memtrail native memory summary: pid 4242, sqlite3 :memory: '.read workload.sql'" "$out"
-contains "report: total line" "Total: live=21KB (33 blocks), peak=88KB, allocs=1900100, frees=1900067" "$out"
+# 21528 B = 21.02KB, 90000 B = 87.89KB: three significant digits
+contains "report: total line" "Total: live=21.0KB (33 blocks), peak=87.9KB, allocs=1900100, frees=1900067" "$out"
 contains "report: parser block" "-                    parser (reserved=20KB, committed=20KB)" "$out"
 contains "report: parser malloc line" "                            (malloc=20KB #30) (peak=40KB)" "$out"
 contains "report: parser counts" "                            (allocs=100 frees=70)" "$out"
@@ -137,10 +138,12 @@ end
 EOF
 run_mt "$MT_ASAN" report "$T/scale.mtr" --scale MB
 expect_eq "scale: MB exits 0" 0 "$rc"
-contains "scale: MB rounds to nearest (1.5 up, 1.49 down)" "Total: live=2MB (1 blocks), peak=1MB" "$out"
-contains "scale: MB in category" "(reserved=2MB, committed=2MB)" "$out"
+# 1572864 B = 1.5MB, 1572863 B = 1.4999990MB: three significant digits each
+contains "scale: MB with three significant digits" "Total: live=1.50MB (1 blocks), peak=1.50MB" "$out"
+contains "scale: MB in category" "(reserved=1.50MB, committed=1.50MB)" "$out"
 run_mt "$MT_ASAN" report "$T/scale.mtr" --scale=gb
-contains "scale: lowercase gb" "Total: live=0GB" "$out"
+# 1572864 B = 0.00146484375GB: not 0
+contains "scale: lowercase gb" "Total: live=0.00146GB" "$out"
 run_mt "$MT_ASAN" report "$T/scale.mtr"
 contains "scale: default KB" "Total: live=1536KB (1 blocks), peak=1536KB" "$out"
 "$MT_ASAN" report --scale MB --json "$T/scale.mtr" >"$T/scale.json"

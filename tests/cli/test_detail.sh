@@ -166,7 +166,8 @@ a0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sites"][0]
 line0=$(addr2line -e "$SITES" "$(printf '0x%x' $(( $(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["sites"][0]["frames"][0]["offset"],16))' "$T/d.json") - 1 )))" | sed 's/ (discriminator [0-9]*)//')
 contains "detail text: [address] function (file:line) module" \
     "$(printf '[0x%016x] parse_config (%s) sites' "$a0" "$line0")" "$out"
-contains "detail text: summary first" "Total: live=6KB (10 blocks)" "$out"
+# 4096+1000+300+200+50+10 = 5656 B = 5.52KB
+contains "detail text: summary first" "Total: live=5.52KB (10 blocks)" "$out"
 contains "detail text: counters line" "(malloc: live=4KB (1 blocks), peak=8KB, allocs=3, frees=2, reallocs=0, allocated=12KB)" "$out"
 contains "detail text: inlined marker" "fill_cache [inlined] (" "$out"
 contains "detail text: demangled C++ name" "plugin::capture(void**, int) (" "$out"
@@ -242,7 +243,8 @@ j = json.load(open(sys.argv[1]))
 print(",".join(str(s["id"]) for s in j["sites"]), j["sorted_by"])' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --sort allocated --top 2
 contains "detail text --sort allocated: header" "Allocation sites: 2 of 6, by allocated bytes (stack depth 10" "$out"
-contains "detail text --sort allocated: largest first" "(malloc: live=0KB (3 blocks), peak=0KB, allocs=3, frees=0, reallocs=0, allocated=88KB)" "$out"
+# 300 B = 0.293KB, 90000 B = 87.9KB
+contains "detail text --sort allocated: largest first" "(malloc: live=0.293KB (3 blocks), peak=0.293KB, allocs=3, frees=0, reallocs=0, allocated=87.9KB)" "$out"
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --json --sort allocated --depth 1
 py "detail --sort allocated --depth 1: merged grow_buffer (90000+2048) first" "grow_buffer 92048 2" '
 import json, sys
@@ -389,8 +391,10 @@ print(s["base"]["live_bytes"], s["new"]["live_bytes"], s["delta"]["frees"], g["n
 run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr"
 expect_eq "diff text: exit 0" 0 "$rc"
 contains "diff text: counts" "1 grew, 1 shrank, 1 new, 1 gone, 1 unchanged (not shown)" "$out"
-contains "diff text: a grown site's deltas" "(malloc: live=3KB +2KB (6 +4 blocks), peak=3KB +1KB, allocs=11 +6, frees=5 +2, allocated=16KB +11KB)" "$out"
-contains "diff text: new marked" "allocs=4 +4, frees=0, allocated=3KB +3KB) [new]" "$out"
+# 3000 B = 2.93KB (+2000 = 1.95KB), peak +1500 = 1.46KB
+contains "diff text: a grown site's deltas" "(malloc: live=2.93KB +1.95KB (6 +4 blocks), peak=2.93KB +1.46KB, allocs=11 +6, frees=5 +2, allocated=16KB +11KB)" "$out"
+# 2560 B = 2.50KB
+contains "diff text: new marked" "allocs=4 +4, frees=0, allocated=2.50KB +2.50KB) [new]" "$out"
 contains "diff text: gone site's allocated delta" "frees=0 -3, allocated=0KB -2KB) [gone]" "$out"
 contains "diff text: gone marked" "[gone]" "$out"
 lacks "diff text: unchanged not shown" "plugin::capture" "$out"

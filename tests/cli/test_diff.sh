@@ -93,9 +93,9 @@ jq_py "report old json: process null, resident null, reserved = live" "None None
 run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr"
 expect_eq "diff: exits 0" 0 "$rc"
 expect_eq "diff: nothing on stderr" "" "$err"
-contains "diff: names both sides" "base: pid 100, app '--build 1' (written by mt_report_write(), after 2.000 s)" "$out"
-contains "diff: new side" "new:  pid 100, app '--build 1' (written at exit, after 4.000 s)" "$out"
-contains "diff: time between" "(new written 2.000 s after base)" "$out"
+contains "diff: names both sides" "base: pid 100, app '--build 1' (written by mt_report_write(), after 2.000s)" "$out"
+contains "diff: new side" "new:  pid 100, app '--build 1' (written at exit, after 4.000s)" "$out"
+contains "diff: time between" "(new written 2.000s after base)" "$out"
 # Totals: reserved 18096128 -> 27533312 (+9437184 = +9216KB), committed
 # 13242368 -> 17960960 (+4718592 = +4608KB), resident 2265088 -> 4464640
 # (+2199552 = +2148KB).
@@ -119,7 +119,9 @@ order=$(printf '%s\n' "$out" | grep -E '^- ' | awk '{print $2}' | tr '\n' ' ')
 # fresh 3072, cache 2048, stacks and other 0 (by size now); memtrail last.
 expect_eq "diff: ordered by size of change, overhead last" "heap parser malloc fresh cache stacks other memtrail " "$order"
 run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr" --scale MB
-contains "diff: --scale MB" "Total: reserved=26MB +9MB, committed=17MB +5MB, resident=4MB +2MB" "$out"
+# 27533312 B = 26.26MB (+9437184 = 9MB), 17960960 = 17.13MB (+4718592 = 4.5MB),
+# 4464640 = 4.258MB (+2199552 = 2.098MB)
+contains "diff: --scale MB" "Total: reserved=26.3MB +9MB, committed=17.1MB +4.50MB, resident=4.26MB +2.10MB" "$out"
 
 # --- diff: JSON, every field against an independent reader ------------------
 cat >"$T/ref.py" <<'EOF'
@@ -311,8 +313,8 @@ if cc -std=gnu11 -I"$MT_ROOT/include" -o "$T/snap" "$T/snap.c" -L"$BUILD/lib" -l
     fi
     run_mt "$MT_ASAN" diff "$T/snap.base.mtr" "$T/snap.later.mtr"
     expect_eq "real pair: text exits 0" 0 "$rc"
-    # 8000 -> 39000 live bytes: 8KB -> 38KB (+31000 = +30KB); 8 -> 15 blocks
-    contains "real pair: text shows work's change" "(malloc=38KB +30KB #15 +7)" "$out"
+    # 8000 -> 39000 live bytes: 7.81KB -> 38.1KB (+31000 = +30.3KB); 8 -> 15 blocks
+    contains "real pair: text shows work's change" "(malloc=38.1KB +30.3KB #15 +7)" "$out"
 else
     fail "real pair: build the snapshot program" "$(head -c 300 "$T/cc.err")"
 fi

@@ -45,7 +45,7 @@ static void show_details(FILE *out, struct report *r, size_t size)
         r->modules[i].path = strdup("/nonexistent/memtrail-fuzz-module");
         FUZZ_CHECK(r->modules[i].path != NULL);
     }
-    struct symbolizer *s = sym_open(r);
+    struct symbolizer *s = detail_symbolizer(r);
     if (!s)
         return;
     struct report_scale kb;
