@@ -353,7 +353,8 @@ static int read_answer(long pid, const char *buf, size_t len, json_object **doc)
              strcmp(json_object_get_string(schema), SESSIONS_SCHEMA) != 0)
         rc = cli_error("process %ld answered with schema %s, this memtrail reads \"" SESSIONS_SCHEMA
                        "\"; run the memtrail that started it",
-                       pid, schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN) : "(none)");
+                       pid, schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_NOSLASHESCAPE)
+                              : "(none)");
     else if (!json_object_is_type(sessions, json_type_array))
         rc = cli_error("process %ld answered without a \"sessions\" array", pid);
     if (rc != 0)
