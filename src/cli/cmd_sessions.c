@@ -154,8 +154,27 @@ static int print_table(FILE *out, json_object *rows, const char *const *headers,
 
 static int render(FILE *out, json_object *j, int indent, const char *skip);
 
+/* What follows a "key:" or an item's "-": a container with members on the
+ * lines below, indented; anything else on the same line. */
+static int render_value(FILE *out, json_object *v, int indent)
+{
+    bool below = json_object_is_type(v, json_type_array)    ? json_object_array_length(v) > 0
+                 : json_object_is_type(v, json_type_object) ? json_object_object_length(v) > 0
+                                                            : false;
+    if (below) {
+        fputc('\n', out);
+        return render(out, v, indent + 2, NULL);
+    }
+    char *c = plain(v);
+    if (!c)
+        return -ENOMEM;
+    fprintf(out, " %s\n", c);
+    free(c);
+    return 0;
+}
+
 /* An array of objects as a table whose columns are their members (in the
- * order first seen); anything else one item per line. */
+ * order first seen); anything else one "- item" per line. */
 static int render_array(FILE *out, json_object *a, int indent)
 {
     size_t n = json_object_array_length(a);
@@ -164,19 +183,9 @@ static int render_array(FILE *out, json_object *a, int indent)
         objects &= json_object_is_type(json_object_array_get_idx(a, i), json_type_object);
     if (!objects) {
         for (size_t i = 0; i < n; i++) {
-            json_object *v = json_object_array_get_idx(a, i);
-            fprintf(out, "%*s", indent, "");
-            if (v && is_container(v)) {
-                fputs("-\n", out);
-                if (render(out, v, indent + 2, NULL) < 0)
-                    return -ENOMEM;
-                continue;
-            }
-            char *c = plain(v);
-            if (!c)
+            fprintf(out, "%*s-", indent, "");
+            if (render_value(out, json_object_array_get_idx(a, i), indent) < 0)
                 return -ENOMEM;
-            fprintf(out, "%s\n", c);
-            free(c);
         }
         return 0;
     }
@@ -214,20 +223,8 @@ static int render(FILE *out, json_object *j, int indent, const char *skip)
         if (skip && strcmp(key, skip) == 0)
             continue;
         fprintf(out, "%*s%s:", indent, "", key);
-        bool nested = json_object_is_type(v, json_type_array) ? json_object_array_length(v) > 0
-                      : json_object_is_type(v, json_type_object) ? json_object_object_length(v) > 0
-                                                                  : false;
-        if (nested) {
-            fputc('\n', out);
-            if (render(out, v, indent + 2, NULL) < 0)
-                return -ENOMEM;
-            continue;
-        }
-        char *c = plain(v);
-        if (!c)
+        if (render_value(out, v, indent) < 0)
             return -ENOMEM;
-        fprintf(out, " %s\n", c);
-        free(c);
     }
     return 0;
 }
