@@ -28,6 +28,10 @@ CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) 
 # The CLI's libraries: libdw/libelf (elfutils) for symbolization, libstdc++
 # for demangling C++ names.
 CLI_LIBS   := -ldw -lelf -lz -lstdc++
+# json-c (libjson-c-dev) reads what a process answers `memtrail sessions`;
+# the CLI only: the agent never links it.
+JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
+JSONC_LIBS   := $(or $(shell pkg-config --libs json-c 2>/dev/null),-ljson-c)
 # Event sessions (src/xe): the engine runs in the agent; the CLI uses its
 # sizing arithmetic (`memtrail xe plan`).
 XE_SRC     := $(wildcard src/xe/*.c)
@@ -71,7 +75,8 @@ $(shell mkdir -p $(BUILD) && (echo '$(AGENTDIR)' | cmp -s - $(AGENTDIR_STAMP) ||
 
 $(BIN): $(CLI_SRC) $(HDRS) $(AGENTDIR_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -DMT_AGENT_PATH='"$(AGENTDIR)/libmemtrail.so"' $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) $(CLI_LIBS)
+	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -DMT_AGENT_PATH='"$(AGENTDIR)/libmemtrail.so"' $(CFLAGS) $(LDFLAGS) -o $@ \
+	  $(CLI_SRC) $(CLI_LIBS) $(JSONC_LIBS)
 
 # The agent: hidden by default, exports only mt_* and the malloc family
 # (marked in the source). -fno-builtin keeps the compiler from turning our
@@ -111,7 +116,7 @@ $(BUILD)/tests/agent/%: tests/agent/%.cc $(STUB) include/memtrail.h $(wildcard t
 
 $(ASAN_BIN): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC) $(CLI_LIBS)
+	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC) $(CLI_LIBS) $(JSONC_LIBS)
 
 $(BUILD)/asan/tests/xe/%: tests/xe/%.c $(XE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/xe/*.h)
 	@mkdir -p $(dir $@)
@@ -140,11 +145,6 @@ $(TRACEGEN): bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS)
 .PHONY: tracegen
 tracegen: $(TRACEGEN)
 tests: $(TRACEGEN)
-
-# The CLI's JSON reader (memtrail sessions) has its own unit test.
-$(BUILD)/asan/tests/cli/test_json: tests/cli/test_json.c src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h
-	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< src/cli/json.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(CLI_LIBS)
 
 $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) $(wildcard tests/*.h tests/report/*.h)
 	@mkdir -p $(dir $@)

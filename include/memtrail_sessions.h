@@ -125,9 +125,11 @@ typedef struct mt_session_info {
 int mt_session_info_get(mt_session *session, mt_session_info *info);
 
 /* The data of the session's target named `target` ("ring_buffer",
- * "histogram", ...; the first of that name) as one JSON object, written
- * NUL-terminated into buf. Returns its length, -ENOENT (no such target) or
- * -ENOSPC (buf is too small). */
+ * "histogram", ...; the first of that name) as one JSON object
+ * ({"schema":"memtrail/1","target":"ring_buffer",...}: the version of
+ * the JSON, the target's kind, then its data), written NUL-terminated into
+ * buf. Returns its length, -ENOENT (no such target) or -ENOSPC (buf is too
+ * small). */
 int mt_session_target_json(mt_session *session, const char *target, char *buf, size_t len);
 
 /* Up to `max` of the newest events the session's ring_buffer target holds,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
-# `make check`, zstd, clang's libFuzzer, python3, sqlite3, nginx and curl
+# `make check`, zstd, json-c, clang's libFuzzer, python3, sqlite3, nginx and curl
 # (a server whose workers drop root, for the output tests), jemalloc,
 # tcmalloc, mimalloc and Redis (the agent over other allocators), rustc and
 # go (the hostile-program tests) and heaptrack. Prints nothing and touches
@@ -83,6 +83,7 @@ check() {
         have_pkg libelf-dev || want libelf-dev
         have_pkg zlib1g-dev || want zlib1g-dev
         have_pkg libzstd-dev || want libzstd-dev # traces are zstd-compressed chunks
+        have_pkg libjson-c-dev || want libjson-c-dev # the CLI reads `memtrail sessions` answers with json-c
         have_pkg libclang-rt-dev || want libclang-rt-dev # libFuzzer, for the trace reader's fuzz target
     fi
     have_cmd g++ || want g++

@@ -178,11 +178,11 @@ MT_EXPORT int mt_session_target_json(mt_session *s, const char *target, char *bu
         return -EINVAL;
     buf[0] = '\0';
     xe_target *t = xe_session_target(xs(s), target);
-    if (!t || !t->ops->view_json)
+    if (!t)
         return -ENOENT;
     mt_out o;
     mt_out_init(&o, buf, len - 1, -1); /* room for the NUL */
-    t->ops->view_json(t, &o);
+    xe_target_json(t, &o, 1);
     if (o.err != 0) {
         buf[0] = '\0';
         return -ENOSPC;

@@ -4,73 +4,118 @@
  * mt_session_create), as SQL Server's sys.dm_xe_sessions shows them: one
  * row per session with the seed's columns; --targets adds what each
  * session's targets hold. The process answers the control socket's
- * `sessions` request with JSON (src/agent/control.c), read here with
- * json.c. */
+ * `sessions` request with JSON (src/agent/control.c, the engine's
+ * xe_view_json; docs/json-sessions.md), read here with json-c, whose
+ * integers are 64-bit, so counters pass through exactly. */
 #include "cli/cli.h"
-#include "cli/json.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The seed's columns, in dm_xe_sessions order. */
-static const char *const columns[] = {
-    "name", "pending_buffers", "total_regular_buffers", "regular_buffer_size", "total_large_buffers",
-    "large_buffer_size", "total_buffer_size", "buffer_policy_desc", "dropped_event_count",
-    "dropped_buffer_count", "blocked_event_fire_time", "largest_event_dropped_size", "create_time",
+/* The version of the answer this CLI reads (src/xe/xe.h's XE_JSON_SCHEMA). */
+#define SESSIONS_SCHEMA "memtrail/1"
+
+/* The table: sys.dm_xe_sessions' column headers (users know them), each
+ * read from its JSON key; blocked_event_fire_time is in ms there, as
+ * SQL Server has it, and in ns in the JSON. */
+static const struct column {
+    const char *header, *key;
+    bool ns_to_ms;
+} columns[] = {
+    {"name", "name", false},
+    {"pending_buffers", "pending_buffers", false},
+    {"total_regular_buffers", "total_regular_buffers", false},
+    {"regular_buffer_size", "regular_buffer_size_bytes", false},
+    {"total_large_buffers", "total_large_buffers", false},
+    {"large_buffer_size", "large_buffer_size_bytes", false},
+    {"total_buffer_size", "total_buffer_size_bytes", false},
+    {"buffer_policy_desc", "buffer_policy", false},
+    {"dropped_event_count", "events_dropped", false},
+    {"dropped_buffer_count", "buffers_dropped", false},
+    {"blocked_event_fire_time", "blocked_event_fire_time_ns", true},
+    {"largest_event_dropped_size", "largest_event_dropped_size_bytes", false},
+    {"create_time", "create_time", false},
 };
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
-/* A cell as the table prints it: "" for a missing key. Malloc'd. */
-static char *cell(const struct json *row, const char *key)
+static json_object *member(json_object *obj, const char *key)
 {
-    const struct json *v = json_get(row, key);
-    char *s = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&s, &len);
-    if (!m)
-        return NULL;
-    if (v)
-        json_write_plain(m, v);
-    if (fclose(m) != 0) {
-        free(s);
-        return NULL;
-    }
-    return s;
+    json_object *v = NULL;
+    if (json_object_is_type(obj, json_type_object) && json_object_object_get_ex(obj, key, &v))
+        return v;
+    return NULL;
 }
 
-/* A table: one row per object of `rows`, one column per key; numbers
- * right-aligned. Returns -1 when out of memory. */
-static int print_table(FILE *out, const struct json *const *rows, size_t nrows, const char *const *keys,
-                       size_t nkeys, int indent)
+static bool is_container(json_object *v)
 {
+    return json_object_is_type(v, json_type_object) || json_object_is_type(v, json_type_array);
+}
+
+static bool is_numeric(json_object *v)
+{
+    return !v || json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+}
+
+/* A scalar as a table shows it: strings unquoted, null as NULL, numbers
+ * as written (json-c keeps 64-bit integers exact); containers as compact
+ * JSON. Malloc'd, NULL when out of memory. */
+static char *plain(json_object *v)
+{
+    if (!v)
+        return strdup("NULL");
+    if (json_object_is_type(v, json_type_string))
+        return strdup(json_object_get_string(v));
+    return strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* One table cell: "" for a missing key; ns turned into whole ms. */
+static char *cell(json_object *row, const char *key, bool ns_to_ms)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(row, key, &v))
+        return strdup("");
+    if (ns_to_ms && json_object_is_type(v, json_type_int)) {
+        char *s = NULL;
+        return asprintf(&s, "%" PRIu64, json_object_get_uint64(v) / 1000000) < 0 ? NULL : s;
+    }
+    return plain(v);
+}
+
+/* A table: one row per object of the array `rows`, one column per key
+ * (headers[k] over keys[k]); numbers right-aligned. -ENOMEM or 0. */
+static int print_table(FILE *out, json_object *rows, const char *const *headers, const char *const *keys,
+                       const bool *ns_to_ms, size_t nkeys, int indent)
+{
+    size_t nrows = json_object_array_length(rows);
     size_t *width = calloc(nkeys, sizeof *width);
     char **cells = calloc(nrows * nkeys + 1, sizeof *cells);
     bool *right = calloc(nkeys, sizeof *right);
-    int rc = width && cells && right ? 0 : -1;
+    int rc = width && cells && right ? 0 : -ENOMEM;
     for (size_t k = 0; rc == 0 && k < nkeys; k++) {
-        width[k] = strlen(keys[k]);
+        width[k] = strlen(headers[k]);
         right[k] = true;
-        for (size_t r = 0; r < nrows; r++) {
-            const struct json *v = json_get(rows[r], keys[k]);
-            if (v && v->kind != JSON_NUMBER && v->kind != JSON_NULL)
+        for (size_t r = 0; r < nrows && rc == 0; r++) {
+            json_object *row = json_object_array_get_idx(rows, r), *v = member(row, keys[k]);
+            if (!is_numeric(v))
                 right[k] = false;
-            char *c = cell(rows[r], keys[k]);
-            if (!c) {
-                rc = -1;
-                break;
-            }
-            cells[r * nkeys + k] = c;
-            if (strlen(c) > width[k])
+            char *c = json_object_is_type(row, json_type_object) ? cell(row, keys[k], ns_to_ms && ns_to_ms[k])
+                                                                 : strdup("");
+            if (!c)
+                rc = -ENOMEM;
+            else if (strlen(c) > width[k])
                 width[k] = strlen(c);
+            cells[r * nkeys + k] = c;
         }
     }
     for (size_t r = 0; rc == 0 && r <= nrows; r++) { /* row 0: the header */
         fprintf(out, "%*s", indent, "");
         for (size_t k = 0; k < nkeys; k++) {
-            const char *c = r == 0 ? keys[k] : cells[(r - 1) * nkeys + k];
+            const char *c = r == 0 ? headers[k] : cells[(r - 1) * nkeys + k];
             int w = (int)width[k];
             bool last = k + 1 == nkeys;
             if (right[k])
@@ -90,126 +135,97 @@ static int print_table(FILE *out, const struct json *const *rows, size_t nrows, 
     return rc;
 }
 
-static bool is_container(const struct json *j) { return j->kind == JSON_ARRAY || j->kind == JSON_OBJECT; }
+static int render(FILE *out, json_object *j, int indent, const char *skip);
 
-static int render(FILE *out, const struct json *j, int indent, const char *skip);
-
-/* An array of objects as a table whose columns are their scalar members
- * (in the order first seen); anything else one item per line. */
-static int render_array(FILE *out, const struct json *a, int indent)
+/* What follows a "key:" or an item's "-": a container with members on the
+ * lines below, indented; anything else on the same line. */
+static int render_value(FILE *out, json_object *v, int indent)
 {
-    bool objects = a->n > 0;
-    for (size_t i = 0; i < a->n; i++)
-        objects &= a->items[i]->kind == JSON_OBJECT;
+    bool below = json_object_is_type(v, json_type_array)    ? json_object_array_length(v) > 0
+                 : json_object_is_type(v, json_type_object) ? json_object_object_length(v) > 0
+                                                            : false;
+    if (below) {
+        fputc('\n', out);
+        return render(out, v, indent + 2, NULL);
+    }
+    char *c = plain(v);
+    if (!c)
+        return -ENOMEM;
+    fprintf(out, " %s\n", c);
+    free(c);
+    return 0;
+}
+
+/* An array of objects as a table whose columns are their members (in the
+ * order first seen); anything else one "- item" per line. */
+static int render_array(FILE *out, json_object *a, int indent)
+{
+    size_t n = json_object_array_length(a);
+    bool objects = n > 0;
+    for (size_t i = 0; i < n; i++)
+        objects &= json_object_is_type(json_object_array_get_idx(a, i), json_type_object);
     if (!objects) {
-        for (size_t i = 0; i < a->n; i++) {
-            fprintf(out, "%*s", indent, "");
-            if (is_container(a->items[i])) {
-                fputs("-\n", out);
-                if (render(out, a->items[i], indent + 2, NULL) < 0)
-                    return -1;
-            } else {
-                json_write_plain(out, a->items[i]);
-                fputc('\n', out);
-            }
+        for (size_t i = 0; i < n; i++) {
+            fprintf(out, "%*s-", indent, "");
+            if (render_value(out, json_object_array_get_idx(a, i), indent) < 0)
+                return -ENOMEM;
         }
         return 0;
     }
     const char **keys = NULL;
     size_t nkeys = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const struct json *o = a->items[i];
-        for (size_t m = 0; m < o->n; m++) {
+    for (size_t i = 0; i < n; i++) {
+        json_object_object_foreach(json_object_array_get_idx(a, i), key, val) {
+            (void)val;
             bool seen = false;
             for (size_t k = 0; k < nkeys && !seen; k++)
-                seen = strcmp(keys[k], o->keys[m]) == 0;
+                seen = strcmp(keys[k], key) == 0;
             if (seen)
                 continue;
             const char **more = realloc(keys, (nkeys + 1) * sizeof *keys);
             if (!more) {
                 free(keys);
-                return -1;
+                return -ENOMEM;
             }
             keys = more;
-            keys[nkeys++] = o->keys[m];
+            keys[nkeys++] = key;
         }
     }
-    int rc = print_table(out, (const struct json *const *)a->items, a->n, keys, nkeys, indent);
+    int rc = print_table(out, a, keys, keys, NULL, nkeys, indent);
     free(keys);
     return rc;
 }
 
 /* A target's data: "key: value" lines, nested containers indented; the
  * member `skip` (may be NULL) of this level left out. */
-static int render(FILE *out, const struct json *j, int indent, const char *skip)
+static int render(FILE *out, json_object *j, int indent, const char *skip)
 {
-    if (j->kind == JSON_ARRAY)
+    if (json_object_is_type(j, json_type_array))
         return render_array(out, j, indent);
-    for (size_t i = 0; i < j->n; i++) {
-        const struct json *v = j->items[i];
-        if (skip && strcmp(j->keys[i], skip) == 0)
+    json_object_object_foreach(j, key, v) {
+        if (skip && strcmp(key, skip) == 0)
             continue;
-        fprintf(out, "%*s%s:", indent, "", j->keys[i]);
-        if (is_container(v) && v->n > 0) {
-            fputc('\n', out);
-            if (render(out, v, indent + 2, NULL) < 0)
-                return -1;
-        } else {
-            fputc(' ', out);
-            json_write_plain(out, v);
-            fputc('\n', out);
-        }
+        fprintf(out, "%*s%s:", indent, "", key);
+        if (render_value(out, v, indent) < 0)
+            return -ENOMEM;
     }
     return 0;
 }
 
 /* Without --targets, a target is its name only (as the engine's view
- * without data has it): every other member goes. */
-static void targets_by_name(struct json *sessions)
+ * without data has it): every other member goes. -ENOMEM or 0. */
+static int targets_by_name(json_object *sessions)
 {
-    for (size_t i = 0; i < sessions->n; i++) {
-        struct json *t = (struct json *)json_get(sessions->items[i], "targets");
-        for (size_t k = 0; t && t->kind == JSON_ARRAY && k < t->n; k++) {
-            struct json *o = t->items[k];
-            size_t keep = 0;
-            for (size_t m = 0; o->kind == JSON_OBJECT && m < o->n; m++) {
-                if (strcmp(o->keys[m], "target") == 0) {
-                    o->keys[keep] = o->keys[m];
-                    o->items[keep++] = o->items[m];
-                } else {
-                    free(o->keys[m]);
-                    json_free(o->items[m]);
-                }
+    for (size_t i = 0; i < json_object_array_length(sessions); i++) {
+        json_object *t = member(json_object_array_get_idx(sessions, i), "targets");
+        for (size_t k = 0; json_object_is_type(t, json_type_array) && k < json_object_array_length(t); k++) {
+            json_object *name = member(json_object_array_get_idx(t, k), "target");
+            json_object *only = json_object_new_object();
+            if (!only || json_object_object_add(only, "target", json_object_get(name)) < 0 ||
+                json_object_array_put_idx(t, k, only) < 0) {
+                json_object_put(only);
+                return -ENOMEM;
             }
-            if (o->kind == JSON_OBJECT)
-                o->n = keep;
-        }
-    }
-}
-
-static int print_text(long pid, const struct json *sessions, bool targets)
-{
-    if (sessions->n == 0) {
-        printf("Process %ld has no event sessions.\n", pid);
-        return 0;
-    }
-    if (print_table(stdout, (const struct json *const *)sessions->items, sessions->n, columns, NCOLUMNS, 0) < 0)
-        return -1;
-    for (size_t i = 0; targets && i < sessions->n; i++) {
-        const struct json *s = sessions->items[i], *name = json_get(s, "name");
-        const struct json *t = json_get(s, "targets");
-        printf("\nSession '%s': ", name && name->kind == JSON_STRING ? name->text : "?");
-        if (!t || t->kind != JSON_ARRAY || t->n == 0) {
-            puts("no targets");
-            continue;
-        }
-        printf("%zu target%s\n", t->n, t->n == 1 ? "" : "s");
-        for (size_t k = 0; k < t->n; k++) {
-            const struct json *kind = json_get(t->items[k], "target");
-            printf("  %s\n", kind && kind->kind == JSON_STRING ? kind->text : "target");
-            /* its members but "target", which the line above names */
-            if (t->items[k]->kind == JSON_OBJECT && render(stdout, t->items[k], 4, "target") < 0)
-                return -1;
         }
     }
     return 0;
@@ -226,12 +242,125 @@ static const struct cli_command sessions_cmd = {
     .extra = "too many arguments ('%s')",
 };
 
+/* JSON as json-c serializes it, laid out for reading: a container that
+ * holds containers one member per line, any other on one line (a ring
+ * buffer's event is one line). */
+static void write_json(FILE *out, json_object *j, int indent)
+{
+    bool nested = false;
+    if (json_object_is_type(j, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(j) && !nested; i++)
+            nested = is_container(json_object_array_get_idx(j, i));
+    } else if (json_object_is_type(j, json_type_object)) {
+        json_object_object_foreach(j, key, v) {
+            (void)key;
+            nested |= v && is_container(v);
+        }
+    }
+    if (!nested) {
+        fputs(json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE), out);
+        return;
+    }
+    bool array = json_object_is_type(j, json_type_array), first = true;
+    fputs(array ? "[" : "{", out);
+    if (array) {
+        for (size_t i = 0; i < json_object_array_length(j); i++) {
+            fprintf(out, "%s\n%*s", first ? "" : ",", indent + 2, "");
+            write_json(out, json_object_array_get_idx(j, i), indent + 2);
+            first = false;
+        }
+    } else {
+        json_object_object_foreach(j, key, v) {
+            json_object *k = json_object_new_string(key); /* json-c escapes it */
+            fprintf(out, "%s\n%*s%s: ", first ? "" : ",", indent + 2, "",
+                    k ? json_object_to_json_string_ext(k, JSON_C_TO_STRING_NOSLASHESCAPE) : "\"?\"");
+            json_object_put(k);
+            write_json(out, v, indent + 2);
+            first = false;
+        }
+    }
+    fprintf(out, "\n%*s%s", indent, "", array ? "]" : "}");
+}
+
+static int print_text(long pid, json_object *sessions, bool targets)
+{
+    size_t n = json_object_array_length(sessions);
+    if (n == 0) {
+        printf("Process %ld has no event sessions.\n", pid);
+        return 0;
+    }
+    const char *headers[NCOLUMNS], *keys[NCOLUMNS];
+    bool ns_to_ms[NCOLUMNS];
+    for (size_t k = 0; k < NCOLUMNS; k++) {
+        headers[k] = columns[k].header;
+        keys[k] = columns[k].key;
+        ns_to_ms[k] = columns[k].ns_to_ms;
+    }
+    if (print_table(stdout, sessions, headers, keys, ns_to_ms, NCOLUMNS, 0) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; targets && i < n; i++) {
+        json_object *s = json_object_array_get_idx(sessions, i), *name = member(s, "name");
+        json_object *t = member(s, "targets");
+        size_t nt = json_object_is_type(t, json_type_array) ? json_object_array_length(t) : 0;
+        printf("\nSession '%s': ", json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "?");
+        if (nt == 0) {
+            puts("no targets");
+            continue;
+        }
+        printf("%zu target%s\n", nt, nt == 1 ? "" : "s");
+        for (size_t k = 0; k < nt; k++) {
+            json_object *tg = json_object_array_get_idx(t, k), *kind = member(tg, "target");
+            printf("  %s\n", json_object_is_type(kind, json_type_string) ? json_object_get_string(kind) : "target");
+            /* its members but "target", which the line above names */
+            if (json_object_is_type(tg, json_type_object) && render(stdout, tg, 4, "target") < 0)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* The answer, checked: a JSON object of this schema with a "sessions"
+ * array (members of the wrong type show as blanks in the table). 0 and
+ * *doc, or CLI_FAILED after saying why. */
+static int read_answer(long pid, const char *buf, size_t len, json_object **doc)
+{
+    struct json_tokener *tok = json_tokener_new();
+    if (!tok)
+        return cli_error("out of memory");
+    json_object *j = json_tokener_parse_ex(tok, buf, (int)(len > INT32_MAX ? INT32_MAX : len));
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    while (j && used < len && strchr(" \t\r\n", buf[used]))
+        used++;
+    int rc = 0;
+    json_object *schema = member(j, "schema"), *sessions = member(j, "sessions");
+    if (!j || jerr != json_tokener_success)
+        rc = cli_error("process %ld answered with bad JSON (%s at byte %zu); is its agent older than this memtrail?",
+                       pid, jerr == json_tokener_continue ? "cut short" : json_tokener_error_desc(jerr), used);
+    else if (used < len)
+        rc = cli_error("process %ld answered with bad JSON (text after the document at byte %zu)", pid, used);
+    else if (!json_object_is_type(schema, json_type_string) ||
+             strcmp(json_object_get_string(schema), SESSIONS_SCHEMA) != 0)
+        rc = cli_error("process %ld answered with schema %s, this memtrail reads \"" SESSIONS_SCHEMA
+                       "\"; run the memtrail that started it",
+                       pid, schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_NOSLASHESCAPE)
+                              : "(none)");
+    else if (!json_object_is_type(sessions, json_type_array))
+        rc = cli_error("process %ld answered without a \"sessions\" array", pid);
+    if (rc != 0)
+        json_object_put(j);
+    else
+        *doc = j;
+    return rc;
+}
+
 int cmd_sessions(int argc, char **argv)
 {
     bool json = false, targets = false;
     int timeout_s = 5;
     const struct cli_option options[] = {
-        CLI_OPT_JSON(&json, "print the sessions as JSON (keys in docs/cli.md)"),
+        CLI_OPT_JSON(&json, "print the sessions as JSON (schema memtrail/1; keys in docs/json-sessions.md)"),
         {.kind = CLI_OPT_FLAG, .name = "targets", .value = &targets,
          .help = "also print each session's targets and their data (ring buffer events, histogram buckets, "
                  "counters, unmatched pairs, event files)"},
@@ -249,32 +378,27 @@ int cmd_sessions(int argc, char **argv)
     struct query_target t;
     char *buf = NULL;
     size_t len = 0;
-    struct json *doc = NULL;
+    json_object *doc = NULL;
     int rc = query_open(pid, "sessions", &t);
     if (rc == 0)
         rc = query_ask(&t, "sessions\n", timeout_s * 1000, &buf, &len);
-    const struct json *sessions = NULL;
+    if (rc == 0)
+        rc = read_answer(pid, buf, len, &doc);
     if (rc == 0) {
-        char err[128];
-        if (json_parse(buf, len, &doc, err, sizeof err) < 0)
-            rc = cli_error("process %ld answered with bad JSON (%s); is its agent older than this memtrail?", pid,
-                           err);
-        else if (!(sessions = json_get(doc, "sessions")) || sessions->kind != JSON_ARRAY)
-            rc = cli_error("process %ld answered without a \"sessions\" array", pid);
-    }
-    if (rc == 0) {
+        json_object *sessions = member(doc, "sessions");
         int prc = 0;
         if (json) {
-            if (!targets)
-                targets_by_name((struct json *)sessions);
-            json_write(stdout, doc, 0);
-            fputc('\n', stdout);
+            prc = targets ? 0 : targets_by_name(sessions);
+            if (prc == 0) {
+                write_json(stdout, doc, 0);
+                fputc('\n', stdout);
+            }
         } else {
             prc = print_text(pid, sessions, targets);
         }
-        rc = cli_write_status(prc < 0 ? -ENOMEM : 0);
+        rc = cli_write_status(prc);
     }
-    json_free(doc);
+    json_object_put(doc);
     free(buf);
     query_close(&t);
     return rc;

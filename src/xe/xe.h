@@ -134,9 +134,11 @@ typedef struct xe_target_ops {
     void (*flush)(xe_target *t);
     /* Unmap everything (may be NULL). */
     void (*close)(xe_target *t);
-    /* The target's data as one JSON object (`{"target":"ring_buffer",...}`).
-     * Must be async-signal-safe and safe against a concurrent deliver():
-     * it may run in a signal handler on any thread but the dispatcher. */
+    /* The target's data as JSON members, each written `,"key":value`
+     * (xe_target_json writes the braces and the target's name around
+     * them). Must be async-signal-safe and safe against a concurrent
+     * deliver(): it may run in a signal handler on any thread but the
+     * dispatcher. */
     void (*view_json)(xe_target *t, mt_out *o);
     /* When the session stops, after the last flush (may be NULL). */
     void (*stop)(xe_target *t);
@@ -303,10 +305,20 @@ int xe_sessions(xe_session **out, int max);
 const xe_config *xe_session_config(const xe_session *s);
 xe_target *xe_session_target(xe_session *s, const char *name);
 
-/* The view as JSON ({"sessions":[...]}, targets' data included when
- * with_targets; `memtrail sessions` prints its table from it).
- * Async-signal-safe. */
+/* The version of the JSON the engine writes: every top-level object opens
+ * with "schema":XE_JSON_SCHEMA (docs/json-sessions.md,
+ * docs/schema/sessions.schema.json). */
+#define XE_JSON_SCHEMA "memtrail/1"
+
+/* The view as JSON ({"schema":"memtrail/1","sessions":[...]}, targets'
+ * data included when with_targets; `memtrail sessions` prints its table
+ * from it). Async-signal-safe. */
 void xe_view_json(mt_out *o, int with_targets);
+
+/* One target as a JSON object, {"target":"ring_buffer",...its data}; a
+ * top-level document (with the "schema" key first) when `document` is
+ * set. Async-signal-safe. */
+void xe_target_json(xe_target *t, mt_out *o, int document);
 
 /* In a forked child: the sessions get a dispatcher of their own and the
  * work of threads that did not survive the fork is finished. Registered

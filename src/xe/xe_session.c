@@ -531,62 +531,85 @@ static int view_begin(xe_session **list)
 }
 static void view_end(void) { atomic_fetch_sub(&viewers, 1); }
 
+/* The definition's name of a retention mode, as a session definition
+ * accepts it (event_retention_mode=...). */
+static const char *retention_name(enum xe_retention r)
+{
+    return r == XE_ALLOW_SINGLE_EVENT_LOSS ? "allow_single_event_loss"
+           : r == XE_ALLOW_MULTIPLE_EVENT_LOSS ? "allow_multiple_event_loss" : "no_event_loss";
+}
+
+/* A partition mode in lower case, as a definition accepts it. */
+static const char *mode_name(xe_partition_mode m)
+{
+    return m == XE_PART_PER_NODE ? "per_node" : m == XE_PART_PER_CPU ? "per_cpu" : "none";
+}
+
+/* One session: the keys of docs/json-sessions.md, in sys.dm_xe_sessions
+ * order first. */
+static void session_json(mt_out *o, xe_session *s, int with_targets)
+{
+    xe_session_info in;
+    xe_session_info_get(s, &in);
+    mt_out_str(o, "{\"name\":");
+    xe_json_str(o, in.name);
+    xe_json_kv_u64(o, "pending_buffers", in.pending_buffers);
+    xe_json_kv_u64(o, "total_regular_buffers", in.total_regular_buffers);
+    xe_json_kv_u64(o, "regular_buffer_size_bytes", in.regular_buffer_size);
+    xe_json_kv_u64(o, "total_large_buffers", in.total_large_buffers);
+    xe_json_kv_u64(o, "large_buffer_size_bytes", in.large_buffer_size);
+    xe_json_kv_u64(o, "total_buffer_size_bytes", in.total_buffer_size);
+    xe_json_key(o, "buffer_policy");
+    xe_json_str(o, in.buffer_policy_desc);
+    xe_json_kv_u64(o, "events_dropped", in.dropped_event_count);
+    xe_json_kv_u64(o, "buffers_dropped", in.dropped_buffer_count);
+    xe_json_kv_u64(o, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
+    xe_json_kv_u64(o, "largest_event_dropped_size_bytes", in.largest_event_dropped_size);
+    mt_out_str(o, ",\"create_time\":\"");
+    put_time(o, in.create_time_ns);
+    mt_out_char(o, '"');
+    xe_json_kv_u64(o, "create_time_ns", (uint64_t)in.create_time_ns);
+    xe_json_key(o, "state");
+    xe_json_str(o, state_name(in.state));
+    xe_json_key(o, "event_retention_mode");
+    xe_json_str(o, retention_name(s->cfg.retention));
+    xe_json_kv_u64(o, "events_delivered", in.events_delivered);
+    xe_json_kv_u64(o, "max_memory_bytes", in.max_memory);
+    xe_json_kv_u64(o, "memory_allocated_bytes", in.memory_allocated);
+    xe_json_key(o, "memory_partition_mode");
+    xe_json_str(o, mode_name(in.mode));
+    xe_json_kv_u64(o, "partitions", in.partitions);
+    xe_json_key(o, "strict_max_memory");
+    mt_out_str(o, in.strict ? "true" : "false");
+    xe_json_key(o, "max_dispatch_latency_ns");
+    put_latency(o, in.max_dispatch_latency_ns);
+    xe_json_key(o, "predicate");
+    xe_json_str(o, s->cfg.pred.text);
+    mt_out_str(o, ",\"targets\":[");
+    for (int t = 0; t < s->cfg.ntargets; t++) {
+        xe_target *tg = &s->targets[t];
+        if (t)
+            mt_out_char(o, ',');
+        if (with_targets) {
+            xe_target_json(tg, o, 0);
+        } else {
+            mt_out_str(o, "{\"target\":");
+            xe_json_str(o, tg->ops->name);
+            mt_out_char(o, '}');
+        }
+    }
+    mt_out_str(o, "]}");
+}
+
 void xe_view_json(mt_out *o, int with_targets)
 {
     xe_session *list[XE_MAX_SESSIONS];
     int n = view_begin(list);
-    mt_out_str(o, "{\"sessions\":[");
+    mt_out_str(o, "{\"schema\":\"" XE_JSON_SCHEMA "\",\"sessions\":[");
     for (int i = 0; i < n; i++) {
-        xe_session *s = list[i];
-        xe_session_info in;
-        xe_session_info_get(s, &in);
-        mt_out_str(o, i ? ",{\"name\":" : "{\"name\":");
-        xe_json_str(o, in.name);
-        mt_out_str(o, ",\"state\":");
-        xe_json_str(o, state_name(in.state));
-        xe_json_kv_u64(o, "pending_buffers", in.pending_buffers);
-        xe_json_kv_u64(o, "total_regular_buffers", in.total_regular_buffers);
-        xe_json_kv_u64(o, "regular_buffer_size", in.regular_buffer_size);
-        xe_json_kv_u64(o, "total_large_buffers", in.total_large_buffers);
-        xe_json_kv_u64(o, "large_buffer_size", in.large_buffer_size);
-        xe_json_kv_u64(o, "total_buffer_size", in.total_buffer_size);
-        mt_out_str(o, ",\"buffer_policy_desc\":");
-        xe_json_str(o, in.buffer_policy_desc);
-        xe_json_kv_u64(o, "dropped_event_count", in.dropped_event_count);
-        xe_json_kv_u64(o, "dropped_buffer_count", in.dropped_buffer_count);
-        xe_json_kv_u64(o, "blocked_event_fire_time", in.blocked_event_fire_time_ns / 1000000);
-        xe_json_kv_u64(o, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
-        xe_json_kv_u64(o, "largest_event_dropped_size", in.largest_event_dropped_size);
-        mt_out_str(o, ",\"create_time\":\"");
-        put_time(o, in.create_time_ns);
-        mt_out_str(o, "\"");
-        xe_json_kv_u64(o, "create_time_ns", (uint64_t)in.create_time_ns);
-        xe_json_kv_u64(o, "events_delivered", in.events_delivered);
-        xe_json_kv_u64(o, "max_memory", in.max_memory);
-        xe_json_kv_u64(o, "memory_allocated", in.memory_allocated);
-        mt_out_str(o, ",\"memory_partition_mode\":");
-        xe_json_str(o, xe_partition_mode_name(in.mode));
-        xe_json_kv_u64(o, "partitions", in.partitions);
-        mt_out_str(o, ",\"strict_max_memory\":");
-        mt_out_str(o, in.strict ? "true" : "false");
-        mt_out_str(o, ",\"max_dispatch_latency_ns\":");
-        put_latency(o, in.max_dispatch_latency_ns);
-        mt_out_str(o, ",\"predicate\":");
-        xe_json_str(o, s->cfg.pred.text);
-        mt_out_str(o, ",\"targets\":[");
-        for (int t = 0; t < s->cfg.ntargets; t++) {
-            xe_target *tg = &s->targets[t];
-            if (t)
-                mt_out_char(o, ',');
-            if (with_targets && tg->ops->view_json) {
-                tg->ops->view_json(tg, o);
-            } else {
-                mt_out_str(o, "{\"target\":");
-                xe_json_str(o, tg->ops->name);
-                mt_out_char(o, '}');
-            }
-        }
-        mt_out_str(o, "]}");
+        if (i)
+            mt_out_char(o, ',');
+        session_json(o, list[i], with_targets);
     }
     mt_out_str(o, "]}\n");
     view_end();

@@ -61,9 +61,8 @@ static void counter_view(xe_target *t, mt_out *o)
     uint64_t counts[XE_EV_NTYPES + 1], total = 0;
     for (unsigned k = 0; k <= XE_EV_NTYPES; k++)
         total += counts[k] = counter_sum(s, k);
-    mt_out_str(o, "{\"target\":\"event_counter\"");
-    xe_json_kv_u64(o, "total", total);
-    mt_out_str(o, ",\"counts\":{");
+    xe_json_kv_u64(o, "events", total);
+    mt_out_str(o, ",\"events_by_type\":{");
     int first = 1;
     for (unsigned k = 0; k <= XE_EV_NTYPES; k++) {
         if (counts[k] == 0)
@@ -75,7 +74,7 @@ static void counter_view(xe_target *t, mt_out *o)
         mt_out_char(o, ':');
         mt_out_u64(o, counts[k]);
     }
-    mt_out_str(o, "}}");
+    mt_out_char(o, '}');
 }
 
 const xe_target_ops xe_target_event_counter = {

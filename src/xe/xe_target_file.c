@@ -388,7 +388,7 @@ static void file_view(xe_target *t, mt_out *o)
     uint64_t opened = xe_stat_get(&s->opened), seq = xe_stat_get(&s->seq);
     uint64_t files = s->max_rollover && opened > s->max_rollover ? s->max_rollover : opened;
     char path[sizeof s->filename + 24];
-    mt_out_str(o, "{\"target\":\"event_file\",\"filename\":");
+    mt_out_str(o, ",\"filename\":");
     xe_json_str(o, s->filename);
     xe_json_key(o, "current_file");
     if (opened) {
@@ -399,11 +399,11 @@ static void file_view(xe_target *t, mt_out *o)
     }
     xe_json_key(o, "encoding");
     xe_json_str(o, s->enc->name);
-    xe_json_kv_u64(o, "max_file_size", s->max_file_size);
+    xe_json_kv_u64(o, "max_file_size_bytes", s->max_file_size);
     xe_json_kv_u64(o, "max_rollover_files", s->max_rollover);
     xe_json_kv_u64(o, "files", files);
     xe_json_kv_u64(o, "files_opened", opened);
-    xe_json_kv_u64(o, "bytes_written", xe_stat_get(&s->bytes_written));
+    xe_json_kv_u64(o, "written_bytes", xe_stat_get(&s->bytes_written));
     xe_json_kv_u64(o, "events_written", xe_stat_get(&s->events_written));
     xe_json_kv_u64(o, "events_dropped", xe_stat_get(&s->events_dropped));
     xe_json_kv_u64(o, "write_errors", xe_stat_get(&s->write_errors));
@@ -425,7 +425,6 @@ static void file_view(xe_target *t, mt_out *o)
         }
         xe_json_str(o, mt_out_cstr(&m));
     }
-    mt_out_char(o, '}');
 }
 
 static void file_close(xe_target *t)

@@ -150,8 +150,8 @@ static void bucket_json(const hist_state *s, mt_out *o, const hist_entry *e)
         uint64_t c = e->value;
         uint64_t lo = c == 0 ? 0 : c <= 64 ? 1ull << (c - 1) : 0;
         uint64_t hi = c == 0 ? 0 : c < 64 ? (1ull << c) - 1 : UINT64_MAX;
-        xe_json_kv_u64(o, "min_size", lo);
-        xe_json_kv_u64(o, "max_size", hi);
+        xe_json_kv_u64(o, "min_size_bytes", lo);
+        xe_json_kv_u64(o, "max_size_bytes", hi);
     } else if (s->source == XE_F_CATEGORY) {
         xe_json_key(o, "name");
         xe_json_str(o, e->value <= 0xffff ? xe_category_name((unsigned)e->value) : NULL);
@@ -165,11 +165,11 @@ static void bucket_json(const hist_state *s, mt_out *o, const hist_entry *e)
 static void hist_view(xe_target *t, mt_out *o)
 {
     hist_state *s = t->state;
-    mt_out_str(o, "{\"target\":\"histogram\",\"source\":");
+    mt_out_str(o, ",\"source\":");
     xe_json_str(o, xe_field_name((enum xe_field)s->source));
     xe_json_kv_u64(o, "slots", s->slots);
     xe_json_kv_u64(o, "events", xe_stat_get(&s->events));
-    xe_json_kv_u64(o, "overflow", xe_stat_get(&s->overflow));
+    xe_json_kv_u64(o, "overflow_events", xe_stat_get(&s->overflow));
     int mine = __atomic_exchange_n(&s->scratch_busy, 1, __ATOMIC_ACQUIRE) == 0;
     mt_out_str(o, mine ? ",\"sorted\":true" : ",\"sorted\":false");
     mt_out_str(o, ",\"buckets\":[");
@@ -200,7 +200,7 @@ static void hist_view(xe_target *t, mt_out *o)
         }
         __atomic_store_n(&s->scratch_busy, 0, __ATOMIC_RELEASE);
     }
-    mt_out_str(o, "]}");
+    mt_out_char(o, ']');
 }
 
 const xe_target_ops xe_target_histogram = {

@@ -239,7 +239,7 @@ static int entry_read(const pair_entry *e, uint64_t *order, xe_event *ev)
 static void pair_view(xe_target *t, mt_out *o)
 {
     const pair_state *s = t->state;
-    mt_out_str(o, "{\"target\":\"pair_matching\",\"begin_event\":");
+    mt_out_str(o, ",\"begin_event\":");
     xe_json_str(o, xe_type_name(s->begin));
     xe_json_key(o, "end_event");
     xe_json_str(o, xe_type_name(s->end));
@@ -248,11 +248,11 @@ static void pair_view(xe_target *t, mt_out *o)
     xe_json_kv_u64(o, "max_orphans", s->max_orphans);
     xe_json_kv_u64(o, "begins", xe_stat_get(&s->begins));
     xe_json_kv_u64(o, "ends", xe_stat_get(&s->ends));
-    xe_json_kv_u64(o, "matched", xe_stat_get(&s->matched));
+    xe_json_kv_u64(o, "matches", xe_stat_get(&s->matched));
     xe_json_kv_u64(o, "unmatched_ends", xe_stat_get(&s->unmatched_ends));
     xe_json_kv_u64(o, "orphans_dropped", xe_stat_get(&s->orphans_dropped));
     xe_json_kv_u64(o, "duplicate_begins", xe_stat_get(&s->duplicate_begins));
-    xe_json_kv_u64(o, "unmatched_count", xe_stat_get(&s->unmatched_count));
+    xe_json_kv_u64(o, "unmatched_begins", xe_stat_get(&s->unmatched_count));
     xe_json_kv_u64(o, "unmatched_bytes", xe_stat_get(&s->unmatched_bytes));
 
     /* The oldest PAIR_LIST begins: one pass keeping a sorted short list
@@ -290,7 +290,7 @@ static void pair_view(xe_target *t, mt_out *o)
         first = 0;
         xe_json_event(o, &ev);
     }
-    mt_out_str(o, "]}");
+    mt_out_char(o, ']');
 }
 
 const xe_target_ops xe_target_pair_matching = {

@@ -104,7 +104,6 @@ static void ring_view(xe_target *t, mt_out *o)
     const ring_state *s = t->state;
     uint64_t end = __atomic_load_n(&s->total, __ATOMIC_ACQUIRE);
     uint64_t n = end < s->limit ? end : s->limit;
-    mt_out_str(o, "{\"target\":\"ring_buffer\"");
     xe_json_kv_u64(o, "max_events_limit", s->limit);
     xe_json_kv_u64(o, "events_received", end);
     mt_out_str(o, ",\"events\":[");
@@ -118,7 +117,7 @@ static void ring_view(xe_target *t, mt_out *o)
         first = 0;
         xe_json_event(o, &ev);
     }
-    mt_out_str(o, "]}");
+    mt_out_char(o, ']');
 }
 
 const xe_target_ops xe_target_ring_buffer = {

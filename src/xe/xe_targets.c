@@ -228,6 +228,15 @@ void xe_json_kv_u64(mt_out *o, const char *key, uint64_t v)
     mt_out_u64(o, v);
 }
 
+void xe_target_json(xe_target *t, mt_out *o, int document)
+{
+    mt_out_str(o, document ? "{\"schema\":\"" XE_JSON_SCHEMA "\",\"target\":" : "{\"target\":");
+    xe_json_str(o, t->ops->name);
+    if (t->ops->view_json)
+        t->ops->view_json(t, o);
+    mt_out_char(o, '}');
+}
+
 void xe_json_event(mt_out *o, const xe_event *ev)
 {
     mt_out_str(o, "{\"type\":");
@@ -241,13 +250,13 @@ void xe_json_event(mt_out *o, const xe_event *ev)
     xe_json_kv_u64(o, "tid", ev->tid);
     xe_json_kv_u64(o, "cpu", ev->cpu);
     xe_json_kv_u64(o, "time_ns", ev->time_ns);
-    xe_json_kv_u64(o, "size", ev->size);
+    xe_json_kv_u64(o, "size_bytes", ev->size);
     xe_json_kv_u64(o, "address", ev->address);
     xe_json_kv_u64(o, "old_address", ev->old_address);
     xe_json_kv_u64(o, "site", ev->site);
     xe_json_kv_u64(o, "key", ev->key);
     xe_json_kv_u64(o, "value", ev->value);
-    xe_json_kv_u64(o, "data_len", ev->data_len);
+    xe_json_kv_u64(o, "data_bytes", ev->data_len);
     mt_out_char(o, '}');
 }
 

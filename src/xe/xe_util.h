@@ -84,7 +84,8 @@ void xe_json_str(mt_out *o, const char *s);                /* NULL: null */
 void xe_json_strn(mt_out *o, const char *s, size_t n);
 void xe_json_key(mt_out *o, const char *key);              /* ,"key": */
 void xe_json_kv_u64(mt_out *o, const char *key, uint64_t v);
-/* {"type":"alloc","category":N,"category_name":..,"tid":..,...} */
+/* {"type":"alloc","category":N,"category_name":..,"tid":..,...,
+ * "size_bytes":..,"data_bytes":..} */
 void xe_json_event(mt_out *o, const xe_event *ev);
 
 /* ---- packed events ----

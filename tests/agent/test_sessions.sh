@@ -101,8 +101,8 @@ import json, sys
 seed = {637: (5, 130867, 654335), 638: (5, 130867, 654335), 639: (5, 130867, 654335),
         640: (5, 196403, 982015), 641: (5, 196403, 982015), 642: (5, 196403, 982015)}
 s = {x["name"]: x for x in json.load(open(sys.argv[1]))["sessions"]}
-got = {kb: (s["seed%d" % kb]["total_regular_buffers"], s["seed%d" % kb]["regular_buffer_size"],
-            s["seed%d" % kb]["total_buffer_size"]) for kb in seed}
+got = {kb: (s["seed%d" % kb]["total_regular_buffers"], s["seed%d" % kb]["regular_buffer_size_bytes"],
+            s["seed%d" % kb]["total_buffer_size_bytes"]) for kb in seed}
 print("ok" if got == seed else got)
 ' "$T/live.json"
     else
@@ -115,16 +115,18 @@ s = {x["name"]: x for x in json.load(open(sys.argv[1]))["sessions"]}
 bad = []
 for kb, f in ((637, sys.argv[2]), (640, sys.argv[3])):
     p = json.load(open(f))
-    for k in ("total_regular_buffers", "regular_buffer_size", "total_buffer_size", "memory_allocated"):
-        if s["seed%d" % kb][k] != p[k]: bad.append((kb, k, s["seed%d" % kb][k], p[k]))
+    for k in ("total_regular_buffers", "regular_buffer_size_bytes", "total_buffer_size_bytes", "memory_allocated_bytes"):
+        # the plan names a size with or without its unit suffix
+        pk = k if k in p else k[:-len("_bytes")] if k.endswith("_bytes") else k
+        if s["seed%d" % kb][k] != p[pk]: bad.append((kb, k, s["seed%d" % kb][k], p[pk]))
 print("ok" if not bad else bad)
 ' "$T/live.json" "$T/plan637.json" "$T/plan640.json"
-    py "sessions --json: every seed column, state started; targets by name only without --targets" '
+    py "sessions --json: every seed column (under its JSON key), state started; targets by name only without --targets" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-cols = ["name", "pending_buffers", "total_regular_buffers", "regular_buffer_size", "total_large_buffers",
-        "large_buffer_size", "total_buffer_size", "buffer_policy_desc", "dropped_event_count",
-        "dropped_buffer_count", "blocked_event_fire_time", "largest_event_dropped_size", "create_time"]
+cols = ["name", "pending_buffers", "total_regular_buffers", "regular_buffer_size_bytes", "total_large_buffers",
+        "large_buffer_size_bytes", "total_buffer_size_bytes", "buffer_policy", "events_dropped",
+        "buffers_dropped", "blocked_event_fire_time_ns", "largest_event_dropped_size_bytes", "create_time"]
 ring = [x for x in j["sessions"] if x["name"] == "ring"][0]
 miss = [(x["name"], c) for x in j["sessions"] for c in cols if c not in x]
 ok = not miss and len(j["sessions"]) == 7 and all(x["state"] == "started" for x in j["sessions"]) \
@@ -289,14 +291,14 @@ for l in open(sys.argv[2]):
     elif f[0] == "realloc": live.pop(int(f[4], 16), None); live[addr] = size
     elif f[0] == "free": live.pop(addr)
 leaks = {(a, s) for a, s in live.items() if s >= 4096}
-got = {(u["address"], u["size"]) for u in pm["unmatched"]}
-print("ok" if got == leaks and len(leaks) == 4 and pm["unmatched_count"] == 4 else (sorted(got), sorted(leaks)))
+got = {(u["address"], u["size_bytes"]) for u in pm["unmatched"]}
+print("ok" if got == leaks and len(leaks) == 4 and pm["unmatched_begins"] == 4 else (sorted(got), sorted(leaks)))
 ' "$G/s.json" "$G/allocs.txt"
     py "run --session: a category predicate (category == \"parser\") counts the tagged allocs and frees" '
 import json, sys, collections
 j = json.load(open(sys.argv[1]))
 p = [s for s in j["sessions"] if s["name"] == "parser"][0]
-c = p["targets"][0]["counts"]
+c = p["targets"][0]["events_by_type"]
 want = collections.Counter(l.split()[0] for l in open(sys.argv[2]) if l.split()[3] == "parser")
 print("ok" if {k: v for k, v in c.items() if v} == dict(want) else (c, dict(want)))
 ' "$G/s.json" "$G/allocs.txt"

@@ -16,6 +16,9 @@
  *   allocs DIR                known allocations, for the agent's own sessions
  *   fork                      a session used across fork()
  *   forkagent DIR             allocations before and after fork(), for agent sessions
+ *   targets DIR N             one session with a target of each kind: N user
+ *                             events and N spans (every other one ended), each
+ *                             target's mt_session_target_json() on a line
  *   stub                      the calls' returns (linked with the stub alone)
  *
  * Exit status 0, or 1 with a line on stderr when a call fails unexpectedly. */
@@ -658,6 +661,51 @@ static int cmd_forkagent(const char *dir)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* ---- targets: each kind's JSON document ----------------------------------------- */
+
+static int cmd_targets(const char *dir, int n)
+{
+    char def[4400];
+    snprintf(def, sizeof def,
+             "max_dispatch_latency=infinite;where=type == user || type == span_begin || type == span_end;"
+             "target=ring_buffer(max_events_limit=10);target=histogram(source=key);target=event_counter;"
+             "target=pair_matching(begin_event=span_begin,end_event=span_end,match_on=key);"
+             "target=event_file(filename=%s/targets.xel)",
+             dir);
+    mt_session *s = create("targets", def);
+    start(s);
+    /* In this order: user (key i % 4, size i + 1), span_begin (key 1000 + i),
+     * and span_end of the same key for even i. */
+    int collected = 0;
+    for (int i = 0; i < n; i++) {
+        mt_event u = {.type = MT_EVENT_USER, .key = (uint64_t)i % 4, .value = (uint64_t)i, .size = (uint64_t)i + 1};
+        mt_event b = {.type = MT_EVENT_SPAN_BEGIN, .key = 1000 + (uint64_t)i, .value = (uint64_t)i};
+        mt_event e = {.type = MT_EVENT_SPAN_END, .key = 1000 + (uint64_t)i, .value = (uint64_t)i};
+        collected += mt_event_fire(s, &u) == 1;
+        collected += mt_event_fire(s, &b) == 1;
+        if (i % 2 == 0)
+            collected += mt_event_fire(s, &e) == 1;
+    }
+    if (mt_session_stop(s) != 0) /* everything dispatched, the event file complete */
+        die("mt_session_stop");
+    static const char *const kinds[] = {"ring_buffer", "histogram", "event_counter", "pair_matching", "event_file"};
+    static char buf[1 << 16];
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        int rc = mt_session_target_json(s, kinds[k], buf, sizeof buf);
+        if (rc < 0 || (size_t)rc != strlen(buf))
+            die("mt_session_target_json %s: %d", kinds[k], rc);
+        printf("%s\n", buf);
+    }
+    char small[16];
+    int nospace = mt_session_target_json(s, "ring_buffer", small, sizeof small);
+    int none = mt_session_target_json(s, "nosuch", buf, sizeof buf);
+    printf("{\"collected\": %d, \"small\": %d, \"small_text\": \"%s\", \"nosuch\": %d}\n", collected, nospace, small,
+           none);
+    if (mt_session_drop(s) != 0)
+        die("drop");
+    return 0;
+}
+
 /* ---- stub ------------------------------------------------------------------------ */
 
 static int cmd_stub(void)
@@ -684,7 +732,7 @@ int main(int argc, char **argv)
 {
     alarm(120); /* a hung scenario ends the test instead of the suite */
     if (argc < 2)
-        die("usage: xe_api view|hold|flood|noloss|latency|predicate|allocs|fork|stub ...");
+        die("usage: xe_api view|hold|flood|noloss|latency|predicate|allocs|fork|targets|stub ...");
     const char *cmd = argv[1];
     if (strcmp(cmd, "view") == 0)
         return cmd_view(argc - 2, argv + 2);
@@ -704,6 +752,8 @@ int main(int argc, char **argv)
         return cmd_fork();
     if (strcmp(cmd, "forkagent") == 0 && argc == 3)
         return cmd_forkagent(argv[2]);
+    if (strcmp(cmd, "targets") == 0 && argc == 4 && atoi(argv[3]) > 0 && atoi(argv[3]) <= 250)
+        return cmd_targets(argv[2], atoi(argv[3]));
     if (strcmp(cmd, "stub") == 0)
         return cmd_stub();
     die("unknown or incomplete command '%s'", cmd);

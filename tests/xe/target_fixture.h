@@ -84,7 +84,7 @@ UNUSED static char *view(xe_target *t)
     char *buf = malloc(VIEW_CAP);
     mt_out o;
     mt_out_init(&o, buf, VIEW_CAP, -1);
-    t->ops->view_json(t, &o);
+    xe_target_json(t, &o, 1);
     mt_out_cstr(&o);
     return buf;
 }

@@ -242,12 +242,12 @@ static void test_file(void)
     char params[192], path[256];
     snprintf(params, sizeof params, "filename='%s/d.xel'", dir);
     xe_target *t = make(&xe_target_event_file, params);
-    expect_view(t, "d['max_file_size'], d['max_rollover_files'], d['files'], d['current_file'], d['encoding'], d['last_error']",
+    expect_view(t, "d['max_file_size_bytes'], d['max_rollover_files'], d['files'], d['current_file'], d['encoding'], d['last_error']",
                 "1073741824 5 0 None raw None");
     destroy(t);
     snprintf(params, sizeof params, "filename=%s/d.xel,max_file_size=2", dir);
     t = make(&xe_target_event_file, params);
-    expect_view(t, "d['max_file_size']", "2097152");
+    expect_view(t, "d['max_file_size_bytes']", "2097152");
     destroy(t);
 
     /* 4 KB files hold 56 records of 72 bytes after the 16-byte header;
@@ -271,7 +271,7 @@ static void test_file(void)
         char want[200];
         snprintf(want, sizeof want, "%d %d %d %d 0 0", keep ? keep : files, files, N,
                  files * 16 + N * 72);
-        expect_view(t, "d['files'], d['files_opened'], d['events_written'], d['bytes_written'], d['events_dropped'], d['write_errors']",
+        expect_view(t, "d['files'], d['files_opened'], d['events_written'], d['written_bytes'], d['events_dropped'], d['write_errors']",
                     want);
         int n = 0, ok = 1;
         for (int s = 0; s < files; s++) {
@@ -371,7 +371,7 @@ static void test_file(void)
     json[jn] = '\0';
     if (f)
         fclose(f);
-    char *out = py(json, "print(d['events_written'], d['events_dropped'], d['write_errors'], d['last_error'], d['bytes_written'])");
+    char *out = py(json, "print(d['events_written'], d['events_dropped'], d['write_errors'], d['last_error'], d['written_bytes'])");
     CHECK("partial write: counted", strcmp(out, "120 80 3 write: EFBIG 8656\n") == 0);
     if (strcmp(out, "120 80 3 write: EFBIG 8656\n") != 0)
         printf("  got '%s'\n", out);
@@ -392,7 +392,7 @@ static void test_file(void)
     for (uint64_t i = 0; i < 1000; i++)
         t->ops->deliver(t, &(xe_event){.value = i * 3});
     t->ops->flush(t);
-    expect_view(t, "d['encoding'], d['bytes_written'], d['events_written']", "test8 8004 1000");
+    expect_view(t, "d['encoding'], d['written_bytes'], d['events_written']", "test8 8004 1000");
     destroy(t);
     snprintf(path, sizeof path, "%s/enc.bin", dir);
     f = fopen(path, "rb");

@@ -38,6 +38,8 @@ static void test_ring(void)
     xe_target *t = make(&xe_target_ring_buffer, "");
     CHECK("ring_buffer default", t != NULL);
     expect_view(t, "d['max_events_limit'], d['events_received'], d['events']", "1000 0 []");
+    /* A top-level document: the schema key first, then the target's name. */
+    expect_view(t, "list(d)[:2], d['schema'], d['target']", "['schema', 'target'] memtrail/1 ring_buffer");
     destroy(t);
 
     t = make(&xe_target_ring_buffer, " Max_Events_Limit = 10 ");
@@ -70,11 +72,11 @@ static void test_ring(void)
     expect_view(t, "d['target'], d['max_events_limit'], d['events_received'], len(d['events'])",
                 "ring_buffer 10 25 10");
     expect_view(t, "[e['value'] for e in d['events']]", "[15, 16, 17, 18, 19, 20, 21, 22, 23, 24]");
-    expect_view(t, "all(e['size'] == e['address'] == e['key'] == e['time_ns'] == e['value'] and e['data_len'] == e['value'] for e in d['events'])",
+    expect_view(t, "all(e['size_bytes'] == e['address'] == e['key'] == e['time_ns'] == e['value'] and e['data_bytes'] == e['value'] for e in d['events'])",
                 "True");
     expect_view(t, "sorted(d['events'][0].keys())",
-                "['address', 'category', 'category_name', 'cpu', 'data_len', 'key', 'old_address', "
-                "'site', 'size', 'tid', 'time_ns', 'type', 'value']");
+                "['address', 'category', 'category_name', 'cpu', 'data_bytes', 'key', 'old_address', "
+                "'site', 'size_bytes', 'tid', 'time_ns', 'type', 'value']");
     destroy(t);
 
     /* Names: types and host categories (escaped). */
@@ -98,7 +100,7 @@ static void test_histogram(void)
     expect_init_error(&xe_target_histogram, "bins=3", "unknown parameter 'bins' (accepted: source, slots)");
 
     xe_target *t = make(&xe_target_histogram, "");
-    expect_view(t, "d['target'], d['source'], d['slots'], d['overflow'], d['buckets']", "histogram size_class 256 0 []");
+    expect_view(t, "d['target'], d['source'], d['slots'], d['overflow_events'], d['buckets']", "histogram size_class 256 0 []");
     destroy(t);
 
     /* 200 distinct sizes, 300 slots: every value counted. */
@@ -114,7 +116,7 @@ static void test_histogram(void)
     }
     char *json = view(t);
     char *out = py(json, "for b in d['buckets']: print(b['value'], b['count'])\n"
-                         "print('overflow', d['overflow'], d['events'])\n"
+                         "print('overflow', d['overflow_events'], d['events'])\n"
                          "c = [b['count'] for b in d['buckets']]\n"
                          "print('sorted', c == sorted(c, reverse=True))");
     int distinct = 0, ok = 1, lines = 0;
@@ -158,7 +160,7 @@ static void test_histogram(void)
         t->ops->deliver(t, &ev);
     }
     json = view(t);
-    out = py(json, "print(len(d['buckets']), d['overflow'])\n"
+    out = py(json, "print(len(d['buckets']), d['overflow_events'])\n"
                    "for b in d['buckets']: print(b['value'], b['count'])");
     ok = 1;
     line = strtok(out, "\n");
@@ -179,7 +181,7 @@ static void test_histogram(void)
     uint64_t sizes[] = {0, 1, 4096, 8191, 4096, 5000, UINT64_MAX};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         t->ops->deliver(t, &(xe_event){.size = sizes[i]});
-    expect_view(t, "[(b['value'], b['count'], b['min_size'], b['max_size']) for b in d['buckets']]",
+    expect_view(t, "[(b['value'], b['count'], b['min_size_bytes'], b['max_size_bytes']) for b in d['buckets']]",
                 "[(13, 4, 4096, 8191), (0, 1, 0, 0), (1, 1, 1, 1), (64, 1, 9223372036854775808, 18446744073709551615)]");
     destroy(t);
     t = make(&xe_target_histogram, "source=category");
@@ -212,7 +214,7 @@ static void test_counter(void)
 {
     expect_init_error(&xe_target_event_counter, "x=1", "event_counter: unknown parameter 'x' (it takes none)");
     xe_target *t = make(&xe_target_event_counter, "");
-    expect_view(t, "d['target'], d['total'], d['counts']", "event_counter 0 {}");
+    expect_view(t, "d['target'], d['events'], d['events_by_type']", "event_counter 0 {}");
     counter_target = t;
     pthread_t th[4];
     for (uintptr_t i = 0; i < 4; i++)
@@ -220,7 +222,7 @@ static void test_counter(void)
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
     t->ops->deliver(t, &(xe_event){.type = 200});
-    expect_view(t, "d['total'], sorted(d['counts'].items())",
+    expect_view(t, "d['events'], sorted(d['events_by_type'].items())",
                 "800001 [('alloc', 80000), ('free', 80000), ('mmap', 80000), ('munmap', 80000), "
                 "('other', 1), ('page_ref', 80000), ('realloc', 80000), ('snapshot', 80000), "
                 "('span_begin', 80000), ('span_end', 80000), ('user', 80000)]");
@@ -285,7 +287,7 @@ static void test_pair(void)
         bytes += lv[k].size;
     char want[200];
     snprintf(want, sizeof want, "%" PRIu64 " %" PRIu64 " %d %" PRIu64 " 0 100", matched, unmatched_ends, nlive, bytes);
-    expect_view(t, "d['matched'], d['unmatched_ends'], d['unmatched_count'], d['unmatched_bytes'], d['orphans_dropped'], len(d['unmatched'])",
+    expect_view(t, "d['matches'], d['unmatched_ends'], d['unmatched_begins'], d['unmatched_bytes'], d['orphans_dropped'], len(d['unmatched'])",
                 want);
     /* The listed ones are the 100 oldest live begins, oldest first. */
     for (int a = 1; a < nlive; a++)
@@ -295,7 +297,7 @@ static void test_pair(void)
             lv[b - 1] = tmp;
         }
     char *json = view(t);
-    char *out = py(json, "for e in d['unmatched']: print(e['address'], e['size'], e['type'])");
+    char *out = py(json, "for e in d['unmatched']: print(e['address'], e['size_bytes'], e['type'])");
     char *line = strtok(out, "\n");
     for (int k = 0; k < 100; k++, line = strtok(NULL, "\n")) {
         uint64_t addr, size;
@@ -310,7 +312,7 @@ static void test_pair(void)
     for (int k = 0; k < nlive; k++)
         t->ops->deliver(t, &(xe_event){.type = XE_EV_FREE, .address = lv[k].addr});
     snprintf(want, sizeof want, "%" PRIu64 " 0 0 []", matched + (uint64_t)nlive);
-    expect_view(t, "d['matched'], d['unmatched_count'], d['unmatched_bytes'], d['unmatched']", want);
+    expect_view(t, "d['matches'], d['unmatched_begins'], d['unmatched_bytes'], d['unmatched']", want);
     destroy(t);
 
     /* Over max_orphans: new begins are dropped and their ends unmatched. */
@@ -319,7 +321,7 @@ static void test_pair(void)
         t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .address = 0x1000 + i * 16, .size = 10});
     for (uint64_t i = 0; i < 150; i++)
         t->ops->deliver(t, &(xe_event){.type = XE_EV_FREE, .address = 0x1000 + i * 16});
-    expect_view(t, "d['orphans_dropped'], d['matched'], d['unmatched_ends'], d['unmatched_count']", "50 100 50 0");
+    expect_view(t, "d['orphans_dropped'], d['matches'], d['unmatched_ends'], d['unmatched_begins']", "50 100 50 0");
     destroy(t);
 
     /* realloc: ends the old pair, begins one at the new address; NULL
@@ -331,8 +333,8 @@ static void test_pair(void)
     t->ops->deliver(t, &(xe_event){.type = XE_EV_REALLOC, .old_address = 0xc0, .address = 0, .size = 0});
     t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .address = 0xd0, .size = 5});
     t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .address = 0xd0, .size = 7});
-    expect_view(t, "d['matched'], d['duplicate_begins'], d['unmatched_count'], d['unmatched_bytes'], "
-                   "[(e['type'], e['address'], e['size']) for e in d['unmatched']]",
+    expect_view(t, "d['matches'], d['duplicate_begins'], d['unmatched_begins'], d['unmatched_bytes'], "
+                   "[(e['type'], e['address'], e['size_bytes']) for e in d['unmatched']]",
                 "2 1 2 27 [('realloc', 176, 20), ('alloc', 208, 7)]");
     destroy(t);
 
@@ -343,7 +345,7 @@ static void test_pair(void)
     for (uint64_t k = 1; k <= 10; k += 3)
         t->ops->deliver(t, &(xe_event){.type = XE_EV_SPAN_END, .key = k});
     t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .key = 2});
-    expect_view(t, "d['match_on'], d['matched'], [e['key'] for e in d['unmatched']]",
+    expect_view(t, "d['match_on'], d['matches'], [e['key'] for e in d['unmatched']]",
                 "key 4 [2, 3, 5, 6, 8, 9]");
     destroy(t);
 
@@ -369,7 +371,7 @@ static void test_pair(void)
         }
     }
     snprintf(want, sizeof want, "%" PRIu64 " 0 %d 0", matched, ns);
-    expect_view(t, "d['matched'], d['unmatched_ends'], d['unmatched_count'], d['orphans_dropped']", want);
+    expect_view(t, "d['matches'], d['unmatched_ends'], d['unmatched_begins'], d['orphans_dropped']", want);
     destroy(t);
 }
 
@@ -415,11 +417,11 @@ static uint64_t num_after(const char *p, const char *key)
 static long check_text(const char *json)
 {
     long n = 0;
-    for (const char *p = strstr(json, "\"size\":"); p; p = strstr(p + 1, "\"size\":")) {
+    for (const char *p = strstr(json, "\"size_bytes\":"); p; p = strstr(p + 1, "\"size_bytes\":")) {
         const char *end = strchr(p, '}');
         if (!end)
             return -1;
-        uint64_t v = num_after(p, "\"size\":");
+        uint64_t v = num_after(p, "\"size_bytes\":");
         if (num_after(p, "\"address\":") != v || num_after(p, "\"old_address\":") != v ||
             num_after(p, "\"site\":") != v || num_after(p, "\"key\":") != v ||
             num_after(p, "\"value\":") != v)
@@ -433,7 +435,7 @@ static void render(xe_target *t, char *buf, size_t cap)
 {
     mt_out o;
     mt_out_init(&o, buf, cap, -1);
-    t->ops->view_json(t, &o);
+    xe_target_json(t, &o, 1);
     mt_out_cstr(&o);
 }
 
@@ -488,7 +490,7 @@ static void test_race(void)
     CHECK("concurrent views: no torn event", torn == 0 && events_seen > 0);
     if (snapped) {
         char *o1 = py(rsnap, "print(d['target'], len(d['events']) <= 64)");
-        char *o2 = py(hsnap, "print(d['target'], sum(b['count'] for b in d['buckets']) + d['overflow'] <= 400000)");
+        char *o2 = py(hsnap, "print(d['target'], sum(b['count'] for b in d['buckets']) + d['overflow_events'] <= 400000)");
         char *o3 = py(psnap, "print(d['target'], len(d['unmatched']) <= 100, len(set(e['key'] for e in d['unmatched'])) == len(d['unmatched']))");
         CHECK("views taken mid-run parse as JSON",
               strcmp(o1, "ring_buffer True\n") == 0 && strcmp(o2, "histogram True\n") == 0 &&
@@ -507,11 +509,11 @@ static void test_race(void)
         freed += i % 97 != 0;
     char want[160];
     snprintf(want, sizeof want, "%" PRIu64 " %" PRIu64 " True True True", r.n, freed);
-    expect_view(r.pair, "d['begins'], d['ends'], d['unmatched_count'] + d['orphans_dropped'] + d['matched'] == d['begins'], "
-                        "d['matched'] + d['unmatched_ends'] == d['ends'], 0 < d['unmatched_count'] <= 2000",
+    expect_view(r.pair, "d['begins'], d['ends'], d['unmatched_begins'] + d['orphans_dropped'] + d['matches'] == d['begins'], "
+                        "d['matches'] + d['unmatched_ends'] == d['ends'], 0 < d['unmatched_begins'] <= 2000",
                 want);
     /* Values i % 3000: 0..1999 get the 2000 slots; 0..999 come 134 times. */
-    expect_view(r.hist, "len(d['buckets']), d['overflow'], d['events'], d['buckets'][0]['count']",
+    expect_view(r.hist, "len(d['buckets']), d['overflow_events'], d['events'], d['buckets'][0]['count']",
                 "2000 133000 400000 134");
     expect_view(r.ring, "d['events'][0]['value'], d['events'][-1]['value']", "399936 399999");
     destroy(r.ring);

@@ -107,7 +107,7 @@ static void run_targets(const xe_config *cfg, const uint8_t *data, size_t size)
         if (ops->view_json) {
             mt_out o;
             mt_out_init(&o, view, sizeof view, -1);
-            ops->view_json(&t, &o);
+            xe_target_json(&t, &o, 1);
             if (o.len < sizeof view)
                 balanced_or_abort(mt_out_cstr(&o));
         }
