@@ -192,7 +192,7 @@ int report_scale_parse(const char *s, struct report_scale *out);
 /* `bytes` in `scale` units, rounded to the nearest (as NMT does). */
 int64_t report_scaled(int64_t bytes, int64_t scale);
 
-/* The NMT-like text summary and the JSON document (docs/cli.md). They
+/* The NMT-like text summary and the JSON document (docs/json.md). They
  * print whatever `r` holds, complete or not. Return 0 or -EIO when the
  * stream reports a write error. */
 int report_print_text(FILE *out, const struct report *r, const struct report_scale *scale);
@@ -229,13 +229,23 @@ void report_print_cmdline(FILE *out, const struct report *r);
  * SIGSEGV", ... */
 void report_print_reason(FILE *out, const char *reason);
 
-/* `s` as a JSON string (escaped; bytes that are not UTF-8 become U+FFFD),
- * or null when s is NULL. */
-void report_json_string(FILE *out, const char *s);
 /* Whether category c is of `kind` ("malloc", "overhead", "vm"). */
 bool report_category_is(const struct report_category *c, const char *kind);
+
+/* --- JSON (report_json.c; the documents are in docs/json.md) ------------ */
+
+struct mt_json;
+/* `s` as one JSON string through the JSON writer (null when s is NULL),
+ * for cli/json.c's re-indenting printer (memtrail sessions) until it
+ * writes through mt_json itself. */
+void report_json_string(FILE *out, const char *s);
 /* The command line as a JSON array of strings, or null when r has none. */
-void report_json_cmdline(FILE *out, const struct report *r);
+void report_json_cmdline(struct mt_json *j, const struct report *r);
+/* The summary document's keys after "schema" (pid ... errors), into the
+ * open top-level object, so that the detail document can add its own. */
+void report_json_summary(struct mt_json *j, const struct report *r);
+/* The same for the diff document (base, new, categories ... errors). */
+int report_json_diff(struct mt_json *j, const struct report *base, const struct report *cur);
 
 /* --- lookups (report_index.c) ------------------------------------------- */
 
@@ -278,7 +288,7 @@ void report_module_map_free(struct report_module_map *m);
 
 /* One row per report, indented under its parent when the parent's report
  * is among them (matched by pid = ppid), then a totals row; JSON is
- * {"processes": [...], "total": {...}} (docs/cli.md). `files[i]` names
+ * {"schema": ..., "processes": [...], "total": {...}} (docs/json.md). `files[i]` names
  * `reports[i]`. Return 0, -ENOMEM or -EIO. */
 int report_tree_print_text(FILE *out, const struct report *reports, const char *const *files, size_t n,
                            const struct report_scale *scale);
@@ -290,7 +300,7 @@ int report_tree_print_json(FILE *out, const struct report *reports, const char *
  * shown as new or gone), the new value and the change from `base` to `cur`
  * of every counter and virtual memory field, then the total's and the
  * process's. The text is like 'jcmd PID VM.native_memory summary.diff';
- * the JSON contract is in docs/cli.md. Either report may be incomplete.
+ * the JSON contract is in docs/json.md. Either report may be incomplete.
  * Return 0 or -EIO (or -ENOMEM). */
 int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur, const struct report_scale *scale);
 int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur);
