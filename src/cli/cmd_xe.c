@@ -272,7 +272,7 @@ static void json_shape(mt_json *j, const xe_plan_in *in)
     mt_json_ku64(j, "cpus", in->cpus);
     mt_json_ku64(j, "nodes", in->nodes);
     mt_json_kbool(j, "strict", in->strict);
-    mt_json_ku64(j, "max_event_size_bytes", in->max_event_size);
+    mt_json_ku64_or_null(j, "max_event_size_bytes", in->max_event_size != 0, in->max_event_size);
 }
 
 /* 0, or -EIO: what cli_write_status takes. */
