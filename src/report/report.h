@@ -241,6 +241,8 @@ struct mt_json;
 void report_json_string(FILE *out, const char *s);
 /* The command line as a JSON array of strings, or null when r has none. */
 void report_json_cmdline(struct mt_json *j, const struct report *r);
+/* The six counters (live_bytes ... reallocs), into an open object. */
+void report_json_counts(struct mt_json *j, const struct report_counts *c);
 /* The summary document's keys after "schema" (pid ... errors), into the
  * open top-level object, so that the detail document can add its own. */
 void report_json_summary(struct mt_json *j, const struct report *r);

@@ -392,16 +392,6 @@ void detail_json_frames(mt_json *j, struct symbolizer *s, const uint64_t *frames
     mt_json_array_end(j);
 }
 
-static void json_counts(mt_json *j, const struct report_counts *c)
-{
-    mt_json_ki64(j, "live_bytes", c->live_bytes);
-    mt_json_ki64(j, "live_count", c->live_count);
-    mt_json_ki64(j, "peak_bytes", c->peak_bytes);
-    mt_json_ki64(j, "allocs", c->allocs);
-    mt_json_ki64(j, "frees", c->frees);
-    mt_json_ki64(j, "reallocs", c->reallocs);
-}
-
 /* The warnings, one JSON string each. */
 static void json_warnings(mt_json *j, const char *key, struct symbolizer *s)
 {
@@ -443,7 +433,7 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
         mt_json_ki64(&j, "stack_id", g->first_id);
         mt_json_ku64(&j, "merged_sites", g->nsites);
         mt_json_kstr(&j, "category", g->category);
-        json_counts(&j, &g->n);
+        report_json_counts(&j, &g->n);
         mt_json_ki64_or_null(&j, "allocated_bytes", g->has_allocated, g->allocated);
         mt_json_key(&j, "frames");
         detail_json_frames(&j, s, g->frames, g->nframes);
@@ -637,7 +627,7 @@ static void j_side(mt_json *j, const char *key, const struct group *g)
     mt_json_oneline(j);
     mt_json_object_begin(j);
     mt_json_ki64(j, "stack_id", g->first_id);
-    json_counts(j, &g->n);
+    report_json_counts(j, &g->n);
     mt_json_ki64_or_null(j, "allocated_bytes", g->has_allocated, g->allocated);
     mt_json_ku64(j, "merged_sites", g->nsites);
     mt_json_object_end(j);
@@ -683,7 +673,7 @@ int detail_diff_print_json(FILE *out, const struct report *base, const struct re
         mt_json_key(&j, "delta");
         mt_json_oneline(&j);
         mt_json_object_begin(&j);
-        json_counts(&j, &delta);
+        report_json_counts(&j, &delta);
         int64_t ac, ab;
         bool kc = allocated_of(w->c, &ac), kb = allocated_of(w->b, &ab);
         mt_json_ki64_or_null(&j, "allocated_bytes", kc && kb, report_sub(ac, ab));

@@ -26,7 +26,7 @@ void report_json_cmdline(mt_json *j, const struct report *r)
     mt_json_array_end(j);
 }
 
-static void counts(mt_json *j, const struct report_counts *c)
+void report_json_counts(mt_json *j, const struct report_counts *c)
 {
     mt_json_ki64(j, "live_bytes", c->live_bytes);
     mt_json_ki64(j, "live_count", c->live_count);
@@ -42,7 +42,7 @@ static void category(mt_json *j, const struct report_category *c)
     mt_json_object_begin(j);
     mt_json_kstr(j, "name", c->name);
     mt_json_kstr(j, "kind", c->kind);
-    counts(j, &c->n);
+    report_json_counts(j, &c->n);
     if (c->has_vm) {
         mt_json_ki64(j, "reserved_bytes", c->vm.reserved);
         mt_json_ki64(j, "committed_bytes", c->vm.committed);
@@ -82,7 +82,7 @@ void report_json_summary(mt_json *j, const struct report *r)
     if (r->has & REPORT_HAS_TOTAL) {
         mt_json_oneline(j);
         mt_json_object_begin(j);
-        counts(j, &r->total);
+        report_json_counts(j, &r->total);
         bool vm = r->has & REPORT_HAS_VM;
         struct report_vm sum;
         report_vm_total(r, &sum);

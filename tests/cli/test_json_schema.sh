@@ -49,14 +49,15 @@ PYEOF
 # want SCHEMA FILE LABEL: validated at the end, in one python3.
 : >"$T/want"
 want() { echo "$1 $2 $3" >>"$T/want"; }
-# run_json SCHEMA LABEL CMD...: runs CMD (exit 0 expected), keeps its stdout for validation.
+# run_json SCHEMA LABEL CMD...: runs CMD (exit status EXPECT_RC, default 0), keeps its
+# stdout for validation.
 n=0
 run_json() {
     local schema=$1 label=$2; shift 2
     n=$((n + 1))
     "$@" >"$T/doc$n.json" 2>"$T/doc$n.err"
-    local rc=$?
-    expect_eq "$label: exits 0" 0 "$rc$( [ "$rc" = 0 ] || echo " ($(head -c 300 "$T/doc$n.err"))")"
+    local rc=$? want_rc=${EXPECT_RC:-0}
+    expect_eq "$label: exits $want_rc" "$want_rc" "$rc$( [ "$rc" = "$want_rc" ] || echo " ($(head -c 300 "$T/doc$n.err"))")"
     want "$schema" "$T/doc$n.json" "$label"
     last=$T/doc$n.json
 }
@@ -80,6 +81,18 @@ expect_eq "report --json: pid and mode as the file says" "$(awk '$1 == "pid" {pr
     "$(json_get "$last" "'%s %s' % (j['pid'], j['mode'])")"
 expect_eq "report --json: resident_bytes of the categories <= rss_bytes" True \
     "$(json_get "$last" "sum(c['resident_bytes'] for c in j['categories']) <= j['process']['rss_bytes']")"
+
+# A report of an older agent (no VM fields, no process line) and one cut short: the
+# same document, null where the file has nothing to say.
+sed -e 's/ reserved=.*$//' -e '/^process /d' "$T/sum.mtr" >"$T/old.mtr"
+run_json report "report --json (an older report file)" "$MT" report "$T/old.mtr" --json
+expect_eq "report --json (older file): heap categories reserve what they hold; resident, process null" \
+    "$(ledger_field "$L" exact 1) None None" \
+    "$(json_get "$last" "' '.join(str(x) for c in j['categories'] if c['name'] == 'exact' for x in (c['reserved_bytes'], c['resident_bytes'], j['process']))")"
+head -n 3 "$T/sum.mtr" >"$T/cut.mtr"
+EXPECT_RC=1 run_json report "report --json (a file cut short)" "$MT" report "$T/cut.mtr" --json
+expect_eq "report --json (cut short): complete false, no categories, total null" "False 0 None" \
+    "$(json_get "$last" "'%s %d %s' % (j['complete'], len(j['categories']), j['total'])")"
 
 run_json report-tree "report FILE FILE --json (a process tree)" "$MT" report "$T/sum.mtr" "$T/det.mtr" --json
 expect_eq "report tree --json: two processes, live bytes added up" "2 $(( $(ledger_field "$L" exact 1) * 2 ))" \
