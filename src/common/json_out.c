@@ -37,10 +37,9 @@ static bool on_one_line(const mt_json *j)
 
 static void newline_indent(mt_json *j, unsigned depth)
 {
-    static const char spaces[] = "                                ";
     put(j, "\n", 1);
     for (unsigned i = 0; i < depth; i++)
-        put(j, spaces, 2);
+        put(j, "  ", 2);
 }
 
 static void misuse(mt_json *j)
