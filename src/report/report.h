@@ -1,7 +1,8 @@
 /* report.h — the summary report (.mtr) as the CLI sees it: one struct that
  * holds everything a report file says, a reader that fills it
- * (report_read.c) and the printers that turn it into NMT-like text or JSON
- * (report_print.c). The file format is docs/report-format.md.
+ * (report_read.c) and the printers that turn it into NMT-like text
+ * (report_print.c) or JSON (report_json.c, docs/json.md). The file format
+ * is docs/report-format.md.
  *
  * This is CLI-side code: it allocates with malloc freely. Functions return
  * 0 or a negative errno code and, on error, leave one line in the caller's
