@@ -117,7 +117,7 @@ check() {
     fi
     have_cmd redis-server || want redis-server
     have_cmd redis-benchmark || want redis-tools
-    # tests/cli/test_json_schema.sh: every --json output against docs/json.schema.json.
+    # tests/cli/test_json_schema.sh: every --json output against docs/schema/*.schema.json.
     if have_cmd dpkg-query; then
         have_pkg python3-jsonschema || want python3-jsonschema
     fi

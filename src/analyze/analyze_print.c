@@ -1,11 +1,13 @@
 /* analyze_print.c — `memtrail analyze` output: the totals, then the
  * sections (peak, leaks, temporary allocations, hottest stacks, size
  * histogram, timeline), as readable text with each stack symbolized, or
- * as one JSON document whose keys docs/cli.md lists. */
+ * as one JSON document whose keys docs/json.md lists. */
 #include "analyze/analyze.h"
 #include "common/units.h"
 #include "report/report.h"
 #include "symbol/symbol.h"
+#include "report/detail.h"
+#include "common/json_out.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -310,143 +312,169 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
 
 /* --- JSON ----------------------------------------------------------------- */
 
-static void json_frames(FILE *out, const struct analyze_view *v, const struct analyze_stack *s)
+/* The figures of a stack in list k, named for what they are. */
+static void json_figures(mt_json *j, const struct analyze_stack *s, enum rank k)
 {
-    fputs("\"frames\": [", out);
-    const mt_trace_stack *st = frames_of(v, s);
-    bool first = true;
-    for (uint32_t i = 0; st && i < st->nframes; i++) {
-        struct sym_frame f[MAX_SYM];
-        int k = v->sym ? sym_lookup(v->sym, st->frames[i], f, MAX_SYM) : 0;
-        if (k == 0) {
-            f[0] = (struct sym_frame){.address = st->frames[i]};
-            k = 1;
-        }
-        for (int j = 0; j < k; j++) {
-            fputs(first ? "\n        {" : ",\n        {", out);
-            first = false;
-            fputs("\"function\": ", out);
-            report_json_string(out, f[j].function);
-            fputs(", \"file\": ", out);
-            report_json_string(out, f[j].file);
-            if (f[j].line > 0)
-                fprintf(out, ", \"line\": %d", f[j].line);
-            else
-                fputs(", \"line\": null", out);
-            fputs(", \"module\": ", out);
-            report_json_string(out, f[j].module);
-            fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"inlined\": %s}", f[j].address,
-                    f[j].inlined ? "true" : "false");
-        }
+    switch (k) {
+    case RANK_PEAK:
+    case RANK_LEAKS: {
+        uint64_t b, c;
+        figures(s, k, &b, &c);
+        mt_json_ku64(j, "live_bytes", b);
+        mt_json_ku64(j, "live_count", c);
+        break;
     }
-    fputs(first ? "]" : "\n      ]", out);
+    case RANK_TEMPORARY:
+        mt_json_ku64(j, "temporary_bytes", s->temp_bytes);
+        mt_json_ku64(j, "temporary_count", s->temp_count);
+        mt_json_ku64(j, "allocs", s->allocs + s->reallocs);
+        break;
+    default:
+        mt_json_ku64(j, "allocated_bytes", s->allocated_bytes);
+        mt_json_ku64(j, "allocs", s->allocs);
+        mt_json_ku64(j, "reallocs", s->reallocs);
+        break;
+    }
 }
 
-static int json_list(FILE *out, const struct analyze_result *res, const struct analyze_view *v, enum rank k)
+/* "stacks_total" and "stacks" of list k, into the open object. */
+static int json_list(mt_json *j, const struct analyze_result *res, const struct analyze_view *v, enum rank k)
 {
     size_t n;
     const struct analyze_stack **list = ranked(res, k, &n);
     if (!list)
         return -ENOMEM;
     size_t shown = v->top > 0 && n > (size_t)v->top ? (size_t)v->top : n;
-    fprintf(out, "\"stacks_total\": %zu, \"stacks\": [", n);
+    mt_json_ku64(j, "stacks_total", n);
+    mt_json_key(j, "stacks");
+    mt_json_array_begin(j);
     for (size_t i = 0; i < shown; i++) {
         const struct analyze_stack *s = list[i];
         char cb[32];
-        uint64_t b, c;
-        figures(s, k, &b, &c);
-        fprintf(out, "%s\n      {\"stack\": %" PRIu32 ", \"category\": ", i ? "," : "", s->id);
-        report_json_string(out, category_of(v, s->category, cb, sizeof cb));
-        fprintf(out, ", \"bytes\": %" PRIu64 ", \"count\": %" PRIu64, b, c);
-        if (k == RANK_HOT_COUNT || k == RANK_HOT_BYTES)
-            fprintf(out, ", \"allocs\": %" PRIu64 ", \"reallocs\": %" PRIu64, s->allocs, s->reallocs);
-        else if (k == RANK_TEMPORARY)
-            fprintf(out, ", \"allocs\": %" PRIu64, s->allocs + s->reallocs);
-        fputs(", ", out);
-        json_frames(out, v, s);
-        fputc('}', out);
+        mt_json_object_begin(j);
+        mt_json_ku64(j, "stack_id", s->id);
+        mt_json_kstr(j, "category", category_of(v, s->category, cb, sizeof cb));
+        json_figures(j, s, k);
+        const mt_trace_stack *st = frames_of(v, s);
+        mt_json_key(j, "frames");
+        detail_json_frames(j, v->sym, st ? st->frames : NULL, st ? st->nframes : 0);
+        mt_json_object_end(j);
     }
-    fputs(shown ? "\n    ]" : "]", out);
+    mt_json_array_end(j);
     free(list);
     return 0;
+}
+
+static void json_histogram(mt_json *j, const struct analyze_result *res)
+{
+    mt_json_key(j, "histogram");
+    mt_json_array_begin(j);
+    for (int k = 0; k < ANALYZE_HIST; k++) {
+        if (!res->hist_count[k])
+            continue;
+        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_ku64(j, "min_bytes", lo);
+        mt_json_ku64(j, "max_bytes", hi);
+        mt_json_ku64(j, "count", res->hist_count[k]);
+        mt_json_ku64(j, "allocated_bytes", res->hist_bytes[k]);
+        mt_json_object_end(j);
+    }
+    mt_json_array_end(j);
+}
+
+static void json_timeline(mt_json *j, const struct analyze_result *res)
+{
+    mt_json_key(j, "timeline");
+    mt_json_object_begin(j);
+    mt_json_ku64(j, "bucket_ns", res->bucket_ns);
+    mt_json_key(j, "buckets");
+    mt_json_array_begin(j);
+    for (size_t i = 0; i < res->ntimeline; i++) {
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_ku64(j, "time_ns", res->bucket_ns * i);
+        mt_json_ku64(j, "live_bytes", res->timeline[i].live_bytes);
+        mt_json_ku64(j, "max_live_bytes", res->timeline[i].max_bytes);
+        mt_json_object_end(j);
+    }
+    mt_json_array_end(j);
+    mt_json_object_end(j);
 }
 
 int analyze_print_json(FILE *out, const struct analyze_result *res, const struct analyze_view *v)
 {
     const mt_trace_file_info *fi = v->reader ? mt_trace_info(v->reader) : NULL;
-    fputs("{\n  \"file\": ", out);
-    report_json_string(out, v->file);
-    fputs(",\n  \"pid\": ", out);
-    if (fi)
-        fprintf(out, "%" PRIu32, fi->pid);
-    else
-        fputs("null", out);
-    fprintf(out, ",\n  \"complete\": %s,\n  \"error\": ", v->error ? "false" : "true");
-    report_json_string(out, v->error);
+    mt_json j;
+    mt_json_init_file(&j, out, true);
+    mt_json_document_begin(&j);
+    mt_json_kstr(&j, "file", v->file);
+    mt_json_ku64_or_null(&j, "pid", fi, fi ? fi->pid : 0);
+    mt_json_kbool(&j, "complete", !v->error);
+    mt_json_kstr(&j, "error", v->error);
     int found = 0;
     uint64_t lost = v->reader ? mt_trace_stat(v->reader, "events_lost", &found) : 0;
-    fprintf(out, ",\n  \"events\": %" PRIu64 ",\n  \"events_lost\": ", res->events);
-    if (found)
-        fprintf(out, "%" PRIu64, lost);
-    else
-        fputs("null", out);
-    fprintf(out, ",\n  \"allocs\": %" PRIu64 ",\n  \"frees\": %" PRIu64 ",\n  \"reallocs\": %" PRIu64
-            ",\n  \"frees_unknown\": %" PRIu64 ",\n  \"reallocs_unknown\": %" PRIu64 ",\n  \"ids_reused\": %" PRIu64
-            ",\n  \"mmaps\": %" PRIu64 ",\n  \"munmaps\": %" PRIu64 ",\n  \"allocated_bytes\": %" PRIu64
-            ",\n  \"first_ns\": %" PRIu64 ",\n  \"last_ns\": %" PRIu64
-            ",\n  \"live\": {\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 "}"
-            ",\n  \"mapped\": {\"bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "}",
-            res->allocs, res->frees, res->reallocs, res->frees_unknown, res->reallocs_unknown, res->ids_reused,
-            res->mmaps, res->munmaps, res->allocated_bytes, res->first_ns, res->last_ns, res->live_bytes,
-            res->live_count, res->mapped_bytes, res->mapped_peak);
+    mt_json_ku64(&j, "events", res->events);
+    mt_json_ku64_or_null(&j, "events_lost", found, lost);
+    mt_json_ku64(&j, "allocs", res->allocs);
+    mt_json_ku64(&j, "frees", res->frees);
+    mt_json_ku64(&j, "reallocs", res->reallocs);
+    mt_json_ku64(&j, "frees_unknown", res->frees_unknown);
+    mt_json_ku64(&j, "reallocs_unknown", res->reallocs_unknown);
+    mt_json_ku64(&j, "ids_reused", res->ids_reused);
+    mt_json_ku64(&j, "mmaps", res->mmaps);
+    mt_json_ku64(&j, "munmaps", res->munmaps);
+    mt_json_ku64(&j, "allocated_bytes", res->allocated_bytes);
+    mt_json_ku64(&j, "first_ns", res->first_ns);
+    mt_json_ku64(&j, "last_ns", res->last_ns);
+    mt_json_ku64(&j, "live_bytes", res->live_bytes);
+    mt_json_ku64(&j, "live_count", res->live_count);
+    mt_json_ku64(&j, "mapped_bytes", res->mapped_bytes);
+    mt_json_ku64(&j, "mapped_peak_bytes", res->mapped_peak);
     int rc = 0;
     if (v->show & ANALYZE_SHOW_PEAK) {
-        fprintf(out, ",\n  \"peak\": {\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ", \"time_ns\": %" PRIu64 ",\n    ",
-                res->peak_bytes, res->peak_count, res->peak_time_ns);
-        rc = rc ? rc : json_list(out, res, v, RANK_PEAK);
-        fputc('}', out);
+        mt_json_key(&j, "peak");
+        mt_json_object_begin(&j);
+        mt_json_ku64(&j, "live_bytes", res->peak_bytes);
+        mt_json_ku64(&j, "live_count", res->peak_count);
+        mt_json_ku64(&j, "time_ns", res->peak_time_ns);
+        rc = rc ? rc : json_list(&j, res, v, RANK_PEAK);
+        mt_json_object_end(&j);
     }
     if (v->show & ANALYZE_SHOW_LEAKS) {
-        fprintf(out, ",\n  \"leaks\": {\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 ",\n    ", res->live_bytes,
-                res->live_count);
-        rc = rc ? rc : json_list(out, res, v, RANK_LEAKS);
-        fputc('}', out);
+        mt_json_key(&j, "leaks");
+        mt_json_object_begin(&j);
+        mt_json_ku64(&j, "live_bytes", res->live_bytes);
+        mt_json_ku64(&j, "live_count", res->live_count);
+        rc = rc ? rc : json_list(&j, res, v, RANK_LEAKS);
+        mt_json_object_end(&j);
     }
     if (v->show & ANALYZE_SHOW_TEMPORARY) {
-        fprintf(out, ",\n  \"temporary\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ",\n    ", res->temp_count,
-                res->temp_bytes);
-        rc = rc ? rc : json_list(out, res, v, RANK_TEMPORARY);
-        fputc('}', out);
+        mt_json_key(&j, "temporary");
+        mt_json_object_begin(&j);
+        mt_json_ku64(&j, "temporary_count", res->temp_count);
+        mt_json_ku64(&j, "temporary_bytes", res->temp_bytes);
+        rc = rc ? rc : json_list(&j, res, v, RANK_TEMPORARY);
+        mt_json_object_end(&j);
     }
     if (v->show & ANALYZE_SHOW_HOT) {
-        fputs(",\n  \"hot\": {\"by_count\": {", out);
-        rc = rc ? rc : json_list(out, res, v, RANK_HOT_COUNT);
-        fputs("},\n    \"by_bytes\": {", out);
-        rc = rc ? rc : json_list(out, res, v, RANK_HOT_BYTES);
-        fputs("}}", out);
+        mt_json_key(&j, "hot");
+        mt_json_object_begin(&j);
+        mt_json_key(&j, "by_count");
+        mt_json_object_begin(&j);
+        rc = rc ? rc : json_list(&j, res, v, RANK_HOT_COUNT);
+        mt_json_object_end(&j);
+        mt_json_key(&j, "by_bytes");
+        mt_json_object_begin(&j);
+        rc = rc ? rc : json_list(&j, res, v, RANK_HOT_BYTES);
+        mt_json_object_end(&j);
+        mt_json_object_end(&j);
     }
-    if (v->show & ANALYZE_SHOW_HISTOGRAM) {
-        fputs(",\n  \"histogram\": [", out);
-        bool first = true;
-        for (int k = 0; k < ANALYZE_HIST; k++) {
-            if (!res->hist_count[k])
-                continue;
-            uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
-            fprintf(out, "%s\n    {\"min\": %" PRIu64 ", \"max\": %" PRIu64 ", \"count\": %" PRIu64 ", \"bytes\": %"
-                    PRIu64 "}", first ? "" : ",", lo, hi, res->hist_count[k], res->hist_bytes[k]);
-            first = false;
-        }
-        fputs(first ? "]" : "\n  ]", out);
-    }
-    if (v->show & ANALYZE_SHOW_TIMELINE) {
-        fprintf(out, ",\n  \"timeline\": {\"bucket_ns\": %" PRIu64 ", \"buckets\": [", res->bucket_ns);
-        for (size_t i = 0; i < res->ntimeline; i++)
-            fprintf(out, "%s\n    {\"time_ns\": %" PRIu64 ", \"live_bytes\": %" PRIu64 ", \"max_bytes\": %" PRIu64 "}",
-                    i ? "," : "", res->bucket_ns * i, res->timeline[i].live_bytes, res->timeline[i].max_bytes);
-        fputs(res->ntimeline ? "\n  ]}" : "]}", out);
-    }
-    fputs("\n}\n", out);
-    if (rc < 0)
-        return rc;
-    return ferror(out) ? -EIO : 0;
+    if (v->show & ANALYZE_SHOW_HISTOGRAM)
+        json_histogram(&j, res);
+    if (v->show & ANALYZE_SHOW_TIMELINE)
+        json_timeline(&j, res);
+    int jrc = mt_json_document_end(&j);
+    return rc < 0 ? rc : jrc;
 }

@@ -155,7 +155,7 @@ int cmd_analyze(int argc, char **argv)
 #define SECTION(name_, bit_) \
     {.kind = CLI_OPT_BIT, .name = name_, .value = &show, .bit = bit_, .help = "show the " name_ " section"}
     const struct cli_option options[] = {
-        CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
+        CLI_OPT_JSON(&json, "print JSON instead (schema memtrail/1, keys in docs/json.md)"),
         {.kind = CLI_OPT_BIT, .name = "peak", .value = &show, .bit = ANALYZE_SHOW_PEAK,
          .help = "show the peak section; the section options combine, and without any every section is shown"},
         SECTION("leaks", ANALYZE_SHOW_LEAKS),

@@ -54,7 +54,7 @@ int cmd_diff(int argc, char **argv)
     struct detail_options dopt = {0};
     const struct cli_option options[] = {
         CLI_OPT_SCALE(&scale),
-        CLI_OPT_JSON(&json, "print JSON instead (raw bytes; keys in docs/cli.md)"),
+        CLI_OPT_JSON(&json, "print JSON instead (raw bytes; schema memtrail/1, keys in docs/json.md)"),
         CLI_OPT_DEPTH(&dopt, NULL, "detail: match sites by their first N frames only"),
         CLI_OPT_TOP(&dopt, NULL, "detail: show the N largest changes only"),
         {0},

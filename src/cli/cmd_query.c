@@ -119,7 +119,7 @@ int cmd_query(int argc, char **argv)
     report_scale_parse("KB", &scale);
     struct detail_options dopt = {0};
     const struct cli_option options[] = {
-        CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
+        CLI_OPT_JSON(&json, "print JSON instead (schema memtrail/1, keys in docs/json.md)"),
         CLI_OPT_SCALE(&scale),
         CLI_OPT_TIMEOUT(&timeout_s),
         CLI_OPT_DETAIL(&dopt, &detail_given),

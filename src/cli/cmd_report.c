@@ -189,7 +189,7 @@ int cmd_report(int argc, char **argv)
     struct detail_options dopt = {0};
     const struct cli_option options[] = {
         CLI_OPT_SCALE(&scale),
-        CLI_OPT_JSON(&json, "print JSON instead (raw byte counts; keys in docs/cli.md)"),
+        CLI_OPT_JSON(&json, "print JSON instead (raw byte counts; schema memtrail/1, keys in docs/json.md)"),
         CLI_OPT_DETAIL(&dopt, &detail_given),
         {0},
     };

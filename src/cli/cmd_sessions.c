@@ -8,6 +8,7 @@
  * xe_view_json; docs/json-sessions.md), read here with json-c, whose
  * integers are 64-bit, so counters pass through exactly. */
 #include "cli/cli.h"
+#include "common/json_out.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The version of the answer this CLI reads (src/xe/xe.h's XE_JSON_SCHEMA). */
-#define SESSIONS_SCHEMA "memtrail/1"
 
 /* The table: sys.dm_xe_sessions' column headers (users know them), each
  * read from its JSON key; blocked_event_fire_time is in ms there, as
@@ -341,8 +340,8 @@ static int read_answer(long pid, const char *buf, size_t len, json_object **doc)
     else if (used < len)
         rc = cli_error("process %ld answered with bad JSON (text after the document at byte %zu)", pid, used);
     else if (!json_object_is_type(schema, json_type_string) ||
-             strcmp(json_object_get_string(schema), SESSIONS_SCHEMA) != 0)
-        rc = cli_error("process %ld answered with schema %s, this memtrail reads \"" SESSIONS_SCHEMA
+             strcmp(json_object_get_string(schema), MT_JSON_SCHEMA) != 0)
+        rc = cli_error("process %ld answered with schema %s, this memtrail reads \"" MT_JSON_SCHEMA
                        "\"; run the memtrail that started it",
                        pid, schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_NOSLASHESCAPE)
                               : "(none)");

@@ -3,6 +3,7 @@
  * (xe_plan.c, seed 000): one configuration, or the seed's range table for
  * any machine shape, and advice on where the 64 KB steps fall. */
 #include "cli/cli.h"
+#include "common/json_out.h"
 #include "xe/xe_plan.h"
 
 #include <dirent.h>
@@ -86,20 +87,6 @@ static void add_size(struct text *t, uint64_t bytes)
         add(t, "%" PRIu64 " KB", bytes / 1024);
     else
         add(t, "%" PRIu64 " bytes", bytes);
-}
-
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", (unsigned char)*s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
 }
 
 /* ---- the advice ------------------------------------------------------------ */
@@ -223,37 +210,41 @@ static void advise(const xe_plan_in *in, uint64_t at, struct advice *a)
     }
 }
 
-static void json_u64_or_null(const char *key, int have, uint64_t v)
+/* The partition mode as --mode spells it (JSON's enum values are lower case). */
+static const char *mode_json_name(xe_partition_mode mode)
 {
-    if (have)
-        printf(",\n  \"%s\": %" PRIu64, key, v);
-    else
-        printf(",\n  \"%s\": null", key);
+    return mode == XE_PART_PER_NODE ? "per_node" : mode == XE_PART_PER_CPU ? "per_cpu" : "none";
 }
 
-/* The advice's keys, after the object's others (docs/cli.md). */
-static void json_advice(const struct advice *a)
+/* The advice's keys, after the object's others (docs/json.md). */
+static void json_advice(mt_json *j, const struct advice *a)
 {
-    int ok = a->rc == 0, next = ok && a->next_rc == 0;
-    printf(",\n  \"min_max_memory_kb\": %" PRIu64, a->min_kb);
-    json_u64_or_null("step_start_kb", ok, a->step_start_kb);
-    json_u64_or_null("step_end_kb", ok, a->step_end_kb);
-    json_u64_or_null("next_step_kb", ok && a->next_rc != -ERANGE, a->next_kb);
-    json_u64_or_null("next_regular_buffer_size", next, a->next.regular_buffer_size);
-    json_u64_or_null("next_total_buffer_size", next, a->next.total_buffer_size);
-    json_u64_or_null("next_memory_allocated", next, a->next.memory_allocated);
-    json_u64_or_null("strict_regular_buffer_size", ok, a->strict.regular_buffer_size);
-    json_u64_or_null("strict_memory_allocated", ok, a->strict.memory_allocated);
-    printf(",\n  \"advice\": ");
-    json_string(a->text.buf);
+    bool ok = a->rc == 0, next = ok && a->next_rc == 0;
+    mt_json_ku64(j, "min_max_memory_kb", a->min_kb);
+    mt_json_ku64_or_null(j, "step_start_kb", ok, a->step_start_kb);
+    mt_json_ku64_or_null(j, "step_end_kb", ok, a->step_end_kb);
+    mt_json_ku64_or_null(j, "next_step_kb", ok && a->next_rc != -ERANGE, a->next_kb);
+    mt_json_ku64_or_null(j, "next_regular_buffer_size_bytes", next, a->next.regular_buffer_size);
+    mt_json_ku64_or_null(j, "next_total_buffer_size_bytes", next, a->next.total_buffer_size);
+    mt_json_ku64_or_null(j, "next_memory_allocated_bytes", next, a->next.memory_allocated);
+    mt_json_ku64_or_null(j, "strict_regular_buffer_size_bytes", ok, a->strict.regular_buffer_size);
+    mt_json_ku64_or_null(j, "strict_memory_allocated_bytes", ok, a->strict.memory_allocated);
+    mt_json_kstr(j, "advice", a->text.buf);
 }
 
-static void json_shape(const xe_plan_in *in)
+static void json_shape(mt_json *j, const xe_plan_in *in)
 {
-    printf("  \"mode\": \"%s\",\n  \"cpus\": %u,\n  \"nodes\": %u,\n  \"strict\": %s,\n"
-           "  \"max_event_size\": %" PRIu64,
-           xe_partition_mode_name(in->mode), in->cpus, in->nodes, in->strict ? "true" : "false",
-           in->max_event_size);
+    mt_json_kstr(j, "partition_mode", mode_json_name(in->mode));
+    mt_json_ku64(j, "cpus", in->cpus);
+    mt_json_ku64(j, "nodes", in->nodes);
+    mt_json_kbool(j, "strict", in->strict);
+    mt_json_ku64_or_null(j, "max_event_size_bytes", in->max_event_size != 0, in->max_event_size);
+}
+
+/* 0, or -EIO: what cli_write_status takes. */
+static int json_done(mt_json *j)
+{
+    return mt_json_document_end(j) == 0 ? 0 : -EIO;
 }
 
 /* ---- one configuration ------------------------------------------------------ */
@@ -266,19 +257,22 @@ static int print_plan(const xe_plan_in *in, bool json)
         return cli_error("%s", a.why);
     const xe_plan_out *o = &a.out;
     if (json) {
-        printf("{\n  \"max_memory\": %" PRIu64 ",\n", in->max_memory);
-        json_shape(in);
-        printf(",\n  \"total_regular_buffers\": %" PRIu32 ",\n  \"chunks_per_buffer\": %" PRIu32
-               ",\n  \"regular_buffer_size\": %" PRIu64 ",\n  \"regular_buffer_alloc\": %" PRIu64
-               ",\n  \"total_buffer_size\": %" PRIu64 ",\n  \"total_large_buffers\": %" PRIu32
-               ",\n  \"large_buffer_size\": %" PRIu64 ",\n  \"large_buffer_alloc\": %" PRIu64
-               ",\n  \"memory_allocated\": %" PRIu64,
-               o->total_regular_buffers, o->chunks_per_buffer, o->regular_buffer_size,
-               o->regular_buffer_alloc, o->total_buffer_size, o->total_large_buffers, o->large_buffer_size,
-               o->large_buffer_alloc, o->memory_allocated);
-        json_advice(&a);
-        printf("\n}\n");
-        return CLI_OK;
+        mt_json j;
+        mt_json_init_file(&j, stdout, true);
+        mt_json_document_begin(&j);
+        mt_json_ku64(&j, "max_memory_bytes", in->max_memory);
+        json_shape(&j, in);
+        mt_json_ku64(&j, "total_regular_buffers", o->total_regular_buffers);
+        mt_json_ku64(&j, "chunks_per_buffer", o->chunks_per_buffer);
+        mt_json_ku64(&j, "regular_buffer_size_bytes", o->regular_buffer_size);
+        mt_json_ku64(&j, "regular_buffer_alloc_bytes", o->regular_buffer_alloc);
+        mt_json_ku64(&j, "total_buffer_size_bytes", o->total_buffer_size);
+        mt_json_ku64(&j, "total_large_buffers", o->total_large_buffers);
+        mt_json_ku64(&j, "large_buffer_size_bytes", o->large_buffer_size);
+        mt_json_ku64(&j, "large_buffer_alloc_bytes", o->large_buffer_alloc);
+        mt_json_ku64(&j, "memory_allocated_bytes", o->memory_allocated);
+        json_advice(&j, &a);
+        return json_done(&j) == 0 ? CLI_OK : cli_write_status(-EIO);
     }
     struct text t = {0};
     add_size(&t, in->max_memory);
@@ -321,18 +315,18 @@ struct row {
     xe_plan_out out;
 };
 
-static void print_row(const struct row *r, bool json, bool first)
+/* A row of the table: to j when it is JSON, else as text. */
+static void print_row(const struct row *r, mt_json *j)
 {
-    if (json) {
-        printf("%s\n    {\"start_memory_range_kb\": %" PRIu64 ", \"end_memory_range_kb\": %" PRIu64,
-               first ? "" : ",", r->start, r->end);
-        if (r->rc == 0)
-            printf(", \"total_regular_buffers\": %" PRIu32 ", \"regular_buffer_size\": %" PRIu64
-                   ", \"total_buffer_size\": %" PRIu64 "}",
-                   r->out.total_regular_buffers, r->out.regular_buffer_size, r->out.total_buffer_size);
-        else
-            printf(", \"total_regular_buffers\": null, \"regular_buffer_size\": null, \"total_buffer_size\": "
-                   "null}");
+    if (j) {
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_ku64(j, "start_memory_range_kb", r->start);
+        mt_json_ku64(j, "end_memory_range_kb", r->end);
+        mt_json_ku64_or_null(j, "total_regular_buffers", r->rc == 0, r->out.total_regular_buffers);
+        mt_json_ku64_or_null(j, "regular_buffer_size_bytes", r->rc == 0, r->out.regular_buffer_size);
+        mt_json_ku64_or_null(j, "total_buffer_size_bytes", r->rc == 0, r->out.total_buffer_size);
+        mt_json_object_end(j);
         return;
     }
     if (r->rc == 0)
@@ -344,45 +338,47 @@ static void print_row(const struct row *r, bool json, bool first)
 
 /* Every KB value from a to b, as the seed's T-SQL loop tries them, with
  * consecutive values that give the same buffers grouped into one row. */
-static void print_range(const xe_plan_in *base, uint64_t a, uint64_t b, bool json)
+static int print_range(const xe_plan_in *base, uint64_t a, uint64_t b, bool json)
 {
-    if (json) {
-        printf("{\n");
-        json_shape(base);
-        printf(",\n  \"rows\": [");
+    mt_json jd, *j = json ? &jd : NULL;
+    if (j) {
+        mt_json_init_file(j, stdout, true);
+        mt_json_document_begin(j);
+        json_shape(j, base);
+        mt_json_key(j, "rows");
+        mt_json_array_begin(j);
     } else {
         printf("%-22s %-20s %-22s %-20s %s\n", "start_memory_range_kb", "end_memory_range_kb",
                "total_regular_buffers", "regular_buffer_size", "total_buffer_size");
     }
     struct row cur = {0};
-    bool have = false, first = true;
+    bool have = false;
     for (uint64_t kb = a;; kb++) {
         xe_plan_out out;
         int rc = plan_at(base, kb * 1024, base->strict, &out, NULL, 0) == 0 ? 0 : -EINVAL;
         if (have && rc == cur.rc && (rc != 0 || same_buffers(&out, &cur.out))) {
             cur.end = kb;
         } else {
-            if (have) {
-                print_row(&cur, json, first);
-                first = false;
-            }
+            if (have)
+                print_row(&cur, j);
             cur = (struct row){.start = kb, .end = kb, .rc = rc, .out = out};
             have = true;
         }
         if (kb == b)
             break;
     }
-    print_row(&cur, json, first);
+    print_row(&cur, j);
 
     struct advice adv;
     advise(base, b * 1024, &adv);
-    if (json) {
-        printf("\n  ],\n  \"advice_max_memory_kb\": %" PRIu64, b);
-        json_advice(&adv);
-        printf("\n}\n");
-    } else {
-        printf("\nadvice for %" PRIu64 " KB (the range's end): %s\n", b, adv.text.buf);
+    if (j) {
+        mt_json_array_end(j);
+        mt_json_ku64(j, "advice_max_memory_kb", b);
+        json_advice(j, &adv);
+        return json_done(j);
     }
+    printf("\nadvice for %" PRIu64 " KB (the range's end): %s\n", b, adv.text.buf);
+    return 0;
 }
 
 /* ---- options ------------------------------------------------------------------ */
@@ -460,7 +456,7 @@ static int cmd_plan(int argc, char **argv)
          .help = "MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large buffers that hold one event of that size"},
         {.kind = CLI_OPT_STRING, .name = "range", .arg = "A-B", .value = &range,
          .help = "the range table for MAX_MEMORY A..B KB (1 <= A <= B, at most 16777216 values)"},
-        CLI_OPT_JSON(&json, "print JSON instead (keys in docs/cli.md)"),
+        CLI_OPT_JSON(&json, "print JSON instead (schema memtrail/1, keys in docs/json.md)"),
         {0},
     };
     int npos = cli_parse(&plan_cmd, options, argc, argv);
@@ -475,8 +471,7 @@ static int cmd_plan(int argc, char **argv)
         uint64_t a, b;
         if (parse_range(range, &a, &b) < 0)
             return CLI_USAGE;
-        print_range(&in, a, b, json);
-        return cli_write_status(0);
+        return cli_write_status(print_range(&in, a, b, json));
     }
     if (!max_memory_given)
         return cli_usage_error("xe plan", "missing --max-memory SIZE (or --range A-B)");

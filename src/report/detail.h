@@ -2,7 +2,7 @@
  * them (report_detail.c): `memtrail report detail` (sites grouped, sorted,
  * symbolized, as text or JSON) and the sites part of `memtrail diff` on two
  * detail reports (sites matched by symbolized stack). docs/cli.md has the
- * text and JSON layouts.
+ * text layout, docs/json.md the JSON documents.
  *
  * CLI-side code: allocates freely. Functions return 0, -ENOMEM or -EIO. */
 #ifndef MT_DETAIL_H
@@ -31,7 +31,8 @@ struct detail_options {
 int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o,
                       const struct report_scale *scale);
 /* The summary's JSON document (report_print_json) with "stack_depth",
- * "unwinder", "sites_dropped", "symbol_warnings" and "sites" added. */
+ * "unwinder", "sites_dropped", "sites_total", "sorted_by",
+ * "symbol_warnings" and "sites" added. */
 int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o);
 
 /* The sites that grew, shrank, appeared or went between two detail
@@ -44,5 +45,12 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
                            struct symbolizer *sc, const struct detail_options *o, const struct report_scale *scale);
 int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
                            struct symbolizer *sc, const struct detail_options *o);
+
+/* A stack's "frames" array: each recorded return address symbolized
+ * (inlined calls first), as {function, file, line, module, address,
+ * offset, inlined}; with no symbolizer (s NULL), the address alone. The
+ * one frame writer of detail, diff and analyze output. */
+struct mt_json;
+void detail_json_frames(struct mt_json *j, struct symbolizer *s, const uint64_t *frames, size_t n);
 
 #endif

@@ -1,7 +1,8 @@
 /* report.h — the summary report (.mtr) as the CLI sees it: one struct that
  * holds everything a report file says, a reader that fills it
- * (report_read.c) and the printers that turn it into NMT-like text or JSON
- * (report_print.c). The file format is docs/report-format.md.
+ * (report_read.c) and the printers that turn it into NMT-like text
+ * (report_print.c) or JSON (report_json.c, docs/json.md). The file format
+ * is docs/report-format.md.
  *
  * This is CLI-side code: it allocates with malloc freely. Functions return
  * 0 or a negative errno code and, on error, leave one line in the caller's
@@ -197,7 +198,7 @@ int64_t report_scaled(int64_t bytes, int64_t scale);
  * string lives in one of 16 per-thread buffers, until the 16th call after. */
 const char *report_size(int64_t bytes, const struct report_scale *scale);
 
-/* The NMT-like text summary and the JSON document (docs/cli.md). They
+/* The NMT-like text summary and the JSON document (docs/json.md). They
  * print whatever `r` holds, complete or not. Return 0 or -EIO when the
  * stream reports a write error. */
 int report_print_text(FILE *out, const struct report *r, const struct report_scale *scale);
@@ -234,13 +235,21 @@ void report_print_cmdline(FILE *out, const struct report *r);
  * SIGSEGV", ... */
 void report_print_reason(FILE *out, const char *reason);
 
-/* `s` as a JSON string (escaped; bytes that are not UTF-8 become U+FFFD),
- * or null when s is NULL. */
-void report_json_string(FILE *out, const char *s);
 /* Whether category c is of `kind` ("malloc", "overhead", "vm"). */
 bool report_category_is(const struct report_category *c, const char *kind);
+
+/* --- JSON (report_json.c; the documents are in docs/json.md) ------------ */
+
+struct mt_json;
 /* The command line as a JSON array of strings, or null when r has none. */
-void report_json_cmdline(FILE *out, const struct report *r);
+void report_json_cmdline(struct mt_json *j, const struct report *r);
+/* The six counters (live_bytes ... reallocs), into an open object. */
+void report_json_counts(struct mt_json *j, const struct report_counts *c);
+/* The summary document's keys after "schema" (pid ... errors), into the
+ * open top-level object, so that the detail document can add its own. */
+void report_json_summary(struct mt_json *j, const struct report *r);
+/* The same for the diff document (base, new, categories ... errors). */
+int report_json_diff(struct mt_json *j, const struct report *base, const struct report *cur);
 
 /* --- lookups (report_index.c) ------------------------------------------- */
 
@@ -283,7 +292,7 @@ void report_module_map_free(struct report_module_map *m);
 
 /* One row per report, indented under its parent when the parent's report
  * is among them (matched by pid = ppid), then a totals row; JSON is
- * {"processes": [...], "total": {...}} (docs/cli.md). `files[i]` names
+ * {"schema": ..., "processes": [...], "total": {...}} (docs/json.md). `files[i]` names
  * `reports[i]`. Return 0, -ENOMEM or -EIO. */
 int report_tree_print_text(FILE *out, const struct report *reports, const char *const *files, size_t n,
                            const struct report_scale *scale);
@@ -295,7 +304,7 @@ int report_tree_print_json(FILE *out, const struct report *reports, const char *
  * shown as new or gone), the new value and the change from `base` to `cur`
  * of every counter and virtual memory field, then the total's and the
  * process's. The text is like 'jcmd PID VM.native_memory summary.diff';
- * the JSON contract is in docs/cli.md. Either report may be incomplete.
+ * the JSON contract is in docs/json.md. Either report may be incomplete.
  * Return 0 or -EIO (or -ENOMEM). */
 int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur, const struct report_scale *scale);
 int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur);

@@ -7,6 +7,8 @@
  * own load addresses) still match. */
 #include "report/detail.h"
 
+#include "common/json_out.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -376,150 +378,87 @@ int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, c
 
 /* --- JSON ----------------------------------------------------------------- */
 
-static void json_frames(FILE *out, struct symbolizer *s, const uint64_t *frames, size_t n)
+void detail_json_frames(mt_json *j, struct symbolizer *s, const uint64_t *frames, size_t n)
 {
-    fputs("\"frames\": [", out);
-    bool first = true;
+    mt_json_array_begin(j);
     for (size_t i = 0; i < n; i++) {
         struct sym_frame f[MAX_SYM];
-        int k = sym_lookup(s, frames[i], f, MAX_SYM);
-        for (int j = 0; j < k; j++) {
-            fputs(first ? "\n      {" : ",\n      {", out);
-            first = false;
-            fputs("\"function\": ", out);
-            report_json_string(out, f[j].function);
-            fputs(", \"file\": ", out);
-            report_json_string(out, f[j].file);
-            if (f[j].line > 0)
-                fprintf(out, ", \"line\": %d", f[j].line);
+        int k = s ? sym_lookup(s, frames[i], f, MAX_SYM) : 0;
+        if (k <= 0) {   /* nothing to symbolize with: the address alone */
+            f[0] = (struct sym_frame){.address = frames[i]};
+            k = 1;
+        }
+        for (int m = 0; m < k; m++) {
+            mt_json_oneline(j);
+            mt_json_object_begin(j);
+            mt_json_kstr(j, "function", f[m].function);
+            mt_json_kstr(j, "file", f[m].file);
+            mt_json_ki64_or_null(j, "line", f[m].line > 0, f[m].line);
+            mt_json_kstr(j, "module", f[m].module);
+            mt_json_key(j, "address");
+            mt_json_hex(j, f[m].address);
+            mt_json_key(j, "offset");
+            if (f[m].module)
+                mt_json_hex(j, f[m].offset);
             else
-                fputs(", \"line\": null", out);
-            fputs(", \"module\": ", out);
-            report_json_string(out, f[j].module);
-            fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"offset\": ", f[j].address);
-            if (f[j].module)
-                fprintf(out, "\"0x%" PRIx64 "\"", f[j].offset);
-            else
-                fputs("null", out);
-            fprintf(out, ", \"inlined\": %s}", f[j].inlined ? "true" : "false");
+                mt_json_null(j);
+            mt_json_kbool(j, "inlined", f[m].inlined);
+            mt_json_object_end(j);
         }
     }
-    fputs(first ? "]" : "\n    ]", out);
-}
-
-static void json_counts(FILE *out, const struct report_counts *c)
-{
-    fprintf(out, "\"live_bytes\": %" PRId64 ", \"live_count\": %" PRId64 ", \"peak_bytes\": %" PRId64
-            ", \"allocs\": %" PRId64 ", \"frees\": %" PRId64 ", \"reallocs\": %" PRId64,
-            c->live_bytes, c->live_count, c->peak_bytes, c->allocs, c->frees, c->reallocs);
-}
-
-/* ", "allocated_bytes": N" (null when unknown). */
-static void json_allocated(FILE *out, bool known, int64_t v)
-{
-    if (known)
-        fprintf(out, ", \"allocated_bytes\": %" PRId64, v);
-    else
-        fputs(", \"allocated_bytes\": null", out);
+    mt_json_array_end(j);
 }
 
 /* The warnings, one JSON string each. */
-static void json_warnings(FILE *out, const char *key, struct symbolizer *s)
+static void json_warnings(mt_json *j, const char *key, struct symbolizer *s)
 {
-    fprintf(out, "  \"%s\": [", key);
+    mt_json_key(j, key);
+    mt_json_array_begin(j);
     const char *w = sym_warnings(s);
-    bool first = true;
     while (*w) {
         size_t len = strcspn(w, "\n");
-        char *line = strndup(w, len);
-        fputs(first ? "" : ", ", out);
-        first = false;
-        report_json_string(out, line ? line : "");
-        free(line);
+        mt_json_strn(j, w, len);
         w += len + (w[len] == '\n');
     }
-    fputs("],\n", out);
-}
-
-/* Prints `doc` (a JSON object ending in "}\n") without its closing brace,
- * then ",\n", so more keys can follow. */
-static int open_document(FILE *out, char *doc, size_t len)
-{
-    while (len && (doc[len - 1] == '\n' || doc[len - 1] == ' '))
-        len--;
-    if (!len || doc[len - 1] != '}')
-        return -EIO;
-    len--;
-    while (len && (doc[len - 1] == '\n' || doc[len - 1] == ' '))
-        len--;
-    fwrite(doc, 1, len, out);
-    fputs(",\n", out);
-    return 0;
-}
-
-static int print_report_json(FILE *f, const struct report *a, const struct report *b)
-{
-    (void)b;
-    return report_print_json(f, a);
-}
-
-static int print_diff_json(FILE *f, const struct report *a, const struct report *b)
-{
-    return report_diff_print_json(f, a, b);
-}
-
-/* Renders the JSON document `print` writes for (a, b) and copies it to out
- * open (open_document), so the caller can add keys. */
-static int reopen_json(FILE *out, int (*print)(FILE *, const struct report *, const struct report *),
-                       const struct report *a, const struct report *b)
-{
-    char *doc = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&doc, &len);
-    if (!mem)
-        return -ENOMEM;
-    int rc = print(mem, a, b);
-    if (fclose(mem) != 0 && rc == 0)
-        rc = -ENOMEM;
-    if (rc == 0)
-        rc = open_document(out, doc, len);
-    free(doc);
-    return rc;
+    mt_json_array_end(j);
 }
 
 int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o)
 {
-    int rc = reopen_json(out, print_report_json, r, NULL);
-    if (rc < 0)
-        return rc;
-
     struct grouping gr;
     size_t shown;
-    if ((rc = sorted_groups(r, o, &gr, &shown)) < 0)
+    int rc = sorted_groups(r, o, &gr, &shown);
+    if (rc < 0)
         return rc;
-    fprintf(out, "  \"stack_depth\": %" PRId64 ",\n  \"unwinder\": ", r->stack_depth);
-    report_json_string(out, r->unwinder);
-    fprintf(out, ",\n  \"sites_dropped\": %" PRId64 ",\n  \"sites_total\": %zu,\n", r->sites_dropped, gr.n);
+    mt_json j;
+    mt_json_init_file(&j, out, true);
+    mt_json_document_begin(&j);
+    report_json_summary(&j, r);
+    mt_json_ki64(&j, "stack_depth", r->stack_depth);
+    mt_json_kstr(&j, "unwinder", r->unwinder);
+    mt_json_ki64(&j, "sites_dropped", r->sites_dropped);
+    mt_json_ku64(&j, "sites_total", gr.n);
     enum sort_by by = sort_of(r, o);
-    fprintf(out, "  \"sorted_by\": \"%s\",\n",
-            by == SORT_ALLOCATED_BYTES ? "allocated_bytes" : by == SORT_ALLOCS ? "allocs" : "live_bytes");
-    json_warnings(out, "symbol_warnings", s);
-    fputs("  \"sites\": [", out);
+    mt_json_kstr(&j, "sorted_by",
+                 by == SORT_ALLOCATED_BYTES ? "allocated_bytes" : by == SORT_ALLOCS ? "allocs" : "live_bytes");
+    json_warnings(&j, "symbol_warnings", s);
+    mt_json_key(&j, "sites");
+    mt_json_array_begin(&j);
     for (size_t i = 0; i < shown; i++) {
         const struct group *g = &gr.g[i];
-        fputs(i ? ",\n    {" : "\n    {", out);
-        fprintf(out, "\"id\": %" PRId64 ", \"merged_sites\": %zu, \"category\": ", g->first_id, g->nsites);
-        report_json_string(out, g->category);
-        fputs(", ", out);
-        json_counts(out, &g->n);
-        json_allocated(out, g->has_allocated, g->allocated);
-        fputs(",\n    ", out);
-        json_frames(out, s, g->frames, g->nframes);
-        fputc('}', out);
+        mt_json_object_begin(&j);
+        mt_json_ki64(&j, "stack_id", g->first_id);
+        mt_json_ku64(&j, "merged_sites", g->nsites);
+        mt_json_kstr(&j, "category", g->category);
+        report_json_counts(&j, &g->n);
+        mt_json_ki64_or_null(&j, "allocated_bytes", g->has_allocated, g->allocated);
+        mt_json_key(&j, "frames");
+        detail_json_frames(&j, s, g->frames, g->nframes);
+        mt_json_object_end(&j);
     }
-    fputs(shown ? "\n  ]\n}\n" : "]\n}\n", out);
+    mt_json_array_end(&j);
     grouping_free(&gr);
-    return ferror(out) ? -EIO : 0;
+    return mt_json_document_end(&j);
 }
 
 /* --- diff ----------------------------------------------------------------- */
@@ -694,36 +633,47 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
     return ferror(out) ? -EIO : 0;
 }
 
-static void j_side(FILE *out, const char *key, const struct group *g)
+/* One side of a site's diff: its figures in that report, or null. */
+static void j_side(mt_json *j, const char *key, const struct group *g)
 {
-    fprintf(out, ", \"%s\": ", key);
+    mt_json_key(j, key);
     if (!g) {
-        fputs("null", out);
+        mt_json_null(j);
         return;
     }
-    fputc('{', out);
-    json_counts(out, &g->n);
-    json_allocated(out, g->has_allocated, g->allocated);
-    fprintf(out, ", \"merged_sites\": %zu}", g->nsites);
+    mt_json_oneline(j);
+    mt_json_object_begin(j);
+    mt_json_ki64(j, "stack_id", g->first_id);
+    report_json_counts(j, &g->n);
+    mt_json_ki64_or_null(j, "allocated_bytes", g->has_allocated, g->allocated);
+    mt_json_ku64(j, "merged_sites", g->nsites);
+    mt_json_object_end(j);
 }
 
 int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
                            struct symbolizer *sc, const struct detail_options *o)
 {
-    int rc = reopen_json(out, print_diff_json, base, cur);
+    struct diff d;
+    int rc = diff_build(&d, base, cur, sb, sc, o);
     if (rc < 0)
         return rc;
-    struct diff d;
-    if ((rc = diff_build(&d, base, cur, sb, sc, o)) < 0)
+    mt_json j;
+    mt_json_init_file(&j, out, true);
+    mt_json_document_begin(&j);
+    if ((rc = report_json_diff(&j, base, cur)) < 0) {
+        diff_free(&d);
         return rc;
-    json_warnings(out, "symbol_warnings_base", sb);
-    json_warnings(out, "symbol_warnings_new", sc);
-    fputs("  \"sites\": [", out);
+    }
+    json_warnings(&j, "symbol_warnings_base", sb);
+    json_warnings(&j, "symbol_warnings_new", sc);
+    mt_json_key(&j, "sites");
+    mt_json_array_begin(&j);
     size_t shown = 0;
     for (size_t i = 0; i < d.n; i++) {
         const struct drow *w = &d.rows[i];
         if (o->top > 0 && shown == (size_t)o->top)
             break;
+        shown++;
         const struct group *g = w->c ? w->c : w->b;
         const struct report_counts *c = counts(w->c), *b = counts(w->b);
         struct report_counts delta = {
@@ -731,25 +681,25 @@ int detail_diff_print_json(FILE *out, const struct report *base, const struct re
             report_sub(c->peak_bytes, b->peak_bytes), report_sub(c->allocs, b->allocs),
             report_sub(c->frees, b->frees), report_sub(c->reallocs, b->reallocs),
         };
-        fputs(shown++ ? ",\n    {" : "\n    {", out);
-        fputs("\"status\": ", out);
-        report_json_string(out, status_of(w));
-        fputs(", \"category\": ", out);
-        report_json_string(out, g->category);
-        fputs(", \"key\": ", out);
-        report_json_string(out, g->key);
-        j_side(out, "base", w->b);
-        j_side(out, "new", w->c);
-        fputs(", \"delta\": {", out);
-        json_counts(out, &delta);
+        mt_json_object_begin(&j);
+        mt_json_kstr(&j, "status", status_of(w));
+        mt_json_kstr(&j, "category", g->category);
+        mt_json_kstr(&j, "stack_key", g->key);
+        j_side(&j, "base", w->b);
+        j_side(&j, "new", w->c);
+        mt_json_key(&j, "delta");
+        mt_json_oneline(&j);
+        mt_json_object_begin(&j);
+        report_json_counts(&j, &delta);
         int64_t ac, ab;
         bool kc = allocated_of(w->c, &ac), kb = allocated_of(w->b, &ab);
-        json_allocated(out, kc && kb, report_sub(ac, ab));
-        fputs("},\n    ", out);
-        json_frames(out, w->c ? sc : sb, g->frames, g->nframes);
-        fputc('}', out);
+        mt_json_ki64_or_null(&j, "allocated_bytes", kc && kb, report_sub(ac, ab));
+        mt_json_object_end(&j);
+        mt_json_key(&j, "frames");
+        detail_json_frames(&j, w->c ? sc : sb, g->frames, g->nframes);
+        mt_json_object_end(&j);
     }
-    fputs(shown ? "\n  ]\n}\n" : "]\n}\n", out);
+    mt_json_array_end(&j);
     diff_free(&d);
-    return ferror(out) ? -EIO : 0;
+    return mt_json_document_end(&j);
 }

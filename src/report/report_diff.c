@@ -3,9 +3,11 @@
  * (one present on one side only is "new" or "gone"), each counter and
  * virtual memory field shown as its new value and its change, then the
  * total's and the process's. Used by `memtrail diff BASE NEW` and by the
- * live `memtrail query PID diff`. JSON keys: docs/cli.md. */
+ * live `memtrail query PID diff`. JSON keys: docs/json.md. */
 #include "report/report.h"
 #include "common/units.h"
+
+#include "common/json_out.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -339,68 +341,52 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
 /* --- JSON ----------------------------------------------------------------- */
 
 /* `"key": CUR, "key_delta": CUR-BASE`, each null when its side is unknown. */
-static void j_pair(FILE *out, const char *key, int64_t cur, bool has_cur, int64_t base, bool has_base)
+static void j_pair(mt_json *j, const char *key, int64_t cur, bool has_cur, int64_t base, bool has_base)
 {
-    if (has_cur)
-        fprintf(out, ", \"%s\": %" PRId64, key, cur);
-    else
-        fprintf(out, ", \"%s\": null", key);
-    if (has_cur && has_base)
-        fprintf(out, ", \"%s_delta\": %" PRId64, key, report_sub(cur, base));
-    else
-        fprintf(out, ", \"%s_delta\": null", key);
+    char delta[64];
+    snprintf(delta, sizeof delta, "%s_delta", key);
+    mt_json_ki64_or_null(j, key, has_cur, cur);
+    mt_json_ki64_or_null(j, delta, has_cur && has_base, report_sub(cur, base));
 }
 
-static void j_counts(FILE *out, const struct report_counts *c, bool hc, const struct report_counts *b,
-                     bool hb)
+static void j_counts(mt_json *j, const struct report_counts *c, bool hc, const struct report_counts *b, bool hb)
 {
-    j_pair(out, "live_bytes", c->live_bytes, hc, b->live_bytes, hb);
-    j_pair(out, "live_count", c->live_count, hc, b->live_count, hb);
-    j_pair(out, "peak_bytes", c->peak_bytes, hc, b->peak_bytes, hb);
-    j_pair(out, "allocs", c->allocs, hc, b->allocs, hb);
-    j_pair(out, "frees", c->frees, hc, b->frees, hb);
-    j_pair(out, "reallocs", c->reallocs, hc, b->reallocs, hb);
+    j_pair(j, "live_bytes", c->live_bytes, hc, b->live_bytes, hb);
+    j_pair(j, "live_count", c->live_count, hc, b->live_count, hb);
+    j_pair(j, "peak_bytes", c->peak_bytes, hc, b->peak_bytes, hb);
+    j_pair(j, "allocs", c->allocs, hc, b->allocs, hb);
+    j_pair(j, "frees", c->frees, hc, b->frees, hb);
+    j_pair(j, "reallocs", c->reallocs, hc, b->reallocs, hb);
 }
 
-static void j_vm(FILE *out, const struct report_vm *c, bool hc, const struct report_vm *b, bool hb,
-                 bool mappings)
+static void j_vm(mt_json *j, const struct report_vm *c, bool hc, const struct report_vm *b, bool hb, bool mappings)
 {
-    j_pair(out, "reserved", c->reserved, hc, b->reserved, hb);
-    j_pair(out, "committed", c->committed, hc, b->committed, hb);
-    j_pair(out, "resident_bytes", c->resident, hc, b->resident, hb);
+    j_pair(j, "reserved_bytes", c->reserved, hc, b->reserved, hb);
+    j_pair(j, "committed_bytes", c->committed, hc, b->committed, hb);
+    j_pair(j, "resident_bytes", c->resident, hc, b->resident, hb);
     if (mappings)
-        j_pair(out, "mappings", c->mappings, hc, b->mappings, hb);
-}
-
-static void j_int_or_null(FILE *out, const char *key, bool has, int64_t v)
-{
-    if (has)
-        fprintf(out, "\"%s\": %" PRId64, key, v);
-    else
-        fprintf(out, "\"%s\": null", key);
+        j_pair(j, "mappings", c->mappings, hc, b->mappings, hb);
 }
 
 /* Which report a side is: enough to tell two builds or two moments apart. */
-static void j_side(FILE *out, const char *key, const struct report *r)
+static void j_side(mt_json *j, const char *key, const struct report *r)
 {
-    fprintf(out, "  \"%s\": {", key);
-    j_int_or_null(out, "pid", r->has & REPORT_HAS_PID, r->pid);
-    fputs(", ", out);
-    j_int_or_null(out, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
-    fputs(", \"exe\": ", out);
-    report_json_string(out, r->exe);
-    fputs(", \"cmdline\": ", out);
-    report_json_cmdline(out, r);
-    fputs(", \"reason\": ", out);
-    report_json_string(out, r->reason);
-    fputs(", ", out);
-    j_int_or_null(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
-    fputs(", ", out);
-    j_int_or_null(out, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
-    fprintf(out, ", \"complete\": %s},\n", r->complete ? "true" : "false");
+    mt_json_key(j, key);
+    mt_json_oneline(j);
+    mt_json_object_begin(j);
+    mt_json_ki64_or_null(j, "pid", r->has & REPORT_HAS_PID, r->pid);
+    mt_json_ki64_or_null(j, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
+    mt_json_kstr(j, "exe", r->exe);
+    mt_json_key(j, "cmdline");
+    report_json_cmdline(j, r);
+    mt_json_kstr(j, "reason", r->reason);
+    mt_json_ki64_or_null(j, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
+    mt_json_ki64_or_null(j, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
+    mt_json_kbool(j, "complete", r->complete);
+    mt_json_object_end(j);
 }
 
-int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur)
+int report_json_diff(mt_json *j, const struct report *base, const struct report *cur)
 {
     struct row *rows;
     size_t n;
@@ -408,68 +394,85 @@ int report_diff_print_json(FILE *out, const struct report *base, const struct re
         return -ENOMEM;
     bool vb = base->has & REPORT_HAS_VM, vc = cur->has & REPORT_HAS_VM;
 
-    fputs("{\n", out);
-    j_side(out, "base", base);
-    j_side(out, "new", cur);
+    j_side(j, "base", base);
+    j_side(j, "new", cur);
 
-    fputs("  \"categories\": [", out);
+    mt_json_key(j, "categories");
+    mt_json_array_begin(j);
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rows[i];
         const struct report_category *c = row_any(w);
-        fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
-        report_json_string(out, c->name);
-        fputs(", \"kind\": ", out);
-        report_json_string(out, c->kind);
-        fprintf(out, ", \"status\": \"%s\"", row_status(w));
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_kstr(j, "name", c->name);
+        mt_json_kstr(j, "kind", c->kind);
+        mt_json_kstr(j, "status", row_status(w));
         /* A category absent on one side counts as zeros there. */
-        j_counts(out, counts_of(w->cur), true, counts_of(w->base), true);
-        j_vm(out, vm_of(w->cur), vc, vm_of(w->base), vb, true);
-        fputc('}', out);
+        j_counts(j, counts_of(w->cur), true, counts_of(w->base), true);
+        j_vm(j, vm_of(w->cur), vc, vm_of(w->base), vb, true);
+        mt_json_object_end(j);
     }
     free(rows);
-    fputs(n ? "\n  ],\n" : "],\n", out);
+    mt_json_array_end(j);
 
     bool tb = base->has & REPORT_HAS_TOTAL, tc = cur->has & REPORT_HAS_TOTAL;
+    mt_json_key(j, "total");
     if (tc) {
         struct report_vm sb, sc;
         report_vm_total(base, &sb);
         report_vm_total(cur, &sc);
-        fputs("  \"total\": {", out);
-        fprintf(out, "\"present_in_base\": %s", tb ? "true" : "false");
-        j_counts(out, &cur->total, true, &base->total, tb);
-        j_vm(out, &sc, vc, &sb, vb, false);
-        fputs("},\n", out);
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_kbool(j, "present_in_base", tb);
+        j_counts(j, &cur->total, true, &base->total, tb);
+        j_vm(j, &sc, vc, &sb, vb, false);
+        mt_json_object_end(j);
     } else {
-        fputs("  \"total\": null,\n", out);
+        mt_json_null(j);
     }
 
     bool pb = base->has & REPORT_HAS_PROCESS, pc = cur->has & REPORT_HAS_PROCESS;
+    mt_json_key(j, "process");
     if (pc) {
         const struct report_process *b = &base->process, *c = &cur->process;
-        fprintf(out, "  \"process\": {\"present_in_base\": %s", pb ? "true" : "false");
-        j_pair(out, "rss_bytes", c->rss_bytes, true, b->rss_bytes, pb);
-        j_pair(out, "peak_rss_bytes", c->peak_rss_bytes, true, b->peak_rss_bytes, pb);
-        j_pair(out, "reserved", c->reserved, true, b->reserved, pb);
-        j_pair(out, "committed", c->committed, true, b->committed, pb);
-        j_pair(out, "resident_bytes", c->resident, true, b->resident, pb);
-        j_pair(out, "explained_bytes", report_explained(cur), true, report_explained(base), pb);
-        fputs("},\n", out);
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_kbool(j, "present_in_base", pb);
+        j_pair(j, "rss_bytes", c->rss_bytes, true, b->rss_bytes, pb);
+        j_pair(j, "peak_rss_bytes", c->peak_rss_bytes, true, b->peak_rss_bytes, pb);
+        j_pair(j, "reserved_bytes", c->reserved, true, b->reserved, pb);
+        j_pair(j, "committed_bytes", c->committed, true, b->committed, pb);
+        j_pair(j, "resident_bytes", c->resident, true, b->resident, pb);
+        j_pair(j, "explained_bytes", report_explained(cur), true, report_explained(base), pb);
+        mt_json_object_end(j);
     } else {
-        fputs("  \"process\": null,\n", out);
+        mt_json_null(j);
     }
 
     const struct report_errors *eb = &base->errors, *ec = &cur->errors;
     bool hb = base->has & REPORT_HAS_ERRORS, hc = cur->has & REPORT_HAS_ERRORS;
+    mt_json_key(j, "errors");
     if (hc) {
-        fputs("  \"errors\": {\"present_in_base\": ", out);
-        fputs(hb ? "true" : "false", out);
-        j_pair(out, "double_free", ec->double_free, true, eb->double_free, hb);
-        j_pair(out, "bad_canary", ec->bad_canary, true, eb->bad_canary, hb);
-        j_pair(out, "foreign_free", ec->foreign_free, true, eb->foreign_free, hb);
-        fputs("}\n", out);
+        mt_json_oneline(j);
+        mt_json_object_begin(j);
+        mt_json_kbool(j, "present_in_base", hb);
+        j_pair(j, "double_free", ec->double_free, true, eb->double_free, hb);
+        j_pair(j, "bad_canary", ec->bad_canary, true, eb->bad_canary, hb);
+        j_pair(j, "foreign_free", ec->foreign_free, true, eb->foreign_free, hb);
+        mt_json_object_end(j);
     } else {
-        fputs("  \"errors\": null\n", out);
+        mt_json_null(j);
     }
-    fputs("}\n", out);
-    return ferror(out) ? -EIO : 0;
+    return 0;
+}
+
+int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur)
+{
+    mt_json j;
+    mt_json_init_file(&j, out, true);
+    mt_json_document_begin(&j);
+    int rc = report_json_diff(&j, base, cur);
+    if (rc < 0)
+        return rc;
+    return mt_json_document_end(&j);
 }

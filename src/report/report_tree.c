@@ -5,6 +5,8 @@
  * totals row. Text and JSON (docs/cli.md). */
 #include "report/report.h"
 
+#include "common/json_out.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -303,63 +305,57 @@ int report_tree_print_text(FILE *out, const struct report *reports, const char *
 
 /* --- JSON ----------------------------------------------------------------- */
 
-static void j_int(FILE *out, const char *key, bool has, int64_t v)
-{
-    if (has)
-        fprintf(out, ", \"%s\": %" PRId64, key, v);
-    else
-        fprintf(out, ", \"%s\": null", key);
-}
-
-static void j_str(FILE *out, const char *key, const char *v)
-{
-    fprintf(out, ", \"%s\": ", key);
-    report_json_string(out, v);
-}
-
 int report_tree_print_json(FILE *out, const struct report *reports, const char *const *files, size_t n)
 {
     struct tree t;
     if (build_tree(&t, reports, files, n) < 0)
         return -ENOMEM;
     struct sums s = {0};
-    fputs("{\n  \"processes\": [", out);
+    mt_json j;
+    mt_json_init_file(&j, out, true);
+    mt_json_document_begin(&j);
+    mt_json_key(&j, "processes");
+    mt_json_array_begin(&j);
     for (size_t pos = 0; pos < t.n; pos++) {
         const struct report *r = &reports[t.order[pos]];
         add_up(&s, r);
-        fputs(pos ? ",\n    {\"file\": " : "\n    {\"file\": ", out);
-        report_json_string(out, files[t.order[pos]]);
-        j_int(out, "pid", r->has & REPORT_HAS_PID, r->pid);
-        j_int(out, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
-        j_int(out, "parent_index", t.parent_pos[pos] >= 0, t.parent_pos[pos]);
-        fprintf(out, ", \"depth\": %zu", t.depth[pos]);
-        j_str(out, "exe", r->exe);
-        fputs(", \"cmdline\": ", out);
-        report_json_cmdline(out, r);
-        j_str(out, "reason", r->reason);
-        j_int(out, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
-        j_int(out, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
-        fprintf(out, ", \"complete\": %s", r->complete ? "true" : "false");
+        mt_json_oneline(&j);
+        mt_json_object_begin(&j);
+        mt_json_kstr(&j, "file", files[t.order[pos]]);
+        mt_json_ki64_or_null(&j, "pid", r->has & REPORT_HAS_PID, r->pid);
+        mt_json_ki64_or_null(&j, "ppid", r->has & REPORT_HAS_PPID, r->ppid);
+        mt_json_ki64_or_null(&j, "parent_index", t.parent_pos[pos] >= 0, t.parent_pos[pos]);
+        mt_json_ku64(&j, "depth", t.depth[pos]);
+        mt_json_kstr(&j, "exe", r->exe);
+        mt_json_key(&j, "cmdline");
+        report_json_cmdline(&j, r);
+        mt_json_kstr(&j, "reason", r->reason);
+        mt_json_ki64_or_null(&j, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
+        mt_json_ki64_or_null(&j, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
+        mt_json_kbool(&j, "complete", r->complete);
         bool tot = r->has & REPORT_HAS_TOTAL, proc = r->has & REPORT_HAS_PROCESS;
-        j_int(out, "live_bytes", tot, r->total.live_bytes);
-        j_int(out, "live_count", tot, r->total.live_count);
-        j_int(out, "peak_bytes", tot, r->total.peak_bytes);
-        j_int(out, "allocs", tot, r->total.allocs);
-        j_int(out, "frees", tot, r->total.frees);
-        j_int(out, "rss_bytes", proc, r->process.rss_bytes);
-        j_int(out, "peak_rss_bytes", proc, r->process.peak_rss_bytes);
-        fputc('}', out);
+        mt_json_ki64_or_null(&j, "live_bytes", tot, r->total.live_bytes);
+        mt_json_ki64_or_null(&j, "live_count", tot, r->total.live_count);
+        mt_json_ki64_or_null(&j, "peak_bytes", tot, r->total.peak_bytes);
+        mt_json_ki64_or_null(&j, "allocs", tot, r->total.allocs);
+        mt_json_ki64_or_null(&j, "frees", tot, r->total.frees);
+        mt_json_ki64_or_null(&j, "rss_bytes", proc, r->process.rss_bytes);
+        mt_json_ki64_or_null(&j, "peak_rss_bytes", proc, r->process.peak_rss_bytes);
+        mt_json_object_end(&j);
     }
-    fputs(t.n ? "\n  ],\n" : "],\n", out);
-    fprintf(out, "  \"total\": {\"processes\": %zu", n);
-    j_int(out, "live_bytes", s.with_total, s.live_bytes);
-    j_int(out, "live_count", s.with_total, s.live_count);
-    j_int(out, "peak_bytes", s.with_total, s.peak_bytes);
-    j_int(out, "allocs", s.with_total, s.allocs);
-    j_int(out, "frees", s.with_total, s.frees);
-    j_int(out, "rss_bytes", s.with_process, s.rss);
-    j_int(out, "peak_rss_bytes", s.with_process, s.peak_rss);
-    fputs("}\n}\n", out);
+    mt_json_array_end(&j);
+    mt_json_key(&j, "total");
+    mt_json_oneline(&j);
+    mt_json_object_begin(&j);
+    mt_json_ku64(&j, "processes", n);
+    mt_json_ki64_or_null(&j, "live_bytes", s.with_total, s.live_bytes);
+    mt_json_ki64_or_null(&j, "live_count", s.with_total, s.live_count);
+    mt_json_ki64_or_null(&j, "peak_bytes", s.with_total, s.peak_bytes);
+    mt_json_ki64_or_null(&j, "allocs", s.with_total, s.allocs);
+    mt_json_ki64_or_null(&j, "frees", s.with_total, s.frees);
+    mt_json_ki64_or_null(&j, "rss_bytes", s.with_process, s.rss);
+    mt_json_ki64_or_null(&j, "peak_rss_bytes", s.with_process, s.peak_rss);
+    mt_json_object_end(&j);
     free_tree(&t);
-    return ferror(out) ? -EIO : 0;
+    return mt_json_document_end(&j);
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/json_out.h"
 #include "common/out.h"
 #include "xe/xe_plan.h"
 
@@ -305,10 +306,9 @@ int xe_sessions(xe_session **out, int max);
 const xe_config *xe_session_config(const xe_session *s);
 xe_target *xe_session_target(xe_session *s, const char *name);
 
-/* The version of the JSON the engine writes: every top-level object opens
- * with "schema":XE_JSON_SCHEMA (docs/json-sessions.md,
+/* The engine's JSON opens every top-level object with "schema":
+ * MT_JSON_SCHEMA (common/json_out.h; docs/json-sessions.md,
  * docs/schema/sessions.schema.json). */
-#define XE_JSON_SCHEMA "memtrail/1"
 
 /* The view as JSON ({"schema":"memtrail/1","sessions":[...]}, targets'
  * data included when with_targets; `memtrail sessions` prints its table

@@ -605,7 +605,7 @@ void xe_view_json(mt_out *o, int with_targets)
 {
     xe_session *list[XE_MAX_SESSIONS];
     int n = view_begin(list);
-    mt_out_str(o, "{\"schema\":\"" XE_JSON_SCHEMA "\",\"sessions\":[");
+    mt_out_str(o, "{\"schema\":\"" MT_JSON_SCHEMA "\",\"sessions\":[");
     for (int i = 0; i < n; i++) {
         if (i)
             mt_out_char(o, ',');

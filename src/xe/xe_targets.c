@@ -230,7 +230,7 @@ void xe_json_kv_u64(mt_out *o, const char *key, uint64_t v)
 
 void xe_target_json(xe_target *t, mt_out *o, int document)
 {
-    mt_out_str(o, document ? "{\"schema\":\"" XE_JSON_SCHEMA "\",\"target\":" : "{\"target\":");
+    mt_out_str(o, document ? "{\"schema\":\"" MT_JSON_SCHEMA "\",\"target\":" : "{\"target\":");
     xe_json_str(o, t->ops->name);
     if (t->ops->view_json)
         t->ops->view_json(t, o);

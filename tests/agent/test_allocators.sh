@@ -41,7 +41,7 @@ for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
         expect_eq "$lib after the agent, $mode: 4 threads, every entry point, same output" "$bare" "$got"
     done
     "$MT" report --json "$T/ex.summary.mtr" >"$T/h.json"
-    heap=$(json_get "$T/h.json" "[c.get('reserved', 0) for c in j['categories'] if c['name']=='heap'][0]")
+    heap=$(json_get "$T/h.json" "[c.get('reserved_bytes', 0) for c in j['categories'] if c['name']=='heap'][0]")
     if [ "${heap:-0}" -gt 0 ]; then pass "$lib after the agent: its mappings count as heap ($heap bytes)"
     else fail "$lib after the agent: heap category" "reserved=${heap:-none}"; fi
     # Before the agent: its malloc gets the program's calls; the agent must

@@ -26,7 +26,7 @@ MEMTRAIL_OPTIONS="mode=trace:output=$T/cp.mtt" LD_PRELOAD=$AGENT "$TBIN/custompo
 "$MT" analyze --json "$T/cp.mtt" >"$T/cp.json"
 want=$(awk '{b += $2; n += $3} END {print b, n}' "$T/cp.ledger")
 expect_eq "custom allocator, trace: live at the end is the pool's and the untagged blocks' (bytes, blocks), reallocs 500" \
-    "$want 500" "$(json_get "$T/cp.json" "'%d %d %d' % (j['live']['bytes'], j['live']['count'], j['reallocs'])")"
+    "$want 500" "$(json_get "$T/cp.json" "'%d %d %d' % (j['live_bytes'], j['live_count'], j['reallocs'])")"
 
 # The weak wrappers: nothing linked.
 cat >"$T/weak.c" <<'C'

@@ -122,7 +122,7 @@ if [ "$is_root" = 1 ]; then
         [ "$p" = "$child" ] && want=2000000 who="the child that dropped to nobody"
         run_mt "$MT" analyze "$R/tsetid.$p.mtt" --json
         expect_eq "setid, trace mode: the trace of $who, whole, with the $want bytes it keeps" "0 $p True" \
-            "$rc $(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); w=int(sys.argv[1]); print(j["pid"], j["complete"] and w <= j["live"]["bytes"] < w + 65536)' "$want" 2>&1)"
+            "$rc $(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); w=int(sys.argv[1]); print(j["pid"], j["complete"] and w <= j["live_bytes"] < w + 65536)' "$want" 2>&1)"
     done
 
     agent "output=$R/jail.%p.mtr" "$P" jail "$T/jail" 3000000 2000000

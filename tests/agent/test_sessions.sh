@@ -41,11 +41,15 @@ for d in "${defs[@]}"; do
     args=(--max-memory "$mm" --mode "$mode")
     [[ $d == *strict_max_memory=on* ]] && args+=(--strict)
     [[ $d =~ max_event_size=([0-9A-Z]+) ]] && args+=(--max-event-size "${BASH_REMATCH[1]}")
-    # One JSON line: the plan, or why it rejects the size.
+    # One JSON line: the plan (its sizes under the seed'"'"'s column names, as the
+    # sessions view has them), or why it rejects the size.
     "$MT" xe plan "${args[@]}" --json 2>"$T/plan.err" | python3 -c '
 import json, sys
 text = sys.stdin.read()
-print(json.dumps(json.loads(text) if text else {"rejected": open(sys.argv[1]).read().strip()}))' "$T/plan.err" >>"$T/plan.jsonl"
+seed = {"regular_buffer_size_bytes": "regular_buffer_size", "total_buffer_size_bytes": "total_buffer_size",
+        "large_buffer_size_bytes": "large_buffer_size", "memory_allocated_bytes": "memory_allocated"}
+plan = {seed.get(k, k): v for k, v in json.loads(text).items()} if text else None
+print(json.dumps(plan if text else {"rejected": open(sys.argv[1]).read().strip()}))' "$T/plan.err" >>"$T/plan.jsonl"
     echo "name=v$i;$d" >>"$T/view-defs"
 done
 mapfile -t vdefs <"$T/view-defs"
@@ -116,8 +120,7 @@ bad = []
 for kb, f in ((637, sys.argv[2]), (640, sys.argv[3])):
     p = json.load(open(f))
     for k in ("total_regular_buffers", "regular_buffer_size_bytes", "total_buffer_size_bytes", "memory_allocated_bytes"):
-        # the plan names a size with or without its unit suffix
-        pk = k if k in p else k[:-len("_bytes")] if k.endswith("_bytes") else k
+        pk = k  # the plan and the sessions view name a size the same way
         if s["seed%d" % kb][k] != p[pk]: bad.append((kb, k, s["seed%d" % kb][k], p[pk]))
 print("ok" if not bad else bad)
 ' "$T/live.json" "$T/plan637.json" "$T/plan640.json"
@@ -142,7 +145,7 @@ print("ok" if ok else (miss, ring["targets"]))
     expect_match "sessions (text): the seed's columns, in dm_xe_sessions order" \
         '^name +pending_buffers +total_regular_buffers +regular_buffer_size +total_large_buffers +large_buffer_size +total_buffer_size +buffer_policy_desc +dropped_event_count +dropped_buffer_count +blocked_event_fire_time +largest_event_dropped_size +create_time$' \
         "$(printf '%s\n' "$out" | head -1)"
-    want=$(json_get "$T/plan640.json" "'seed640 +0 +%d +%d +0 +0 +%d +drop_event +0 +0 +0 +0 +[0-9]{4}-' % (j['total_regular_buffers'], j['regular_buffer_size'], j['total_buffer_size'])")
+    want=$(json_get "$T/plan640.json" "'seed640 +0 +%d +%d +0 +0 +%d +drop_event +0 +0 +0 +0 +[0-9]{4}-' % (j['total_regular_buffers'], j['regular_buffer_size_bytes'], j['total_buffer_size_bytes'])")
     expect_match "sessions (text): the 640 KB row, as memtrail xe plan sizes it" "^$want" \
         "$(printf '%s\n' "$out" | awk '$1 == "seed640"')"
     run_mt "$MT_ASAN" sessions "$pid" --targets

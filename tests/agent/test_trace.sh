@@ -25,11 +25,11 @@ for k in allocs frees reallocs; do
         "$(json_get "$T/known.json" "j['$k']")"
 done
 expect_eq "trace: leaked bytes = the summary's live bytes" \
-    "$(json_get "$T/known.mtr.json" "j['total']['live_bytes']")" "$(json_get "$T/known.json" "j['leaks']['bytes']")"
+    "$(json_get "$T/known.mtr.json" "j['total']['live_bytes']")" "$(json_get "$T/known.json" "j['leaks']['live_bytes']")"
 expect_eq "trace: leaked blocks = the summary's live blocks" \
-    "$(json_get "$T/known.mtr.json" "j['total']['live_count']")" "$(json_get "$T/known.json" "j['leaks']['count']")"
+    "$(json_get "$T/known.mtr.json" "j['total']['live_count']")" "$(json_get "$T/known.json" "j['leaks']['live_count']")"
 expect_eq "trace: peak = the summary's peak (one thread: exact)" \
-    "$(json_get "$T/known.mtr.json" "j['total']['peak_bytes']")" "$(json_get "$T/known.json" "j['peak']['bytes']")"
+    "$(json_get "$T/known.mtr.json" "j['total']['peak_bytes']")" "$(json_get "$T/known.json" "j['peak']['live_bytes']")"
 expect_eq "trace: complete, nothing lost, no unknown frees" "True 0 0" \
     "$(json_get "$T/known.json" "'%s %d %d' % (j['complete'], j['events_lost'], j['frees_unknown'])")"
 expect_eq "trace: events = allocs + frees + reallocs + mappings" \
@@ -38,16 +38,16 @@ expect_eq "trace: events = allocs + frees + reallocs + mappings" \
 
 # --- leaks and temporaries, by stack --------------------------------------------
 leak_of() { # FUNCTION: "count bytes" of the leak stacks whose first frame is FUNCTION
-    json_get "$T/known.json" "(lambda s: '%d %d' % (sum(x['count'] for x in s), sum(x['bytes'] for x in s)))([x for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == '$1'])"
+    json_get "$T/known.json" "(lambda s: '%d %d' % (sum(x['live_count'] for x in s), sum(x['live_bytes'] for x in s)))([x for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == '$1'])"
 }
 expect_eq "trace: leak_small leaked 10 x 100 bytes" "10 1000" "$(leak_of leak_small)"
 expect_eq "trace: leak_big leaked 3 x 5000 bytes" "3 15000" "$(leak_of leak_big)"
 expect_eq "trace: no other leak (13 blocks, 16000 bytes)" "13 16000" \
-    "$(json_get "$T/known.json" "'%d %d' % (j['leaks']['count'], j['leaks']['bytes'])")"
+    "$(json_get "$T/known.json" "'%d %d' % (j['leaks']['live_count'], j['leaks']['live_bytes'])")"
 expect_eq "trace: make_temporaries' 50 allocations are temporary" "50" \
-    "$(json_get "$T/known.json" "sum(x['count'] for x in j['temporary']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'make_temporaries')")"
+    "$(json_get "$T/known.json" "sum(x['temporary_count'] for x in j['temporary']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'make_temporaries')")"
 expect_eq "trace: the peak holds churn's 3 MiB block" "1" \
-    "$(json_get "$T/known.json" "sum(1 for x in j['peak']['stacks'] if x['bytes'] == 3 << 20 and x['frames'][0]['function'] == 'churn')")"
+    "$(json_get "$T/known.json" "sum(1 for x in j['peak']['stacks'] if x['live_bytes'] == 3 << 20 and x['frames'][0]['function'] == 'churn')")"
 run_mt "$MT" analyze "$T/known.mtt"
 expect_match "trace: text output names the leak" "leak_small" "$out"
 
@@ -73,9 +73,9 @@ printf '%s' "$out" >"$T/handoff.json"
 expect_eq "trace: handoff: no free before its alloc, no id reused" "0 0" \
     "$(json_get "$T/handoff.json" "'%d %d' % (j['frees_unknown'], j['ids_reused'])")"
 expect_eq "trace: handoff: nothing handed off leaks" "0" \
-    "$(json_get "$T/handoff.json" "sum(x['count'] for x in j['leaks']['stacks'] if any(f['function'] == 'producer' for f in x['frames']))")"
+    "$(json_get "$T/handoff.json" "sum(x['live_count'] for x in j['leaks']['stacks'] if any(f['function'] == 'producer' for f in x['frames']))")"
 expect_eq "trace: handoff: 40000 handed-off allocations" "40000" \
-    "$(json_get "$T/handoff.json" "sum(x['count'] for x in j['hot']['by_count']['stacks'] if any(f['function'] == 'producer' for f in x['frames']))")"
+    "$(json_get "$T/handoff.json" "sum(x['allocs'] + x['reallocs'] for x in j['hot']['by_count']['stacks'] if any(f['function'] == 'producer' for f in x['frames']))")"
 
 # --- fork: each process its own trace -------------------------------------------
 run_mt "$MT" run --mode trace --no-loss -o "$T/fork.%p.mtt" -- "$TR" fork
@@ -84,7 +84,7 @@ expect_eq "trace: fork: parent and child write a trace each" 2 "$nfiles"
 leaks=""
 for f in "$T"/fork.*.mtt; do
     "$MT" analyze --json "$f" >"$T/f.json" 2>/dev/null
-    leaks="$leaks $(json_get "$T/f.json" "sum(x['count'] for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'leak_n')")"
+    leaks="$leaks $(json_get "$T/f.json" "sum(x['live_count'] for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'leak_n')")"
 done
 expect_eq "trace: fork: the parent's 7 and the child's 11 leaks, each in its file" "7 11" \
     "$(echo $leaks | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//')"
@@ -106,7 +106,7 @@ fbkids=""
 for f in "$T"/fb.*.mtt; do
     [ "$f" = "$T/fb.$fbparent.mtt" ] && continue
     "$MT" analyze --json "$f" >"$T/fb.json" 2>/dev/null
-    fbkids="$fbkids $(json_get "$T/fb.json" "'%d/%d/%d' % (j['allocs'], j['frees'] + j['frees_unknown'], j['leaks']['count'])")"
+    fbkids="$fbkids $(json_get "$T/fb.json" "'%d/%d/%d' % (j['allocs'], j['frees'] + j['frees_unknown'], j['leaks']['live_count'])")"
 done
 expect_eq "trace: fork of a busy process: each child's trace has its 9 allocations only" \
     " 9/0/9 9/0/9 9/0/9 9/0/9 9/0/9" "$fbkids"
@@ -130,7 +130,7 @@ shpid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
 "$MT" analyze --json "$T/ex.$shpid.mtt.1" >"$T/ex1.json" 2>/dev/null
 expect_eq "trace: exec: the shell's trace is kept, complete" "True" "$(json_get "$T/ex0.json" "j['complete']")"
 expect_eq "trace: exec: the exec'd program's trace goes to FILE.1, with its 13 leaks" "True 13" \
-    "$(json_get "$T/ex1.json" "'%s %d' % (j['complete'], j['leaks']['count'])")"
+    "$(json_get "$T/ex1.json" "'%s %d' % (j['complete'], j['leaks']['live_count'])")"
 
 # --- losses are counted and shown -------------------------------------------------
 run_mt "$MT" run --mode trace --trace-buffer 192KB -o "$T/flood.mtt" -- "$TR" flood 3000000
@@ -200,7 +200,7 @@ run_mt "$MT" analyze --json "$T/crash.mtt"
 printf '%s' "$out" >"$T/crash.json"
 read -r _ lbytes lcount _ <"$T/crash.ledger"
 expect_eq "trace: crash: the trace is complete, and holds the blocks live at the crash" "True $lcount $lbytes" \
-    "$(json_get "$T/crash.json" "'%s %d %d' % (j['complete'], sum(x['count'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'), sum(x['bytes'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'))")"
+    "$(json_get "$T/crash.json" "'%s %d %d' % (j['complete'], sum(x['live_count'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'), sum(x['live_bytes'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'))")"
 
 # --- options ------------------------------------------------------------------------
 run_mt "$MT" run --mode trace --trace-buffer 1KB -- true

@@ -21,25 +21,25 @@ run_mt "$MT" analyze "$TR" --json
 expect_eq "analyze --json: exit 0" 0 "$rc"
 printf '%s' "$out" >"$T/a.json"
 keys=$(json_get "$T/a.json" "','.join(k for k in ['events','events_lost','allocs','frees','reallocs','frees_unknown',
-  'reallocs_unknown','ids_reused','mmaps','munmaps','allocated_bytes','first_ns','last_ns','live','mapped','peak','leaks',
+  'reallocs_unknown','ids_reused','mmaps','munmaps','allocated_bytes','first_ns','last_ns','live_bytes','live_count','mapped_bytes','mapped_peak_bytes','peak','leaks',
   'temporary','hot','histogram','timeline','complete','error','file','pid'] if k not in j)")
 expect_eq "analyze --json: every documented key" "" "$keys"
-expect_eq "analyze --json: peak has bytes, count, time_ns, stacks" "True" \
-    "$(json_get "$T/a.json" "all(k in j['peak'] for k in ['bytes','count','time_ns','stacks','stacks_total'])")"
+expect_eq "analyze --json: peak has live_bytes, live_count, time_ns, stacks" "True" \
+    "$(json_get "$T/a.json" "all(k in j['peak'] for k in ['live_bytes','live_count','time_ns','stacks','stacks_total'])")"
 expect_eq "analyze --json: complete, no error" "True None" "$(json_get "$T/a.json" "j['complete'], j['error']" | tr -d '(),')"
 for k in events allocs frees reallocs frees_unknown; do
     expect_eq "analyze --json: $k as written" "$(exp $k)" "$(json_get "$T/a.json" "j['$k']")"
 done
 expect_eq "analyze --json: leaks (bytes, count) as left live" "$(exp leak_bytes) $(exp leak_count)" \
-    "$(json_get "$T/a.json" "'%d %d' % (j['leaks']['bytes'], j['leaks']['count'])")"
-expect_eq "analyze --json: temporary count as written" "$(exp temporary)" "$(json_get "$T/a.json" "j['temporary']['count']")"
+    "$(json_get "$T/a.json" "'%d %d' % (j['leaks']['live_bytes'], j['leaks']['live_count'])")"
+expect_eq "analyze --json: temporary count as written" "$(exp temporary)" "$(json_get "$T/a.json" "j['temporary']['temporary_count']")"
 expect_eq "analyze --json: temporary bytes as written" "$(exp temporary_bytes)" \
-    "$(json_get "$T/a.json" "j['temporary']['bytes']")"
+    "$(json_get "$T/a.json" "j['temporary']['temporary_bytes']")"
 expect_eq "analyze --json: events_lost from the end record" "0" "$(json_get "$T/a.json" "j['events_lost']")"
 expect_eq "analyze --json: leak stacks sum to the leaks" "True" \
-    "$(json_get "$T/a.json" "sum(s['bytes'] for s in j['leaks']['stacks']) == j['leaks']['bytes'] and j['leaks']['stacks_total'] <= 10")"
+    "$(json_get "$T/a.json" "sum(s['live_bytes'] for s in j['leaks']['stacks']) == j['leaks']['live_bytes'] and j['leaks']['stacks_total'] <= 10")"
 expect_eq "analyze --json: peak at least the live bytes at the end, stacks within it" "True" \
-    "$(json_get "$T/a.json" "j['peak']['bytes'] >= j['live']['bytes'] and sum(s['bytes'] for s in j['peak']['stacks']) == j['peak']['bytes']")"
+    "$(json_get "$T/a.json" "j['peak']['live_bytes'] >= j['live_bytes'] and sum(s['live_bytes'] for s in j['peak']['stacks']) == j['peak']['live_bytes']")"
 expect_eq "analyze --json: temporaries all from the scratch stack" "tracegen_scratch_buffer" \
     "$(json_get "$T/a.json" "j['temporary']['stacks'][0]['frames'][0]['function']")"
 expect_eq "analyze --json: frames symbolized (function, file, line, module, address)" "True" \
@@ -47,7 +47,7 @@ expect_eq "analyze --json: frames symbolized (function, file, line, module, addr
 expect_eq "analyze --json: histogram counts every allocation and realloc" "True" \
     "$(json_get "$T/a.json" "sum(b['count'] for b in j['histogram']) == j['allocs'] + j['reallocs']")"
 expect_eq "analyze --json: timeline buckets in order, within 256" "True" \
-    "$(json_get "$T/a.json" "0 < len(j['timeline']['buckets']) <= 256 and all(b['max_bytes'] >= b['live_bytes'] for b in j['timeline']['buckets']) and j['timeline']['buckets'][-1]['live_bytes'] == j['live']['bytes']")"
+    "$(json_get "$T/a.json" "0 < len(j['timeline']['buckets']) <= 256 and all(b['max_live_bytes'] >= b['live_bytes'] for b in j['timeline']['buckets']) and j['timeline']['buckets'][-1]['live_bytes'] == j['live_bytes']")"
 expect_eq "analyze --json: hot stacks by count and by bytes" "True" \
     "$(json_get "$T/a.json" "len(j['hot']['by_count']['stacks']) > 0 and len(j['hot']['by_bytes']['stacks']) > 0")"
 
@@ -120,7 +120,7 @@ run_mt "$MT" report "$TR" --json
 expect_eq "report of a trace: exit 0" 0 "$rc"
 printf '%s' "$out" >"$T/r.json"
 expect_eq "report of a trace: totals as analyze's" \
-    "$(json_get "$T/a.json" "'%d %d %d %d %d' % (j['allocs'], j['frees'], j['reallocs'], j['live']['bytes'], j['live']['count'])")" \
+    "$(json_get "$T/a.json" "'%d %d %d %d %d' % (j['allocs'], j['frees'], j['reallocs'], j['live_bytes'], j['live_count'])")" \
     "$(json_get "$T/r.json" "'%d %d %d %d %d' % (j['total']['allocs'], j['total']['frees'], j['total']['reallocs'], j['total']['live_bytes'], j['total']['live_count'])")"
 expect_eq "report of a trace: the sites' live bytes sum to the leaks" "$(exp leak_bytes)" \
     "$(json_get "$T/r.json" "sum(s['live_bytes'] for s in j['sites'])")"
@@ -149,8 +149,8 @@ expect_eq "export --format json --value: exit 2" 2 "$rc"
 # --- the ASan+UBSan build on the same traces ----------------------------------
 if [ -x "$MT_ASAN" ]; then
     run_mt "$MT_ASAN" analyze "$TR" --json
-    expect_eq "analyze (ASan): exit 0, same JSON" "0 $(json_get "$T/a.json" "j['leaks']['bytes']")" \
-        "$rc $(python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["leaks"]["bytes"])' <<<"$out")"
+    expect_eq "analyze (ASan): exit 0, same JSON" "0 $(json_get "$T/a.json" "j['leaks']['live_bytes']")" \
+        "$rc $(python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["leaks"]["live_bytes"])' <<<"$out")"
     run_mt "$MT_ASAN" analyze "$T/flip.mtt"
     expect_eq "analyze (ASan) of a damaged trace: exit 1, no sanitizer report" "1 0" \
         "$rc $(printf '%s' "$err" | grep -c -E 'Sanitizer|runtime error')"

@@ -111,7 +111,7 @@ if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/good.json" 2>"
     expect_eq "json: categories in file order" "malloc parser idle memtrail" \
         "$(json_get "$T/good.json" "' '.join(c['name'] for c in j['categories'])")"
     expect_eq "json: parser numbers" "20480 30 40960 100 70 0 20480 20480" \
-        "$(json_get "$T/good.json" "' '.join(str(j['categories'][1][k]) for k in ('live_bytes','live_count','peak_bytes','allocs','frees','reallocs','reserved','committed'))")"
+        "$(json_get "$T/good.json" "' '.join(str(j['categories'][1][k]) for k in ('live_bytes','live_count','peak_bytes','allocs','frees','reallocs','reserved_bytes','committed_bytes'))")"
     expect_eq "json: malloc reallocs" 12 "$(json_get "$T/good.json" "j['categories'][0]['reallocs']")"
     expect_eq "json: overhead kind" overhead "$(json_get "$T/good.json" "j['categories'][3]['kind']")"
     expect_eq "json: total" "21528 33 90000 1900100 1900067" \

@@ -119,7 +119,7 @@ py "detail: frame 0 of each site is the capturing function" \
     "parse_config|fill_cache+build_index|grow_buffer|grow_buffer|plugin::capture(void**, int)|recurse" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-by_id = sorted(j["sites"], key=lambda s: s["id"])
+by_id = sorted(j["sites"], key=lambda s: s["stack_id"])
 names = []
 for s in by_id:
     first = [f for f in s["frames"] if f["address"] == s["frames"][0]["address"]]
@@ -128,12 +128,12 @@ print("|".join(names))' "$T/d.json"
 py "detail: the inlined frame is marked, its caller is not" "True False" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-s = [s for s in j["sites"] if s["id"] == 2][0]
+s = [s for s in j["sites"] if s["stack_id"] == 2][0]
 print(s["frames"][0]["inlined"], s["frames"][1]["inlined"])' "$T/d.json"
 py "detail: recursion keeps every recorded frame" "recurse recurse 7" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-s = [s for s in j["sites"] if s["id"] == 6][0]
+s = [s for s in j["sites"] if s["stack_id"] == 6][0]
 print(s["frames"][0]["function"], s["frames"][1]["function"], sum(f["function"] == "recurse" for f in s["frames"]))' "$T/d.json"
 
 # --- the numbers: equal to the fixture's, sorted by live bytes ------------
@@ -141,18 +141,18 @@ py "detail json: sites, counters and order equal the fixture" \
     "1:4096,1,8192,3,2 2:1000,2,1500,5,3 3:300,3,300,3,0 4:200,1,400,4,3 5:50,2,64,7,5 6:10,1,10,1,0" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(" ".join("%d:%d,%d,%d,%d,%d" % (s["id"], s["live_bytes"], s["live_count"], s["peak_bytes"], s["allocs"], s["frees"])
+print(" ".join("%d:%d,%d,%d,%d,%d" % (s["stack_id"], s["live_bytes"], s["live_count"], s["peak_bytes"], s["allocs"], s["frees"])
                for s in j["sites"]))' "$T/d.json"
 py "detail json: allocated_bytes per site equal the fixture's site lines" "True 6" '
 import json, sys
 j = json.load(open(sys.argv[1]))
 want = {int(l.split()[1]): int(dict(kv.split("=", 1) for kv in l.split()[2:])["allocated_bytes"])
         for l in open(sys.argv[2]) if l.startswith("site ")}
-print(all(s["allocated_bytes"] == want[s["id"]] for s in j["sites"]), len(j["sites"]))' "$T/d.json" "$T/d.mtr"
+print(all(s["allocated_bytes"] == want[s["stack_id"]] for s in j["sites"]), len(j["sites"]))' "$T/d.json" "$T/d.mtr"
 py "detail json: category, address string, summary fields kept" "plugin 0x True 4242 5656" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-s = [s for s in j["sites"] if s["id"] == 5][0]
+s = [s for s in j["sites"] if s["stack_id"] == 5][0]
 print(s["category"], s["frames"][0]["address"][:2], isinstance(s["frames"][0]["line"], int), j["pid"], j["total"]["live_bytes"])' "$T/d.json"
 py "detail json: frame keys" "address,file,function,inlined,line,module,offset" '
 import json, sys
@@ -220,7 +220,7 @@ run_mt "$MT_ASAN" report detail "$T/d.mtr" --json --top 2
 py "detail --top 2: the two largest" "1,2 6" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(",".join(str(s["id"]) for s in j["sites"]), j["sites_total"])' "$T/out"
+print(",".join(str(s["stack_id"]) for s in j["sites"]), j["sites_total"])' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --top 1
 expect_eq "detail text --top 1: one counters line" 1 "$(printf '%s\n' "$out" | grep -c '^ *(malloc: live=\|^ *(plugin: live=')"
 # --sort allocated: by allocated bytes (largest first, then live bytes, then
@@ -240,7 +240,7 @@ run_mt "$MT_ASAN" report detail "$T/d.mtr" --json --sort allocated
 py "detail --sort allocated: by allocated bytes" "$want allocated_bytes" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(",".join(str(s["id"]) for s in j["sites"]), j["sorted_by"])' "$T/out"
+print(",".join(str(s["stack_id"]) for s in j["sites"]), j["sorted_by"])' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/d.mtr" --sort allocated --top 2
 contains "detail text --sort allocated: header" "Allocation sites: 2 of 6, by allocated bytes (stack depth 10" "$out"
 # 300 B = 0.293KB, 90000 B = 87.9KB
@@ -258,7 +258,7 @@ expect_eq "old report: exit 0" 0 "$rc"
 py "old report --sort allocated: by allocation count" "5,2,4,1,3,6 allocs True" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(",".join(str(s["id"]) for s in j["sites"]), j["sorted_by"], all(s["allocated_bytes"] is None for s in j["sites"]))' "$T/out"
+print(",".join(str(s["stack_id"]) for s in j["sites"]), j["sorted_by"], all(s["allocated_bytes"] is None for s in j["sites"]))' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/old.mtr" --sort allocated
 contains "old report text: header says why" "by allocations (the report has no allocated bytes per site)" "$out"
 contains "old report text: counters line without allocated" "(malloc: live=4KB (1 blocks), peak=8KB, allocs=3, frees=2, reallocs=0)" "$out"
@@ -283,7 +283,7 @@ dyn=$(nm -D -C --defined-only "${PLUGIN%.so}.stripped.so" | grep -o 'plugin::cap
 py "stripped library: the function from .dynsym (nm -D), no file:line" "$dyn None" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-f = [s for s in j["sites"] if s["id"] == 5][0]["frames"][0]
+f = [s for s in j["sites"] if s["stack_id"] == 5][0]["frames"][0]
 print(f["function"], f["line"])' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/s.mtr"
 contains "stripped text: module+offset" "] sites.stripped+0x" "$out"
@@ -338,7 +338,7 @@ contains "truncated: error names the file" "cut.mtr: truncated after line $cutli
 py "truncated: the sites before the cut, complete false" "1,2 False" '
 import json, sys
 j = json.load(open(sys.argv[1]))
-print(",".join(str(s["id"]) for s in j["sites"]), j["complete"])' "$T/out"
+print(",".join(str(s["stack_id"]) for s in j["sites"]), j["complete"])' "$T/out"
 run_mt "$MT_ASAN" report detail "$T/cut.mtr"
 contains "truncated text: partial sites shown" "parse_config (" "$out"
 contains "truncated text: incomplete note" "Incomplete: the report file was cut short after line $cutline" "$out"

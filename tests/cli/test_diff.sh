@@ -79,15 +79,15 @@ contains "report vm: process line" "Process: rss=4372KB, peak rss=5120KB (reserv
 contains "report vm: explained share" "the categories explain 4352KB of it (99.5%; 'other' not counted)" "$out"
 "$MT_ASAN" report --json "$T/new.mtr" >"$T/new.json"
 jq_py "report vm json: parser VM fields" "2097152 1048576 131072 3" "$T/new.json" \
-    "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'parser' for k in ('reserved','committed','resident_bytes','mappings'))"
+    "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'parser' for k in ('reserved_bytes','committed_bytes','resident_bytes','mappings'))"
 jq_py "report vm json: process" "4476928 5242880 27533312 17960960 4472832 4456448" "$T/new.json" \
-    "' '.join(str(j['process'][k]) for k in ('rss_bytes','peak_rss_bytes','reserved','committed','resident_bytes','explained_bytes'))"
+    "' '.join(str(j['process'][k]) for k in ('rss_bytes','peak_rss_bytes','reserved_bytes','committed_bytes','resident_bytes','explained_bytes'))"
 jq_py "report vm json: total sums" "27533312 17960960 4464640" "$T/new.json" \
-    "' '.join(str(j['total'][k]) for k in ('reserved','committed','resident_bytes'))"
+    "' '.join(str(j['total'][k]) for k in ('reserved_bytes','committed_bytes','resident_bytes'))"
 sed -e 's/ reserved=.*$//' -e '/^process /d' "$T/new.mtr" >"$T/old.mtr"
 "$MT_ASAN" report --json "$T/old.mtr" >"$T/old.json"
 jq_py "report old json: process null, resident null, reserved = live" "None None 20480" "$T/old.json" \
-    "' '.join(str(x) for x in (j['process'], j['categories'][0]['resident_bytes'], j['categories'][0]['reserved']))"
+    "' '.join(str(x) for x in (j['process'], j['categories'][0]['resident_bytes'], j['categories'][0]['reserved_bytes']))"
 
 # --- diff: text against hand-computed deltas ---------------------------------
 run_mt "$MT_ASAN" diff "$T/base.mtr" "$T/new.mtr"
@@ -153,7 +153,8 @@ names = no + [n for n in bo if n not in nc]
 same('category order', [c['name'] for c in j['categories']], names)
 # VM fields: a value when the new report has them, a change when both do.
 bvm = any('reserved' in c for c in bc.values()); nvm = any('reserved' in c for c in nc.values())
-ren = {'resident': 'resident_bytes'}
+# the file's reserved=/committed=/resident= are the JSON's *_bytes
+ren = {'reserved': 'reserved_bytes', 'committed': 'committed_bytes', 'resident': 'resident_bytes'}
 for c in j['categories']:
     n = c['name']
     b, cur = bc.get(n, {}), nc.get(n, {})
@@ -183,7 +184,7 @@ EOF
 expect_eq "diff json: exits 0" 0 "$?"
 expect_eq "diff json: every field matches the reference reader" ok "$(python3 "$T/ref.py" "$T/base.mtr" "$T/new.mtr" "$T/d.json" 2>&1)"
 jq_py "diff json: hand-computed parser deltas" "0 -4096 3 1 1048576 524288 65536" "$T/d.json" \
-    "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'parser' for k in ('live_bytes','live_bytes_delta','mappings','mappings_delta','reserved_delta','committed_delta','resident_bytes_delta'))"
+    "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'parser' for k in ('live_bytes','live_bytes_delta','mappings','mappings_delta','reserved_bytes_delta','committed_bytes_delta','resident_bytes_delta'))"
 jq_py "diff json: gone category" "gone 0 -2048 -1" "$T/d.json" \
     "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'cache' for k in ('status','live_bytes','live_bytes_delta','live_count_delta'))"
 jq_py "diff json: new category" "new 3072 3072" "$T/d.json" \
@@ -203,7 +204,7 @@ contains "diff old: heap figures" "-                    malloc (reserved=20KB +1
 lacks "diff old: no VM" "resident" "$out"
 "$MT_ASAN" diff --json "$T/old_base.mtr" "$T/old.mtr" >"$T/d3.json"
 jq_py "diff old json: VM null, process null" "None None None" "$T/d3.json" \
-    "' '.join(str(x) for x in (j['categories'][0]['reserved'], j['categories'][0]['reserved_delta'], j['process']))"
+    "' '.join(str(x) for x in (j['categories'][0]['reserved_bytes'], j['categories'][0]['reserved_bytes_delta'], j['process']))"
 
 # --- diff: usage and bad input -----------------------------------------------
 run_mt "$MT_ASAN" diff --help
@@ -306,10 +307,10 @@ if cc -std=gnu11 -I"$MT_ROOT/include" -o "$T/snap" "$T/snap.c" -L"$BUILD/lib" -l
         "' '.join(str(x) for x in (j['base']['pid'] == j['new']['pid'], j['new']['end_ns'] >= j['base']['end_ns'], j['base']['reason'], j['new']['reason']))"
     expect_eq "real pair: every field matches the reference reader" ok \
         "$(python3 "$T/ref.py" "$T/snap.base.mtr" "$T/snap.later.mtr" "$T/real.json" 2>&1)"
-    if [ "$(json_get "$T/real.json" "[c for c in j['categories'] if c['name'] == 'work'][0]['reserved']")" != None ]; then
+    if [ "$(json_get "$T/real.json" "[c for c in j['categories'] if c['name'] == 'work'][0]['reserved_bytes']")" != None ]; then
         # The agent writes VM fields: the 64 KiB mapping made while "work" was tagged.
         jq_py "real pair: work's new mapping" "65536 65536 65536" "$T/real.json" \
-            "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'work' for k in ('reserved_delta','committed_delta','resident_bytes_delta'))"
+            "' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'work' for k in ('reserved_bytes_delta','committed_bytes_delta','resident_bytes_delta'))"
     fi
     run_mt "$MT_ASAN" diff "$T/snap.base.mtr" "$T/snap.later.mtr"
     expect_eq "real pair: text exits 0" 0 "$rc"

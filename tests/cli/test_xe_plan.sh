@@ -66,8 +66,8 @@ XP --range 1-4096 --json >"$T/none.json"
 expect_eq "range none json: same rows as the seed" "ok" "$(python3 - "$T/none.json" "$T/seed_none.txt" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
-keys = ["start_memory_range_kb", "end_memory_range_kb", "total_regular_buffers", "regular_buffer_size",
-        "total_buffer_size"]
+keys = ["start_memory_range_kb", "end_memory_range_kb", "total_regular_buffers", "regular_buffer_size_bytes",
+        "total_buffer_size_bytes"]
 seed = [[None if v == "NULL" else int(v) for v in l.split()] for l in open(sys.argv[2])]
 got = [[r[k] for k in keys] for r in j["rows"]]
 bad = [(i, g, s) for i, (g, s) in enumerate(zip(got, seed)) if g != s]
@@ -87,11 +87,11 @@ expect_eq "range per_cpu 2 CPUs 637-642: the seed's step at 640 KB" \
 while read -r kb bufs size total; do
     XP --max-memory "$kb" --mode per_cpu --cpus 2 --json >"$T/one.json"
     expect_eq "per_cpu 2 CPUs $kb KB (seed row)" "$bufs $size $total" \
-        "$(json_get "$T/one.json" '"%d %d %d" % (j["total_regular_buffers"], j["regular_buffer_size"], j["total_buffer_size"])')"
+        "$(json_get "$T/one.json" '"%d %d %d" % (j["total_regular_buffers"], j["regular_buffer_size_bytes"], j["total_buffer_size_bytes"])')"
 done <"$T/seed_per_cpu.txt"
 XP --max-memory 639 --mode per_cpu --cpus 2 --json >"$T/one.json"
 expect_eq "per_cpu 2 CPUs 639 KB: the top of its step, 640 KB steps up" "320 639 640 196403" \
-    "$(json_get "$T/one.json" '"%s %s %s %s" % (j["step_start_kb"], j["step_end_kb"], j["next_step_kb"], j["next_regular_buffer_size"])')"
+    "$(json_get "$T/one.json" '"%s %s %s %s" % (j["step_start_kb"], j["step_end_kb"], j["next_step_kb"], j["next_regular_buffer_size_bytes"])')"
 
 # The seed's large machines: 64 CPUs per_cpu = 160 buffers, 8 nodes per_node = 24.
 XP --max-memory 16MB --mode per_cpu --cpus 64 --json >"$T/one.json"
@@ -155,7 +155,20 @@ def advice(mm, *shape):
 
 cmd, f, mode, cpus, nodes, strict, mes = sys.argv[1:8]
 shape = (mode, int(cpus), int(nodes), strict == "1", int(mes))
-j = json.load(open(f))
+# The model says the seed's column names; the JSON gives bytes the _bytes suffix.
+SEED_NAME = {"regular_buffer_size_bytes": "regular_buffer_size", "regular_buffer_alloc_bytes": "regular_buffer_alloc",
+             "total_buffer_size_bytes": "total_buffer_size", "large_buffer_size_bytes": "large_buffer_size",
+             "large_buffer_alloc_bytes": "large_buffer_alloc", "memory_allocated_bytes": "memory_allocated",
+             "next_regular_buffer_size_bytes": "next_regular_buffer_size",
+             "next_total_buffer_size_bytes": "next_total_buffer_size",
+             "next_memory_allocated_bytes": "next_memory_allocated",
+             "strict_regular_buffer_size_bytes": "strict_regular_buffer_size",
+             "strict_memory_allocated_bytes": "strict_memory_allocated"}
+def seed_names(d):
+    return {SEED_NAME.get(k, k): v for k, v in d.items()}
+j = seed_names(json.load(open(f)))
+if "rows" in j:
+    j["rows"] = [seed_names(r) for r in j["rows"]]
 bad = []
 if cmd == "range":
     a, b = int(sys.argv[8]), int(sys.argv[9])
@@ -218,7 +231,7 @@ one_vs_ref "976 KB strict, events 1000000 B = python"   none 1 1 1 1000000 99942
 XP --range 1-8192 --mode per_cpu --cpus 5 --strict --json >"$T/s.json"
 expect_eq "strict per_cpu 5: total buffer memory <= max_memory on every row" ok "$(json_get "$T/s.json" '
 "ok" if all(r["total_regular_buffers"] is None or
-            r["total_regular_buffers"] * (r["regular_buffer_size"] + 205) <= r["start_memory_range_kb"] * 1024
+            r["total_regular_buffers"] * (r["regular_buffer_size_bytes"] + 205) <= r["start_memory_range_kb"] * 1024
             for r in j["rows"]) else "over"')"
 
 # --- the text of one configuration ---------------------------------------------------
@@ -243,7 +256,7 @@ nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 [ "$nodes" -ge 1 ] || nodes=1
 expect_eq "default --nodes is this machine's" "$nodes" "$(json_get "$T/d.json" 'j["nodes"]')"
 XP --max-memory 64MB --json >"$T/d.json"
-expect_eq "default mode is none" "NONE 3" "$(json_get "$T/d.json" '"%s %d" % (j["mode"], j["total_regular_buffers"])')"
+expect_eq "default mode is none" "none 3" "$(json_get "$T/d.json" '"%s %d" % (j["partition_mode"], j["total_regular_buffers"])')"
 
 # --- rejected sizes: exit 1, the reason on stderr, nothing on stdout ----------------------
 run_mt XP --max-memory 191

@@ -298,10 +298,10 @@ static void test_vm_fields(void)
     m = open_memstream(&buf, &len);
     CHECK("vm print: json ok", report_print_json(m, &r) == 0);
     fclose(m);
-    CHECK("vm json: category fields", strstr(buf, "\"reserved\": 1048576, \"committed\": 524288, "
+    CHECK("vm json: category fields", strstr(buf, "\"reserved_bytes\": 1048576, \"committed_bytes\": 524288, "
                                                   "\"resident_bytes\": 40960, \"mappings\": 2}"));
     CHECK("vm json: process", strstr(buf, "\"process\": {\"rss_bytes\": 2220032, \"peak_rss_bytes\": 3145728, "
-                                          "\"reserved\": 9715712, \"committed\": 4866048, \"resident_bytes\": 2211840, "
+                                          "\"reserved_bytes\": 9715712, \"committed_bytes\": 4866048, \"resident_bytes\": 2211840, "
                                           "\"explained_bytes\": 2203648}"));
     free(buf);
     report_free(&r);
@@ -332,7 +332,7 @@ static void test_old_report_compat(void)
     report_print_json(m, &r);
     fclose(m);
     CHECK("old json: reserved = live, resident null",
-          strstr(buf, "\"reserved\": 1048, \"committed\": 1048, \"resident_bytes\": null, \"mappings\": null}"));
+          strstr(buf, "\"reserved_bytes\": 1048, \"committed_bytes\": 1048, \"resident_bytes\": null, \"mappings\": null}"));
     CHECK("old json: process null", strstr(buf, "\"process\": null,"));
     free(buf);
     report_free(&r);
@@ -393,7 +393,7 @@ static void test_diff_api(void)
                         "\"live_bytes_delta\": 1000, \"live_count\": 2, \"live_count_delta\": -1"));
         CHECK("diff api: new category", strstr(t, "{\"name\": \"heap\", \"kind\": \"vm\", \"status\": \"new\""));
         CHECK("diff api: VM deltas null when base has none",
-              strstr(t, "\"reserved\": 8388608, \"reserved_delta\": null"));
+              strstr(t, "\"reserved_bytes\": 8388608, \"reserved_bytes_delta\": null"));
         CHECK("diff api: process without base", strstr(t, "\"process\": {\"present_in_base\": false, "
                                                            "\"rss_bytes\": 2220032, \"rss_bytes_delta\": null"));
         free(t);

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Writes docs/schema/*.schema.json: the JSON Schema (draft 2020-12) of
+every JSON document the memtrail CLI prints, from the shared pieces below,
+so that a key described once is the same in every document that has it.
+docs/json.md explains the keys; tests/cli/test_json_schema.sh validates
+the commands' output against these files (and checks they are up to date).
+
+Usage: scripts/json_schemas.py [OUTDIR]   (default: docs/schema)"""
+import json
+import os
+import sys
+
+SCHEMA = {"const": "memtrail/1"}
+STR = {"type": "string"}
+BOOL = {"type": "boolean"}
+COUNT = {"type": "integer", "minimum": 0}   # a count or a byte quantity, never negative
+INT = {"type": "integer"}                   # a signed figure (a delta), or one read from a file as it is
+HEX = {"type": "string", "pattern": "^0x[0-9a-f]+$"}
+
+
+def null(t):
+    return {"oneOf": [t, {"type": "null"}]}
+
+
+def obj(props, required=None):
+    """A closed object: every key listed, none other allowed."""
+    return {"type": "object", "properties": props,
+            "required": list(props) if required is None else required, "additionalProperties": False}
+
+
+def arr(items):
+    return {"type": "array", "items": items}
+
+
+def doc(title, description, props):
+    s = obj(dict([("schema", SCHEMA)] + list(props.items())))
+    return dict([("$schema", "https://json-schema.org/draft/2020-12/schema"), ("title", title),
+                 ("description", description)] + list(s.items()))
+
+
+# Report files are untrusted input: their figures are printed as read (a
+# crafted file may hold negative numbers), so the report documents say
+# "integer" and the test checks the sign on real runs.
+COUNTS = {"live_bytes": INT, "live_count": INT, "peak_bytes": INT, "allocs": INT, "frees": INT, "reallocs": INT}
+CMDLINE = null(arr(STR))
+WHO = {"pid": null(INT), "ppid": null(INT), "exe": null(STR), "cmdline": CMDLINE}
+CATEGORY = obj(dict([("name", STR), ("kind", STR)] + list(COUNTS.items()) + [
+    ("reserved_bytes", INT), ("committed_bytes", INT), ("resident_bytes", null(INT)), ("mappings", null(INT))]))
+TOTAL = null(obj(dict(list(COUNTS.items()) + [
+    ("reserved_bytes", null(INT)), ("committed_bytes", null(INT)), ("resident_bytes", null(INT))])))
+PROCESS = null(obj({"rss_bytes": INT, "peak_rss_bytes": INT, "reserved_bytes": INT, "committed_bytes": INT,
+                    "resident_bytes": INT, "explained_bytes": INT}))
+ERRORS = null(obj({"double_free": INT, "bad_canary": INT, "foreign_free": INT}))
+SUMMARY = dict(list(WHO.items()) + [
+    ("mode", null(STR)), ("reason", null(STR)), ("start_ns", null(INT)), ("end_ns", null(INT)),
+    ("complete", BOOL), ("categories", arr(CATEGORY)), ("total", TOTAL), ("process", PROCESS), ("errors", ERRORS)])
+
+FRAME = obj({"function": null(STR), "file": null(STR), "line": null(COUNT), "module": null(STR),
+             "address": HEX, "offset": null(HEX), "inlined": BOOL})
+FRAMES = arr(FRAME)
+WARNINGS = arr(STR)
+SITE = obj(dict([("stack_id", INT), ("merged_sites", COUNT), ("category", STR)] + list(COUNTS.items()) + [
+    ("allocated_bytes", null(INT)), ("frames", FRAMES)]))
+DETAIL = dict(list(SUMMARY.items()) + [
+    ("stack_depth", INT), ("unwinder", null(STR)), ("sites_dropped", INT), ("sites_total", COUNT),
+    ("sorted_by", {"enum": ["live_bytes", "allocated_bytes", "allocs"]}), ("symbol_warnings", WARNINGS),
+    ("sites", arr(SITE))])
+
+
+def pairs(names):
+    """`key` and `key_delta` for each name, both nullable."""
+    out = []
+    for n in names:
+        out += [(n, null(INT)), (n + "_delta", null(INT))]
+    return out
+
+
+VM = ["reserved_bytes", "committed_bytes", "resident_bytes"]
+SIDE = obj(dict(list(WHO.items()) + [("reason", null(STR)), ("start_ns", null(INT)), ("end_ns", null(INT)),
+                                     ("complete", BOOL)]))
+DIFF_CATEGORY = obj(dict([("name", STR), ("kind", STR), ("status", {"enum": ["new", "gone", "both"]})]
+                         + pairs(list(COUNTS) + VM + ["mappings"])))
+DIFF = {
+    "base": SIDE, "new": SIDE, "categories": arr(DIFF_CATEGORY),
+    "total": null(obj(dict([("present_in_base", BOOL)] + pairs(list(COUNTS) + VM)))),
+    "process": null(obj(dict([("present_in_base", BOOL)] + pairs(
+        ["rss_bytes", "peak_rss_bytes"] + VM + ["explained_bytes"])))),
+    "errors": null(obj(dict([("present_in_base", BOOL)] + pairs(["double_free", "bad_canary", "foreign_free"])))),
+}
+SITE_SIDE = null(obj(dict([("stack_id", INT)] + list(COUNTS.items()) + [
+    ("allocated_bytes", null(INT)), ("merged_sites", COUNT)])))
+DIFF_SITE = obj({"status": {"enum": ["new", "gone", "changed", "unchanged"]},
+                 "category": STR, "stack_key": STR, "base": SITE_SIDE, "new": SITE_SIDE,
+                 "delta": obj(dict(list(COUNTS.items()) + [("allocated_bytes", null(INT))])), "frames": FRAMES})
+DETAIL_DIFF = dict(list(DIFF.items()) + [
+    ("symbol_warnings_base", WARNINGS), ("symbol_warnings_new", WARNINGS), ("sites", arr(DIFF_SITE))])
+
+TREE = {
+    "processes": arr(obj({"file": STR, "pid": null(INT), "ppid": null(INT), "parent_index": null(COUNT),
+                          "depth": COUNT, "exe": null(STR), "cmdline": CMDLINE, "reason": null(STR),
+                          "start_ns": null(INT), "end_ns": null(INT), "complete": BOOL,
+                          "live_bytes": null(INT), "live_count": null(INT), "peak_bytes": null(INT),
+                          "allocs": null(INT), "frees": null(INT), "rss_bytes": null(INT),
+                          "peak_rss_bytes": null(INT)})),
+    "total": obj({"processes": COUNT, "live_bytes": null(INT), "live_count": null(INT), "peak_bytes": null(INT),
+                  "allocs": null(INT), "frees": null(INT), "rss_bytes": null(INT), "peak_rss_bytes": null(INT)}),
+}
+
+
+# A trace's analysis: computed by memtrail itself, so every figure is >= 0.
+def stack_list(figures):
+    stack = obj(dict([("stack_id", COUNT), ("category", STR)] + [(f, COUNT) for f in figures] +
+                     [("frames", FRAMES)]))
+    return [("stacks_total", COUNT), ("stacks", arr(stack))]
+
+
+def section(head, figures):
+    return obj(dict([(k, COUNT) for k in head] + stack_list(figures)))
+
+
+ANALYZE_PROPS = dict(
+    [("file", STR), ("pid", null(COUNT)), ("complete", BOOL), ("error", null(STR)), ("events", COUNT),
+     ("events_lost", null(COUNT))]
+    + [(k, COUNT) for k in ["allocs", "frees", "reallocs", "frees_unknown", "reallocs_unknown", "ids_reused",
+                            "mmaps", "munmaps", "allocated_bytes", "first_ns", "last_ns", "live_bytes",
+                            "live_count", "mapped_bytes", "mapped_peak_bytes"]]
+    + [("peak", section(["live_bytes", "live_count", "time_ns"], ["live_bytes", "live_count"])),
+       ("leaks", section(["live_bytes", "live_count"], ["live_bytes", "live_count"])),
+       ("temporary", section(["temporary_count", "temporary_bytes"],
+                             ["temporary_bytes", "temporary_count", "allocs"])),
+       ("hot", obj({"by_count": obj(dict(stack_list(["allocated_bytes", "allocs", "reallocs"]))),
+                    "by_bytes": obj(dict(stack_list(["allocated_bytes", "allocs", "reallocs"])))})),
+       ("histogram", arr(obj({"min_bytes": COUNT, "max_bytes": COUNT, "count": COUNT,
+                              "allocated_bytes": COUNT}))),
+       ("timeline", obj({"bucket_ns": COUNT, "buckets": arr(obj({"time_ns": COUNT, "live_bytes": COUNT,
+                                                                 "max_live_bytes": COUNT}))}))])
+
+XE_SHAPE = {"partition_mode": {"enum": ["none", "per_node", "per_cpu"]}, "cpus": COUNT, "nodes": COUNT,
+            "strict": BOOL, "max_event_size_bytes": null(COUNT)}
+XE_ADVICE = {"min_max_memory_kb": COUNT, "step_start_kb": null(COUNT), "step_end_kb": null(COUNT),
+             "next_step_kb": null(COUNT), "next_regular_buffer_size_bytes": null(COUNT),
+             "next_total_buffer_size_bytes": null(COUNT), "next_memory_allocated_bytes": null(COUNT),
+             "strict_regular_buffer_size_bytes": null(COUNT), "strict_memory_allocated_bytes": null(COUNT),
+             "advice": STR}
+XE_PLAN = dict([("max_memory_bytes", COUNT)] + list(XE_SHAPE.items()) + [
+    (k, COUNT) for k in ["total_regular_buffers", "chunks_per_buffer", "regular_buffer_size_bytes",
+                         "regular_buffer_alloc_bytes", "total_buffer_size_bytes", "total_large_buffers",
+                         "large_buffer_size_bytes", "large_buffer_alloc_bytes", "memory_allocated_bytes"]]
+    + list(XE_ADVICE.items()))
+XE_RANGE = dict(list(XE_SHAPE.items()) + [
+    ("rows", arr(obj({"start_memory_range_kb": COUNT, "end_memory_range_kb": COUNT,
+                      "total_regular_buffers": null(COUNT), "regular_buffer_size_bytes": null(COUNT),
+                      "total_buffer_size_bytes": null(COUNT)}))),
+    ("advice_max_memory_kb", COUNT)] + list(XE_ADVICE.items()))
+
+# Optional analyze sections: present only when asked for (--peak, ...).
+ANALYZE = doc("memtrail analyze --json", "The analysis of a trace.", ANALYZE_PROPS)
+ANALYZE["required"] = [k for k in ANALYZE["required"]
+                       if k not in ("peak", "leaks", "temporary", "hot", "histogram", "timeline")]
+
+DOCS = {
+    "report": doc("memtrail report --json", "A summary report (report, query PID summary|baseline).", SUMMARY),
+    "report-tree": doc("memtrail report DIR --json", "Several reports as a process tree.", TREE),
+    "detail": doc("memtrail report detail --json",
+                  "A detail report: the summary and its sites (report detail, export --format json, "
+                  "query PID detail).", DETAIL),
+    "diff": doc("memtrail diff --json", "Two summary reports compared (diff, query PID diff).", DIFF),
+    "detail-diff": doc("memtrail diff --json (detail reports)", "Two detail reports compared, sites too.",
+                       DETAIL_DIFF),
+    "analyze": ANALYZE,
+    "xe-plan": doc("memtrail xe plan --json", "The buffers of one MAX_MEMORY.", XE_PLAN),
+    "xe-plan-range": doc("memtrail xe plan --range --json", "The buffers over a range of MAX_MEMORY.", XE_RANGE),
+}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "docs", "schema")
+    os.makedirs(out, exist_ok=True)
+    for name, schema in DOCS.items():
+        with open(os.path.join(out, name + ".schema.json"), "w") as f:
+            json.dump(schema, f, indent=2)
+            f.write("\n")
+
+
+main()
