@@ -241,10 +241,11 @@ static const struct cli_command sessions_cmd = {
     .extra = "too many arguments ('%s')",
 };
 
-/* JSON as json-c serializes it, laid out for reading: a container that
- * holds containers one member per line, any other on one line (a ring
- * buffer's event is one line). */
-static void write_json(FILE *out, json_object *j, int indent)
+/* The answer written back through the CLI's one JSON writer, laid out
+ * for reading: a container that holds containers one member per line,
+ * any other on one line (a ring buffer's event is one line). Integers
+ * pass through exactly: json-c keeps them as 64-bit values. */
+static void write_json(mt_json *out, json_object *j)
 {
     bool nested = false;
     if (json_object_is_type(j, json_type_array)) {
@@ -256,29 +257,37 @@ static void write_json(FILE *out, json_object *j, int indent)
             nested |= v && is_container(v);
         }
     }
-    if (!nested) {
-        fputs(json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE), out);
-        return;
-    }
-    bool array = json_object_is_type(j, json_type_array), first = true;
-    fputs(array ? "[" : "{", out);
-    if (array) {
-        for (size_t i = 0; i < json_object_array_length(j); i++) {
-            fprintf(out, "%s\n%*s", first ? "" : ",", indent + 2, "");
-            write_json(out, json_object_array_get_idx(j, i), indent + 2);
-            first = false;
-        }
-    } else {
+    switch (j ? json_object_get_type(j) : json_type_null) {
+    case json_type_array:
+        if (!nested)
+            mt_json_oneline(out);
+        mt_json_array_begin(out);
+        for (size_t i = 0; i < json_object_array_length(j); i++)
+            write_json(out, json_object_array_get_idx(j, i));
+        mt_json_array_end(out);
+        break;
+    case json_type_object:
+        if (!nested)
+            mt_json_oneline(out);
+        mt_json_object_begin(out);
         json_object_object_foreach(j, key, v) {
-            json_object *k = json_object_new_string(key); /* json-c escapes it */
-            fprintf(out, "%s\n%*s%s: ", first ? "" : ",", indent + 2, "",
-                    k ? json_object_to_json_string_ext(k, JSON_C_TO_STRING_NOSLASHESCAPE) : "\"?\"");
-            json_object_put(k);
-            write_json(out, v, indent + 2);
-            first = false;
+            mt_json_key(out, key);
+            write_json(out, v);
         }
+        mt_json_object_end(out);
+        break;
+    case json_type_int:
+        if (json_object_get_int64(j) < 0)
+            mt_json_i64(out, json_object_get_int64(j));
+        else
+            mt_json_u64(out, json_object_get_uint64(j));
+        break;
+    case json_type_boolean: mt_json_bool(out, json_object_get_boolean(j)); break;
+    case json_type_string: mt_json_strn(out, json_object_get_string(j), (size_t)json_object_get_string_len(j)); break;
+    case json_type_double: /* none in the engine's documents: its numbers are integers */
+    case json_type_null:
+    default: mt_json_null(out); break;
     }
-    fprintf(out, "\n%*s%s", indent, "", array ? "]" : "}");
 }
 
 static int print_text(long pid, json_object *sessions, bool targets)
@@ -389,8 +398,10 @@ int cmd_sessions(int argc, char **argv)
         if (json) {
             prc = targets ? 0 : targets_by_name(sessions);
             if (prc == 0) {
-                write_json(stdout, doc, 0);
-                fputc('\n', stdout);
+                mt_json out;
+                mt_json_init_file(&out, stdout, true);
+                write_json(&out, doc);
+                prc = mt_json_finish(&out);
             }
         } else {
             prc = print_text(pid, sessions, targets);
