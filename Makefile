@@ -253,6 +253,13 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/memtrail_sessions.h
 	-rmdir $(DESTDIR)$(AGENTDIR) 2>/dev/null
 
+# The C sources in the layout of .clang-format (tests/common/test_format.sh
+# checks it in `make check`).
+FORMAT_FILES = $(shell git ls-files -- 'src/*.[ch]' 'include/*.h' 'tests/*.[ch]' 'tests/*.cc' 'bench/*.[ch]' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_FILES)
+.PHONY: format
+
 clean:
 	rm -rf $(BUILD)
 
@@ -284,6 +291,11 @@ $(BUILD)/tests/agent/dl/libdl_c.so: tests/agent/lib/dl_c.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
 
 tests: $(BUILD)/tests/agent/dl/libdl_a.so $(BUILD)/tests/agent/dl/libdl_b.so $(BUILD)/tests/agent/dl/libdl_c.so
+
+# An allocator whose blocks sit above PROT_NONE pages (test_allocators.sh).
+$(BUILD)/tests/agent/libguardalloc.so: tests/agent/lib/guardalloc.c
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
+tests: $(BUILD)/tests/agent/libguardalloc.so
 
 # Hostile programs (tests/hostile/test_programs.sh): each is run bare and
 # under the agent in every mode and must behave the same. Plain C, linked

@@ -88,6 +88,7 @@ check() {
     fi
     have_cmd g++ || want g++
     have_cmd clang || want clang # the trace reader's fuzz target (-fsanitize=fuzzer)
+    have_cmd clang-format || want clang-format # tests/common/test_format.sh
     have_cmd eu-addr2line || want elfutils
     have_cmd strip || want binutils
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.

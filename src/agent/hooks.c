@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -61,6 +62,23 @@ static int page_mapped(uintptr_t a)
     return !gone;
 }
 
+/* Whether the bytes at a can be read. mincore says a page is mapped, not
+ * that it may be read: an allocator's PROT_NONE reservation or a thread's
+ * stack guard below a block is mapped, and reading a header there faults.
+ * The kernel reads it for us (process_vm_readv on ourselves fails with
+ * EFAULT instead of a fault); where that call is refused (a seccomp
+ * filter, an old kernel), mincore's answer stands. */
+static int readable(uintptr_t a, size_t n)
+{
+    char buf[MT_HDR_SIZE];
+    struct iovec local = { buf, n < sizeof buf ? n : sizeof buf }, remote = { (void *)a, local.iov_len };
+    int saved = errno;
+    ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    int ok = r == (ssize_t)local.iov_len || (r < 0 && errno != EFAULT && page_mapped(a));
+    errno = saved;
+    return ok;
+}
+
 /* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
  * 0 when page-aligned): after a free, such a block is unmapped and reading
  * its header would fault. Pointers at those two offsets are probed first. */
@@ -81,11 +99,12 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
     if (MT_UNLIKELY(needs_probe(a))) {
         if (!page_mapped(a))
             return BLK_UNMAPPED;
-        /* Mapped, but not the page of its header: a foreign block at the
-         * start of a mapping (jemalloc's extents, tcmalloc's spans). A
+        /* Mapped, but the page of its header is not, or cannot be read: a
+         * foreign block at the start of a mapping (jemalloc's extents,
+         * tcmalloc's spans, a block above a PROT_NONE reservation). A
          * block of ours has its header in the same allocation. */
-        if ((a & 4095) == 0 && !page_mapped(a - MT_HDR_SIZE))
-            return BLK_FOREIGN;
+        if (!readable(a - MT_HDR_SIZE, MT_HDR_SIZE))
+            return (a & 4095) == 0 ? BLK_FOREIGN : BLK_UNMAPPED;
     }
     mt_hdr *h = (mt_hdr *)p - 1;
     uint32_t want = mt_hash(p, h->word, h->tag);

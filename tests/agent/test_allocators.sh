@@ -55,6 +55,26 @@ for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
     done
 done
 
+# An allocator whose every block starts a mapping above a PROT_NONE page
+# (tests/agent/lib/guardalloc.c), after the agent: what libc allocates
+# while the agent runs its own code (pthread_getattr_np's cpuset, when a
+# thread starts) reaches the agent's free without a header; the agent
+# must see that the page below cannot be read, not fault reading it.
+G=$BUILD/tests/agent/libguardalloc.so
+if [ -f "$G" ]; then
+    for mode in summary detail trace; do
+        out=$(timeout -s KILL 60 env MEMTRAIL_OPTIONS="mode=$mode:on_error=abort:output=$T/ga.$mode" \
+            LD_PRELOAD="$AGENT:$G" "$TBIN/threads" "$T/ga.ledger" 8 200 2>&1)
+        rc=$?
+        expect_eq "blocks above PROT_NONE pages, $mode: 8 threads run clean" "0" "$rc"
+        contains "blocks above PROT_NONE pages, $mode: the program's own checks pass" "PASS threads: 0 failures" "$out"
+        if grep -q "crash report" <<<"$out"; then fail "blocks above PROT_NONE pages, $mode: no crash" "$out"
+        else pass "blocks above PROT_NONE pages, $mode: no crash"; fi
+    done
+else
+    fail "guardalloc" "not built: $G"
+fi
+
 # jemalloc's API in a program linked with it.
 if [ -x "$TBIN/jemalloc/allocx" ]; then
     for mode in summary detail; do

@@ -51,7 +51,7 @@ a=$out
 run_mt "$MT_ASAN" xe plan --max-memory 4MB --mode per_cpu --cpus 8 --json
 expect_eq "xe plan: --opt=VALUE and --opt VALUE give the same plan" "$a" "$out"
 expect_eq "xe plan: the values reached the plan" "True" \
-    "$(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["max_memory"] == 4 << 20 and j["cpus"] == 8 and j["total_regular_buffers"] == 20)')"
+    "$(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["max_memory_bytes"] == 4 << 20 and j["cpus"] == 8 and j["total_regular_buffers"] == 20)')"
 
 # --- unknown options, missing values, flags with values ------------------------------------
 usage_error "unknown option" "unknown option '--bogus'" report report "$T/r.mtr" --bogus
