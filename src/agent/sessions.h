@@ -34,6 +34,10 @@ void mt_xe_after_fork_child(void);
 /* Adds a session the agent made itself (trace mode's) to those the hooks
  * fire into; at start-up, before the MEMTRAIL_SESSIONS ones. 0 or -ENOSPC. */
 int mt_xe_add_agent_session(xe_session *s);
+/* Takes a session out of those the hooks fire into, and returns once no
+ * firing can still reach it (then it may be dropped). Not from a signal
+ * handler. */
+void mt_xe_remove_agent_session(xe_session *s);
 
 /* Fires one of the agent's own events into every started agent session.
  * key and value: trace mode's allocation ids (alloc, free: the block's;
