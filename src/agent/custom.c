@@ -130,7 +130,8 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     }
     unsigned cat = category();
     uint32_t site, tag;
-    int rec = mt_rec_enter();
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
     new_tag(rec, cat, &site, &tag, 1);
     s->size = size;
     s->cat = (unsigned char)cat;
@@ -140,7 +141,7 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     if (rec == MT_REC_DETAIL)
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
     mt_event_alloc(ptr, size, cat, site, rec == MT_REC_TRACE ? tag : 0);
-    mt_rec_leave(rec);
+    mt_rec_leave(rec, busy);
 }
 
 MT_EXPORT void mt_free_report(const void *ptr)
@@ -157,9 +158,10 @@ MT_EXPORT void mt_free_report(const void *ptr)
     mt_count_block(cat, (int64_t)size, 0, -1);
     if (kind == MT_REC_DETAIL)
         mt_site_count(tag, -(int64_t)size, MT_SITE_FREE);
-    int rec = mt_rec_enter();
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
     mt_event_free(ptr, size, cat, mt_tag_site(kind, tag), rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0);
-    mt_rec_leave(rec);
+    mt_rec_leave(rec, busy);
 }
 
 MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
@@ -180,7 +182,8 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     uint64_t was = s->size;
     unsigned cat = s->cat, okind = s->kind;
     uint32_t old_tag = s->tag;
-    int rec = mt_rec_enter();
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
     /* As hooks.c's realloc: not recording, a block stays at its site. */
     uint32_t site = 0, tag = 0;
     unsigned kind = (unsigned)rec;
@@ -191,14 +194,14 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     if (ptr != old) {
         uintptr_t k = (uintptr_t)old;
         if (!atomic_compare_exchange_strong(&s->key, &k, GONE)) {
-            mt_rec_leave(rec);
+            mt_rec_leave(rec, busy);
             return;
         }
         s = insert(t, (uintptr_t)ptr);
         if (!s) {
             say_full();
             mt_count_block(cat, (int64_t)was, 0, -1);
-            mt_rec_leave(rec);
+            mt_rec_leave(rec, busy);
             return;
         }
         s->cat = (unsigned char)cat;
@@ -212,5 +215,5 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
         mt_event_realloc(ptr, old, size, cat, site, tag, mt_tag_id(okind, old_tag));
     else
         mt_event_realloc(ptr, old, size, cat, site, 0, 0);
-    mt_rec_leave(rec);
+    mt_rec_leave(rec, busy);
 }

@@ -184,7 +184,8 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     uint32_t site = 0, tag = 0;
-    int rec = mt_rec_enter();
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
     if (MT_UNLIKELY(rec != MT_REC_NONE)) {
         site = mt_site_here(cat, 1);
         /* Trace: the header names the allocation, its events the stack. */
@@ -195,7 +196,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     if (MT_UNLIKELY(rec == MT_REC_DETAIL))
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
     mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0);
-    mt_rec_leave(rec);
+    mt_rec_leave(rec, busy);
     return p;
 }
 
@@ -221,9 +222,10 @@ static void release(void *p, mt_hdr *h)
         mt_site_count(h->tag, -(int64_t)size, MT_SITE_FREE);
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
-    int rec = mt_rec_enter();
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
     mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0);
-    mt_rec_leave(rec);
+    mt_rec_leave(rec, busy);
     free_block(p, h, size, cat, shift);
 }
 
@@ -412,9 +414,10 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         errno = ENOMEM;
         return NULL;
     }
-    int rec = mt_rec_enter();
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
     char *np = realloc_recorded(p, h, n, rec, cat, shift, size, okind, old_tag);
-    mt_rec_leave(rec);
+    mt_rec_leave(rec, busy);
     return np;
 }
 

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/counters.h"
 #include "agent/site.h"
 #include "agent/trace.h"
 
@@ -33,7 +34,23 @@ void mt_rec_init(int mode, int start)
     atomic_store(&mt_rec, start ? rec : MT_REC_NONE);
 }
 
-void mt_rec_after_fork_child(void) { atomic_store(&mt_rec_busy, 0); }
+void mt_rec_after_fork_child(void)
+{
+    atomic_store(&mt_rec_busy, 0);
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
+        atomic_store(&sh->rec_busy, 0);
+}
+
+/* Hooks in flight anywhere (seq_cst loads, after the state's store). */
+static int hooks_busy(void)
+{
+    if (atomic_load(&mt_rec_busy) != 0)
+        return 1;
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
+        if (atomic_load(&sh->rec_busy) != 0)
+            return 1;
+    return 0;
+}
 
 static const char *const rec_names[] = {"summary counting", "detail recording", "trace recording"};
 
@@ -43,7 +60,7 @@ static const char *const rec_names[] = {"summary counting", "detail recording", 
  * bounded at 2 s all the same. */
 static void wait_hooks(void)
 {
-    for (int spins = 0; atomic_load(&mt_rec_busy) != 0 && spins < 20000; spins++) {
+    for (int spins = 0; hooks_busy() && spins < 20000; spins++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }

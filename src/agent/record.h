@@ -23,33 +23,38 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/counters.h"
 #include "common/out.h"
 
 /* The recording of new allocations; also a block's tag kind (block.h):
  * NONE a tag of 0, DETAIL a call site's index, TRACE an allocation id. */
 enum { MT_REC_NONE, MT_REC_DETAIL, MT_REC_TRACE };
 extern _Atomic int mt_rec;
-/* Hooks between reading mt_rec == MT_REC_TRACE and firing their event. */
+/* Hooks between reading mt_rec == MT_REC_TRACE and firing their event:
+ * counted in the thread's shard (its own cache line: no contention), or
+ * here for a thread that has none yet. */
 extern _Atomic long mt_rec_busy;
 
-/* The recording this hook does; pair with mt_rec_leave. */
-static MT_INLINE int mt_rec_enter(void)
+/* The recording this hook does; pair with mt_rec_leave(rec, *busy). */
+static MT_INLINE int mt_rec_enter(_Atomic long **busy)
 {
     int rec = atomic_load_explicit(&mt_rec, memory_order_relaxed);
     if (MT_LIKELY(rec != MT_REC_TRACE))
         return rec;
+    struct mt_shard *sh = mt_t.shard;
+    *busy = sh ? &sh->rec_busy : &mt_rec_busy;
     /* Counted before the state is read again (both seq_cst): a stop that
      * switched it off after this read sees this hook in the count. */
-    atomic_fetch_add(&mt_rec_busy, 1);
+    atomic_fetch_add(*busy, 1);
     rec = atomic_load(&mt_rec);
     if (rec != MT_REC_TRACE)
-        atomic_fetch_sub_explicit(&mt_rec_busy, 1, memory_order_release);
+        atomic_fetch_sub_explicit(*busy, 1, memory_order_release);
     return rec;
 }
-static MT_INLINE void mt_rec_leave(int rec)
+static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
 {
     if (MT_UNLIKELY(rec == MT_REC_TRACE))
-        atomic_fetch_sub_explicit(&mt_rec_busy, 1, memory_order_release);
+        atomic_fetch_sub_explicit(busy, 1, memory_order_release);
 }
 
 /* The first allocation id of the current trace: ids from it on are in
