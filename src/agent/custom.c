@@ -140,7 +140,7 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     mt_count_block(cat, (int64_t)size, 0, +1);
     if (rec == MT_REC_DETAIL)
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_event_alloc(ptr, size, cat, site, rec == MT_REC_TRACE ? tag : 0);
+    mt_event_alloc(ptr, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
 }
 
@@ -160,7 +160,7 @@ MT_EXPORT void mt_free_report(const void *ptr)
         mt_site_count(tag, -(int64_t)size, MT_SITE_FREE);
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
-    mt_event_free(ptr, size, cat, mt_tag_site(kind, tag), rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0);
+    mt_event_free(ptr, size, cat, mt_tag_site(kind, tag), rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0, rec);
     mt_rec_leave(rec, busy);
 }
 
@@ -212,8 +212,8 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     mt_count_resize(cat, (int64_t)size - (int64_t)was, 0);
     mt_site_count_resize(okind, old_tag, kind, tag, (int64_t)was, (int64_t)size);
     if (rec == MT_REC_TRACE)
-        mt_event_realloc(ptr, old, size, cat, site, tag, mt_tag_id(okind, old_tag));
+        mt_event_realloc(ptr, old, size, cat, site, tag, mt_tag_id(okind, old_tag), rec);
     else
-        mt_event_realloc(ptr, old, size, cat, site, 0, 0);
+        mt_event_realloc(ptr, old, size, cat, site, 0, 0, rec);
     mt_rec_leave(rec, busy);
 }

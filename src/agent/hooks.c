@@ -195,7 +195,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     if (MT_UNLIKELY(rec == MT_REC_DETAIL))
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0);
+    mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
     return p;
 }
@@ -224,7 +224,7 @@ static void release(void *p, mt_hdr *h)
      * same address, and its alloc event must come after this free. */
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
-    mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0);
+    mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0, rec);
     mt_rec_leave(rec, busy);
     free_block(p, h, size, cat, shift);
 }
@@ -398,9 +398,9 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
     /* A trace gets the old block's id only if it saw that block: else 0
      * (the analyzer's "unknown", docs/trace-analysis.md). */
     if (rec == MT_REC_TRACE)
-        mt_event_realloc(np, p, n, cat, site, tag, mt_tag_id(okind, old_tag));
+        mt_event_realloc(np, p, n, cat, site, tag, mt_tag_id(okind, old_tag), rec);
     else
-        mt_event_realloc(np, p, n, cat, site, 0, 0);
+        mt_event_realloc(np, p, n, cat, site, 0, 0, rec);
     return np;
 }
 

@@ -58,8 +58,12 @@ void mt_xe_init(void) { xe_set_host(&agent_host); }
 
 /* ---- firing ---------------------------------------------------------------- */
 
+static xe_session *_Atomic trace_session;
+
+void mt_xe_set_trace_session(xe_session *s) { atomic_store(&trace_session, s); }
+
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
-                      uint32_t site, uint32_t key, uint32_t value)
+                      uint32_t site, uint32_t key, uint32_t value, int to_trace)
 {
     /* The hooks must leave errno as the real call left it. */
     int saved_errno = errno;
@@ -77,9 +81,11 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
     unsigned e = atomic_load(&fire_epoch) & 1;
     atomic_fetch_add(&fire_busy[e], 1);
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
+    /* The trace gets only the events of hooks that saw it recording. */
+    xe_session *skip = to_trace ? NULL : atomic_load_explicit(&trace_session, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
         xe_session *s = atomic_load(&agent_sessions[i]);
-        if (s)
+        if (s && s != skip)
             xe_fire(s, &ev);
     }
     atomic_fetch_sub_explicit(&fire_busy[e], 1, memory_order_release);

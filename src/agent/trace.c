@@ -340,6 +340,7 @@ static int start_session(const char *path)
         return -1;
     }
     trace_session = s;
+    mt_xe_set_trace_session(s);
     if (mt_xe_add_agent_session(s) != 0) {
         xe_session_stop(s);
         xe_session_drop(s);
@@ -682,6 +683,7 @@ void mt_trace_record_stop(mt_out *reply)
     mt_out_str(reply, msg);
     mt_out_char(reply, '\n');
     mt_xe_remove_agent_session(s);
+    mt_xe_set_trace_session(NULL);
     trace_session = NULL;
     trace_enc = NULL;
     xe_session_drop(s);

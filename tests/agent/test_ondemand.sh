@@ -164,6 +164,37 @@ for l in open(sys.argv[1]):
         f = dict(x.split("=", 1) for x in p[2:] if "=" in x)
         print(f["live_bytes"], f["live_count"], f["allocs"], f["frees"], f["reallocs"])' "$T/detail/final.mtr")"
 
+# --- under load: threads allocating without pause as recording switches ----------
+# A trace started while blocks are live and stopped while threads are
+# inside malloc: no allocation without its id (an id allocated twice while
+# live), unknown frees and reallocs only of blocks older than the trace
+# (at most THREADS * SLOTS = 256 live at once), and the summary exact.
+D=$T/churn; mkdir -p "$D"
+MEMTRAIL_OPTIONS="mode=trace:start=off:trace_loss=wait:output=$D/x.mtt" LD_PRELOAD=$AGENT "$TBIN/ondemand_churn" "$D" \
+    >"$D/stdout" 2>"$D/stderr" &
+pid=$!; pids+=("$pid")
+sleep 0.2
+for i in 1 2 3; do
+    q "load: start trace $i" "$pid" start trace -o "$D/t$i.mtt"
+    sleep 0.2
+    q "load: stop trace $i" "$pid" stop
+    q "load: start detail $i" "$pid" start detail
+    q "load: stop detail $i" "$pid" stop
+done
+touch "$D/stop"
+wait_file "$D/total"
+expect_eq "load: summary counters exact" "$(cat "$D/total")" \
+    "$("$MT" query "$pid" summary --json 2>&1 | python3 -c 'import json,sys
+c = [c for c in json.load(sys.stdin)["categories"] if c["name"] == "churn"][0]
+print(c["live_bytes"], c["live_count"], c["allocs"], c["frees"], c["reallocs"])')"
+touch "$D/go"; wait "$pid"
+for i in 1 2 3; do
+    "$MT" analyze "$D/t$i.mtt" --json >"$T/a.json" 2>&1
+    expect_eq "load: trace $i complete, no event lost, no id reused, at most 256 blocks unknown" "True 0 0 True" \
+        "$(python3 -c 'import json,sys; j = json.load(open(sys.argv[1]))
+print(j["complete"], j["events_lost"], j["ids_reused"], j["frees_unknown"] + j["reallocs_unknown"] <= 256 and j["allocs"] > 1000)' "$T/a.json")"
+done
+
 # --- errors ---------------------------------------------------------------------
 launch summary "mode=summary:output=$T/summary/r.mtr"
 out=$("$MT" query "$pid" start detail 2>&1); rc=$?
