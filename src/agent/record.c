@@ -15,6 +15,7 @@
 #include "agent/record.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -80,7 +81,7 @@ static int dir_writable(const char *path)
         errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
         return 0;
     }
-    return access(dir, W_OK | X_OK) == 0;
+    return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0; /* as the user who will create it */
 }
 
 static void start(const char *what, const char *path, int from_signal, mt_out *o)

@@ -240,6 +240,10 @@ out=$("$MT" query "$pid" start detail 2>&1); rc=$?
 expect_match "a process not tracked (mode=off): says so, exit 1" "^1 memtrail: process $pid is not tracked by memtrail" "$rc $out"
 kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 
+out=$(cd "$T" && MEMTRAIL_OPTIONS=start=off "$MT" run --mode trace -o "$T/run.mtt" -- "$TBIN/ondemand" 2>&1); rc=$?
+expect_match "memtrail run --mode trace with start=off: no trace, says why" \
+    "^memtrail: no trace from [0-9]+ at $T/run.mtt: it ran with start=off" "$(echo "$out" | tail -1)"
+
 out=$(MEMTRAIL_OPTIONS="start=maybe" LD_PRELOAD=$AGENT /bin/true 2>&1)
 expect_eq "start=maybe: one line naming the key and the accepted values" \
     "memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for start (accepted: on, off); running untracked" "$out"
