@@ -118,6 +118,10 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
                       "MEMTRAIL_OPTIONS=query=thread (or in trace mode)\n");
         return;
     }
+    if (!path && !mt_site_opt.trace) {
+        mt_out_str(o, "error 'start trace' needs -o FILE here (this process's output is its report)\n");
+        return;
+    }
     if (path && path[0] != '/') {
         mt_out_str(o, "error the trace's path must be absolute\n");
         return;

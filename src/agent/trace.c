@@ -45,6 +45,10 @@ static uint64_t files_written, files_bytes;
 _Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
 _Atomic uint64_t mt_trace_unrecorded; /* events fired after that */
 static struct enc_state *trace_enc;   /* the encoder's state (one session) */
+/* Held while a trace session is made or dropped on demand, and by the
+ * out-of-memory path while it uses the session: neither pulls the
+ * session from under the other. */
+static atomic_flag trace_switching = ATOMIC_FLAG_INIT;
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -517,9 +521,13 @@ int mt_trace_out_of_memory(void)
 {
     if (!trace_session || mt_t.in_agent || !mt_own_process() || xe_session_on_dispatcher(trace_session))
         return 0;
+    if (atomic_flag_test_and_set(&trace_switching))
+        return 0; /* a stop is dropping the session: its memory comes back then */
     int expect = 0;
-    if (!atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1))
+    if (!trace_session || !atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1)) {
+        atomic_flag_clear(&trace_switching);
         return 0;
+    }
     int saved_errno = errno;
     mt_t.in_agent++;
     xe_session_stop(trace_session);
@@ -529,6 +537,7 @@ int mt_trace_out_of_memory(void)
         trace_enc->w = NULL;
     }
     atomic_store(&mt_trace_stopped, 2);
+    atomic_flag_clear(&trace_switching);
     mt_rlimit_agent_shrank();
     mt_t.in_agent--;
     errno = saved_errno;
@@ -615,6 +624,16 @@ void mt_trace_after_fork_child(void)
 
 /* ---- recording on demand (record.c) ------------------------------------- */
 
+/* Waits for the out-of-memory path, if it holds the session (it does not
+ * wait for anything itself). */
+static void take_switching(void)
+{
+    while (atomic_flag_test_and_set(&trace_switching)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int mt_trace_record_start(const char *path, mt_out *reply)
 {
     if (trace_session)
@@ -655,7 +674,9 @@ int mt_trace_record_start(const char *path, mt_out *reply)
     path_given = path != NULL;
     int saved_errno = errno;
     mt_t.in_agent++;
+    take_switching();
     int rc = start_session(trace_path);
+    atomic_flag_clear(&trace_switching);
     mt_t.in_agent--;
     errno = saved_errno;
     if (rc != 0) {
@@ -684,8 +705,10 @@ void mt_trace_record_stop(mt_out *reply)
     mt_out_char(reply, '\n');
     mt_xe_remove_agent_session(s);
     mt_xe_set_trace_session(NULL);
+    take_switching();
     trace_session = NULL;
     trace_enc = NULL;
+    atomic_flag_clear(&trace_switching);
     xe_session_drop(s);
     mt_t.in_agent--;
     errno = saved_errno;

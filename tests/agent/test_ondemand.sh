@@ -127,12 +127,14 @@ phase 1
 out=$("$MT" query "$pid" stop 2>&1)
 expect_match "stop of the start-up trace names its file" "trace: [0-9]+ events, 0 lost, [0-9]+ bytes in $T/retrace/startup\.mtt" "$out"
 expect_match "the start-up trace is complete and holds phase 1" "\"complete\": true" "$("$MT" analyze "$T/retrace/startup.mtt" --json 2>&1)"
-q "start trace again, to another file" "$pid" start trace -o "$T/retrace/second.mtt"
+q "start trace again, without -o" "$pid" start trace
 phase 2
-q "stop the second trace" "$pid" stop
+out=$("$MT" query "$pid" stop 2>&1)
+expect_match "stop of the second trace: it went to the process's output, numbered" \
+    "trace: [0-9]+ events, 0 lost, [0-9]+ bytes in $T/retrace/startup\.mtt\.1\$" "$out"
 phase 3
 finish
-expect_eq "the second trace holds exactly phase 2" "$(books "$D")" "$(analyzed "$T/retrace/second.mtt")"
+expect_eq "the second trace holds exactly phase 2" "$(books "$D")" "$(analyzed "$T/retrace/startup.mtt.1")"
 expect_eq "nothing more was written at exit" "" "$(cat "$D/stderr")"
 
 # --- detail, started off ------------------------------------------------------
@@ -225,6 +227,9 @@ out=$("$MT" query "$pid" start trace -o "$T/nosuchdir/t.mtt" 2>&1); rc=$?
 expect_eq "start trace into a missing directory: refused, says why" \
     "1 memtrail: process $pid: cannot write $T/nosuchdir/t.mtt: No such file or directory (checked as this process's user, in its directory)" \
     "$rc $out"
+out=$("$MT" query "$pid" start trace 2>&1); rc=$?
+expect_eq "start trace without -o in a detail-mode process: refused" \
+    "1 memtrail: process $pid: 'start trace' needs -o FILE here (this process's output is its report)" "$rc $out"
 phase 1
 q "a detail-mode process serving from a thread can record a trace" "$pid" start trace -o "$T/thr/t.mtt"
 phase 2
