@@ -35,6 +35,16 @@ extern _Atomic int mt_rec;
  * here for a thread that has none yet. */
 extern _Atomic long mt_rec_busy;
 
+static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
+{
+    if (MT_LIKELY(rec != MT_REC_TRACE))
+        return;
+    if (MT_LIKELY(busy != &mt_rec_busy))
+        atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) - 1, memory_order_release);
+    else
+        atomic_fetch_sub_explicit(busy, 1, memory_order_release);
+}
+
 /* The recording this hook does; pair with mt_rec_leave(rec, *busy). */
 static MT_INLINE int mt_rec_enter(_Atomic long **busy)
 {
@@ -42,19 +52,21 @@ static MT_INLINE int mt_rec_enter(_Atomic long **busy)
     if (MT_LIKELY(rec != MT_REC_TRACE))
         return rec;
     struct mt_shard *sh = mt_t.shard;
-    *busy = sh ? &sh->rec_busy : &mt_rec_busy;
     /* Counted before the state is read again (both seq_cst): a stop that
-     * switched it off after this read sees this hook in the count. */
-    atomic_fetch_add(*busy, 1);
+     * switched it off after this read sees this hook in the count. A
+     * shard's count has one writer, its thread (a signal handler nested
+     * on it puts back what it took): a store, not a locked add. */
+    if (MT_LIKELY(sh != NULL)) {
+        *busy = &sh->rec_busy;
+        atomic_store(*busy, atomic_load_explicit(*busy, memory_order_relaxed) + 1);
+    } else {
+        *busy = &mt_rec_busy;
+        atomic_fetch_add(*busy, 1);
+    }
     rec = atomic_load(&mt_rec);
     if (rec != MT_REC_TRACE)
-        atomic_fetch_sub_explicit(*busy, 1, memory_order_release);
+        mt_rec_leave(MT_REC_TRACE, *busy);
     return rec;
-}
-static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
-{
-    if (MT_UNLIKELY(rec == MT_REC_TRACE))
-        atomic_fetch_sub_explicit(busy, 1, memory_order_release);
 }
 
 /* The first allocation id of the current trace: ids from it on are in

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent/counters.h"
 #include "agent/sessions.h"
@@ -19,15 +18,13 @@
 
 _Atomic int mt_xe_on;
 
-/* Slots up to agent_count; a removed session leaves its slot NULL (the
- * next add takes it). */
-static xe_session *_Atomic agent_sessions[XE_MAX_SESSIONS];
+static xe_session *agent_sessions[XE_MAX_SESSIONS];
 static _Atomic int agent_count;
-/* Firings in progress, counted in the half of the current epoch: a
- * removal flips the epoch and waits for the old half to drain, after
- * which no firing can still hold the removed session. */
-static _Atomic unsigned fire_epoch;
-static _Atomic long fire_busy[2];
+/* The session writing the trace (trace.c), apart from the others: only
+ * hooks that saw trace recording on fire into it (record.h), and they are
+ * counted while they do, so a stop knows when none can reach it any more
+ * and may drop it. */
+static xe_session *_Atomic trace_session;
 
 /* ---- the host: the agent's categories ------------------------------------ */
 
@@ -58,9 +55,12 @@ void mt_xe_init(void) { xe_set_host(&agent_host); }
 
 /* ---- firing ---------------------------------------------------------------- */
 
-static xe_session *_Atomic trace_session;
-
-void mt_xe_set_trace_session(xe_session *s) { atomic_store(&trace_session, s); }
+void mt_xe_set_trace_session(xe_session *s)
+{
+    atomic_store(&trace_session, s);
+    if (s)
+        atomic_store(&mt_xe_on, 1);
+}
 
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
                       uint32_t site, uint32_t key, uint32_t value, int to_trace)
@@ -78,17 +78,14 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
         .value = value,
     };
     mt_t.in_agent++;
-    unsigned e = atomic_load(&fire_epoch) & 1;
-    atomic_fetch_add(&fire_busy[e], 1);
-    int n = atomic_load_explicit(&agent_count, memory_order_acquire);
-    /* The trace gets only the events of hooks that saw it recording. */
-    xe_session *skip = to_trace ? NULL : atomic_load_explicit(&trace_session, memory_order_relaxed);
-    for (int i = 0; i < n; i++) {
-        xe_session *s = atomic_load(&agent_sessions[i]);
-        if (s && s != skip)
-            xe_fire(s, &ev);
+    if (to_trace) {
+        xe_session *t = atomic_load_explicit(&trace_session, memory_order_acquire);
+        if (t)
+            xe_fire(t, &ev);
     }
-    atomic_fetch_sub_explicit(&fire_busy[e], 1, memory_order_release);
+    int n = atomic_load_explicit(&agent_count, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        xe_fire(agent_sessions[i], &ev);
     if (MT_UNLIKELY(atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed)))
         atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
     mt_t.in_agent--;
@@ -189,44 +186,8 @@ static void start_one(const char *def, size_t len, int index)
         return;
     }
     int n = atomic_load(&agent_count);
-    atomic_store(&agent_sessions[n], s);
+    agent_sessions[n] = s;
     atomic_store_explicit(&agent_count, n + 1, memory_order_release);
-}
-
-int mt_xe_add_agent_session(xe_session *s)
-{
-    int n = atomic_load(&agent_count);
-    for (int i = 0; i < n; i++) {
-        if (!atomic_load(&agent_sessions[i])) {
-            atomic_store(&agent_sessions[i], s);
-            atomic_store(&mt_xe_on, 1);
-            return 0;
-        }
-    }
-    if (n >= XE_MAX_SESSIONS)
-        return -ENOSPC;
-    atomic_store(&agent_sessions[n], s);
-    atomic_store_explicit(&agent_count, n + 1, memory_order_release);
-    atomic_store(&mt_xe_on, 1);
-    return 0;
-}
-
-void mt_xe_remove_agent_session(xe_session *s)
-{
-    int n = atomic_load(&agent_count);
-    for (int i = 0; i < n; i++) {
-        xe_session *cur = s;
-        if (atomic_compare_exchange_strong(&agent_sessions[i], &cur, NULL))
-            break;
-    }
-    /* Firings that began before the flip may hold s; later ones cannot
-     * find it. A thread stuck inside a firing (it cannot be: the engine
-     * does not block while stopped) would hold this up: bounded at 2 s. */
-    unsigned e = atomic_fetch_add(&fire_epoch, 1) & 1;
-    for (int spins = 0; atomic_load(&fire_busy[e]) != 0 && spins < 20000; spins++) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
 }
 
 void mt_xe_start_agent_sessions(void)
@@ -264,21 +225,18 @@ void mt_xe_stop_agent_sessions(void)
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
+    xe_session *t = atomic_load(&trace_session);
+    if (t)
+        xe_session_stop(t);
     int n = atomic_load(&agent_count);
-    for (int i = 0; i < n; i++) {
-        xe_session *s = atomic_load(&agent_sessions[i]);
-        if (s)
-            xe_session_stop(s);
-    }
+    for (int i = 0; i < n; i++)
+        xe_session_stop(agent_sessions[i]);
     mt_t.in_agent--;
     errno = saved_errno;
 }
 
 void mt_xe_after_fork_child(void)
 {
-    /* Firings of threads the fork left behind never end here. */
-    atomic_store(&fire_busy[0], 0);
-    atomic_store(&fire_busy[1], 0);
     mt_t.in_agent++;
     xe_atfork_child();
     mt_t.in_agent--;

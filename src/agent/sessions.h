@@ -32,16 +32,11 @@ void mt_xe_stop_agent_sessions(void);
  * own atfork handler does after fork(). */
 void mt_xe_after_fork_child(void);
 
-/* Adds a session the agent made itself (trace mode's) to those the hooks
- * fire into; at start-up, before the MEMTRAIL_SESSIONS ones. 0 or -ENOSPC. */
-int mt_xe_add_agent_session(xe_session *s);
-/* The agent session that writes the trace (NULL: none): it gets only the
- * events fired with to_trace. */
+/* The session that writes the trace (trace.c), or NULL: it gets only the
+ * events fired with to_trace, whose hooks count themselves in flight
+ * (record.h), so once trace recording is off and they are done it may be
+ * dropped. */
 void mt_xe_set_trace_session(xe_session *s);
-/* Takes a session out of those the hooks fire into, and returns once no
- * firing can still reach it (then it may be dropped). Not from a signal
- * handler. */
-void mt_xe_remove_agent_session(xe_session *s);
 
 /* Fires one of the agent's own events into every started agent session
  * (the trace's only when `to_trace`: the hook that made it saw trace
@@ -61,8 +56,12 @@ static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void
 /* A mapping change (vm_hooks.c): to the trace while one records. */
 static MT_INLINE void mt_vm_event(unsigned type, const void *address, uint64_t size, unsigned cat)
 {
-    mt_xe_event(type, address, NULL, size, cat, 0, 0, 0,
-                atomic_load_explicit(&mt_rec, memory_order_relaxed) == MT_REC_TRACE);
+    if (MT_LIKELY(!atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
+        return;
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    mt_xe_event(type, address, NULL, size, cat, 0, 0, 0, rec == MT_REC_TRACE);
+    mt_rec_leave(rec, busy);
 }
 
 /* Allocation events, typed, from a hook doing recording `rec` (record.h):
