@@ -160,7 +160,8 @@ MT_EXPORT void mt_free_report(const void *ptr)
         mt_site_count(tag, -(int64_t)size, MT_SITE_FREE);
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
-    mt_event_free(ptr, size, cat, mt_tag_site(kind, tag), rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0, rec);
+    uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0;
+    mt_event_free(ptr, size, cat, mt_tag_site(kind, tag), id, rec);
     mt_rec_leave(rec, busy);
 }
 

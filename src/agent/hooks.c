@@ -224,7 +224,8 @@ static void release(void *p, mt_hdr *h)
      * same address, and its alloc event must come after this free. */
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
-    mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0, rec);
+    uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0;
+    mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), id, rec);
     mt_rec_leave(rec, busy);
     free_block(p, h, size, cat, shift);
 }
@@ -347,8 +348,9 @@ static void *move_from_arena(void *p, void *np, size_t n)
 }
 
 /* realloc_tracked's work once it knows the recording `rec`. */
-static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size_t n, int rec, unsigned cat, unsigned shift, uint64_t size,
-                              unsigned okind, uint32_t old_tag)
+static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size_t n, int rec, unsigned cat,
+                                                        unsigned shift, uint64_t size, unsigned okind,
+                                                        uint32_t old_tag)
 {
     /* Recording detail: the block goes to the realloc call's site;
      * recording a trace: it is a new allocation (id), taken at the realloc

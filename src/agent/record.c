@@ -104,7 +104,8 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
             return;
         }
         atomic_store(&mt_rec, MT_REC_DETAIL);
-        mt_out_str(o, "ok detail recording on: call sites from now on ('memtrail query PID detail' shows them)\n");
+        mt_out_str(
+            o, "ok detail recording on: call sites from now on ('memtrail query PID detail' shows them)\n");
         return;
     }
     if (strcmp(what, "trace") != 0) {

@@ -40,7 +40,8 @@ static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
     if (MT_LIKELY(rec != MT_REC_TRACE))
         return;
     if (MT_LIKELY(busy != &mt_rec_busy))
-        atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) - 1, memory_order_release);
+        atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) - 1,
+                              memory_order_release);
     else
         atomic_fetch_sub_explicit(busy, 1, memory_order_release);
 }

@@ -54,7 +54,7 @@ typedef struct worker {
     size_t old_size[OLD];
     void *blk[NEW];
     size_t size[NEW];
-    books b[4];                   /* per phase */
+    books b[4]; /* per phase */
     int64_t total_live, total_count, total_allocs, total_frees, total_reallocs;
 } worker;
 
@@ -62,7 +62,10 @@ static worker workers[THREADS];
 static pthread_barrier_t start_phase, end_phase;
 static int phase;
 
-static size_t size_of(int t, int i) { return 16 + (size_t)((i * 37 + t * 11) % 900); }
+static size_t size_of(int t, int i)
+{
+    return 16 + (size_t)((i * 37 + t * 11) % 900);
+}
 
 /* Distinct functions: distinct call sites (and stacks) for each kind. */
 static __attribute__((noinline)) void *take(worker *w, int ph, size_t n, int how)
@@ -235,8 +238,8 @@ static void write_ledger(const char *dir, int ph)
         live_after_2(&lb, &lc);
     char text[512], name[32];
     snprintf(text, sizeof text, "%lld %lld %lld %lld %lld %lld %lld %lld\n", (long long)s.allocs,
-             (long long)s.frees, (long long)s.reallocs, (long long)s.frees_unknown, (long long)s.reallocs_unknown,
-             (long long)s.allocated_bytes, (long long)lb, (long long)lc);
+             (long long)s.frees, (long long)s.reallocs, (long long)s.frees_unknown,
+             (long long)s.reallocs_unknown, (long long)s.allocated_bytes, (long long)lb, (long long)lc);
     snprintf(name, sizeof name, "ledger%d", ph);
     put(dir, name, text);
 }
@@ -304,8 +307,8 @@ int main(int argc, char **argv)
         frees += workers[t].total_frees, reallocs += workers[t].total_reallocs;
     }
     char text[256];
-    snprintf(text, sizeof text, "%lld %lld %lld %lld %lld\n", (long long)live, (long long)count, (long long)allocs,
-             (long long)frees, (long long)reallocs);
+    snprintf(text, sizeof text, "%lld %lld %lld %lld %lld\n", (long long)live, (long long)count,
+             (long long)allocs, (long long)frees, (long long)reallocs);
     put(dir, "total", text);
     put(dir, "ready4", "");
     wait_for(dir, "go4"); /* the script reads the summary while the process runs */

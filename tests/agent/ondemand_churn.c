@@ -92,8 +92,8 @@ int main(int argc, char **argv)
         s[3] += workers[t].frees, s[4] += workers[t].reallocs;
     }
     char text[256], path[4096];
-    snprintf(text, sizeof text, "%lld %lld %lld %lld %lld\n", (long long)s[0], (long long)s[1], (long long)s[2],
-             (long long)s[3], (long long)s[4]);
+    snprintf(text, sizeof text, "%lld %lld %lld %lld %lld\n", (long long)s[0], (long long)s[1],
+             (long long)s[2], (long long)s[3], (long long)s[4]);
     snprintf(path, sizeof path, "%s/total", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
