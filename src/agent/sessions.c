@@ -58,8 +58,8 @@ void mt_xe_init(void) { xe_set_host(&agent_host); }
 void mt_xe_set_trace_session(xe_session *s)
 {
     atomic_store(&trace_session, s);
-    if (s)
-        atomic_store(&mt_xe_on, 1);
+    /* With no session left, the hooks go back to not calling here. */
+    atomic_store(&mt_xe_on, s != NULL || atomic_load(&agent_count) > 0);
 }
 
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
