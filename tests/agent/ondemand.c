@@ -23,6 +23,8 @@
  * run: "live_bytes live_count allocs frees reallocs".
  *
  * With "fork", a child forked at the end of phase 2 (see fork_child).
+ * With "exec", the program runs /bin/true instead of phase 3, once the
+ * script says go3 (recording still on).
  *
  * Nothing here allocates outside the books while the program runs its
  * phases: the waits are access() and nanosleep, the ledgers written with
@@ -273,12 +275,13 @@ static void fork_child(const char *dir)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 && !(argc == 3 && strcmp(argv[2], "fork") == 0)) {
-        dprintf(2, "usage: ondemand DIR [fork]\n");
+    if (argc != 2 && !(argc == 3 && (strcmp(argv[2], "fork") == 0 || strcmp(argv[2], "exec") == 0))) {
+        dprintf(2, "usage: ondemand DIR [fork|exec]\n");
         return 2;
     }
     const char *dir = argv[1];
-    int do_fork = argc == 3;
+    int do_fork = argc == 3 && strcmp(argv[2], "fork") == 0;
+    int do_exec = argc == 3 && strcmp(argv[2], "exec") == 0;
     pthread_barrier_init(&start_phase, NULL, THREADS + 1);
     pthread_barrier_init(&end_phase, NULL, THREADS + 1);
     for (int t = 0; t < THREADS; t++) {
@@ -298,6 +301,12 @@ int main(int argc, char **argv)
         if (ph == 2 && do_fork)
             fork_child(dir);
         write_ledger(dir, ph);
+        if (ph == 2 && do_exec) {
+            put(dir, "ready3", "");
+            wait_for(dir, "go3");
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(96);
+        }
     }
     for (int t = 0; t < THREADS; t++)
         pthread_join(workers[t].t, NULL);

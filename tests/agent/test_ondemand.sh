@@ -121,6 +121,20 @@ expect_eq "start=off: no trace at start-up, none at exit" "" "$(ls "$T/trace" | 
 expect_eq "fork while recording: the child's own trace (FILE.PID), complete, with its allocations only" \
     "10 10 5" "$(analyzed "$T/cwd/rec.mtt.$child" | awk '{ print $1, $2, $4 }')"
 
+# --- exec while recording a trace: the file is finished there ----------------
+# follow_exec=on: the new program loads the agent and starts as the options
+# say (start=off: not recording).
+launch exec "mode=trace:start=off:follow_exec=on:output=$T/exec/startup.%p.mtt" exec
+phase 1
+q "exec: start trace" "$pid" start trace -o "$T/exec/rec.mtt"
+phase 2
+touch "$D/go3"; wait "$pid"
+expect_eq "exec: the program (now /bin/true) exits 0" "0" "$?"
+expect_eq "exec: the trace is finished at the exec and holds exactly phase 2" "$(books "$D")" \
+    "$(analyzed "$T/exec/rec.mtt")"
+expect_match "exec: analyze --json says complete" '"complete": true' "$("$MT" analyze "$T/exec/rec.mtt" --json 2>&1)"
+expect_eq "exec: the new program records nothing (start=off)" "rec.mtt" "$(ls "$T/exec" | grep mtt)"
+
 # --- trace from start-up: stop, then a new trace for phase 2 -----------------
 launch retrace "mode=trace:output=$T/retrace/startup.mtt"
 phase 1
