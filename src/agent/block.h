@@ -22,10 +22,11 @@
 #include "agent/agent.h"
 
 typedef struct mt_hdr {
-    uint64_t word;  /* size:48 | category:8 | log2(prefix):8 */
-    uint32_t tag;   /* what names the block: detail mode, its call site's index;
-                       trace mode, its allocation id; summary mode, 0
-                       (mt_tag_site / mt_tag_id read it by mode) */
+    uint64_t word;  /* size:48 | category:8 | log2(prefix):6 | tag kind:2 */
+    uint32_t tag;   /* what names the block, by its kind (record.h's MT_REC_*,
+                       the recording when it was allocated): a call site's
+                       index (DETAIL), an allocation id (TRACE), or 0 (NONE);
+                       mt_tag_site / mt_tag_id read it */
     uint32_t check; /* keyed hash of p, word, tag; ^MT_FREED_XOR once freed */
 } mt_hdr;
 
@@ -37,16 +38,17 @@ typedef struct mt_hdr {
  * line (or page fault on a fresh mmap) it would touch costs too much. */
 #define MT_TAIL_MAX 65536u
 
-static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift)
+static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift, unsigned kind)
 {
-    return size | (uint64_t)cat << 48 | (uint64_t)shift << 56;
+    return size | (uint64_t)cat << 48 | (uint64_t)shift << 56 | (uint64_t)kind << 62;
 }
 static inline uint64_t mt_word_size(uint64_t w) { return w & ((1ull << 48) - 1); }
 static inline unsigned mt_word_cat(uint64_t w) { return (unsigned)(w >> 48) & 0xff; }
-static inline unsigned mt_word_shift(uint64_t w) { return (unsigned)(w >> 56); }
+static inline unsigned mt_word_shift(uint64_t w) { return (unsigned)(w >> 56) & 63; }
+static inline unsigned mt_word_kind(uint64_t w) { return (unsigned)(w >> 62); }
 /* Shifts the agent writes: 4 (plain) to 40 (1 TiB alignment). A header
  * that passes the check by a 2^-32 chance must not steer us further. */
-static inline int mt_word_sane(uint64_t w) { return mt_word_shift(w) - 4u <= 36u; }
+static inline int mt_word_sane(uint64_t w) { return mt_word_shift(w) - 4u <= 36u && mt_word_kind(w) != 3; }
 
 static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t tag)
 {

@@ -25,6 +25,8 @@
  *   sessions  the event sessions' view and their targets' data, as JSON
  *   exit      the report at exit, now: the process is leaving by a raw
  *             exit_group that memtrail run holds (Go programs)
+ *   start detail | start trace [PATH] | stop
+ *             recording on demand (record.c): "ok ..." or "error ..." 
  *   other     "error unknown command '...'"
  *
  * Peers of another uid get "error permission denied". Serving never calls
@@ -47,6 +49,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/record.h"
+#include "agent/site.h"
 #include "common/out.h"
 #include "xe/xe.h"
 
@@ -67,6 +71,10 @@ static struct {
     dev_t file_dev; /* the socket file (lstat): remove only that */
     ino_t file_ino;
 } ctl = {.listen_fd = -1, .conn_fd = -1};
+
+/* Serving from the signal handler (1) or the thread (0): what a request
+ * may do depends on it (record.c). */
+static int serving_async;
 
 /* Only the server thread touches these. */
 static char baseline[REPLY_MAX];
@@ -386,6 +394,12 @@ static void serve_one(int fd, const char *cmd)
         /* The process is leaving by a raw exit_group (Go's runtime), held
          * by memtrail run, its parent, until the report at exit is out. */
         send_str(fd, mt_report_at_raw_exit() == 0 ? "ok\n" : "error the report at exit could not be written\n");
+    } else if (strncmp(cmd, "start ", 6) == 0 || strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0) {
+        /* Recording on demand (record.c). */
+        mt_out o;
+        mt_out_init_socket(&o, reply, sizeof reply, fd);
+        mt_rec_request(cmd, serving_async, &o);
+        mt_out_flush(&o);
     } else if (strcmp(cmd, "sessions") == 0) {
         /* Targets' data can be large (a ring buffer's events): streamed to
          * the socket as it is formatted, through the reply buffer. */
@@ -400,7 +414,7 @@ static void serve_one(int fd, const char *cmd)
         mt_out_str(&o, "error unknown command '");
         for (size_t i = 0; cmd[i] && i < 64; i++)
             mt_out_char(&o, cmd[i] >= 0x20 && cmd[i] < 0x7f ? cmd[i] : '?');
-        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff, sessions, exit)\n");
+        mt_out_str(&o, "' (accepted: summary, detail, baseline, diff, sessions, exit, start, stop)\n");
         send_all(fd, o.buf, o.len);
     }
 }
@@ -434,7 +448,7 @@ static int64_t now_ms(void)
  * handler that holds `serving`, or the thread). */
 #define PENDING_MAX 8
 #define PENDING_TTL_MS 2000
-#define REQUEST_MAX 128
+#define REQUEST_MAX (MT_PATH_MAX + 32) /* start trace PATH */
 
 struct pending {
     int used;
@@ -547,7 +561,7 @@ static int read_request(struct pending *p)
 /* Answers a connection whose request is in, and closes it. */
 static void serve_conn(struct pending *p)
 {
-    char cmd[REQUEST_MAX];
+    static char cmd[REQUEST_MAX]; /* one connection at a time; not on a signal handler's stack */
     int c = p->fd;
     memcpy(cmd, p->req, p->len + 1);
     p->used = 0;
@@ -571,6 +585,7 @@ static void serve_conn(struct pending *p)
  * in; never waits for a client. Returns accept_all's result. */
 static int serve_ready(int lfd, int async)
 {
+    serving_async = async;
     int rc = accept_all(lfd, async);
     int64_t now = now_ms();
     for (int i = 0; i < PENDING_MAX; i++) {
@@ -724,8 +739,12 @@ void mt_control_start(void)
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
+    /* Trace mode has a thread of its own already (the trace's writer),
+     * so a serving thread costs glibc's malloc nothing more, and it can
+     * start and stop traces on demand (record.c), which a handler cannot. */
+    int by_signal = mt_control_enabled == MT_QUERY_SIGNAL && !mt_site_opt.trace;
     if (open_socket() == 0 &&
-        (mt_control_enabled != MT_QUERY_SIGNAL || start_async(atomic_load(&ctl.listen_fd)) < 0) &&
+        (!by_signal || start_async(atomic_load(&ctl.listen_fd)) < 0) &&
         start_thread() < 0) {
         atomic_store(&ctl.owner, 0);
         remove_file();

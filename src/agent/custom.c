@@ -25,8 +25,9 @@
 typedef struct slot {
     _Atomic uintptr_t key;
     uint64_t size;
-    uint32_t tag; /* detail: the site; trace: the allocation id */
+    uint32_t tag; /* of kind `kind` (record.h): a site, an allocation id or 0 */
     unsigned char cat;
+    unsigned char kind;
 } slot;
 
 static slot *_Atomic table;
@@ -106,13 +107,14 @@ static void say_full(void)
         mt_say("mt_alloc_report: more than 1048576 custom blocks live at once; the rest are not tracked");
 }
 
-/* The new block's site and tag, as hooks.c's track_new takes them. */
-static void new_tag(unsigned cat, uint32_t *site, uint32_t *tag, int frames)
+/* The new block's site and tag under recording `rec`, as hooks.c's
+ * track_new takes them. */
+static void new_tag(int rec, unsigned cat, uint32_t *site, uint32_t *tag, int frames)
 {
     *site = *tag = 0;
-    if (MT_UNLIKELY(mt_site_opt.detail)) {
+    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
         *site = mt_site_here(cat, frames);
-        *tag = mt_tag_new(*site);
+        *tag = mt_tag_new(rec, *site);
     }
 }
 
@@ -128,14 +130,18 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     }
     unsigned cat = category();
     uint32_t site, tag;
-    new_tag(cat, &site, &tag, 1);
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    new_tag(rec, cat, &site, &tag, 1);
     s->size = size;
     s->cat = (unsigned char)cat;
+    s->kind = (unsigned char)rec;
     s->tag = tag;
     mt_count_block(cat, (int64_t)size, 0, +1);
-    if (mt_site_opt.detail && !mt_site_opt.trace)
+    if (rec == MT_REC_DETAIL)
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_event_alloc(ptr, size, cat, site, mt_tag_id(tag));
+    mt_event_alloc(ptr, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
+    mt_rec_leave(rec, busy);
 }
 
 MT_EXPORT void mt_free_report(const void *ptr)
@@ -144,16 +150,19 @@ MT_EXPORT void mt_free_report(const void *ptr)
     if (!ptr || !active() || !(t = atomic_load_explicit(&table, memory_order_acquire)) || !(s = find(t, (uintptr_t)ptr)))
         return;
     uint64_t size = s->size;
-    unsigned cat = s->cat;
+    unsigned cat = s->cat, kind = s->kind;
     uint32_t tag = s->tag;
     uintptr_t k = (uintptr_t)ptr;
     if (!atomic_compare_exchange_strong(&s->key, &k, GONE))
         return; /* another thread freed it meanwhile */
     mt_count_block(cat, (int64_t)size, 0, -1);
-    int trace = mt_site_opt.trace;
-    if (mt_site_opt.detail && !trace)
+    if (kind == MT_REC_DETAIL)
         mt_site_count(tag, -(int64_t)size, MT_SITE_FREE);
-    mt_event_free(ptr, size, cat, mt_tag_site(tag), mt_tag_id(tag));
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0;
+    mt_event_free(ptr, size, cat, mt_tag_site(kind, tag), id, rec);
+    mt_rec_leave(rec, busy);
 }
 
 MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
@@ -172,27 +181,40 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
         return;
     }
     uint64_t was = s->size;
-    unsigned cat = s->cat;
-    uint32_t old_tag = s->tag, site = old_tag, tag = old_tag;
-    if (MT_UNLIKELY(mt_site_opt.detail)) {
-        site = mt_site_here(cat, 1);
-        tag = mt_tag_new(site);
-    }
+    unsigned cat = s->cat, okind = s->kind;
+    uint32_t old_tag = s->tag;
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    /* As hooks.c's realloc: not recording, a block stays at its site. */
+    uint32_t site = 0, tag = 0;
+    unsigned kind = (unsigned)rec;
+    if (rec != MT_REC_NONE)
+        new_tag(rec, cat, &site, &tag, 1);
+    else if (okind == MT_REC_DETAIL)
+        site = tag = old_tag, kind = MT_REC_DETAIL;
     if (ptr != old) {
         uintptr_t k = (uintptr_t)old;
-        if (!atomic_compare_exchange_strong(&s->key, &k, GONE))
+        if (!atomic_compare_exchange_strong(&s->key, &k, GONE)) {
+            mt_rec_leave(rec, busy);
             return;
+        }
         s = insert(t, (uintptr_t)ptr);
         if (!s) {
             say_full();
             mt_count_block(cat, (int64_t)was, 0, -1);
+            mt_rec_leave(rec, busy);
             return;
         }
         s->cat = (unsigned char)cat;
     }
     s->size = size;
+    s->kind = (unsigned char)kind;
     s->tag = tag;
     mt_count_resize(cat, (int64_t)size - (int64_t)was, 0);
-    mt_site_count_resize(old_tag, site, (int64_t)was, (int64_t)size);
-    mt_event_realloc(ptr, old, size, cat, site, mt_tag_id(tag), mt_tag_id(old_tag));
+    mt_site_count_resize(okind, old_tag, kind, tag, (int64_t)was, (int64_t)size);
+    if (rec == MT_REC_TRACE)
+        mt_event_realloc(ptr, old, size, cat, site, tag, mt_tag_id(okind, old_tag), rec);
+    else
+        mt_event_realloc(ptr, old, size, cat, site, 0, 0, rec);
+    mt_rec_leave(rec, busy);
 }

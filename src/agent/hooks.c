@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/block.h"
 #include "agent/counters.h"
+#include "agent/record.h"
 #include "agent/sessions.h"
 #include "agent/site_capture.h"
 #include "agent/trace.h"
@@ -183,14 +184,15 @@ static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, cons
 /* ---- tracked blocks ---------------------------------------------------- */
 
 /* Writes header and canary for a block of `size` bytes in `real`. */
-static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, uint32_t site)
+static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, unsigned kind,
+                                   uint32_t tag)
 {
     char *p = (char *)real + (1ull << shift);
     mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t word = mt_word(size, cat, shift);
+    uint64_t word = mt_word(size, cat, shift, kind);
     h->word = word;
-    h->tag = site;
-    h->check = mt_hash(p, word, site);
+    h->tag = tag;
+    h->check = mt_hash(p, word, tag);
     if (size < MT_TAIL_MAX) {
         uint16_t t = mt_tail_value(h->check);
         memcpy(p + size, &t, sizeof t);
@@ -201,16 +203,19 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     uint32_t site = 0, tag = 0;
-    if (MT_UNLIKELY(mt_site_opt.detail)) {
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
         site = mt_site_here(cat, 1);
-        /* Trace mode: the header names the allocation, its events the stack. */
-        tag = mt_tag_new(site);
+        /* Trace: the header names the allocation, its events the stack. */
+        tag = mt_tag_new(rec, site);
     }
-    char *p = fill_header(real, size, cat, shift, tag);
+    char *p = fill_header(real, size, cat, shift, (unsigned)rec, tag);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-    if (MT_UNLIKELY(mt_site_opt.detail) && !mt_site_opt.trace)
+    if (MT_UNLIKELY(rec == MT_REC_DETAIL))
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
-    mt_event_alloc(p, size, cat, site, mt_tag_id(tag));
+    mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
+    mt_rec_leave(rec, busy);
     return p;
 }
 
@@ -227,14 +232,20 @@ static void release(void *p, mt_hdr *h)
 {
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
+    unsigned kind = mt_word_kind(word);
     check_tail(p, h, size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
-    int trace = mt_site_opt.trace;
-    if (MT_UNLIKELY(mt_site_opt.detail) && !trace)
+    /* A site keeps counting the blocks detail recording gave it, recording
+     * or not, so its live bytes stay exact. */
+    if (MT_UNLIKELY(kind == MT_REC_DETAIL))
         mt_site_count(h->tag, -(int64_t)size, MT_SITE_FREE);
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
-    mt_event_free(p, size, cat, mt_tag_site(h->tag), mt_tag_id(h->tag));
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0;
+    mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), id, rec);
+    mt_rec_leave(rec, busy);
     free_block(p, h, size, cat, shift);
 }
 
@@ -355,22 +366,24 @@ static void *move_from_arena(void *p, void *np, size_t n)
     return np;
 }
 
-static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
+/* realloc_tracked's work once it knows the recording `rec`. */
+static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size_t n, int rec, unsigned cat,
+                                                        unsigned shift, uint64_t size, unsigned okind,
+                                                        uint32_t old_tag)
 {
-    uint64_t word = h->word, size = mt_word_size(word);
-    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
-    uint32_t old_site = h->tag, site = old_site;
-    check_tail(p, h, size);
-    if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    /* Detail mode: the block goes to the realloc call's site. Trace mode:
-     * it is a new allocation (id), taken at the realloc call's stack. */
-    uint32_t tag = old_site;
-    if (MT_UNLIKELY(mt_site_opt.detail)) {
-        site = mt_site_here(cat, 2);
-        tag = mt_tag_new(site);
+    /* Recording detail: the block goes to the realloc call's site;
+     * recording a trace: it is a new allocation (id), taken at the realloc
+     * call's stack. Recording nothing: a block stays at its site (it is
+     * the same allocation), any other tag is dropped. */
+    uint32_t site = 0, tag = 0;
+    unsigned kind = MT_REC_NONE;
+    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
+        site = mt_site_here(cat, 3);
+        tag = mt_tag_new(rec, site);
+        kind = (unsigned)rec;
+    } else if (okind == MT_REC_DETAIL) {
+        site = tag = old_tag;
+        kind = MT_REC_DETAIL;
     }
     char *np;
     if (shift != MT_PLAIN_SHIFT) {
@@ -378,7 +391,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         void *real = real_malloc(mt_request(n, MT_PLAIN_SHIFT));
         if (!real)
             return NULL;
-        np = fill_header(real, n, cat, MT_PLAIN_SHIFT, tag);
+        np = fill_header(real, n, cat, MT_PLAIN_SHIFT, kind, tag);
         memcpy(np, p, size < n ? size : n);
         free_block(p, h, size, cat, shift);
     } else {
@@ -398,12 +411,34 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
             memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
         if (!real)
             return NULL; /* the old block is as it was */
-        np = fill_header(real, n, cat, shift, tag);
+        np = fill_header(real, n, cat, shift, kind, tag);
     }
     mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
-    if (MT_UNLIKELY(mt_site_opt.detail))
-        mt_site_count_resize(old_site, site, (int64_t)size, (int64_t)n);
-    mt_event_realloc(np, p, n, cat, site, mt_tag_id(tag), mt_tag_id(old_site));
+    if (MT_UNLIKELY((okind | kind) & MT_REC_DETAIL))
+        mt_site_count_resize(okind, old_tag, kind, tag, (int64_t)size, (int64_t)n);
+    /* A trace gets the old block's id only if it saw that block: else 0
+     * (the analyzer's "unknown", docs/trace-analysis.md). */
+    if (rec == MT_REC_TRACE)
+        mt_event_realloc(np, p, n, cat, site, tag, mt_tag_id(okind, old_tag), rec);
+    else
+        mt_event_realloc(np, p, n, cat, site, 0, 0, rec);
+    return np;
+}
+
+static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
+{
+    uint64_t word = h->word, size = mt_word_size(word);
+    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word), okind = mt_word_kind(word);
+    uint32_t old_tag = h->tag;
+    check_tail(p, h, size);
+    if (MT_UNLIKELY(n > MT_SIZE_LIMIT)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    char *np = realloc_recorded(p, h, n, rec, cat, shift, size, okind, old_tag);
+    mt_rec_leave(rec, busy);
     return np;
 }
 

@@ -17,6 +17,7 @@
 #include "agent/allocator.h"
 #include "agent/counters.h"
 #include "agent/options.h"
+#include "agent/record.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
 #include "agent/trace.h"
@@ -121,6 +122,8 @@ void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
  * struct holds two paths, too much for the stack of whichever thread
  * mallocs first; start-up runs once. Returns 0, or -1 after printing what
  * is wrong. */
+static int rec_start = 1; /* option start */
+
 static int parse_options(const char *s)
 {
     static mt_env_options o;
@@ -138,6 +141,7 @@ static int parse_options(const char *s)
     o.crash_report = mt_crash_report_opt;
     o.follow_exec = mt_follow_exec;
     o.query = mt_control_enabled;
+    o.start = rec_start;
     if (mt_options_parse(s, &o, err, sizeof err) < 0) {
         mt_say(err);
         return -1;
@@ -155,6 +159,7 @@ static int parse_options(const char *s)
     mt_crash_report_opt = o.crash_report;
     mt_follow_exec = o.follow_exec;
     mt_control_enabled = o.query;
+    rec_start = o.start;
     return 0;
 }
 
@@ -193,6 +198,7 @@ MT_EXPORT pid_t _Fork(void)
         mt_category_unlock();
         mt_site_after_fork_child();
         mt_report_after_fork_child();
+        mt_rec_after_fork_child();
         mt_trace_after_fork_child();
         mt_xe_after_fork_child();
     }
@@ -240,6 +246,7 @@ static void after_fork_child(void)
     mt_exec_note_pid();
     mt_report_after_fork_child();
     mt_control_after_fork_child();
+    mt_rec_after_fork_child();
     mt_trace_after_fork_child(); /* before the sessions' dispatchers restart */
     /* Here, not in the engine's own handler (which then does nothing): the
      * dispatchers restart inside the agent, as its threads. */
@@ -292,6 +299,8 @@ void mt_init_slow(void)
         mt_site_opt.detail = 1;
         mt_site_opt.trace = 1;
     }
+    if (mt_site_opt.detail)
+        mt_rec_init(mt_opt.mode, rec_start);
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();
@@ -339,10 +348,9 @@ int mt_report_at_raw_exit(void)
     static _Atomic int done;
     if (atomic_exchange(&done, 1) || !mt_own_process())
         return 0;
-    if (mt_site_opt.trace) {
-        mt_trace_crash(); /* finishes the file, as for a crash */
+    mt_trace_crash(); /* finishes a trace, as for a crash (one started on demand too) */
+    if (mt_site_opt.trace)
         return 0;
-    }
     return atomic_load(&mt_hot) ? mt_report_write_to(NULL, "exit") : 0;
 }
 

@@ -24,6 +24,7 @@ typedef struct mt_env_options {
     int crash_report;           /* 0 or 1 */
     int follow_exec;            /* 0 or 1 */
     int query;                  /* MT_QUERY_* */
+    int start;                  /* start=on (1) or off (0): recording from start-up */
     char value[MT_PATH_MAX];    /* the parser's scratch: a value unescaped */
 } mt_env_options;
 

@@ -20,6 +20,11 @@ _Atomic int mt_xe_on;
 
 static xe_session *agent_sessions[XE_MAX_SESSIONS];
 static _Atomic int agent_count;
+/* The session writing the trace (trace.c), apart from the others: only
+ * hooks that saw trace recording on fire into it (record.h), and they are
+ * counted while they do, so a stop knows when none can reach it any more
+ * and may drop it. */
+static xe_session *_Atomic trace_session;
 
 /* ---- the host: the agent's categories ------------------------------------ */
 
@@ -50,8 +55,15 @@ void mt_xe_init(void) { xe_set_host(&agent_host); }
 
 /* ---- firing ---------------------------------------------------------------- */
 
+void mt_xe_set_trace_session(xe_session *s)
+{
+    atomic_store(&trace_session, s);
+    /* With no session left, the hooks go back to not calling here. */
+    atomic_store(&mt_xe_on, s != NULL || atomic_load(&agent_count) > 0);
+}
+
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
-                      uint32_t site, uint32_t key, uint32_t value)
+                      uint32_t site, uint32_t key, uint32_t value, int to_trace)
 {
     /* The hooks must leave errno as the real call left it. */
     int saved_errno = errno;
@@ -66,6 +78,11 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
         .value = value,
     };
     mt_t.in_agent++;
+    if (to_trace) {
+        xe_session *t = atomic_load_explicit(&trace_session, memory_order_acquire);
+        if (t)
+            xe_fire(t, &ev);
+    }
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
     for (int i = 0; i < n; i++)
         xe_fire(agent_sessions[i], &ev);
@@ -173,17 +190,6 @@ static void start_one(const char *def, size_t len, int index)
     atomic_store_explicit(&agent_count, n + 1, memory_order_release);
 }
 
-int mt_xe_add_agent_session(xe_session *s)
-{
-    int n = atomic_load(&agent_count);
-    if (n >= XE_MAX_SESSIONS)
-        return -ENOSPC;
-    agent_sessions[n] = s;
-    atomic_store_explicit(&agent_count, n + 1, memory_order_release);
-    atomic_store(&mt_xe_on, 1);
-    return 0;
-}
-
 void mt_xe_start_agent_sessions(void)
 {
     const char *env = getenv("MEMTRAIL_SESSIONS");
@@ -219,6 +225,9 @@ void mt_xe_stop_agent_sessions(void)
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
+    xe_session *t = atomic_load(&trace_session);
+    if (t)
+        xe_session_stop(t);
     int n = atomic_load(&agent_count);
     for (int i = 0; i < n; i++)
         xe_session_stop(agent_sessions[i]);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/record.h"
 #include "xe/xe.h"
 
 /* 1 while at least one agent session is started. */
@@ -31,41 +32,60 @@ void mt_xe_stop_agent_sessions(void);
  * own atfork handler does after fork(). */
 void mt_xe_after_fork_child(void);
 
-/* Adds a session the agent made itself (trace mode's) to those the hooks
- * fire into; at start-up, before the MEMTRAIL_SESSIONS ones. 0 or -ENOSPC. */
-int mt_xe_add_agent_session(xe_session *s);
+/* The session that writes the trace (trace.c), or NULL: it gets only the
+ * events fired with to_trace, whose hooks count themselves in flight
+ * (record.h), so once trace recording is off and they are done it may be
+ * dropped. */
+void mt_xe_set_trace_session(xe_session *s);
 
-/* Fires one of the agent's own events into every started agent session.
- * key and value: trace mode's allocation ids (alloc, free: the block's;
- * realloc: the new block's, and the old one's in value); 0 otherwise. */
+/* Fires one of the agent's own events into every started agent session
+ * (the trace's only when `to_trace`: the hook that made it saw trace
+ * recording on, record.h). key and value: trace mode's allocation ids
+ * (alloc, free: the block's; realloc: the new block's, and the old one's
+ * in value); 0 otherwise. */
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
-                      uint32_t site, uint32_t key, uint32_t value);
+                      uint32_t site, uint32_t key, uint32_t value, int to_trace);
 
 static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void *old_address, uint64_t size,
-                                  unsigned cat, uint32_t site, uint32_t key, uint32_t value)
+                                  unsigned cat, uint32_t site, uint32_t key, uint32_t value, int to_trace)
 {
     if (MT_UNLIKELY(atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
         mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat, site,
-                         key, value);
+                         key, value, to_trace);
+}
+/* A mapping change (vm_hooks.c): to the trace while one records. */
+static MT_INLINE void mt_vm_event(unsigned type, const void *address, uint64_t size, unsigned cat)
+{
+    if (MT_LIKELY(!atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
+        return;
+    _Atomic long *busy = NULL;
+    int rec = mt_rec_enter(&busy);
+    mt_xe_event(type, address, NULL, size, cat, 0, 0, 0, rec == MT_REC_TRACE);
+    mt_rec_leave(rec, busy);
 }
 
-/* Allocation events, typed: `stack` is the call site (detail and trace
- * modes; 0 in summary mode, and for a free in trace mode), `id` the
- * allocation's id and `old_id` the one a realloc replaced (trace mode;
- * else 0). On a session's generic event they travel as site, key and
- * value; trace.c's encoder reads them back as stack, id and old_id. */
-static MT_INLINE void mt_event_alloc(const void *p, uint64_t size, unsigned cat, uint32_t stack, uint32_t id)
+/* Allocation events, typed, from a hook doing recording `rec` (record.h):
+ * `stack` is the call site (0 when not recording, and for a free in a
+ * trace), `id` the allocation's id and `old_id` the one a realloc
+ * replaced (a trace's; else 0). On a session's generic event they travel
+ * as site, key and value; trace.c's encoder reads them back as stack, id
+ * and old_id. Only a hook that saw trace recording on writes to the
+ * trace: one that saw it off, running as it is switched, writes nothing
+ * there (record.c). */
+static MT_INLINE void mt_event_alloc(const void *p, uint64_t size, unsigned cat, uint32_t stack, uint32_t id,
+                                     int rec)
 {
-    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, stack, id, 0);
+    mt_xe_event(XE_EV_ALLOC, p, NULL, size, cat, stack, id, 0, rec == MT_REC_TRACE);
 }
-static MT_INLINE void mt_event_free(const void *p, uint64_t size, unsigned cat, uint32_t stack, uint32_t id)
+static MT_INLINE void mt_event_free(const void *p, uint64_t size, unsigned cat, uint32_t stack, uint32_t id,
+                                    int rec)
 {
-    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, stack, id, 0);
+    mt_xe_event(XE_EV_FREE, p, NULL, size, cat, stack, id, 0, rec == MT_REC_TRACE);
 }
 static MT_INLINE void mt_event_realloc(const void *p, const void *old, uint64_t size, unsigned cat, uint32_t stack,
-                                       uint32_t id, uint32_t old_id)
+                                       uint32_t id, uint32_t old_id, int rec)
 {
-    mt_xe_event(XE_EV_REALLOC, p, old, size, cat, stack, id, old_id);
+    mt_xe_event(XE_EV_REALLOC, p, old, size, cat, stack, id, old_id, rec == MT_REC_TRACE);
 }
 
 #endif

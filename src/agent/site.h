@@ -24,6 +24,8 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/record.h"
+#include "agent/trace.h"
 
 #define MT_DEPTH_DEFAULT 4
 #define MT_SITES_MAX (1u << 19)
@@ -31,17 +33,24 @@
 
 
 typedef struct mt_site_opts {
-    int detail; /* mode=detail or mode=trace: stacks are taken */
-    int trace;  /* mode=trace: headers carry allocation ids, not sites; no per-site counters */
+    int detail; /* mode=detail or mode=trace: stacks can be taken (the site table is set up) */
+    int trace;  /* mode=trace: the process's output is its trace (what is recorded now: record.h) */
     int depth;  /* frames per stack, 1..MT_DEPTH_MAX */
     int unwind; /* MT_UNWIND_*: as asked */
 } mt_site_opts;
 extern mt_site_opts mt_site_opt;
 
-/* A block's tag (block.h) read as what it is in this mode: a call site
- * (detail mode) or an allocation id (trace mode); 0 when it is not that. */
-static inline uint32_t mt_tag_site(uint32_t tag) { return mt_site_opt.trace ? 0 : tag; }
-static inline uint32_t mt_tag_id(uint32_t tag) { return mt_site_opt.trace ? tag : 0; }
+/* A block's tag (block.h) of kind `kind` (record.h's MT_REC_*) read as
+ * what it is: a call site, or an allocation id of the trace being
+ * written; 0 when it is not that (an id of an earlier trace, or of none,
+ * is 0: the current trace never saw that block). */
+static inline uint32_t mt_tag_site(unsigned kind, uint32_t tag) { return kind == MT_REC_DETAIL ? tag : 0; }
+static inline uint32_t mt_tag_id(unsigned kind, uint32_t tag)
+{
+    uint32_t first = atomic_load_explicit(&mt_rec_first_id, memory_order_relaxed);
+    uint32_t last = atomic_load_explicit(&mt_trace_last_id, memory_order_relaxed);
+    return kind == MT_REC_TRACE && tag - first <= last - first ? tag : 0;
+}
 
 /* One thread's counts for one site (see counters.h for the batching). */
 typedef struct mt_site_slot {
@@ -130,18 +139,23 @@ static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
         atomic_store_explicit(&site->used, 1, memory_order_relaxed);
 }
 
-/* Detail mode: a block of `was` bytes counted at site `old` is now `now`
- * bytes at site `site` (a realloc, the agent's or a custom allocator's). */
-static inline void mt_site_count_resize(uint32_t old, uint32_t site, int64_t was, int64_t now)
+/* A block of `was` bytes, tag kind `okind` with tag `old`, is now `now`
+ * bytes of kind `kind` with tag `tag` (a realloc, the agent's or a custom
+ * allocator's). Sites count what detail recording saw: a block that stays
+ * at its site is resized there; one that leaves a site is a free there;
+ * one that comes to a site (from another, or from none: allocated before
+ * detail recording began) is an allocation of its new size there. */
+static inline void mt_site_count_resize(unsigned okind, uint32_t old, unsigned kind, uint32_t tag, int64_t was,
+                                        int64_t now)
 {
-    if (!mt_site_opt.detail || mt_site_opt.trace)
+    if (okind == MT_REC_DETAIL && kind == MT_REC_DETAIL && tag == old) {
+        mt_site_count(tag, now - was, MT_SITE_REALLOC);
         return;
-    if (site == old) {
-        mt_site_count(site, now - was, MT_SITE_REALLOC);
-    } else {
-        mt_site_count(old, -was, MT_SITE_FREE);
-        mt_site_count(site, now, MT_SITE_ALLOC);
     }
+    if (okind == MT_REC_DETAIL)
+        mt_site_count(old, -was, MT_SITE_FREE);
+    if (kind == MT_REC_DETAIL)
+        mt_site_count(tag, now, MT_SITE_ALLOC);
 }
 
 /* A shard's site slots into the sites' globals (thread exit, fork child). */

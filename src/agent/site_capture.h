@@ -59,12 +59,13 @@ static MT_INLINE uint32_t mt_site_here(unsigned cat, int agent_frames)
     return id;
 }
 
-/* The tag (block.h) of a new block taken at call site `site`: the site
- * itself in detail mode, a new allocation id in trace mode (its events
- * carry the site as their stack). */
-static MT_INLINE uint32_t mt_tag_new(uint32_t site)
+/* The tag (block.h) of a new block taken at call site `site` under
+ * recording `rec` (record.h): the site itself when recording detail, a
+ * new allocation id when recording a trace (its events carry the site as
+ * their stack). */
+static MT_INLINE uint32_t mt_tag_new(int rec, uint32_t site)
 {
-    return MT_UNLIKELY(mt_site_opt.trace) ? mt_trace_new_id() : site;
+    return MT_UNLIKELY(rec == MT_REC_TRACE) ? mt_trace_new_id() : site;
 }
 
 #endif

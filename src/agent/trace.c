@@ -35,6 +35,8 @@ _Atomic uint32_t mt_trace_last_id;
 
 static xe_session *trace_session;
 static char trace_path[MT_PATH_MAX];
+static int path_given;    /* trace_path came with `query PID start trace -o FILE` */
+static unsigned recordings; /* traces begun in this process (on demand or at start-up) */
 static uint64_t trace_start_ns, trace_start_real_ns;
 /* What the finished files hold (the last one's, plus every earlier one's):
  * events in whole chunks written, and bytes. */
@@ -43,6 +45,10 @@ static uint64_t files_written, files_bytes;
 _Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
 _Atomic uint64_t mt_trace_unrecorded; /* events fired after that */
 static struct enc_state *trace_enc;   /* the encoder's state (one session) */
+/* Held while a trace session is made or dropped on demand, and by the
+ * out-of-memory path while it uses the session: neither pulls the
+ * session from under the other. */
+static atomic_flag trace_switching = ATOMIC_FLAG_INIT;
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -338,13 +344,7 @@ static int start_session(const char *path)
         return -1;
     }
     trace_session = s;
-    if (mt_xe_add_agent_session(s) != 0) {
-        xe_session_stop(s);
-        xe_session_drop(s);
-        trace_session = NULL;
-        say_no_trace("too many sessions");
-        return -1;
-    }
+    mt_xe_set_trace_session(s);
     return 0;
 }
 
@@ -402,8 +402,8 @@ static int written_by_earlier_image(const char *path, uint64_t started)
 
 void mt_trace_start(void)
 {
-    if (!mt_site_opt.trace)
-        return;
+    if (!mt_site_opt.trace || atomic_load(&mt_rec) != MT_REC_TRACE)
+        return; /* start=off: `memtrail query PID start trace` starts one */
     if (mt_report_path(NULL, trace_path, sizeof trace_path) != 0) {
         say_no_trace("the output path is too long");
         return;
@@ -423,6 +423,7 @@ void mt_trace_start(void)
     mt_t.in_agent++;   /* its buffers, its thread and its writer's memory are the agent's */
     (void)start_session(trace_path);
     mt_t.in_agent--;
+    recordings = 1;
     errno = saved_errno;
 }
 
@@ -433,10 +434,10 @@ static const char *errno_text(int e)
     return t ? t : "unknown error";
 }
 
-void mt_trace_report(void)
+/* The line mt_trace_report says (without "memtrail: "), into o; 0 when
+ * nothing was fired and no file made. */
+static int trace_summary(mt_out *o)
 {
-    if (!trace_session || !mt_own_process())
-        return;
     xe_session_info info;
     xe_session_info_get(trace_session, &info);
     xe_file_status fs;
@@ -450,49 +451,56 @@ void mt_trace_report(void)
     uint64_t fired = info.events_delivered + info.dropped_event_count - process_fired0 + unrecorded;
     uint64_t lost = fired > files_written ? fired - files_written : 0;
     uint64_t dropped = info.dropped_event_count - process_lost0;
-    char msg[2 * MT_PATH_MAX + 512];
-    mt_out o;
-    mt_out_init(&o, msg, sizeof msg, -1);
     if (fs.files_opened == 0 && fs.last_op == 1) {
-        mt_out_str(&o, "trace: cannot open ");
-        mt_out_str(&o, fs.path);
-        mt_out_str(&o, ": ");
-        mt_out_str(&o, errno_text(fs.last_errno));
-        mt_out_str(&o, "; ");
-        mt_out_u64(&o, lost);
-        mt_out_str(&o, " events lost");
-        mt_say(mt_out_cstr(&o));
-        return;
+        mt_out_str(o, "trace: cannot open ");
+        mt_out_str(o, fs.path);
+        mt_out_str(o, ": ");
+        mt_out_str(o, errno_text(fs.last_errno));
+        mt_out_str(o, "; ");
+        mt_out_u64(o, lost);
+        mt_out_str(o, " events lost");
+        return 1;
     }
     if (fs.files_opened == 0 && fired == 0) {
         /* Nothing happened (a process that execs at once, as make's and
          * git's children do): no file was made, so none is named. */
-        mt_say("trace: no events, no trace file written");
-        return;
+        mt_out_str(o, "trace: no events, no trace file written");
+        return 0;
     }
-    mt_out_str(&o, "trace: ");
-    mt_out_u64(&o, files_written);
-    mt_out_str(&o, " events, ");
-    mt_out_u64(&o, lost);
-    mt_out_str(&o, " lost");
+    mt_out_str(o, "trace: ");
+    mt_out_u64(o, files_written);
+    mt_out_str(o, " events, ");
+    mt_out_u64(o, lost);
+    mt_out_str(o, " lost");
     if (dropped)
-        mt_out_str(&o, " (the buffer was full: a bigger trace_buffer, or trace_loss=wait, keeps them)");
+        mt_out_str(o, " (the buffer was full: a bigger trace_buffer, or trace_loss=wait, keeps them)");
     if (fs.last_op) {
-        mt_out_str(&o, fs.last_op == 1 ? " (cannot open " : " (writing ");
-        mt_out_str(&o, fs.path);
-        mt_out_str(&o, fs.last_op == 1 ? ": " : " failed: ");
-        mt_out_str(&o, errno_text(fs.last_errno));
-        mt_out_str(&o, ")");
+        mt_out_str(o, fs.last_op == 1 ? " (cannot open " : " (writing ");
+        mt_out_str(o, fs.path);
+        mt_out_str(o, fs.last_op == 1 ? ": " : " failed: ");
+        mt_out_str(o, errno_text(fs.last_errno));
+        mt_out_str(o, ")");
     }
     if (atomic_load(&mt_trace_stopped)) {
-        mt_out_str(&o, " (out of memory: recording stopped, the trace was finished there; ");
-        mt_out_u64(&o, unrecorded);
-        mt_out_str(&o, " events after it not recorded)");
+        mt_out_str(o, " (out of memory: recording stopped, the trace was finished there; ");
+        mt_out_u64(o, unrecorded);
+        mt_out_str(o, " events after it not recorded)");
     }
-    mt_out_str(&o, ", ");
-    mt_out_u64(&o, files_bytes);
-    mt_out_str(&o, " bytes in ");
-    mt_out_str(&o, trace_path);
+    mt_out_str(o, ", ");
+    mt_out_u64(o, files_bytes);
+    mt_out_str(o, " bytes in ");
+    mt_out_str(o, trace_path);
+    return 1;
+}
+
+void mt_trace_report(void)
+{
+    if (!trace_session || !mt_own_process())
+        return;
+    char msg[2 * MT_PATH_MAX + 512];
+    mt_out o;
+    mt_out_init(&o, msg, sizeof msg, -1);
+    trace_summary(&o);
     mt_say(mt_out_cstr(&o));
 }
 
@@ -506,9 +514,13 @@ int mt_trace_out_of_memory(void)
 {
     if (!trace_session || mt_t.in_agent || !mt_own_process() || xe_session_on_dispatcher(trace_session))
         return 0;
+    if (atomic_flag_test_and_set(&trace_switching))
+        return 0; /* a stop is dropping the session: its memory comes back then */
     int expect = 0;
-    if (!atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1))
+    if (!trace_session || !atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1)) {
+        atomic_flag_clear(&trace_switching);
         return 0;
+    }
     int saved_errno = errno;
     mt_t.in_agent++;
     xe_session_stop(trace_session);
@@ -518,6 +530,7 @@ int mt_trace_out_of_memory(void)
         trace_enc->w = NULL;
     }
     atomic_store(&mt_trace_stopped, 2);
+    atomic_flag_clear(&trace_switching);
     mt_rlimit_agent_shrank();
     mt_t.in_agent--;
     errno = saved_errno;
@@ -586,8 +599,9 @@ void mt_trace_after_fork_child(void)
     file_lost0 = process_lost0;
     process_fired0 = file_fired0;
     char path[MT_PATH_MAX];
-    /* A template without %p would name the parent's file: add the pid. */
-    if (mt_report_path(NULL, path, sizeof path) != 0 || strcmp(path, trace_path) == 0) {
+    /* A template without %p, or a path given with `query PID start trace
+     * -o FILE`, would name the parent's file: add the pid. */
+    if (path_given || mt_report_path(NULL, path, sizeof path) != 0 || strcmp(path, trace_path) == 0) {
         mt_out o;
         mt_out_init(&o, path, sizeof path, -1);
         mt_out_str(&o, trace_path);
@@ -599,4 +613,97 @@ void mt_trace_after_fork_child(void)
     mt_t.in_agent++;
     xe_session_file_retarget(trace_session, trace_path);
     mt_t.in_agent--;
+}
+
+/* ---- recording on demand (record.c) ------------------------------------- */
+
+/* Waits for the out-of-memory path, if it holds the session (it does not
+ * wait for anything itself). */
+static void take_switching(void)
+{
+    while (atomic_flag_test_and_set(&trace_switching)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int mt_trace_record_start(const char *path, mt_out *reply)
+{
+    if (trace_session)
+        return -EALREADY;
+    if (atomic_load(&mt_trace_stopped)) {
+        mt_out_str(reply, "error trace recording stopped for good when the program ran out of memory\n");
+        return -ENOMEM;
+    }
+    char tmp[MT_PATH_MAX];
+    if (path) {
+        mt_out o;
+        mt_out_init(&o, tmp, sizeof tmp, -1);
+        mt_out_str(&o, path);
+        mt_out_cstr(&o);
+    } else if (mt_report_path(NULL, tmp, sizeof tmp) == 0) {
+        /* The configured output; the second trace of this process is
+         * OUTPUT.1, and so on, so none replaces an earlier one. */
+        if (recordings > 0) {
+            size_t len = strlen(tmp);
+            mt_out o;
+            mt_out_init(&o, tmp + len, sizeof tmp - len, -1);
+            mt_out_char(&o, '.');
+            mt_out_u64(&o, recordings);
+            mt_out_cstr(&o);
+        }
+    } else {
+        mt_out_str(reply, "error the output path is too long\n");
+        return -ENAMETOOLONG;
+    }
+    /* Fresh counts: what mt_trace_report and the stop's reply say is this
+     * trace's. */
+    files_written = files_bytes = 0;
+    process_lost0 = process_fired0 = file_lost0 = file_fired0 = 0;
+    atomic_store(&mt_trace_unrecorded, 0);
+    if (!trace_start_ns)
+        mt_trace_init(); /* a detail-mode process: the encoder for event_file targets */
+    memcpy(trace_path, tmp, sizeof tmp);
+    path_given = path != NULL;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    take_switching();
+    int rc = start_session(trace_path);
+    atomic_flag_clear(&trace_switching);
+    mt_t.in_agent--;
+    errno = saved_errno;
+    if (rc != 0) {
+        mt_out_str(reply, "error cannot start the trace session (the program's stderr says why)\n");
+        return -EIO;
+    }
+    recordings++;
+    return 0;
+}
+
+void mt_trace_record_stop(mt_out *reply)
+{
+    xe_session *s = trace_session;
+    if (!s)
+        return;
+    int saved_errno = errno;
+    mt_t.in_agent++;
+    xe_session_stop(s); /* every event fired is written, the file finished */
+    char msg[2 * MT_PATH_MAX + 512];
+    mt_out o;
+    mt_out_init(&o, msg, sizeof msg, -1);
+    int made = trace_summary(&o);
+    mt_out_cstr(&o);
+    mt_out_str(reply, made ? "ok " : "ok trace stopped; ");
+    mt_out_str(reply, msg);
+    mt_out_char(reply, '\n');
+    /* Trace recording is off and no hook that saw it on is left
+     * (record.c): nothing fires into s any more. */
+    mt_xe_set_trace_session(NULL);
+    take_switching();
+    trace_session = NULL;
+    trace_enc = NULL;
+    atomic_flag_clear(&trace_switching);
+    xe_session_drop(s);
+    mt_t.in_agent--;
+    errno = saved_errno;
 }

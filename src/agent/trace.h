@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "common/out.h"
 
 /* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait). */
 typedef struct mt_trace_opts {
@@ -65,5 +66,14 @@ void mt_trace_before_setid(void);
 /* In a fork child, before the sessions' own fork handling: the child's
  * events go to a file of its own. */
 void mt_trace_after_fork_child(void);
+
+/* Recording on demand (record.c): starts a trace session writing to path
+ * (absolute; NULL: the configured output, OUTPUT.N for the N+1th trace of
+ * the process); 0, -EALREADY with one going (nothing said), or -errno
+ * after an "error ..." line in reply. Stop: finishes the file, says
+ * "ok trace: N events, ... in PATH" in reply, and drops the session. From
+ * a thread, never a signal handler. */
+int mt_trace_record_start(const char *path, mt_out *reply);
+void mt_trace_record_stop(mt_out *reply);
 
 #endif

@@ -86,7 +86,7 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     mt_vm_unlock();
     /* The agent's own mappings (session buffers among them) are no events. */
     if (p != MAP_FAILED && !mt_t.in_agent)
-        mt_xe_event(XE_EV_MMAP, p, NULL, len, cat, 0, 0, 0);
+        mt_vm_event(XE_EV_MMAP, p, len, cat);
     return p;
 }
 
@@ -118,7 +118,7 @@ MT_EXPORT int munmap(void *addr, size_t len)
     }
     mt_vm_unlock();
     if (rc == 0 && !mt_t.in_agent)
-        mt_xe_event(XE_EV_MUNMAP, addr, NULL, len, cat, 0, 0, 0);
+        mt_vm_event(XE_EV_MUNMAP, addr, len, cat);
     return rc;
 }
 
@@ -148,8 +148,8 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
     /* As events: the old range goes, the new one comes. */
     if (p != MAP_FAILED && !mt_t.in_agent) {
         if (gone)
-            mt_xe_event(XE_EV_MUNMAP, old, NULL, oldlen, cat, 0, 0, 0);
-        mt_xe_event(XE_EV_MMAP, p, NULL, newlen, cat, 0, 0, 0);
+            mt_vm_event(XE_EV_MUNMAP, old, oldlen, cat);
+        mt_vm_event(XE_EV_MMAP, p, newlen, cat);
     }
     return p;
 }
@@ -173,9 +173,9 @@ static void break_event(uintptr_t before, uintptr_t after, unsigned cat)
     if (before == after || mt_t.in_agent)
         return;
     if (after > before)
-        mt_xe_event(XE_EV_MMAP, (void *)before, NULL, after - before, cat, 0, 0, 0);
+        mt_vm_event(XE_EV_MMAP, (void *)before, after - before, cat);
     else
-        mt_xe_event(XE_EV_MUNMAP, (void *)after, NULL, before - after, cat, 0, 0, 0);
+        mt_vm_event(XE_EV_MUNMAP, (void *)after, before - after, cat);
 }
 
 MT_EXPORT int brk(void *addr)

@@ -55,7 +55,7 @@ int detail_parse_sort(const char *value, void *by_allocs);
 #define CLI_OPT_SCALE(dest)                                                                                  \
     {.kind = CLI_OPT_PARSE, .name = "scale", .arg = "KB|MB|GB", .value = (dest), .parse = cli_parse_scale,  \
      .noun = "scale", .accepted = "KB, MB, GB",                                                              \
-     .help = "unit of the text output, rounded to the nearest (default KB)"}
+     .help = "unit of the text output's sizes, 1024-based, with three significant digits (default KB)"}
 #define CLI_OPT_TIMEOUT(dest)                                                                                \
     {.kind = CLI_OPT_INT, .name = "timeout", .arg = "SECONDS", .value = (dest), .min = 1, .max = 3600,      \
      .noun = "a number of seconds", .help = "how long to wait for the answer (default 5)"}

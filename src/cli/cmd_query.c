@@ -2,7 +2,8 @@
  * [--scale KB|MB|GB] [--timeout SECONDS]`: asks a running, tracked process
  * over its control socket (src/agent/control.c; protocol in docs/cli.md;
  * the client in query_client.c) for its summary, to keep a baseline, or
- * for what changed since. */
+ * for what changed since; `start detail|trace [-o FILE]` and `stop` switch
+ * its recording on and off (src/agent/record.c). */
 #include "cli/cli.h"
 #include "report/detail.h"
 #include "report/report.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char query_about[] =
     "Ask the running process PID, tracked by memtrail (started with 'memtrail\n"
@@ -22,7 +24,12 @@ static const char query_about[] =
     "            shows them (the process must run in detail mode; --depth, --top\n"
     "            and --sort as there)\n"
     "  baseline  keep its summary now as the baseline (in the process) and print it\n"
-    "  diff      what changed, category by category, since the baseline\n";
+    "  diff      what changed, category by category, since the baseline\n"
+    "  start detail  record call sites from now on (summary counting goes on)\n"
+    "  start trace   record every event from now on, in a trace file: FILE, or the\n"
+    "                process's output when it runs in trace mode\n"
+    "  stop      back to summary counting; a trace is finished, and its path said\n"
+    "            (the process must run in detail or trace mode, e.g. with start=off)\n";
 
 /* Parses one report from buf[0..len). */
 static int parse(const char *buf, size_t len, const char *name, struct report *r)
@@ -102,18 +109,49 @@ static int print_reply(const struct query_target *t, const char *cmd, const char
 static const struct cli_command query_cmd = {
     .name = "query",
     .usage = "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
-             "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n",
+             "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n"
+             "       memtrail query PID start detail|trace [-o FILE]\n"
+             "       memtrail query PID stop\n",
     .about = query_about,
     .more = "Only your own processes can be queried. The process listens on\n"
             "$XDG_RUNTIME_DIR/memtrail/PID.sock or /tmp/memtrail-UID/PID.sock (mode 0600,\n"
             "in a 0700 directory); MEMTRAIL_OPTIONS=query=off turns that off.\n",
-    .min_args = 1, .max_args = 2, .missing = "missing the PID of the process to ask",
+    .min_args = 1, .max_args = 3, .missing = "missing the PID of the process to ask",
     .extra = "too many arguments ('%s')",
 };
+
+/* The request line of `start MODE [-o FILE]`, FILE made absolute against
+ * our directory (the process's may differ). */
+static int start_request(const char *mode, const char *file, char *line, size_t cap)
+{
+    if (strcmp(mode, "detail") != 0 && strcmp(mode, "trace") != 0)
+        return cli_usage_error("query", "start: unknown recording '%s' (accepted: detail, trace)", mode);
+    if (file && strcmp(mode, "trace") != 0)
+        return cli_usage_error("query", "-o FILE applies to 'start trace' only");
+    if (file && (!*file || strchr(file, '\n') || strchr(file, ',')))
+        return cli_usage_error("query", "-o: '%s' is not a usable path (no newline or ',')", file);
+    char cwd[4096] = "";
+    if (file && file[0] != '/' && !getcwd(cwd, sizeof cwd))
+        return cli_error("getcwd: %s", strerror(errno));
+    int n = file ? snprintf(line, cap, "start trace %s%s%s\n", cwd, cwd[0] ? "/" : "", file)
+                 : snprintf(line, cap, "start %s\n", mode);
+    if (n < 0 || (size_t)n >= cap)
+        return cli_usage_error("query", "-o: the path is too long");
+    return 0;
+}
+
+/* "ok TEXT": TEXT on stdout. */
+static int print_switch(const char *buf)
+{
+    const char *text = strncmp(buf, "ok", 2) == 0 ? buf + 2 + (buf[2] == ' ') : buf;
+    fputs(text, stdout);
+    return cli_write_status(0);
+}
 
 int cmd_query(int argc, char **argv)
 {
     int timeout_s = 5;
+    const char *output = NULL;
     bool json = false, detail_given = false;
     struct report_scale scale;
     report_scale_parse("KB", &scale);
@@ -123,31 +161,47 @@ int cmd_query(int argc, char **argv)
         CLI_OPT_SCALE(&scale),
         CLI_OPT_TIMEOUT(&timeout_s),
         CLI_OPT_DETAIL(&dopt, &detail_given),
+        {.kind = CLI_OPT_STRING, .name = "output", .short_name = 'o', .arg = "FILE", .value = &output,
+         .help = "start trace: where the trace goes (a relative path is taken from this directory)"},
         {0},
     };
     int npos = cli_parse(&query_cmd, options, argc, argv);
     if (npos < 0)
         return cli_parse_exit(npos);
     char **positional = argv;
-    const char *cmd = npos == 2 ? positional[1] : "summary";
+    const char *cmd = npos >= 2 ? positional[1] : "summary";
+    if (npos == 3 && strcmp(cmd, "start") != 0)
+        return cli_usage_error("query", "too many arguments ('%s')", positional[2]);
+    bool switching = strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0;
     if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
-        strcmp(cmd, "diff") != 0)
-        return cli_usage_error("query", "unknown request '%s' (accepted: summary, detail, baseline, diff)", cmd);
+        strcmp(cmd, "diff") != 0 && !switching)
+        return cli_usage_error("query", "unknown request '%s' (accepted: summary, detail, baseline, diff, start, stop)",
+                               cmd);
     if (detail_given && strcmp(cmd, "detail") != 0)
         return cli_usage_error("query", "--depth, --top and --sort apply to 'query PID detail' only");
+    if (strcmp(cmd, "start") == 0 && npos < 3)
+        return cli_usage_error("query", "start: say what to record (start detail, or start trace -o FILE)");
+    if (output && strcmp(cmd, "start") != 0)
+        return cli_usage_error("query", "-o FILE applies to 'start trace' only");
+    if (switching && json)
+        return cli_usage_error("query", "--json does not apply to '%s'", cmd);
+    char line[4200];
+    if (strcmp(cmd, "start") == 0 && start_request(positional[2], output, line, sizeof line) != 0)
+        return CLI_USAGE;
 
     long pid;
     if (query_parse_pid(positional[0], &pid) < 0)
         return cli_usage_error("query", "'%s' is not a process id", positional[0]);
     struct query_target t;
-    char *buf = NULL, line[16];
+    char *buf = NULL;
     size_t len = 0;
     int rc = query_open(pid, "query", &t);
-    snprintf(line, sizeof line, "%s\n", cmd);
+    if (strcmp(cmd, "start") != 0)
+        snprintf(line, sizeof line, "%s\n", cmd);
     if (rc == 0)
         rc = query_ask(&t, line, timeout_s * 1000, &buf, &len);
     if (rc == 0)
-        rc = print_reply(&t, cmd, buf, len, json, &scale, &dopt);
+        rc = switching ? print_switch(buf) : print_reply(&t, cmd, buf, len, json, &scale, &dopt);
     free(buf);
     query_close(&t);
     return rc;

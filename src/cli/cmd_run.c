@@ -375,6 +375,21 @@ static int launch(const struct launch *l, struct outcome *o)
     return 0;
 }
 
+/* Did MEMTRAIL_OPTIONS (as the program got it) say start=off? The last
+ * start= field counts, as in the agent. */
+static bool started_off(void)
+{
+    const char *opts = getenv("MEMTRAIL_OPTIONS");
+    bool off = false;
+    for (const char *p = opts; p && *p;) {
+        if (strncmp(p, "start=", 6) == 0)
+            off = strncmp(p + 6, "off", 3) == 0 && (p[9] == ':' || p[9] == '\0');
+        p = strchr(p, ':');
+        p = p ? p + 1 : NULL;
+    }
+    return off;
+}
+
 static void announce_report(const struct outcome *o, const char *out_template, const char *prog, const char *mode)
 {
     char *shown = expand_output(out_template, o->pid, prog);
@@ -392,6 +407,9 @@ static void announce_report(const struct outcome *o, const char *out_template, c
         fputc('\n', stderr);
     } else if (o->stale) {
         fprintf(stderr, "memtrail: no new report from %d: %s is from an earlier run\n", (int)o->pid, path);
+    } else if (strcmp(mode, "trace") == 0 && started_off() && !WIFSIGNALED(o->status)) {
+        fprintf(stderr, "memtrail: no trace from %d at %s: it ran with start=off ('memtrail query PID start trace'"
+                        " records on demand)\n", (int)o->pid, path);
     } else {
         fprintf(stderr, "memtrail: no report from %d at %s: ", (int)o->pid, path);
         if (WIFSIGNALED(o->status))

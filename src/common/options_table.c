@@ -33,8 +33,12 @@ static const mt_optchoice follow[] = {
     {"on", 1, "exec'd programs load the agent too"},
     {"off", 0, "they run untracked"},
     {NULL, 0, NULL}};
+static const mt_optchoice starts[] = {
+    {"on", 1, "from start-up"},
+    {"off", 0, "summary counting only, until `memtrail query PID start`"},
+    {NULL, 0, NULL}};
 static const mt_optchoice queries[] = {
-    {"on", MT_QUERY_SIGNAL, "signal-driven"},
+    {"on", MT_QUERY_SIGNAL, "signal-driven; in trace mode, served from a thread"},
     {"thread", MT_QUERY_THREAD, "served from a thread of the agent's"},
     {"off", MT_QUERY_OFF, "no control socket"},
     {NULL, 0, NULL}};
@@ -69,6 +73,9 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_FOLLOW_EXEC] = {"follow_exec", MT_OPTT_CHOICE, follow, 0, 0, NULL, "off", "across exec"},
     [MT_OPT_QUERY] = {"query", MT_OPTT_CHOICE, queries, 0, 0, NULL, "on",
                       "the control socket of `memtrail query`"},
+    [MT_OPT_START] = {"start", MT_OPTT_CHOICE, starts, 0, 0, NULL, "on",
+                      "detail and trace modes: when recording (call sites, the trace) starts; "
+                      "`memtrail query PID start` and `stop` switch it at any time"},
 };
 
 int mt_opt_find(const char *key, size_t klen)

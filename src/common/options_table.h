@@ -35,6 +35,7 @@ enum {
     MT_OPT_CRASH_REPORT,
     MT_OPT_FOLLOW_EXEC,
     MT_OPT_QUERY,
+    MT_OPT_START,
     MT_NOPT
 };
 

@@ -117,7 +117,7 @@ sys.stdout.write(data.decode(errors="replace"))
 EOF
 }
 expect_eq "protocol: an unknown command is named in the error" \
-    "error unknown command 'frobnicate' (accepted: summary, detail, baseline, diff, sessions, exit)" "$(ask "$sock" $'frobnicate\n')"
+    "error unknown command 'frobnicate' (accepted: summary, detail, baseline, diff, sessions, exit, start, stop)" "$(ask "$sock" $'frobnicate\n')"
 expect_eq "protocol: diff is two complete reports (baseline, then now)" "baseline query 2" \
     "$(ask "$sock" $'diff\n' | awk '/^reason /{ r = r $2 " " } /^end$/ { n++ } END { print r n }')"
 
@@ -184,7 +184,7 @@ for mt in "$MT" "$MT_ASAN"; do
     expect_eq "query$tag: a PID that is not a number is a usage error" "2" "$rc"
     out=$("$mt" query "$plain" leaks 2>&1); rc=$?
     expect_match "query$tag: an unknown request is a usage error naming the accepted ones" \
-        "^2 memtrail: unknown request 'leaks' \(accepted: summary, detail, baseline, diff\)" "$rc $out"
+        "^2 memtrail: unknown request 'leaks' \(accepted: summary, detail, baseline, diff, start, stop\)" "$rc $out"
     out=$("$mt" query 2>&1); rc=$?
     expect_eq "query$tag: missing PID, exit 2" "2" "$rc"
 done

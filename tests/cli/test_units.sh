@@ -57,14 +57,9 @@ expect_eq "analyze (sleep): exit 0" 0 "$rc"
 times=$(python3 - "$T/sleep.json" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))
-def key(d, *names):
-    for n in names:
-        if n in d:
-            return d[n]
-    raise KeyError(names)
-first = key(j, "first_ns", "first_event_ns")
-last = key(j, "last_ns", "last_event_ns")
-peak = key(j["peak"], "time_ns", "first_reached_ns")
+first = j["first_ns"]
+last = j["last_ns"]
+peak = j["peak"]["time_ns"]
 def fmt(ns):
     if ns < 1000:
         return "%dns" % ns

@@ -1,0 +1,203 @@
+/* record.c — recording on demand (record.h): the state the hooks read,
+ * and the control socket's requests that switch it.
+ *
+ *   start detail        call sites from now on (detail's site table)
+ *   start trace [PATH]  every event from now on, in a trace file at PATH
+ *                       (absolute; default: the configured output)
+ *   stop                summary counting only; a trace is finished
+ *
+ * Which processes can: those started in detail or trace mode (their site
+ * table is set up at start-up; a summary-mode process has none, and it
+ * cannot be made from a signal handler). A trace needs its writer thread
+ * started and, at stop, joined: that is not for a signal handler, so trace
+ * requests are served only by the control thread (query=thread, which
+ * trace-mode processes use by default). */
+#include "agent/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/counters.h"
+#include "agent/site.h"
+#include "agent/trace.h"
+
+_Atomic int mt_rec;
+_Atomic long mt_rec_busy;
+_Atomic uint32_t mt_rec_first_id = 1;
+
+void mt_rec_init(int mode, int start)
+{
+    int rec = mode == MT_MODE_TRACE ? MT_REC_TRACE : mode == MT_MODE_DETAIL ? MT_REC_DETAIL : MT_REC_NONE;
+    atomic_store(&mt_rec, start ? rec : MT_REC_NONE);
+}
+
+void mt_rec_after_fork_child(void)
+{
+    atomic_store(&mt_rec_busy, 0);
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
+        atomic_store(&sh->rec_busy, 0);
+}
+
+/* Hooks in flight anywhere (seq_cst loads, after the state's store). */
+static int hooks_busy(void)
+{
+    if (atomic_load(&mt_rec_busy) != 0)
+        return 1;
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
+        if (atomic_load(&sh->rec_busy) != 0)
+            return 1;
+    return 0;
+}
+
+static const char *const rec_names[] = {"summary counting", "detail recording", "trace recording"};
+
+/* Waits until no hook is between its read of the state (trace) and its
+ * event: then the trace holds every allocation that saw it on. A hook
+ * cannot block there for long (the engine's fire does not wait for us);
+ * bounded at 2 s all the same. */
+static void wait_hooks(void)
+{
+    for (int spins = 0; hooks_busy() && spins < 20000; spins++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Can this process create a file in path's directory? (The trace is
+ * created there at its first event: say now, not at stop, if it cannot.) */
+static int dir_writable(const char *path)
+{
+    char dir[MT_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
+        return 0;
+    }
+    return faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0; /* as the user who will create it */
+}
+
+static void start(const char *what, const char *path, int from_signal, mt_out *o)
+{
+    int now = atomic_load(&mt_rec);
+    if (now != MT_REC_NONE) {
+        mt_out_str(o, "error ");
+        mt_out_str(o, rec_names[now]);
+        mt_out_str(o, " is already on; 'stop' it first\n");
+        return;
+    }
+    if (!mt_site_opt.detail) {
+        mt_out_str(o, "error this process runs in summary mode: recording on demand needs it started in "
+                      "detail or trace mode (with start=off to begin with summary counting only)\n");
+        return;
+    }
+    if (strcmp(what, "detail") == 0) {
+        if (path) {
+            mt_out_str(o, "error 'start detail' takes no path (its sites go to the report)\n");
+            return;
+        }
+        atomic_store(&mt_rec, MT_REC_DETAIL);
+        mt_out_str(
+            o, "ok detail recording on: call sites from now on ('memtrail query PID detail' shows them)\n");
+        return;
+    }
+    if (strcmp(what, "trace") != 0) {
+        mt_out_str(o, "error cannot start '");
+        mt_out_shown(o, what, strlen(what) < 32 ? strlen(what) : 32);
+        mt_out_str(o, "' (accepted: detail, trace)\n");
+        return;
+    }
+    if (from_signal) {
+        mt_out_str(o, "error trace recording on demand needs the control thread: start the program with "
+                      "MEMTRAIL_OPTIONS=query=thread (or in trace mode)\n");
+        return;
+    }
+    if (!path && !mt_site_opt.trace) {
+        mt_out_str(o, "error 'start trace' needs -o FILE here (this process's output is its report)\n");
+        return;
+    }
+    if (path && path[0] != '/') {
+        mt_out_str(o, "error the trace's path must be absolute\n");
+        return;
+    }
+    if (path && strchr(path, ',')) {
+        mt_out_str(o, "error the trace's path must not contain ','\n");
+        return;
+    }
+    if (path && !dir_writable(path)) {
+        mt_out_str(o, "error cannot write ");
+        mt_out_str(o, path);
+        mt_out_str(o, ": ");
+        mt_out_str(o, strerrordesc_np(errno) ? strerrordesc_np(errno) : "error");
+        mt_out_str(o, " (checked as this process's user, in its directory)\n");
+        return;
+    }
+    int rc = mt_trace_record_start(path, o);
+    if (rc == -EALREADY) {
+        mt_out_str(o, "error a trace is still being finished; try again\n");
+        return;
+    }
+    if (rc < 0)
+        return;
+    /* Ids from here on are this trace's: a free of an older block is
+     * written with id 0 (docs/trace-analysis.md, frees_unknown). */
+    atomic_store(&mt_rec_first_id, atomic_load(&mt_trace_last_id) + 1);
+    atomic_store(&mt_rec, MT_REC_TRACE);
+    mt_out_str(o, "ok trace recording on: every event from now on ('stop' finishes the file)\n");
+}
+
+static void stop(int from_signal, mt_out *o)
+{
+    int now = atomic_load(&mt_rec);
+    if (now == MT_REC_NONE) {
+        mt_out_str(o, "error nothing is being recorded (summary counting only); 'start detail' or "
+                      "'start trace' first\n");
+        return;
+    }
+    if (now == MT_REC_TRACE && from_signal) {
+        mt_out_str(o, "error stopping a trace needs the control thread (MEMTRAIL_OPTIONS=query=thread)\n");
+        return;
+    }
+    atomic_store(&mt_rec, MT_REC_NONE);
+    if (now == MT_REC_DETAIL) {
+        mt_out_str(o, "ok detail recording off: summary counting only; the sites keep what they recorded\n");
+        return;
+    }
+    wait_hooks();
+    mt_trace_record_stop(o);
+}
+
+void mt_rec_request(const char *req, int from_signal, mt_out *o)
+{
+    static char words[3][MT_PATH_MAX]; /* not on a signal handler's stack; serving is one at a time */
+    int n = 0;
+    for (const char *p = req; *p && n < 3;) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        /* The last word of "start trace PATH" is the rest of the line. */
+        size_t len = n == 2 ? strlen(p) : strcspn(p, " ");
+        if (len >= MT_PATH_MAX) {
+            mt_out_str(o, "error request too long\n");
+            return;
+        }
+        memcpy(words[n], p, len);
+        words[n++][len] = '\0';
+        p += len;
+    }
+    if (n == 1 && strcmp(words[0], "stop") == 0) {
+        stop(from_signal, o);
+    } else if (n >= 2 && strcmp(words[0], "start") == 0) {
+        start(words[1], n == 3 ? words[2] : NULL, from_signal, o);
+    } else {
+        mt_out_str(o, "error usage: 'start detail', 'start trace [PATH]' or 'stop'\n");
+    }
+}

@@ -1,0 +1,88 @@
+/* record.h — recording on demand: which recording the hooks do for new
+ * allocations now (none: summary counting only; detail: call sites;
+ * trace: events in a trace file), switched at run time by `memtrail query
+ * PID start detail|trace` and `stop` (record.c, through control.c), and
+ * at start-up by options mode and start.
+ *
+ * Summary counters never stop: every hook counts whatever the recording.
+ * A block remembers how it was recorded (its tag kind, block.h), so a
+ * free or realloc reads its tag for what it is, whatever is recorded when
+ * it comes: a block allocated before a recording began (or in an earlier
+ * one) is one the current recording never saw.
+ *
+ * The hot path reads the state with one relaxed load and takes no lock.
+ * Trace recording brackets each hook, from its read of the state to its
+ * event, with a count of hooks in flight (mt_rec_enter/leave): a stop
+ * switches the state off, waits for that count to drain, and only then
+ * finishes the file, so an allocation that saw the recording on has its
+ * event in the trace, and one that saw it off has none. */
+#ifndef MT_AGENT_RECORD_H
+#define MT_AGENT_RECORD_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+#include "agent/counters.h"
+#include "common/out.h"
+
+/* The recording of new allocations; also a block's tag kind (block.h):
+ * NONE a tag of 0, DETAIL a call site's index, TRACE an allocation id. */
+enum { MT_REC_NONE, MT_REC_DETAIL, MT_REC_TRACE };
+extern _Atomic int mt_rec;
+/* Hooks between reading mt_rec == MT_REC_TRACE and firing their event:
+ * counted in the thread's shard (its own cache line: no contention), or
+ * here for a thread that has none yet. */
+extern _Atomic long mt_rec_busy;
+
+static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
+{
+    if (MT_LIKELY(rec != MT_REC_TRACE))
+        return;
+    if (MT_LIKELY(busy != &mt_rec_busy))
+        atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) - 1,
+                              memory_order_release);
+    else
+        atomic_fetch_sub_explicit(busy, 1, memory_order_release);
+}
+
+/* The recording this hook does; pair with mt_rec_leave(rec, *busy). */
+static MT_INLINE int mt_rec_enter(_Atomic long **busy)
+{
+    int rec = atomic_load_explicit(&mt_rec, memory_order_relaxed);
+    if (MT_LIKELY(rec != MT_REC_TRACE))
+        return rec;
+    struct mt_shard *sh = mt_t.shard;
+    /* Counted before the state is read again (both seq_cst): a stop that
+     * switched it off after this read sees this hook in the count. A
+     * shard's count has one writer, its thread (a signal handler nested
+     * on it puts back what it took): a store, not a locked add. */
+    if (MT_LIKELY(sh != NULL)) {
+        *busy = &sh->rec_busy;
+        atomic_store(*busy, atomic_load_explicit(*busy, memory_order_relaxed) + 1);
+    } else {
+        *busy = &mt_rec_busy;
+        atomic_fetch_add(*busy, 1);
+    }
+    rec = atomic_load(&mt_rec);
+    if (rec != MT_REC_TRACE)
+        mt_rec_leave(MT_REC_TRACE, *busy);
+    return rec;
+}
+
+/* The first allocation id of the current trace: ids from it on are in
+ * the trace file being written, older ones are not. */
+extern _Atomic uint32_t mt_rec_first_id;
+
+/* At start-up (init.c): the recording options asked for (mode, start). */
+void mt_rec_init(int mode, int start);
+/* In a fork child: hooks of threads that did not survive the fork no
+ * longer count as in flight. */
+void mt_rec_after_fork_child(void);
+/* control.c: answers "start detail", "start trace [PATH]" and "stop"
+ * (`req` is the request line) into o: "ok ..." or "error ...". Not from
+ * a signal handler for trace recording (it starts and joins a thread):
+ * `from_signal` says so, and such a request gets an error. */
+void mt_rec_request(const char *req, int from_signal, mt_out *o);
+
+#endif

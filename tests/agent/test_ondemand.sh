@@ -1,0 +1,265 @@
+# Recording on demand: `memtrail query PID start detail|trace` and `stop`
+# on a running program (tests/agent/ondemand.c). Its threads allocate in
+# three phases and keep the books of each; recording is switched on before
+# phase 2 and off after it, so the trace (read by `memtrail analyze`) and
+# the detail sites (the agent's own report, read here by python) must hold
+# exactly phase 2's books, and the summary counters the whole run's.
+source "$(dirname "$0")/../lib.sh"
+[ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
+unset XDG_RUNTIME_DIR
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+trap cleanup EXIT
+
+wait_file() { local i; for ((i = 0; i < 3000; i++)); do [ -e "$1" ] && return 0; sleep 0.02; done; return 1; }
+wait_gone() { local i; for ((i = 0; i < 3000; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.02; done; return 1; }
+# field FILE N: the Nth number of a ledger line.
+field() { awk -v n="$2" '{ print $n }' "$1"; }
+# The program's books of phase 2, as analyze --json names them:
+# allocs frees reallocs frees_unknown reallocs_unknown allocated_bytes live_bytes live_count
+books() { cat "$1/ledger2"; }
+# The same figures from `memtrail analyze FILE --json`.
+analyzed() {
+    "$MT" analyze "$1" --json >"$T/a.json" 2>"$T/a.err" || { echo "analyze failed: $(cat "$T/a.err")"; return; }
+    python3 - "$T/a.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(j["allocs"], j["frees"], j["reallocs"], j["frees_unknown"], j["reallocs_unknown"], j["allocated_bytes"],
+      j["live_bytes"], j["live_count"])
+EOF
+}
+# sites_of REPORT: the sites of category ondemand summed, from the agent's
+# own report text (docs/report-format.md): "allocs frees reallocs live_bytes live_count".
+sites_of() {
+    python3 - "$1" <<'EOF'
+import sys
+s = {"allocs": 0, "frees": 0, "reallocs": 0, "live_bytes": 0, "live_count": 0}
+for line in open(sys.argv[1], errors="replace"):
+    parts = line.split()
+    if len(parts) > 2 and parts[0] == "site":
+        f = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+        if f.get("category") == "ondemand":
+            for k in s:
+                s[k] += int(f[k])
+print(s["allocs"], s["frees"], s["reallocs"], s["live_bytes"], s["live_count"])
+EOF
+}
+# raw_detail PID FILE: the agent's detail report over the control socket, as is.
+raw_detail() {
+    python3 - "/tmp/memtrail-$(id -u)/$1.sock" "$2" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(b"detail\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+open(sys.argv[2], "wb").write(data)
+EOF
+}
+# category_of PID: "live_bytes live_count allocs frees reallocs" of category
+# ondemand in the process's summary now (as the program's DIR/total).
+category_of() {
+    "$MT" query "$1" summary --json >"$T/s.json" 2>"$T/s.err" || { echo "query failed: $(cat "$T/s.err")"; return; }
+    python3 -c 'import json,sys
+c = [c for c in json.load(open(sys.argv[1]))["categories"] if c["name"] == "ondemand"][0]
+print(c["live_bytes"], c["live_count"], c["allocs"], c["frees"], c["reallocs"])' "$T/s.json"
+}
+# launch NAME OPTIONS [fork]: starts the program in $T/NAME; sets pid and D.
+launch() {
+    D=$T/$1; mkdir -p "$D"
+    MEMTRAIL_OPTIONS="$2" LD_PRELOAD=$AGENT "$TBIN/ondemand" "$D" ${3:-} >"$D/stdout" 2>"$D/stderr" &
+    pid=$!; pids+=("$pid")
+    wait_file "$D/ready1" || fail "$1: program starts" "no ready1; $(cat "$D/stderr")"
+}
+# phase N: lets the program run phase N and waits until it is done.
+phase() { touch "$D/go$1"; wait_file "$D/ready$(($1 + 1))" || fail "phase $1 ends" "no ready$(($1 + 1))"; }
+finish() { touch "$D/go4"; wait "$pid"; }
+# q NAME ARGS...: a query that must succeed (its reply is not shown).
+q() { local n=$1; shift; if "$MT" query "$@" >"$T/q.out" 2>&1; then pass "$n"; else fail "$n" "$(cat "$T/q.out")"; fi; }
+
+# --- trace, started off: start trace -o FILE (relative), phase 2, stop --------
+launch trace "mode=trace:start=off:output=$T/trace/startup.%p.mtt" fork
+phase 1
+mkdir -p "$T/cwd"
+out=$(cd "$T/cwd" && "$MT" query "$pid" start trace -o rec.mtt 2>&1); rc=$?
+expect_eq "start trace: exit 0, says so" "0 trace recording on: every event from now on ('stop' finishes the file)" \
+    "$rc $out"
+out=$("$MT" query "$pid" start detail 2>&1); rc=$?
+expect_eq "start while recording: the process's error, exit 1" \
+    "1 memtrail: process $pid: trace recording is already on; 'stop' it first" "$rc $out"
+phase 2
+out=$("$MT" query "$pid" stop 2>&1); rc=$?
+expect_match "stop: exit 0, names the trace, in the CLI's directory" \
+    "^0 trace: [0-9]+ events, 0 lost, [0-9]+ bytes in $T/cwd/rec\.mtt\$" "$rc $out"
+out=$("$MT" query "$pid" stop 2>&1); rc=$?
+expect_eq "stop while not recording: the process's error, exit 1" \
+    "1 memtrail: process $pid: nothing is being recorded (summary counting only); 'start detail' or 'start trace' first" \
+    "$rc $out"
+phase 3
+expect_eq "summary counters exact across the switches (query at the end)" "$(cat "$D/total")" "$(category_of "$pid")"
+finish
+rc=$?
+child=$(cat "$D/child" 2>/dev/null)
+expect_eq "trace: the program exits 0; on stderr only the forked child's trace line (25 events: 10 + 10 + 5)" \
+    "0:memtrail: trace: 25 events, 0 lost, bytes in $T/cwd/rec.mtt.$child" \
+    "$rc:$(sed 's/lost, [0-9]* bytes/lost, bytes/' "$D/stderr")"
+"$MT" analyze "$T/cwd/rec.mtt" >"$T/a.txt" 2>&1
+expect_eq "trace: analyze reads it whole (exit 0, not 'Incomplete')" "0 0" "$? $(grep -c Incomplete "$T/a.txt")"
+expect_match "trace: analyze --json says complete" '"complete": true' "$("$MT" analyze "$T/cwd/rec.mtt" --json 2>&1)"
+expect_eq "trace holds exactly phase 2 (allocs frees reallocs frees_unknown reallocs_unknown bytes live)" \
+    "$(books "$D")" "$(analyzed "$T/cwd/rec.mtt")"
+expect_eq "start=off: no trace at start-up, none at exit" "" "$(ls "$T/trace" | grep mtt)"
+expect_eq "fork while recording: the child's own trace (FILE.PID), complete, with its allocations only" \
+    "10 10 5" "$(analyzed "$T/cwd/rec.mtt.$child" | awk '{ print $1, $2, $4 }')"
+
+# --- exec while recording a trace: the file is finished there ----------------
+# follow_exec=on: the new program loads the agent and starts as the options
+# say (start=off: not recording).
+launch exec "mode=trace:start=off:follow_exec=on:output=$T/exec/startup.%p.mtt" exec
+phase 1
+q "exec: start trace" "$pid" start trace -o "$T/exec/rec.mtt"
+phase 2
+touch "$D/go3"; wait "$pid"
+expect_eq "exec: the program (now /bin/true) exits 0" "0" "$?"
+expect_eq "exec: the trace is finished at the exec and holds exactly phase 2" "$(books "$D")" \
+    "$(analyzed "$T/exec/rec.mtt")"
+expect_match "exec: analyze --json says complete" '"complete": true' "$("$MT" analyze "$T/exec/rec.mtt" --json 2>&1)"
+expect_eq "exec: the new program records nothing (start=off)" "rec.mtt" "$(ls "$T/exec" | grep mtt)"
+
+# --- trace from start-up: stop, then a new trace for phase 2 -----------------
+launch retrace "mode=trace:output=$T/retrace/startup.mtt"
+phase 1
+out=$("$MT" query "$pid" stop 2>&1)
+expect_match "stop of the start-up trace names its file" "trace: [0-9]+ events, 0 lost, [0-9]+ bytes in $T/retrace/startup\.mtt" "$out"
+expect_match "the start-up trace is complete and holds phase 1" "\"complete\": true" "$("$MT" analyze "$T/retrace/startup.mtt" --json 2>&1)"
+q "start trace again, without -o" "$pid" start trace
+phase 2
+out=$("$MT" query "$pid" stop 2>&1)
+expect_match "stop of the second trace: it went to the process's output, numbered" \
+    "trace: [0-9]+ events, 0 lost, [0-9]+ bytes in $T/retrace/startup\.mtt\.1\$" "$out"
+phase 3
+finish
+expect_eq "the second trace holds exactly phase 2" "$(books "$D")" "$(analyzed "$T/retrace/startup.mtt.1")"
+expect_eq "nothing more was written at exit" "" "$(cat "$D/stderr")"
+
+# --- detail, started off ------------------------------------------------------
+launch detail "mode=detail:start=off:output=$T/detail/final.mtr"
+phase 1
+raw_detail "$pid" "$T/d1.txt"
+expect_eq "start=off: no site holds a block of phase 1" "0 0 0 0 0" "$(sites_of "$T/d1.txt")"
+out=$("$MT" query "$pid" start detail 2>&1); rc=$?
+expect_match "start detail: exit 0" "^0 detail recording on" "$rc $out"
+phase 2
+q "stop detail" "$pid" stop
+raw_detail "$pid" "$T/d2.txt"
+# A realloc of a phase-2 block moves it to the realloc's site (a free at
+# the old one, an allocation at the new); one of an older block enters
+# the sites as an allocation: allocs = A + R, frees = F + (R - RU).
+read -r A F R FU RU BYTES LB LC <"$D/ledger2"
+expect_eq "detail: the sites hold exactly phase 2's blocks (allocs frees reallocs live)" \
+    "$((A + R)) $((F + R - RU)) 0 $LB $LC" "$(sites_of "$T/d2.txt")"
+phase 3
+finish
+# Phase 3 allocates nothing at a site; it frees every block the sites hold.
+expect_eq "detail: phase 3 adds no allocation; the sites' blocks freed then are counted" \
+    "$((A + R)) 0 $LC" "$(sites_of "$T/detail/final.mtr" | awk '{ print $1, $4, $2 - '"$((F + R - RU))"' }')"
+expect_eq "detail: summary counters exact" "$(awk '{ print $1, $2, $3, $4, $5 }' "$D/total")" \
+    "$(python3 -c 'import sys
+for l in open(sys.argv[1]):
+    p = l.split()
+    if p[:2] == ["category", "ondemand"]:
+        f = dict(x.split("=", 1) for x in p[2:] if "=" in x)
+        print(f["live_bytes"], f["live_count"], f["allocs"], f["frees"], f["reallocs"])' "$T/detail/final.mtr")"
+
+# --- under load: threads allocating without pause as recording switches ----------
+# A trace started while blocks are live and stopped while threads are
+# inside malloc: no allocation without its id (an id allocated twice while
+# live), unknown frees and reallocs only of blocks older than the trace
+# (at most THREADS * SLOTS = 256 live at once), and the summary exact.
+D=$T/churn; mkdir -p "$D"
+MEMTRAIL_OPTIONS="mode=trace:start=off:trace_loss=wait:output=$D/x.mtt" LD_PRELOAD=$AGENT "$TBIN/ondemand_churn" "$D" \
+    >"$D/stdout" 2>"$D/stderr" &
+pid=$!; pids+=("$pid")
+sleep 0.2
+for i in 1 2 3; do
+    q "load: start trace $i" "$pid" start trace -o "$D/t$i.mtt"
+    sleep 0.2
+    q "load: stop trace $i" "$pid" stop
+    q "load: start detail $i" "$pid" start detail
+    q "load: stop detail $i" "$pid" stop
+done
+touch "$D/stop"
+wait_file "$D/total"
+expect_eq "load: summary counters exact" "$(cat "$D/total")" \
+    "$("$MT" query "$pid" summary --json 2>&1 | python3 -c 'import json,sys
+c = [c for c in json.load(sys.stdin)["categories"] if c["name"] == "churn"][0]
+print(c["live_bytes"], c["live_count"], c["allocs"], c["frees"], c["reallocs"])')"
+touch "$D/go"; wait "$pid"
+for i in 1 2 3; do
+    "$MT" analyze "$D/t$i.mtt" --json >"$T/a.json" 2>&1
+    expect_eq "load: trace $i complete, no event lost, no id reused, at most 256 blocks unknown" "True 0 0 True" \
+        "$(python3 -c 'import json,sys; j = json.load(open(sys.argv[1]))
+print(j["complete"], j["events_lost"], j["ids_reused"], j["frees_unknown"] + j["reallocs_unknown"] <= 256 and j["allocs"] > 1000)' "$T/a.json")"
+done
+
+# --- errors ---------------------------------------------------------------------
+launch summary "mode=summary:output=$T/summary/r.mtr"
+out=$("$MT" query "$pid" start detail 2>&1); rc=$?
+expect_match "a summary-mode process cannot start recording: says why, exit 1" \
+    "^1 memtrail: process $pid: this process runs in summary mode: recording on demand needs it started in detail or trace mode" \
+    "$rc $out"
+phase 1; phase 2; phase 3; finish
+
+launch sig "mode=detail:start=off:output=$T/sig/r.mtr"
+out=$("$MT" query "$pid" start trace -o "$T/sig/t.mtt" 2>&1); rc=$?
+expect_match "start trace from the signal handler: refused, names query=thread" \
+    "^1 memtrail: process $pid: trace recording on demand needs the control thread.*query=thread" "$rc $out"
+out=$("$MT" query "$pid" start trace -o "$T/nosuchdir/t.mtt" 2>&1); rc=$?
+expect_match "start trace into a missing directory: refused before recording" \
+    "^1 memtrail: process $pid: (cannot write $T/nosuchdir/t.mtt: No such file or directory|trace recording on demand needs the control thread)" \
+    "$rc $out"
+out=$("$MT" query "$pid" start everything 2>&1); rc=$?
+expect_eq "start of an unknown recording: usage error, exit 2" "2" "$rc"
+contains "start of an unknown recording: names the accepted ones" "accepted: detail, trace" "$out"
+out=$("$MT" query "$pid" start 2>&1); rc=$?
+expect_eq "start without what: usage error, exit 2" "2" "$rc"
+out=$("$MT" query "$pid" start detail -o x.mtt 2>&1); rc=$?
+expect_eq "start detail -o: usage error, exit 2" "2 memtrail: -o FILE applies to 'start trace' only" "$rc $(echo "$out" | head -1)"
+phase 1; phase 2; phase 3; finish
+
+launch thr "mode=detail:start=off:query=thread:output=$T/thr/r.mtr"
+out=$("$MT" query "$pid" start trace -o "$T/nosuchdir/t.mtt" 2>&1); rc=$?
+expect_eq "start trace into a missing directory: refused, says why" \
+    "1 memtrail: process $pid: cannot write $T/nosuchdir/t.mtt: No such file or directory (checked as this process's user, in its directory)" \
+    "$rc $out"
+out=$("$MT" query "$pid" start trace 2>&1); rc=$?
+expect_eq "start trace without -o in a detail-mode process: refused" \
+    "1 memtrail: process $pid: 'start trace' needs -o FILE here (this process's output is its report)" "$rc $out"
+phase 1
+q "a detail-mode process serving from a thread can record a trace" "$pid" start trace -o "$T/thr/t.mtt"
+phase 2
+q "and stop it" "$pid" stop
+phase 3
+finish
+expect_eq "its trace holds exactly phase 2" "$(books "$D")" "$(analyzed "$T/thr/t.mtt")"
+
+MEMTRAIL_OPTIONS="mode=off" LD_PRELOAD=$AGENT "$TBIN/ondemand" "$T" >/dev/null 2>&1 &
+pid=$!; pids+=("$pid")
+wait_file "$T/ready1"
+out=$("$MT" query "$pid" start detail 2>&1); rc=$?
+expect_match "a process not tracked (mode=off): says so, exit 1" "^1 memtrail: process $pid is not tracked by memtrail" "$rc $out"
+kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+
+out=$(cd "$T" && MEMTRAIL_OPTIONS=start=off "$MT" run --mode trace -o "$T/run.mtt" -- "$TBIN/ondemand" 2>&1); rc=$?
+expect_match "memtrail run --mode trace with start=off: no trace, says why" \
+    "^memtrail: no trace from [0-9]+ at $T/run.mtt: it ran with start=off" "$(echo "$out" | tail -1)"
+
+out=$(MEMTRAIL_OPTIONS="start=maybe" LD_PRELOAD=$AGENT /bin/true 2>&1)
+expect_eq "start=maybe: one line naming the key and the accepted values" \
+    "memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for start (accepted: on, off); running untracked" "$out"
