@@ -145,48 +145,20 @@ int main(int argc, char **argv)
     const char *out = NULL, *in = NULL;
     while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:szPi:f:k:")) != -1) {
         switch (opt) {
-        case 't':
-            threads = atoi(optarg);
-            break;
-        case 'n':
-            ops = atol(optarg);
-            break;
-        case 'w':
-            window = atol(optarg);
-            break;
-        case 'l':
-            level = atoi(optarg);
-            break;
-        case 'c':
-            chunk = (unsigned)atol(optarg);
-            break;
-        case 'u':
-            unit = (unsigned)atol(optarg);
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'r':
-            repeats = atoi(optarg);
-            break;
-        case 's':
-            breakdown = 1;
-            break;
-        case 'z':
-            skew = 1;
-            break;
-        case 'P':
-            rflags = 0;
-            break;
-        case 'i':
-            in = optarg;
-            break;
-        case 'k':
-            skip = (size_t)atol(optarg);
-            break;
-        case 'f':
-            fflags = 0x100u | (unsigned)atoi(optarg);
-            break;
+        case 't': threads = atoi(optarg); break;
+        case 'n': ops = atol(optarg); break;
+        case 'w': window = atol(optarg); break;
+        case 'l': level = atoi(optarg); break;
+        case 'c': chunk = (unsigned)atol(optarg); break;
+        case 'u': unit = (unsigned)atol(optarg); break;
+        case 'o': out = optarg; break;
+        case 'r': repeats = atoi(optarg); break;
+        case 's': breakdown = 1; break;
+        case 'z': skew = 1; break;
+        case 'P': rflags = 0; break;
+        case 'i': in = optarg; break;
+        case 'k': skip = (size_t)atol(optarg); break;
+        case 'f': fflags = 0x100u | (unsigned)atoi(optarg); break;
         default:
             fprintf(stderr,
                     "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
@@ -249,9 +221,12 @@ have_events:;
             tbits -= hist[i] * log2((double)hist[i] / (double)(n - 1));
     free(hist);
 
-    mt_trace_write_config cfg = {
-        .zstd_level = level, .chunk_events = chunk, .time_unit_ns = unit, .pid = 1, .start_ns = 0,
-        .chunk_flags = fflags};
+    mt_trace_write_config cfg = {.zstd_level = level,
+                                 .chunk_events = chunk,
+                                 .time_unit_ns = unit,
+                                 .pid = 1,
+                                 .start_ns = 0,
+                                 .chunk_flags = fflags};
     membuf m = {0};
     mt_trace_host host = {.ctx = &m, .write = mem_write, .stack = stack_cb, .category_name = cat_cb};
     double best_enc = 1e30, best_dec = 1e30;
@@ -312,9 +287,9 @@ have_events:;
     if (in)
         printf("time deltas' order-0 entropy: %.3f bits/event\n", tbits / n);
     else
-        printf(
-        "floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f bits/event)\n",
-        floor_bits / 8 / n, info / 8 / n, tbits / n);
+        printf("floor: %.3f bytes/event (%.3f without the time deltas, whose order-0 entropy is %.2f "
+               "bits/event)\n",
+               floor_bits / 8 / n, info / 8 / n, tbits / n);
     printf("encode %.1f ns/event (%.1f M events/s)  decode %.1f ns/event (%.1f M events/s, %s)\n",
            best_enc * 1e9 / n, n / best_enc / 1e6, best_dec * 1e9 / n, n / best_dec / 1e6,
            rflags ? "prefetch" : "one thread");

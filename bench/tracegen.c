@@ -37,18 +37,36 @@ __attribute__((noinline)) void tracegen_format_line(void);
 __attribute__((noinline)) void tracegen_cache_insert(void);
 __attribute__((noinline)) void tracegen_leaky_helper(void);
 __attribute__((noinline)) void tracegen_scratch_buffer(void);
-void tracegen_parse_input(void) { __asm__ volatile("" ::: "memory"); }
-void tracegen_build_index(void) { __asm__ volatile("" ::: "memory"); }
-void tracegen_format_line(void) { __asm__ volatile("" ::: "memory"); }
-void tracegen_cache_insert(void) { __asm__ volatile("" ::: "memory"); }
-void tracegen_leaky_helper(void) { __asm__ volatile("" ::: "memory"); }
-void tracegen_scratch_buffer(void) { __asm__ volatile("" ::: "memory"); }
+void tracegen_parse_input(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+void tracegen_build_index(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+void tracegen_format_line(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+void tracegen_cache_insert(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+void tracegen_leaky_helper(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+void tracegen_scratch_buffer(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
 
 static void (*const stack_fn[NSTACKS])(void) = {
-    tracegen_parse_input, tracegen_build_index, tracegen_format_line,
+    tracegen_parse_input,  tracegen_build_index,  tracegen_format_line,
     tracegen_cache_insert, tracegen_leaky_helper, tracegen_scratch_buffer,
 };
-#define TEMP_STACK 6        /* stack ids are 1..NSTACKS; temporaries come from the last */
+#define TEMP_STACK 6 /* stack ids are 1..NSTACKS; temporaries come from the last */
 
 struct out {
     int fd;
@@ -77,7 +95,7 @@ static int stack_frames(void *ctx, uint32_t id, uint64_t *out, int max, unsigned
     (void)ctx;
     if (id < 1 || id > NSTACKS || max < 2)
         return -1;
-    out[0] = (uint64_t)(uintptr_t)stack_fn[id - 1] + 1;   /* inside the function, as a return address is */
+    out[0] = (uint64_t)(uintptr_t)stack_fn[id - 1] + 1; /* inside the function, as a return address is */
     out[1] = (uint64_t)(uintptr_t)stack_fn[(id % NSTACKS)] + 1;
     *category = 0;
     return 2;
@@ -92,7 +110,7 @@ static const char *category_name(void *ctx, unsigned id)
 static int add_module(struct dl_phdr_info *info, size_t size, void *ctx)
 {
     (void)size;
-    if (info->dlpi_name[0])     /* the main program only: "" */
+    if (info->dlpi_name[0]) /* the main program only: "" */
         return 0;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -147,7 +165,7 @@ struct gen {
     mt_trace_writer *w;
     uint64_t t, events, allocs, frees, reallocs, frees_unknown, temps, temp_bytes;
     uint32_t next_id;
-    uint32_t last[4];       /* per thread: the id its last call allocated (0: none) */
+    uint32_t last[4]; /* per thread: the id its last call allocated (0: none) */
     int err;
 };
 
@@ -196,8 +214,9 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--expect") == 0)
             expect = v;
         else {
-            fprintf(stderr, "usage: tracegen -o FILE [-n EVENTS] [-l LIVE] [-s SEED] [-c CHUNK_EVENTS] [-z LEVEL] "
-                            "[--expect FILE]\n");
+            fprintf(stderr,
+                    "usage: tracegen -o FILE [-n EVENTS] [-l LIVE] [-s SEED] [-c CHUNK_EVENTS] [-z LEVEL] "
+                    "[--expect FILE]\n");
             return 2;
         }
         i++;
@@ -211,7 +230,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "tracegen: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    mt_trace_host host = {.ctx = &o, .write = out_write, .stack = stack_frames, .category_name = category_name,
+    mt_trace_host host = {.ctx = &o,
+                          .write = out_write,
+                          .stack = stack_frames,
+                          .category_name = category_name,
                           .modules = modules};
     cfg.pid = (uint32_t)getpid();
     cfg.start_ns = 1000000;
@@ -229,7 +251,10 @@ int main(int argc, char **argv)
     uint64_t t0 = now_ns();
     /* fill the pool */
     for (uint64_t i = 0; i < live && g.events < nevents; i++) {
-        mt_trace_event e = {.type = MT_TRACE_ALLOC, .thread = tids[i & 3], .id = g.next_id++, .size = rnd_size(),
+        mt_trace_event e = {.type = MT_TRACE_ALLOC,
+                            .thread = tids[i & 3],
+                            .id = g.next_id++,
+                            .size = rnd_size(),
                             .stack = 1 + (uint32_t)(rnd() % (NSTACKS - 1))};
         slot_id[i] = e.id;
         slot_size[i] = (uint32_t)e.size;
@@ -244,7 +269,10 @@ int main(int argc, char **argv)
         uint32_t tid = tids[k];
         uint64_t s = rnd() % live;
         if ((step & 15) == 7) {
-            mt_trace_event a = {.type = MT_TRACE_ALLOC, .thread = tid, .id = g.next_id++, .size = rnd_size(),
+            mt_trace_event a = {.type = MT_TRACE_ALLOC,
+                                .thread = tid,
+                                .id = g.next_id++,
+                                .size = rnd_size(),
                                 .stack = TEMP_STACK};
             emit(&g, &a);
             g.last[k] = a.id;
@@ -253,9 +281,13 @@ int main(int argc, char **argv)
             count_free(&g, k, a.id, a.size);
             g.allocs++, g.frees++;
         } else if ((step & 31) == 12) {
-            mt_trace_event r = {.type = MT_TRACE_REALLOC, .thread = tid, .old_id = slot_id[s], .id = g.next_id++,
-                                .size = rnd_size(), .stack = 1 + (uint32_t)(rnd() % (NSTACKS - 1))};
-            count_free(&g, k, slot_id[s], slot_size[s]);    /* realloc frees the old block */
+            mt_trace_event r = {.type = MT_TRACE_REALLOC,
+                                .thread = tid,
+                                .old_id = slot_id[s],
+                                .id = g.next_id++,
+                                .size = rnd_size(),
+                                .stack = 1 + (uint32_t)(rnd() % (NSTACKS - 1))};
+            count_free(&g, k, slot_id[s], slot_size[s]); /* realloc frees the old block */
             g.last[k] = r.id;
             slot_id[s] = r.id;
             slot_size[s] = (uint32_t)r.size;
@@ -270,7 +302,10 @@ int main(int argc, char **argv)
             emit(&g, &f);
             count_free(&g, k, slot_id[s], slot_size[s]);
             g.frees++;
-            mt_trace_event a = {.type = MT_TRACE_ALLOC, .thread = tid, .id = g.next_id++, .size = rnd_size(),
+            mt_trace_event a = {.type = MT_TRACE_ALLOC,
+                                .thread = tid,
+                                .id = g.next_id++,
+                                .size = rnd_size(),
                                 .stack = 1 + (uint32_t)(rnd() % (NSTACKS - 1))};
             slot_id[s] = a.id;
             slot_size[s] = (uint32_t)a.size;
@@ -294,19 +329,24 @@ int main(int argc, char **argv)
     uint64_t leak_bytes = 0, leak_count = filled;
     for (uint64_t i = 0; i < filled; i++)
         leak_bytes += slot_size[i];
-    fprintf(stderr, "tracegen: %s: %" PRIu64 " events, %" PRIu64 " live, %" PRIu64 " bytes (%.3f B/event) in %.2f s "
-            "(%.1f M events/s)\n", path, g.events, leak_count, o.bytes, (double)o.bytes / (double)(g.events ? g.events : 1),
-            secs, (double)g.events / secs / 1e6);
+    fprintf(stderr,
+            "tracegen: %s: %" PRIu64 " events, %" PRIu64 " live, %" PRIu64 " bytes (%.3f B/event) in %.2f s "
+            "(%.1f M events/s)\n",
+            path, g.events, leak_count, o.bytes, (double)o.bytes / (double)(g.events ? g.events : 1), secs,
+            (double)g.events / secs / 1e6);
     if (expect) {
         FILE *f = fopen(expect, "w");
         if (!f) {
             fprintf(stderr, "tracegen: %s: %s\n", expect, strerror(errno));
             return 1;
         }
-        fprintf(f, "{\"events\": %" PRIu64 ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"reallocs\": %" PRIu64
-                ", \"frees_unknown\": %" PRIu64 ", \"temporary\": %" PRIu64 ", \"temporary_bytes\": %" PRIu64
-                ", \"leak_bytes\": %" PRIu64 ", \"leak_count\": %" PRIu64 "}\n", g.events, g.allocs, g.frees,
-                g.reallocs, g.frees_unknown, g.temps, g.temp_bytes, leak_bytes, leak_count);
+        fprintf(f,
+                "{\"events\": %" PRIu64 ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64
+                ", \"reallocs\": %" PRIu64 ", \"frees_unknown\": %" PRIu64 ", \"temporary\": %" PRIu64
+                ", \"temporary_bytes\": %" PRIu64 ", \"leak_bytes\": %" PRIu64 ", \"leak_count\": %" PRIu64
+                "}\n",
+                g.events, g.allocs, g.frees, g.reallocs, g.frees_unknown, g.temps, g.temp_bytes, leak_bytes,
+                leak_count);
         fclose(f);
     }
     free(slot_id);

@@ -57,16 +57,24 @@ static struct {
     int threads[4], nthreads;
     int modes[3], nmodes;
     int no_loss;
-    int ring;                    /* a ring_buffer target (engine) / ring copy (baselines) */
+    int ring; /* a ring_buffer target (engine) / ring copy (baselines) */
     int mutex, spin;
     uint64_t max_memory;
     int pin_producers;
-    int pin_consumer;            /* CPU, or -1 */
+    int pin_consumer; /* CPU, or -1 */
     const char *label;
 } opt = {
-    .events = 10000000, .runs = 5, .threads = {1, 2}, .nthreads = 2,
-    .modes = {XE_PART_NONE, XE_PART_PER_NODE, XE_PART_PER_CPU}, .nmodes = 3,
-    .no_loss = 1, .mutex = 1, .spin = 1, .max_memory = 64ull << 20, .pin_consumer = -1,
+    .events = 10000000,
+    .runs = 5,
+    .threads = {1, 2},
+    .nthreads = 2,
+    .modes = {XE_PART_NONE, XE_PART_PER_NODE, XE_PART_PER_CPU},
+    .nmodes = 3,
+    .no_loss = 1,
+    .mutex = 1,
+    .spin = 1,
+    .max_memory = 64ull << 20,
+    .pin_consumer = -1,
     .label = "default",
 };
 
@@ -234,8 +242,8 @@ static int bl_append(bl *b, const xe_event *ev)
     }
     xe_rec *r = (xe_rec *)(b->mem + (size_t)b->cur * b->cap + b->used);
     b->used += XE_RECORD_FIXED;
-    xe_rec_fill(r, ev, bl_my_tid(), cpu, tsc);   /* the engine's record, written as it writes it */
-    atomic_store_explicit(&r->len, XE_RECORD_FIXED, memory_order_relaxed);   /* under the lock */
+    xe_rec_fill(r, ev, bl_my_tid(), cpu, tsc); /* the engine's record, written as it writes it */
+    atomic_store_explicit(&r->len, XE_RECORD_FIXED, memory_order_relaxed); /* under the lock */
     bl_unlock(b);
     return 1;
 }
@@ -307,7 +315,8 @@ static bl *bl_create(int spin)
     b->cap = (size_t)(opt.max_memory / BL_NBUF) & ~(size_t)4095;
     b->map_bytes = b->cap * BL_NBUF;
     /* Populated, as the engine's buffers are. */
-    b->mem = mmap(NULL, b->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    b->mem =
+        mmap(NULL, b->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (b->mem == MAP_FAILED)
         die("mmap of the baseline's buffers failed");
     b->cur = -1;
@@ -405,10 +414,10 @@ static void *producer(void *arg)
 
 /* One run's outcome. */
 typedef struct outcome {
-    double ns;                   /* per event per thread */
+    double ns; /* per event per thread */
     uint64_t fired, delivered, dropped, blocked_ns;
-    int exact;                   /* fired = delivered + dropped, the producers (and the ring) agree */
-    uint64_t ok, rc_dropped, rc_zero, ring_received;   /* what the producers were told, the ring saw */
+    int exact; /* fired = delivered + dropped, the producers (and the ring) agree */
+    uint64_t ok, rc_dropped, rc_zero, ring_received; /* what the producers were told, the ring saw */
 } outcome;
 
 /* Start the producers, wait for them; ns per event per thread. */
@@ -516,7 +525,7 @@ static outcome run_baseline(int spin, int threads)
 
 typedef struct config {
     enum impl impl;
-    int mode;                    /* engine only */
+    int mode; /* engine only */
     int threads;
     int nruns;
     double ns[MAX_RUNS];
@@ -531,7 +540,8 @@ static const char *mode_name(const config *c)
 
 static void run_config(config *c, int run)
 {
-    outcome o = c->impl == IMPL_ENGINE ? run_engine(c->mode, c->threads) : run_baseline(c->impl == IMPL_SPIN, c->threads);
+    outcome o = c->impl == IMPL_ENGINE ? run_engine(c->mode, c->threads)
+                                       : run_baseline(c->impl == IMPL_SPIN, c->threads);
     c->ns[c->nruns++] = o.ns;
     c->fired += o.fired;
     c->delivered += o.delivered;
@@ -687,7 +697,8 @@ int main(int argc, char **argv)
     int nc = 0;
     for (int t = 0; t < opt.nthreads; t++) {
         for (int m = 0; m < opt.nmodes; m++)
-            cs[nc++] = (config){.impl = IMPL_ENGINE, .mode = opt.modes[m], .threads = opt.threads[t], .exact = 1};
+            cs[nc++] =
+                (config){.impl = IMPL_ENGINE, .mode = opt.modes[m], .threads = opt.threads[t], .exact = 1};
         if (opt.mutex)
             cs[nc++] = (config){.impl = IMPL_MUTEX, .threads = opt.threads[t], .exact = 1};
         if (opt.spin)
@@ -700,12 +711,13 @@ int main(int argc, char **argv)
     int all_exact = 1;
     for (int i = 0; i < nc; i++) {
         config *c = &cs[i];
-        double md = median(c->ns, c->nruns);   /* sorts */
-        printf("RESULT label=%s impl=%s mode=%s threads=%d retention=%s target=%s pin=%s min=%.2f median=%.2f "
-               "max=%.2f fired=%llu delivered=%llu dropped=%llu blocked_ms=%.1f exact=%s\n",
-               opt.label, impl_name[c->impl], mode_name(c), c->threads, retention, target, pin, c->ns[0], md,
-               c->ns[c->nruns - 1], (unsigned long long)c->fired, (unsigned long long)c->delivered,
-               (unsigned long long)c->dropped, (double)c->blocked_ns / 1e6, c->exact ? "yes" : "NO");
+        double md = median(c->ns, c->nruns); /* sorts */
+        printf(
+            "RESULT label=%s impl=%s mode=%s threads=%d retention=%s target=%s pin=%s min=%.2f median=%.2f "
+            "max=%.2f fired=%llu delivered=%llu dropped=%llu blocked_ms=%.1f exact=%s\n",
+            opt.label, impl_name[c->impl], mode_name(c), c->threads, retention, target, pin, c->ns[0], md,
+            c->ns[c->nruns - 1], (unsigned long long)c->fired, (unsigned long long)c->delivered,
+            (unsigned long long)c->dropped, (double)c->blocked_ns / 1e6, c->exact ? "yes" : "NO");
         all_exact &= c->exact;
     }
     if (!all_exact)

@@ -26,9 +26,9 @@ typedef struct mt_session mt_session;
 /* Event types: the `type` of an mt_event. */
 enum {
     MT_EVENT_USER = 0,
-    MT_EVENT_ALLOC = 1,      /* address, size, site, category */
-    MT_EVENT_FREE = 2,       /* address (size when known) */
-    MT_EVENT_REALLOC = 3,    /* old_address -> address, size */
+    MT_EVENT_ALLOC = 1,   /* address, size, site, category */
+    MT_EVENT_FREE = 2,    /* address (size when known) */
+    MT_EVENT_REALLOC = 3, /* old_address -> address, size */
     MT_EVENT_MMAP = 4,
     MT_EVENT_MUNMAP = 5,
     MT_EVENT_SPAN_BEGIN = 6, /* key: the span's id */
@@ -42,8 +42,8 @@ enum {
  * session adds the time, thread and CPU. `data` (data_len bytes, may be
  * NULL) is copied with the event and counts towards its size. */
 typedef struct mt_event {
-    unsigned type;        /* MT_EVENT_* */
-    unsigned category;    /* a category id (as the agent numbers them) or the program's own number */
+    unsigned type;     /* MT_EVENT_* */
+    unsigned category; /* a category id (as the agent numbers them) or the program's own number */
     uint64_t size, address, old_address, site, key, value;
     const void *data;
     size_t data_len;
@@ -52,7 +52,7 @@ typedef struct mt_event {
 /* An event as a ring_buffer target kept it (its data is not kept). */
 typedef struct mt_event_record {
     unsigned type, category, tid, cpu;
-    uint64_t time_ns;     /* CLOCK_MONOTONIC */
+    uint64_t time_ns; /* CLOCK_MONOTONIC */
     uint64_t size, address, old_address, site, key, value;
     size_t data_len;
 } mt_event_record;
@@ -97,20 +97,20 @@ int mt_event_fire(mt_session *session, const mt_event *event);
 /* The session's row of the sessions view (the dm_xe_sessions columns). */
 typedef struct mt_session_info {
     char name[64];
-    int state;                        /* 0 created, 1 started, 2 stopping, 3 stopped */
-    uint64_t pending_buffers;         /* full buffers waiting for the dispatcher */
+    int state;                /* 0 created, 1 started, 2 stopping, 3 stopped */
+    uint64_t pending_buffers; /* full buffers waiting for the dispatcher */
     uint64_t total_regular_buffers;
-    uint64_t regular_buffer_size;     /* usable bytes of one buffer */
-    uint64_t total_large_buffers;     /* 2 with MAX_EVENT_SIZE, else 0 */
+    uint64_t regular_buffer_size; /* usable bytes of one buffer */
+    uint64_t total_large_buffers; /* 2 with MAX_EVENT_SIZE, else 0 */
     uint64_t large_buffer_size;
-    uint64_t total_buffer_size;       /* total_regular_buffers x regular_buffer_size */
-    char buffer_policy_desc[32];      /* drop_event, drop_full_buffer, do_not_drop_event */
+    uint64_t total_buffer_size;  /* total_regular_buffers x regular_buffer_size */
+    char buffer_policy_desc[32]; /* drop_event, drop_full_buffer, do_not_drop_event */
     uint64_t dropped_event_count;
     uint64_t dropped_buffer_count;
     uint64_t blocked_event_fire_time_ns;
     uint64_t largest_event_dropped_size;
-    int64_t create_time_ns;           /* CLOCK_REALTIME */
-    uint64_t events_delivered;        /* events handed to the asynchronous targets */
+    int64_t create_time_ns;    /* CLOCK_REALTIME */
+    uint64_t events_delivered; /* events handed to the asynchronous targets */
     uint64_t max_memory;
     uint64_t memory_allocated;        /* bytes mapped for the buffers */
     uint64_t max_dispatch_latency_ns; /* UINT64_MAX: INFINITE */

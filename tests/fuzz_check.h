@@ -7,16 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *fuzz_current_input;     /* set by the replay; NULL under libFuzzer */
+static const char *fuzz_current_input; /* set by the replay; NULL under libFuzzer */
 
-#define FUZZ_CHECK(cond)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "fuzz check failed: %s (%s:%d)%s%s\n", #cond, __FILE__, __LINE__,    \
-                    fuzz_current_input ? " on input " : "",                                       \
-                    fuzz_current_input ? fuzz_current_input : "");                                \
-            abort();                                                                              \
-        }                                                                                         \
+#define FUZZ_CHECK(cond)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            fprintf(stderr, "fuzz check failed: %s (%s:%d)%s%s\n", #cond, __FILE__, __LINE__,                \
+                    fuzz_current_input ? " on input " : "", fuzz_current_input ? fuzz_current_input : "");   \
+            abort();                                                                                         \
+        }                                                                                                    \
     } while (0)
 
 #endif

@@ -7,14 +7,14 @@
 
 static int failures;
 
-#define CHECK(name, cond)                                                        \
-    do {                                                                         \
-        if (cond)                                                                \
-            printf("PASS %s\n", name);                                           \
-        else {                                                                   \
-            printf("FAIL %s: %s (%s:%d)\n", name, #cond, __FILE__, __LINE__);    \
-            failures++;                                                          \
-        }                                                                        \
+#define CHECK(name, cond)                                                                                    \
+    do {                                                                                                     \
+        if (cond)                                                                                            \
+            printf("PASS %s\n", name);                                                                       \
+        else {                                                                                               \
+            printf("FAIL %s: %s (%s:%d)\n", name, #cond, __FILE__, __LINE__);                                \
+            failures++;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
 #endif

@@ -27,7 +27,10 @@ typedef struct {
     struct timespec t0, t1;
 } prod;
 
-static double ts_sec(const struct timespec *t) { return (double)t->tv_sec + (double)t->tv_nsec * 1e-9; }
+static double ts_sec(const struct timespec *t)
+{
+    return (double)t->tv_sec + (double)t->tv_nsec * 1e-9;
+}
 
 static void *producer(void *arg)
 {

@@ -18,21 +18,17 @@
 
 LTTNG_UST_TRACEPOINT_EVENT(
     memtrail_bench, alloc,
-    LTTNG_UST_TP_ARGS(uint16_t, type, uint16_t, category, uint64_t, size, uint64_t, address,
-                      uint64_t, old_address, uint64_t, site, uint64_t, key, uint64_t, value,
-                      uint32_t, data_len),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint16_t, type, type)
-        lttng_ust_field_integer(uint16_t, category, category)
-        lttng_ust_field_integer(uint64_t, size, size)
-        lttng_ust_field_integer_hex(uint64_t, address, address)
-        lttng_ust_field_integer_hex(uint64_t, old_address, old_address)
-        lttng_ust_field_integer_hex(uint64_t, site, site)
-        lttng_ust_field_integer(uint64_t, key, key)
-        lttng_ust_field_integer(uint64_t, value, value)
-        lttng_ust_field_integer(uint32_t, data_len, data_len)
-    )
-)
+    LTTNG_UST_TP_ARGS(uint16_t, type, uint16_t, category, uint64_t, size, uint64_t, address, uint64_t,
+                      old_address, uint64_t, site, uint64_t, key, uint64_t, value, uint32_t, data_len),
+    LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(uint16_t, type,
+                                                type) lttng_ust_field_integer(uint16_t, category, category)
+                            lttng_ust_field_integer(uint64_t, size, size)
+                                lttng_ust_field_integer_hex(uint64_t, address, address)
+                                    lttng_ust_field_integer_hex(uint64_t, old_address, old_address)
+                                        lttng_ust_field_integer_hex(uint64_t, site, site)
+                                            lttng_ust_field_integer(uint64_t, key, key)
+                                                lttng_ust_field_integer(uint64_t, value, value)
+                                                    lttng_ust_field_integer(uint32_t, data_len, data_len)))
 
 #endif /* MEMTRAIL_BENCH_TP_H */
 

@@ -40,23 +40,23 @@ extern mt_options mt_opt;
 /* Lifecycle: hooks take the fast path only once state is READY. */
 enum { MT_STATE_UNINIT, MT_STATE_INIT, MT_STATE_READY };
 extern _Atomic int mt_state;
-extern int mt_tracking;        /* tracking (mode != off, options valid); set before READY */
-extern _Atomic int mt_hot;     /* READY && mt_tracking: the hooks' one fast-path test */
-extern uint64_t mt_secret;     /* keys the header checks; from AT_RANDOM */
-extern int64_t mt_start_ns;    /* CLOCK_REALTIME at start-up */
+extern int mt_tracking;     /* tracking (mode != off, options valid); set before READY */
+extern _Atomic int mt_hot;  /* READY && mt_tracking: the hooks' one fast-path test */
+extern uint64_t mt_secret;  /* keys the header checks; from AT_RANDOM */
+extern int64_t mt_start_ns; /* CLOCK_REALTIME at start-up */
 
 struct mt_shard;
 /* Per-thread state. initial-exec TLS: no allocation on first touch. */
 typedef struct mt_tls {
-    struct mt_shard *shard;  /* this thread's counters, or NULL */
-    int in_agent;            /* >0 while the agent runs: nested calls go straight to the real allocator */
-    int exited;              /* shard folded at thread exit: count into the globals directly */
-    int vm_locked;           /* holding (or taking) the VM table lock: a signal handler on
-                                this thread must not wait for it */
+    struct mt_shard *shard; /* this thread's counters, or NULL */
+    int in_agent;           /* >0 while the agent runs: nested calls go straight to the real allocator */
+    int exited;             /* shard folded at thread exit: count into the globals directly */
+    int vm_locked;          /* holding (or taking) the VM table lock: a signal handler on
+                               this thread must not wait for it */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for frame-pointer walks (site.c); 0 = unknown */
-    uint32_t spare_site;     /* a site record claimed but not published (site.c) */
-    unsigned char cat;       /* category of new allocations */
-    unsigned char depth;     /* tag stack depth */
+    uint32_t spare_site;          /* a site record claimed but not published (site.c) */
+    unsigned char cat;            /* category of new allocations */
+    unsigned char depth;          /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];
 } mt_tls;
 extern MT_TLS mt_tls mt_t;
@@ -67,7 +67,8 @@ void mt_init_slow(void);
  * may come first); never from inside the agent, which is starting it. */
 static inline void mt_start(void)
 {
-    if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_acquire) != MT_STATE_READY) && !mt_t.in_agent)
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_state, memory_order_acquire) != MT_STATE_READY) &&
+        !mt_t.in_agent)
         mt_init_slow();
 }
 /* Reports a heap error (double free, overwritten canary) on stderr and
@@ -84,7 +85,10 @@ static inline int mt_arena_owns(const void *p)
 {
     return (uintptr_t)p - (uintptr_t)mt_arena < MT_ARENA_SIZE;
 }
-static inline size_t mt_arena_size(const void *p) { return *(const size_t *)((const char *)p - 16); }
+static inline size_t mt_arena_size(const void *p)
+{
+    return *(const size_t *)((const char *)p - 16);
+}
 
 /* report_write.c: writes the summary report; path NULL = configured output.
  * reason: "exit", "api", "signal". Returns 0 or -errno. */

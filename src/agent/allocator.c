@@ -38,7 +38,10 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *unused)
     return 0;
 }
 
-static int named(const char *base, const char *what) { return strstr(base, what) != NULL; }
+static int named(const char *base, const char *what)
+{
+    return strstr(base, what) != NULL;
+}
 
 void mt_allocator_detect(void *real_malloc)
 {
@@ -48,10 +51,10 @@ void mt_allocator_detect(void *real_malloc)
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
     mt_alloc_kind = named(base, "libc.so") || named(base, "libc-") ? MT_ALLOC_GLIBC
-                    : named(base, "jemalloc")                     ? MT_ALLOC_JEMALLOC
-                    : named(base, "tcmalloc")                     ? MT_ALLOC_TCMALLOC
-                    : named(base, "mimalloc")                     ? MT_ALLOC_MIMALLOC
-                                                                  : MT_ALLOC_OTHER;
+                    : named(base, "jemalloc")                      ? MT_ALLOC_JEMALLOC
+                    : named(base, "tcmalloc")                      ? MT_ALLOC_TCMALLOC
+                    : named(base, "mimalloc")                      ? MT_ALLOC_MIMALLOC
+                                                                   : MT_ALLOC_OTHER;
     if (mt_alloc_kind != MT_ALLOC_GLIBC) {
         want_base = (uintptr_t)info.dli_fbase;
         /* dli_fbase is the load address; dlpi_addr the bias (equal for
@@ -128,7 +131,7 @@ static void *defined_in(const struct dl_phdr_info *info, const char *name)
 struct first_def {
     uintptr_t self_base;
     int done;
-    const char *file;   /* the object defining malloc before the agent */
+    const char *file; /* the object defining malloc before the agent */
     uintptr_t base;
     struct dl_phdr_info info;
 };
@@ -205,7 +208,10 @@ static void *alloc_flags(size_t size, int flags)
     return p;
 }
 
-MT_EXPORT void *mallocx(size_t size, int flags) { return alloc_flags(size ? size : 1, flags); }
+MT_EXPORT void *mallocx(size_t size, int flags)
+{
+    return alloc_flags(size ? size : 1, flags);
+}
 
 MT_EXPORT void *rallocx(void *p, size_t size, int flags)
 {

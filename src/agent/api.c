@@ -47,4 +47,7 @@ MT_EXPORT int mt_report_write(const char *path)
     return rc;
 }
 
-MT_EXPORT int mt_is_active(void) { return ready(); }
+MT_EXPORT int mt_is_active(void)
+{
+    return ready();
+}

@@ -39,7 +39,10 @@ static int loaded(void)
     return atomic_load(&mt_state) == MT_STATE_READY;
 }
 
-static xe_session *xs(mt_session *s) { return (xe_session *)s; }
+static xe_session *xs(mt_session *s)
+{
+    return (xe_session *)s;
+}
 
 /* Copies a NUL-terminated string into a fixed array, truncating. */
 static void copy_str(char *dst, size_t cap, const char *src)
@@ -52,14 +55,14 @@ static void copy_str(char *dst, size_t cap, const char *src)
 }
 
 /* Runs an engine call inside the agent, errno as it was. */
-#define IN_AGENT(call)                                                                                         \
-    ({                                                                                                         \
-        int saved_errno_ = errno;                                                                              \
-        mt_t.in_agent++;                                                                                       \
-        int rc_ = (call);                                                                                      \
-        mt_t.in_agent--;                                                                                       \
-        errno = saved_errno_;                                                                                  \
-        rc_;                                                                                                   \
+#define IN_AGENT(call)                                                                                       \
+    ({                                                                                                       \
+        int saved_errno_ = errno;                                                                            \
+        mt_t.in_agent++;                                                                                     \
+        int rc_ = (call);                                                                                    \
+        mt_t.in_agent--;                                                                                     \
+        errno = saved_errno_;                                                                                \
+        rc_;                                                                                                 \
     })
 
 static int create(const char *name, const char *options, xe_session **out, char *why, size_t whylen)
@@ -114,10 +117,22 @@ MT_EXPORT int mt_session_create(const char *name, const char *options, mt_sessio
     return rc;
 }
 
-MT_EXPORT int mt_session_start(mt_session *s) { return s ? IN_AGENT(xe_session_start(xs(s))) : -EINVAL; }
-MT_EXPORT int mt_session_stop(mt_session *s) { return s ? IN_AGENT(xe_session_stop(xs(s))) : -EINVAL; }
-MT_EXPORT int mt_session_flush(mt_session *s) { return s ? IN_AGENT(xe_session_flush(xs(s))) : -EINVAL; }
-MT_EXPORT int mt_session_drop(mt_session *s) { return s ? IN_AGENT(xe_session_drop(xs(s))) : -EINVAL; }
+MT_EXPORT int mt_session_start(mt_session *s)
+{
+    return s ? IN_AGENT(xe_session_start(xs(s))) : -EINVAL;
+}
+MT_EXPORT int mt_session_stop(mt_session *s)
+{
+    return s ? IN_AGENT(xe_session_stop(xs(s))) : -EINVAL;
+}
+MT_EXPORT int mt_session_flush(mt_session *s)
+{
+    return s ? IN_AGENT(xe_session_flush(xs(s))) : -EINVAL;
+}
+MT_EXPORT int mt_session_drop(mt_session *s)
+{
+    return s ? IN_AGENT(xe_session_drop(xs(s))) : -EINVAL;
+}
 
 MT_EXPORT int mt_event_fire(mt_session *s, const mt_event *e)
 {

@@ -42,13 +42,28 @@ static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift, unsi
 {
     return size | (uint64_t)cat << 48 | (uint64_t)shift << 56 | (uint64_t)kind << 62;
 }
-static inline uint64_t mt_word_size(uint64_t w) { return w & ((1ull << 48) - 1); }
-static inline unsigned mt_word_cat(uint64_t w) { return (unsigned)(w >> 48) & 0xff; }
-static inline unsigned mt_word_shift(uint64_t w) { return (unsigned)(w >> 56) & 63; }
-static inline unsigned mt_word_kind(uint64_t w) { return (unsigned)(w >> 62); }
+static inline uint64_t mt_word_size(uint64_t w)
+{
+    return w & ((1ull << 48) - 1);
+}
+static inline unsigned mt_word_cat(uint64_t w)
+{
+    return (unsigned)(w >> 48) & 0xff;
+}
+static inline unsigned mt_word_shift(uint64_t w)
+{
+    return (unsigned)(w >> 56) & 63;
+}
+static inline unsigned mt_word_kind(uint64_t w)
+{
+    return (unsigned)(w >> 62);
+}
 /* Shifts the agent writes: 4 (plain) to 40 (1 TiB alignment). A header
  * that passes the check by a 2^-32 chance must not steer us further. */
-static inline int mt_word_sane(uint64_t w) { return mt_word_shift(w) - 4u <= 36u && mt_word_kind(w) != 3; }
+static inline int mt_word_sane(uint64_t w)
+{
+    return mt_word_shift(w) - 4u <= 36u && mt_word_kind(w) != 3;
+}
 
 static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t tag)
 {
@@ -70,7 +85,10 @@ static inline int64_t mt_overhead(uint64_t size, unsigned shift)
     return (int64_t)(mt_request(size, shift) - size);
 }
 
-static inline uint16_t mt_tail_value(uint32_t check) { return (uint16_t)(check ^ (check >> 16) ^ 0x5AA5u); }
+static inline uint16_t mt_tail_value(uint32_t check)
+{
+    return (uint16_t)(check ^ (check >> 16) ^ 0x5AA5u);
+}
 
 /* The tombstone left in a freed block: a keyed mark of the pointer, the
  * category and the size (saturated at 2^24-1), so a second free can be
@@ -80,8 +98,14 @@ static inline uint16_t mt_tail_value(uint32_t check) { return (uint16_t)(check ^
  * tombstone goes past them, at p+16, in blocks of 24 bytes or more; smaller
  * blocks only ever reach bins that stop at p, so theirs goes at p. */
 #define MT_TOMB_SIZE_MAX 0xFFFFFFu
-static inline size_t mt_tomb_off(uint64_t size) { return size >= 24 ? 16 : 0; }
-static inline uint32_t mt_tomb_mark(const void *p) { return (uint32_t)((uintptr_t)p >> 4) ^ (uint32_t)mt_secret; }
+static inline size_t mt_tomb_off(uint64_t size)
+{
+    return size >= 24 ? 16 : 0;
+}
+static inline uint32_t mt_tomb_mark(const void *p)
+{
+    return (uint32_t)((uintptr_t)p >> 4) ^ (uint32_t)mt_secret;
+}
 static inline uint64_t mt_tombstone(const void *p, uint64_t size, unsigned cat)
 {
     uint64_t s = size < MT_TOMB_SIZE_MAX ? size : MT_TOMB_SIZE_MAX;

@@ -26,7 +26,7 @@
  *   exit      the report at exit, now: the process is leaving by a raw
  *             exit_group that memtrail run holds (Go programs)
  *   start detail | start trace [PATH] | stop
- *             recording on demand (record.c): "ok ..." or "error ..." 
+ *             recording on demand (record.c): "ok ..." or "error ..."
  *   other     "error unknown command '...'"
  *
  * Peers of another uid get "error permission denied". Serving never calls
@@ -393,7 +393,8 @@ static void serve_one(int fd, const char *cmd)
     } else if (strcmp(cmd, "exit") == 0) {
         /* The process is leaving by a raw exit_group (Go's runtime), held
          * by memtrail run, its parent, until the report at exit is out. */
-        send_str(fd, mt_report_at_raw_exit() == 0 ? "ok\n" : "error the report at exit could not be written\n");
+        send_str(fd,
+                 mt_report_at_raw_exit() == 0 ? "ok\n" : "error the report at exit could not be written\n");
     } else if (strncmp(cmd, "start ", 6) == 0 || strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0) {
         /* Recording on demand (record.c). */
         mt_out o;
@@ -522,7 +523,8 @@ static int accept_all(int lfd, int async)
                     slot = &pending[i];
             drop(slot);
         }
-        *slot = (struct pending){.used = 1, .fd = c, .dev = st.st_dev, .ino = st.st_ino, .since_ms = now_ms()};
+        *slot =
+            (struct pending){.used = 1, .fd = c, .dev = st.st_dev, .ino = st.st_ino, .since_ms = now_ms()};
     }
 }
 
@@ -743,8 +745,7 @@ void mt_control_start(void)
      * so a serving thread costs glibc's malloc nothing more, and it can
      * start and stop traces on demand (record.c), which a handler cannot. */
     int by_signal = mt_control_enabled == MT_QUERY_SIGNAL && !mt_site_opt.trace;
-    if (open_socket() == 0 &&
-        (!by_signal || start_async(atomic_load(&ctl.listen_fd)) < 0) &&
+    if (open_socket() == 0 && (!by_signal || start_async(atomic_load(&ctl.listen_fd)) < 0) &&
         start_thread() < 0) {
         atomic_store(&ctl.owner, 0);
         remove_file();

@@ -25,7 +25,10 @@ void mt_category_lock(void)
     }
 }
 
-void mt_category_unlock(void) { atomic_flag_clear_explicit(&cat_lock, memory_order_release); }
+void mt_category_unlock(void)
+{
+    atomic_flag_clear_explicit(&cat_lock, memory_order_release);
+}
 
 void *mt_os_alloc(size_t size)
 {
@@ -42,8 +45,8 @@ void *mt_os_alloc(size_t size)
 void mt_raise_peak_i64(_Atomic int64_t *peak, int64_t candidate)
 {
     int64_t cur = mt_ld(peak);
-    while (candidate > cur &&
-           !atomic_compare_exchange_weak_explicit(peak, &cur, candidate, memory_order_relaxed, memory_order_relaxed)) {
+    while (candidate > cur && !atomic_compare_exchange_weak_explicit(
+                                  peak, &cur, candidate, memory_order_relaxed, memory_order_relaxed)) {
     }
 }
 
@@ -81,7 +84,10 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
         mt_raise_peak(g, now);
 }
 
-mt_shard *mt_shard_first(void) { return atomic_load(&shard_list); }
+mt_shard *mt_shard_first(void)
+{
+    return atomic_load(&shard_list);
+}
 
 static void set_category(int id, const char *name, int kind)
 {
@@ -216,8 +222,10 @@ void mt_counters_sum(mt_catsum out[MT_NSLOT])
 {
     for (int i = 0; i < MT_NSLOT; i++) {
         mt_cglobal *g = &mt_glob[i];
-        out[i] = (mt_catsum){.live_bytes = mt_ld(&g->live_bytes), .peak_bytes = mt_ld(&g->peak_bytes),
-                             .allocs = mt_ld(&g->allocs), .frees = mt_ld(&g->frees),
+        out[i] = (mt_catsum){.live_bytes = mt_ld(&g->live_bytes),
+                             .peak_bytes = mt_ld(&g->peak_bytes),
+                             .allocs = mt_ld(&g->allocs),
+                             .frees = mt_ld(&g->frees),
                              .reallocs = mt_ld(&g->reallocs)};
     }
     for (mt_shard *sh = atomic_load(&shard_list); sh; sh = sh->next) {

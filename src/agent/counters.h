@@ -47,7 +47,7 @@ typedef struct mt_shard {
     struct mt_site_slot **site_chunks; /* detail mode (site.h): NULL until first used */
     void *cfi_cache;                   /* detail mode: this thread's unwind rules (site_cfi.c) */
     unsigned cfi_gen;                  /* the mt_code_gen those rules are from */
-    struct mt_shard *next; /* registry list; shards are never unmapped */
+    struct mt_shard *next;             /* registry list; shards are never unmapped */
     _Atomic int in_use;
     _Atomic long rec_busy; /* this thread's hooks in flight while a trace records (record.h) */
 } mt_shard;
@@ -97,7 +97,10 @@ void mt_raise_peak_i64(_Atomic int64_t *peak, int64_t candidate);
 /* The registered shards (never unmapped); a reader walks them with ->next. */
 mt_shard *mt_shard_first(void);
 
-static inline int64_t mt_ld(_Atomic int64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
+static inline int64_t mt_ld(_Atomic int64_t *p)
+{
+    return atomic_load_explicit(p, memory_order_relaxed);
+}
 static inline void mt_bump(_Atomic int64_t *p, int64_t d)
 {
     atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d, memory_order_relaxed);

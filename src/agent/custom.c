@@ -20,7 +20,7 @@
 
 #define SLOTS (1u << 20) /* blocks reported at once; more are counted as not tracked */
 #define EMPTY 0
-#define GONE 1           /* a tombstone */
+#define GONE 1 /* a tombstone */
 
 typedef struct slot {
     _Atomic uintptr_t key;
@@ -40,7 +40,8 @@ static slot *get_table(void)
     if (t)
         return t;
     mt_t.in_agent++;
-    slot *fresh = mmap(NULL, sizeof(slot) * SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    slot *fresh =
+        mmap(NULL, sizeof(slot) * SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     mt_t.in_agent--;
     if (fresh == MAP_FAILED)
         return NULL;
@@ -64,8 +65,8 @@ static slot *insert(slot *t, uintptr_t p)
 {
     for (uint32_t i = hash(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1), n++) {
         uintptr_t k = atomic_load_explicit(&t[i].key, memory_order_relaxed);
-        if ((k == EMPTY || k == GONE) &&
-            atomic_compare_exchange_strong_explicit(&t[i].key, &k, p, memory_order_acq_rel, memory_order_relaxed))
+        if ((k == EMPTY || k == GONE) && atomic_compare_exchange_strong_explicit(
+                                             &t[i].key, &k, p, memory_order_acq_rel, memory_order_relaxed))
             return &t[i];
     }
     return NULL;
@@ -83,7 +84,10 @@ static slot *find(slot *t, uintptr_t p)
     return NULL;
 }
 
-static int active(void) { return atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_t.in_agent == 0; }
+static int active(void)
+{
+    return atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_t.in_agent == 0;
+}
 
 static unsigned category(void)
 {
@@ -147,7 +151,8 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
 MT_EXPORT void mt_free_report(const void *ptr)
 {
     slot *t, *s;
-    if (!ptr || !active() || !(t = atomic_load_explicit(&table, memory_order_acquire)) || !(s = find(t, (uintptr_t)ptr)))
+    if (!ptr || !active() || !(t = atomic_load_explicit(&table, memory_order_acquire)) ||
+        !(s = find(t, (uintptr_t)ptr)))
         return;
     uint64_t size = s->size;
     unsigned cat = s->cat, kind = s->kind;
@@ -172,7 +177,8 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
         mt_alloc_report(ptr, size);
         return;
     }
-    if (!active() || !(t = atomic_load_explicit(&table, memory_order_acquire)) || !(s = find(t, (uintptr_t)old))) {
+    if (!active() || !(t = atomic_load_explicit(&table, memory_order_acquire)) ||
+        !(s = find(t, (uintptr_t)old))) {
         mt_alloc_report(ptr, size); /* an unknown old block: the new one still counts */
         return;
     }

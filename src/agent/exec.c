@@ -43,11 +43,17 @@ static pid_t own_pid;
 
 /* ---- the process that owns the counters -------------------------------- */
 
-void mt_exec_note_pid(void) { own_pid = getpid(); }
+void mt_exec_note_pid(void)
+{
+    own_pid = getpid();
+}
 
 /* getpid() is a system call (glibc no longer caches it), so a vfork child
  * sees its own pid here while own_pid is still its parent's. */
-int mt_own_process(void) { return getpid() == own_pid; }
+int mt_own_process(void)
+{
+    return getpid() == own_pid;
+}
 
 /* ---- our library and the options we started with ----------------------- */
 
@@ -56,14 +62,14 @@ int mt_own_process(void) { return getpid() == own_pid; }
 #define OPTIONS_KEY "MEMTRAIL_OPTIONS="
 #define OPTIONS_KEY_LEN (sizeof OPTIONS_KEY - 1)
 
-static int following;                 /* follow_exec=on, tracking, and our path known */
+static int following;                                  /* follow_exec=on, tracking, and our path known */
 static char preload_entry[PRELOAD_KEY_LEN + PATH_MAX]; /* "LD_PRELOAD=<our library>" */
-static const char *lib_path;          /* inside preload_entry */
+static const char *lib_path;                           /* inside preload_entry */
 static size_t lib_len;
-static const char *lib_base;          /* its file name */
+static const char *lib_base; /* its file name */
 static struct stat lib_st;
 static int lib_st_ok;
-static char options_entry[16384];     /* "MEMTRAIL_OPTIONS=<as at start-up>", or "" */
+static char options_entry[16384]; /* "MEMTRAIL_OPTIONS=<as at start-up>", or "" */
 
 /* Is this LD_PRELOAD element (not NUL-terminated) our library? The same
  * path, the same file, or a bare name equal to our file name (the loader
@@ -86,7 +92,10 @@ static int element_is_ours(const char *s, size_t n)
 }
 
 /* The loader splits LD_PRELOAD on spaces and colons. */
-static int is_sep(char c) { return c == ':' || c == ' '; }
+static int is_sep(char c)
+{
+    return c == ':' || c == ' ';
+}
 
 static int preload_has_ours(const char *v)
 {
@@ -204,8 +213,9 @@ void mt_exec_init(const char *options)
     if (mt_tracking && mt_follow_exec && !lib_ok)
         mt_say("follow_exec=on: cannot find the agent's own path (dladdr); exec'd programs run untracked");
     if (following && lib_len && strpbrk(lib_path, ": \t\n")) {
-        mt_say("follow_exec=on: the agent's path contains ':' or whitespace, which LD_PRELOAD cannot express; "
-               "exec'd programs run untracked");
+        mt_say(
+            "follow_exec=on: the agent's path contains ':' or whitespace, which LD_PRELOAD cannot express; "
+            "exec'd programs run untracked");
         following = 0;
     }
     if (following && options && *options) {
@@ -214,7 +224,8 @@ void mt_exec_init(const char *options)
             memcpy(options_entry, OPTIONS_KEY, OPTIONS_KEY_LEN);
             memcpy(options_entry + OPTIONS_KEY_LEN, options, n + 1);
         } else {
-            mt_say("follow_exec=on: MEMTRAIL_OPTIONS too long to pass on; exec'd programs get only LD_PRELOAD");
+            mt_say(
+                "follow_exec=on: MEMTRAIL_OPTIONS too long to pass on; exec'd programs get only LD_PRELOAD");
         }
     }
     if (!following && lib_ok)
@@ -373,9 +384,18 @@ static int do_exec(int search, const char *file, char *const argv[], char *const
     return rc;
 }
 
-MT_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) { return do_exec(0, path, argv, envp); }
-MT_EXPORT int execv(const char *path, char *const argv[]) { return do_exec(0, path, argv, environ); }
-MT_EXPORT int execvp(const char *file, char *const argv[]) { return do_exec(1, file, argv, environ); }
+MT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    return do_exec(0, path, argv, envp);
+}
+MT_EXPORT int execv(const char *path, char *const argv[])
+{
+    return do_exec(0, path, argv, environ);
+}
+MT_EXPORT int execvp(const char *file, char *const argv[])
+{
+    return do_exec(1, file, argv, environ);
+}
 MT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     return do_exec(1, file, argv, envp);

@@ -47,7 +47,10 @@ static inline int use_arena(void)
     return !mt_real_fn.malloc || atomic_load_explicit(&mt_state, memory_order_relaxed) == MT_STATE_INIT;
 }
 
-static void *raw_malloc(size_t n) { return use_arena() ? mt_arena_alloc(n) : mt_real_fn.malloc(n); }
+static void *raw_malloc(size_t n)
+{
+    return use_arena() ? mt_arena_alloc(n) : mt_real_fn.malloc(n);
+}
 
 /* ---- classification of pointers handed to free/realloc ---------------- */
 
@@ -72,7 +75,7 @@ static int page_mapped(uintptr_t a)
 static int readable(uintptr_t a, size_t n)
 {
     char buf[MT_HDR_SIZE];
-    struct iovec local = { buf, n < sizeof buf ? n : sizeof buf }, remote = { (void *)a, local.iov_len };
+    struct iovec local = {buf, n < sizeof buf ? n : sizeof buf}, remote = {(void *)a, local.iov_len};
     int saved = errno;
     ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
     int ok = r == (ssize_t)local.iov_len || (r < 0 && errno != EFAULT && page_mapped(a));
@@ -83,7 +86,10 @@ static int readable(uintptr_t a, size_t n)
 /* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
  * 0 when page-aligned): after a free, such a block is unmapped and reading
  * its header would fault. Pointers at those two offsets are probed first. */
-static inline int needs_probe(uintptr_t a) { return (a & (4095 & ~32)) == 0; }
+static inline int needs_probe(uintptr_t a)
+{
+    return (a & (4095 & ~32)) == 0;
+}
 
 /* Sets *hp for OURS and for FREED blocks whose header survived, *tomb for
  * FREED blocks known by their tombstone. */
@@ -318,9 +324,7 @@ MT_EXPORT void free(void *p)
     uint64_t tomb;
     int kind = classify(p, &h, &tomb);
     switch (kind) {
-    case BLK_OURS:
-        release(p, h);
-        return;
+    case BLK_OURS: release(p, h); return;
     case BLK_FOREIGN:
         /* The agent's own frees (of blocks it took from the real allocator
          * while in_agent) are not the program's foreign frees. */
@@ -328,8 +332,7 @@ MT_EXPORT void free(void *p)
             atomic_fetch_add_explicit(&mt_err_foreign_free, 1, memory_order_relaxed);
         mt_real_fn.free(p);
         return;
-    case BLK_ARENA:
-        return;
+    case BLK_ARENA: return;
     default:
         /* libc freeing for the agent (a thread's cpuset) frees what it
          * got from the real allocator, never twice. */
@@ -405,15 +408,16 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
         if (!real && mt_trace_out_of_memory())
             real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
-        char *q = real ? real + MT_HDR_SIZE : p;   /* where the program's bytes are now */
-        uint64_t keep = real ? n : size;           /* and how many */
+        char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
+        uint64_t keep = real ? n : size;         /* and how many */
         if (at < keep)
             memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
         if (!real)
             return NULL; /* the old block is as it was */
         np = fill_header(real, n, cat, shift, kind, tag);
     }
-    mt_count_resize(cat, (int64_t)n - (int64_t)size, mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
+    mt_count_resize(cat, (int64_t)n - (int64_t)size,
+                    mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
     if (MT_UNLIKELY((okind | kind) & MT_REC_DETAIL))
         mt_site_count_resize(okind, old_tag, kind, tag, (int64_t)size, (int64_t)n);
     /* A trace gets the old block's id only if it saw that block: else 0
@@ -467,12 +471,9 @@ MT_EXPORT void *realloc(void *p, size_t n)
     uint64_t tomb;
     int kind = classify(p, &h, &tomb);
     switch (kind) {
-    case BLK_OURS:
-        return realloc_tracked(p, h, n);
-    case BLK_FOREIGN:
-        return mt_real_fn.realloc(p, n);
-    case BLK_ARENA:
-        return move_from_arena(p, alloc_plain(n, mt_t.cat), n);
+    case BLK_OURS: return realloc_tracked(p, h, n);
+    case BLK_FOREIGN: return mt_real_fn.realloc(p, n);
+    case BLK_ARENA: return move_from_arena(p, alloc_plain(n, mt_t.cat), n);
     default:
         report_bad_pointer(kind, p, h, tomb, "realloc");
         errno = EINVAL;
@@ -507,7 +508,10 @@ static int aligned_entry(void **out, size_t align, size_t n)
     return rc;
 }
 
-static int pow2(size_t x) { return x && !(x & (x - 1)); }
+static int pow2(size_t x)
+{
+    return x && !(x & (x - 1));
+}
 
 MT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
@@ -542,9 +546,15 @@ MT_EXPORT void *memalign(size_t align, size_t n)
     return aligned_or_errno(align, n);
 }
 
-MT_EXPORT void *aligned_alloc(size_t align, size_t n) { return memalign(align, n); }
+MT_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    return memalign(align, n);
+}
 
-MT_EXPORT void *valloc(size_t n) { return aligned_or_errno((size_t)getpagesize(), n); }
+MT_EXPORT void *valloc(size_t n)
+{
+    return aligned_or_errno((size_t)getpagesize(), n);
+}
 
 MT_EXPORT void *pvalloc(size_t n)
 {
@@ -571,9 +581,7 @@ MT_EXPORT size_t malloc_usable_size(void *p)
     case BLK_OURS:
         /* Exactly the requested size: the canary sits right after it. */
         return mt_word_size(h->word);
-    case BLK_FOREIGN:
-        return mt_real_fn.malloc_usable_size(p);
-    default:
-        return 0;
+    case BLK_FOREIGN: return mt_real_fn.malloc_usable_size(p);
+    default: return 0;
     }
 }

@@ -108,7 +108,7 @@ void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat)
         mt_out_str(&o, mt_cats[cat].name);
     }
     mt_out_str(&o, mt_opt.on_error == MT_ON_ERROR_ABORT ? "; aborting (on_error=abort)\n"
-                                                         : "; the program continues (on_error=report)\n");
+                                                        : "; the program continues (on_error=report)\n");
     flush_to_stderr(&o);
     if (mt_opt.on_error == MT_ON_ERROR_ABORT) {
         mt_control_shutdown();
@@ -362,8 +362,14 @@ static _Noreturn void exit_now(int status)
     for (;;)
         syscall(SYS_exit_group, status);
 }
-MT_EXPORT void _exit(int status) { exit_now(status); }
-MT_EXPORT void _Exit(int status) { exit_now(status); }
+MT_EXPORT void _exit(int status)
+{
+    exit_now(status);
+}
+MT_EXPORT void _Exit(int status)
+{
+    exit_now(status);
+}
 
 /* The report at exit must come after every library's destructors (they
  * free what their constructors allocated), but ours runs inside _dl_fini

@@ -11,21 +11,21 @@
 #include "agent/site.h" /* MT_MODE_*, MT_ON_ERROR_*, MT_QUERY_*, MT_UNWIND_*, MT_DEPTH_MAX, MT_PATH_MAX */
 
 typedef struct mt_env_options {
-    int mode;                   /* MT_MODE_* */
-    int on_error;               /* MT_ON_ERROR_* */
-    char output[MT_PATH_MAX];   /* the report's path template */
-    int depth;                  /* frames per stack, 1..MT_DEPTH_MAX */
-    int unwind;                 /* MT_UNWIND_* */
-    uint64_t trace_buffer;      /* bytes */
+    int mode;                 /* MT_MODE_* */
+    int on_error;             /* MT_ON_ERROR_* */
+    char output[MT_PATH_MAX]; /* the report's path template */
+    int depth;                /* frames per stack, 1..MT_DEPTH_MAX */
+    int unwind;               /* MT_UNWIND_* */
+    uint64_t trace_buffer;    /* bytes */
     uint32_t trace_time_unit_ns;
-    int trace_level;            /* zstd level */
-    uint32_t trace_chunk;       /* events per chunk */
-    int trace_wait;             /* trace_loss=wait */
-    int crash_report;           /* 0 or 1 */
-    int follow_exec;            /* 0 or 1 */
-    int query;                  /* MT_QUERY_* */
-    int start;                  /* start=on (1) or off (0): recording from start-up */
-    char value[MT_PATH_MAX];    /* the parser's scratch: a value unescaped */
+    int trace_level;         /* zstd level */
+    uint32_t trace_chunk;    /* events per chunk */
+    int trace_wait;          /* trace_loss=wait */
+    int crash_report;        /* 0 or 1 */
+    int follow_exec;         /* 0 or 1 */
+    int query;               /* MT_QUERY_* */
+    int start;               /* start=on (1) or off (0): recording from start-up */
+    char value[MT_PATH_MAX]; /* the parser's scratch: a value unescaped */
 } mt_env_options;
 
 /* Parses `s` into o, whose fields hold the defaults on entry (only the

@@ -140,7 +140,7 @@ static int64_t now_ns(clockid_t clock)
 /* The report file made before an id change (mt_report_before_setid),
  * this process's only: a fork child closes its copy. */
 static struct {
-    pid_t pid;                  /* 0: none */
+    pid_t pid; /* 0: none */
     int fd;
     dev_t dev;
     ino_t ino;
@@ -435,7 +435,8 @@ void mt_report_before_setid(void)
     int saved_errno = errno;
     mt_t.in_agent++;
     if (take_buffers() == 0) {
-        int fd = expand_path(mt_opt.output, w.path, sizeof w.path) == 0 ? mt_file_open_stream(&w.file, w.path) : -1;
+        int fd = expand_path(mt_opt.output, w.path, sizeof w.path) == 0 ? mt_file_open_stream(&w.file, w.path)
+                                                                        : -1;
         struct stat st;
         if (fd >= 0 && fstat((fd = mt_file_fd_high(fd)), &st) == 0) {
             kept.fd = fd;
@@ -484,8 +485,14 @@ static int report_to_fd(int fd, const char *reason, int sites)
     return rc;
 }
 
-int mt_report_to_fd(int fd, const char *reason) { return report_to_fd(fd, reason, 0); }
-int mt_report_detail_to_fd(int fd, const char *reason) { return report_to_fd(fd, reason, 1); }
+int mt_report_to_fd(int fd, const char *reason)
+{
+    return report_to_fd(fd, reason, 0);
+}
+int mt_report_detail_to_fd(int fd, const char *reason)
+{
+    return report_to_fd(fd, reason, 1);
+}
 
 long mt_report_to_mem(char *buf, size_t cap, const char *reason)
 {

@@ -44,7 +44,10 @@ static rlim_t with_agent(rlim_t v)
     return v == RLIM_INFINITY || v > RLIM_INFINITY - extra ? v : v + extra;
 }
 
-static int self(pid_t pid) { return pid == 0 || pid == getpid(); }
+static int self(pid_t pid)
+{
+    return pid == 0 || pid == getpid();
+}
 
 /* Sets RLIMIT_AS for the program (new != NULL), answering old as the
  * program expects. */
@@ -58,7 +61,8 @@ static int as_prlimit(const struct rlimit *new, struct rlimit *old)
     struct rlimit cur;
     if (real(0, RLIMIT_AS, NULL, &cur) != 0)
         return -1;
-    int shown = as_limit.have && cur.rlim_cur == as_limit.set.rlim_cur && cur.rlim_max == as_limit.set.rlim_max;
+    int shown =
+        as_limit.have && cur.rlim_cur == as_limit.set.rlim_cur && cur.rlim_max == as_limit.set.rlim_max;
     if (old)
         *old = shown ? as_limit.asked : cur;
     if (!new)
@@ -97,7 +101,10 @@ void mt_rlimit_agent_shrank(void)
         as_limit.set = want;
 }
 
-static int tracking(void) { return atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_t.in_agent == 0; }
+static int tracking(void)
+{
+    return atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_t.in_agent == 0;
+}
 
 MT_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *new, struct rlimit *old)
 {
@@ -119,10 +126,19 @@ MT_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit6
     return prlimit(pid, res, (const struct rlimit *)new, (struct rlimit *)old);
 }
 
-MT_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl) { return prlimit(0, res, rl, NULL); }
+MT_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl)
+{
+    return prlimit(0, res, rl, NULL);
+}
 MT_EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
 {
     return prlimit(0, res, (const struct rlimit *)rl, NULL);
 }
-MT_EXPORT int getrlimit(__rlimit_resource_t res, struct rlimit *rl) { return prlimit(0, res, NULL, rl); }
-MT_EXPORT int getrlimit64(__rlimit_resource_t res, struct rlimit64 *rl) { return prlimit(0, res, NULL, (struct rlimit *)rl); }
+MT_EXPORT int getrlimit(__rlimit_resource_t res, struct rlimit *rl)
+{
+    return prlimit(0, res, NULL, rl);
+}
+MT_EXPORT int getrlimit64(__rlimit_resource_t res, struct rlimit64 *rl)
+{
+    return prlimit(0, res, NULL, (struct rlimit *)rl);
+}

@@ -51,7 +51,10 @@ static const char *host_category_name(unsigned id)
 
 static const xe_host agent_host = {host_category_id, host_category_name};
 
-void mt_xe_init(void) { xe_set_host(&agent_host); }
+void mt_xe_init(void)
+{
+    xe_set_host(&agent_host);
+}
 
 /* ---- firing ---------------------------------------------------------------- */
 
@@ -94,8 +97,14 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
 
 /* ---- MEMTRAIL_SESSIONS ------------------------------------------------------ */
 
-static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
-static int blank(int c) { return c == ' ' || c == '\t' || c == '\r'; }
+static int lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+static int blank(int c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
 
 /* The name= value of a definition the engine refused, for the error line;
  * 0 when it has none. */

@@ -50,8 +50,8 @@ static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void
                                   unsigned cat, uint32_t site, uint32_t key, uint32_t value, int to_trace)
 {
     if (MT_UNLIKELY(atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
-        mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat, site,
-                         key, value, to_trace);
+        mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat,
+                         site, key, value, to_trace);
 }
 /* A mapping change (vm_hooks.c): to the trace while one records. */
 static MT_INLINE void mt_vm_event(unsigned type, const void *address, uint64_t size, unsigned cat)
@@ -82,8 +82,8 @@ static MT_INLINE void mt_event_free(const void *p, uint64_t size, unsigned cat, 
 {
     mt_xe_event(XE_EV_FREE, p, NULL, size, cat, stack, id, 0, rec == MT_REC_TRACE);
 }
-static MT_INLINE void mt_event_realloc(const void *p, const void *old, uint64_t size, unsigned cat, uint32_t stack,
-                                       uint32_t id, uint32_t old_id, int rec)
+static MT_INLINE void mt_event_realloc(const void *p, const void *old, uint64_t size, unsigned cat,
+                                       uint32_t stack, uint32_t id, uint32_t old_id, int rec)
 {
     mt_xe_event(XE_EV_REALLOC, p, old, size, cat, stack, id, old_id, rec == MT_REC_TRACE);
 }

@@ -51,10 +51,10 @@ typedef int (*id2_fn)(unsigned, unsigned);
 typedef int (*id3_fn)(unsigned, unsigned, unsigned);
 
 /* fn: the next `name`, of type `type`; -1 (ENOSYS) when there is none. */
-#define NEXT(type, name)                              \
-    static void *slot_##name;                         \
-    type fn = (type)next_fn(#name, &slot_##name);     \
-    if (!fn)                                          \
+#define NEXT(type, name)                                                                                     \
+    static void *slot_##name;                                                                                \
+    type fn = (type)next_fn(#name, &slot_##name);                                                            \
+    if (!fn)                                                                                                 \
     return -1
 
 static void before_uid(uid_t e)

@@ -23,7 +23,7 @@ static uintptr_t *frames;           /* [MT_SITES_MAX][depth] */
 static _Atomic uint32_t next_id = 1;
 static _Atomic int64_t dropped;
 static uintptr_t self_lo, self_hi; /* the agent's own code: frames there are skipped */
-static char exe_path[MT_PATH_MAX];  /* the program's own path (its link map entry has none) */
+static char exe_path[MT_PATH_MAX]; /* the program's own path (its link map entry has none) */
 
 /* The walk in use (MT_WALK_*), set once at start-up. */
 int mt_site_walker = MT_WALK_CFI;
@@ -80,7 +80,10 @@ const char *mt_site_unwinder(void)
 
 /* ---- stack capture ------------------------------------------------------ */
 
-static inline int in_self(uintptr_t pc) { return pc - self_lo < self_hi - self_lo; }
+static inline int in_self(uintptr_t pc)
+{
+    return pc - self_lo < self_hi - self_lo;
+}
 
 /* This thread's stack, for bounding frame-pointer and CFI walks: the
  * mapping that holds this frame, read from /proc/self/maps without malloc
@@ -104,9 +107,10 @@ void mt_site_learn_stack(void)
     uintptr_t lo = s.lo;
     if (getpid() == (pid_t)syscall(SYS_gettid)) {
         struct rlimit rl;
-        uintptr_t room = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < s.hi
-                             ? (uintptr_t)rl.rlim_cur
-                             : s.hi;
+        uintptr_t room =
+            getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < s.hi
+                ? (uintptr_t)rl.rlim_cur
+                : s.hi;
         lo = s.hi - room > s.below ? s.hi - room : s.below;
     }
     mt_t.stack_lo = lo;
@@ -183,8 +187,14 @@ static int capture(uintptr_t *pcs, int want, int walker)
 
 /* ---- the table ---------------------------------------------------------- */
 
-static inline uintptr_t *frames_of(uint32_t id) { return frames + (size_t)id * (size_t)mt_site_opt.depth; }
-const uintptr_t *mt_site_frames(uint32_t id) { return frames_of(id); }
+static inline uintptr_t *frames_of(uint32_t id)
+{
+    return frames + (size_t)id * (size_t)mt_site_opt.depth;
+}
+const uintptr_t *mt_site_frames(uint32_t id)
+{
+    return frames_of(id);
+}
 
 static uint64_t hash_stack(unsigned cat, const uintptr_t *pcs, int n)
 {
@@ -285,7 +295,10 @@ __attribute__((noinline)) int mt_site_unw_steps(uintptr_t *pcs, int max)
     return n;
 }
 
-void mt_site_flush_unwind_caches(void) { unw_flush_cache(unw_local_addr_space, 0, 0); }
+void mt_site_flush_unwind_caches(void)
+{
+    unw_flush_cache(unw_local_addr_space, 0, 0);
+}
 
 /* ---- counters ----------------------------------------------------------- */
 
@@ -295,7 +308,9 @@ static void count_global(uint32_t id, int64_t bytes, int what)
     int64_t now = atomic_fetch_add(&site->live_bytes, bytes) + bytes;
     if (bytes > 0)
         mt_raise_peak_i64(&site->peak_bytes, now);
-    atomic_fetch_add(what == MT_SITE_ALLOC ? &site->allocs : what == MT_SITE_FREE ? &site->frees : &site->reallocs,
+    atomic_fetch_add(what == MT_SITE_ALLOC  ? &site->allocs
+                     : what == MT_SITE_FREE ? &site->frees
+                                            : &site->reallocs,
                      1);
     if (bytes > 0)
         atomic_fetch_add(&site->allocated_bytes, bytes);
@@ -346,16 +361,22 @@ uint32_t mt_site_count_ids(void)
     return n < MT_SITES_MAX ? n : MT_SITES_MAX;
 }
 
-int64_t mt_site_dropped(void) { return atomic_load(&dropped); }
+int64_t mt_site_dropped(void)
+{
+    return atomic_load(&dropped);
+}
 
 int mt_site_sum_of(uint32_t id, mt_site_sum *out)
 {
     mt_site *site = &mt_sites[id];
     if (!atomic_load_explicit(&site->used, memory_order_relaxed))
         return 0;
-    *out = (mt_site_sum){.live_bytes = mt_ld(&site->live_bytes), .peak_bytes = mt_ld(&site->peak_bytes),
-                         .allocs = mt_ld(&site->allocs), .frees = mt_ld(&site->frees),
-                         .reallocs = mt_ld(&site->reallocs), .allocated_bytes = mt_ld(&site->allocated_bytes)};
+    *out = (mt_site_sum){.live_bytes = mt_ld(&site->live_bytes),
+                         .peak_bytes = mt_ld(&site->peak_bytes),
+                         .allocs = mt_ld(&site->allocs),
+                         .frees = mt_ld(&site->frees),
+                         .reallocs = mt_ld(&site->reallocs),
+                         .allocated_bytes = mt_ld(&site->allocated_bytes)};
     for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next) {
         mt_site_slot **chunks = sh->site_chunks;
         mt_site_slot *chunk = chunks ? chunks[id / MT_SITE_CHUNK] : NULL;
@@ -410,7 +431,7 @@ static const char *keep_path(const char *s)
 }
 
 /* A module's extent and build-id from its program headers. */
-static int describe(uintptr_t bias, const ElfW(Phdr) *phdr, int phnum, mt_module *m)
+static int describe(uintptr_t bias, const ElfW(Phdr) * phdr, int phnum, mt_module *m)
 {
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     *m = (mt_module){.bias = bias};
@@ -489,13 +510,16 @@ static void note_modules(const uintptr_t *pcs, int n)
             eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 65536)
             continue; /* left for the report's refresh */
         mt_module m;
-        if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff), eh->e_phnum,
-                     &m) == 0)
+        if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff),
+                     eh->e_phnum, &m) == 0)
             add_module(&m, f.dlfo_link_map->l_name);
     }
 }
 
-void mt_site_after_fork_child(void) { atomic_flag_clear_explicit(&module_lock, memory_order_release); }
+void mt_site_after_fork_child(void)
+{
+    atomic_flag_clear_explicit(&module_lock, memory_order_release);
+}
 
 void mt_modules_refresh(void)
 {
@@ -504,5 +528,11 @@ void mt_modules_refresh(void)
     mt_t.in_agent--;
 }
 
-int mt_module_count(void) { return atomic_load_explicit(&nmodules, memory_order_acquire); }
-const mt_module *mt_module_get(int i) { return &modules[i]; }
+int mt_module_count(void)
+{
+    return atomic_load_explicit(&nmodules, memory_order_acquire);
+}
+const mt_module *mt_module_get(int i)
+{
+    return &modules[i];
+}

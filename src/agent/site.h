@@ -31,7 +31,6 @@
 #define MT_SITES_MAX (1u << 19)
 #define MT_SITE_CHUNK 128 /* slots per page of a thread's site slots */
 
-
 typedef struct mt_site_opts {
     int detail; /* mode=detail or mode=trace: stacks can be taken (the site table is set up) */
     int trace;  /* mode=trace: the process's output is its trace (what is recorded now: record.h) */
@@ -44,7 +43,10 @@ extern mt_site_opts mt_site_opt;
  * what it is: a call site, or an allocation id of the trace being
  * written; 0 when it is not that (an id of an earlier trace, or of none,
  * is 0: the current trace never saw that block). */
-static inline uint32_t mt_tag_site(unsigned kind, uint32_t tag) { return kind == MT_REC_DETAIL ? tag : 0; }
+static inline uint32_t mt_tag_site(unsigned kind, uint32_t tag)
+{
+    return kind == MT_REC_DETAIL ? tag : 0;
+}
 static inline uint32_t mt_tag_id(unsigned kind, uint32_t tag)
 {
     uint32_t first = atomic_load_explicit(&mt_rec_first_id, memory_order_relaxed);
@@ -145,8 +147,8 @@ static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
  * at its site is resized there; one that leaves a site is a free there;
  * one that comes to a site (from another, or from none: allocated before
  * detail recording began) is an allocation of its new size there. */
-static inline void mt_site_count_resize(unsigned okind, uint32_t old, unsigned kind, uint32_t tag, int64_t was,
-                                        int64_t now)
+static inline void mt_site_count_resize(unsigned okind, uint32_t old, unsigned kind, uint32_t tag,
+                                        int64_t was, int64_t now)
 {
     if (okind == MT_REC_DETAIL && kind == MT_REC_DETAIL && tag == old) {
         mt_site_count(tag, now - was, MT_SITE_REALLOC);
@@ -165,7 +167,7 @@ void mt_site_fold_shard(mt_shard *sh);
 typedef struct mt_site_sum {
     int64_t live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes;
 } mt_site_sum;
-uint32_t mt_site_count_ids(void);  /* ids in use are below this */
+uint32_t mt_site_count_ids(void);                  /* ids in use are below this */
 int mt_site_sum_of(uint32_t id, mt_site_sum *out); /* 0 when the site has no blocks */
 const uintptr_t *mt_site_frames(uint32_t id);
 int64_t mt_site_dropped(void);

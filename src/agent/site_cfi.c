@@ -77,15 +77,54 @@ static int read_encoded(const uint8_t **p, uint8_t enc, uintptr_t hdr, uintptr_t
     if (enc == 0xff)
         return -1;
     switch (enc & 0x0f) {
-    case 0x00: memcpy(&v, at, 8); *p += 8; break;
+    case 0x00:
+        memcpy(&v, at, 8);
+        *p += 8;
+        break;
     case 0x01: v = (uintptr_t)uleb(p); break;
-    case 0x02: { uint16_t x; memcpy(&x, at, 2); v = x; *p += 2; break; }
-    case 0x03: { uint32_t x; memcpy(&x, at, 4); v = x; *p += 4; break; }
-    case 0x04: { uint64_t x; memcpy(&x, at, 8); v = (uintptr_t)x; *p += 8; break; }
+    case 0x02: {
+        uint16_t x;
+        memcpy(&x, at, 2);
+        v = x;
+        *p += 2;
+        break;
+    }
+    case 0x03: {
+        uint32_t x;
+        memcpy(&x, at, 4);
+        v = x;
+        *p += 4;
+        break;
+    }
+    case 0x04: {
+        uint64_t x;
+        memcpy(&x, at, 8);
+        v = (uintptr_t)x;
+        *p += 8;
+        break;
+    }
     case 0x09: v = (uintptr_t)sleb(p); break;
-    case 0x0a: { int16_t x; memcpy(&x, at, 2); v = (uintptr_t)(intptr_t)x; *p += 2; break; }
-    case 0x0b: { int32_t x; memcpy(&x, at, 4); v = (uintptr_t)(intptr_t)x; *p += 4; break; }
-    case 0x0c: { int64_t x; memcpy(&x, at, 8); v = (uintptr_t)x; *p += 8; break; }
+    case 0x0a: {
+        int16_t x;
+        memcpy(&x, at, 2);
+        v = (uintptr_t)(intptr_t)x;
+        *p += 2;
+        break;
+    }
+    case 0x0b: {
+        int32_t x;
+        memcpy(&x, at, 4);
+        v = (uintptr_t)(intptr_t)x;
+        *p += 4;
+        break;
+    }
+    case 0x0c: {
+        int64_t x;
+        memcpy(&x, at, 8);
+        v = (uintptr_t)x;
+        *p += 8;
+        break;
+    }
     default: return -1;
     }
     switch (enc & 0x70) {
@@ -208,23 +247,36 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
             off = (int64_t)uleb(&p) * ci->data_align;
             reg = low;
             goto set_offset;
-        case 3: /* restore */
-            reg = low;
-            goto restore;
+        case 3: /* restore */ reg = low; goto restore;
         default: break;
         }
         switch (op) {
         case 0x00: continue; /* nop */
-        case 0x01: /* set_loc */
+        case 0x01:           /* set_loc */
             if (read_encoded(&p, ci->fde_enc, hdr, &loc) < 0)
                 return -1;
             if (loc > target)
                 return 0;
             continue;
         case 0x02: adv = *p++ * ci->code_align; goto advance;
-        case 0x03: { uint16_t x; memcpy(&x, p, 2); p += 2; adv = x * ci->code_align; goto advance; }
-        case 0x04: { uint32_t x; memcpy(&x, p, 4); p += 4; adv = x * ci->code_align; goto advance; }
-        case 0x05: reg = uleb(&p); off = (int64_t)uleb(&p) * ci->data_align; goto set_offset;
+        case 0x03: {
+            uint16_t x;
+            memcpy(&x, p, 2);
+            p += 2;
+            adv = x * ci->code_align;
+            goto advance;
+        }
+        case 0x04: {
+            uint32_t x;
+            memcpy(&x, p, 4);
+            p += 4;
+            adv = x * ci->code_align;
+            goto advance;
+        }
+        case 0x05:
+            reg = uleb(&p);
+            off = (int64_t)uleb(&p) * ci->data_align;
+            goto set_offset;
         case 0x06: reg = uleb(&p); goto restore;
         case 0x07: /* undefined */
             reg = uleb(&p);
@@ -256,8 +308,15 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
                 return -1;
             *st = stack[--depth];
             continue;
-        case 0x0c: st->cfa_reg = (int)uleb(&p); st->cfa_off = (int64_t)uleb(&p); st->cfa_expr = 0; continue;
-        case 0x0d: st->cfa_reg = (int)uleb(&p); st->cfa_expr = 0; continue;
+        case 0x0c:
+            st->cfa_reg = (int)uleb(&p);
+            st->cfa_off = (int64_t)uleb(&p);
+            st->cfa_expr = 0;
+            continue;
+        case 0x0d:
+            st->cfa_reg = (int)uleb(&p);
+            st->cfa_expr = 0;
+            continue;
         case 0x0e: st->cfa_off = (int64_t)uleb(&p); continue;
         case 0x0f: /* def_cfa_expression */
             st->cfa_expr = 1;
@@ -269,12 +328,23 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
             if (reg == DWREG_RBP || reg == DWREG_RA)
                 return -1;
             continue;
-        case 0x11: reg = uleb(&p); off = sleb(&p) * ci->data_align; goto set_offset;
-        case 0x12: st->cfa_reg = (int)uleb(&p); st->cfa_off = sleb(&p) * ci->data_align; st->cfa_expr = 0; continue;
-        case 0x13: st->cfa_off = sleb(&p) * ci->data_align; continue;
-        case 0x14: case 0x15: /* val_offset(_sf): a value, not a save slot */
+        case 0x11:
             reg = uleb(&p);
-            if (op == 0x14) uleb(&p); else sleb(&p);
+            off = sleb(&p) * ci->data_align;
+            goto set_offset;
+        case 0x12:
+            st->cfa_reg = (int)uleb(&p);
+            st->cfa_off = sleb(&p) * ci->data_align;
+            st->cfa_expr = 0;
+            continue;
+        case 0x13: st->cfa_off = sleb(&p) * ci->data_align; continue;
+        case 0x14:
+        case 0x15: /* val_offset(_sf): a value, not a save slot */
+            reg = uleb(&p);
+            if (op == 0x14)
+                uleb(&p);
+            else
+                sleb(&p);
             if (reg == DWREG_RBP || reg == DWREG_RA)
                 return -1;
             continue;
@@ -285,7 +355,10 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uintptr_t loc, uintptr_
                 return -1;
             continue;
         case 0x2e: uleb(&p); continue; /* GNU_args_size */
-        case 0x2f: reg = uleb(&p); off = -(int64_t)uleb(&p) * ci->data_align; goto set_offset;
+        case 0x2f:
+            reg = uleb(&p);
+            off = -(int64_t)uleb(&p) * ci->data_align;
+            goto set_offset;
         default: return -1;
         }
     advance:
@@ -349,8 +422,9 @@ static void compute_rule(uintptr_t ra, cfi_rule *r)
         r->kind = RULE_END;
         return;
     }
-    if (st.cfa_expr || (st.cfa_reg != DWREG_RSP && st.cfa_reg != DWREG_RBP) || !st.ra_saved || st.ra_off != -8 ||
-        st.cfa_off < 8 || st.cfa_off > INT32_MAX || st.bp_off < INT16_MIN || st.bp_off > INT16_MAX)
+    if (st.cfa_expr || (st.cfa_reg != DWREG_RSP && st.cfa_reg != DWREG_RBP) || !st.ra_saved ||
+        st.ra_off != -8 || st.cfa_off < 8 || st.cfa_off > INT32_MAX || st.bp_off < INT16_MIN ||
+        st.bp_off > INT16_MAX)
         return;
     r->cfa_reg = (uint8_t)st.cfa_reg;
     r->cfa_off = (int32_t)st.cfa_off;
@@ -398,7 +472,8 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
         hi = mt_t.stack_hi;
     } else {
         stack_t ss;
-        if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) || sp - (uintptr_t)ss.ss_sp >= ss.ss_size) {
+        if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) ||
+            sp - (uintptr_t)ss.ss_sp >= ss.ss_size) {
             if (max < 1 || pc < 4096)
                 return 0;
             out[0] = pc;

@@ -6,10 +6,9 @@
  * of trace_buffer bytes (memory_partition_mode=none, so events reach the
  * file in firing order), allow_single_event_loss unless trace_loss=wait,
  * dispatch latency 0.5 s (and chunks written once 0.5 s old), and an
- * event_file target on the output path with no size limit. All the encoding and compression runs on the session's
- * dispatcher thread; the program's threads only fill the buffer. At exit
- * the session stops (the file gets its end record, index and trailer) and
- * one line says what was written and what was lost.
+ * event_file target on the output path with no size limit. All the encoding and compression runs on the
+ * session's dispatcher thread; the program's threads only fill the buffer. At exit the session stops (the
+ * file gets its end record, index and trailer) and one line says what was written and what was lost.
  *
  * Nothing here allocates through malloc: state is mmap'd. */
 #include "agent/trace.h"
@@ -35,14 +34,14 @@ _Atomic uint32_t mt_trace_last_id;
 
 static xe_session *trace_session;
 static char trace_path[MT_PATH_MAX];
-static int path_given;    /* trace_path came with `query PID start trace -o FILE` */
+static int path_given;      /* trace_path came with `query PID start trace -o FILE` */
 static unsigned recordings; /* traces begun in this process (on demand or at start-up) */
 static uint64_t trace_start_ns, trace_start_real_ns;
 /* What the finished files hold (the last one's, plus every earlier one's):
  * events in whole chunks written, and bytes. */
 static uint64_t files_written, files_bytes;
 /* Out of memory (mt_trace_out_of_memory): recording stopped for good. */
-_Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
+_Atomic int mt_trace_stopped;         /* out of memory: 0, 1 stopping, 2 stopped */
 _Atomic uint64_t mt_trace_unrecorded; /* events fired after that */
 static struct enc_state *trace_enc;   /* the encoder's state (one session) */
 /* Held while a trace session is made or dropped on demand, and by the
@@ -63,7 +62,7 @@ typedef struct enc_state {
     mt_trace_writer *w;
     int (*write)(void *ctx, const void *buf, size_t n);
     void *wctx;
-    int open;       /* a file is begun and not yet finished */
+    int open;                           /* a file is begun and not yet finished */
     uint64_t wevents0, wlost0, wbytes0; /* the writer's counts when the current file began */
 } enc_state;
 
@@ -221,8 +220,7 @@ static void enc_event(void *st, const xe_event *ev)
         t.type = MT_TRACE_MUNMAP;
         t.address = ev->address;
         break;
-    default:
-        return;
+    default: return;
     }
     (void)mt_trace_write_event(e->w, &t);
 }
@@ -317,9 +315,9 @@ static int start_session(const char *path)
     cfg.mode = XE_PART_NONE;
     cfg.max_memory = mt_trace_opt.buffer;
     cfg.retention = mt_trace_opt.wait ? XE_NO_EVENT_LOSS : XE_ALLOW_SINGLE_EVENT_LOSS;
-    cfg.max_dispatch_latency_ns = 500000000u;   /* with the writer's chunk age: a kill loses ~1 s */
-    cfg.event_mask = 1u << XE_EV_ALLOC | 1u << XE_EV_FREE | 1u << XE_EV_REALLOC | 1u << XE_EV_MMAP |
-                     1u << XE_EV_MUNMAP;
+    cfg.max_dispatch_latency_ns = 500000000u; /* with the writer's chunk age: a kill loses ~1 s */
+    cfg.event_mask =
+        1u << XE_EV_ALLOC | 1u << XE_EV_FREE | 1u << XE_EV_REALLOC | 1u << XE_EV_MMAP | 1u << XE_EV_MUNMAP;
     cfg.ntargets = 1;
     cfg.targets[0].ops = &xe_target_event_file;
     mt_out_init(&o, cfg.targets[0].params, sizeof cfg.targets[0].params, -1);
@@ -361,7 +359,7 @@ static uint64_t process_start_realtime_ns(void)
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    const char *p = strrchr(buf, ')');   /* the command name may hold spaces */
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     for (int field = 2; p && field < 22; field++)
         p = strchr(p + 1, ' ');
     if (!p)
@@ -420,7 +418,7 @@ void mt_trace_start(void)
         mt_out_cstr(&o);
     }
     int saved_errno = errno;
-    mt_t.in_agent++;   /* its buffers, its thread and its writer's memory are the agent's */
+    mt_t.in_agent++; /* its buffers, its thread and its writer's memory are the agent's */
     (void)start_session(trace_path);
     mt_t.in_agent--;
     recordings = 1;

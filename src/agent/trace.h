@@ -19,11 +19,11 @@
 
 /* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait). */
 typedef struct mt_trace_opts {
-    uint64_t buffer;    /* the session's max_memory; default 64 MB */
-    int wait;           /* no_event_loss instead of allow_single_event_loss */
-    uint32_t time_unit_ns;  /* event times are kept to this resolution; default 10000 (10 us) */
-    int level;              /* zstd level; 0: the writer's default */
-    uint32_t chunk_events;  /* events per chunk; 0: the writer's default */
+    uint64_t buffer;       /* the session's max_memory; default 64 MB */
+    int wait;              /* no_event_loss instead of allow_single_event_loss */
+    uint32_t time_unit_ns; /* event times are kept to this resolution; default 10000 (10 us) */
+    int level;             /* zstd level; 0: the writer's default */
+    uint32_t chunk_events; /* events per chunk; 0: the writer's default */
 } mt_trace_opts;
 extern mt_trace_opts mt_trace_opt;
 

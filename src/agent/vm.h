@@ -27,8 +27,8 @@
 
 typedef struct mt_vm_range {
     uintptr_t start, end;
-    uint32_t guard;   /* MT_VM_STACK: guard bytes at the bottom */
-    uint8_t cat;      /* category index (counters.h) */
+    uint32_t guard; /* MT_VM_STACK: guard bytes at the bottom */
+    uint8_t cat;    /* category index (counters.h) */
     uint8_t flags;
 } mt_vm_range;
 
@@ -66,8 +66,8 @@ typedef struct mt_vm_sum {
 } mt_vm_sum;
 
 typedef struct mt_vm_process {
-    int ok;                 /* smaps was read */
-    int64_t rss, peak_rss;  /* kernel's Rss and VmHWM */
+    int ok;                /* smaps was read */
+    int64_t rss, peak_rss; /* kernel's Rss and VmHWM */
     int64_t reserved, committed, resident;
 } mt_vm_process;
 

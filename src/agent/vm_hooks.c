@@ -112,7 +112,7 @@ MT_EXPORT int munmap(void *addr, size_t len)
     int rc = (int)syscall(SYS_munmap, addr, len);
     if (rc == 0) {
         int saved = errno;
-        cat = range_category(addr);   /* the event's: the range's, as the table had it */
+        cat = range_category(addr); /* the event's: the range's, as the table had it */
         mt_vm_forget((uintptr_t)addr, PAGE_UP((uintptr_t)addr + len));
         errno = saved;
     }
@@ -206,7 +206,8 @@ MT_EXPORT void *sbrk(intptr_t increment)
     unsigned cat = 0;
     if (old != (void *)-1) {
         int saved = errno;
-        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, (uintptr_t)__builtin_return_address(0));
+        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment,
+                          (uintptr_t)__builtin_return_address(0));
         errno = saved;
     }
     mt_vm_unlock();

@@ -66,8 +66,14 @@ void mt_vm_reset_after_fork(void)
     mt_t.vm_locked = 0;
 }
 
-void mt_vm_before_fork(void) { mt_vm_lock(); }
-void mt_vm_after_fork(void) { mt_vm_unlock(); }
+void mt_vm_before_fork(void)
+{
+    mt_vm_lock();
+}
+void mt_vm_after_fork(void)
+{
+    mt_vm_unlock();
+}
 
 size_t mt_vm_first_after(uintptr_t addr)
 {
@@ -150,7 +156,8 @@ static int reserve(size_t more)
     while (ncap < mt_vm_count + more + 2)
         ncap *= 2;
     size_t bytes = (ncap * sizeof(mt_vm_range) + 4095) & ~(size_t)4095;
-    void *p = (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p =
+        (void *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return -1;
     mt_vm_range *old = mt_vm_table;

@@ -161,7 +161,7 @@ static struct {
     int nwindows;
     uintptr_t image_end; /* end of the last image mapping, for its bss */
     int image_cat;
-    uintptr_t stack_ok;  /* start of the stack range whose guard was seen PROT_NONE */
+    uintptr_t stack_ok; /* start of the stack range whose guard was seen PROT_NONE */
     int pagemap_fd;
     int have_table;
     mt_vm_sum *out;
@@ -366,7 +366,10 @@ static void emit_vma_end(void)
     memset(sc.piece_res, 0, sizeof sc.piece_res);
 }
 
-static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
 
 /* A piece [s, e) of VMA v that the table does not know. */
 static void classify_unknown(uintptr_t s, uintptr_t e)

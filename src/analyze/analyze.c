@@ -15,7 +15,7 @@
 /* A thread's last malloc-family call, for temporary allocations. */
 struct thread {
     uint32_t tid;
-    uint32_t last_id;       /* the block its last call allocated */
+    uint32_t last_id; /* the block its last call allocated */
     bool has_last;
     bool used;
 };
@@ -28,14 +28,14 @@ struct analyzer {
     uint64_t *skeys;
     uint32_t *svals;
     size_t scap;
-    uint64_t skey_cache[64];    /* by key % 64, as the thread cache: key + 1 -> index */
+    uint64_t skey_cache[64]; /* by key % 64, as the thread cache: key + 1 -> index */
     uint32_t sidx_cache[64];
     struct thread *threads;
     size_t tcap, tn;
-    struct thread *tcache[64];  /* by tid % 64: threads interleave, a direct-mapped cache stays predictable */
-    uint64_t epoch;             /* peaks reached so far */
-    unsigned shift;             /* timeline bucket width: 2^shift ns */
-    size_t nbuckets, cur;       /* buckets, the last one used */
+    struct thread *tcache[64]; /* by tid % 64: threads interleave, a direct-mapped cache stays predictable */
+    uint64_t epoch;            /* peaks reached so far */
+    unsigned shift;            /* timeline bucket width: 2^shift ns */
+    size_t nbuckets, cur;      /* buckets, the last one used */
     bool started;
 };
 
@@ -80,12 +80,21 @@ void analyze_free(struct analyzer *a)
     free(a);
 }
 
-const struct analyze_result *analyze_result(const struct analyzer *a) { return &a->res; }
-uint64_t analyze_map_bytes(const struct analyzer *a) { return analyze_live_bytes(&a->live); }
+const struct analyze_result *analyze_result(const struct analyzer *a)
+{
+    return &a->res;
+}
+uint64_t analyze_map_bytes(const struct analyzer *a)
+{
+    return analyze_live_bytes(&a->live);
+}
 
 /* --- stacks and threads --------------------------------------------------- */
 
-static inline size_t hash64(uint64_t k, size_t cap) { return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1); }
+static inline size_t hash64(uint64_t k, size_t cap)
+{
+    return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
 
 static int stacks_rehash(struct analyzer *a)
 {
@@ -202,10 +211,11 @@ static void timeline_merge(struct analyzer *a)
     for (size_t i = 0; i < n / 2; i++) {
         struct analyze_bucket x = b[2 * i], y = b[2 * i + 1];
         if (2 * i + 1 > a->cur)
-            b[i] = x;   /* its second half has not started */
+            b[i] = x; /* its second half has not started */
         else
-            b[i] = (struct analyze_bucket){.live_bytes = y.live_bytes,
-                                           .max_bytes = x.max_bytes > y.max_bytes ? x.max_bytes : y.max_bytes};
+            b[i] =
+                (struct analyze_bucket){.live_bytes = y.live_bytes,
+                                        .max_bytes = x.max_bytes > y.max_bytes ? x.max_bytes : y.max_bytes};
     }
     memset(b + n / 2, 0, (n - n / 2) * sizeof *b);
     a->cur /= 2;
@@ -242,8 +252,8 @@ static inline uint64_t timeline_end(const struct analyzer *a)
 
 /* The figures every event changes, held in registers over a batch. */
 struct hot {
-    uint64_t live, count;   /* live bytes and blocks */
-    uint64_t epoch;         /* peaks reached so far */
+    uint64_t live, count; /* live bytes and blocks */
+    uint64_t epoch;       /* peaks reached so far */
 };
 
 /* Before stack s's live figures change: keep their value at the last peak. */
@@ -406,7 +416,7 @@ static inline uint32_t lookup_id(const mt_trace_event *ev)
     return ev->type == MT_TRACE_REALLOC ? ev->old_id : ev->id;
 }
 
-#define AHEAD 16    /* events between a table header's prefetch and its bucket's, and the bucket's and use */
+#define AHEAD 16 /* events between a table header's prefetch and its bucket's, and the bucket's and use */
 
 int analyze_events(struct analyzer *a, const mt_trace_event *ev, size_t n)
 {
@@ -519,15 +529,18 @@ void analyze_end(struct analyzer *a)
     struct analyze_result *r = &a->res;
     for (size_t i = 0; i < r->nstacks; i++) {
         struct analyze_stack *s = &r->stacks[i];
-        if (s->snap_epoch != a->epoch) {   /* unchanged since the peak */
+        if (s->snap_epoch != a->epoch) { /* unchanged since the peak */
             s->peak_bytes = s->live_bytes;
             s->peak_count = s->live_count;
         }
         s->snap_epoch = a->epoch;
     }
-    analyze_live_free(&a->live);   /* not needed any more: its memory goes to the report */
+    analyze_live_free(&a->live); /* not needed any more: its memory goes to the report */
     r->ntimeline = a->started ? a->cur + 1 : 0;
     r->bucket_ns = a->shift < 64 ? (uint64_t)1 << a->shift : 0;
 }
 
-struct analyze_live *analyze_live_of(struct analyzer *a) { return &a->live; }
+struct analyze_live *analyze_live_of(struct analyzer *a)
+{
+    return &a->live;
+}

@@ -33,8 +33,8 @@ struct analyze_live; /* the live map: analyze_live.h, private to the analyzer */
 
 /* --- the analysis (analyze.c) --------------------------------------------- */
 
-#define ANALYZE_HIST 65             /* size 0, then [2^(k-1), 2^k) for k = 1..64 */
-#define ANALYZE_TIMELINE 256        /* timeline buckets (default) */
+#define ANALYZE_HIST 65      /* size 0, then [2^(k-1), 2^k) for k = 1..64 */
+#define ANALYZE_TIMELINE 256 /* timeline buckets (default) */
 #define ANALYZE_CATEGORIES 256
 
 /* One stack (a stack id and the category of its allocations: the agent's
@@ -45,12 +45,12 @@ struct analyze_stack {
     uint32_t id;
     uint8_t category;
     uint64_t allocs, frees, reallocs;
-    uint64_t allocated_bytes;       /* bytes allocated (and grown by realloc) here */
-    uint64_t live_bytes, live_count;    /* at the end: the leaks */
-    uint64_t max_live_bytes;        /* the stack's own peak */
-    uint64_t peak_bytes, peak_count;    /* live at the trace's peak (after analyze_end) */
-    uint64_t temp_count, temp_bytes;    /* temporary allocations */
-    uint64_t snap_epoch;            /* internal: peak_* hold the values at peak number snap_epoch */
+    uint64_t allocated_bytes;        /* bytes allocated (and grown by realloc) here */
+    uint64_t live_bytes, live_count; /* at the end: the leaks */
+    uint64_t max_live_bytes;         /* the stack's own peak */
+    uint64_t peak_bytes, peak_count; /* live at the trace's peak (after analyze_end) */
+    uint64_t temp_count, temp_bytes; /* temporary allocations */
+    uint64_t snap_epoch;             /* internal: peak_* hold the values at peak number snap_epoch */
 };
 
 /* Totals of one category. */
@@ -61,30 +61,30 @@ struct analyze_category {
 };
 
 struct analyze_bucket {
-    uint64_t live_bytes;    /* at the bucket's end */
-    uint64_t max_bytes;     /* the most live in it */
+    uint64_t live_bytes; /* at the bucket's end */
+    uint64_t max_bytes;  /* the most live in it */
 };
 
 struct analyze_result {
     uint64_t events;
-    uint64_t allocs;            /* ALLOC events */
-    uint64_t frees;             /* FREE events of a live block */
-    uint64_t reallocs;          /* REALLOC events */
-    uint64_t frees_unknown;     /* FREE of a block not live (before the trace, or lost) */
-    uint64_t reallocs_unknown;  /* REALLOC of a block not live: counted as a new block */
-    uint64_t ids_reused;        /* an id allocated while live (wrapped): the older block is dropped */
+    uint64_t allocs;           /* ALLOC events */
+    uint64_t frees;            /* FREE events of a live block */
+    uint64_t reallocs;         /* REALLOC events */
+    uint64_t frees_unknown;    /* FREE of a block not live (before the trace, or lost) */
+    uint64_t reallocs_unknown; /* REALLOC of a block not live: counted as a new block */
+    uint64_t ids_reused;       /* an id allocated while live (wrapped): the older block is dropped */
     uint64_t mmaps, munmaps;
-    uint64_t allocated_bytes;   /* allocated, and grown by realloc */
-    uint64_t live_bytes, live_count;        /* at the end: the leaks */
+    uint64_t allocated_bytes;        /* allocated, and grown by realloc */
+    uint64_t live_bytes, live_count; /* at the end: the leaks */
     uint64_t peak_bytes, peak_count, peak_time_ns;
     uint64_t temp_count, temp_bytes;
-    uint64_t mapped_bytes, mapped_peak;     /* mmap - munmap (not in live bytes) */
-    uint64_t first_ns, last_ns;             /* the events' time range */
+    uint64_t mapped_bytes, mapped_peak; /* mmap - munmap (not in live bytes) */
+    uint64_t first_ns, last_ns;         /* the events' time range */
     uint64_t hist_count[ANALYZE_HIST], hist_bytes[ANALYZE_HIST];
-    struct analyze_stack *stacks;           /* every stack seen, in order of first use */
+    struct analyze_stack *stacks; /* every stack seen, in order of first use */
     size_t nstacks;
     struct analyze_category categories[ANALYZE_CATEGORIES];
-    struct analyze_bucket *timeline;        /* ntimeline buckets of bucket_ns from time 0 */
+    struct analyze_bucket *timeline; /* ntimeline buckets of bucket_ns from time 0 */
     size_t ntimeline;
     uint64_t bucket_ns;
 };
@@ -139,11 +139,11 @@ enum {
 /* What the printers need besides the result. */
 struct analyze_view {
     const char *file;
-    mt_trace_reader *reader;        /* stacks' frames, categories, end statistics */
-    struct symbolizer *sym;         /* over the trace's modules (analyze_symbolizer) */
-    unsigned show;                  /* ANALYZE_SHOW_* */
-    int top;                        /* stacks per list */
-    const char *error;              /* reading stopped early: why (NULL: it did not) */
+    mt_trace_reader *reader; /* stacks' frames, categories, end statistics */
+    struct symbolizer *sym;  /* over the trace's modules (analyze_symbolizer) */
+    unsigned show;           /* ANALYZE_SHOW_* */
+    int top;                 /* stacks per list */
+    const char *error;       /* reading stopped early: why (NULL: it did not) */
 };
 
 int analyze_print_text(FILE *out, const struct analyze_result *res, const struct analyze_view *v);
@@ -169,7 +169,8 @@ int analyze_read_input(struct report_input *in, struct report *r, char *err, siz
 bool analyze_input_is_trace(const struct report_input *in);
 /* The trace reader of an opened input (which it takes): a regular file
  * with its index, a stream front to back. mt_trace_open's returns. */
-int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
+int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err,
+                       size_t errlen);
 
 /* --- symbolizing a trace's stacks (analyze_symbols.c) -------------------- */
 
@@ -177,7 +178,8 @@ int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader 
  * the modules the stacks of res lie in opened already (its warnings
  * complete), taken from c when they were opened there (c may be NULL).
  * NULL on out-of-memory. */
-struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace_reader *tr, struct sym_cache *c);
+struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace_reader *tr,
+                                      struct sym_cache *c);
 
 /* The modules that the stacks of a trace's first events lie in, opened on
  * a thread of their own while the trace is analysed (reading their debug

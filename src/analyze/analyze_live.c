@@ -21,8 +21,8 @@
 
 #define SLOTS 7
 #define USED_MASK 0x7fu
-#define SPILLED 0x80u           /* an entry whose first choice is this bucket sits in its second */
-#define STACK_BIG ANALYZE_LIVE_STACK_BIG    /* the entry's values are in the side table */
+#define SPILLED 0x80u                    /* an entry whose first choice is this bucket sits in its second */
+#define STACK_BIG ANALYZE_LIVE_STACK_BIG /* the entry's values are in the side table */
 #define MAX_KICKS 96
 #define BUCKET 64
 /* The bound: buckets <= 11.6 bytes per live entry + EXCESS_HARD. A table
@@ -35,14 +35,14 @@
  * shrinks every unsafe table first). */
 #define BOUND_PER_ENTRY_X10 116
 #define BOUND_SLACK BUCKET
-#define SPARSE_PER_ENTRY_X10 300    /* under 30% full: shrink when over the soft excess */
+#define SPARSE_PER_ENTRY_X10 300 /* under 30% full: shrink when over the soft excess */
 #define EXCESS_SOFT (4ll << 20)
 #define EXCESS_HARD (6ll << 20)
 #define SHRINK_FILL 90
 #define HEAD_FILL 90
 #define RING_LIVE ANALYZE_LIVE_RING_LIVE
-#define EVICT_PERIOD 4096u      /* ring: evictions counted before deciding */
-#define BYPASS_PERIOD 65536u    /* bypass: blocks added before deciding */
+#define EVICT_PERIOD 4096u   /* ring: evictions counted before deciding */
+#define BYPASS_PERIOD 65536u /* bypass: blocks added before deciding */
 
 /* 64 bytes: tags at 0, the used bits at 14, sizes (u32) at 15, stacks (u24) at 43. */
 struct bucket {
@@ -53,7 +53,7 @@ struct bucket {
 _Static_assert(sizeof(struct bucket) == BUCKET, "a bucket is one cache line");
 
 struct analyze_live_big {
-    uint32_t id, stack;     /* stack UINT32_MAX: empty */
+    uint32_t id, stack; /* stack UINT32_MAX: empty */
     uint64_t size;
 };
 
@@ -67,7 +67,7 @@ static inline uint32_t get_size(const struct bucket *b, int i)
 static inline uint32_t get_stack(const struct bucket *b, int i)
 {
     uint32_t v;
-    memcpy(&v, (const char *)b + 42 + 3 * i, 4);   /* the byte below is size[6]'s last: shifted out */
+    memcpy(&v, (const char *)b + 42 + 3 * i, 4); /* the byte below is size[6]'s last: shifted out */
     return v >> 8;
 }
 
@@ -102,8 +102,14 @@ static inline unsigned match(const struct bucket *b, uint16_t tag)
 #endif
 }
 
-static inline uint32_t table_of(uint32_t id) { return (id >> 8) & 0xffff; }
-static inline uint16_t tag_of(uint32_t id) { return (uint16_t)((id & 0xff) | (id >> 24) << 8); }
+static inline uint32_t table_of(uint32_t id)
+{
+    return (id >> 8) & 0xffff;
+}
+static inline uint16_t tag_of(uint32_t id)
+{
+    return (uint16_t)((id & 0xff) | (id >> 24) << 8);
+}
 static inline uint32_t id_of(uint32_t table, uint16_t tag)
 {
     return (uint32_t)(tag & 0xff) | table << 8 | (uint32_t)(tag >> 8) << 24;
@@ -134,7 +140,10 @@ static inline uint32_t rng_next(struct analyze_live *m)
 
 /* --- the side table ------------------------------------------------------- */
 
-static uint32_t big_hash(uint32_t id, size_t cap) { return (uint32_t)((id * 0x9e3779b1u) & (cap - 1)); }
+static uint32_t big_hash(uint32_t id, size_t cap)
+{
+    return (uint32_t)((id * 0x9e3779b1u) & (cap - 1));
+}
 
 static struct analyze_live_big *big_find(const struct analyze_live *m, uint32_t id)
 {
@@ -248,8 +257,8 @@ static int place(struct analyze_live *m, struct bucket *b, uint32_t nb, uint16_t
 
 /* Rebuilds t with nb buckets, adding the entry (tag, size, stack) when
  * `extra`. Grows further if the entries do not fit. 0 or -ENOMEM. */
-static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_t nb, bool extra, uint16_t tag,
-                   uint32_t size, uint32_t stack)
+static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_t nb, bool extra,
+                   uint16_t tag, uint32_t size, uint32_t stack)
 {
     for (;;) {
         struct bucket *nbk = NULL;
@@ -286,7 +295,10 @@ static int rebuild(struct analyze_live *m, struct analyze_live_table *t, uint32_
     }
 }
 
-static uint32_t max_fill(uint32_t nb) { return nb <= 1 ? SLOTS * nb : (uint32_t)((uint64_t)nb * SLOTS * 95 / 100); }
+static uint32_t max_fill(uint32_t nb)
+{
+    return nb <= 1 ? SLOTS * nb : (uint32_t)((uint64_t)nb * SLOTS * 95 / 100);
+}
 
 /* Where id's entry is in t: 1 with the bucket and slot, else 0. */
 static inline int find(const struct analyze_live_table *t, uint16_t tag, struct bucket **bk, int *slot)
@@ -391,7 +403,7 @@ static int cuckoo_add(struct analyze_live *m, uint32_t id, uint32_t sz, uint32_t
     if (head && tab != m->head_table) {
         struct analyze_live_table *old = &m->t[m->head_table];
         if (table_over(old, BOUND_PER_ENTRY_X10))
-            shrink(m, old);     /* left behind: down to what it holds */
+            shrink(m, old); /* left behind: down to what it holds */
         m->head_table = tab;
     }
     int rc;
@@ -413,7 +425,7 @@ static int cuckoo_add(struct analyze_live *m, uint32_t id, uint32_t sz, uint32_t
         rc = rebuild(m, t, t->nb + t->nb / 5 + 1, true, tag, sz, st);
     }
     if (rc < 0)
-        return rc;  /* (after a failed walk an older entry may be lost: out of memory anyway) */
+        return rc; /* (after a failed walk an older entry may be lost: out of memory anyway) */
     t->count++;
     m->ccount++;
     if (excess_x10(m) > EXCESS_HARD * 10)
@@ -425,7 +437,7 @@ static int cuckoo_add(struct analyze_live *m, uint32_t id, uint32_t sz, uint32_t
 static void cuckoo_remove(struct analyze_live *m, uint32_t id, struct bucket *bk, int slot)
 {
     struct analyze_live_table *t = &m->t[table_of(id)];
-    bk->used &= (uint8_t)~(1u << slot);
+    bk->used &= (uint8_t) ~(1u << slot);
     t->count--;
     m->ccount--;
     int64_t e = excess_x10(m);
@@ -575,8 +587,8 @@ uint64_t analyze_live_bytes(const struct analyze_live *m)
            (uint64_t)ANALYZE_LIVE_RING * sizeof *m->ring;
 }
 
-void analyze_live_each(const struct analyze_live *m, void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack),
-                       void *ctx)
+void analyze_live_each(const struct analyze_live *m,
+                       void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack), void *ctx)
 {
     for (uint32_t k = 0; k < ANALYZE_LIVE_RING; k++) {
         const struct analyze_live_ring *r = &m->ring[k];

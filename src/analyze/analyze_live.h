@@ -46,23 +46,23 @@ struct analyze_live {
      * moving them on costs more than it saves, and new blocks go to the
      * tables directly ("bypass") until young deaths are common again. */
     bool bypass;
-    uint32_t period_id;             /* ring: the id when the count of evictions started */
-    uint32_t evicts;                /* ring: entries moved on since */
-    uint32_t puts, young;           /* bypass: blocks added, and taken within a ring's span of ids */
-    uint32_t last_put;              /* bypass: the last id added */
-    uint64_t bucket_bytes;          /* bytes of buckets held */
-    struct analyze_live_big *big;   /* the side table: open addressing by id */
+    uint32_t period_id;           /* ring: the id when the count of evictions started */
+    uint32_t evicts;              /* ring: entries moved on since */
+    uint32_t puts, young;         /* bypass: blocks added, and taken within a ring's span of ids */
+    uint32_t last_put;            /* bypass: the last id added */
+    uint64_t bucket_bytes;        /* bytes of buckets held */
+    struct analyze_live_big *big; /* the side table: open addressing by id */
     size_t big_cap, big_n;
     uint32_t rng;
-    uint32_t last_id;               /* the last id added */
+    uint32_t last_id; /* the last id added */
     bool has_last;
-    uint32_t head_table;            /* the table ids are being allocated in */
-    uint32_t sweep_at;              /* where the next sweep starts */
-    uint64_t rebuilds, sweeps;      /* tables rebuilt, sweeps made (tests) */
+    uint32_t head_table;       /* the table ids are being allocated in */
+    uint32_t sweep_at;         /* where the next sweep starts */
+    uint64_t rebuilds, sweeps; /* tables rebuilt, sweeps made (tests) */
 };
 
 #define ANALYZE_LIVE_TABLES 65536u
-#define ANALYZE_LIVE_RING 65536u    /* ring slots: 12 bytes each */
+#define ANALYZE_LIVE_RING 65536u /* ring slots: 12 bytes each */
 
 int analyze_live_init(struct analyze_live *m);
 void analyze_live_free(struct analyze_live *m);
@@ -80,7 +80,8 @@ static inline int analyze_live_put_fast(struct analyze_live *m, uint32_t id, uin
 {
     struct analyze_live_ring *r = &m->ring[id & (ANALYZE_LIVE_RING - 1)];
     if (__builtin_expect(!r->sk && !m->bypass && size <= UINT32_MAX && stack < ANALYZE_LIVE_STACK_BIG &&
-                         (!m->ccount || !m->t[(id >> 8) & 0xffff].count), 1)) {
+                             (!m->ccount || !m->t[(id >> 8) & 0xffff].count),
+                         1)) {
         r->id = id;
         r->size = (uint32_t)size;
         r->sk = ANALYZE_LIVE_RING_LIVE | stack;
@@ -93,7 +94,8 @@ static inline int analyze_live_put_fast(struct analyze_live *m, uint32_t id, uin
 static inline int analyze_live_take_fast(struct analyze_live *m, uint32_t id, uint64_t *size, uint32_t *stack)
 {
     struct analyze_live_ring *r = &m->ring[id & (ANALYZE_LIVE_RING - 1)];
-    if (__builtin_expect(r->id == id && r->sk && (r->sk & ANALYZE_LIVE_STACK_BIG) != ANALYZE_LIVE_STACK_BIG, 1)) {
+    if (__builtin_expect(r->id == id && r->sk && (r->sk & ANALYZE_LIVE_STACK_BIG) != ANALYZE_LIVE_STACK_BIG,
+                         1)) {
         *size = r->size;
         *stack = r->sk & ~ANALYZE_LIVE_RING_LIVE;
         r->sk = 0;
@@ -115,7 +117,7 @@ void analyze_live_prefetch(const struct analyze_live *m, uint32_t id, int stage)
 /* Bytes the map holds (buckets, table headers, side table). */
 uint64_t analyze_live_bytes(const struct analyze_live *m);
 /* Calls fn for every live entry (any order). */
-void analyze_live_each(const struct analyze_live *m, void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack),
-                       void *ctx);
+void analyze_live_each(const struct analyze_live *m,
+                       void (*fn)(void *ctx, uint32_t id, uint64_t size, uint32_t stack), void *ctx);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SYM 16      /* symbolized frames per return address (inlined calls) */
+#define MAX_SYM 16 /* symbolized frames per return address (inlined calls) */
 
 /* --- ranking stacks ------------------------------------------------------- */
 
@@ -24,18 +24,10 @@ enum rank { RANK_PEAK, RANK_LEAKS, RANK_TEMPORARY, RANK_HOT_COUNT, RANK_HOT_BYTE
 static void figures(const struct analyze_stack *s, enum rank k, uint64_t *bytes, uint64_t *count)
 {
     switch (k) {
-    case RANK_PEAK:
-        *bytes = s->peak_bytes, *count = s->peak_count;
-        break;
-    case RANK_LEAKS:
-        *bytes = s->live_bytes, *count = s->live_count;
-        break;
-    case RANK_TEMPORARY:
-        *bytes = s->temp_bytes, *count = s->temp_count;
-        break;
-    default:
-        *bytes = s->allocated_bytes, *count = s->allocs + s->reallocs;
-        break;
+    case RANK_PEAK: *bytes = s->peak_bytes, *count = s->peak_count; break;
+    case RANK_LEAKS: *bytes = s->live_bytes, *count = s->live_count; break;
+    case RANK_TEMPORARY: *bytes = s->temp_bytes, *count = s->temp_count; break;
+    default: *bytes = s->allocated_bytes, *count = s->allocs + s->reallocs; break;
     }
 }
 
@@ -43,7 +35,8 @@ static enum rank sort_rank;
 
 static int cmp_rank(const void *pa, const void *pb)
 {
-    const struct analyze_stack *a = *(const struct analyze_stack *const *)pa, *b = *(const struct analyze_stack *const *)pb;
+    const struct analyze_stack *a = *(const struct analyze_stack *const *)pa,
+                               *b = *(const struct analyze_stack *const *)pb;
     uint64_t ab, ac, bb, bc;
     figures(a, sort_rank, &ab, &ac);
     figures(b, sort_rank, &bb, &bc);
@@ -184,7 +177,9 @@ static void text_histogram(FILE *out, const struct analyze_result *res)
     for (int k = 0; k < ANALYZE_HIST; k++) {
         if (!res->hist_count[k])
             continue;
-        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
+        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0    ? 0
+                                                           : k == 64 ? UINT64_MAX
+                                                                     : ((uint64_t)1 << k) - 1;
         char range[64];
         snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, lo, hi);
         int bar = (int)(40 * res->hist_count[k] / most);
@@ -224,8 +219,8 @@ static void text_timeline(FILE *out, const struct analyze_result *res, bool full
         fprintf(out, "%12s s  ", t);
         char b1[MT_UNITS_MAX], b2[MT_UNITS_MAX];
         int bar = (int)(40 * max / peak);
-        fprintf(out, "%10s %10s  %.*s\n", mt_size_u64(b1, sizeof b1, end), mt_size_u64(b2, sizeof b2, max), bar,
-                "########################################");
+        fprintf(out, "%10s %10s  %.*s\n", mt_size_u64(b1, sizeof b1, end), mt_size_u64(b2, sizeof b2, max),
+                bar, "########################################");
     }
     fputc('\n', out);
 }
@@ -246,15 +241,18 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
         fputs(" after the start", out);
     }
     fputs(v->error ? ", stopped early (see the end)\n" : "\n", out);
-    fprintf(out, "  allocations %" PRIu64 ", frees %" PRIu64 ", reallocs %" PRIu64 "; allocated ", res->allocs,
-            res->frees, res->reallocs);
+    fprintf(out, "  allocations %" PRIu64 ", frees %" PRIu64 ", reallocs %" PRIu64 "; allocated ",
+            res->allocs, res->frees, res->reallocs);
     text_bytes(out, res->allocated_bytes);
     fputc('\n', out);
     if (res->frees_unknown || res->reallocs_unknown || res->ids_reused)
-        fprintf(out, "  of blocks not in the trace: %" PRIu64 " frees, %" PRIu64 " reallocs; ids reused while live: %"
-                PRIu64 "\n", res->frees_unknown, res->reallocs_unknown, res->ids_reused);
+        fprintf(out,
+                "  of blocks not in the trace: %" PRIu64 " frees, %" PRIu64
+                " reallocs; ids reused while live: %" PRIu64 "\n",
+                res->frees_unknown, res->reallocs_unknown, res->ids_reused);
     if (res->mmaps || res->munmaps) {
-        fprintf(out, "  mappings: %" PRIu64 " mmaps, %" PRIu64 " munmaps; mapped at the end ", res->mmaps, res->munmaps);
+        fprintf(out, "  mappings: %" PRIu64 " mmaps, %" PRIu64 " munmaps; mapped at the end ", res->mmaps,
+                res->munmaps);
         text_bytes(out, res->mapped_bytes);
         fputs(", at most ", out);
         text_bytes(out, res->mapped_peak);
@@ -272,7 +270,8 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
     if (v->show & ANALYZE_SHOW_PEAK) {
         fputs("Peak: ", out);
         text_bytes(out, res->peak_bytes);
-        fprintf(out, " (%" PRIu64 " bytes) in %" PRIu64 " blocks, first reached at ", res->peak_bytes, res->peak_count);
+        fprintf(out, " (%" PRIu64 " bytes) in %" PRIu64 " blocks, first reached at ", res->peak_bytes,
+                res->peak_count);
         text_time(out, res->peak_time_ns);
         fputc('\n', out);
         rc = rc ? rc : text_list(out, res, v, RANK_PEAK, "live at the peak");
@@ -285,9 +284,10 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
     }
     if (v->show & ANALYZE_SHOW_TEMPORARY) {
         uint64_t calls = res->allocs + res->reallocs;
-        fprintf(out, "Temporary allocations (freed by their thread's next call): %" PRIu64 " (%.1f%% of %" PRIu64
-                " allocations), ", res->temp_count, calls ? 100.0 * (double)res->temp_count / (double)calls : 0.0,
-                calls);
+        fprintf(out,
+                "Temporary allocations (freed by their thread's next call): %" PRIu64 " (%.1f%% of %" PRIu64
+                " allocations), ",
+                res->temp_count, calls ? 100.0 * (double)res->temp_count / (double)calls : 0.0, calls);
         text_bytes(out, res->temp_bytes);
         fputc('\n', out);
         rc = rc ? rc : text_list(out, res, v, RANK_TEMPORARY, "by stack");
@@ -303,8 +303,10 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
     if (v->show & ANALYZE_SHOW_TIMELINE)
         text_timeline(out, res, v->show == ANALYZE_SHOW_TIMELINE);
     if (v->error)
-        fprintf(out, "Incomplete: reading stopped early (%s); the figures above are those of the %" PRIu64
-                " events before it.\n", v->error, res->events);
+        fprintf(out,
+                "Incomplete: reading stopped early (%s); the figures above are those of the %" PRIu64
+                " events before it.\n",
+                v->error, res->events);
     if (rc < 0)
         return rc;
     return ferror(out) ? -EIO : 0;
@@ -372,7 +374,9 @@ static void json_histogram(mt_json *j, const struct analyze_result *res)
     for (int k = 0; k < ANALYZE_HIST; k++) {
         if (!res->hist_count[k])
             continue;
-        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
+        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0    ? 0
+                                                           : k == 64 ? UINT64_MAX
+                                                                     : ((uint64_t)1 << k) - 1;
         mt_json_oneline(j);
         mt_json_object_begin(j);
         mt_json_ku64(j, "min_bytes", lo);

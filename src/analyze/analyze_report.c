@@ -13,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t clamp64(uint64_t v) { return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
+static int64_t clamp64(uint64_t v)
+{
+    return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
 
 static char *category_name(mt_trace_reader *tr, unsigned id)
 {
@@ -71,10 +74,12 @@ static int add_sites(const struct analyze_result *res, mt_trace_reader *tr, stru
         site->id = s->id;
         if (!(site->category = category_name(tr, s->category)))
             return -ENOMEM;
-        site->n = (struct report_counts){
-            .live_bytes = clamp64(s->live_bytes), .live_count = clamp64(s->live_count),
-            .peak_bytes = clamp64(s->max_live_bytes), .allocs = clamp64(s->allocs),
-            .frees = clamp64(s->frees), .reallocs = clamp64(s->reallocs)};
+        site->n = (struct report_counts){.live_bytes = clamp64(s->live_bytes),
+                                         .live_count = clamp64(s->live_count),
+                                         .peak_bytes = clamp64(s->max_live_bytes),
+                                         .allocs = clamp64(s->allocs),
+                                         .frees = clamp64(s->frees),
+                                         .reallocs = clamp64(s->reallocs)};
         site->allocated_bytes = clamp64(s->allocated_bytes);
         site->has_allocated = true;
         const mt_trace_stack *st = tr && s->id ? mt_trace_stack_get(tr, s->id) : NULL;
@@ -106,10 +111,12 @@ static int add_categories(const struct analyze_result *res, mt_trace_reader *tr,
         struct report_category *rc = &r->categories[r->ncategories++];
         if (!(rc->name = category_name(tr, c)) || !(rc->kind = strdup("malloc")))
             return -ENOMEM;
-        rc->n = (struct report_counts){
-            .live_bytes = clamp64(ac->live_bytes), .live_count = clamp64(ac->live_count),
-            .peak_bytes = clamp64(ac->peak_bytes), .allocs = clamp64(ac->allocs), .frees = clamp64(ac->frees),
-            .reallocs = clamp64(ac->reallocs)};
+        rc->n = (struct report_counts){.live_bytes = clamp64(ac->live_bytes),
+                                       .live_count = clamp64(ac->live_count),
+                                       .peak_bytes = clamp64(ac->peak_bytes),
+                                       .allocs = clamp64(ac->allocs),
+                                       .frees = clamp64(ac->frees),
+                                       .reallocs = clamp64(ac->reallocs)};
     }
     return 0;
 }
@@ -120,10 +127,12 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
     r->has = REPORT_HAS_MODE | REPORT_HAS_TOTAL | REPORT_HAS_SITES;
     r->complete = complete;
     r->lines_read = (long)(res->events > LONG_MAX ? LONG_MAX : res->events);
-    r->total = (struct report_counts){
-        .live_bytes = clamp64(res->live_bytes), .live_count = clamp64(res->live_count),
-        .peak_bytes = clamp64(res->peak_bytes), .allocs = clamp64(res->allocs), .frees = clamp64(res->frees),
-        .reallocs = clamp64(res->reallocs)};
+    r->total = (struct report_counts){.live_bytes = clamp64(res->live_bytes),
+                                      .live_count = clamp64(res->live_count),
+                                      .peak_bytes = clamp64(res->peak_bytes),
+                                      .allocs = clamp64(res->allocs),
+                                      .frees = clamp64(res->frees),
+                                      .reallocs = clamp64(res->reallocs)};
     if (!(r->mode = strdup("trace")))
         return -ENOMEM;
     if (tr) {
@@ -160,7 +169,8 @@ bool analyze_input_is_trace(const struct report_input *in)
     return mt_trace_sniff_bytes(in->head, in->nhead) == 1;
 }
 
-int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err, size_t errlen)
+int analyze_open_trace(struct report_input *in, unsigned flags, mt_trace_reader **out, char *err,
+                       size_t errlen)
 {
     int fd = in->fd;
     in->fd = -1;
@@ -197,9 +207,10 @@ int analyze_read_input(struct report_input *in, struct report *r, char *err, siz
         rc = -ENOMEM;
     } else if (arc < 0) {
         snprintf(err, errlen, "%s", mt_trace_error(tr));
-        rc = -ENODATA;     /* stopped early: r holds what was read */
+        rc = -ENODATA; /* stopped early: r holds what was read */
     } else if (!mt_trace_complete(tr)) {
-        snprintf(err, errlen, "%s: the trace has no end record (its writer was stopped); every whole chunk was read",
+        snprintf(err, errlen,
+                 "%s: the trace has no end record (its writer was stopped); every whole chunk was read",
                  path);
         rc = -ENODATA;
     }

@@ -16,19 +16,19 @@
 struct batch {
     mt_trace_event ev[BATCH];
     size_t n;
-    uint64_t offset;    /* the file's bytes read after it */
+    uint64_t offset; /* the file's bytes read after it */
 };
 
 struct pipe {
     mt_trace_reader *r;
-    struct batch *b;    /* NBATCH */
+    struct batch *b; /* NBATCH */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t filled, taken;     /* batches, counting forever */
-    bool done;                  /* the reader reached its end or an error: rc */
-    bool stop;                  /* the analyzer gave up */
+    uint64_t filled, taken; /* batches, counting forever */
+    bool done;              /* the reader reached its end or an error: rc */
+    bool stop;              /* the analyzer gave up */
     int rc;
-    analyze_peek_fn *peek;      /* NULL, or until it returns false */
+    analyze_peek_fn *peek; /* NULL, or until it returns false */
     void *peek_ctx;
 };
 

@@ -58,7 +58,8 @@ static void free_modules(struct sym_module *mods, size_t n)
     free(mods);
 }
 
-struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace_reader *tr, struct sym_cache *c)
+struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace_reader *tr,
+                                      struct sym_cache *c)
 {
     size_t n;
     struct sym_module *mods = modules_of(tr, &n);
@@ -77,10 +78,10 @@ struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace
 /* --- modules opened ahead ------------------------------------------------- */
 
 struct analyze_preload {
-    uint64_t want, seen;        /* events to look at, and looked at */
-    uint32_t *set;              /* distinct stack ids + 1, open addressing */
+    uint64_t want, seen; /* events to look at, and looked at */
+    uint32_t *set;       /* distinct stack ids + 1, open addressing */
     size_t cap, n;
-    struct sym_module *mods;    /* handed to the thread */
+    struct sym_module *mods; /* handed to the thread */
     size_t nmods;
     uint64_t *addresses;
     size_t naddresses;

@@ -47,34 +47,49 @@ int run_check_program(const char *path, const char *shown);
 
 /* The options several commands share, for their option arrays
  * (parse_options.h). --scale KB|MB|GB into a struct report_scale
- * (report.h); --timeout SECONDS of `query` and `sessions`; --depth N, --top N and --sort live|allocated of detail
- * reports into a struct detail_options (detail.h), `given` set when any is. */
+ * (report.h); --timeout SECONDS of `query` and `sessions`; --depth N, --top N and --sort live|allocated of
+ * detail reports into a struct detail_options (detail.h), `given` set when any is. */
 int cli_parse_scale(const char *value, void *scale);
 int detail_parse_sort(const char *value, void *by_allocs);
-#define CLI_OPT_JSON(dest, text) {.kind = CLI_OPT_FLAG, .name = "json", .value = (dest), .help = (text)}
+#define CLI_OPT_JSON(dest, text)                                                                             \
+    {                                                                                                        \
+        .kind = CLI_OPT_FLAG, .name = "json", .value = (dest), .help = (text)                                \
+    }
 #define CLI_OPT_SCALE(dest)                                                                                  \
-    {.kind = CLI_OPT_PARSE, .name = "scale", .arg = "KB|MB|GB", .value = (dest), .parse = cli_parse_scale,  \
-     .noun = "scale", .accepted = "KB, MB, GB",                                                              \
-     .help = "unit of the text output's sizes, 1024-based, with three significant digits (default KB)"}
+    {                                                                                                        \
+        .kind = CLI_OPT_PARSE, .name = "scale", .arg = "KB|MB|GB", .value = (dest),                          \
+        .parse = cli_parse_scale, .noun = "scale", .accepted = "KB, MB, GB",                                 \
+        .help = "unit of the text output's sizes, 1024-based, with three significant digits (default KB)"    \
+    }
 #define CLI_OPT_TIMEOUT(dest)                                                                                \
-    {.kind = CLI_OPT_INT, .name = "timeout", .arg = "SECONDS", .value = (dest), .min = 1, .max = 3600,      \
-     .noun = "a number of seconds", .help = "how long to wait for the answer (default 5)"}
+    {                                                                                                        \
+        .kind = CLI_OPT_INT, .name = "timeout", .arg = "SECONDS", .value = (dest), .min = 1, .max = 3600,    \
+        .noun = "a number of seconds", .help = "how long to wait for the answer (default 5)"                 \
+    }
 #define CLI_OPT_DEPTH(opts, given_, text)                                                                    \
-    {.kind = CLI_OPT_INT, .name = "depth", .arg = "N", .value = &(opts)->depth, .min = 1, .max = 1024,      \
-     .given = (given_), .help = (text)}
+    {                                                                                                        \
+        .kind = CLI_OPT_INT, .name = "depth", .arg = "N", .value = &(opts)->depth, .min = 1, .max = 1024,    \
+        .given = (given_), .help = (text)                                                                    \
+    }
 #define CLI_OPT_TOP(opts, given_, text)                                                                      \
-    {.kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = &(opts)->top, .min = 1, .max = 1000000000,    \
-     .given = (given_), .help = (text)}
+    {                                                                                                        \
+        .kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = &(opts)->top, .min = 1, .max = 1000000000,  \
+        .given = (given_), .help = (text)                                                                    \
+    }
 #define CLI_OPT_SORT(opts, given_)                                                                           \
-    {.kind = CLI_OPT_PARSE, .name = "sort", .arg = "live|allocated", .value = &(opts)->by_allocs,           \
-     .parse = detail_parse_sort, .accepted = "live, allocated", .given = (given_),                           \
-     .help = "detail: order by live bytes (default) or by the bytes allocated over the run (by the number "  \
-             "of allocations for reports of older memtrail versions)"}
+    {                                                                                                        \
+        .kind = CLI_OPT_PARSE, .name = "sort", .arg = "live|allocated", .value = &(opts)->by_allocs,         \
+        .parse = detail_parse_sort, .accepted = "live, allocated", .given = (given_),                        \
+        .help =                                                                                              \
+            "detail: order by live bytes (default) or by the bytes allocated over the run (by the number "   \
+            "of allocations for reports of older memtrail versions)"                                         \
+    }
 /* The options of a detail report's sites: `report detail`, `query PID detail`. */
 #define CLI_OPT_DETAIL(opts, given_)                                                                         \
-    CLI_OPT_DEPTH(opts, given_, "detail: show N frames per site, and merge the sites whose first N frames "  \
-                                "and category are equal (counters summed)"),                                \
-    CLI_OPT_TOP(opts, given_, "detail: show the N largest sites only"), CLI_OPT_SORT(opts, given_)
+    CLI_OPT_DEPTH(opts, given_,                                                                              \
+                  "detail: show N frames per site, and merge the sites whose first N frames "                \
+                  "and category are equal (counters summed)"),                                               \
+        CLI_OPT_TOP(opts, given_, "detail: show the N largest sites only"), CLI_OPT_SORT(opts, given_)
 
 /* Output (output.c). After printing to stdout (prc: the printer's 0,
  * -ENOMEM or -EIO): flushes, and turns a failure into one error line
@@ -92,9 +107,9 @@ int cli_close_stdout(int status);
 struct mt_file;
 struct cli_out {
     FILE *f;
-    const char *name;       /* the path, or "standard output" */
+    const char *name; /* the path, or "standard output" */
     int is_stdout;
-    struct mt_file *file;   /* NULL for stdout */
+    struct mt_file *file; /* NULL for stdout */
 };
 /* 0, or CLI_FAILED after one line naming the file and why (a symbolic
  * link, a device, another user's file, a directory that cannot be written). */
@@ -157,7 +172,7 @@ struct query_target {
     unsigned uid;  /* effective uid, from /proc/PID/status */
     char *dirs[2]; /* candidate socket directories, in order */
     int ndirs;
-    char *sock;    /* the socket found */
+    char *sock; /* the socket found */
 };
 /* A pid (or a count of seconds): digits, 1 to INT_MAX. 0 or -1. */
 int query_parse_pid(const char *s, long *pid);

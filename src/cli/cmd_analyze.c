@@ -51,9 +51,9 @@ static void show_progress(void *ctx, uint64_t events, uint64_t off)
     p->last = now;
     double pct = p->size ? 100.0 * (double)off / (double)p->size : 0;
     if (p->size)
-        fprintf(stderr, "\rmemtrail: analysing %s: %3.0f%% (%" PRIu64 " events)", p->file, pct > 100 ? 100 : pct,
-                events);
-    else    /* a stream: its size is not known */
+        fprintf(stderr, "\rmemtrail: analysing %s: %3.0f%% (%" PRIu64 " events)", p->file,
+                pct > 100 ? 100 : pct, events);
+    else /* a stream: its size is not known */
         fprintf(stderr, "\rmemtrail: analysing %s: %" PRIu64 " events", p->file, events);
     p->shown = true;
 }
@@ -112,9 +112,10 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
     if (arc < 0)
         snprintf(stop, sizeof stop, "%s", mt_trace_error(r));
     else if (!mt_trace_complete(r))
-        snprintf(stop, sizeof stop, "%s: no end record after chunk %" PRIu64 " (offset %" PRIu64 "): the writer "
-                 "stopped before finishing the trace; every whole chunk was read", path, mt_trace_chunks_read(r),
-                 mt_trace_offset(r));
+        snprintf(stop, sizeof stop,
+                 "%s: no end record after chunk %" PRIu64 " (offset %" PRIu64 "): the writer "
+                 "stopped before finishing the trace; every whole chunk was read",
+                 path, mt_trace_chunks_read(r), mt_trace_offset(r));
     const struct analyze_result *res = analyze_result(a);
     struct symbolizer *sym = analyze_symbolizer(res, r, analyze_preload_join(pre));
     if (!sym) {
@@ -122,9 +123,10 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
         goto done;
     }
     print_warnings(sym);
-    struct analyze_view v = {.file = path, .reader = r, .sym = sym, .show = show, .top = top,
-                             .error = stop[0] ? stop : NULL};
-    status = cli_write_status(json ? analyze_print_json(stdout, res, &v) : analyze_print_text(stdout, res, &v));
+    struct analyze_view v = {
+        .file = path, .reader = r, .sym = sym, .show = show, .top = top, .error = stop[0] ? stop : NULL};
+    status =
+        cli_write_status(json ? analyze_print_json(stdout, res, &v) : analyze_print_text(stdout, res, &v));
     sym_close(sym);
     if (status == CLI_OK && stop[0])
         status = cli_error("%s", stop);
@@ -143,7 +145,9 @@ static const struct cli_command analyze_cmd = {
     .more = "A trace cut short or damaged is analysed up to the problem: the report of\n"
             "everything before it goes to stdout (\"complete\": false in JSON), the error,\n"
             "naming the chunk and its offset, to stderr, and the exit status is 1.\n",
-    .min_args = 1, .max_args = 1, .missing = "missing the TRACE file",
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "missing the TRACE file",
     .extra = "too many arguments ('%s'; expected one TRACE)",
 };
 
@@ -152,18 +156,30 @@ int cmd_analyze(int argc, char **argv)
     bool json = false;
     unsigned show = 0;
     int top = 10;
-#define SECTION(name_, bit_) \
-    {.kind = CLI_OPT_BIT, .name = name_, .value = &show, .bit = bit_, .help = "show the " name_ " section"}
+#define SECTION(name_, bit_)                                                                                 \
+    {                                                                                                        \
+        .kind = CLI_OPT_BIT, .name = name_, .value = &show, .bit = bit_,                                     \
+        .help = "show the " name_ " section"                                                                 \
+    }
     const struct cli_option options[] = {
         CLI_OPT_JSON(&json, "print JSON instead (schema memtrail/1, keys in docs/json.md)"),
-        {.kind = CLI_OPT_BIT, .name = "peak", .value = &show, .bit = ANALYZE_SHOW_PEAK,
-         .help = "show the peak section; the section options combine, and without any every section is shown"},
+        {.kind = CLI_OPT_BIT,
+         .name = "peak",
+         .value = &show,
+         .bit = ANALYZE_SHOW_PEAK,
+         .help =
+             "show the peak section; the section options combine, and without any every section is shown"},
         SECTION("leaks", ANALYZE_SHOW_LEAKS),
         SECTION("temporary", ANALYZE_SHOW_TEMPORARY),
         SECTION("hot", ANALYZE_SHOW_HOT),
         SECTION("histogram", ANALYZE_SHOW_HISTOGRAM),
         SECTION("timeline", ANALYZE_SHOW_TIMELINE),
-        {.kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = &top, .min = 0, .max = 1000000000,
+        {.kind = CLI_OPT_INT,
+         .name = "top",
+         .arg = "N",
+         .value = &top,
+         .min = 0,
+         .max = 1000000000,
          .help = "stacks per list (default 10; 0: all)"},
         {0},
     };

@@ -33,14 +33,15 @@ static const struct cli_command diff_cmd = {
     .about = diff_about,
     .more = "A report cut short is compared as far as it goes and named on stderr, with\n"
             "exit status 1; a file that is not a report is named, with nothing printed.\n",
-    .max_args = 2, .extra = "too many arguments ('%s'; expected BASE NEW)",
+    .max_args = 2,
+    .extra = "too many arguments ('%s'; expected BASE NEW)",
 };
 
 /* Reads one side; returns the reader's code, the error already printed
  * when it is not -ENODATA (which the caller reports after the diff). */
 static int read_side(const char *path, struct report *r, char *err)
 {
-    int rc = analyze_read_any(path, r, err, REPORT_ERR_MAX);   /* a report or a trace; - is stdin */
+    int rc = analyze_read_any(path, r, err, REPORT_ERR_MAX); /* a report or a trace; - is stdin */
     if (rc < 0 && rc != -ENODATA)
         cli_error("%s", err);
     return rc;
@@ -74,7 +75,7 @@ int cmd_diff(int argc, char **argv)
     int crc = read_side(positional[1], &cur, cur_err);
     int status = CLI_OK;
     if ((brc < 0 && brc != -ENODATA) || (crc < 0 && crc != -ENODATA)) {
-        status = CLI_FAILED;    /* not a report: nothing to compare */
+        status = CLI_FAILED; /* not a report: nothing to compare */
     } else {
         /* A truncated report still holds everything before the cut: compare it. */
         if ((base.has & REPORT_HAS_SITES) && (cur.has & REPORT_HAS_SITES)) {

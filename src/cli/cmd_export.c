@@ -42,7 +42,11 @@ static const char export_about[] =
 enum format { FORMAT_NONE, FORMAT_FOLDED, FORMAT_PPROF, FORMAT_JSON };
 
 static const struct cli_choice formats[] = {
-    {"folded", FORMAT_FOLDED, false}, {"pprof", FORMAT_PPROF, false}, {"json", FORMAT_JSON, false}, {NULL, 0, false}};
+    {"folded", FORMAT_FOLDED, false},
+    {"pprof", FORMAT_PPROF, false},
+    {"json", FORMAT_JSON, false},
+    {NULL, 0, false},
+};
 
 static int parse_value(const char *name, void *value)
 {
@@ -66,7 +70,9 @@ static const struct cli_command export_cmd = {
     .about = export_about,
     .more = "A report cut short is exported as far as it goes, then named on stderr with\n"
             "exit status 1. A summary report (no sites) is refused with exit status 1.\n",
-    .min_args = 1, .max_args = 1, .missing = "missing the report FILE",
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "missing the report FILE",
     .extra = "too many arguments ('%s'; expected one FILE)",
 };
 
@@ -77,17 +83,32 @@ int cmd_export(int argc, char **argv)
     enum export_value value = EXPORT_LIVE_BYTES;
     bool value_given = false;
     const struct cli_option options[] = {
-        {.kind = CLI_OPT_CHOICE, .name = "format", .arg = "FORMAT", .value = &format, .choices = formats,
-         .noun = "format", .help = "folded, pprof or json (required)"},
-        {.kind = CLI_OPT_STRING, .name = "output", .short_name = 'o', .arg = "OUT", .value = &output,
+        {.kind = CLI_OPT_CHOICE,
+         .name = "format",
+         .arg = "FORMAT",
+         .value = &format,
+         .choices = formats,
+         .noun = "format",
+         .help = "folded, pprof or json (required)"},
+        {.kind = CLI_OPT_STRING,
+         .name = "output",
+         .short_name = 'o',
+         .arg = "OUT",
+         .value = &output,
          .help = "the output file (- for stdout); written whole or not at all, never through a symbolic link "
                  "or over anything but a regular file of yours (see docs/cli.md)"},
-        {.kind = CLI_OPT_PARSE, .name = "value", .arg = "COUNTER", .value = &value, .parse = parse_value,
-         .noun = "counter", .accepted = "live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes",
+        {.kind = CLI_OPT_PARSE,
+         .name = "value",
+         .arg = "COUNTER",
+         .value = &value,
+         .parse = parse_value,
+         .noun = "counter",
+         .accepted = "live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes",
          .given = &value_given,
-         .help = "folded: the counter shown, one of live_bytes (default), live_count, peak_bytes, allocs, frees, "
-                 "reallocs, allocated_bytes; pprof: the default sample type, one of live_bytes (default), "
-                 "live_count, allocated_bytes, allocs"},
+         .help =
+             "folded: the counter shown, one of live_bytes (default), live_count, peak_bytes, allocs, frees, "
+             "reallocs, allocated_bytes; pprof: the default sample type, one of live_bytes (default), "
+             "live_count, allocated_bytes, allocs"},
         {0},
     };
     int npos = cli_parse(&export_cmd, options, argc, argv);
@@ -100,8 +121,10 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "--value: json has every counter; it takes no --value");
     if (format == FORMAT_PPROF && value != EXPORT_LIVE_BYTES && value != EXPORT_LIVE_COUNT &&
         value != EXPORT_ALLOCS && value != EXPORT_ALLOCATED_BYTES)
-        return cli_usage_error("export", "--value: pprof has no sample type for '%s' (accepted: live_bytes, "
-                               "live_count, allocated_bytes, allocs)", export_value_name(value));
+        return cli_usage_error("export",
+                               "--value: pprof has no sample type for '%s' (accepted: live_bytes, "
+                               "live_count, allocated_bytes, allocs)",
+                               export_value_name(value));
     bool from_stdin = strcmp(file, "-") == 0;
     char *derived = NULL;
     if (!output && format == FORMAT_PPROF) {
@@ -122,7 +145,7 @@ int cmd_export(int argc, char **argv)
     }
     struct report r;
     char err[REPORT_ERR_MAX];
-    int rrc = analyze_read_any(file, &r, err, sizeof err);  /* a report or a trace; - is stdin */
+    int rrc = analyze_read_any(file, &r, err, sizeof err); /* a report or a trace; - is stdin */
     int status = CLI_OK;
     struct symbolizer *sym = NULL;
     if (rrc < 0 && rrc != -ENODATA) {
@@ -147,7 +170,7 @@ int cmd_export(int argc, char **argv)
     }
     struct detail_options all_sites = {0};
     int xrc = format == FORMAT_FOLDED ? export_folded(out.f, &r, sym, value)
-            : format == FORMAT_JSON   ? detail_print_json(out.f, &r, sym, &all_sites)
+              : format == FORMAT_JSON ? detail_print_json(out.f, &r, sym, &all_sites)
                                       : export_pprof(out.f, &r, sym, value, from_stdin ? "(stdin)" : file);
     /* Only a complete file replaces what was there. */
     status = cli_out_close(&out, 1, xrc);

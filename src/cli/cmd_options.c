@@ -14,7 +14,8 @@ static void values(FILE *f, const mt_optdef *d, int markdown)
         return;
     }
     for (const mt_optchoice *c = d->choices; c->name; c++) {
-        fprintf(f, "%s%s%s%s", c == d->choices ? "" : ", ", markdown ? "`" : "", c->name, markdown ? "`" : "");
+        fprintf(f, "%s%s%s%s", c == d->choices ? "" : ", ", markdown ? "`" : "", c->name,
+                markdown ? "`" : "");
         if (c->doc && *c->doc)
             fprintf(f, " (%s)", c->doc);
     }
@@ -26,14 +27,18 @@ static const struct cli_command options_cmd = {
     .about = "The agent's options: MEMTRAIL_OPTIONS=\"key=value:key=value...\" (memtrail run\n"
              "sets it; in a value, \\: stands for ':'), with what each accepts and its\n"
              "default.\n",
-    .max_args = 0, .extra = "unknown argument '%s'",
+    .max_args = 0,
+    .extra = "unknown argument '%s'",
 };
 
 int cmd_options(int argc, char **argv)
 {
     bool markdown = false;
     const struct cli_option options[] = {
-        {.kind = CLI_OPT_FLAG, .name = "markdown", .value = &markdown, .help = "print them as the README's table"},
+        {.kind = CLI_OPT_FLAG,
+         .name = "markdown",
+         .value = &markdown,
+         .help = "print them as the README's table"},
         {0},
     };
     int n = cli_parse(&options_cmd, options, argc, argv);

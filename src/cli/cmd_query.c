@@ -116,7 +116,9 @@ static const struct cli_command query_cmd = {
     .more = "Only your own processes can be queried. The process listens on\n"
             "$XDG_RUNTIME_DIR/memtrail/PID.sock or /tmp/memtrail-UID/PID.sock (mode 0600,\n"
             "in a 0700 directory); MEMTRAIL_OPTIONS=query=off turns that off.\n",
-    .min_args = 1, .max_args = 3, .missing = "missing the PID of the process to ask",
+    .min_args = 1,
+    .max_args = 3,
+    .missing = "missing the PID of the process to ask",
     .extra = "too many arguments ('%s')",
 };
 
@@ -161,7 +163,11 @@ int cmd_query(int argc, char **argv)
         CLI_OPT_SCALE(&scale),
         CLI_OPT_TIMEOUT(&timeout_s),
         CLI_OPT_DETAIL(&dopt, &detail_given),
-        {.kind = CLI_OPT_STRING, .name = "output", .short_name = 'o', .arg = "FILE", .value = &output,
+        {.kind = CLI_OPT_STRING,
+         .name = "output",
+         .short_name = 'o',
+         .arg = "FILE",
+         .value = &output,
          .help = "start trace: where the trace goes (a relative path is taken from this directory)"},
         {0},
     };
@@ -175,8 +181,8 @@ int cmd_query(int argc, char **argv)
     bool switching = strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0;
     if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
         strcmp(cmd, "diff") != 0 && !switching)
-        return cli_usage_error("query", "unknown request '%s' (accepted: summary, detail, baseline, diff, start, stop)",
-                               cmd);
+        return cli_usage_error(
+            "query", "unknown request '%s' (accepted: summary, detail, baseline, diff, start, stop)", cmd);
     if (detail_given && strcmp(cmd, "detail") != 0)
         return cli_usage_error("query", "--depth, --top and --sort apply to 'query PID detail' only");
     if (strcmp(cmd, "start") == 0 && npos < 3)

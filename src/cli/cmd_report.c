@@ -46,8 +46,13 @@ static const char report_more[] =
     "still shown, and the exit status is 1.\n";
 
 static const struct cli_command report_cmd = {
-    .name = "report", .usage = report_synopsis, .about = report_about, .more = report_more,
-    .min_args = 1, .max_args = -1, .missing = "missing the report FILE",
+    .name = "report",
+    .usage = report_synopsis,
+    .about = report_about,
+    .more = report_more,
+    .min_args = 1,
+    .max_args = -1,
+    .missing = "missing the report FILE",
 };
 
 /* The files of a process tree, from the command line and directories. */
@@ -106,7 +111,7 @@ static int add_directory(struct file_list *l, const char *dir, bool *failed)
             else {
                 struct stat st;
                 if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                    free(path);     /* a directory named *.mtr: not a report */
+                    free(path); /* a directory named *.mtr: not a report */
                 } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
                     /* A FIFO or a device found in the directory (not named
                      * by the user): opening it could wait for ever. */
@@ -162,7 +167,7 @@ static int report_tree(char **args, int nargs, bool json, const struct report_sc
             report_free(&reports[nread]);
             continue;
         }
-        names[nread++] = files.paths[i];    /* a truncated report is shown as far as it goes */
+        names[nread++] = files.paths[i]; /* a truncated report is shown as far as it goes */
     }
     if (rc == CLI_OK && nread > 0) {
         int prc = json ? report_tree_print_json(stdout, reports, names, nread)
@@ -203,13 +208,14 @@ int cmd_report(int argc, char **argv)
     struct stat st;
     const char *first = positional[0];
     size_t fl = strlen(first);
-    bool view_like = strcmp(first, "-") != 0 && stat(first, &st) < 0 && !strchr(first, '/')
-                     && !(fl > 4 && strcmp(first + fl - 4, ".mtr") == 0);
+    bool view_like = strcmp(first, "-") != 0 && stat(first, &st) < 0 && !strchr(first, '/') &&
+                     !(fl > 4 && strcmp(first + fl - 4, ".mtr") == 0);
     bool view_given = false;
     if (npos >= 2 && (strcmp(first, "summary") == 0 || strcmp(first, "detail") == 0 || view_like)) {
         view_given = true;
         if (strcmp(positional[0], "summary") != 0 && strcmp(positional[0], "detail") != 0)
-            return cli_usage_error("report", "unknown report '%s' (accepted: summary, detail)", positional[0]);
+            return cli_usage_error("report", "unknown report '%s' (accepted: summary, detail)",
+                                   positional[0]);
         detail = strcmp(positional[0], "detail") == 0;
         positional++;
         npos--;
@@ -247,7 +253,7 @@ int cmd_report(int argc, char **argv)
         return detail_cli_report(&in, json, &scale, &dopt);
 
     struct report r;
-    rc = analyze_read_input(&in, &r, err, sizeof err);     /* a report or a trace */
+    rc = analyze_read_input(&in, &r, err, sizeof err); /* a report or a trace */
     report_input_close(&in);
     if (rc < 0 && rc != -ENODATA) {
         report_free(&r);
@@ -256,8 +262,9 @@ int cmd_report(int argc, char **argv)
     /* A truncated report still holds everything before the cut: show it. */
     int prc = json ? report_print_json(stdout, &r) : report_print_text(stdout, &r, &scale);
     if (!json && prc == 0 && (r.has & REPORT_HAS_SITES))
-        printf("Detail report: 'memtrail report detail %s' shows its %zu allocation sites with their stacks.\n",
-               path, r.nsites);
+        printf(
+            "Detail report: 'memtrail report detail %s' shows its %zu allocation sites with their stacks.\n",
+            path, r.nsites);
     report_free(&r);
     if (cli_write_status(prc) != CLI_OK)
         return CLI_FAILED;

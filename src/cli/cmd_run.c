@@ -1,8 +1,8 @@
 /* cmd_run.c — `memtrail run [--mode summary|detail|trace] [--depth N] [--unwind U] [-o FILE]
  * [--trace-buffer SIZE] [--no-loss] [--follow-exec] [--session DEF]... [--] CMD ARGS...`:
  * starts CMD with the agent (libmemtrail.so) preloaded and its options in
- * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its report or trace went, and
- * exits with CMD's own status (128+N when signal N killed it). */
+ * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its report or trace went,
+ * and exits with CMD's own status (128+N when signal N killed it). */
 #include "cli/cli.h"
 #include "common/options_table.h"
 #include "common/safe_file.h"
@@ -24,11 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char run_about[] =
-    "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
-    "summary report when it exits. CMD is found on PATH as a shell would.\n"
-    "memtrail's exit status is CMD's own (128+N when signal N killed it).\n"
-    "The options end at CMD: what follows it is CMD's own.\n";
+static const char run_about[] = "Run CMD with the memtrail agent preloaded (LD_PRELOAD) and write its\n"
+                                "summary report when it exits. CMD is found on PATH as a shell would.\n"
+                                "memtrail's exit status is CMD's own (128+N when signal N killed it).\n"
+                                "The options end at CMD: what follows it is CMD's own.\n";
 
 static const char run_more[] =
     "Environment:\n"
@@ -186,7 +185,7 @@ static int set_agent_env(const char *agent, const char *mode, const char *detail
         size_t n = strlen(old_opts), bs = 0;
         while (bs < n && old_opts[n - 1 - bs] == '\\')
             bs++;
-        fprintf(m, "%s%s:", old_opts, bs % 2 ? "\\" : "");  /* a dangling '\' must not eat our ':' */
+        fprintf(m, "%s%s:", old_opts, bs % 2 ? "\\" : ""); /* a dangling '\' must not eat our ':' */
     }
     fprintf(m, "mode=%s%s:output=", mode, detail_opts);
     put_option_value(m, output);
@@ -221,26 +220,26 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 }
 
 struct launch {
-    const char *what;       /* "report" or "trace", for messages */
+    const char *what; /* "report" or "trace", for messages */
     bool trace;
-    const char *path;       /* the resolved program */
-    char **argv;            /* its arguments, argv[0] as the user wrote it */
-    const char *out_abs;    /* the output template, absolute */
-    const char *prog;       /* %e */
-    bool go_exit;           /* a Go program: hold its exit_group for the report (run_exit.c) */
+    const char *path;    /* the resolved program */
+    char **argv;         /* its arguments, argv[0] as the user wrote it */
+    const char *out_abs; /* the output template, absolute */
+    const char *prog;    /* %e */
+    bool go_exit;        /* a Go program: hold its exit_group for the report (run_exit.c) */
 };
 
 struct outcome {
     pid_t pid;
-    int status;             /* from waitpid */
-    char *report;           /* expanded output path (absolute) */
-    bool stale;             /* the file there predates this run */
+    int status;   /* from waitpid */
+    char *report; /* expanded output path (absolute) */
+    bool stale;   /* the file there predates this run */
 };
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mtim.tv_sec == b->st_mtim.tv_sec
-           && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_size == b->st_size;
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_size == b->st_size;
 }
 
 /* fork + exec + wait. The child waits for a go byte so that the parent can
@@ -259,11 +258,11 @@ static int launch(const struct launch *l, struct outcome *o)
         return cli_error("pipe: %s", strerror(errno));
     }
     /* As system(): the program gets ^C and ^\, memtrail waits for it. */
-    struct sigaction ign = { .sa_handler = SIG_IGN }, dfl = { .sa_handler = SIG_DFL };
+    struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
     struct sigaction old_int, old_quit, old_chld, old_term, old_hup;
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
-    sigaction(SIGCHLD, &dfl, &old_chld);   /* an inherited SIG_IGN would reap it for us */
+    sigaction(SIGCHLD, &dfl, &old_chld); /* an inherited SIG_IGN would reap it for us */
 
     pid_t pid = fork();
     if (pid < 0) {
@@ -282,16 +281,18 @@ static int launch(const struct launch *l, struct outcome *o)
         close(errp[0]);
         char c;
         if (read_full(go[0], &c, 1) != 1)
-            _exit(127);     /* the parent went away */
+            _exit(127); /* the parent went away */
         if (watch[1] >= 0) {
             close(watch[0]);
             int e = run_exit_watch_install(watch[1]);
             if (e < 0)
-                fprintf(stderr, "memtrail: cannot hold %s's exit_group for its report (seccomp: %s): "
-                        "it will leave without one\n", l->argv[0], strerror(-e));
+                fprintf(stderr,
+                        "memtrail: cannot hold %s's exit_group for its report (seccomp: %s): "
+                        "it will leave without one\n",
+                        l->argv[0], strerror(-e));
         }
         execv(l->path, l->argv);
-        if (errno == ENOEXEC) {     /* no #! line: a shell script, as execvp does */
+        if (errno == ENOEXEC) { /* no #! line: a shell script, as execvp does */
             int n = 0;
             while (l->argv[n])
                 n++;
@@ -323,7 +324,7 @@ static int launch(const struct launch *l, struct outcome *o)
         target = 0; /* a trace streams into a FIFO its reader has open */
     if (target == 0) {
         ssize_t w = write(go[1], "g", 1);
-        (void)w;    /* if the child is gone, waitpid tells */
+        (void)w; /* if the child is gone, waitpid tells */
     }
     close(go[1]);
     int listener = -1;
@@ -337,7 +338,7 @@ static int launch(const struct launch *l, struct outcome *o)
     close(errp[0]);
 
     child_pid = pid;
-    struct sigaction fwd = { .sa_handler = forward_signal };
+    struct sigaction fwd = {.sa_handler = forward_signal};
     sigemptyset(&fwd.sa_mask);
     sigaction(SIGTERM, &fwd, &old_term);
     sigaction(SIGHUP, &fwd, &old_hup);
@@ -390,7 +391,8 @@ static bool started_off(void)
     return off;
 }
 
-static void announce_report(const struct outcome *o, const char *out_template, const char *prog, const char *mode)
+static void announce_report(const struct outcome *o, const char *out_template, const char *prog,
+                            const char *mode)
 {
     char *shown = expand_output(out_template, o->pid, prog);
     const char *path = shown ? shown : o->report;
@@ -408,8 +410,10 @@ static void announce_report(const struct outcome *o, const char *out_template, c
     } else if (o->stale) {
         fprintf(stderr, "memtrail: no new report from %d: %s is from an earlier run\n", (int)o->pid, path);
     } else if (strcmp(mode, "trace") == 0 && started_off() && !WIFSIGNALED(o->status)) {
-        fprintf(stderr, "memtrail: no trace from %d at %s: it ran with start=off ('memtrail query PID start trace'"
-                        " records on demand)\n", (int)o->pid, path);
+        fprintf(stderr,
+                "memtrail: no trace from %d at %s: it ran with start=off ('memtrail query PID start trace'"
+                " records on demand)\n",
+                (int)o->pid, path);
     } else {
         fprintf(stderr, "memtrail: no report from %d at %s: ", (int)o->pid, path);
         if (WIFSIGNALED(o->status))
@@ -417,7 +421,8 @@ static void announce_report(const struct outcome *o, const char *out_template, c
                     WTERMSIG(o->status), strsignal(WTERMSIG(o->status)));
         else
             fputs("the program may have called _exit(), exec'd another program, been killed,\n"
-                  "memtrail: or the agent was not loaded (see any loader message above)\n", stderr);
+                  "memtrail: or the agent was not loaded (see any loader message above)\n",
+                  stderr);
     }
     free(shown);
 }
@@ -463,7 +468,8 @@ static int add_agent_option(const char *opt)
 
 /* --follow-exec: the other processes of the tree wrote their own reports
  * (or traces). */
-static void announce_tree(const char *out_abs, const char *main_report, const struct timespec *since, bool trace)
+static void announce_tree(const char *out_abs, const char *main_report, const struct timespec *since,
+                          bool trace)
 {
     char *dir = NULL;
     const char *what = trace ? "trace" : "report";
@@ -487,14 +493,17 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
 
 static const struct cli_command run_cmd = {
     .name = "run",
-    .usage = "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-             "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
-             "                    [--session DEF]... [--] CMD [ARGS...]\n",
+    .usage =
+        "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
+        "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
+        "                    [--session DEF]... [--] CMD [ARGS...]\n",
     .about = run_about,
     .more = run_more,
     .stop_at_argument = true,
     .unknown_hint = " (put the command after '--')",
-    .min_args = 1, .max_args = -1, .missing = "missing the command to run",
+    .min_args = 1,
+    .max_args = -1,
+    .missing = "missing the command to run",
 };
 
 int cmd_run(int argc, char **argv)
@@ -506,27 +515,48 @@ int cmd_run(int argc, char **argv)
     /* The flags that become agent options take their values, help and
      * default from the agent's option table. */
     const struct cli_option options[] = {
-        {.kind = CLI_OPT_AGENT, .name = "mode", .arg = "MODE", .value = &mode, .agent = MT_OPT_MODE,
-         .except = "off", .noun = "mode",
+        {.kind = CLI_OPT_AGENT,
+         .name = "mode",
+         .arg = "MODE",
+         .value = &mode,
+         .agent = MT_OPT_MODE,
+         .except = "off",
+         .noun = "mode",
          .help = "Read a detail report with memtrail report detail, a trace with memtrail analyze."},
         {.kind = CLI_OPT_AGENT, .name = "depth", .arg = "N", .value = &depth, .agent = MT_OPT_DEPTH},
         {.kind = CLI_OPT_AGENT, .name = "unwind", .arg = "U", .value = &unwind, .agent = MT_OPT_UNWIND},
-        {.kind = CLI_OPT_STRING, .name = "output", .short_name = 'o', .arg = "FILE", .value = &output,
+        {.kind = CLI_OPT_STRING,
+         .name = "output",
+         .short_name = 'o',
+         .arg = "FILE",
+         .value = &output,
          .help = "where the report goes (default memtrail.%p.mtr, or memtrail.%p.mtt for a trace); %p is the "
                  "pid, %e the program name, %% a percent sign. With %p, each forked child writes its own "
                  "report. FILE is written whole (a temporary renamed into place), never through a symbolic "
                  "link or over anything but a regular file of yours; '-' is refused (docs/cli.md)"},
-        {.kind = CLI_OPT_AGENT, .name = "trace-buffer", .arg = "SIZE", .value = &trace_buffer,
+        {.kind = CLI_OPT_AGENT,
+         .name = "trace-buffer",
+         .arg = "SIZE",
+         .value = &trace_buffer,
          .agent = MT_OPT_TRACE_BUFFER},
-        {.kind = CLI_OPT_FLAG, .name = "no-loss", .value = &no_loss,
-         .help = "trace mode: when that buffer is full, the program waits rather than losing events (they are "
-                 "counted and shown); agent option trace_loss=wait"},
-        {.kind = CLI_OPT_FLAG, .name = "follow-exec", .value = &follow_exec,
-         .help = "keep tracking across exec (agent option follow_exec=on): programs the tree execs (even with "
-                 "an environment that drops LD_PRELOAD) load the agent and write their own reports, so FILE "
-                 "must contain %p. Without it, exec'd programs run untracked, and a process that execs leaves "
-                 "a report with reason exec."},
-        {.kind = CLI_OPT_LIST, .name = "session", .arg = "DEF", .value = &sessions,
+        {.kind = CLI_OPT_FLAG,
+         .name = "no-loss",
+         .value = &no_loss,
+         .help =
+             "trace mode: when that buffer is full, the program waits rather than losing events (they are "
+             "counted and shown); agent option trace_loss=wait"},
+        {.kind = CLI_OPT_FLAG,
+         .name = "follow-exec",
+         .value = &follow_exec,
+         .help =
+             "keep tracking across exec (agent option follow_exec=on): programs the tree execs (even with "
+             "an environment that drops LD_PRELOAD) load the agent and write their own reports, so FILE "
+             "must contain %p. Without it, exec'd programs run untracked, and a process that execs leaves "
+             "a report with reason exec."},
+        {.kind = CLI_OPT_LIST,
+         .name = "session",
+         .arg = "DEF",
+         .value = &sessions,
          .help = "an event session fed with the program's allocations, frees, reallocs, mmaps and munmaps, "
                  "started with it and stopped at exit (repeatable). DEF is its definition (options in "
                  "docs/events.md), e.g. 'name=big;target=histogram(source=size_class)'. See it live with "
@@ -540,13 +570,15 @@ int cmd_run(int argc, char **argv)
     for (int k = 0; k < sessions.n; k++) {
         const char *def = sessions.v[k];
         if (*def == '\0' || strchr(def, '\n'))
-            return cli_usage_error("run", "--session: %s", *def ? "a definition is one line (no newline)"
-                                                                : "empty session definition");
+            return cli_usage_error("run", "--session: %s",
+                                   *def ? "a definition is one line (no newline)"
+                                        : "empty session definition");
     }
     if (output && *output == '\0')
         return cli_usage_error("run", "-o: empty file name");
     if (output && strcmp(output, "-") == 0)
-        return cli_usage_error("run", "-o: '-' (standard output) is the program's: the report goes to a file");
+        return cli_usage_error("run",
+                               "-o: '-' (standard output) is the program's: the report goes to a file");
     bool trace = strcmp(mode, "trace") == 0;
     if (!output)
         output = trace ? "memtrail.%p.mtt" : "memtrail.%p.mtr";
@@ -556,8 +588,10 @@ int cmd_run(int argc, char **argv)
     if (check_template(output) != 0)
         return CLI_USAGE;
     if (follow_exec && !run_template_has_pid(output))
-        return cli_usage_error("run", "--follow-exec: -o '%s' has no %%p, but every process of the tree writes "
-                               "its own report (e.g. -o memtrail.%%p.mtr)", output);
+        return cli_usage_error("run",
+                               "--follow-exec: -o '%s' has no %%p, but every process of the tree writes "
+                               "its own report (e.g. -o memtrail.%%p.mtr)",
+                               output);
     if ((depth || unwind) && strcmp(mode, "detail") != 0 && !trace)
         return cli_usage_error("run", "%s is for detail and trace modes: add --mode detail or --mode trace",
                                depth ? "--depth" : "--unwind");
@@ -617,7 +651,7 @@ int cmd_run(int argc, char **argv)
     if (out_abs && rc == 0) {
         /* The coarse clock is the one file times are taken from. */
         clock_gettime(CLOCK_REALTIME_COARSE, &started);
-        struct launch l = { trace ? "trace" : "report", trace, path, cmd, out_abs, prog, go };
+        struct launch l = {trace ? "trace" : "report", trace, path, cmd, out_abs, prog, go};
         rc = launch(&l, &o);
     }
     if (rc == 0) {

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* The table: sys.dm_xe_sessions' column headers (users know them), each
  * read from its JSON key; blocked_event_fire_time is in ms there, as
  * SQL Server has it, and in ns in the JSON. */
@@ -174,7 +173,8 @@ static int render_array(FILE *out, json_object *a, int indent)
     const char **keys = NULL;
     size_t nkeys = 0;
     for (size_t i = 0; i < n; i++) {
-        json_object_object_foreach(json_object_array_get_idx(a, i), key, val) {
+        json_object_object_foreach(json_object_array_get_idx(a, i), key, val)
+        {
             (void)val;
             bool seen = false;
             for (size_t k = 0; k < nkeys && !seen; k++)
@@ -201,7 +201,8 @@ static int render(FILE *out, json_object *j, int indent, const char *skip)
 {
     if (json_object_is_type(j, json_type_array))
         return render_array(out, j, indent);
-    json_object_object_foreach(j, key, v) {
+    json_object_object_foreach(j, key, v)
+    {
         if (skip && strcmp(key, skip) == 0)
             continue;
         fprintf(out, "%*s%s:", indent, "", key);
@@ -237,7 +238,9 @@ static const struct cli_command sessions_cmd = {
              "the agent's own (memtrail run --session DEF) and those the program created\n"
              "with mt_session_create(). One row per session, with the columns of SQL\n"
              "Server's sys.dm_xe_sessions (buffer sizes in bytes, times in ms).\n",
-    .min_args = 1, .max_args = 1, .missing = "missing the PID of the process to ask",
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "missing the PID of the process to ask",
     .extra = "too many arguments ('%s')",
 };
 
@@ -252,7 +255,8 @@ static void write_json(mt_json *out, json_object *j)
         for (size_t i = 0; i < json_object_array_length(j) && !nested; i++)
             nested = is_container(json_object_array_get_idx(j, i));
     } else if (json_object_is_type(j, json_type_object)) {
-        json_object_object_foreach(j, key, v) {
+        json_object_object_foreach(j, key, v)
+        {
             (void)key;
             nested |= v && is_container(v);
         }
@@ -270,7 +274,8 @@ static void write_json(mt_json *out, json_object *j)
         if (!nested)
             mt_json_oneline(out);
         mt_json_object_begin(out);
-        json_object_object_foreach(j, key, v) {
+        json_object_object_foreach(j, key, v)
+        {
             mt_json_key(out, key);
             write_json(out, v);
         }
@@ -283,7 +288,9 @@ static void write_json(mt_json *out, json_object *j)
             mt_json_u64(out, json_object_get_uint64(j));
         break;
     case json_type_boolean: mt_json_bool(out, json_object_get_boolean(j)); break;
-    case json_type_string: mt_json_strn(out, json_object_get_string(j), (size_t)json_object_get_string_len(j)); break;
+    case json_type_string:
+        mt_json_strn(out, json_object_get_string(j), (size_t)json_object_get_string_len(j));
+        break;
     case json_type_double: /* none in the engine's documents: its numbers are integers */
     case json_type_null:
     default: mt_json_null(out); break;
@@ -310,7 +317,8 @@ static int print_text(long pid, json_object *sessions, bool targets)
         json_object *s = json_object_array_get_idx(sessions, i), *name = member(s, "name");
         json_object *t = member(s, "targets");
         size_t nt = json_object_is_type(t, json_type_array) ? json_object_array_length(t) : 0;
-        printf("\nSession '%s': ", json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "?");
+        printf("\nSession '%s': ",
+               json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "?");
         if (nt == 0) {
             puts("no targets");
             continue;
@@ -318,7 +326,8 @@ static int print_text(long pid, json_object *sessions, bool targets)
         printf("%zu target%s\n", nt, nt == 1 ? "" : "s");
         for (size_t k = 0; k < nt; k++) {
             json_object *tg = json_object_array_get_idx(t, k), *kind = member(tg, "target");
-            printf("  %s\n", json_object_is_type(kind, json_type_string) ? json_object_get_string(kind) : "target");
+            printf("  %s\n",
+                   json_object_is_type(kind, json_type_string) ? json_object_get_string(kind) : "target");
             /* its members but "target", which the line above names */
             if (json_object_is_type(tg, json_type_object) && render(stdout, tg, 4, "target") < 0)
                 return -ENOMEM;
@@ -344,16 +353,17 @@ static int read_answer(long pid, const char *buf, size_t len, json_object **doc)
     int rc = 0;
     json_object *schema = member(j, "schema"), *sessions = member(j, "sessions");
     if (!j || jerr != json_tokener_success)
-        rc = cli_error("process %ld answered with bad JSON (%s at byte %zu); is its agent older than this memtrail?",
-                       pid, jerr == json_tokener_continue ? "cut short" : json_tokener_error_desc(jerr), used);
+        rc = cli_error(
+            "process %ld answered with bad JSON (%s at byte %zu); is its agent older than this memtrail?",
+            pid, jerr == json_tokener_continue ? "cut short" : json_tokener_error_desc(jerr), used);
     else if (used < len)
         rc = cli_error("process %ld answered with bad JSON (text after the document at byte %zu)", pid, used);
     else if (!json_object_is_type(schema, json_type_string) ||
              strcmp(json_object_get_string(schema), MT_JSON_SCHEMA) != 0)
-        rc = cli_error("process %ld answered with schema %s, this memtrail reads \"" MT_JSON_SCHEMA
-                       "\"; run the memtrail that started it",
-                       pid, schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_NOSLASHESCAPE)
-                              : "(none)");
+        rc = cli_error(
+            "process %ld answered with schema %s, this memtrail reads \"" MT_JSON_SCHEMA
+            "\"; run the memtrail that started it",
+            pid, schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_NOSLASHESCAPE) : "(none)");
     else if (!json_object_is_type(sessions, json_type_array))
         rc = cli_error("process %ld answered without a \"sessions\" array", pid);
     if (rc != 0)
@@ -369,7 +379,9 @@ int cmd_sessions(int argc, char **argv)
     int timeout_s = 5;
     const struct cli_option options[] = {
         CLI_OPT_JSON(&json, "print the sessions as JSON (schema memtrail/1; keys in docs/json-sessions.md)"),
-        {.kind = CLI_OPT_FLAG, .name = "targets", .value = &targets,
+        {.kind = CLI_OPT_FLAG,
+         .name = "targets",
+         .value = &targets,
          .help = "also print each session's targets and their data (ring buffer events, histogram buckets, "
                  "counters, unmatched pairs, event files)"},
         CLI_OPT_TIMEOUT(&timeout_s),

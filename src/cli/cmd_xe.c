@@ -29,7 +29,7 @@ static const char plan_about[] =
     "Both end with advice: which MAX_MEMORY values give the same buffers, and\n"
     "what the next step costs.\n";
 
-#define MAX_COUNT (1u << 20) /* --cpus/--nodes: far above any machine, far below overflow */
+#define MAX_COUNT (1u << 20)        /* --cpus/--nodes: far above any machine, far below overflow */
 #define RANGE_MAX_VALUES (1u << 24) /* --range: KB values in one table */
 
 /* ---- this machine -------------------------------------------------------- */
@@ -413,9 +413,10 @@ static int parse_range(const char *s, uint64_t *a, uint64_t *b)
     /* Every KB value of the range is planned: bounded, so the table comes
      * in seconds (16 GB of MAX_MEMORY at most). */
     if (*b - *a >= RANGE_MAX_VALUES) {
-        cli_usage_error("xe plan", "--range: '%s' spans %" PRIu64 " KB values; a table covers at most %u "
-                        "(e.g. %" PRIu64 "-%" PRIu64 ")", s, *b - *a + 1, RANGE_MAX_VALUES, *a,
-                        *a + RANGE_MAX_VALUES - 1);
+        cli_usage_error("xe plan",
+                        "--range: '%s' spans %" PRIu64 " KB values; a table covers at most %u "
+                        "(e.g. %" PRIu64 "-%" PRIu64 ")",
+                        s, *b - *a + 1, RANGE_MAX_VALUES, *a, *a + RANGE_MAX_VALUES - 1);
         return -1;
     }
     return 0;
@@ -430,7 +431,8 @@ static const struct cli_command plan_cmd = {
     .about = plan_about,
     .more = "Exit status: 0, or 1 when the session would be rejected (the reason on\n"
             "stderr), 2 for bad usage.\n",
-    .max_args = 0, .extra = "unexpected argument '%s'",
+    .max_args = 0,
+    .extra = "unexpected argument '%s'",
 };
 
 static int cmd_plan(int argc, char **argv)
@@ -440,21 +442,52 @@ static int cmd_plan(int argc, char **argv)
     bool json = false, strict = false, max_memory_given = false;
     int cpus = (int)machine_cpus(), nodes = (int)machine_nodes();
     const struct cli_option options[] = {
-        {.kind = CLI_OPT_SIZE, .name = "max-memory", .arg = "SIZE", .value = &in.max_memory, .unit = 1024,
+        {.kind = CLI_OPT_SIZE,
+         .name = "max-memory",
+         .arg = "SIZE",
+         .value = &in.max_memory,
+         .unit = 1024,
          .given = &max_memory_given,
          .help = "MAX_MEMORY: a number of KB, or with a unit B, KB, MB, GB (e.g. 576, 4MB)"},
-        {.kind = CLI_OPT_PARSE, .name = "mode", .arg = "MODE", .value = &in.mode, .parse = parse_partition_mode,
-         .noun = "partition mode", .accepted = "none, per_node, per_cpu",
+        {.kind = CLI_OPT_PARSE,
+         .name = "mode",
+         .arg = "MODE",
+         .value = &in.mode,
+         .parse = parse_partition_mode,
+         .noun = "partition mode",
+         .accepted = "none, per_node, per_cpu",
          .help = "MEMORY_PARTITION_MODE: none (default), per_node, per_cpu"},
-        {.kind = CLI_OPT_INT, .name = "cpus", .arg = "N", .value = &cpus, .min = 1, .max = MAX_COUNT,
-         .noun = "a count", .help = "logical CPUs for per_cpu (default: this machine's)"},
-        {.kind = CLI_OPT_INT, .name = "nodes", .arg = "N", .value = &nodes, .min = 1, .max = MAX_COUNT,
-         .noun = "a count", .help = "NUMA nodes for per_node (default: this machine's)"},
-        {.kind = CLI_OPT_FLAG, .name = "strict", .value = &strict,
+        {.kind = CLI_OPT_INT,
+         .name = "cpus",
+         .arg = "N",
+         .value = &cpus,
+         .min = 1,
+         .max = MAX_COUNT,
+         .noun = "a count",
+         .help = "logical CPUs for per_cpu (default: this machine's)"},
+        {.kind = CLI_OPT_INT,
+         .name = "nodes",
+         .arg = "N",
+         .value = &nodes,
+         .min = 1,
+         .max = MAX_COUNT,
+         .noun = "a count",
+         .help = "NUMA nodes for per_node (default: this machine's)"},
+        {.kind = CLI_OPT_FLAG,
+         .name = "strict",
+         .value = &strict,
          .help = "STRICT_MAX_MEMORY=ON: buffers never exceed MAX_MEMORY"},
-        {.kind = CLI_OPT_SIZE, .name = "max-event-size", .arg = "SIZE", .value = &in.max_event_size, .unit = 1024,
-         .help = "MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large buffers that hold one event of that size"},
-        {.kind = CLI_OPT_STRING, .name = "range", .arg = "A-B", .value = &range,
+        {.kind = CLI_OPT_SIZE,
+         .name = "max-event-size",
+         .arg = "SIZE",
+         .value = &in.max_event_size,
+         .unit = 1024,
+         .help =
+             "MAX_EVENT_SIZE (at least MAX_MEMORY): adds 2 large buffers that hold one event of that size"},
+        {.kind = CLI_OPT_STRING,
+         .name = "range",
+         .arg = "A-B",
+         .value = &range,
          .help = "the range table for MAX_MEMORY A..B KB (1 <= A <= B, at most 16777216 values)"},
         CLI_OPT_JSON(&json, "print JSON instead (schema memtrail/1, keys in docs/json.md)"),
         {0},
@@ -488,7 +521,9 @@ static const struct cli_command xe_cmd = {
              "  plan     the buffers a MAX_MEMORY and partition mode give: exact sizes,\n"
              "           memory allocated, and the range table of a machine shape\n",
     .more = "'memtrail xe plan --help' describes its options.\n",
-    .min_args = 1, .max_args = -1, .missing = "missing the xe command (accepted: plan)",
+    .min_args = 1,
+    .max_args = -1,
+    .missing = "missing the xe command (accepted: plan)",
     .stop_at_argument = true,
 };
 

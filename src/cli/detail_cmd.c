@@ -46,7 +46,8 @@ int detail_cli_print(const struct report *r, const char *name, bool json, const 
     if (!s)
         return cli_error("out of memory");
     print_warnings(s, NULL);
-    int st = cli_write_status(json ? detail_print_json(stdout, r, s, o) : detail_print_text(stdout, r, s, o, scale));
+    int st = cli_write_status(json ? detail_print_json(stdout, r, s, o)
+                                   : detail_print_text(stdout, r, s, o, scale));
     sym_close(s);
     return st;
 }
@@ -56,7 +57,7 @@ int detail_cli_report(struct report_input *in, bool json, const struct report_sc
 {
     struct report r;
     char err[REPORT_ERR_MAX];
-    int rc = analyze_read_input(in, &r, err, sizeof err);   /* a report or a trace */
+    int rc = analyze_read_input(in, &r, err, sizeof err); /* a report or a trace */
     report_input_close(in);
     if (rc < 0 && (rc != -ENODATA || !(r.has & REPORT_HAS_SITES))) {
         report_free(&r);

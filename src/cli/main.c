@@ -16,15 +16,15 @@ struct command {
 };
 
 static const struct command commands[] = {
-    { "run",    cmd_run,    "run a program with the memtrail agent and write its summary report" },
-    { "report", cmd_report, "print a summary report (.mtr) as NMT-like text or JSON" },
-    { "diff",   cmd_diff,   "compare two summary reports, category by category" },
-    { "query",  cmd_query,  "ask a running tracked process for its summary, a baseline, or a diff" },
-    { "export", cmd_export, "export a detail report's or a trace's sites as folded stacks, pprof or JSON" },
-    { "analyze", cmd_analyze, "analyse a trace: peak, leaks, temporary allocations, hot stacks, timeline" },
-    { "sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)" },
-    { "options", cmd_options, "the agent's options (MEMTRAIL_OPTIONS): what each accepts and its default" },
-    { "xe",     cmd_xe,     "plan event-session buffers: exact sizes per partition mode (Extended Events arithmetic)" },
+    {"run", cmd_run, "run a program with the memtrail agent and write its summary report"},
+    {"report", cmd_report, "print a summary report (.mtr) as NMT-like text or JSON"},
+    {"diff", cmd_diff, "compare two summary reports, category by category"},
+    {"query", cmd_query, "ask a running tracked process for its summary, a baseline, or a diff"},
+    {"export", cmd_export, "export a detail report's or a trace's sites as folded stacks, pprof or JSON"},
+    {"analyze", cmd_analyze, "analyse a trace: peak, leaks, temporary allocations, hot stacks, timeline"},
+    {"sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)"},
+    {"options", cmd_options, "the agent's options (MEMTRAIL_OPTIONS): what each accepts and its default"},
+    {"xe", cmd_xe, "plan event-session buffers: exact sizes per partition mode (Extended Events arithmetic)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -62,8 +62,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 static const char *command_list(void)
 {
     static char text[2048];
-    size_t used = (size_t)snprintf(text, sizeof text, "memtrail tracks where a native Linux program's memory goes.\n\n"
-                                                      "Commands:\n");
+    size_t used = (size_t)snprintf(text, sizeof text,
+                                   "memtrail tracks where a native Linux program's memory goes.\n\n"
+                                   "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS && used < sizeof text; i++)
         used += (size_t)snprintf(text + used, sizeof text - used, "  %-8s %s\n", commands[i].name,
                                  commands[i].summary);
@@ -90,7 +91,10 @@ static const struct command *find_command(const char *name)
 static int run_main(int argc, char **argv);
 
 /* Every exit goes through the check of standard output. */
-int main(int argc, char **argv) { return cli_close_stdout(run_main(argc, argv)); }
+int main(int argc, char **argv)
+{
+    return cli_close_stdout(run_main(argc, argv));
+}
 
 static int run_main(int argc, char **argv)
 {
@@ -125,7 +129,7 @@ static int run_main(int argc, char **argv)
         const struct command *cmd = find_command(argv[1]);
         if (!cmd)
             return cli_usage_error(NULL, "help: unknown command '%s'", argv[1]);
-        char *help_argv[] = { (char *)cmd->name, (char *)"--help", NULL };
+        char *help_argv[] = {(char *)cmd->name, (char *)"--help", NULL};
         return cmd->fn(2, help_argv);
     }
     const struct command *cmd = find_command(argv[0]);
@@ -133,7 +137,6 @@ static int run_main(int argc, char **argv)
         return cli_usage_error(NULL, "unknown command '%s'", argv[0]);
     return cmd->fn(n, argv);
 }
-
 
 int cli_parse_scale(const char *value, void *scale)
 {

@@ -104,16 +104,13 @@ static int take_value(const char *cmd, const struct cli_option *o, const char *v
                                    o->max);
         return cli_usage_error(cmd, "bad value '%s' for --%s (expected an integer from %lld to %lld)", v,
                                o->name, o->min, o->max);
-    case CLI_OPT_STRING:
-        *(const char **)o->value = v;
-        return 0;
+    case CLI_OPT_STRING: *(const char **)o->value = v; return 0;
     case CLI_OPT_LIST: {
         struct cli_list *l = o->value;
         l->v[l->n++] = v;
         return 0;
     }
-    case CLI_OPT_CHOICE:
-        return choice_value(cmd, o, v);
+    case CLI_OPT_CHOICE: return choice_value(cmd, o, v);
     case CLI_OPT_SIZE:
         rc = xe_parse_size(v, o->unit, o->value);
         if (rc == -ERANGE)
@@ -130,10 +127,8 @@ static int take_value(const char *cmd, const struct cli_option *o, const char *v
             return cli_usage_error(cmd, "--%s: unknown %s '%s' (accepted: %s)", o->name, o->noun, v,
                                    o->accepted);
         return cli_usage_error(cmd, "--%s: bad value '%s' (accepted: %s)", o->name, v, o->accepted);
-    case CLI_OPT_AGENT:
-        return agent_value(cmd, o, v);
-    default:
-        return 0;
+    case CLI_OPT_AGENT: return agent_value(cmd, o, v);
+    default: return 0;
     }
 }
 

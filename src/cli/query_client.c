@@ -228,7 +228,6 @@ int query_ask(const struct query_target *t, const char *cmd, int timeout_ms, cha
     return 0;
 }
 
-
 int query_parse_pid(const char *s, long *pid)
 {
     char *end;
@@ -240,7 +239,6 @@ int query_parse_pid(const char *s, long *pid)
     return 0;
 }
 
-
 int query_open(long pid, const char *cmd_name, struct query_target *t)
 {
     memset(t, 0, sizeof *t);
@@ -249,8 +247,8 @@ int query_open(long pid, const char *cmd_name, struct query_target *t)
     if (rc != 0)
         return rc;
     if (t->uid != (unsigned)geteuid())
-        return cli_error("process %ld belongs to uid %u; memtrail %s only talks to your own processes", t->pid,
-                         t->uid, cmd_name);
+        return cli_error("process %ld belongs to uid %u; memtrail %s only talks to your own processes",
+                         t->pid, t->uid, cmd_name);
     rc = find_dirs(t);
     if (rc == 0)
         rc = find_socket(t, &t->sock);

@@ -53,7 +53,7 @@ int run_resolve_command(const char *cmd, char **resolved)
                 *resolved = cand;
                 return 0;
             }
-            result = -EACCES;   /* as execvp: remember, keep looking */
+            result = -EACCES; /* as execvp: remember, keep looking */
         }
         free(cand);
         p += len;
@@ -74,7 +74,7 @@ static bool read_at(int fd, void *buf, size_t len, off_t off)
 static int elf_is_static(int fd, const Elf64_Ehdr *eh)
 {
     uint64_t phnum = eh->e_phnum;
-    if (phnum == PN_XNUM) {     /* the real count is in section header 0 */
+    if (phnum == PN_XNUM) { /* the real count is in section header 0 */
         Elf64_Shdr sh0;
         if (eh->e_shoff == 0 || !read_at(fd, &sh0, sizeof sh0, (off_t)eh->e_shoff))
             return -1;
@@ -104,11 +104,12 @@ static int check_program(const char *path, const char *shown, int depth)
                          shown);
     if (getxattr(path, "security.capability", NULL, 0) > 0)
         return cli_error("%s has file capabilities: the loader ignores LD_PRELOAD, so nothing could be "
-                         "tracked", shown);
+                         "tracked",
+                         shown);
 
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;   /* execute-only: exec may still work; nothing more to check */
+        return 0; /* execute-only: exec may still work; nothing more to check */
     unsigned char head[256];
     ssize_t n = pread(fd, head, sizeof head - 1, 0);
     int rc = 0;
@@ -135,7 +136,8 @@ static int check_program(const char *path, const char *shown, int depth)
                 rc = cli_error("%s: cannot read its ELF program headers (truncated file?)", shown);
             else if (s > 0)
                 rc = cli_error("%s is statically linked: malloc cannot be interposed in a static binary, "
-                               "so nothing could be tracked", shown);
+                               "so nothing could be tracked",
+                               shown);
         }
     }
     close(fd);

@@ -38,7 +38,10 @@
 
 #define ASK_TIMEOUT_MS 10000
 
-static int read_exact(int fd, void *buf, size_t len, off_t off) { return pread(fd, buf, len, off) == (ssize_t)len; }
+static int read_exact(int fd, void *buf, size_t len, off_t off)
+{
+    return pread(fd, buf, len, off) == (ssize_t)len;
+}
 
 /* Go's linker writes a note named "Go" of type 4 (its build id) in a PT_NOTE. */
 static int has_go_note(int fd, const Elf64_Phdr *ph)

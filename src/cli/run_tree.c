@@ -75,7 +75,8 @@ static bool is_output(int dirfd, const char *name, bool trace)
     char head[16];
     ssize_t n = read(fd, head, sizeof head);
     close(fd);
-    return trace ? n >= 8 && memcmp(head, "MTTRACE", 8) == 0 : n >= 16 && memcmp(head, "memtrail-report ", 16) == 0;
+    return trace ? n >= 8 && memcmp(head, "MTTRACE", 8) == 0
+                 : n >= 16 && memcmp(head, "memtrail-report ", 16) == 0;
 }
 
 static bool not_before(const struct timespec *a, const struct timespec *since)

@@ -27,8 +27,14 @@ static void init(mt_json *j, FILE *f, mt_out *o, bool pretty)
     *j = (mt_json){.f = f, .o = o, .pretty = pretty};
 }
 
-void mt_json_init_file(mt_json *j, FILE *f, bool pretty) { init(j, f, NULL, pretty); }
-void mt_json_init_out(mt_json *j, mt_out *o, bool pretty) { init(j, NULL, o, pretty); }
+void mt_json_init_file(mt_json *j, FILE *f, bool pretty)
+{
+    init(j, f, NULL, pretty);
+}
+void mt_json_init_out(mt_json *j, mt_out *o, bool pretty)
+{
+    init(j, NULL, o, pretty);
+}
 
 static bool on_one_line(const mt_json *j)
 {
@@ -48,7 +54,10 @@ static void misuse(mt_json *j)
         j->err = -EINVAL;
 }
 
-static bool in_array(const mt_json *j) { return j->depth > 0 && (j->array >> (j->depth - 1) & 1); }
+static bool in_array(const mt_json *j)
+{
+    return j->depth > 0 && (j->array >> (j->depth - 1) & 1);
+}
 
 /* What comes before an element (a key, or a value in an array): the comma
  * after the previous one and, in a pretty container, the line break. */
@@ -109,11 +118,26 @@ static void end(mt_json *j, char close)
     put(j, &close, 1);
 }
 
-void mt_json_object_begin(mt_json *j) { begin(j, '{'); }
-void mt_json_object_end(mt_json *j) { end(j, '}'); }
-void mt_json_array_begin(mt_json *j) { begin(j, '['); }
-void mt_json_array_end(mt_json *j) { end(j, ']'); }
-void mt_json_oneline(mt_json *j) { j->next_oneline = true; }
+void mt_json_object_begin(mt_json *j)
+{
+    begin(j, '{');
+}
+void mt_json_object_end(mt_json *j)
+{
+    end(j, '}');
+}
+void mt_json_array_begin(mt_json *j)
+{
+    begin(j, '[');
+}
+void mt_json_array_end(mt_json *j)
+{
+    end(j, ']');
+}
+void mt_json_oneline(mt_json *j)
+{
+    j->next_oneline = true;
+}
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), or 0: overlong
  * forms, surrogates and code points past U+10FFFF are invalid. */
@@ -139,13 +163,16 @@ static size_t utf8_len(const unsigned char *s, size_t n)
             return 0;
         cp = cp << 6 | (s[i] & 0x3f);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff))
-        || (cp >= 0xd800 && cp <= 0xdfff))
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
         return 0;
     return len;
 }
 
-static bool plain(unsigned char c) { return c >= 0x20 && c != 0x7f && c != '"' && c != '\\'; }
+static bool plain(unsigned char c)
+{
+    return c >= 0x20 && c != 0x7f && c != '"' && c != '\\';
+}
 
 static void escaped(mt_json *j, const unsigned char *s, size_t n)
 {
@@ -157,19 +184,17 @@ static void escaped(mt_json *j, const unsigned char *s, size_t n)
             puts_(j, "\\ufffd");
             s++, n--;
         } else if (!plain(*s)) {
-            char e[6] = { '\\', 0, 0, 0, 0, 0 };
+            char e[6] = {'\\', 0, 0, 0, 0, 0};
             size_t len = 2;
             switch (*s) {
-            case '"':  e[1] = '"'; break;
+            case '"': e[1] = '"'; break;
             case '\\': e[1] = '\\'; break;
             case '\n': e[1] = 'n'; break;
             case '\t': e[1] = 't'; break;
             case '\r': e[1] = 'r'; break;
             case '\b': e[1] = 'b'; break;
             case '\f': e[1] = 'f'; break;
-            default:
-                e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[*s >> 4], e[5] = hex[*s & 15];
-                len = 6;
+            default: e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[*s >> 4], e[5] = hex[*s & 15]; len = 6;
             }
             put(j, e, len);
             s++, n--;
@@ -272,11 +297,31 @@ void mt_json_hex(mt_json *j, uint64_t v)
     mt_json_strn(j, buf + i, sizeof buf - i);
 }
 
-void mt_json_kstr(mt_json *j, const char *key, const char *s) { mt_json_key(j, key); mt_json_str(j, s); }
-void mt_json_ku64(mt_json *j, const char *key, uint64_t v) { mt_json_key(j, key); mt_json_u64(j, v); }
-void mt_json_ki64(mt_json *j, const char *key, int64_t v) { mt_json_key(j, key); mt_json_i64(j, v); }
-void mt_json_kbool(mt_json *j, const char *key, bool v) { mt_json_key(j, key); mt_json_bool(j, v); }
-void mt_json_knull(mt_json *j, const char *key) { mt_json_key(j, key); mt_json_null(j); }
+void mt_json_kstr(mt_json *j, const char *key, const char *s)
+{
+    mt_json_key(j, key);
+    mt_json_str(j, s);
+}
+void mt_json_ku64(mt_json *j, const char *key, uint64_t v)
+{
+    mt_json_key(j, key);
+    mt_json_u64(j, v);
+}
+void mt_json_ki64(mt_json *j, const char *key, int64_t v)
+{
+    mt_json_key(j, key);
+    mt_json_i64(j, v);
+}
+void mt_json_kbool(mt_json *j, const char *key, bool v)
+{
+    mt_json_key(j, key);
+    mt_json_bool(j, v);
+}
+void mt_json_knull(mt_json *j, const char *key)
+{
+    mt_json_key(j, key);
+    mt_json_null(j);
+}
 
 void mt_json_ku64_or_null(mt_json *j, const char *key, bool have, uint64_t v)
 {

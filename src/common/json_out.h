@@ -26,16 +26,16 @@
 #define MT_JSON_MAX_DEPTH 32
 
 typedef struct mt_json {
-    FILE *f;            /* the sink: a stdio stream, or */
-    mt_out *o;          /* an mt_out */
-    bool pretty;        /* one element a line, indented by two spaces */
-    bool after_key;     /* a key was written; its value comes next */
-    unsigned depth;     /* open containers */
-    uint32_t nonempty;  /* bit d: the container at depth d has an element */
-    uint32_t oneline;   /* bit d: the container at depth d is on one line */
-    uint32_t array;     /* bit d: the container at depth d is an array */
-    bool next_oneline;  /* the next container begun goes on one line */
-    int err;            /* the first error: -EINVAL on misuse, -EIO from the sink */
+    FILE *f;           /* the sink: a stdio stream, or */
+    mt_out *o;         /* an mt_out */
+    bool pretty;       /* one element a line, indented by two spaces */
+    bool after_key;    /* a key was written; its value comes next */
+    unsigned depth;    /* open containers */
+    uint32_t nonempty; /* bit d: the container at depth d has an element */
+    uint32_t oneline;  /* bit d: the container at depth d is on one line */
+    uint32_t array;    /* bit d: the container at depth d is an array */
+    bool next_oneline; /* the next container begun goes on one line */
+    int err;           /* the first error: -EINVAL on misuse, -EIO from the sink */
 } mt_json;
 
 void mt_json_init_file(mt_json *j, FILE *f, bool pretty);

@@ -13,35 +13,42 @@ static const mt_optchoice modes[] = {
     {"detail", MT_MODE_DETAIL, "also call stacks per allocation site"},
     {"trace", MT_MODE_TRACE, "every event, in a trace file"},
     {"off", MT_MODE_OFF, "the agent does nothing"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 static const mt_optchoice unwinders[] = {
     {"auto", MT_UNWIND_AUTO, "= `cfi`"},
     {"cfi", MT_UNWIND_CFI, "memtrail's own walk over the unwind tables, libunwind where it cannot go"},
     {"libunwind", MT_UNWIND_LIBUNWIND, "libunwind only"},
     {"fp", MT_UNWIND_FP, "frame pointers"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 static const mt_optchoice losses[] = {
     {"drop", 0, "a full buffer loses the event, counted"},
     {"wait", 1, "the program waits"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 static const mt_optchoice on_errors[] = {
     {"report", MT_ON_ERROR_REPORT, "say it on stderr, go on"},
     {"abort", MT_ON_ERROR_ABORT, "say it, then abort"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 static const mt_optchoice on_off[] = {{"on", 1, ""}, {"off", 0, ""}, {NULL, 0, NULL}};
 static const mt_optchoice follow[] = {
     {"on", 1, "exec'd programs load the agent too"},
     {"off", 0, "they run untracked"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 static const mt_optchoice starts[] = {
     {"on", 1, "from start-up"},
     {"off", 0, "summary counting only, until `memtrail query PID start`"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 static const mt_optchoice queries[] = {
     {"on", MT_QUERY_SIGNAL, "signal-driven; in trace mode, served from a thread"},
     {"thread", MT_QUERY_THREAD, "served from a thread of the agent's"},
     {"off", MT_QUERY_OFF, "no control socket"},
-    {NULL, 0, NULL}};
+    {NULL, 0, NULL},
+};
 
 const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_MODE] = {"mode", MT_OPTT_CHOICE, modes, 0, 0, NULL, "summary", "what to record"},
@@ -49,10 +56,11 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                       "detail and trace modes: frames per stack"},
     [MT_OPT_UNWIND] = {"unwind", MT_OPTT_CHOICE, unwinders, 0, 0, NULL, "auto",
                        "detail and trace modes: how stacks are taken"},
-    [MT_OPT_OUTPUT] = {"output", MT_OPTT_PATH, NULL, 1, MT_OUTPUT_MAX,
-                       "a file path, at most 3800 bytes; %p = pid, %e = program name", "memtrail.%p.mtr",
-                       "the report's (or trace's) path, in the start-up directory unless absolute; `%%` = `%`; "
-                       "`memtrail run --mode trace` gives `memtrail.%p.mtt`"},
+    [MT_OPT_OUTPUT] =
+        {"output", MT_OPTT_PATH, NULL, 1, MT_OUTPUT_MAX,
+         "a file path, at most 3800 bytes; %p = pid, %e = program name", "memtrail.%p.mtr",
+         "the report's (or trace's) path, in the start-up directory unless absolute; `%%` = `%`; "
+         "`memtrail run --mode trace` gives `memtrail.%p.mtt`"},
     [MT_OPT_TRACE_BUFFER] = {"trace_buffer", MT_OPTT_SIZE, NULL, 192 << 10, 64ll << 30,
                              "a size from 192KB to 64GB, a number of MB or with a unit", "64MB",
                              "trace mode: the event buffer between the program's threads and the thread that "
@@ -64,8 +72,9 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                                 "trace mode: the resolution of event times (order is always exact)"},
     [MT_OPT_TRACE_LEVEL] = {"trace_level", MT_OPTT_INT, NULL, 1, 19, "a zstd level from 1 to 19", "1",
                             "trace mode: how hard chunks are compressed"},
-    [MT_OPT_TRACE_CHUNK] = {"trace_chunk", MT_OPTT_INT, NULL, 1024, 1 << 20, "events per chunk, 1024 to 1048576",
-                            "131072", "trace mode: events per compressed chunk"},
+    [MT_OPT_TRACE_CHUNK] = {"trace_chunk", MT_OPTT_INT, NULL, 1024, 1 << 20,
+                            "events per chunk, 1024 to 1048576", "131072",
+                            "trace mode: events per compressed chunk"},
     [MT_OPT_ON_ERROR] = {"on_error", MT_OPTT_CHOICE, on_errors, 0, 0, NULL, "report",
                          "a heap error (double free, overwritten canary)"},
     [MT_OPT_CRASH_REPORT] = {"crash_report", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "on",

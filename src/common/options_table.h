@@ -49,12 +49,12 @@ typedef struct mt_optchoice {
 
 typedef struct mt_optdef {
     const char *key;
-    int type;                     /* MT_OPTT_* */
-    const mt_optchoice *choices;  /* MT_OPTT_CHOICE: NULL-named entry ends them */
-    int64_t min, max;             /* MT_OPTT_INT, MT_OPTT_SIZE (bytes) */
-    const char *accepted;         /* MT_OPTT_INT/SIZE/PATH: the accepted values, in words */
-    const char *dflt;             /* the default, as written */
-    const char *doc;              /* what it does, for the docs */
+    int type;                    /* MT_OPTT_* */
+    const mt_optchoice *choices; /* MT_OPTT_CHOICE: NULL-named entry ends them */
+    int64_t min, max;            /* MT_OPTT_INT, MT_OPTT_SIZE (bytes) */
+    const char *accepted;        /* MT_OPTT_INT/SIZE/PATH: the accepted values, in words */
+    const char *dflt;            /* the default, as written */
+    const char *doc;             /* what it does, for the docs */
 } mt_optdef;
 
 extern const mt_optdef mt_optdefs[MT_NOPT];

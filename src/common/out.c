@@ -110,13 +110,16 @@ void mt_out_shown(mt_out *o, const char *s, size_t n)
         if (c >= 0x20 && c < 0x7f) {
             mt_out_char(o, (char)c);
         } else {
-            char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
             mt_out_mem(o, e, sizeof e);
         }
     }
 }
 
-void mt_out_char(mt_out *o, char c) { mt_out_mem(o, &c, 1); }
+void mt_out_char(mt_out *o, char c)
+{
+    mt_out_mem(o, &c, 1);
+}
 
 void mt_out_u64(mt_out *o, uint64_t v)
 {

@@ -14,9 +14,9 @@ typedef struct mt_out {
     char *buf;
     size_t cap;
     size_t len;
-    int fd;      /* -1: memory only, output past cap is dropped */
-    int err;     /* first negative errno from write(2), or -ENOSPC */
-    int sock;    /* fd is a socket: sent with MSG_NOSIGNAL, so a client gone raises no SIGPIPE */
+    int fd;   /* -1: memory only, output past cap is dropped */
+    int err;  /* first negative errno from write(2), or -ENOSPC */
+    int sock; /* fd is a socket: sent with MSG_NOSIGNAL, so a client gone raises no SIGPIPE */
 } mt_out;
 
 void mt_out_init(mt_out *o, char *buf, size_t cap, int fd);
@@ -32,7 +32,7 @@ void mt_out_char(mt_out *o, char c);
 void mt_out_shown(mt_out *o, const char *s, size_t n);
 void mt_out_u64(mt_out *o, uint64_t v);
 void mt_out_i64(mt_out *o, int64_t v);
-void mt_out_hex(mt_out *o, uint64_t v);   /* 0x-prefixed */
+void mt_out_hex(mt_out *o, uint64_t v); /* 0x-prefixed */
 /* " key=value": one field of a report line. */
 void mt_out_field(mt_out *o, const char *key, int64_t v);
 /* Writes what is buffered; returns 0 or the first error seen. */

@@ -22,8 +22,8 @@
  * published atomically, and a re-open that loses a race closes its own. */
 static struct {
     char path[MT_FILE_PATH_MAX];
-    size_t len;                 /* 0: none */
-    int fd;                     /* -1: not open */
+    size_t len; /* 0: none */
+    int fd;     /* -1: not open */
     dev_t dev;
     ino_t ino;
 } outdir = {.fd = -1};
@@ -62,7 +62,8 @@ static int outdir_fd(void)
 {
     int fd = __atomic_load_n(&outdir.fd, __ATOMIC_ACQUIRE);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == outdir.dev && st.st_ino == outdir.ino)
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == outdir.dev &&
+        st.st_ino == outdir.ino)
         return fd;
     int nfd = open_dir(outdir.path);
     if (nfd < 0)

@@ -30,16 +30,16 @@
 
 #include <stddef.h>
 
-#define MT_FILE_NAME_MAX 256    /* one path component and its NUL (NAME_MAX + 1) */
-#define MT_FILE_PATH_MAX 4096   /* a whole path and its NUL (PATH_MAX) */
+#define MT_FILE_NAME_MAX 256  /* one path component and its NUL (NAME_MAX + 1) */
+#define MT_FILE_PATH_MAX 4096 /* a whole path and its NUL (PATH_MAX) */
 
 typedef struct mt_file {
-    int dirfd;          /* the directory of the file (AT_FDCWD for a bare name) */
-    int own_dirfd;      /* dirfd was opened for this file: closed by commit/abort */
-    int fd;             /* the file being written; -1 once closed */
-    char name[MT_FILE_NAME_MAX];   /* the final name, in dirfd */
-    char tmp[MT_FILE_NAME_MAX];    /* the temporary name, in dirfd ("" if none) */
-    char dir[MT_FILE_PATH_MAX];    /* scratch: the directory part of a path */
+    int dirfd;                   /* the directory of the file (AT_FDCWD for a bare name) */
+    int own_dirfd;               /* dirfd was opened for this file: closed by commit/abort */
+    int fd;                      /* the file being written; -1 once closed */
+    char name[MT_FILE_NAME_MAX]; /* the final name, in dirfd */
+    char tmp[MT_FILE_NAME_MAX];  /* the temporary name, in dirfd ("" if none) */
+    char dir[MT_FILE_PATH_MAX];  /* scratch: the directory part of a path */
 } mt_file;
 
 /* May `name` in dirfd be written (replaced)? 0 when nothing is there or a

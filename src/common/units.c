@@ -86,7 +86,7 @@ static void put_fixed(struct text *t, bool negative, uint64_t mag, uint64_t unit
         int whole = ndigits(q);
         decimals = whole >= 3 ? 0 : 3 - whole;
     } else {
-        int zeros = 0;     /* zeros between the point and the first significant digit */
+        int zeros = 0; /* zeros between the point and the first significant digit */
         while ((u128)r * ten_to(zeros + 1) < unit && zeros < 16)
             zeros++;
         decimals = zeros + 3;

@@ -70,20 +70,20 @@ void export_map_free(struct export_map *m);
 /* One distinct return address and what the symbolizer made of it. */
 struct export_addr {
     uint64_t address;
-    size_t first;           /* its frames: stacks->frames[first .. first + nframes) */
-    int nframes;            /* >= 1, innermost (inlined) first */
-    long module;            /* index in r->modules of the module holding it, or -1 */
+    size_t first; /* its frames: stacks->frames[first .. first + nframes) */
+    int nframes;  /* >= 1, innermost (inlined) first */
+    long module;  /* index in r->modules of the module holding it, or -1 */
 };
 
 struct export_stacks {
     const struct report *r;
     struct symbolizer *sym;
-    struct export_addr *addrs;  /* in order of first use */
+    struct export_addr *addrs; /* in order of first use */
     size_t naddrs, addrs_cap;
     struct sym_frame *frames;
     size_t nframes, frames_cap;
-    struct export_map index;    /* address -> index in addrs */
-    struct report_module_map modules;   /* built on the first lookup */
+    struct export_map index;          /* address -> index in addrs */
+    struct report_module_map modules; /* built on the first lookup */
     bool modules_ready;
 };
 

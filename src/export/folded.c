@@ -48,7 +48,7 @@ static int text_add(struct text *t, const char *s)
  * overflow) is "[unknown]". */
 static int site_stack(struct export_stacks *st, const struct report_site *site, char **out)
 {
-    struct text t = { 0 };
+    struct text t = {0};
     int rc = 0;
     if (site->nframes == 0)
         rc = text_add(&t, "[unknown]");

@@ -22,19 +22,45 @@
 
 /* Field numbers of profile.proto. */
 enum {
-    PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3, PROFILE_LOCATION = 4,
-    PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9,
-    PROFILE_DURATION_NANOS = 10, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
-    PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
-    VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
-    SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
-    LABEL_KEY = 1, LABEL_STR = 2,
-    MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3, MAPPING_FILE_OFFSET = 4,
-    MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7,
-    MAPPING_HAS_FILENAMES = 8, MAPPING_HAS_LINE_NUMBERS = 9, MAPPING_HAS_INLINE_FRAMES = 10,
-    LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
-    LINE_FUNCTION_ID = 1, LINE_LINE = 2,
-    FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4,
+    PROFILE_SAMPLE_TYPE = 1,
+    PROFILE_SAMPLE = 2,
+    PROFILE_MAPPING = 3,
+    PROFILE_LOCATION = 4,
+    PROFILE_FUNCTION = 5,
+    PROFILE_STRING_TABLE = 6,
+    PROFILE_TIME_NANOS = 9,
+    PROFILE_DURATION_NANOS = 10,
+    PROFILE_PERIOD_TYPE = 11,
+    PROFILE_PERIOD = 12,
+    PROFILE_COMMENT = 13,
+    PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+    VALUE_TYPE_TYPE = 1,
+    VALUE_TYPE_UNIT = 2,
+    SAMPLE_LOCATION_ID = 1,
+    SAMPLE_VALUE = 2,
+    SAMPLE_LABEL = 3,
+    LABEL_KEY = 1,
+    LABEL_STR = 2,
+    MAPPING_ID = 1,
+    MAPPING_MEMORY_START = 2,
+    MAPPING_MEMORY_LIMIT = 3,
+    MAPPING_FILE_OFFSET = 4,
+    MAPPING_FILENAME = 5,
+    MAPPING_BUILD_ID = 6,
+    MAPPING_HAS_FUNCTIONS = 7,
+    MAPPING_HAS_FILENAMES = 8,
+    MAPPING_HAS_LINE_NUMBERS = 9,
+    MAPPING_HAS_INLINE_FRAMES = 10,
+    LOCATION_ID = 1,
+    LOCATION_MAPPING_ID = 2,
+    LOCATION_ADDRESS = 3,
+    LOCATION_LINE = 4,
+    LINE_FUNCTION_ID = 1,
+    LINE_LINE = 2,
+    FUNCTION_ID = 1,
+    FUNCTION_NAME = 2,
+    FUNCTION_SYSTEM_NAME = 3,
+    FUNCTION_FILENAME = 4,
 };
 
 /* The sample types, in value order (pprof's heap profiles'), and the
@@ -44,10 +70,10 @@ static const struct {
     const char *type, *unit;
     enum export_value value;
 } sample_types[] = {
-    { "inuse_space", "bytes", EXPORT_LIVE_BYTES },
-    { "inuse_objects", "count", EXPORT_LIVE_COUNT },
-    { "alloc_space", "bytes", EXPORT_ALLOCATED_BYTES },
-    { "alloc_objects", "count", EXPORT_ALLOCS },
+    {"inuse_space", "bytes", EXPORT_LIVE_BYTES},
+    {"inuse_objects", "count", EXPORT_LIVE_COUNT},
+    {"alloc_space", "bytes", EXPORT_ALLOCATED_BYTES},
+    {"alloc_objects", "count", EXPORT_ALLOCS},
 };
 #define NTYPES (sizeof sample_types / sizeof sample_types[0])
 
@@ -57,9 +83,9 @@ static const struct {
 /* --- the string table ------------------------------------------------------ */
 
 struct strtab {
-    char **s;               /* s[0] is "" */
+    char **s; /* s[0] is "" */
     size_t n, cap;
-    size_t *slots;          /* index + 1, 0 when empty */
+    size_t *slots; /* index + 1, 0 when empty */
     size_t nslots;
 };
 
@@ -138,7 +164,9 @@ static uint64_t file_offset(const struct report_module *m)
                 continue;
             best = ph.p_vaddr;
             /* start is the segment's address, perhaps rounded down to a page */
-            off = ph.p_vaddr >= vaddr && ph.p_offset >= ph.p_vaddr - vaddr ? ph.p_offset - (ph.p_vaddr - vaddr) : 0;
+            off = ph.p_vaddr >= vaddr && ph.p_offset >= ph.p_vaddr - vaddr
+                      ? ph.p_offset - (ph.p_vaddr - vaddr)
+                      : 0;
         }
     }
     close(fd);
@@ -152,14 +180,14 @@ struct builder {
     struct export_stacks st;
     struct strtab strings;
     struct pb_buf out, msg, sub;
-    struct export_map functions;    /* name index << 32 | file index -> function id */
-    int64_t *fn_name, *fn_file;     /* by function id - 1 */
+    struct export_map functions; /* name index << 32 | file index -> function id */
+    int64_t *fn_name, *fn_file;  /* by function id - 1 */
     size_t nfunctions, fn_cap;
     struct {
         bool functions, filenames, lines, inlines;
-    } *has;                         /* per module: what its Locations carry */
-    bool unknown_used;              /* a site without frames refers to UNKNOWN_LOCATION */
-    bool alloc_space;               /* every site has allocated_bytes: the alloc_space type */
+    } * has;           /* per module: what its Locations carry */
+    bool unknown_used; /* a site without frames refers to UNKNOWN_LOCATION */
+    bool alloc_space;  /* every site has allocated_bytes: the alloc_space type */
 };
 
 /* Location ids: 1 stands for "no stack" (the site table's overflow, site 0),
@@ -190,10 +218,10 @@ static int add_sample(struct builder *b, const struct report_site *site)
             free(ids);
             return -ENOMEM;
         }
-        ids[k] = a + 2;         /* the Location of address a */
+        ids[k] = a + 2; /* the Location of address a */
     }
     size_t nids = site->nframes;
-    if (nids == 0) {            /* go tool pprof drops a sample without Locations */
+    if (nids == 0) { /* go tool pprof drops a sample without Locations */
         ids[nids++] = UNKNOWN_LOCATION;
         b->unknown_used = true;
     }
@@ -218,7 +246,7 @@ static int add_sample(struct builder *b, const struct report_site *site)
 /* The id of the Function (name, file), added on first use; 0 on -ENOMEM. */
 static uint64_t function_id(struct builder *b, const struct sym_frame *f)
 {
-    char *name = export_frame_name(f);   /* ';' is harmless here, but one name for both exports */
+    char *name = export_frame_name(f); /* ';' is harmless here, but one name for both exports */
     int64_t n = name ? intern(&b->strings, name) : -ENOMEM, file = intern(&b->strings, f->file);
     free(name);
     if (n < 0 || file < 0)
@@ -243,7 +271,7 @@ static uint64_t function_id(struct builder *b, const struct sym_frame *f)
 static int add_locations(struct builder *b)
 {
     if (b->unknown_used) {
-        const struct sym_frame none = { .function = "[unknown]" };
+        const struct sym_frame none = {.function = "[unknown]"};
         uint64_t id = function_id(b, &none);
         if (!id)
             return -ENOMEM;
@@ -262,10 +290,10 @@ static int add_locations(struct builder *b)
             pb_uint64(&b->msg, LOCATION_MAPPING_ID, (uint64_t)ad->module + 1);
         pb_uint64(&b->msg, LOCATION_ADDRESS, ad->address);
         int named = 0;
-        for (int j = 0; j < ad->nframes; j++) {     /* innermost (inlined) first, as pprof wants */
+        for (int j = 0; j < ad->nframes; j++) { /* innermost (inlined) first, as pprof wants */
             const struct sym_frame *f = &b->st.frames[ad->first + (size_t)j];
             if (!f->function || !f->function[0])
-                continue;   /* unknown: no Line; pprof shows the address */
+                continue; /* unknown: no Line; pprof shows the address */
             uint64_t id = function_id(b, f);
             if (!id)
                 return -ENOMEM;
@@ -289,7 +317,8 @@ static int add_locations(struct builder *b)
         pb_reset(&b->msg);
         pb_uint64(&b->msg, FUNCTION_ID, i + 1);
         pb_int64(&b->msg, FUNCTION_NAME, b->fn_name[i]);
-        pb_int64(&b->msg, FUNCTION_SYSTEM_NAME, b->fn_name[i]);  /* the symbolizer gives demangled names only */
+        pb_int64(&b->msg, FUNCTION_SYSTEM_NAME,
+                 b->fn_name[i]); /* the symbolizer gives demangled names only */
         if (b->fn_file[i])
             pb_int64(&b->msg, FUNCTION_FILENAME, b->fn_file[i]);
         pb_message(&b->out, PROFILE_FUNCTION, &b->msg);
@@ -360,11 +389,12 @@ static int add_header(struct builder *b, enum export_value default_type, const c
     if (rc == 0)
         rc = add_comment(b, asprintf(&text, "memtrail detail report %s", source) < 0 ? NULL : text);
     if (rc == 0 && (r->has & REPORT_HAS_PID))
-        rc = add_comment(b, asprintf(&text, "pid %lld: %s", (long long)r->pid, r->exe ? r->exe : "?") < 0
-                                ? NULL : text);
+        rc = add_comment(
+            b, asprintf(&text, "pid %lld: %s", (long long)r->pid, r->exe ? r->exe : "?") < 0 ? NULL : text);
     if (rc == 0 && !b->alloc_space)
-        rc = add_comment(b, strdup("no alloc_space: the report's sites have no allocated_bytes (written by an "
-                                   "older memtrail)"));
+        rc =
+            add_comment(b, strdup("no alloc_space: the report's sites have no allocated_bytes (written by an "
+                                  "older memtrail)"));
     if (rc == 0 && !r->complete)
         rc = add_comment(b, strdup("the report was cut short: these are the sites it holds"));
     return rc;
@@ -403,7 +433,7 @@ static int gzip_write(FILE *out, const struct pb_buf *data)
 int export_pprof(FILE *out, const struct report *r, struct symbolizer *sym, enum export_value default_type,
                  const char *source)
 {
-    struct builder b = { .r = r, .alloc_space = report_sites_have_allocated(r) };
+    struct builder b = {.r = r, .alloc_space = report_sites_have_allocated(r)};
     bool known = false;
     for (size_t t = 0; t < NTYPES; t++)
         known |= sample_types[t].value == default_type && HAS_TYPE(&b, t);

@@ -8,9 +8,12 @@
 #include <string.h>
 
 static const char *const value_names[] = {
-    [EXPORT_LIVE_BYTES] = "live_bytes", [EXPORT_LIVE_COUNT] = "live_count",
-    [EXPORT_PEAK_BYTES] = "peak_bytes", [EXPORT_ALLOCS] = "allocs",
-    [EXPORT_FREES] = "frees",           [EXPORT_REALLOCS] = "reallocs",
+    [EXPORT_LIVE_BYTES] = "live_bytes",
+    [EXPORT_LIVE_COUNT] = "live_count",
+    [EXPORT_PEAK_BYTES] = "peak_bytes",
+    [EXPORT_ALLOCS] = "allocs",
+    [EXPORT_FREES] = "frees",
+    [EXPORT_REALLOCS] = "reallocs",
     [EXPORT_ALLOCATED_BYTES] = "allocated_bytes",
 };
 
@@ -35,9 +38,9 @@ int64_t export_site_value(const struct report_site *s, enum export_value v)
     case EXPORT_LIVE_BYTES: return s->n.live_bytes;
     case EXPORT_LIVE_COUNT: return s->n.live_count;
     case EXPORT_PEAK_BYTES: return s->n.peak_bytes;
-    case EXPORT_ALLOCS:     return s->n.allocs;
-    case EXPORT_FREES:      return s->n.frees;
-    case EXPORT_REALLOCS:   return s->n.reallocs;
+    case EXPORT_ALLOCS: return s->n.allocs;
+    case EXPORT_FREES: return s->n.frees;
+    case EXPORT_REALLOCS: return s->n.reallocs;
     case EXPORT_ALLOCATED_BYTES: return s->has_allocated ? s->allocated_bytes : 0;
     }
     return 0;
@@ -80,8 +83,8 @@ static void put_slot(struct export_map *m, uint64_t key, uint64_t val)
 
 int export_map_put(struct export_map *m, uint64_t key, uint64_t val)
 {
-    if ((m->n + 1) * 2 > m->cap) {   /* keep it at most half full */
-        struct export_map g = { 0 };
+    if ((m->n + 1) * 2 > m->cap) { /* keep it at most half full */
+        struct export_map g = {0};
         g.cap = m->cap ? m->cap * 2 : 64;
         g.keys = malloc(g.cap * sizeof *g.keys);
         g.vals = malloc(g.cap * sizeof *g.vals);
@@ -138,7 +141,7 @@ int export_stacks_lookup(struct export_stacks *st, uint64_t address, size_t *ind
         return -ENOMEM;
     struct sym_frame *out = st->frames + st->nframes;
     int n = st->sym ? sym_lookup(st->sym, address, out, MAX_INLINE) : 0;
-    if (n < 1) {    /* no symbolizer: the bare address */
+    if (n < 1) { /* no symbolizer: the bare address */
         memset(out, 0, sizeof *out);
         out->address = address;
         n = 1;

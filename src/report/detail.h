@@ -20,11 +20,11 @@
 struct symbolizer *detail_symbolizer(const struct report *r);
 
 struct detail_options {
-    int depth;          /* frames per site shown, and sites merged whose first `depth` frames
-                           (and category) are equal; 0: every recorded frame */
-    int top;            /* sites shown; 0: all */
-    bool by_allocs;     /* --sort allocated: by allocated bytes (by allocation count when a site of
-                           the report lacks allocated_bytes), not live bytes */
+    int depth;      /* frames per site shown, and sites merged whose first `depth` frames
+                       (and category) are equal; 0: every recorded frame */
+    int top;        /* sites shown; 0: all */
+    bool by_allocs; /* --sort allocated: by allocated bytes (by allocation count when a site of
+                       the report lacks allocated_bytes), not live bytes */
 };
 
 /* The summary (report_print_text), then the sites. */
@@ -33,7 +33,8 @@ int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, c
 /* The summary's JSON document (report_print_json) with "stack_depth",
  * "unwinder", "sites_dropped", "sites_total", "sorted_by",
  * "symbol_warnings" and "sites" added. */
-int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, const struct detail_options *o);
+int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s,
+                      const struct detail_options *o);
 
 /* The sites that grew, shrank, appeared or went between two detail
  * reports, matched by symbolized stack (function names and module file
@@ -41,10 +42,11 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
  * change of live bytes first. The text follows the category diff; the JSON
  * variant takes the category diff's document (report_diff_print_json) and
  * adds "sites". */
-int detail_diff_print_text(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
-                           struct symbolizer *sc, const struct detail_options *o, const struct report_scale *scale);
-int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
-                           struct symbolizer *sc, const struct detail_options *o);
+int detail_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
+                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o,
+                           const struct report_scale *scale);
+int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur,
+                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o);
 
 /* A stack's "frames" array: each recorded return address symbolized
  * (inlined calls first), as {function, file, line, module, address,

@@ -29,24 +29,24 @@ struct report_counts {
     int64_t peak_bytes;
     int64_t allocs;
     int64_t frees;
-    int64_t reallocs;       /* 0 when the file has no reallocs= field */
+    int64_t reallocs; /* 0 when the file has no reallocs= field */
 };
 
 /* The virtual memory fields of a category line (all 0 in a report written
  * before they existed; see has_vm). */
 struct report_vm {
-    int64_t reserved;       /* address space mapped */
-    int64_t committed;      /* the accessible part of it */
-    int64_t resident;       /* the part in memory when the report was written */
-    int64_t mappings;       /* address ranges */
+    int64_t reserved;  /* address space mapped */
+    int64_t committed; /* the accessible part of it */
+    int64_t resident;  /* the part in memory when the report was written */
+    int64_t mappings;  /* address ranges */
 };
 
 struct report_category {
     char *name;
-    char *kind;             /* "malloc", "overhead", "vm", or what a newer writer says */
+    char *kind; /* "malloc", "overhead", "vm", or what a newer writer says */
     struct report_counts n;
     struct report_vm vm;
-    bool has_vm;            /* the line carried the virtual memory fields */
+    bool has_vm; /* the line carried the virtual memory fields */
 };
 
 /* The process line: the kernel's figures when the report was written. */
@@ -66,29 +66,29 @@ struct report_errors {
 
 /* Which single-valued lines were present (a truncated file may lack some). */
 enum {
-    REPORT_HAS_PID      = 1u << 0,
-    REPORT_HAS_PPID     = 1u << 1,
-    REPORT_HAS_EXE      = 1u << 2,
-    REPORT_HAS_CMDLINE  = 1u << 3,
-    REPORT_HAS_MODE     = 1u << 4,
-    REPORT_HAS_START    = 1u << 5,
-    REPORT_HAS_END_NS   = 1u << 6,
-    REPORT_HAS_REASON   = 1u << 7,
-    REPORT_HAS_TOTAL    = 1u << 8,
-    REPORT_HAS_ERRORS   = 1u << 9,
-    REPORT_HAS_PROCESS  = 1u << 10, /* a process line */
-    REPORT_HAS_VM       = 1u << 11, /* some category line carried VM fields */
-    REPORT_HAS_SITES    = 1u << 12, /* detail mode: a stack_depth line (sites may follow) */
+    REPORT_HAS_PID = 1u << 0,
+    REPORT_HAS_PPID = 1u << 1,
+    REPORT_HAS_EXE = 1u << 2,
+    REPORT_HAS_CMDLINE = 1u << 3,
+    REPORT_HAS_MODE = 1u << 4,
+    REPORT_HAS_START = 1u << 5,
+    REPORT_HAS_END_NS = 1u << 6,
+    REPORT_HAS_REASON = 1u << 7,
+    REPORT_HAS_TOTAL = 1u << 8,
+    REPORT_HAS_ERRORS = 1u << 9,
+    REPORT_HAS_PROCESS = 1u << 10, /* a process line */
+    REPORT_HAS_VM = 1u << 11,      /* some category line carried VM fields */
+    REPORT_HAS_SITES = 1u << 12,   /* detail mode: a stack_depth line (sites may follow) */
 };
 
 /* Detail mode (docs/report-format.md "Detail mode"): the ELF objects the
  * recorded frames lie in, and the allocation sites. */
 struct report_module {
     int64_t id;
-    uint64_t bias;          /* runtime address - ELF virtual address */
-    uint64_t start, end;    /* [start, end): the span of its PT_LOAD segments */
-    char *buildid;          /* lowercase hex, or NULL ("-") */
-    char *path;             /* unescaped */
+    uint64_t bias;       /* runtime address - ELF virtual address */
+    uint64_t start, end; /* [start, end): the span of its PT_LOAD segments */
+    char *buildid;       /* lowercase hex, or NULL ("-") */
+    char *path;          /* unescaped */
 };
 
 struct report_site {
@@ -98,34 +98,34 @@ struct report_site {
     uint64_t *frames;       /* return addresses, innermost first */
     size_t nframes;
     int64_t allocated_bytes; /* every byte allocated here over the run; 0 unless has_allocated */
-    bool has_allocated;     /* the line carried allocated_bytes= (older reports lack it) */
+    bool has_allocated;      /* the line carried allocated_bytes= (older reports lack it) */
 };
 
 struct report {
-    unsigned has;           /* REPORT_HAS_* bits */
+    unsigned has; /* REPORT_HAS_* bits */
     int64_t pid;
     int64_t ppid;
     char *exe;
-    char **argv;            /* unescaped command line, argc entries */
+    char **argv; /* unescaped command line, argc entries */
     size_t argc;
     char *mode;
     int64_t start_ns;
     int64_t end_ns;
-    char *reason;           /* the whole rest of the line: "exit", "signal SIGSEGV", ... */
-    struct report_category *categories;   /* in file order */
+    char *reason;                       /* the whole rest of the line: "exit", "signal SIGSEGV", ... */
+    struct report_category *categories; /* in file order */
     size_t ncategories;
     struct report_counts total;
     struct report_errors errors;
-    struct report_process process;      /* zeros unless REPORT_HAS_PROCESS */
-    int64_t stack_depth;    /* detail mode: frames per stack; 0 otherwise */
-    char *unwinder;         /* "libunwind", "fp", or NULL */
+    struct report_process process; /* zeros unless REPORT_HAS_PROCESS */
+    int64_t stack_depth;           /* detail mode: frames per stack; 0 otherwise */
+    char *unwinder;                /* "libunwind", "fp", or NULL */
     struct report_module *modules;
     size_t nmodules;
-    struct report_site *sites;          /* in file order */
+    struct report_site *sites; /* in file order */
     size_t nsites;
-    int64_t sites_dropped;  /* the sites line's dropped= */
-    bool complete;          /* the end marker was read */
-    long lines_read;        /* complete lines accepted so far */
+    int64_t sites_dropped; /* the sites line's dropped= */
+    bool complete;         /* the end marker was read */
+    long lines_read;       /* complete lines accepted so far */
 };
 
 /* Whether every site of `r` carries allocated_bytes (true when it has none). */
@@ -145,8 +145,7 @@ bool report_sites_have_allocated(const struct report *r);
 int report_read(const char *path, struct report *r, char *err, size_t errlen);
 
 /* Same, reading from an open stream; `name` is used in messages. */
-int report_read_stream(FILE *f, const char *name, struct report *r,
-                       char *err, size_t errlen);
+int report_read_stream(FILE *f, const char *name, struct report *r, char *err, size_t errlen);
 
 void report_free(struct report *r);
 
@@ -156,12 +155,12 @@ void report_free(struct report *r);
  * first byte. Pipes and FIFOs cannot be reopened or rewound: they are read
  * once, front to back, the first bytes served from `head`. */
 struct report_input {
-    int fd;                 /* -1 once a reader took it */
-    const char *name;       /* as the user named it; "(stdin)" for - */
-    unsigned char head[8];  /* the first bytes */
-    size_t nhead;           /* fewer than 8: the input ends there */
-    bool seekable;          /* a regular file, opened at its start: read from byte 0 again */
-    uint64_t size;          /* of a seekable file */
+    int fd;                /* -1 once a reader took it */
+    const char *name;      /* as the user named it; "(stdin)" for - */
+    unsigned char head[8]; /* the first bytes */
+    size_t nhead;          /* fewer than 8: the input ends there */
+    bool seekable;         /* a regular file, opened at its start: read from byte 0 again */
+    uint64_t size;         /* of a seekable file */
 };
 
 /* Opens `path` (- is stdin) and reads its first bytes. 0, or -errno with
@@ -182,8 +181,8 @@ int report_parse_i64(const char *s, int64_t *out);
 
 /* Text output units for the summary. */
 struct report_scale {
-    const char *unit;       /* "KB", "MB", "GB" */
-    int64_t bytes;          /* 1024, 1024^2, 1024^3 */
+    const char *unit; /* "KB", "MB", "GB" */
+    int64_t bytes;    /* 1024, 1024^2, 1024^3 */
 };
 
 /* Look up a --scale value (KB, MB, GB; lowercase accepted). Returns 0 or
@@ -278,7 +277,7 @@ void report_index_free(struct report_index *x);
  * writes), the first in file order that holds it, as a scan would find. */
 struct report_module_map {
     const struct report *r;
-    size_t *order;          /* module indices by start address */
+    size_t *order; /* module indices by start address */
     size_t n;
     bool overlap;
 };
@@ -306,7 +305,8 @@ int report_tree_print_json(FILE *out, const struct report *reports, const char *
  * process's. The text is like 'jcmd PID VM.native_memory summary.diff';
  * the JSON contract is in docs/json.md. Either report may be incomplete.
  * Return 0 or -EIO (or -ENOMEM). */
-int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur, const struct report_scale *scale);
+int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
+                           const struct report_scale *scale);
 int report_diff_print_json(FILE *out, const struct report *base, const struct report *cur);
 
 #endif /* MT_REPORT_H */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SYM 16      /* symbolized frames per return address (inlined calls) */
+#define MAX_SYM 16 /* symbolized frames per return address (inlined calls) */
 
 struct symbolizer *detail_symbolizer(const struct report *r)
 {
@@ -23,8 +23,8 @@ struct symbolizer *detail_symbolizer(const struct report *r)
         return NULL;
     for (size_t i = 0; i < r->nmodules; i++) {
         const struct report_module *m = &r->modules[i];
-        mods[i] = (struct sym_module){.path = m->path, .buildid = m->buildid, .bias = m->bias,
-                                      .start = m->start, .end = m->end};
+        mods[i] = (struct sym_module){
+            .path = m->path, .buildid = m->buildid, .bias = m->bias, .start = m->start, .end = m->end};
     }
     struct symbolizer *s = sym_open(mods, r->nmodules);
     free(mods);
@@ -36,15 +36,15 @@ struct symbolizer *detail_symbolizer(const struct report *r)
 /* Sites merged into one row. */
 struct group {
     const char *category;
-    const uint64_t *frames;     /* the first member's, cut to the depth */
+    const uint64_t *frames; /* the first member's, cut to the depth */
     size_t nframes;
-    struct report_counts n;     /* summed; peak_bytes is the sum of the members' peaks */
-    int64_t allocated;          /* summed allocated_bytes; meaningful when has_allocated */
-    bool has_allocated;         /* every member carried allocated_bytes */
+    struct report_counts n; /* summed; peak_bytes is the sum of the members' peaks */
+    int64_t allocated;      /* summed allocated_bytes; meaningful when has_allocated */
+    bool has_allocated;     /* every member carried allocated_bytes */
     size_t nsites;
     int64_t first_id;
-    const char *key;            /* diff: the symbolized stack (kept by the key table) */
-    size_t key_id;              /* diff: its index in the key table */
+    const char *key; /* diff: the symbolized stack (kept by the key table) */
+    size_t key_id;   /* diff: its index in the key table */
 };
 
 struct grouping {
@@ -183,7 +183,7 @@ static char *symbol_key(struct symbolizer *s, const char *category, const uint64
 struct keyed {
     const struct report_site *site;
     size_t depth;
-    size_t key_id;  /* SIZE_MAX: compare raw frames */
+    size_t key_id; /* SIZE_MAX: compare raw frames */
 };
 
 static int cmp_keyed(const void *pa, const void *pb)
@@ -210,8 +210,8 @@ static bool same_group(const struct keyed *a, const struct keyed *b)
 {
     if (a->key_id != SIZE_MAX)
         return a->key_id == b->key_id;
-    return strcmp(a->site->category, b->site->category) == 0 && a->depth == b->depth
-           && memcmp(a->site->frames, b->site->frames, a->depth * sizeof *a->site->frames) == 0;
+    return strcmp(a->site->category, b->site->category) == 0 && a->depth == b->depth &&
+           memcmp(a->site->frames, b->site->frames, a->depth * sizeof *a->site->frames) == 0;
 }
 
 static void add_counts(struct report_counts *sum, const struct report_counts *c)
@@ -286,9 +286,14 @@ static enum sort_by sort_of(const struct report *r, const struct detail_options 
 static int cmp_group(const void *pa, const void *pb)
 {
     const struct group *a = pa, *b = pb;
-    int64_t x1 = sort_by == SORT_ALLOCATED_BYTES ? a->allocated : sort_by == SORT_ALLOCS ? a->n.allocs : a->n.live_bytes;
-    int64_t y1 = sort_by == SORT_ALLOCATED_BYTES ? b->allocated : sort_by == SORT_ALLOCS ? b->n.allocs : b->n.live_bytes;
-    int64_t x2 = sort_by != SORT_LIVE ? a->n.live_bytes : a->n.allocs, y2 = sort_by != SORT_LIVE ? b->n.live_bytes : b->n.allocs;
+    int64_t x1 = sort_by == SORT_ALLOCATED_BYTES ? a->allocated
+                 : sort_by == SORT_ALLOCS        ? a->n.allocs
+                                                 : a->n.live_bytes;
+    int64_t y1 = sort_by == SORT_ALLOCATED_BYTES ? b->allocated
+                 : sort_by == SORT_ALLOCS        ? b->n.allocs
+                                                 : b->n.live_bytes;
+    int64_t x2 = sort_by != SORT_LIVE ? a->n.live_bytes : a->n.allocs,
+            y2 = sort_by != SORT_LIVE ? b->n.live_bytes : b->n.allocs;
     if (x1 != y1)
         return x1 > y1 ? -1 : 1;
     if (x2 != y2)
@@ -304,7 +309,7 @@ static void sort_groups(struct grouping *gr, const struct report *r, const struc
 
 /* --- text ----------------------------------------------------------------- */
 
-#define COUNTS_INDENT 29    /* NMT's column for a site's counters */
+#define COUNTS_INDENT 29 /* NMT's column for a site's counters */
 
 static void text_frames(FILE *out, struct symbolizer *s, const uint64_t *frames, size_t n)
 {
@@ -320,9 +325,10 @@ static void text_frames(FILE *out, struct symbolizer *s, const uint64_t *frames,
 
 static void text_counts(FILE *out, const struct group *g, const struct report_scale *sc)
 {
-    fprintf(out, "%*s(%s: live=%s (%" PRId64 " blocks), peak=%s, allocs=%" PRId64
-            ", frees=%" PRId64 ", reallocs=%" PRId64, COUNTS_INDENT, "", g->category,
-            report_size(g->n.live_bytes, sc), g->n.live_count,
+    fprintf(out,
+            "%*s(%s: live=%s (%" PRId64 " blocks), peak=%s, allocs=%" PRId64 ", frees=%" PRId64
+            ", reallocs=%" PRId64,
+            COUNTS_INDENT, "", g->category, report_size(g->n.live_bytes, sc), g->n.live_count,
             report_size(g->n.peak_bytes, sc), g->n.allocs, g->n.frees, g->n.reallocs);
     if (g->has_allocated)
         fprintf(out, ", allocated=%s", report_size(g->allocated, sc));
@@ -333,7 +339,8 @@ static void text_counts(FILE *out, const struct group *g, const struct report_sc
 
 /* The sites grouped and sorted as `o` says, and how many of them --top
  * lets through. */
-static int sorted_groups(const struct report *r, const struct detail_options *o, struct grouping *gr, size_t *shown)
+static int sorted_groups(const struct report *r, const struct detail_options *o, struct grouping *gr,
+                         size_t *shown)
 {
     int rc = group_sites(r, NULL, NULL, o, gr);
     if (rc < 0)
@@ -370,8 +377,10 @@ int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, c
         text_counts(out, &gr.g[i], sc);
     }
     if (r->sites_dropped)
-        fprintf(out, "Dropped: %" PRId64 " allocations found the site table full; they are counted in the "
-                "site without frames.\n", r->sites_dropped);
+        fprintf(out,
+                "Dropped: %" PRId64 " allocations found the site table full; they are counted in the "
+                "site without frames.\n",
+                r->sites_dropped);
     grouping_free(&gr);
     return ferror(out) ? -EIO : 0;
 }
@@ -384,7 +393,7 @@ void detail_json_frames(mt_json *j, struct symbolizer *s, const uint64_t *frames
     for (size_t i = 0; i < n; i++) {
         struct sym_frame f[MAX_SYM];
         int k = s ? sym_lookup(s, frames[i], f, MAX_SYM) : 0;
-        if (k <= 0) {   /* nothing to symbolize with: the address alone */
+        if (k <= 0) { /* nothing to symbolize with: the address alone */
             f[0] = (struct sym_frame){.address = frames[i]};
             k = 1;
         }
@@ -440,7 +449,9 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
     mt_json_ku64(&j, "sites_total", gr.n);
     enum sort_by by = sort_of(r, o);
     mt_json_kstr(&j, "sorted_by",
-                 by == SORT_ALLOCATED_BYTES ? "allocated_bytes" : by == SORT_ALLOCS ? "allocs" : "live_bytes");
+                 by == SORT_ALLOCATED_BYTES ? "allocated_bytes"
+                 : by == SORT_ALLOCS        ? "allocs"
+                                            : "live_bytes");
     json_warnings(&j, "symbol_warnings", s);
     mt_json_key(&j, "sites");
     mt_json_array_begin(&j);
@@ -464,7 +475,7 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
 /* --- diff ----------------------------------------------------------------- */
 
 struct drow {
-    const struct group *b, *c;  /* either may be NULL: gone / new */
+    const struct group *b, *c; /* either may be NULL: gone / new */
 };
 
 static const struct report_counts zero;
@@ -481,8 +492,8 @@ static int64_t abs64(int64_t v)
 
 static bool unchanged(const struct drow *w)
 {
-    return w->b && w->c && memcmp(&w->b->n, &w->c->n, sizeof w->b->n) == 0
-           && w->b->has_allocated == w->c->has_allocated && w->b->allocated == w->c->allocated;
+    return w->b && w->c && memcmp(&w->b->n, &w->c->n, sizeof w->b->n) == 0 &&
+           w->b->has_allocated == w->c->has_allocated && w->b->allocated == w->c->allocated;
 }
 
 /* A side's allocated bytes: 0 and known for a missing side (new, gone). */
@@ -519,7 +530,7 @@ static int cmp_key(const void *pa, const void *pb)
 }
 
 struct diff {
-    struct key_table keys;      /* both sides' stacks: a stack has one index on both */
+    struct key_table keys; /* both sides' stacks: a stack has one index on both */
     struct grouping gb, gc;
     struct drow *rows;
     size_t n;
@@ -534,8 +545,8 @@ static void diff_free(struct diff *d)
 }
 
 /* Match the two sides' groups by key (both sorted by key: a merge). */
-static int diff_build(struct diff *d, const struct report *base, const struct report *cur, struct symbolizer *sb,
-                      struct symbolizer *sc, const struct detail_options *o)
+static int diff_build(struct diff *d, const struct report *base, const struct report *cur,
+                      struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o)
 {
     memset(d, 0, sizeof *d);
     int rc = group_sites(base, sb, &d->keys, o, &d->gb);
@@ -562,7 +573,8 @@ static int diff_build(struct diff *d, const struct report *base, const struct re
     return 0;
 }
 
-static void t_delta_bytes(FILE *out, const char *key, int64_t cur, int64_t base, const struct report_scale *sc)
+static void t_delta_bytes(FILE *out, const char *key, int64_t cur, int64_t base,
+                          const struct report_scale *sc)
 {
     fprintf(out, "%s%s", key, report_size(cur, sc));
     int64_t d = report_sub(cur, base);
@@ -577,8 +589,9 @@ static void t_delta(FILE *out, const char *key, int64_t cur, int64_t base)
         fprintf(out, " %+" PRId64, report_sub(cur, base));
 }
 
-int detail_diff_print_text(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
-                           struct symbolizer *sc, const struct detail_options *o, const struct report_scale *scale)
+int detail_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
+                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o,
+                           const struct report_scale *scale)
 {
     struct diff d;
     int rc = diff_build(&d, base, cur, sb, sc, o);
@@ -599,9 +612,10 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
         else
             grew++;
     }
-    fprintf(out, "\nAllocation sites, matched by symbolized stack%s: %zu grew, %zu shrank, %zu new, %zu gone, "
-            "%zu unchanged (not shown)\n\n", o->depth > 0 ? " (first frames only: --depth)" : "", grew, shrank,
-            added, gone, same);
+    fprintf(out,
+            "\nAllocation sites, matched by symbolized stack%s: %zu grew, %zu shrank, %zu new, %zu gone, "
+            "%zu unchanged (not shown)\n\n",
+            o->depth > 0 ? " (first frames only: --depth)" : "", grew, shrank, added, gone, same);
     size_t shown = 0;
     for (size_t i = 0; i < d.n; i++) {
         const struct drow *w = &d.rows[i];
@@ -625,7 +639,7 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
         bool kc = allocated_of(w->c, &ac), kb = allocated_of(w->b, &ab);
         if (kc && kb)
             t_delta_bytes(out, ", allocated=", ac, ab, scale);
-        else if (kc)    /* the base report has no allocated_bytes: no delta */
+        else if (kc) /* the base report has no allocated_bytes: no delta */
             fprintf(out, ", allocated=%s", report_size(ac, scale));
         fprintf(out, ")%s\n\n", !w->b ? " [new]" : !w->c ? " [gone]" : "");
     }
@@ -650,8 +664,8 @@ static void j_side(mt_json *j, const char *key, const struct group *g)
     mt_json_object_end(j);
 }
 
-int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur, struct symbolizer *sb,
-                           struct symbolizer *sc, const struct detail_options *o)
+int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur,
+                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o)
 {
     struct diff d;
     int rc = diff_build(&d, base, cur, sb, sc, o);
@@ -679,7 +693,7 @@ int detail_diff_print_json(FILE *out, const struct report *base, const struct re
         struct report_counts delta = {
             report_sub(c->live_bytes, b->live_bytes), report_sub(c->live_count, b->live_count),
             report_sub(c->peak_bytes, b->peak_bytes), report_sub(c->allocs, b->allocs),
-            report_sub(c->frees, b->frees), report_sub(c->reallocs, b->reallocs),
+            report_sub(c->frees, b->frees),           report_sub(c->reallocs, b->reallocs),
         };
         mt_json_object_begin(&j);
         mt_json_kstr(&j, "status", status_of(w));

@@ -69,7 +69,8 @@ static size_t *sorted_by_name(const struct report *r)
 }
 
 /* The first category of r (in file order) named `name`, or NULL. */
-static const struct report_category *find_category(const struct report *r, const size_t *sorted, const char *name)
+static const struct report_category *find_category(const struct report *r, const size_t *sorted,
+                                                   const char *name)
 {
     size_t lo = 0, hi = r->ncategories;
     while (lo < hi) {
@@ -99,10 +100,10 @@ static int match_rows(const struct report *base, const struct report *cur, struc
         return -ENOMEM;
     }
     for (size_t i = 0; i < cur->ncategories; i++)
-        (*rows)[(*n)++] = (struct row){ find_category(base, sb, cur->categories[i].name), &cur->categories[i] };
+        (*rows)[(*n)++] = (struct row){find_category(base, sb, cur->categories[i].name), &cur->categories[i]};
     for (size_t i = 0; i < base->ncategories; i++)
         if (!find_category(cur, sc, base->categories[i].name))
-            (*rows)[(*n)++] = (struct row){ &base->categories[i], NULL };
+            (*rows)[(*n)++] = (struct row){&base->categories[i], NULL};
     free(sb);
     free(sc);
     return 0;
@@ -162,8 +163,8 @@ static bool all_zero(const struct report_category *c)
         return true;
     const struct report_counts *n = &c->n;
     const struct report_vm *v = &c->vm;
-    return !n->live_bytes && !n->live_count && !n->peak_bytes && !n->allocs && !n->frees && !n->reallocs
-           && !v->reserved && !v->committed && !v->resident && !v->mappings;
+    return !n->live_bytes && !n->live_count && !n->peak_bytes && !n->allocs && !n->frees && !n->reallocs &&
+           !v->reserved && !v->committed && !v->resident && !v->mappings;
 }
 
 static void text_row(FILE *out, const struct row *w, bool vm, const struct report_scale *sc)
@@ -178,7 +179,7 @@ static void text_row(FILE *out, const struct row *w, bool vm, const struct repor
         t_bytes(out, ", committed=", vc->committed, vb->committed, true, sc);
         t_bytes(out, ", resident=", vc->resident, vb->resident, true, sc);
         t_count(out, ", mappings=", vc->mappings, vb->mappings, true);
-    } else {    /* reports without VM fields: reserved = committed = live bytes */
+    } else { /* reports without VM fields: reserved = committed = live bytes */
         t_bytes(out, "reserved=", nc->live_bytes, nb->live_bytes, true, sc);
         t_bytes(out, ", committed=", nc->live_bytes, nb->live_bytes, true, sc);
     }
@@ -217,7 +218,8 @@ static void text_side(FILE *out, const char *label, const struct report *r)
     }
     if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
         char d[MT_UNITS_MAX];
-        fprintf(out, "%safter %s", sep, mt_duration(d, sizeof d, (uint64_t)r->end_ns - (uint64_t)r->start_ns));
+        fprintf(out, "%safter %s", sep,
+                mt_duration(d, sizeof d, (uint64_t)r->end_ns - (uint64_t)r->start_ns));
         sep = ", ";
     }
     if (!r->complete) {
@@ -314,15 +316,15 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rows[i];
         if (all_zero(w->base) && all_zero(w->cur) && !report_category_is(row_any(w), "overhead"))
-            continue;   /* nothing on either side: as the summary, left out of the text */
+            continue; /* nothing on either side: as the summary, left out of the text */
         text_row(out, w, vm, scale);
     }
     free(rows);
     text_process(out, base, cur, scale);
 
     const struct report_errors *eb = &base->errors, *ec = &cur->errors;
-    if (ec->double_free || ec->bad_canary || ec->foreign_free || eb->double_free || eb->bad_canary
-        || eb->foreign_free) {
+    if (ec->double_free || ec->bad_canary || ec->foreign_free || eb->double_free || eb->bad_canary ||
+        eb->foreign_free) {
         fputs("Errors detected by memtrail: ", out);
         t_count(out, "double_free=", ec->double_free, eb->double_free, true);
         t_count(out, ", bad_canary=", ec->bad_canary, eb->bad_canary, true);
@@ -330,11 +332,15 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
         fputs("\n\n", out);
     }
     if (!base->complete)
-        fprintf(out, "Incomplete: the base report was cut short after line %ld; "
-                "the numbers above are what it held.\n", base->lines_read);
+        fprintf(out,
+                "Incomplete: the base report was cut short after line %ld; "
+                "the numbers above are what it held.\n",
+                base->lines_read);
     if (!cur->complete)
-        fprintf(out, "Incomplete: the new report was cut short after line %ld; "
-                "the numbers above are what it held.\n", cur->lines_read);
+        fprintf(out,
+                "Incomplete: the new report was cut short after line %ld; "
+                "the numbers above are what it held.\n",
+                cur->lines_read);
     return ferror(out) ? -EIO : 0;
 }
 
@@ -349,7 +355,8 @@ static void j_pair(mt_json *j, const char *key, int64_t cur, bool has_cur, int64
     mt_json_ki64_or_null(j, delta, has_cur && has_base, report_sub(cur, base));
 }
 
-static void j_counts(mt_json *j, const struct report_counts *c, bool hc, const struct report_counts *b, bool hb)
+static void j_counts(mt_json *j, const struct report_counts *c, bool hc, const struct report_counts *b,
+                     bool hb)
 {
     j_pair(j, "live_bytes", c->live_bytes, hc, b->live_bytes, hb);
     j_pair(j, "live_count", c->live_count, hc, b->live_count, hb);
@@ -359,7 +366,8 @@ static void j_counts(mt_json *j, const struct report_counts *c, bool hc, const s
     j_pair(j, "reallocs", c->reallocs, hc, b->reallocs, hb);
 }
 
-static void j_vm(mt_json *j, const struct report_vm *c, bool hc, const struct report_vm *b, bool hb, bool mappings)
+static void j_vm(mt_json *j, const struct report_vm *c, bool hc, const struct report_vm *b, bool hb,
+                 bool mappings)
 {
     j_pair(j, "reserved_bytes", c->reserved, hc, b->reserved, hb);
     j_pair(j, "committed_bytes", c->committed, hc, b->committed, hb);

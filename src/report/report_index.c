@@ -36,12 +36,22 @@ static void sip_init_key(void)
 }
 
 #define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                  \
-    do {                                                                                          \
-        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);                                 \
-        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                                    \
-        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                                    \
-        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                                 \
+#define SIPROUND                                                                                             \
+    do {                                                                                                     \
+        v0 += v1;                                                                                            \
+        v1 = ROTL(v1, 13);                                                                                   \
+        v1 ^= v0;                                                                                            \
+        v0 = ROTL(v0, 32);                                                                                   \
+        v2 += v3;                                                                                            \
+        v3 = ROTL(v3, 16);                                                                                   \
+        v3 ^= v2;                                                                                            \
+        v0 += v3;                                                                                            \
+        v3 = ROTL(v3, 21);                                                                                   \
+        v3 ^= v0;                                                                                            \
+        v2 += v1;                                                                                            \
+        v1 = ROTL(v1, 17);                                                                                   \
+        v1 ^= v2;                                                                                            \
+        v2 = ROTL(v2, 32);                                                                                   \
     } while (0)
 
 uint64_t report_hash(const void *data, size_t len)
@@ -53,7 +63,7 @@ uint64_t report_hash(const void *data, size_t len)
     size_t whole = len & ~(size_t)7;
     for (size_t i = 0; i < whole; i += 8) {
         uint64_t m;
-        memcpy(&m, p + i, 8);   /* little-endian: the machines memtrail runs on */
+        memcpy(&m, p + i, 8); /* little-endian: the machines memtrail runs on */
         v3 ^= m;
         SIPROUND;
         v0 ^= m;
@@ -85,7 +95,7 @@ uint64_t report_hash_i64(int64_t v)
 
 struct report_slot {
     uint64_t hash;
-    size_t item;    /* the item's index + 1; 0: an empty slot */
+    size_t item; /* the item's index + 1; 0: an empty slot */
 };
 
 static void put(struct report_slot *slots, size_t cap, uint64_t h, size_t item_plus_1)
@@ -93,12 +103,12 @@ static void put(struct report_slot *slots, size_t cap, uint64_t h, size_t item_p
     size_t i = (size_t)h & (cap - 1);
     while (slots[i].item)
         i = (i + 1) & (cap - 1);
-    slots[i] = (struct report_slot){ h, item_plus_1 };
+    slots[i] = (struct report_slot){h, item_plus_1};
 }
 
 int report_index_add(struct report_index *x, uint64_t h, size_t item)
 {
-    if ((x->n + 1) * 2 > x->cap) {     /* at most half full: probe runs stay short */
+    if ((x->n + 1) * 2 > x->cap) { /* at most half full: probe runs stay short */
         size_t cap = x->cap ? 2 * x->cap : 64;
         struct report_slot *grown = calloc(cap, sizeof *grown);
         if (!grown)
@@ -169,7 +179,7 @@ int report_module_map_init(struct report_module_map *m, const struct report *r)
     for (size_t k = 0; k < m->n; k++) {
         const struct report_module *mod = &r->modules[m->order[k]];
         if (mod->start == mod->end)
-            continue;   /* holds nothing */
+            continue; /* holds nothing */
         if (k && mod->start < end)
             m->overlap = true;
         if (mod->end > end)

@@ -81,7 +81,7 @@ bool report_input_starts_with(const struct report_input *in, const void *magic, 
 /* The stream of a pipe or FIFO: the first bytes from the copy, then the rest. */
 struct prefixed {
     int fd;
-    unsigned char head[sizeof ((struct report_input *)0)->head];
+    unsigned char head[sizeof((struct report_input *)0)->head];
     size_t nhead, pos;
 };
 
@@ -118,7 +118,7 @@ FILE *report_input_file(struct report_input *in)
     }
     FILE *f;
     if (in->seekable) {
-        f = fdopen(in->fd, "r");    /* at offset 0: the first bytes were read with pread */
+        f = fdopen(in->fd, "r"); /* at offset 0: the first bytes were read with pread */
     } else {
         struct prefixed *p = malloc(sizeof *p);
         if (!p)
@@ -127,13 +127,13 @@ FILE *report_input_file(struct report_input *in)
         memcpy(p->head, in->head, in->nhead);
         p->nhead = in->nhead;
         p->pos = 0;
-        cookie_io_functions_t io = { .read = prefixed_read, .close = prefixed_close };
+        cookie_io_functions_t io = {.read = prefixed_read, .close = prefixed_close};
         f = fopencookie(p, "r", io);
         if (!f)
             free(p);
     }
     if (f)
-        in->fd = -1;    /* the stream owns it now */
+        in->fd = -1; /* the stream owns it now */
     return f;
 }
 

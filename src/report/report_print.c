@@ -14,7 +14,9 @@
 int report_scale_parse(const char *s, struct report_scale *out)
 {
     static const struct report_scale scales[] = {
-        { "KB", 1024 }, { "MB", 1024 * 1024 }, { "GB", 1024 * 1024 * 1024 },
+        {"KB", 1024},
+        {"MB", 1024 * 1024},
+        {"GB", 1024 * 1024 * 1024},
     };
     for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) {
         if (strcasecmp(s, scales[i].unit) == 0) {
@@ -116,7 +118,7 @@ void report_shell_quote(FILE *out, const char *s)
     bool control = false;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         control |= *p < 0x20 || *p == 0x7f;
-    if (!control) {     /* '...' with each ' written as '\'' */
+    if (!control) { /* '...' with each ' written as '\'' */
         fputc('\'', out);
         for (; *s; s++) {
             if (*s == '\'')
@@ -127,7 +129,7 @@ void report_shell_quote(FILE *out, const char *s)
         fputc('\'', out);
         return;
     }
-    fputs("$'", out);   /* bash/zsh/ksh ANSI-C quoting, so newlines stay visible */
+    fputs("$'", out); /* bash/zsh/ksh ANSI-C quoting, so newlines stay visible */
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '\n')
             fputs("\\n", out);
@@ -157,7 +159,7 @@ void report_print_cmdline(FILE *out, const struct report *r)
 /* NMT's layout: "-" and the name right-aligned in 26 columns, details
  * continued under the opening parenthesis. */
 #define NAME_COLUMN 26
-#define CONTINUE "                            "   /* NAME_COLUMN + 2 spaces */
+#define CONTINUE "                            " /* NAME_COLUMN + 2 spaces */
 
 bool report_category_is(const struct report_category *c, const char *kind)
 {
@@ -187,20 +189,21 @@ static void print_category(FILE *out, const struct report_category *c, const str
 {
     const char *live = report_size(c->n.live_bytes, sc);
     if (c->has_vm)
-        fprintf(out, "-%*s (reserved=%s, committed=%s, resident=%s, mappings=%" PRId64 ")\n", NAME_COLUMN, c->name,
-                report_size(c->vm.reserved, sc), report_size(c->vm.committed, sc),
+        fprintf(out, "-%*s (reserved=%s, committed=%s, resident=%s, mappings=%" PRId64 ")\n", NAME_COLUMN,
+                c->name, report_size(c->vm.reserved, sc), report_size(c->vm.committed, sc),
                 report_size(c->vm.resident, sc), c->vm.mappings);
-    else    /* a report without VM fields: reserved = committed = live bytes */
-        fprintf(out, "-%*s (reserved=%s, committed=%s)\n",
-                NAME_COLUMN, c->name, live, live);
+    else /* a report without VM fields: reserved = committed = live bytes */
+        fprintf(out, "-%*s (reserved=%s, committed=%s)\n", NAME_COLUMN, c->name, live, live);
     if (report_category_is(c, "overhead"))
-        fputs(CONTINUE "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n", out);
-    if (report_category_is(c, "vm")) {    /* address space only: no heap blocks to show */
+        fputs(CONTINUE
+              "(memtrail's own overhead: block headers, canaries, alignment padding, its counters)\n",
+              out);
+    if (report_category_is(c, "vm")) { /* address space only: no heap blocks to show */
         fputc('\n', out);
         return;
     }
-    fprintf(out, CONTINUE "(malloc=%s #%" PRId64 ") (peak=%s)\n",
-            live, c->n.live_count, report_size(c->n.peak_bytes, sc));
+    fprintf(out, CONTINUE "(malloc=%s #%" PRId64 ") (peak=%s)\n", live, c->n.live_count,
+            report_size(c->n.peak_bytes, sc));
     fprintf(out, CONTINUE "(allocs=%" PRId64 " frees=%" PRId64, c->n.allocs, c->n.frees);
     if (c->n.reallocs)
         fprintf(out, " reallocs=%" PRId64, c->n.reallocs);
@@ -279,11 +282,11 @@ static void print_title(FILE *out, const struct report *r)
 static void print_process(FILE *out, const struct report *r, const struct report_scale *sc)
 {
     const struct report_process *p = &r->process;
-    fprintf(out, "Process: rss=%s, peak rss=%s "
+    fprintf(out,
+            "Process: rss=%s, peak rss=%s "
             "(reserved=%s, committed=%s, resident=%s)\n",
-            report_size(p->rss_bytes, sc), report_size(p->peak_rss_bytes, sc),
-            report_size(p->reserved, sc), report_size(p->committed, sc),
-            report_size(p->resident, sc));
+            report_size(p->rss_bytes, sc), report_size(p->peak_rss_bytes, sc), report_size(p->reserved, sc),
+            report_size(p->committed, sc), report_size(p->resident, sc));
     if (p->rss_bytes > 0) {
         int64_t explained = report_explained(r);
         fprintf(out, "         the categories explain %s of it (%.1f%%; 'other' not counted)\n\n",
@@ -301,18 +304,17 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
     if (vm) {
         struct report_vm sum;
         report_vm_total(r, &sum);
-        fprintf(out, "Total: reserved=%s, committed=%s, resident=%s\n",
-                report_size(sum.reserved, sc), report_size(sum.committed, sc),
-                report_size(sum.resident, sc));
+        fprintf(out, "Total: reserved=%s, committed=%s, resident=%s\n", report_size(sum.reserved, sc),
+                report_size(sum.committed, sc), report_size(sum.resident, sc));
     }
     /* The heap blocks: the whole total without VM data, under it with. */
     const char *label = vm ? "       malloc:" : "Total:";
     if (r->has & REPORT_HAS_TOTAL)
-        fprintf(out, "%s live=%s (%" PRId64 " blocks), peak=%s, "
+        fprintf(out,
+                "%s live=%s (%" PRId64 " blocks), peak=%s, "
                 "allocs=%" PRId64 ", frees=%" PRId64 ", reallocs=%" PRId64 "\n\n",
                 label, report_size(r->total.live_bytes, sc), r->total.live_count,
-                report_size(r->total.peak_bytes, sc), r->total.allocs, r->total.frees,
-                r->total.reallocs);
+                report_size(r->total.peak_bytes, sc), r->total.allocs, r->total.frees, r->total.reallocs);
     else
         fprintf(out, "%s not in the report (the file was cut short before it)\n\n", label);
 
@@ -322,9 +324,9 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
     size_t n = 0;
     for (size_t i = 0; i < r->ncategories; i++) {
         const struct report_category *c = &r->categories[i];
-        bool unused = !c->n.live_bytes && !c->n.live_count && !c->n.peak_bytes && !c->n.allocs
-                      && !c->n.frees && !c->n.reallocs && !c->vm.reserved && !c->vm.committed
-                      && !c->vm.resident && !c->vm.mappings;
+        bool unused = !c->n.live_bytes && !c->n.live_count && !c->n.peak_bytes && !c->n.allocs &&
+                      !c->n.frees && !c->n.reallocs && !c->vm.reserved && !c->vm.committed &&
+                      !c->vm.resident && !c->vm.mappings;
         if (!report_category_is(c, "overhead") && !unused)
             order[n++] = c;
     }
@@ -353,8 +355,8 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
             "a block's guard bytes overwritten: an out-of-bounds write",
             "free of a pointer memtrail did not hand out; passed through",
         };
-        static const char *const name[] = { "double_free", "bad_canary", "foreign_free" };
-        const int64_t count[] = { e->double_free, e->bad_canary, e->foreign_free };
+        static const char *const name[] = {"double_free", "bad_canary", "foreign_free"};
+        const int64_t count[] = {e->double_free, e->bad_canary, e->foreign_free};
         fputs("Errors detected by memtrail:\n", out);
         for (int i = 0; i < 3; i++) {
             char field[48];
@@ -364,10 +366,14 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
         fputc('\n', out);
     }
     if (!r->complete && r->mode && strcmp(r->mode, "trace") == 0)
-        fprintf(out, "Incomplete: the trace stopped early after %ld events; "
-                "the numbers above are those of the events before.\n", r->lines_read);
+        fprintf(out,
+                "Incomplete: the trace stopped early after %ld events; "
+                "the numbers above are those of the events before.\n",
+                r->lines_read);
     else if (!r->complete)
-        fprintf(out, "Incomplete: the report file was cut short after line %ld; "
-                "the numbers above are what it held.\n", r->lines_read);
+        fprintf(out,
+                "Incomplete: the report file was cut short after line %ld; "
+                "the numbers above are what it held.\n",
+                r->lines_read);
     return ferror(out) ? -EIO : 0;
 }

@@ -18,9 +18,8 @@
 int report_rd_fail(struct reader *rd, int code, const char *fmt, ...)
 {
     if (rd->err && rd->errlen) {
-        int n = rd->lineno > 0
-            ? snprintf(rd->err, rd->errlen, "%s: line %ld: ", rd->name, rd->lineno)
-            : snprintf(rd->err, rd->errlen, "%s: ", rd->name);
+        int n = rd->lineno > 0 ? snprintf(rd->err, rd->errlen, "%s: line %ld: ", rd->name, rd->lineno)
+                               : snprintf(rd->err, rd->errlen, "%s: ", rd->name);
         if (n >= 0 && (size_t)n < rd->errlen) {
             va_list ap;
             va_start(ap, fmt);
@@ -61,7 +60,7 @@ int report_parse_i64(const char *s, int64_t *out)
             return -EINVAL;
         unsigned d = (unsigned)(*s - '0');
         if (acc > (limit - d) / 10)
-            overflow = true;    /* keep scanning: "99999999999999999999x" is not an integer at all */
+            overflow = true; /* keep scanning: "99999999999999999999x" is not an integer at all */
         else
             acc = acc * 10 + d;
     }
@@ -128,10 +127,12 @@ static int parse_cmdline(struct reader *rd, struct report *r, const char *value)
             else if (c == '\\')
                 *o++ = '\\';
             else {
-                *o = '\0';     /* r keeps the argument as far as it was good */
+                *o = '\0'; /* r keeps the argument as far as it was good */
                 if (c == '\0')
-                    return report_rd_fail(rd, -EBADMSG, "cmdline argument %zu ends in a lone backslash", i + 1);
-                return report_rd_fail(rd, -EBADMSG, "bad escape '\\%c' in cmdline (expected \\s, \\n or \\\\)",
+                    return report_rd_fail(rd, -EBADMSG, "cmdline argument %zu ends in a lone backslash",
+                                          i + 1);
+                return report_rd_fail(rd, -EBADMSG,
+                                      "bad escape '\\%c' in cmdline (expected \\s, \\n or \\\\)",
                                       c >= 0x20 && c < 0x7f ? c : '?');
             }
             j++;
@@ -143,36 +144,59 @@ static int parse_cmdline(struct reader *rd, struct report *r, const char *value)
 }
 
 /* Fields of the category and total lines (struct report_counts). */
-#define COUNT_FIELD(f, req) { #f, offsetof(struct report_counts, f), req }
+#define COUNT_FIELD(f, req)                                                                                  \
+    {                                                                                                        \
+#f, offsetof(struct report_counts, f), req                                                           \
+    }
 static const struct field count_fields[] = {
     COUNT_FIELD(live_bytes, true), COUNT_FIELD(live_count, true), COUNT_FIELD(peak_bytes, true),
     COUNT_FIELD(allocs, true),     COUNT_FIELD(frees, true),      COUNT_FIELD(reallocs, false),
 };
 /* Fields of a category line: the counters, then the virtual memory fields
  * (optional, for reports written before them, but all four or none). */
-#define CAT_COUNT(f) { #f, offsetof(struct report_category, n) + offsetof(struct report_counts, f), true }
-#define CAT_VM(f) { #f, offsetof(struct report_category, vm) + offsetof(struct report_vm, f), false }
+#define CAT_COUNT(f)                                                                                         \
+    {                                                                                                        \
+#f, offsetof(struct report_category, n) + offsetof(struct report_counts, f), true                    \
+    }
+#define CAT_VM(f)                                                                                            \
+    {                                                                                                        \
+#f, offsetof(struct report_category, vm) + offsetof(struct report_vm, f), false                      \
+    }
 static const struct field category_fields[] = {
-    CAT_COUNT(live_bytes), CAT_COUNT(live_count), CAT_COUNT(peak_bytes),
-    CAT_COUNT(allocs),     CAT_COUNT(frees),
-    { "reallocs", offsetof(struct report_category, n) + offsetof(struct report_counts, reallocs), false },
-    CAT_VM(reserved),      CAT_VM(committed),     CAT_VM(resident),  CAT_VM(mappings),
+    CAT_COUNT(live_bytes),
+    CAT_COUNT(live_count),
+    CAT_COUNT(peak_bytes),
+    CAT_COUNT(allocs),
+    CAT_COUNT(frees),
+    {"reallocs", offsetof(struct report_category, n) + offsetof(struct report_counts, reallocs), false},
+    CAT_VM(reserved),
+    CAT_VM(committed),
+    CAT_VM(resident),
+    CAT_VM(mappings),
 };
-#define CAT_VM_FIRST 6      /* index of reserved in category_fields */
+#define CAT_VM_FIRST 6 /* index of reserved in category_fields */
 #define CAT_VM_BITS (0xfu << CAT_VM_FIRST)
-#define PROC_FIELD(f) { #f, offsetof(struct report_process, f), true }
+#define PROC_FIELD(f)                                                                                        \
+    {                                                                                                        \
+#f, offsetof(struct report_process, f), true                                                         \
+    }
 static const struct field process_fields[] = {
     PROC_FIELD(rss_bytes), PROC_FIELD(peak_rss_bytes), PROC_FIELD(reserved),
     PROC_FIELD(committed), PROC_FIELD(resident),
 };
-#define ERR_FIELD(f) { #f, offsetof(struct report_errors, f), true }
+#define ERR_FIELD(f)                                                                                         \
+    {                                                                                                        \
+#f, offsetof(struct report_errors, f), true                                                          \
+    }
 static const struct field error_fields[] = {
-    ERR_FIELD(double_free), ERR_FIELD(bad_canary), ERR_FIELD(foreign_free),
+    ERR_FIELD(double_free),
+    ERR_FIELD(bad_canary),
+    ERR_FIELD(foreign_free),
 };
 
 int report_rd_fields(struct reader *rd, const char *line_key, char *s, const struct field *tab, size_t ntab,
                      void *base, char **kind, unsigned *seen_out)
-                     {
+{
     char buf[48];
     unsigned seen = 0;
     bool kind_seen = false;
@@ -208,7 +232,7 @@ int report_rd_fields(struct reader *rd, const char *line_key, char *s, const str
         while (i < ntab && strcmp(tab[i].name, tok) != 0)
             i++;
         if (i == ntab)
-            continue;   /* unknown field: a newer writer's; ignored */
+            continue; /* unknown field: a newer writer's; ignored */
         if (seen & (1u << i))
             return report_rd_fail(rd, -EBADMSG, "field %s given twice", tok);
         seen |= 1u << i;
@@ -248,8 +272,8 @@ static int parse_category(struct reader *rd, struct report *r, char *value)
     char line_key[80];
     snprintf(line_key, sizeof line_key, "category '%s'", report_rd_shown(value, buf));
     unsigned seen = 0;
-    int rc = report_rd_fields(rd, line_key, fields, category_fields, NFIELDS(category_fields), &c, &c.kind,
-                              &seen);
+    int rc =
+        report_rd_fields(rd, line_key, fields, category_fields, NFIELDS(category_fields), &c, &c.kind, &seen);
     if (rc == 0 && (seen & CAT_VM_BITS) && (seen & CAT_VM_BITS) != CAT_VM_BITS) {
         /* A writer that knows the VM fields writes all four. */
         size_t i = CAT_VM_FIRST;
@@ -284,13 +308,13 @@ struct single {
     size_t offset;
 };
 static const struct single singles[] = {
-    { "pid",      REPORT_HAS_PID,    V_INT,    offsetof(struct report, pid) },
-    { "ppid",     REPORT_HAS_PPID,   V_INT,    offsetof(struct report, ppid) },
-    { "exe",      REPORT_HAS_EXE,    V_STRING, offsetof(struct report, exe) },
-    { "mode",     REPORT_HAS_MODE,   V_STRING, offsetof(struct report, mode) },
-    { "start_ns", REPORT_HAS_START,  V_INT,    offsetof(struct report, start_ns) },
-    { "end_ns",   REPORT_HAS_END_NS, V_INT,    offsetof(struct report, end_ns) },
-    { "reason",   REPORT_HAS_REASON, V_STRING, offsetof(struct report, reason) },
+    {"pid", REPORT_HAS_PID, V_INT, offsetof(struct report, pid)},
+    {"ppid", REPORT_HAS_PPID, V_INT, offsetof(struct report, ppid)},
+    {"exe", REPORT_HAS_EXE, V_STRING, offsetof(struct report, exe)},
+    {"mode", REPORT_HAS_MODE, V_STRING, offsetof(struct report, mode)},
+    {"start_ns", REPORT_HAS_START, V_INT, offsetof(struct report, start_ns)},
+    {"end_ns", REPORT_HAS_END_NS, V_INT, offsetof(struct report, end_ns)},
+    {"reason", REPORT_HAS_REASON, V_STRING, offsetof(struct report, reason)},
 };
 
 /* One line after the header. Returns 1 for the end marker. */
@@ -314,8 +338,7 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
         if (r->has & s->bit)
             return report_rd_fail(rd, -EBADMSG, "duplicate %s line", key);
         void *dst = (char *)r + s->offset;
-        int rc = s->type == V_INT ? report_rd_int(rd, key, value, dst)
-                                  : report_rd_string(rd, dst, value);
+        int rc = s->type == V_INT ? report_rd_int(rd, key, value, dst) : report_rd_string(rd, dst, value);
         if (rc == 0)
             r->has |= s->bit;
         return rc;
@@ -335,8 +358,9 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
             return report_rd_fail(rd, -EBADMSG, "duplicate %s line", key);
         struct report_counts t = {0};
         struct report_errors e = {0};
-        int rc = total ? report_rd_fields(rd, key, value, count_fields, NFIELDS(count_fields), &t, NULL, NULL)
-                       : report_rd_fields(rd, key, value, error_fields, NFIELDS(error_fields), &e, NULL, NULL);
+        int rc = total
+                     ? report_rd_fields(rd, key, value, count_fields, NFIELDS(count_fields), &t, NULL, NULL)
+                     : report_rd_fields(rd, key, value, error_fields, NFIELDS(error_fields), &e, NULL, NULL);
         if (rc < 0)
             return rc;
         if (total)
@@ -361,7 +385,7 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
     int rc = report_rd_detail_line(rd, r, key, value, &handled);
     if (handled)
         return rc;
-    return 0;   /* unknown key: a newer writer's; ignored */
+    return 0; /* unknown key: a newer writer's; ignored */
 }
 
 static int parse_header(struct reader *rd, const char *line)
@@ -377,7 +401,8 @@ static int parse_header(struct reader *rd, const char *line)
     if (rc == -ERANGE || version > REPORT_FORMAT_VERSION)
         return report_rd_fail(rd, -ENOTSUP,
                               "report format version %s is newer than this memtrail reads (version %d); "
-                              "use a newer memtrail", v, REPORT_FORMAT_VERSION);
+                              "use a newer memtrail",
+                              v, REPORT_FORMAT_VERSION);
     return 0;
 }
 
@@ -429,7 +454,7 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
     int c;
     while ((c = getc(f)) != EOF && c != '\n') {
         if (hl == sizeof head - 1 || c == '\0') {
-            hl = sizeof head;   /* too long or binary: not our header */
+            hl = sizeof head; /* too long or binary: not our header */
             break;
         }
         head[hl++] = (char)c;
@@ -443,20 +468,21 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
     if (hl == sizeof head)
         return report_rd_fail(rd, -EINVAL, "not a memtrail report (bad header)");
     head[hl] = '\0';
-    int rc = parse_header(rd, head);    /* lineno 0: "bad header" is about the file */
+    int rc = parse_header(rd, head); /* lineno 0: "bad header" is about the file */
     if (rc < 0)
         return rc;
-    rd->lineno = r->lines_read = 1;     /* a whole header without its newline is still a header */
+    rd->lineno = r->lines_read = 1; /* a whole header without its newline is still a header */
 
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     bool cut;
-    long cut_line = 0;  /* a last line without newline: the writer stopped mid-line */
+    long cut_line = 0; /* a last line without newline: the writer stopped mid-line */
     while ((n = next_line(f, &line, &cap, &cut)) >= 0 || n == -2) {
         rd->lineno++;
         if (n == -2) {
-            rc = report_rd_fail(rd, -EBADMSG, "line longer than %u bytes (not a report line)", LINE_MAX_BYTES);
+            rc =
+                report_rd_fail(rd, -EBADMSG, "line longer than %u bytes (not a report line)", LINE_MAX_BYTES);
             break;
         }
         if (r->complete) {
@@ -470,7 +496,7 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
             break;
         }
         if (cut_line && strcmp(line, "end") != 0)
-            break;      /* a partial line is not trusted; reported as truncation below */
+            break; /* a partial line is not trusted; reported as truncation below */
         cut_line = 0;
         rc = parse_line(rd, r, line);
         if (rc < 0)
@@ -492,7 +518,8 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
         return report_rd_fail(rd, -read_errno, "read error: %s", strerror(read_errno));
     if (!r->complete) {
         if (cut_line)
-            return report_rd_fail(rd, -ENODATA, "truncated after line %ld (line %ld cut short, no end marker)",
+            return report_rd_fail(rd, -ENODATA,
+                                  "truncated after line %ld (line %ld cut short, no end marker)",
                                   r->lines_read, cut_line);
         return report_rd_fail(rd, -ENODATA, "truncated after line %ld (no end marker)", r->lines_read);
     }
@@ -507,7 +534,7 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
 
 int report_read_stream(FILE *f, const char *name, struct report *r, char *err, size_t errlen)
 {
-    struct reader rd = { .name = name, .err = err, .errlen = errlen };
+    struct reader rd = {.name = name, .err = err, .errlen = errlen};
     memset(r, 0, sizeof *r);
     if (err && errlen)
         err[0] = '\0';
@@ -564,4 +591,3 @@ bool report_sites_have_allocated(const struct report *r)
             return false;
     return true;
 }
-

@@ -15,13 +15,20 @@
 
 /* Fields of a site line: the counters, then allocated_bytes (optional:
  * reports written before it lack it). */
-#define SITE_COUNT(f, req) { #f, offsetof(struct report_site, n) + offsetof(struct report_counts, f), req }
+#define SITE_COUNT(f, req)                                                                                   \
+    {                                                                                                        \
+#f, offsetof(struct report_site, n) + offsetof(struct report_counts, f), req                         \
+    }
 static const struct field site_fields[] = {
-    SITE_COUNT(live_bytes, true), SITE_COUNT(live_count, true), SITE_COUNT(peak_bytes, true),
-    SITE_COUNT(allocs, true),     SITE_COUNT(frees, true),      SITE_COUNT(reallocs, false),
-    { "allocated_bytes", offsetof(struct report_site, allocated_bytes), false },
+    SITE_COUNT(live_bytes, true),
+    SITE_COUNT(live_count, true),
+    SITE_COUNT(peak_bytes, true),
+    SITE_COUNT(allocs, true),
+    SITE_COUNT(frees, true),
+    SITE_COUNT(reallocs, false),
+    {"allocated_bytes", offsetof(struct report_site, allocated_bytes), false},
 };
-#define SITE_ALLOCATED_BIT (1u << 6)  /* allocated_bytes' index in site_fields */
+#define SITE_ALLOCATED_BIT (1u << 6) /* allocated_bytes' index in site_fields */
 
 /* --- detail mode: stack_depth, unwinder, module, site, sites -------------- */
 
@@ -173,9 +180,9 @@ static int parse_module(struct reader *rd, struct report *r, char *value)
     if ((rc = unescape_path(rd, path)) < 0)
         return rc;
 
-    static const char *const hex_names[] = { "bias", "start", "end" };
-    uint64_t *hex_dst[] = { &m.bias, &m.start, &m.end };
-    unsigned seen = 0;  /* bits 0-2: hex fields, bit 3: buildid */
+    static const char *const hex_names[] = {"bias", "start", "end"};
+    uint64_t *hex_dst[] = {&m.bias, &m.start, &m.end};
+    unsigned seen = 0; /* bits 0-2: hex fields, bit 3: buildid */
     char *s = rest;
     while (*s && rc == 0) {
         char *tok = s;
@@ -200,7 +207,7 @@ static int parse_module(struct reader *rd, struct report *r, char *value)
         if (strcmp(tok, "buildid") == 0)
             bit = 1u << 3;
         if (!bit)
-            continue;   /* unknown field: ignored */
+            continue; /* unknown field: ignored */
         if (seen & bit) {
             rc = report_rd_fail(rd, -EBADMSG, "field %s given twice in module line", tok);
             break;
@@ -231,9 +238,9 @@ static int parse_module(struct reader *rd, struct report *r, char *value)
             rc = report_rd_fail(rd, -EBADMSG, "module %" PRId64 " line lacks field %s", m.id,
                                 i < 3 ? hex_names[i] : "buildid");
     if (rc == 0 && m.end < m.start)
-        rc = report_rd_fail(rd, -EBADMSG,
-                            "module %" PRId64 " ends before it starts (start=0x%" PRIx64 " end=0x%" PRIx64 ")", m.id,
-                            m.start, m.end);
+        rc = report_rd_fail(
+            rd, -EBADMSG, "module %" PRId64 " ends before it starts (start=0x%" PRIx64 " end=0x%" PRIx64 ")",
+            m.id, m.start, m.end);
     if (rc == 0 && !(m.path = strdup(path)))
         rc = report_rd_fail(rd, -ENOMEM, "out of memory");
     if (rc == 0 && (report_grow(&r->modules, &rd->modules_cap, r->nmodules + 1, sizeof m, 16) < 0 ||
@@ -265,7 +272,7 @@ static int parse_frames(struct reader *rd, const char *value, struct report_site
         if (len == 0)
             return report_rd_fail(rd, -EBADMSG, "empty frame %zu in site %" PRId64 " line", i + 1, site->id);
         if (len >= sizeof one)
-            len = sizeof one - 1;   /* too long for a 64-bit value anyway: parse_hex says so */
+            len = sizeof one - 1; /* too long for a 64-bit value anyway: parse_hex says so */
         memcpy(one, p, len);
         one[len] = '\0';
         if (hex_value(one, &site->frames[i]) < 0) {
@@ -326,12 +333,15 @@ static int parse_site(struct reader *rd, struct report *r, char *value)
     return rc;
 }
 
-#define SITES_FIELD(f) { #f, offsetof(struct sites_line, f), true }
+#define SITES_FIELD(f)                                                                                       \
+    {                                                                                                        \
+#f, offsetof(struct sites_line, f), true                                                             \
+    }
 struct sites_line {
     int64_t count;
     int64_t dropped;
 };
-static const struct field sites_fields[] = { SITES_FIELD(count), SITES_FIELD(dropped) };
+static const struct field sites_fields[] = {SITES_FIELD(count), SITES_FIELD(dropped)};
 
 /* Returns 0 when `key` is not a detail-mode line (*handled false). */
 int report_rd_detail_line(struct reader *rd, struct report *r, const char *key, char *value, bool *handled)
@@ -370,8 +380,8 @@ int report_rd_detail_line(struct reader *rd, struct report *r, const char *key, 
             return rc;
         if (sl.count != (int64_t)r->nsites)
             return report_rd_fail(rd, -EBADMSG,
-                                  "sites line says count=%" PRId64 " but %zu site lines came before it", sl.count,
-                                  r->nsites);
+                                  "sites line says count=%" PRId64 " but %zu site lines came before it",
+                                  sl.count, r->nsites);
         if (sl.dropped < 0)
             return report_rd_fail(rd, -EBADMSG, "negative dropped=%" PRId64 " in sites line", sl.dropped);
         r->sites_dropped = sl.dropped;

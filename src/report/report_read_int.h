@@ -11,14 +11,14 @@
 #include <stddef.h>
 
 struct reader {
-    const char *name;       /* the file, as the user named it */
+    const char *name; /* the file, as the user named it */
     long lineno;
     char *err;
     size_t errlen;
-    bool sites_seen;        /* detail mode: the sites line was read */
+    bool sites_seen; /* detail mode: the sites line was read */
     /* Duplicate checks in O(1) per line (by name or ID; report_index.c). */
     struct report_index categories, sites, modules;
-    size_t categories_cap, sites_cap, modules_cap;  /* the arrays' room (report_grow) */
+    size_t categories_cap, sites_cap, modules_cap; /* the arrays' room (report_grow) */
 };
 
 /* "NAME: line N: what" (or "NAME: what" when lineno is 0) into rd's

@@ -15,9 +15,9 @@
 /* The reports in display order: depth-first from the roots, siblings by
  * start time, then pid, then file name. */
 struct tree {
-    size_t *order;      /* indices into reports, display order */
-    size_t *depth;      /* per display position */
-    long *parent_pos;   /* per display position: the parent's position, or -1 */
+    size_t *order;    /* indices into reports, display order */
+    size_t *depth;    /* per display position */
+    long *parent_pos; /* per display position: the parent's position, or -1 */
     size_t n;
 };
 
@@ -74,14 +74,14 @@ static size_t first_of_pid(const struct by_pid *v, size_t n, int64_t pid)
 
 /* The working arrays of build_tree. */
 struct work {
-    size_t *sorted;         /* report indices in display order */
-    long *parent;           /* per report: its parent report, or -1 */
+    size_t *sorted; /* report indices in display order */
+    long *parent;   /* per report: its parent report, or -1 */
     struct by_pid *pids;
-    size_t *child_start;    /* per report: its children in `children`, in display order */
+    size_t *child_start; /* per report: its children in `children`, in display order */
     size_t *children;
-    size_t *stack;          /* depth-first walk: report, and next child to look at */
+    size_t *stack; /* depth-first walk: report, and next child to look at */
     size_t *next_child;
-    long *pos_of;           /* per report: its display position once placed, else -1 */
+    long *pos_of; /* per report: its display position once placed, else -1 */
 };
 
 static void work_free(struct work *w)
@@ -128,7 +128,7 @@ static void place(struct tree *t, struct work *w, size_t root, size_t depth0, lo
 
 static int build_tree(struct tree *t, const struct report *reports, const char *const *files, size_t n)
 {
-    struct sort_ctx ctx = { reports, files };
+    struct sort_ctx ctx = {reports, files};
     struct work w = {0};
     w.sorted = malloc((n + 1) * sizeof *w.sorted);
     w.parent = malloc((n + 1) * sizeof *w.parent);
@@ -160,7 +160,7 @@ static int build_tree(struct tree *t, const struct report *reports, const char *
     size_t np = 0;
     for (size_t k = 0; k < n; k++)
         if (reports[w.sorted[k]].has & REPORT_HAS_PID)
-            w.pids[np++] = (struct by_pid){ reports[w.sorted[k]].pid, k };
+            w.pids[np++] = (struct by_pid){reports[w.sorted[k]].pid, k};
     qsort(w.pids, np, sizeof *w.pids, cmp_pid);
     for (size_t i = 0; i < n; i++) {
         w.parent[i] = -1;
@@ -169,7 +169,7 @@ static int build_tree(struct tree *t, const struct report *reports, const char *
             continue;
         size_t f = first_of_pid(w.pids, np, reports[i].ppid);
         if (f < np && w.sorted[w.pids[f].pos] == i)
-            f++;    /* not its own parent: the next report of that pid, if any */
+            f++; /* not its own parent: the next report of that pid, if any */
         if (f < np && w.pids[f].pid == reports[i].ppid)
             w.parent[i] = (long)w.sorted[w.pids[f].pos];
     }
@@ -298,7 +298,8 @@ int report_tree_print_text(FILE *out, const struct report *reports, const char *
     cell_bytes(out, s.with_process, s.rss, sc);
     cell_bytes(out, s.with_process, s.peak_rss, sc);
     fputs("\n\n(LIVE, PEAK: the program's heap blocks (the total line of each report); the totals\n"
-          "row adds up each process's own peak, which need not have been at the same time)\n", out);
+          "row adds up each process's own peak, which need not have been at the same time)\n",
+          out);
     free_tree(&t);
     return ferror(out) ? -EIO : 0;
 }

@@ -6,18 +6,43 @@
 #include "memtrail.h"
 #include "memtrail_sessions.h"
 
-int mt_tag_push(const char *name) { (void)name; return -ENOSYS; }
-int mt_tag_pop(void) { return -ENOSYS; }
-int mt_report_write(const char *path) { (void)path; return -ENOSYS; }
-int mt_is_active(void) { return 0; }
-void mt_alloc_report(const void *ptr, size_t size) { (void)ptr, (void)size; }
-void mt_free_report(const void *ptr) { (void)ptr; }
-void mt_realloc_report(const void *old, const void *ptr, size_t size) { (void)old, (void)ptr, (void)size; }
+int mt_tag_push(const char *name)
+{
+    (void)name;
+    return -ENOSYS;
+}
+int mt_tag_pop(void)
+{
+    return -ENOSYS;
+}
+int mt_report_write(const char *path)
+{
+    (void)path;
+    return -ENOSYS;
+}
+int mt_is_active(void)
+{
+    return 0;
+}
+void mt_alloc_report(const void *ptr, size_t size)
+{
+    (void)ptr, (void)size;
+}
+void mt_free_report(const void *ptr)
+{
+    (void)ptr;
+}
+void mt_realloc_report(const void *old, const void *ptr, size_t size)
+{
+    (void)old, (void)ptr, (void)size;
+}
 
 /* Event sessions need the agent: creating one says so. */
-int mt_session_create(const char *name, const char *options, mt_session **session, char *error, size_t error_len)
+int mt_session_create(const char *name, const char *options, mt_session **session, char *error,
+                      size_t error_len)
 {
-    static const char why[] = "event sessions need the memtrail agent (run under 'memtrail run' or LD_PRELOAD=libmemtrail.so)";
+    static const char why[] =
+        "event sessions need the memtrail agent (run under 'memtrail run' or LD_PRELOAD=libmemtrail.so)";
     (void)name, (void)options;
     if (session)
         *session = NULL;
@@ -28,12 +53,36 @@ int mt_session_create(const char *name, const char *options, mt_session **sessio
     }
     return -ENOSYS;
 }
-int mt_session_start(mt_session *session) { (void)session; return -ENOSYS; }
-int mt_session_stop(mt_session *session) { (void)session; return -ENOSYS; }
-int mt_session_flush(mt_session *session) { (void)session; return -ENOSYS; }
-int mt_session_drop(mt_session *session) { (void)session; return -ENOSYS; }
-int mt_event_fire(mt_session *session, const mt_event *event) { (void)session, (void)event; return -ENOSYS; }
-int mt_session_info_get(mt_session *session, mt_session_info *info) { (void)session, (void)info; return -ENOSYS; }
+int mt_session_start(mt_session *session)
+{
+    (void)session;
+    return -ENOSYS;
+}
+int mt_session_stop(mt_session *session)
+{
+    (void)session;
+    return -ENOSYS;
+}
+int mt_session_flush(mt_session *session)
+{
+    (void)session;
+    return -ENOSYS;
+}
+int mt_session_drop(mt_session *session)
+{
+    (void)session;
+    return -ENOSYS;
+}
+int mt_event_fire(mt_session *session, const mt_event *event)
+{
+    (void)session, (void)event;
+    return -ENOSYS;
+}
+int mt_session_info_get(mt_session *session, mt_session_info *info)
+{
+    (void)session, (void)info;
+    return -ENOSYS;
+}
 int mt_session_target_json(mt_session *session, const char *target, char *buf, size_t len)
 {
     (void)session, (void)target;

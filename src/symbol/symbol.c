@@ -32,22 +32,22 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 
 enum sym_state {
     MODULE_UNOPENED,
-    MODULE_FULL,       /* ELF (and maybe DWARF) usable */
-    MODULE_OFFSET_ONLY,     /* module + offset only */
+    MODULE_FULL,        /* ELF (and maybe DWARF) usable */
+    MODULE_OFFSET_ONLY, /* module + offset only */
 };
 
 /* A recorded module, and what opening it gave. */
 struct module {
-    char *path, *buildid;   /* owned; buildid NULL: not checked */
+    char *path, *buildid; /* owned; buildid NULL: not checked */
     uint64_t bias, start, end;
     enum sym_state state;
     Dwfl *dwfl;
     Dwfl_Module *mod;
-    GElf_Addr dwfl_bias;    /* where libdwfl placed the file: its address = ELF address + dwfl_bias */
+    GElf_Addr dwfl_bias; /* where libdwfl placed the file: its address = ELF address + dwfl_bias */
 };
 
 struct cache_entry {
-    uint64_t address;       /* 0: empty slot (address 0 is never cached) */
+    uint64_t address; /* 0: empty slot (address 0 is never cached) */
     struct sym_frame *frames;
     int n;
 };
@@ -55,8 +55,8 @@ struct cache_entry {
 /* A module opened ahead, in a sym_cache. */
 struct sym_cached {
     struct module m;
-    char *why;              /* its warning, or NULL */
-    bool taken;             /* adopted by a symbolizer */
+    char *why;  /* its warning, or NULL */
+    bool taken; /* adopted by a symbolizer */
 };
 
 struct sym_cache {
@@ -65,14 +65,14 @@ struct sym_cache {
 };
 
 struct symbolizer {
-    struct sym_cache *cache_from;   /* modules opened ahead, or NULL */
+    struct sym_cache *cache_from; /* modules opened ahead, or NULL */
     struct module *mods;
     size_t nmods;
-    size_t *by_start;       /* module indices by start address: the module of an address in O(log n) */
-    bool overlap;           /* modules overlap: searched in order instead */
+    size_t *by_start; /* module indices by start address: the module of an address in O(log n) */
+    bool overlap;     /* modules overlap: searched in order instead */
     struct cache_entry *cache;
     size_t cache_cap, cache_used;
-    char **strings;         /* every string frames point at */
+    char **strings; /* every string frames point at */
     size_t nstrings, strings_cap;
     char *warnings;
     size_t warnings_len;
@@ -95,7 +95,7 @@ static int grow(void *items, size_t *cap, size_t need, size_t size, size_t first
     return 0;
 }
 
-static char *debuginfo_path;   /* NULL: libdwfl's default search path */
+static char *debuginfo_path; /* NULL: libdwfl's default search path */
 
 /* Does a file `name` exist in dir, dir/.debug or /usr/lib/debug/dir (the
  * places libdwfl's default search path looks for a separate debug file)? */
@@ -147,8 +147,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
         if (!any)
             return -1;
     }
-    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-                                        debuginfo_file_name);
+    return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                        debuglink_crc, debuginfo_file_name);
 }
 
 static const Dwfl_Callbacks offline_callbacks = {
@@ -231,7 +231,8 @@ static char *open_module(struct module *m)
     m->mod = dwfl_report_elf(m->dwfl, m->path, m->path, -1, m->bias, false);
     dwfl_report_end(m->dwfl, NULL, NULL);
     if (!m->mod) {
-        if (asprintf(&why, "cannot read it as ELF (%s); frames in it shown as module+offset", dwfl_errmsg(-1)) < 0)
+        if (asprintf(&why, "cannot read it as ELF (%s); frames in it shown as module+offset",
+                     dwfl_errmsg(-1)) < 0)
             why = NULL;
         return why;
     }
@@ -243,8 +244,10 @@ static char *open_module(struct module *m)
         for (int i = 0; i < len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", bits[i]);
         if (len <= 0 || strcmp(hex, m->buildid) != 0) {
-            if (asprintf(&why, "build-id differs: rebuilt since the run? (recorded %.128s, file has %s); "
-                         "frames in it shown as module+offset", m->buildid, len > 0 ? hex : "none") < 0)
+            if (asprintf(&why,
+                         "build-id differs: rebuilt since the run? (recorded %.128s, file has %s); "
+                         "frames in it shown as module+offset",
+                         m->buildid, len > 0 ? hex : "none") < 0)
                 why = NULL;
             return why;
         }
@@ -304,7 +307,7 @@ static void make_hash_key(void)
 
 static size_t slot_of(uint64_t address, size_t cap)
 {
-    uint64_t x = address ^ hash_key;     /* splitmix64's finalizer */
+    uint64_t x = address ^ hash_key; /* splitmix64's finalizer */
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
     return (size_t)(x ^ (x >> 31)) & (cap - 1);
@@ -336,7 +339,7 @@ static int index_modules(struct symbolizer *s)
     for (size_t k = 0; k < s->nmods; k++) {
         const struct module *m = &s->mods[s->by_start[k]];
         if (m->start == m->end)
-            continue;   /* holds nothing */
+            continue; /* holds nothing */
         if (k && m->start < end)
             s->overlap = true;
         if (m->end > end)
@@ -504,7 +507,8 @@ static int dwarf_frames(struct symbolizer *s, struct module *m, uint64_t pc, con
         Dwarf_Word fileidx = 0, callline = 0;
         file = NULL;
         line = 0;
-        if (files && dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &fileidx) == 0 && fileidx < nfiles)
+        if (files && dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &fileidx) == 0 &&
+            fileidx < nfiles)
             file = source_path(s, dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr)),
                                dwarf_filesrc(files, fileidx, NULL, NULL));
         if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &callline) == 0)
@@ -518,7 +522,7 @@ static int dwarf_frames(struct symbolizer *s, struct module *m, uint64_t pc, con
             free(outer);
             /* The caller's scope is unknown: keep its call site without a name. */
             if (n < max)
-                out[n++] = (struct sym_frame){ .file = file, .line = line };
+                out[n++] = (struct sym_frame){.file = file, .line = line};
             break;
         }
         die = outer[j];
@@ -530,8 +534,8 @@ static int dwarf_frames(struct symbolizer *s, struct module *m, uint64_t pc, con
 /* Symbolizes pc (the recorded return address) without the cache. */
 static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, int max)
 {
-    struct sym_frame base = { .address = address };
-    uint64_t pc = address ? address - 1 : 0;   /* inside the call instruction */
+    struct sym_frame base = {.address = address};
+    uint64_t pc = address ? address - 1 : 0; /* inside the call instruction */
     struct module *m = find_module(s, pc);
     if (!m) {
         out[0] = base;
@@ -580,7 +584,8 @@ static int lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out,
     if (!out[n - 1].function) {
         GElf_Off off;
         GElf_Sym sym;
-        out[n - 1].function = function_name(s, dwfl_module_addrinfo(m->mod, dpc, &off, &sym, NULL, NULL, NULL));
+        out[n - 1].function =
+            function_name(s, dwfl_module_addrinfo(m->mod, dpc, &off, &sym, NULL, NULL, NULL));
     }
     return n;
 }
@@ -625,7 +630,7 @@ int sym_lookup(struct symbolizer *s, uint64_t address, struct sym_frame *out, in
         struct sym_frame *copy = malloc((size_t)n * sizeof *copy);
         if (copy) {
             memcpy(copy, frames, (size_t)n * sizeof *copy);
-            s->cache[j] = (struct cache_entry){ address, copy, n };
+            s->cache[j] = (struct cache_entry){address, copy, n};
             s->cache_used++;
             if ((s->cache_used + 1) * 2 > s->cache_cap)
                 cache_grow(s);
@@ -655,7 +660,7 @@ void sym_cache_load(struct sym_cache *c, const struct sym_module *mods, size_t n
         struct module *m = find_module(s, addresses[a] ? addresses[a] - 1 : 0);
         if (!m || m->state != MODULE_UNOPENED || !mods[m - s->mods].path)
             continue;
-        m->state = MODULE_OFFSET_ONLY;      /* looked at */
+        m->state = MODULE_OFFSET_ONLY; /* looked at */
         bool have = false;
         for (size_t k = 0; k < c->n && !have; k++)
             have = c->mods[k].m.bias == m->bias && same_str(c->mods[k].m.path, m->path) &&

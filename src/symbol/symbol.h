@@ -17,10 +17,10 @@
 
 /* A module (an ELF object) of the recorded process, as its recorder saw it. */
 struct sym_module {
-    const char *path;       /* its file (NULL: ""); unreadable: module+offset frames */
-    const char *buildid;    /* lowercase hex, or NULL: not checked */
-    uint64_t bias;          /* runtime address - ELF virtual address */
-    uint64_t start, end;    /* [start, end): the runtime addresses it holds */
+    const char *path;    /* its file (NULL: ""); unreadable: module+offset frames */
+    const char *buildid; /* lowercase hex, or NULL: not checked */
+    uint64_t bias;       /* runtime address - ELF virtual address */
+    uint64_t start, end; /* [start, end): the runtime addresses it holds */
 };
 
 /* One frame of a symbolized address. A return address that lies in
@@ -28,13 +28,13 @@ struct sym_module {
  * function it was inlined into last. Strings belong to the symbolizer and
  * live until sym_close. */
 struct sym_frame {
-    const char *function;   /* demangled name, or NULL when unknown */
-    const char *file;       /* source file, or NULL */
-    int line;               /* 0 when unknown */
-    const char *module;     /* the module's path, or NULL (no module) */
-    uint64_t address;       /* the recorded return address */
-    uint64_t offset;        /* address - the module's bias (ELF address); 0 without a module */
-    bool inlined;           /* this frame was inlined into the next one */
+    const char *function; /* demangled name, or NULL when unknown */
+    const char *file;     /* source file, or NULL */
+    int line;             /* 0 when unknown */
+    const char *module;   /* the module's path, or NULL (no module) */
+    uint64_t address;     /* the recorded return address */
+    uint64_t offset;      /* address - the module's bias (ELF address); 0 without a module */
+    bool inlined;         /* this frame was inlined into the next one */
 };
 
 struct symbolizer;
@@ -53,7 +53,7 @@ struct symbolizer *sym_open(const struct sym_module *mods, size_t n);
  * with the same warnings. A cache is used by one thread at a time and must
  * outlive the symbolizers that take from it. */
 struct sym_cache;
-struct sym_cache *sym_cache_new(void);     /* NULL on out-of-memory */
+struct sym_cache *sym_cache_new(void); /* NULL on out-of-memory */
 /* Opens the modules (of n) that some of the naddr return addresses lie in
  * (nothing is kept of either array). */
 void sym_cache_load(struct sym_cache *c, const struct sym_module *mods, size_t n, const uint64_t *addresses,

@@ -60,7 +60,8 @@ static ssize_t stream_read_at(loader *ld, uint64_t off, void *buf, size_t n)
     }
     while (ld->pos < off) {
         char skip[4096];
-        ssize_t k = stream_read(ld, skip, off - ld->pos < sizeof skip ? (size_t)(off - ld->pos) : sizeof skip);
+        ssize_t k =
+            stream_read(ld, skip, off - ld->pos < sizeof skip ? (size_t)(off - ld->pos) : sizeof skip);
         if (k <= 0)
             return k;
     }
@@ -149,7 +150,7 @@ static void load_next(loader *ld, chunk *c)
     }
     if (got == 0)
         goto stop; /* the file ends at a chunk boundary */
-    if (got >= 3 && !memcmp(h, TRACE_TRAILER_MAGIC, got < 8 ? (size_t)got : 8)) {   /* "MTT", not "MTC" */
+    if (got >= 3 && !memcmp(h, TRACE_TRAILER_MAGIC, got < 8 ? (size_t)got : 8)) { /* "MTT", not "MTC" */
         if (got < (ssize_t)TRACE_TRAILER_SIZE)
             chunk_fail(c, ld, "truncated trailer (%zd of %u bytes)", got, TRACE_TRAILER_SIZE);
         else if (!ld->no_crc && trace_get32(h + 20) != trace_crc32c(0, h, 20))
@@ -332,7 +333,7 @@ static void read_index(mt_trace_reader *r)
 {
     loader *ld = &r->ld;
     if (ld->stream)
-        return;     /* read once, front to back: no index to seek with */
+        return; /* read once, front to back: no index to seek with */
     unsigned char t[TRACE_TRAILER_SIZE];
     if (ld->size < TRACE_HEADER_SIZE + TRACE_TRAILER_SIZE ||
         read_at(ld, ld->size - TRACE_TRAILER_SIZE, t, sizeof t) != (ssize_t)sizeof t ||
@@ -457,7 +458,7 @@ int mt_trace_open_fd(int fd, const void *head, size_t nhead, const char *name, u
     r->ld.fd = fd;
     if (flags & MT_TRACE_STREAM) {
         r->ld.stream = 1;
-        r->ld.size = UINT64_MAX;    /* unknown: the stream's end says */
+        r->ld.size = UINT64_MAX; /* unknown: the stream's end says */
         if (nhead)
             memcpy(r->ld.pre, head, nhead);
         r->ld.npre = nhead;

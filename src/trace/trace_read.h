@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace/trace_event.h"   /* mt_trace_event, enum mt_trace_type */
+#include "trace/trace_event.h" /* mt_trace_event, enum mt_trace_type */
 
 #define MT_TRACE_ERR_MAX 512
 
@@ -26,7 +26,7 @@ typedef struct mt_trace_file_info {
     uint32_t pid;
     uint64_t start_ns, start_realtime_ns;
     uint64_t file_bytes;
-    uint32_t time_unit_ns;      /* the unit times were stored in (1: exact ns) */
+    uint32_t time_unit_ns; /* the unit times were stored in (1: exact ns) */
 } mt_trace_file_info;
 
 /* One entry of a file's chunk index (for seeking and progress). */
@@ -41,7 +41,7 @@ typedef struct mt_trace_stack {
     uint32_t id;
     unsigned category;
     uint32_t nframes;
-    const uint64_t *frames;     /* innermost first */
+    const uint64_t *frames; /* innermost first */
 } mt_trace_stack;
 
 typedef struct mt_trace_module {
@@ -59,7 +59,7 @@ int mt_trace_sniff_bytes(const void *head, size_t n);
 /* Opens and checks the header. flags: MT_TRACE_PREFETCH decompresses the
  * next chunk on a second thread. 0, or -errno with the reason in err. */
 #define MT_TRACE_PREFETCH 1u
-#define MT_TRACE_NO_CRC 0x100u   /* testing only: skip the CRC checks (fuzzing reaches the bodies) */
+#define MT_TRACE_NO_CRC 0x100u /* testing only: skip the CRC checks (fuzzing reaches the bodies) */
 int mt_trace_open(const char *path, unsigned flags, mt_trace_reader **out, char *err, size_t errlen);
 /* The same for an open descriptor, which the reader takes (closed on
  * failure too). Without MT_TRACE_STREAM, fd is a regular file read from
@@ -103,8 +103,8 @@ int mt_trace_seek_chunk(mt_trace_reader *r, size_t i);
 const mt_trace_stack *mt_trace_stack_get(const mt_trace_reader *r, uint32_t id);
 size_t mt_trace_module_count(const mt_trace_reader *r);
 const mt_trace_module *mt_trace_module_get(const mt_trace_reader *r, size_t i);
-const char *mt_trace_category_name(const mt_trace_reader *r, unsigned id);  /* NULL if unknown */
-const char *mt_trace_meta(const mt_trace_reader *r, const char *key);       /* NULL if absent */
+const char *mt_trace_category_name(const mt_trace_reader *r, unsigned id); /* NULL if unknown */
+const char *mt_trace_meta(const mt_trace_reader *r, const char *key);      /* NULL if absent */
 /* The end record's statistics (after the end; 0 with *found = 0 when absent). */
 uint64_t mt_trace_stat(const mt_trace_reader *r, const char *name, int *found);
 

@@ -257,23 +257,12 @@ int trace_defs_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t c
         unsigned kind = *c.p++;
         int rc;
         switch (kind) {
-        case TRACE_DEF_THREAD:
-            rc = def_thread(d, &c, why, whylen);
-            break;
-        case TRACE_DEF_STACK:
-            rc = def_stack(d, &c, why, whylen);
-            break;
-        case TRACE_DEF_MODULE:
-            rc = def_module(d, &c, why, whylen);
-            break;
-        case TRACE_DEF_CATEGORY:
-            rc = def_category(d, &c, why, whylen);
-            break;
-        case TRACE_DEF_META:
-            rc = def_meta(d, &c, why, whylen);
-            break;
-        default:
-            FAIL("unknown definition kind %u (record %u)", kind, i);
+        case TRACE_DEF_THREAD: rc = def_thread(d, &c, why, whylen); break;
+        case TRACE_DEF_STACK: rc = def_stack(d, &c, why, whylen); break;
+        case TRACE_DEF_MODULE: rc = def_module(d, &c, why, whylen); break;
+        case TRACE_DEF_CATEGORY: rc = def_category(d, &c, why, whylen); break;
+        case TRACE_DEF_META: rc = def_meta(d, &c, why, whylen); break;
+        default: FAIL("unknown definition kind %u (record %u)", kind, i);
         }
         if (rc < 0)
             return rc;

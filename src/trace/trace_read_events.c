@@ -25,7 +25,8 @@ int trace_reader_fail(mt_trace_reader *r, const char *fmt, ...)
 }
 
 static const char *const stream_names[TRACE_NSTREAMS] = {
-    "ops", "xops", "threads", "times", "sizes", "frees", "bits", "stacks", "ids", "categories", "addresses", "runs",
+    "ops",  "xops",   "threads", "times",      "sizes",     "frees",
+    "bits", "stacks", "ids",     "categories", "addresses", "runs",
 };
 
 /* Sets up the decoder on an EVENTS chunk's body. */
@@ -35,8 +36,8 @@ static int events_begin(mt_trace_reader *r, const chunk *c)
     const unsigned char *p = c->raw, *end = c->raw + c->raw_len;
     uint64_t t0, base, flags = 0, ns;
     if (trace_get_varint(&p, end, &t0) < 0 || trace_get_varint(&p, end, &base) < 0 || base > UINT32_MAX ||
-        (r->info.version > 1 && trace_get_varint(&p, end, &flags) < 0) || trace_get_varint(&p, end, &ns) < 0 ||
-        ns > 64)
+        (r->info.version > 1 && trace_get_varint(&p, end, &flags) < 0) ||
+        trace_get_varint(&p, end, &ns) < 0 || ns > 64)
         return trace_reader_fail(r, "bad events body prefix");
     if (flags & ~(uint64_t)TRACE_F_KNOWN)
         return trace_reader_fail(r, "unknown events coding flags 0x%llx", (unsigned long long)flags);
@@ -164,8 +165,9 @@ static inline int get_bytes(decoder *d, unsigned k, uint64_t *out)
             if (k_)                                                                                          \
                 rc_ = get_bytes(d, k_, &lo_);                                                                \
             if (rc_ < 0)                                                                                     \
-                return trace_reader_fail(r, rc_ == -1 ? "event %u: stream bits ends early"                   \
-                                                      : "event %u: low bits out of range", d->done);         \
+                return trace_reader_fail(                                                                    \
+                    r, rc_ == -1 ? "event %u: stream bits ends early" : "event %u: low bits out of range",   \
+                    d->done);                                                                                \
         } else if (k_ > 32) {                                                                                \
             if (get_bits(d, 32, &lo_) < 0 || get_bits(d, k_ - 32, &hi_) < 0)                                 \
                 return trace_reader_fail(r, "event %u: stream bits ends early", d->done);                    \
@@ -259,7 +261,8 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
         GETSYM_TAG(TRACE_S_FREES, v, 0x80u, rel);
         if (v > UINT32_MAX)
             return trace_reader_fail(r, "event %u: bad free reference", d->done);
-        uint32_t ref = rel ? d->last_freed + 1 + (uint32_t)trace_unzigzag32((uint32_t)v) : d->last_id - (uint32_t)v;
+        uint32_t ref =
+            rel ? d->last_freed + 1 + (uint32_t)trace_unzigzag32((uint32_t)v) : d->last_id - (uint32_t)v;
         d->last_freed = ref;
         if (type == MT_TRACE_FREE)
             ev->id = ref;
@@ -306,7 +309,6 @@ static int decode(mt_trace_reader *r, mt_trace_event *ev)
     return 1;
 }
 
-
 /* Handles chunks until one has events to give: 1, 0 at the end, -1. */
 static int advance(mt_trace_reader *r)
 {
@@ -321,7 +323,7 @@ static int advance(mt_trace_reader *r)
         }
         if (c->status == 0) {
             r->ended = 1;
-            if (r->info.file_bytes)     /* a stream's size is not known: it stays at the last chunk */
+            if (r->info.file_bytes) /* a stream's size is not known: it stays at the last chunk */
                 r->consumed = r->info.file_bytes;
             return 0;
         }
@@ -346,8 +348,7 @@ static int advance(mt_trace_reader *r)
                 return trace_reader_fail(r, "%s", why);
             r->complete = 1;
             break;
-        default: /* the index (read at open), kinds of later versions */
-            break;
+        default: /* the index (read at open), kinds of later versions */ break;
         }
     }
 }

@@ -71,8 +71,8 @@ typedef struct decoder {
     uint64_t addr;
     uint64_t bits; /* bit stream: buffered bits, their count */
     unsigned nbits;
-    unsigned flags;    /* TRACE_F_* of the chunk */
-    int run_open;      /* TRACE_F_TIME_RUNS: a run was read, run_left zero deltas remain before a nonzero one */
+    unsigned flags; /* TRACE_F_* of the chunk */
+    int run_open;   /* TRACE_F_TIME_RUNS: a run was read, run_left zero deltas remain before a nonzero one */
     uint64_t run_left;
 } decoder;
 

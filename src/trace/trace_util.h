@@ -55,18 +55,20 @@ enum {
     TRACE_S_IDS,     /* zigzag of (int32)(id - (last id + 1)), varint */
     TRACE_S_CATS,    /* category (when TRACE_OP_CATEGORY), a byte */
     TRACE_S_ADDRS,   /* zigzag mapping address delta, varint */
-    TRACE_S_RUNS,    /* TRACE_F_TIME_RUNS: events with a zero time delta before the next nonzero one, varint */
+    TRACE_S_RUNS, /* TRACE_F_TIME_RUNS: events with a zero time delta before the next nonzero one, varint */
     TRACE_NSTREAMS
 };
 
 /* An EVENTS chunk's coding flags (the body prefix's flags varint). Both
  * are chosen per chunk by the writer from what the previous chunk looked
  * like; a reader refuses other bits. */
-#define TRACE_F_TIME_RUNS 0x1u /* time deltas as runs of zeros (runs) + the nonzero ones - 1 (times);
-                                  the ops bytes' time codes are 0 (or the escape) */
-#define TRACE_F_ALIGNED 0x2u   /* each symbol's low bits are whole bytes in the bits stream
-                                  (ceil(extra / 8) bytes, little-endian): repetitive values stay
-                                  byte-aligned, so zstd finds their repeats */
+#define TRACE_F_TIME_RUNS                                                                                    \
+    0x1u /* time deltas as runs of zeros (runs) + the nonzero ones - 1 (times);                              \
+            the ops bytes' time codes are 0 (or the escape) */
+#define TRACE_F_ALIGNED                                                                                      \
+    0x2u /* each symbol's low bits are whole bytes in the bits stream                                        \
+            (ceil(extra / 8) bytes, little-endian): repetitive values stay                                   \
+            byte-aligned, so zstd finds their repeats */
 #define TRACE_F_KNOWN 0x3u
 
 /* An op: the type and flags. */

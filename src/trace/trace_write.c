@@ -21,8 +21,9 @@
  * and slower there, higher levels gain ~1.5% for 1.7-2.5x the time). */
 #define DEFAULT_LEVEL 1
 #define REPETITIVE_LEVEL 9
-#define REPETITIVE_TABLE_LOG 16 /* its hash and chain tables (256 KiB each): as small as level 9 with its
-                                    own (up to 8 MiB each, +14 MB of the agent's RSS on mbench) */
+#define REPETITIVE_TABLE_LOG                                                                                 \
+    16 /* its hash and chain tables (256 KiB each): as small as level 9 with its                             \
+           own (up to 8 MiB each, +14 MB of the agent's RSS on mbench) */
 #define DEFAULT_CHUNK_EVENTS (128u << 10)
 #define MAX_CHUNK_EVENTS (1u << 20)
 #define DEFAULT_AGE_NS 1000000000ull
@@ -148,7 +149,8 @@ static size_t compress_segs(mt_trace_writer *w, unsigned char *out, size_t cap, 
 {
     int rep = bits_seg >= 0 && w->repetitive;
     if (ZSTD_isError(ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, rep ? REPETITIVE_LEVEL : w->level)) ||
+        ZSTD_isError(
+            ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, rep ? REPETITIVE_LEVEL : w->level)) ||
         (rep && (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, REPETITIVE_TABLE_LOG)) ||
                  ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, REPETITIVE_TABLE_LOG)))) ||
         ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->cctx, n)))

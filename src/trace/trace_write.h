@@ -35,9 +35,9 @@ typedef struct mt_trace_host {
 } mt_trace_host;
 
 typedef struct mt_trace_write_config {
-    int zstd_level;             /* 0: the default (see trace_write.c) */
-    uint32_t chunk_events;      /* events per chunk; 0: the default */
-    uint64_t chunk_age_ns;      /* mt_trace_write_flush(w, 0) closes a chunk this old; 0: 1 s */
+    int zstd_level;        /* 0: the default (see trace_write.c) */
+    uint32_t chunk_events; /* events per chunk; 0: the default */
+    uint64_t chunk_age_ns; /* mt_trace_write_flush(w, 0) closes a chunk this old; 0: 1 s */
     uint32_t pid;
     uint64_t start_ns;          /* CLOCK_MONOTONIC time 0 of the file */
     uint64_t start_realtime_ns; /* the wall clock at start_ns */

@@ -43,7 +43,7 @@ typedef struct module_range {
 struct mt_trace_writer {
     mt_trace_host host;
     int level;
-    int auto_level;         /* level not configured: REPETITIVE_LEVEL after a chunk that compressed 8:1 */
+    int auto_level; /* level not configured: REPETITIVE_LEVEL after a chunk that compressed 8:1 */
     int repetitive;
     size_t last_stored, last_raw; /* the last chunk written */
     uint32_t chunk_events, time_unit;

@@ -29,12 +29,12 @@
 /* Event types (memtrail.h's MT_EVENT_* have the same values). */
 enum xe_event_type {
     XE_EV_USER = 0,
-    XE_EV_ALLOC = 1,       /* address, size, site, category */
-    XE_EV_FREE = 2,        /* address (size when known) */
-    XE_EV_REALLOC = 3,     /* old_address -> address, size */
+    XE_EV_ALLOC = 1,   /* address, size, site, category */
+    XE_EV_FREE = 2,    /* address (size when known) */
+    XE_EV_REALLOC = 3, /* old_address -> address, size */
     XE_EV_MMAP = 4,
     XE_EV_MUNMAP = 5,
-    XE_EV_SPAN_BEGIN = 6,  /* key: the span's id */
+    XE_EV_SPAN_BEGIN = 6, /* key: the span's id */
     XE_EV_SPAN_END = 7,
     XE_EV_SNAPSHOT = 8,
     XE_EV_PAGE_REF = 9,
@@ -48,8 +48,8 @@ typedef struct xe_event {
     uint16_t category;
     uint32_t tid;
     uint32_t cpu;
-    uint32_t data_len;      /* bytes at data (copied into the buffer) */
-    uint64_t time_ns;       /* CLOCK_MONOTONIC */
+    uint32_t data_len; /* bytes at data (copied into the buffer) */
+    uint64_t time_ns;  /* CLOCK_MONOTONIC */
     uint64_t size;
     uint64_t address;
     uint64_t old_address;
@@ -69,9 +69,18 @@ static inline uint64_t xe_event_bytes(uint32_t data_len)
 
 /* Fields, for predicates and histogram buckets. */
 enum xe_field {
-    XE_F_TYPE, XE_F_CATEGORY, XE_F_SIZE, XE_F_ADDRESS, XE_F_OLD_ADDRESS, XE_F_SITE,
-    XE_F_KEY, XE_F_VALUE, XE_F_TID, XE_F_CPU, XE_F_DATA_LEN,
-    XE_F_SIZE_CLASS,        /* derived: 0 for size 0, else floor(log2(size)) + 1 */
+    XE_F_TYPE,
+    XE_F_CATEGORY,
+    XE_F_SIZE,
+    XE_F_ADDRESS,
+    XE_F_OLD_ADDRESS,
+    XE_F_SITE,
+    XE_F_KEY,
+    XE_F_VALUE,
+    XE_F_TID,
+    XE_F_CPU,
+    XE_F_DATA_LEN,
+    XE_F_SIZE_CLASS, /* derived: 0 for size 0, else floor(log2(size)) + 1 */
     XE_F_NFIELDS
 };
 uint64_t xe_event_field(const xe_event *ev, enum xe_field f);
@@ -90,7 +99,7 @@ typedef struct xe_host {
     const char *(*category_name)(unsigned id);
 } xe_host;
 void xe_set_host(const xe_host *host);
-const char *xe_category_name(unsigned id);  /* via the host; NULL if unknown */
+const char *xe_category_name(unsigned id); /* via the host; NULL if unknown */
 
 /* ---- predicates (xe_pred.c) ------------------------------------------------
  * `size >= 4096 && (category == "parser" || type == free)`: comparisons
@@ -104,12 +113,12 @@ typedef struct xe_pred_op {
     uint64_t value;
 } xe_pred_op;
 typedef struct xe_pred {
-    uint16_t n;             /* 0: no predicate, everything passes */
+    uint16_t n; /* 0: no predicate, everything passes */
     xe_pred_op ops[XE_PRED_MAX];
-    char text[256];         /* as written, for the view */
+    char text[256]; /* as written, for the view */
 } xe_pred;
 int xe_pred_compile(const char *text, xe_pred *out, char *why, size_t whylen);
-int xe_pred_eval(const xe_pred *p, const xe_event *ev);  /* 1 passes, 0 not */
+int xe_pred_eval(const xe_pred *p, const xe_event *ev); /* 1 passes, 0 not */
 
 /* ---- memory --------------------------------------------------------------- */
 
@@ -123,8 +132,8 @@ void xe_unmap(void *p, size_t bytes);
 
 typedef struct xe_target xe_target;
 typedef struct xe_target_ops {
-    const char *name;       /* "ring_buffer", "histogram", ... */
-    int synchronous;        /* deliver() runs on the firing thread, lock-free */
+    const char *name; /* "ring_buffer", "histogram", ... */
+    int synchronous;  /* deliver() runs on the firing thread, lock-free */
     /* Parse the parameters ("max_events_limit=100,..." without the
      * parentheses, may be empty) and map the target's state. 0 or -EINVAL
      * (reason in why) / -ENOMEM. */
@@ -147,9 +156,9 @@ typedef struct xe_target_ops {
 
 struct xe_target {
     const xe_target_ops *ops;
-    void *state;            /* the target's own, mmap'd */
+    void *state; /* the target's own, mmap'd */
     size_t state_bytes;
-    char params[512];       /* as given */
+    char params[512]; /* as given */
 };
 
 /* The built-in targets, by name; NULL when unknown. */
@@ -183,12 +192,12 @@ typedef struct xe_file_encoder {
     size_t (*encode)(const xe_event *evs, size_t n, void *buf, size_t cap, size_t *consumed);
     /* Stateful: one state per target; NULL on failure. */
     void *(*create)(int (*write)(void *ctx, const void *buf, size_t n), void *ctx);
-    int (*begin)(void *st);                         /* a file was opened: its header */
+    int (*begin)(void *st); /* a file was opened: its header */
     void (*event)(void *st, const xe_event *ev);
-    void (*flush)(void *st);                        /* after each dispatched buffer */
-    void (*end)(void *st);                          /* the file is about to close: finish it */
+    void (*flush)(void *st); /* after each dispatched buffer */
+    void (*end)(void *st);   /* the file is about to close: finish it */
     void (*destroy)(void *st);
-    void (*forked)(void *st);       /* in a fork child: forget the parent's file and pending data */
+    void (*forked)(void *st); /* in a fork child: forget the parent's file and pending data */
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
 /* In a fork child, before the engine's fork handling (xe_atfork_child):
@@ -220,18 +229,21 @@ enum xe_state { XE_CREATED, XE_STARTED, XE_STOPPING, XE_STOPPED };
 
 typedef struct xe_config {
     char name[XE_NAME_MAX + 1];
-    uint64_t max_memory;            /* default 4 MB */
-    uint64_t max_event_size;        /* 0: none */
+    uint64_t max_memory;     /* default 4 MB */
+    uint64_t max_event_size; /* 0: none */
     xe_partition_mode mode;
     int strict;
     enum xe_retention retention;
-    uint64_t max_dispatch_latency_ns;   /* default 30 s; XE_LATENCY_INFINITE */
-    uint32_t event_mask;            /* bit per event type; 0 = all */
-    int start;                      /* start at once (agent sessions) */
+    uint64_t max_dispatch_latency_ns; /* default 30 s; XE_LATENCY_INFINITE */
+    uint32_t event_mask;              /* bit per event type; 0 = all */
+    int start;                        /* start at once (agent sessions) */
     xe_pred pred;
     int ntargets;
-    struct { const xe_target_ops *ops; char params[512]; } targets[XE_MAX_TARGETS];
-    unsigned cpus, nodes;           /* 0: this machine's */
+    struct {
+        const xe_target_ops *ops;
+        char params[512];
+    } targets[XE_MAX_TARGETS];
+    unsigned cpus, nodes; /* 0: this machine's */
 } xe_config;
 
 /* The defaults: 4 MB, NONE, ALLOW_SINGLE_EVENT_LOSS, 30 s, all events. */
@@ -248,7 +260,7 @@ typedef struct xe_session xe_session;
 /* Create (size, map the buffers, set up the targets) and register a
  * session. 0 or -EINVAL/-ENOMEM/-ENOSPC/-EEXIST with the reason in why. */
 int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t whylen);
-int xe_session_start(xe_session *s);   /* starts the dispatcher thread */
+int xe_session_start(xe_session *s); /* starts the dispatcher thread */
 /* Stop taking events, dispatch everything buffered, flush the targets,
  * end the dispatcher. The session can be started again. */
 int xe_session_stop(xe_session *s);
@@ -281,16 +293,16 @@ typedef struct xe_session_info {
     uint64_t total_large_buffers;
     uint64_t large_buffer_size;
     uint64_t total_buffer_size;
-    const char *buffer_policy_desc;   /* drop_event, drop_full_buffer, do_not_drop_event */
-    uint64_t dropped_event_count;     /* events dropped one at a time or with their buffer */
+    const char *buffer_policy_desc; /* drop_event, drop_full_buffer, do_not_drop_event */
+    uint64_t dropped_event_count;   /* events dropped one at a time or with their buffer */
     uint64_t dropped_buffer_count;
     uint64_t blocked_event_fire_time_ns;
     uint64_t largest_event_dropped_size;
-    int64_t create_time_ns;           /* CLOCK_REALTIME */
+    int64_t create_time_ns; /* CLOCK_REALTIME */
     /* Beyond the seed's columns. */
-    uint64_t events_delivered;        /* events handed to the asynchronous targets */
+    uint64_t events_delivered; /* events handed to the asynchronous targets */
     uint64_t max_memory;
-    uint64_t memory_allocated;        /* bytes mapped for buffers */
+    uint64_t memory_allocated; /* bytes mapped for buffers */
     uint64_t max_dispatch_latency_ns;
     xe_partition_mode mode;
     int strict;

@@ -33,7 +33,10 @@ static int say(char *why, size_t whylen, const char *a, const char *b, size_t bl
 }
 
 /* Names and keywords: ASCII, any case. */
-static int word_is(const char *s, size_t n, const char *w) { return xe_name_eq(w, s, n); }
+static int word_is(const char *s, size_t n, const char *w)
+{
+    return xe_name_eq(w, s, n);
+}
 
 /* Copy a value into a NUL-terminated scratch buffer. */
 static int copy_value(char *dst, size_t cap, const char *v, size_t n)
@@ -205,8 +208,9 @@ static int parse_option(xe_config *cfg, const char *k, size_t kn, const char *v,
             return say(why, whylen, "start: on or off, not '", v, vn, "'");
     } else if (word_is(k, kn, "events")) {
         if (parse_events(v, vn, &cfg->event_mask) < 0)
-            return say(why, whylen, "bad event list '", v, vn,
-                       "' (user, alloc, free, realloc, mmap, munmap, span_begin, span_end, snapshot, page_ref)");
+            return say(
+                why, whylen, "bad event list '", v, vn,
+                "' (user, alloc, free, realloc, mmap, munmap, span_begin, span_end, snapshot, page_ref)");
     } else if (word_is(k, kn, "where") || word_is(k, kn, "predicate")) {
         if (copy_value(tmp, sizeof tmp, v, vn) < 0)
             return say(why, whylen, "predicate too long", NULL, 0, NULL);

@@ -21,8 +21,8 @@
 
 static struct {
     uint64_t ticks0, ns0;
-    _Atomic uint64_t mult;      /* ns per tick, 32.32 fixed point */
-    _Atomic int state;          /* 0 none, 1 calibrating, 2 ready */
+    _Atomic uint64_t mult; /* ns per tick, 32.32 fixed point */
+    _Atomic int state;     /* 0 none, 1 calibrating, 2 ready */
 } clk;
 
 static uint64_t mono_ns(void)
@@ -32,8 +32,10 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t xe_now_ns(void) { return mono_ns(); }
-
+uint64_t xe_now_ns(void)
+{
+    return mono_ns();
+}
 
 void xe_clock_init(void)
 {
@@ -91,7 +93,7 @@ uint64_t xe_ns_to_ticks(uint64_t ns)
 
 void xe_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns)
 {
-    struct timespec ts = { (time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u) };
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
     syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 }
 
@@ -196,7 +198,7 @@ static int drain_ordered(xe_session *s)
             s->held[s->nheld++] = at - 1;
             at = atomic_load(&xe_buf(s, at - 1)->next);
         }
-        while (at) {   /* cannot happen: the queue holds at most every buffer */
+        while (at) { /* cannot happen: the queue holds at most every buffer */
             uint32_t next = atomic_load(&xe_buf(s, at - 1)->next);
             if (process(s, at - 1))
                 xe_recycle(s, at - 1);
@@ -253,7 +255,7 @@ static void seal_current(xe_session *s, xe_part *p, int force)
 static void wait_producers(xe_session *s)
 {
     while (producers_busy(s)) {
-        drain(s);   /* what they hand on meanwhile frees buffers others wait for */
+        drain(s); /* what they hand on meanwhile frees buffers others wait for */
         sched_yield();
     }
 }
@@ -377,7 +379,8 @@ void xe_dispatch_flush(xe_session *s)
 static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
 {
     uint32_t guard = s->nbuf + s->nlarge + 1;
-    for (uint32_t at = (uint32_t)atomic_load(&st->head); at && guard--; at = atomic_load(&xe_buf(s, at - 1)->next))
+    for (uint32_t at = (uint32_t)atomic_load(&st->head); at && guard--;
+         at = atomic_load(&xe_buf(s, at - 1)->next))
         if (at - 1 == idx)
             return 1;
     return 0;
@@ -393,7 +396,7 @@ static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
  * processes. */
 void xe_dispatch_after_fork(xe_session *s)
 {
-    atomic_fetch_add(&s->fork_gen, 1);   /* writers of buffers opened before now may be gone */
+    atomic_fetch_add(&s->fork_gen, 1); /* writers of buffers opened before now may be gone */
     atomic_store(&s->disp_idle, 0);
     atomic_store(&s->free_waiters, 0);
     atomic_store(&s->inflight, 0);

@@ -15,20 +15,31 @@
 #endif
 
 static const char *const field_names[XE_F_NFIELDS] = {
-    [XE_F_TYPE] = "type",       [XE_F_CATEGORY] = "category",
-    [XE_F_SIZE] = "size",       [XE_F_ADDRESS] = "address",
-    [XE_F_OLD_ADDRESS] = "old_address", [XE_F_SITE] = "site",
-    [XE_F_KEY] = "key",         [XE_F_VALUE] = "value",
-    [XE_F_TID] = "tid",         [XE_F_CPU] = "cpu",
-    [XE_F_DATA_LEN] = "data_len", [XE_F_SIZE_CLASS] = "size_class",
+    [XE_F_TYPE] = "type",
+    [XE_F_CATEGORY] = "category",
+    [XE_F_SIZE] = "size",
+    [XE_F_ADDRESS] = "address",
+    [XE_F_OLD_ADDRESS] = "old_address",
+    [XE_F_SITE] = "site",
+    [XE_F_KEY] = "key",
+    [XE_F_VALUE] = "value",
+    [XE_F_TID] = "tid",
+    [XE_F_CPU] = "cpu",
+    [XE_F_DATA_LEN] = "data_len",
+    [XE_F_SIZE_CLASS] = "size_class",
 };
 
 static const char *const type_names[XE_EV_NTYPES] = {
-    [XE_EV_USER] = "user",         [XE_EV_ALLOC] = "alloc",
-    [XE_EV_FREE] = "free",         [XE_EV_REALLOC] = "realloc",
-    [XE_EV_MMAP] = "mmap",         [XE_EV_MUNMAP] = "munmap",
-    [XE_EV_SPAN_BEGIN] = "span_begin", [XE_EV_SPAN_END] = "span_end",
-    [XE_EV_SNAPSHOT] = "snapshot", [XE_EV_PAGE_REF] = "page_ref",
+    [XE_EV_USER] = "user",
+    [XE_EV_ALLOC] = "alloc",
+    [XE_EV_FREE] = "free",
+    [XE_EV_REALLOC] = "realloc",
+    [XE_EV_MMAP] = "mmap",
+    [XE_EV_MUNMAP] = "munmap",
+    [XE_EV_SPAN_BEGIN] = "span_begin",
+    [XE_EV_SPAN_END] = "span_end",
+    [XE_EV_SNAPSHOT] = "snapshot",
+    [XE_EV_PAGE_REF] = "page_ref",
 };
 
 uint64_t xe_event_field(const xe_event *ev, enum xe_field f)

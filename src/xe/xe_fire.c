@@ -14,18 +14,20 @@
 #include "xe/xe_thread.h"
 
 static __thread uint32_t tls_tid;
-static __thread int tls_depth;      /* fires in progress on this thread (signal handlers nest) */
-
+static __thread int tls_depth; /* fires in progress on this thread (signal handlers nest) */
 
 /* Which sessions this thread is in the slow path of (and how deep: signal
  * handlers nest). A stop run by a handler must not wait for the fire it
  * interrupted. */
 #define INFLIGHT_SLOTS 4
-static __thread struct { const xe_session *s; uint32_t n; } tls_inflight[INFLIGHT_SLOTS];
+static __thread struct {
+    const xe_session *s;
+    uint32_t n;
+} tls_inflight[INFLIGHT_SLOTS];
 
 static void inflight_enter(xe_session *s)
 {
-    atomic_fetch_add(&s->inflight, 1);   /* seq_cst: pairs with stop's state store */
+    atomic_fetch_add(&s->inflight, 1); /* seq_cst: pairs with stop's state store */
     int slot = -1;
     for (int i = 0; i < INFLIGHT_SLOTS; i++) {
         if (tls_inflight[i].s == s && tls_inflight[i].n) {
@@ -51,7 +53,10 @@ static void inflight_leave(xe_session *s)
     atomic_fetch_sub(&s->inflight, 1);
 }
 
-int xe_fire_depth_here(void) { return tls_depth; }
+int xe_fire_depth_here(void)
+{
+    return tls_depth;
+}
 
 uint32_t xe_fire_inflight_here(const xe_session *s)
 {
@@ -115,8 +120,8 @@ int32_t xe_stack_pop(xe_session *s, xe_stack *st)
 uint32_t xe_stack_take_all(xe_session *s, xe_stack *st)
 {
     uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
-    while (!atomic_compare_exchange_weak_explicit(&st->head, &h, ((h >> 32) + 1) << 32,
-                                                  memory_order_acquire, memory_order_acquire))
+    while (!atomic_compare_exchange_weak_explicit(&st->head, &h, ((h >> 32) + 1) << 32, memory_order_acquire,
+                                                  memory_order_acquire))
         ;
     /* Pushed newest first: reverse the chain (it is ours now). */
     uint32_t prev = 0;
@@ -174,8 +179,8 @@ static void unopen_buffer(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
     if (!xe_seal(s, idx))
-        return;   /* a claim filled and sealed it: its sealer hands it on */
-    if (b->end == 0 && !s->ordered)   /* ordered: its seq must reach the dispatcher */
+        return;                     /* a claim filled and sealed it: its sealer hands it on */
+    if (b->end == 0 && !s->ordered) /* ordered: its seq must reach the dispatcher */
         xe_stack_push(s, &s->free_pool, idx);
     else
         xe_enqueue(s, idx);
@@ -225,7 +230,7 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
         xe_test_before_enqueue();
     uint64_t seen = atomic_load(&p->cur);
     if (xe_cur_idx(seen) != (int32_t)idx) {
-        xe_enqueue(s, idx);   /* already detached (a producer did, or stop) */
+        xe_enqueue(s, idx); /* already detached (a producer did, or stop) */
         return;
     }
     int32_t next = atomic_load(&s->state) == XE_STARTED ? xe_stack_pop(s, &s->free_pool) : -1;
@@ -237,7 +242,7 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
         count_drop(s, n);
         atomic_fetch_add_explicit(&s->dropped_buffers, 1, memory_order_relaxed);
         if (abandoned)
-            goto none;   /* a writer never finished: keep it out of circulation */
+            goto none; /* a writer never finished: keep it out of circulation */
         memset(xe_buf_data(b), 0, b->end + sizeof(uint64_t));
         /* Current again (a new tag), unless detached meanwhile by a
          * producer tired of waiting, or by stop: then it is just free. */
@@ -253,7 +258,7 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse)
     }
     xe_enqueue(s, idx);
     if (next >= 0) {
-        xe_install(s, p, seen, next);   /* or back to the pool: detached meanwhile */
+        xe_install(s, p, seen, next); /* or back to the pool: detached meanwhile */
         return;
     }
 none:
@@ -279,7 +284,7 @@ static void note_first(xe_session *s, xe_bufhdr *b, uint64_t tsc)
     atomic_compare_exchange_strong_explicit(&b->first_tsc, &zero, tsc ? tsc : 1, memory_order_release,
                                             memory_order_relaxed);
     if (s->latency_tsc)
-        xe_wake_dispatcher(s);   /* it may be sleeping with no deadline */
+        xe_wake_dispatcher(s); /* it may be sleeping with no deadline */
 }
 
 static void raise_largest(xe_session *s, uint64_t len)
@@ -378,7 +383,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
         uint64_t seen = atomic_load_explicit(&p->cur, memory_order_acquire);
         int32_t cur = xe_cur_idx(seen);
         if (cur != idx || atomic_load(&s->state) != XE_STARTED)
-            break;   /* another buffer is current (or stop): try again */
+            break; /* another buffer is current (or stop): try again */
         if (cur >= 0) {
             /* Sealed or overflowing: its sealer is replacing it (or, losing
              * a full buffer, opening it again). The sealer may be the
@@ -479,7 +484,7 @@ int xe_fire(xe_session *s, const xe_event *ev)
     if (s->cfg.event_mask && !(ev->type < 32 && (s->cfg.event_mask >> ev->type & 1)))
         return 0;
     if (s->cfg.pred.n) {
-        xe_event e = *ev;   /* predicates may test the thread and the CPU */
+        xe_event e = *ev; /* predicates may test the thread and the CPU */
         e.tid = my_tid();
         e.cpu = xe_this_cpu();
         if (!xe_pred_eval(&s->cfg.pred, &e))
@@ -528,7 +533,7 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
             if (spins < 10000) {
                 sched_yield();
             } else {
-                struct timespec ts = { 0, 200000 };
+                struct timespec ts = {0, 200000};
                 nanosleep(&ts, NULL);
             }
         }
@@ -546,7 +551,7 @@ void xe_recycle(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
     uint64_t cap = xe_buf_cap(s, b);
-    uint64_t used = b->end + sizeof(uint64_t);   /* an end marker may follow */
+    uint64_t used = b->end + sizeof(uint64_t); /* an end marker may follow */
     memset(xe_buf_data(b), 0, used < cap ? used : cap);
     b->end = 0;
     atomic_store(&b->first_tsc, 0);

@@ -29,20 +29,20 @@
 #include "xe/xe.h"
 
 #define XE_SEALED (1ull << 62)
-#define XE_OPENING (1ull << 63)       /* sealed, being made current: not to be detached */
+#define XE_OPENING (1ull << 63) /* sealed, being made current: not to be detached */
 #define XE_SEAL_MASK (3ull << 62)
 #define XE_OFF_MASK ((1ull << 40) - 1)
-#define XE_DATA_OFF 192u          /* header; the other 13 bytes of overhead end the buffer */
-#define XE_END_MARK 1u            /* a record length that ends a sealed buffer */
+#define XE_DATA_OFF 192u /* header; the other 13 bytes of overhead end the buffer */
+#define XE_END_MARK 1u   /* a record length that ends a sealed buffer */
 
 /* A record in a buffer (XE_RECORD_FIXED bytes, then data). */
 typedef struct xe_rec {
-    _Atomic uint32_t len;         /* written last: 0 = not yet, XE_END_MARK = end */
+    _Atomic uint32_t len; /* written last: 0 = not yet, XE_END_MARK = end */
     uint16_t type;
     uint16_t category;
     uint32_t tid;
     uint32_t cpu;
-    uint64_t tsc;                 /* the engine's clock, converted at dispatch */
+    uint64_t tsc; /* the engine's clock, converted at dispatch */
     uint64_t size, address, old_address, site, key, value;
     uint32_t data_len;
     uint32_t pad;
@@ -73,15 +73,15 @@ static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint
 #define XE_HELD_MAX 8
 
 typedef struct xe_bufhdr {
-    _Atomic uint64_t reserved;    /* claimed offset | SEALED */
-    _Atomic uint64_t first_tsc;   /* when its first event was claimed; 0 = empty */
-    uint64_t end;                 /* set by the sealer: min(claimed, size) */
-    _Atomic uint32_t next;        /* link in a pool or the dispatch queue (index + 1) */
+    _Atomic uint64_t reserved;  /* claimed offset | SEALED */
+    _Atomic uint64_t first_tsc; /* when its first event was claimed; 0 = empty */
+    uint64_t end;               /* set by the sealer: min(claimed, size) */
+    _Atomic uint32_t next;      /* link in a pool or the dispatch queue (index + 1) */
     uint32_t index;
     uint32_t large;
-    uint32_t part;                /* partition it was current in */
-    uint32_t fork_gen;            /* the session's fork generation when it was opened */
-    uint64_t seq;                 /* ordered sessions: 1, 2, ... in the order buffers opened; 0 large */
+    uint32_t part;     /* partition it was current in */
+    uint32_t fork_gen; /* the session's fork generation when it was opened */
+    uint64_t seq;      /* ordered sessions: 1, 2, ... in the order buffers opened; 0 large */
 } xe_bufhdr;
 _Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
 
@@ -92,14 +92,20 @@ typedef struct xe_part {
     _Alignas(64) _Atomic uint64_t cur;
 } xe_part;
 
-static inline int32_t xe_cur_idx(uint64_t v) { return (int32_t)(uint32_t)v; }
+static inline int32_t xe_cur_idx(uint64_t v)
+{
+    return (int32_t)(uint32_t)v;
+}
 /* Move cur from exactly `seen` to idx; 1 on success. */
 static inline int xe_cur_cas(xe_part *p, uint64_t seen, int32_t idx)
 {
     uint64_t nv = ((seen >> 32) + 1) << 32 | (uint32_t)idx;
     return atomic_compare_exchange_strong(&p->cur, &seen, nv);
 }
-static inline uint64_t xe_cur_next(uint64_t seen, int32_t idx) { return ((seen >> 32) + 1) << 32 | (uint32_t)idx; }
+static inline uint64_t xe_cur_next(uint64_t seen, int32_t idx)
+{
+    return ((seen >> 32) + 1) << 32 | (uint32_t)idx;
+}
 
 /* A lock-free stack of buffer indexes (index + 1 in the low half, a tag
  * against ABA in the high half). Pools and the dispatch queue. */
@@ -110,17 +116,17 @@ typedef struct xe_stack {
 struct xe_session {
     xe_config cfg;
     xe_plan_out plan;
-    size_t map_bytes;             /* this struct's mapping, with parts and cpu map */
+    size_t map_bytes; /* this struct's mapping, with parts and cpu map */
     _Atomic int state;
-    _Atomic int life;             /* start/stop/flush/drop take turns */
+    _Atomic int life; /* start/stop/flush/drop take turns */
     int64_t create_time_ns;
 
     uint32_t nbuf, nlarge, nparts;
-    uint64_t cap, large_cap;      /* usable bytes */
+    uint64_t cap, large_cap; /* usable bytes */
     char *regular_base, *large_base;
     size_t regular_stride, large_stride;
     xe_part *parts;
-    uint32_t *cpu_part;           /* cpu -> partition */
+    uint32_t *cpu_part; /* cpu -> partition */
     uint32_t ncpu_map;
 
     xe_stack free_pool, large_pool, queue;
@@ -136,29 +142,29 @@ struct xe_session {
     _Atomic int disp_idle;
     _Atomic int disp_stop;
     _Atomic uint32_t flush_req, flush_done;
-    _Atomic uint32_t batch;       /* chain taken from the queue, not yet processed (index + 1) */
+    _Atomic uint32_t batch; /* chain taken from the queue, not yet processed (index + 1) */
     /* Ordered sessions (xe_ordered): buffers taken from the queue ahead of
      * an earlier one wait here; the dispatcher delivers by seq. */
     int ordered;
-    _Atomic uint64_t open_seq;    /* seqs handed out */
-    uint64_t next_seq;            /* the next to deliver; 0 after a fork: the oldest held */
+    _Atomic uint64_t open_seq; /* seqs handed out */
+    uint64_t next_seq;         /* the next to deliver; 0 after a fork: the oldest held */
     uint32_t nheld;
     uint32_t held[XE_HELD_MAX];
-    uint32_t stopper_inflight;    /* the stopping thread's own slow-path fires (a handler's stop) */
-    _Atomic int stopper_in_fire;  /* the stop runs in a handler that interrupted a fire */
-    _Atomic uint32_t fork_gen;    /* forks this session went through */
-    uint32_t deliver_gen;         /* buffers opened in an earlier fork generation are not delivered */
+    uint32_t stopper_inflight;   /* the stopping thread's own slow-path fires (a handler's stop) */
+    _Atomic int stopper_in_fire; /* the stop runs in a handler that interrupted a fire */
+    _Atomic uint32_t fork_gen;   /* forks this session went through */
+    uint32_t deliver_gen;        /* buffers opened in an earlier fork generation are not delivered */
     pthread_t disp;
     int disp_running;
-    int released;                 /* xe_session_release_buffers: no buffers, no restart */
+    int released; /* xe_session_release_buffers: no buffers, no restart */
     pid_t pid;
-    uint64_t latency_tsc;         /* max_dispatch_latency in clock units; 0 = infinite */
+    uint64_t latency_tsc; /* max_dispatch_latency in clock units; 0 = infinite */
 
     /* The view's counters. */
     _Alignas(64) _Atomic uint64_t pending;
     _Atomic uint64_t dropped_events, dropped_buffers, blocked_ns, largest_dropped;
     _Atomic uint64_t delivered;
-    _Atomic uint64_t abandoned_buffers;   /* walks given up on a writer that never finished */
+    _Atomic uint64_t abandoned_buffers; /* walks given up on a writer that never finished */
 
     xe_target targets[XE_MAX_TARGETS];
     int nsync, nasync;
@@ -171,7 +177,10 @@ static inline xe_bufhdr *xe_buf(const xe_session *s, uint32_t idx)
         return (xe_bufhdr *)(s->regular_base + (size_t)idx * s->regular_stride);
     return (xe_bufhdr *)(s->large_base + (size_t)(idx - s->nbuf) * s->large_stride);
 }
-static inline char *xe_buf_data(xe_bufhdr *b) { return (char *)b + XE_DATA_OFF; }
+static inline char *xe_buf_data(xe_bufhdr *b)
+{
+    return (char *)b + XE_DATA_OFF;
+}
 static inline uint64_t xe_buf_cap(const xe_session *s, const xe_bufhdr *b)
 {
     return b->large ? s->large_cap : s->cap;
@@ -179,7 +188,7 @@ static inline uint64_t xe_buf_cap(const xe_session *s, const xe_bufhdr *b)
 
 /* Stacks (xe_fire.c). */
 void xe_stack_push(xe_session *s, xe_stack *st, uint32_t idx);
-int32_t xe_stack_pop(xe_session *s, xe_stack *st);          /* -1 empty */
+int32_t xe_stack_pop(xe_session *s, xe_stack *st); /* -1 empty */
 /* Take the whole stack: its chain (index + 1, 0 ends), oldest first, linked by next. */
 uint32_t xe_stack_take_all(xe_session *s, xe_stack *st);
 
@@ -224,9 +233,8 @@ void xe_futex_wake(_Atomic uint32_t *addr);
 
 /* This thread's slow-path fires in progress on s (xe_fire.c). */
 uint32_t xe_fire_inflight_here(const xe_session *s);
-int xe_fire_depth_here(void);   /* fires in progress on this thread */
+int xe_fire_depth_here(void); /* fires in progress on this thread */
 void xe_fire_forget_tid(void);
 void xe_dispatch_after_fork(xe_session *s);
-
 
 #endif /* MT_XE_INTERNAL_H */

@@ -16,12 +16,9 @@
 static uint64_t buffers64(xe_partition_mode mode, unsigned cpus, unsigned nodes)
 {
     switch (mode) {
-    case XE_PART_NONE:
-        return 3;
-    case XE_PART_PER_NODE:
-        return 3 * (uint64_t)(nodes ? nodes : 1);
-    case XE_PART_PER_CPU:
-        return (5 * (uint64_t)(cpus ? cpus : 1) + 1) / 2; /* ceil(2.5 x cpus) */
+    case XE_PART_NONE: return 3;
+    case XE_PART_PER_NODE: return 3 * (uint64_t)(nodes ? nodes : 1);
+    case XE_PART_PER_CPU: return (5 * (uint64_t)(cpus ? cpus : 1) + 1) / 2; /* ceil(2.5 x cpus) */
     }
     return 0;
 }
@@ -260,12 +257,9 @@ int xe_parse_partition_mode(const char *s, xe_partition_mode *mode)
 const char *xe_partition_mode_name(xe_partition_mode mode)
 {
     switch (mode) {
-    case XE_PART_NONE:
-        return "NONE";
-    case XE_PART_PER_NODE:
-        return "PER_NODE";
-    case XE_PART_PER_CPU:
-        return "PER_CPU";
+    case XE_PART_NONE: return "NONE";
+    case XE_PART_PER_NODE: return "PER_NODE";
+    case XE_PART_PER_CPU: return "PER_CPU";
     }
     return "UNKNOWN";
 }

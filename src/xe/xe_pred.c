@@ -17,7 +17,7 @@
 
 enum { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_AND, OP_OR, OP_NOT };
 
-#define PRED_MAX_DEPTH 32   /* parentheses and '!' nesting */
+#define PRED_MAX_DEPTH 32 /* parentheses and '!' nesting */
 
 typedef struct parser {
     const char *s;
@@ -29,9 +29,18 @@ typedef struct parser {
     size_t whylen;
 } parser;
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+static int is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 static void skip_space(parser *p)
 {
@@ -110,12 +119,18 @@ static int parse_cmp_op(parser *p, uint8_t *op)
     const char *s = p->s + p->pos;
     size_t left = p->len - p->pos;
     char c0 = left > 0 ? s[0] : 0, c1 = left > 1 ? s[1] : 0;
-    if (c0 == '=' && c1 == '=') *op = OP_EQ, p->pos += 2;
-    else if (c0 == '!' && c1 == '=') *op = OP_NE, p->pos += 2;
-    else if (c0 == '<' && c1 == '=') *op = OP_LE, p->pos += 2;
-    else if (c0 == '>' && c1 == '=') *op = OP_GE, p->pos += 2;
-    else if (c0 == '<') *op = OP_LT, p->pos += 1;
-    else if (c0 == '>') *op = OP_GT, p->pos += 1;
+    if (c0 == '=' && c1 == '=')
+        *op = OP_EQ, p->pos += 2;
+    else if (c0 == '!' && c1 == '=')
+        *op = OP_NE, p->pos += 2;
+    else if (c0 == '<' && c1 == '=')
+        *op = OP_LE, p->pos += 2;
+    else if (c0 == '>' && c1 == '=')
+        *op = OP_GE, p->pos += 2;
+    else if (c0 == '<')
+        *op = OP_LT, p->pos += 1;
+    else if (c0 == '>')
+        *op = OP_GT, p->pos += 1;
     else if (c0 == '=')
         return fail(p, p->pos, "'=' is not a comparison (use '==')", NULL, 0, NULL);
     else
@@ -145,10 +160,14 @@ static int parse_number(parser *p, uint64_t *out)
         for (; p->pos < p->len; p->pos++, digits++) {
             char c = s[p->pos];
             unsigned d;
-            if (is_digit(c)) d = (unsigned)(c - '0');
-            else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-            else break;
+            if (is_digit(c))
+                d = (unsigned)(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                d = (unsigned)(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                d = (unsigned)(c - 'A' + 10);
+            else
+                break;
             if (v >> 60)
                 return fail(p, start, "number too big", NULL, 0, NULL);
             v = v << 4 | d;
@@ -176,12 +195,16 @@ static int parse_number(parser *p, uint64_t *out)
     uint64_t mult = 1;
     if (ul > 0) {
         const char *u = s + us;
-        if (!hex && ul == 1 && (u[0] == 'b' || u[0] == 'B')) mult = 1;
+        if (!hex && ul == 1 && (u[0] == 'b' || u[0] == 'B'))
+            mult = 1;
         else if (!hex && (ul == 1 || (ul == 2 && (u[1] == 'b' || u[1] == 'B')))) {
             switch (u[0]) {
-            case 'k': case 'K': mult = 1ull << 10; break;
-            case 'm': case 'M': mult = 1ull << 20; break;
-            case 'g': case 'G': mult = 1ull << 30; break;
+            case 'k':
+            case 'K': mult = 1ull << 10; break;
+            case 'm':
+            case 'M': mult = 1ull << 20; break;
+            case 'g':
+            case 'G': mult = 1ull << 30; break;
             default: mult = 0;
             }
         } else
@@ -224,7 +247,8 @@ static int parse_value(parser *p, unsigned field, uint64_t *out)
             int t = xe_type_by_name(name, nl);
             if (t < 0)
                 return fail(p, start, "unknown event type ", name, nl,
-                            " (types: user, alloc, free, realloc, mmap, munmap, span_begin, span_end, snapshot, page_ref)");
+                            " (types: user, alloc, free, realloc, mmap, munmap, span_begin, span_end, "
+                            "snapshot, page_ref)");
             *out = (uint64_t)t;
             return 0;
         }
@@ -238,7 +262,8 @@ static int parse_value(parser *p, unsigned field, uint64_t *out)
             int t = xe_type_by_name(name, n);
             if (t < 0)
                 return fail(p, start, "unknown event type ", name, n,
-                            " (types: user, alloc, free, realloc, mmap, munmap, span_begin, span_end, snapshot, page_ref)");
+                            " (types: user, alloc, free, realloc, mmap, munmap, span_begin, span_end, "
+                            "snapshot, page_ref)");
             p->pos += n;
             *out = (uint64_t)t;
             return 0;
@@ -285,7 +310,8 @@ static int parse_not(parser *p)
     int f = xe_field_by_name(p->s + p->pos, n);
     if (f < 0)
         return fail(p, p->pos, "unknown field ", p->s + p->pos, n,
-                    " (fields: type, category, size, address, old_address, site, key, value, tid, cpu, data_len, size_class)");
+                    " (fields: type, category, size, address, old_address, site, key, value, tid, cpu, "
+                    "data_len, size_class)");
     p->pos += n;
     uint8_t op = OP_EQ;
     uint64_t v = 0;
@@ -339,7 +365,7 @@ int xe_pred_compile(const char *text, xe_pred *out, char *why, size_t whylen)
     parser p = {.s = text, .len = len, .out = out, .why = why, .whylen = whylen};
     skip_space(&p);
     if (p.pos == len)
-        return 0;   /* no predicate: everything passes */
+        return 0; /* no predicate: everything passes */
     int rc = parse_or(&p);
     if (rc == 0) {
         skip_space(&p);
@@ -370,8 +396,16 @@ int xe_pred_eval(const xe_pred *p, const xe_event *ev)
         case OP_LE: st = st << 1 | (xe_field_get(ev, op->field) <= op->value); break;
         case OP_GT: st = st << 1 | (xe_field_get(ev, op->field) > op->value); break;
         case OP_GE: st = st << 1 | (xe_field_get(ev, op->field) >= op->value); break;
-        case OP_AND: b = st & 1; st >>= 1; st &= ~(uint64_t)1 | b; break;
-        case OP_OR: b = st & 1; st >>= 1; st |= b; break;
+        case OP_AND:
+            b = st & 1;
+            st >>= 1;
+            st &= ~(uint64_t)1 | b;
+            break;
+        case OP_OR:
+            b = st & 1;
+            st >>= 1;
+            st |= b;
+            break;
         case OP_NOT: st ^= 1; break;
         default: return 1;
         }

@@ -21,7 +21,7 @@
 
 static _Atomic(xe_session *) registry[XE_MAX_SESSIONS];
 static _Atomic int registry_lock;
-static _Atomic int viewers;            /* views in progress (drop waits for them) */
+static _Atomic int viewers; /* views in progress (drop waits for them) */
 static _Atomic int atfork_done;
 
 /* The registry's and each session's life lock: rare, short, not on any
@@ -34,8 +34,14 @@ static void spin_lock(_Atomic int *l)
         sched_yield();
     }
 }
-static void lock_registry(void) { spin_lock(&registry_lock); }
-static void unlock_registry(void) { atomic_store(&registry_lock, 0); }
+static void lock_registry(void)
+{
+    spin_lock(&registry_lock);
+}
+static void unlock_registry(void)
+{
+    atomic_store(&registry_lock, 0);
+}
 
 static int say(char *why, size_t whylen, const char *a, uint64_t n, const char *b)
 {
@@ -142,7 +148,7 @@ static void init_buffers(xe_session *s)
         xe_bufhdr *b = xe_buf(s, i);
         b->index = i;
         b->large = i >= s->nbuf;
-        atomic_store(&b->reserved, XE_SEALED);   /* pooled buffers take no claims */
+        atomic_store(&b->reserved, XE_SEALED); /* pooled buffers take no claims */
     }
     for (uint32_t i = s->nbuf; i-- > 0;)
         xe_stack_push(s, &s->free_pool, i);
@@ -176,7 +182,10 @@ static int setup_targets(xe_session *s, char *why, size_t whylen)
     return 0;
 }
 
-static void atfork_child(void) { xe_atfork_child(); }
+static void atfork_child(void)
+{
+    xe_atfork_child();
+}
 
 static int register_session(xe_session *s, char *why, size_t whylen)
 {
@@ -214,12 +223,12 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
         return -EINVAL;
     }
     unsigned ncpu = machine_cpus();
-    xe_plan_in in = { .max_memory = cfg->max_memory,
-                      .max_event_size = cfg->max_event_size,
-                      .mode = cfg->mode,
-                      .cpus = cfg->cpus ? cfg->cpus : ncpu,
-                      .nodes = cfg->nodes ? cfg->nodes : machine_nodes(NULL, 0),
-                      .strict = cfg->strict };
+    xe_plan_in in = {.max_memory = cfg->max_memory,
+                     .max_event_size = cfg->max_event_size,
+                     .mode = cfg->mode,
+                     .cpus = cfg->cpus ? cfg->cpus : ncpu,
+                     .nodes = cfg->nodes ? cfg->nodes : machine_nodes(NULL, 0),
+                     .strict = cfg->strict};
     xe_plan_out plan;
     int rc = xe_plan(&in, &plan, why, whylen);
     if (rc < 0)
@@ -273,7 +282,8 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
     init_buffers(s);
     xe_clock_init();
     s->latency_tsc = cfg->max_dispatch_latency_ns == XE_LATENCY_INFINITE
-                         ? 0 : xe_ns_to_ticks(cfg->max_dispatch_latency_ns);
+                         ? 0
+                         : xe_ns_to_ticks(cfg->max_dispatch_latency_ns);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->create_time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -289,8 +299,14 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
 /* Start, stop, flush and drop of one session take turns (a drop must not
  * unmap what a concurrent stop's dispatcher still reads). Not for signal
  * handlers, except a stop that nothing else is stopping. */
-static void life_lock(xe_session *s) { spin_lock(&s->life); }
-static void life_unlock(xe_session *s) { atomic_store(&s->life, 0); }
+static void life_lock(xe_session *s)
+{
+    spin_lock(&s->life);
+}
+static void life_unlock(xe_session *s)
+{
+    atomic_store(&s->life, 0);
+}
 
 static int start_locked(xe_session *s)
 {
@@ -390,7 +406,7 @@ int xe_session_drop(xe_session *s)
     unlock_registry();
     while (atomic_load(&viewers) != 0)
         sched_yield();
-    unmap_session(s);   /* the lock goes with it */
+    unmap_session(s); /* the lock goes with it */
     return 0;
 }
 
@@ -415,7 +431,10 @@ int xe_sessions(xe_session **out, int max)
     return n;
 }
 
-const xe_config *xe_session_config(const xe_session *s) { return &s->cfg; }
+const xe_config *xe_session_config(const xe_session *s)
+{
+    return &s->cfg;
+}
 
 xe_target *xe_session_target(xe_session *s, const char *name)
 {
@@ -440,7 +459,7 @@ void xe_atfork_child(void)
     for (int i = 0; i < XE_MAX_SESSIONS; i++) {
         xe_session *s = atomic_load(&registry[i]);
         if (s) {
-            atomic_store(&s->life, 0);   /* a thread that held it is gone */
+            atomic_store(&s->life, 0); /* a thread that held it is gone */
             xe_dispatch_after_fork(s);
         }
     }
@@ -450,13 +469,17 @@ void xe_atfork_child(void)
 
 static const char *policy_desc(enum xe_retention r)
 {
-    return r == XE_ALLOW_SINGLE_EVENT_LOSS ? "drop_event"
-           : r == XE_ALLOW_MULTIPLE_EVENT_LOSS ? "drop_full_buffer" : "do_not_drop_event";
+    return r == XE_ALLOW_SINGLE_EVENT_LOSS     ? "drop_event"
+           : r == XE_ALLOW_MULTIPLE_EVENT_LOSS ? "drop_full_buffer"
+                                               : "do_not_drop_event";
 }
 
 static const char *state_name(int st)
 {
-    return st == XE_CREATED ? "created" : st == XE_STARTED ? "started" : st == XE_STOPPING ? "stopping" : "stopped";
+    return st == XE_CREATED    ? "created"
+           : st == XE_STARTED  ? "started"
+           : st == XE_STOPPING ? "stopping"
+                               : "stopped";
 }
 
 void xe_session_info_get(xe_session *s, xe_session_info *in)
@@ -496,8 +519,8 @@ static void put_time(mt_out *o, int64_t ns)
     int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
     int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
     y += m <= 2;
-    int64_t parts[] = { y, m, d, rem / 3600, rem / 60 % 60, rem % 60 };
-    const char *sep[] = { "-", "-", "T", ":", ":", "." };
+    int64_t parts[] = {y, m, d, rem / 3600, rem / 60 % 60, rem % 60};
+    const char *sep[] = {"-", "-", "T", ":", ":", "."};
     for (int i = 0; i < 6; i++) {
         if (i > 0 && parts[i] < 10)
             mt_out_char(o, '0');
@@ -529,14 +552,18 @@ static int view_begin(xe_session **list)
     atomic_fetch_add(&viewers, 1);
     return xe_sessions(list, XE_MAX_SESSIONS);
 }
-static void view_end(void) { atomic_fetch_sub(&viewers, 1); }
+static void view_end(void)
+{
+    atomic_fetch_sub(&viewers, 1);
+}
 
 /* The definition's name of a retention mode, as a session definition
  * accepts it (event_retention_mode=...). */
 static const char *retention_name(enum xe_retention r)
 {
-    return r == XE_ALLOW_SINGLE_EVENT_LOSS ? "allow_single_event_loss"
-           : r == XE_ALLOW_MULTIPLE_EVENT_LOSS ? "allow_multiple_event_loss" : "no_event_loss";
+    return r == XE_ALLOW_SINGLE_EVENT_LOSS     ? "allow_single_event_loss"
+           : r == XE_ALLOW_MULTIPLE_EVENT_LOSS ? "allow_multiple_event_loss"
+                                               : "no_event_loss";
 }
 
 /* A partition mode in lower case, as a definition accepts it. */

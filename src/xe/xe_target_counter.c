@@ -9,10 +9,10 @@
 #include <errno.h>
 
 #define COUNTER_SHARDS 16
-#define COUNTER_SLOTS 16   /* XE_EV_NTYPES types, then "other" */
+#define COUNTER_SLOTS 16 /* XE_EV_NTYPES types, then "other" */
 
 typedef struct counter_shard {
-    uint64_t n[COUNTER_SLOTS];   /* 128 bytes: two cache lines, its own */
+    uint64_t n[COUNTER_SLOTS]; /* 128 bytes: two cache lines, its own */
 } counter_shard;
 
 typedef struct counter_state {

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FILE_DEFAULT_MAX_SIZE (1ull << 30)   /* 1 GB */
+#define FILE_DEFAULT_MAX_SIZE (1ull << 30) /* 1 GB */
 #define FILE_DEFAULT_ROLLOVER 5
 #define FILE_MAX_ROLLOVER 1000000
 #define FILE_STAGE (256u << 10)
@@ -36,7 +36,11 @@
 #define RAW_VERSION 1u
 #define RAW_RECORD 72u
 
-static void put16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
+static void put16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
 static void put32(unsigned char *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -108,20 +112,20 @@ enum { OP_NONE, OP_OPEN, OP_WRITE };
 typedef struct file_state {
     char filename[sizeof(((xe_target *)0)->params)];
     uint64_t max_file_size;
-    uint64_t max_rollover;          /* 0: no limit */
+    uint64_t max_rollover; /* 0: no limit */
     const xe_file_encoder *enc;
-    int fd;                         /* -1: none open */
-    int open_tried;                 /* an open failed since the last flush */
-    uint64_t opened;                /* files opened so far */
-    uint64_t seq;                   /* the current (last opened) file's number */
-    uint64_t file_bytes;            /* written to the current file */
+    int fd;              /* -1: none open */
+    int open_tried;      /* an open failed since the last flush */
+    uint64_t opened;     /* files opened so far */
+    uint64_t seq;        /* the current (last opened) file's number */
+    uint64_t file_bytes; /* written to the current file */
     size_t header_len;
     size_t staged;
     uint64_t staged_events;
     /* Read by the view. */
     uint64_t bytes_written, events_written, events_dropped, write_errors;
     uint64_t last_op, last_errno;
-    void *est;                      /* a stateful encoder's state */
+    void *est; /* a stateful encoder's state */
     unsigned char stage[FILE_STAGE];
 } file_state;
 
@@ -324,12 +328,12 @@ static void file_deliver(xe_target *t, const xe_event *ev)
         n = s->enc->encode(ev, 1, s->stage, FILE_STAGE, &consumed);
     }
     if (n == 0 || consumed != 1) {
-        xe_stat_add(&s->events_dropped, 1);   /* bigger than the staging buffer */
+        xe_stat_add(&s->events_dropped, 1); /* bigger than the staging buffer */
         return;
     }
     s->staged += n;
     s->staged_events++;
-    uint64_t before = s->file_bytes + s->staged - n;   /* the file without this record */
+    uint64_t before = s->file_bytes + s->staged - n; /* the file without this record */
     if (before + n > s->max_file_size && before > s->header_len) {
         stage_write(s, s->staged - n, s->staged_events - 1);
         /* On failure the record stays staged and is counted dropped at
@@ -374,10 +378,10 @@ static const char *errno_name(uint64_t e)
     case EMFILE: return "EMFILE";
     case ENFILE: return "ENFILE";
     case ENAMETOOLONG: return "ENAMETOOLONG";
-    case ELOOP: return "ELOOP";      /* a symbolic link: not followed */
-    case ENODEV: return "ENODEV";    /* not a regular file: left alone */
-    case EEXIST: return "EEXIST";    /* another user's file: not replaced */
-    case ENXIO: return "ENXIO";      /* a FIFO nobody reads: not waited for */
+    case ELOOP: return "ELOOP";   /* a symbolic link: not followed */
+    case ENODEV: return "ENODEV"; /* not a regular file: left alone */
+    case EEXIST: return "EEXIST"; /* another user's file: not replaced */
+    case ENXIO: return "ENXIO";   /* a FIFO nobody reads: not waited for */
     default: return NULL;
     }
 }
@@ -449,7 +453,7 @@ int xe_session_file_retarget(xe_session *sess, const char *filename)
             continue;
         file_state *s = t->state;
         if (s->fd >= 0)
-            close(s->fd);   /* the parent's: nothing more goes into it from here */
+            close(s->fd); /* the parent's: nothing more goes into it from here */
         s->fd = -1;
         s->open_tried = 0;
         s->opened = 0;

@@ -19,19 +19,19 @@
 
 typedef struct hist_entry {
     uint64_t value;
-    uint64_t count;         /* 0: empty */
+    uint64_t count; /* 0: empty */
 } hist_entry;
 
 typedef struct hist_state {
-    unsigned source;        /* enum xe_field */
-    uint64_t slots;         /* distinct values kept */
-    uint64_t mask;          /* table entries - 1 */
-    uint64_t used;          /* distinct values so far */
+    unsigned source; /* enum xe_field */
+    uint64_t slots;  /* distinct values kept */
+    uint64_t mask;   /* table entries - 1 */
+    uint64_t used;   /* distinct values so far */
     uint64_t events;
     uint64_t overflow;
     int scratch_busy;
     hist_entry *table;
-    hist_entry *scratch;    /* slots entries, for the view's sort */
+    hist_entry *scratch; /* slots entries, for the view's sort */
 } hist_state;
 
 static int hist_init(xe_target *t, const char *params, char *why, size_t whylen)

@@ -21,15 +21,15 @@
 
 #include <errno.h>
 
-#define PAIR_DEFAULT_ORPHANS 10000   /* XE's default MAX_ORPHANS */
+#define PAIR_DEFAULT_ORPHANS 10000 /* XE's default MAX_ORPHANS */
 #define PAIR_MAX_ORPHANS (1u << 22)
-#define PAIR_LIST 100                /* unmatched begins the view lists, oldest first */
+#define PAIR_LIST 100 /* unmatched begins the view lists, oldest first */
 
 typedef struct pair_entry {
-    uint64_t seq;           /* seqlock */
+    uint64_t seq; /* seqlock */
     uint64_t used;
     uint64_t key;
-    uint64_t order;         /* the begin's arrival number */
+    uint64_t order; /* the begin's arrival number */
     uint64_t w[XE_EV_WORDS];
 } pair_entry;
 
@@ -64,8 +64,12 @@ static int type_param(const xe_param *p, unsigned *out, char *why, size_t whylen
 
 static int pair_init(xe_target *t, const char *params, char *why, size_t whylen)
 {
-    xe_param p[] = {{.name = "begin_event"}, {.name = "end_event"}, {.name = "match_on"},
-                    {.name = "max_orphans"}};
+    xe_param p[] = {
+        {.name = "begin_event"},
+        {.name = "end_event"},
+        {.name = "match_on"},
+        {.name = "max_orphans"},
+    };
     unsigned begin = XE_EV_ALLOC, end = XE_EV_FREE, match = XE_F_ADDRESS;
     uint64_t max_orphans = PAIR_DEFAULT_ORPHANS;
     int rc = xe_params_parse("pair_matching", params, p, 4, why, whylen);
@@ -134,8 +138,7 @@ static uint64_t pair_probe(const pair_state *s, uint64_t key)
     return i;
 }
 
-static void entry_write(pair_entry *e, uint64_t used, uint64_t key, uint64_t order,
-                        const uint64_t *w)
+static void entry_write(pair_entry *e, uint64_t used, uint64_t key, uint64_t order, const uint64_t *w)
 {
     xe_seq_write_begin(&e->seq);
     __atomic_store_n(&e->used, used, __ATOMIC_RELAXED);
@@ -265,7 +268,7 @@ static void pair_view(xe_target *t, mt_out *o)
             continue;
         if (n == PAIR_LIST && order >= ord[n - 1])
             continue;
-        int seen = 0;   /* an entry met twice while a deletion moved it */
+        int seen = 0; /* an entry met twice while a deletion moved it */
         for (int k = 0; k < n && !seen; k++)
             seen = ord[k] == order;
         if (seen)

@@ -12,7 +12,7 @@
 
 #include <errno.h>
 
-#define RING_DEFAULT_LIMIT 1000    /* XE's default MAX_EVENTS_LIMIT */
+#define RING_DEFAULT_LIMIT 1000 /* XE's default MAX_EVENTS_LIMIT */
 #define RING_MAX_LIMIT (1u << 22)
 
 typedef struct ring_slot {
@@ -22,7 +22,7 @@ typedef struct ring_slot {
 
 typedef struct ring_state {
     uint64_t limit;
-    uint64_t total;         /* events received; published after the slot */
+    uint64_t total; /* events received; published after the slot */
     ring_slot slots[];
 } ring_state;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const xe_target_ops *const targets[] = {
-    &xe_target_ring_buffer, &xe_target_histogram, &xe_target_event_counter,
+    &xe_target_ring_buffer,   &xe_target_histogram,  &xe_target_event_counter,
     &xe_target_pair_matching, &xe_target_event_file,
 };
 
@@ -47,7 +47,10 @@ void xe_target_unmap_state(xe_target *t)
 
 /* ---- parameters ---- */
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 void xe_trim(const char **s, size_t *n)
 {
@@ -57,8 +60,8 @@ void xe_trim(const char **s, size_t *n)
         (*n)--;
 }
 
-static int param_error(const char *target, const char *what, const char *name, size_t nlen,
-                       const char *tail, char *why, size_t whylen)
+static int param_error(const char *target, const char *what, const char *name, size_t nlen, const char *tail,
+                       char *why, size_t whylen)
 {
     mt_out o;
     xe_why_init(&o, why, whylen);
@@ -76,8 +79,7 @@ static int param_error(const char *target, const char *what, const char *name, s
     return -EINVAL;
 }
 
-int xe_params_parse(const char *target, const char *text, xe_param *p, int n, char *why,
-                    size_t whylen)
+int xe_params_parse(const char *target, const char *text, xe_param *p, int n, char *why, size_t whylen)
 {
     for (int i = 0; i < n; i++) {
         p[i].val = NULL;
@@ -103,7 +105,7 @@ int xe_params_parse(const char *target, const char *text, xe_param *p, int n, ch
             s++;
         xe_trim(&item, &ilen);
         if (ilen == 0)
-            continue;   /* "a=1,,b=2" or a trailing comma */
+            continue; /* "a=1,,b=2" or a trailing comma */
         const char *eq = memchr(item, '=', ilen);
         if (!eq)
             return param_error(target, "parameter", item, ilen, " has no '=value'", why, whylen);
@@ -137,8 +139,8 @@ int xe_params_parse(const char *target, const char *text, xe_param *p, int n, ch
     return 0;
 }
 
-int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t max, uint64_t *out,
-                 char *why, size_t whylen)
+int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t max, uint64_t *out, char *why,
+                 size_t whylen)
 {
     uint64_t v = 0;
     size_t i = 0;
@@ -149,12 +151,21 @@ int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t m
     for (; ok && i < p->len; i++) {
         char c = p->val[i];
         unsigned d;
-        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-        else if (hex && c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-        else if (hex && c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-        else { ok = 0; break; }
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (hex && c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (hex && c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else {
+            ok = 0;
+            break;
+        }
         unsigned base = hex ? 16 : 10;
-        if (v > (UINT64_MAX - d) / base) { ok = 0; break; }
+        if (v > (UINT64_MAX - d) / base) {
+            ok = 0;
+            break;
+        }
         v = v * base + d;
     }
     if (ok && v >= min && v <= max) {

@@ -37,8 +37,10 @@ static inline int xe_name_eq(const char *word, const char *name, size_t len)
     size_t i = 0;
     for (; i < len && word[i]; i++) {
         char a = word[i], b = name[i];
-        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
-        if (b >= 'A' && b <= 'Z') b = (char)(b - 'A' + 'a');
+        if (a >= 'A' && a <= 'Z')
+            a = (char)(a - 'A' + 'a');
+        if (b >= 'A' && b <= 'Z')
+            b = (char)(b - 'A' + 'a');
         if (a != b)
             return 0;
     }
@@ -70,19 +72,18 @@ typedef struct xe_param {
     size_t len;
     int set;
 } xe_param;
-int xe_params_parse(const char *target, const char *text, xe_param *p, int n, char *why,
-                    size_t whylen);
+int xe_params_parse(const char *target, const char *text, xe_param *p, int n, char *why, size_t whylen);
 /* A plain decimal (or 0x hex) number in [min, max]; -EINVAL naming the
  * parameter and the range otherwise. */
-int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t max, uint64_t *out,
-                 char *why, size_t whylen);
+int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t max, uint64_t *out, char *why,
+                 size_t whylen);
 /* Copies the parameter text into t->params (when it is not already there). */
 void xe_params_keep(xe_target *t, const char *params);
 
 /* ---- JSON ---- */
-void xe_json_str(mt_out *o, const char *s);                /* NULL: null */
+void xe_json_str(mt_out *o, const char *s); /* NULL: null */
 void xe_json_strn(mt_out *o, const char *s, size_t n);
-void xe_json_key(mt_out *o, const char *key);              /* ,"key": */
+void xe_json_key(mt_out *o, const char *key); /* ,"key": */
 void xe_json_kv_u64(mt_out *o, const char *key, uint64_t v);
 /* {"type":"alloc","category":N,"category_name":..,"tid":..,...,
  * "size_bytes":..,"data_bytes":..} */

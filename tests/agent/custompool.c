@@ -19,7 +19,10 @@ static unsigned char arena[ARENA] __attribute__((aligned(64)));
 static size_t top;
 static void *free_list[CLASSES];
 
-static unsigned class_of(size_t n) { return (unsigned)((n + 63) / 64); }
+static unsigned class_of(size_t n)
+{
+    return (unsigned)((n + 63) / 64);
+}
 
 static void *pool_get(size_t n)
 {

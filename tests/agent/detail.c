@@ -52,7 +52,10 @@ __attribute__((noinline)) static void from_static(void)
     BARRIER();
 }
 
-static inline __attribute__((always_inline)) void *inlined_alloc(size_t n) { return calloc(1, n); }
+static inline __attribute__((always_inline)) void *inlined_alloc(size_t n)
+{
+    return calloc(1, n);
+}
 
 __attribute__((noinline)) void inline_host(void)
 {
@@ -158,14 +161,17 @@ int main(int argc, char **argv)
         signal(SIGUSR1, on_signal);
         raise(SIGUSR1);
     }
-    printf("fn from_static live_bytes 10000 live_count 10 allocs 10 peak_bytes 10000 allocated_bytes 10000\n");
+    printf(
+        "fn from_static live_bytes 10000 live_count 10 allocs 10 peak_bytes 10000 allocated_bytes 10000\n");
     printf("fn inline_host live_bytes 2100 live_count 7 allocs 7 peak_bytes 2100 allocated_bytes 2100\n");
-    printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5 peak_bytes 20480 allocated_bytes 20480\n");
+    printf("fn detail_lib_alloc live_bytes 20480 live_count 5 allocs 5 peak_bytes 20480 allocated_bytes "
+           "20480\n");
     printf("fn churn live_bytes 0 live_count 0 allocs 100 peak_bytes 64 allocated_bytes 6400\n");
     printf("fn grower live_bytes 0 live_count 0 allocs 1 peak_bytes 100 allocated_bytes 100\n");
     printf("fn regrow live_bytes 5000 live_count 1 allocs 1 peak_bytes 5000 allocated_bytes 5000\n");
     printf("fn grow_loop live_bytes 1000 live_count 1 allocs 1 peak_bytes 1000 allocated_bytes 1000\n");
-    printf("fn thread_work live_bytes %d live_count %d allocs %d\n", threads * 50 * 128, threads * 50, threads * 50);
+    printf("fn thread_work live_bytes %d live_count %d allocs %d\n", threads * 50 * 128, threads * 50,
+           threads * 50);
     if (depth > 0)
         printf("fn recurse live_bytes 777 live_count 1 allocs 1\n");
     if (sig)

@@ -34,7 +34,10 @@ static void *re(void *p, size_t from, size_t to)
     ledger_resize(&L, (int64_t)from, (int64_t)to);
     return q;
 }
-static int aligned_ok(void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
+static int aligned_ok(void *p, size_t a)
+{
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
 
 int main(int argc, char **argv)
 {

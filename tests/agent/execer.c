@@ -92,7 +92,7 @@ static int wait_for(pid_t pid)
  * wait and return the child's status. */
 static int run_via(const char *entry, const char *target, char **env)
 {
-    char *args[] = { (char *)"execer", (char *)"check", (char *)"x", (char *)"y z", NULL };
+    char *args[] = {(char *)"execer", (char *)"check", (char *)"x", (char *)"y z", NULL};
     /* The p variants search PATH for a bare name; with no PATH at all
      * (env "empty") they are given the full path. */
     int have_path = getenv("PATH") != NULL || (env && env[0]);
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 
     if (argc == 4 && strcmp(argv[1], "via") == 0) {
         const char *entry = argv[2], *kind = argv[3];
-        char *path_only[] = { path_var, NULL }, *none[] = { NULL };
+        char *path_only[] = {path_var, NULL}, *none[] = {NULL};
         char **env;
         /* The environ-using entry points see the same environment. */
         if (strcmp(kind, "keep") == 0) {
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
         pid_t pid = vfork();
         if (pid == 0) {
             if (fail) {
-                char *args[] = { (char *)"nothing", NULL }, *env[] = { NULL };
+                char *args[] = {(char *)"nothing", NULL}, *env[] = {NULL};
                 execve("/nonexistent/memtrail-test", args, env);
             }
             _exit(fail ? 127 : 0);
@@ -221,7 +221,8 @@ int main(int argc, char **argv)
     if (argc == 4 && strcmp(argv[1], "exec-fail") == 0) {
         fflush(stdout);
         int rc = run_via(argv[2], "/nonexistent/memtrail-test", environ);
-        EXPECT(rc == -1 && errno == ENOENT, "%s of a missing program: rc %d, %s", argv[2], rc, strerror(errno));
+        EXPECT(rc == -1 && errno == ENOENT, "%s of a missing program: rc %d, %s", argv[2], rc,
+               strerror(errno));
         return allocate_after(argv[3]);
     }
     fprintf(stderr, "usage: execer check ARGS... | via ENTRY keep|clear|empty|big | vfork-exit LEDGER | "

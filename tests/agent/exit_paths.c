@@ -14,7 +14,10 @@
 #include "ledger.h"
 
 static int errno_at_start;
-__attribute__((constructor)) static void early(void) { errno_at_start = errno; }
+__attribute__((constructor)) static void early(void)
+{
+    errno_at_start = errno;
+}
 
 static void handler(int sig)
 {
@@ -48,8 +51,10 @@ int main(int argc, char **argv)
     free(odd);
     void *keep = &keep;
     static volatile size_t huge = SIZE_MAX / 2;
-    EXPECT(posix_memalign(&keep, 8, huge) == ENOMEM && keep == &keep, "posix_memalign(8) changed *out on failure");
-    EXPECT(posix_memalign(&keep, 64, huge) == ENOMEM && keep == &keep, "posix_memalign(64) changed *out on failure");
+    EXPECT(posix_memalign(&keep, 8, huge) == ENOMEM && keep == &keep,
+           "posix_memalign(8) changed *out on failure");
+    EXPECT(posix_memalign(&keep, 64, huge) == ENOMEM && keep == &keep,
+           "posix_memalign(64) changed *out on failure");
     dprintf(1, "%s compat: %d failures\n", test_failures ? "FAIL" : "PASS", test_failures);
     return test_failures;
 }

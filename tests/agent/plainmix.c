@@ -25,7 +25,10 @@ static void *worker(void *arg)
         case 0: p = malloc(n); break;
         case 1: p = calloc(1, n); break;
         case 2: p = reallocarray(malloc(16), n, 1); break;
-        case 3: if (posix_memalign(&p, 64, n) != 0) p = NULL; break;
+        case 3:
+            if (posix_memalign(&p, 64, n) != 0)
+                p = NULL;
+            break;
         case 4: p = aligned_alloc(256, n); break;
         case 5: p = memalign(32, n); break;
         case 6: p = (i % 64 == 6) ? valloc(n) : pvalloc(n); break;

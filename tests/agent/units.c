@@ -26,7 +26,8 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "hold";
     if (strcmp(what, "hold") == 0) {
-        void *a = hold("small", 1000), *b = hold("medium", 900 * 1024), *c = hold("large", 3 * 1024 * 1024 + 5);
+        void *a = hold("small", 1000), *b = hold("medium", 900 * 1024),
+             *c = hold("large", 3 * 1024 * 1024 + 5);
         printf("%p %p %p\n", a, b, c);
         return a && b && c ? 0 : 1;
     }

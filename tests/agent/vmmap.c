@@ -96,7 +96,8 @@ int main(int argc, char **argv)
         die("mmap untagged");
     touch(u, 0, 3);
     mt_tag_push("vm.fixed");
-    char *x = mmap(u + 2 * PG, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    char *x =
+        mmap(u + 2 * PG, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (x != u + 2 * PG)
         die("mmap fixed");
     mt_tag_pop();

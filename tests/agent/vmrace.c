@@ -34,7 +34,10 @@ static void *spin(void *arg)
     return arg;
 }
 
-static void *idle(void *arg) { return arg; }
+static void *idle(void *arg)
+{
+    return arg;
+}
 
 int main(int argc, char **argv)
 {

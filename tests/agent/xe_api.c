@@ -88,9 +88,10 @@ static void print_info(mt_session *s)
     int rc = mt_session_info_get(s, &i);
     if (rc != 0)
         die("mt_session_info_get: %d", rc);
-    printf("\"name\": \"%s\", \"state\": %d, \"pending_buffers\": %" PRIu64 ", \"total_regular_buffers\": %" PRIu64
-           ", \"regular_buffer_size\": %" PRIu64 ", \"total_large_buffers\": %" PRIu64
-           ", \"large_buffer_size\": %" PRIu64 ", \"total_buffer_size\": %" PRIu64
+    printf("\"name\": \"%s\", \"state\": %d, \"pending_buffers\": %" PRIu64
+           ", \"total_regular_buffers\": %" PRIu64 ", \"regular_buffer_size\": %" PRIu64
+           ", \"total_large_buffers\": %" PRIu64 ", \"large_buffer_size\": %" PRIu64
+           ", \"total_buffer_size\": %" PRIu64
            ", \"buffer_policy_desc\": \"%s\", \"dropped_event_count\": %" PRIu64
            ", \"dropped_buffer_count\": %" PRIu64 ", \"blocked_event_fire_time_ns\": %" PRIu64
            ", \"largest_event_dropped_size\": %" PRIu64 ", \"create_time_ns\": %" PRId64
@@ -99,8 +100,8 @@ static void print_info(mt_session *s)
            i.name, i.state, i.pending_buffers, i.total_regular_buffers, i.regular_buffer_size,
            i.total_large_buffers, i.large_buffer_size, i.total_buffer_size, i.buffer_policy_desc,
            i.dropped_event_count, i.dropped_buffer_count, i.blocked_event_fire_time_ns,
-           i.largest_event_dropped_size, i.create_time_ns, i.events_delivered, i.max_memory, i.memory_allocated,
-           i.partition_mode, i.strict, i.partitions, i.ntargets);
+           i.largest_event_dropped_size, i.create_time_ns, i.events_delivered, i.max_memory,
+           i.memory_allocated, i.partition_mode, i.strict, i.partitions, i.ntargets);
 }
 
 /* ---- view: sizes, and the kernel's word on the memory ------------------------ */
@@ -199,8 +200,8 @@ static int cmd_view(int argc, char **argv)
         int rc = mt_session_drop(s);
         read_maps(&dropped);
         uint64_t still, delta = added(&created, &before, &dropped, &still);
-        printf(", \"create_maps_delta\": %" PRIu64 ", \"create_rss_delta\": %" PRId64 ", \"named_buffers\": %" PRIu64
-               ", \"still_mapped_after_drop\": %" PRIu64 ", \"drop\": %d}\n",
+        printf(", \"create_maps_delta\": %" PRIu64 ", \"create_rss_delta\": %" PRId64
+               ", \"named_buffers\": %" PRIu64 ", \"still_mapped_after_drop\": %" PRIu64 ", \"drop\": %d}\n",
                delta, (int64_t)(rss1 - rss0), created.named - before.named, still, rc);
     }
     return 0;
@@ -270,8 +271,12 @@ static void *produce(void *arg)
     producer *p = arg;
     static const char payload[1 << 20];
     for (uint64_t seq = 0; seq < p->events; seq++) {
-        mt_event e = {.type = MT_EVENT_USER, .key = p->index, .value = seq, .size = 64,
-                      .data = p->data_len ? payload : NULL, .data_len = p->data_len};
+        mt_event e = {.type = MT_EVENT_USER,
+                      .key = p->index,
+                      .value = seq,
+                      .size = 64,
+                      .data = p->data_len ? payload : NULL,
+                      .data_len = p->data_len};
         int rc = mt_event_fire(p->s, &e);
         if (rc == 1)
             p->collected++;
@@ -313,9 +318,9 @@ static void run_producers(mt_session *s, int n, uint64_t events, uint64_t data_l
 
 typedef struct drain {
     pthread_t thread;
-    int fd;             /* the FIFO, read end */
-    int out;            /* where its bytes go */
-    long delay_ms;      /* before the first read */
+    int fd;        /* the FIFO, read end */
+    int out;       /* where its bytes go */
+    long delay_ms; /* before the first read */
     uint64_t bytes;
 } drain;
 
@@ -403,10 +408,11 @@ static int cmd_noloss(const char *dir, int threads, uint64_t events)
     char fifo[4096], def[8192];
     drain d = {.delay_ms = 300};
     fifo_open(dir, "noloss", &d, fifo, sizeof fifo);
-    snprintf(def, sizeof def,
-             "name=noloss; max_memory=320KB; memory_partition_mode=per_cpu; event_retention_mode=no_event_loss;"
-             " target=event_file(filename=%s,max_file_size=4GB)",
-             fifo);
+    snprintf(
+        def, sizeof def,
+        "name=noloss; max_memory=320KB; memory_partition_mode=per_cpu; event_retention_mode=no_event_loss;"
+        " target=event_file(filename=%s,max_file_size=4GB)",
+        fifo);
     mt_session *s = create(NULL, def);
     start(s);
     if (pthread_create(&d.thread, NULL, drain_run, &d) != 0)
@@ -460,7 +466,8 @@ static int cmd_latency(const char *mode)
 {
     char def[256];
     int infinite = strcmp(mode, "infinite") == 0;
-    snprintf(def, sizeof def, "name=latency; max_dispatch_latency=%s; target=ring_buffer(max_events_limit=100)",
+    snprintf(def, sizeof def,
+             "name=latency; max_dispatch_latency=%s; target=ring_buffer(max_events_limit=100)",
              infinite ? "infinite" : "1s");
     mt_session *s = create(NULL, def);
     start(s);
@@ -498,8 +505,8 @@ static int cmd_predicate(const char *where)
     snprintf(def, sizeof def, "name=pred; where=%s; target=ring_buffer(max_events_limit=1000)", where);
     mt_session *s = create(NULL, def);
     start(s);
-    static const unsigned types[] = {MT_EVENT_USER, MT_EVENT_ALLOC, MT_EVENT_FREE, MT_EVENT_REALLOC,
-                                     MT_EVENT_MMAP, MT_EVENT_SPAN_BEGIN};
+    static const unsigned types[] = {MT_EVENT_USER,    MT_EVENT_ALLOC, MT_EVENT_FREE,
+                                     MT_EVENT_REALLOC, MT_EVENT_MMAP,  MT_EVENT_SPAN_BEGIN};
     static const uint64_t sizes[] = {0, 1, 4095, 4096, 4097, 65536, 1u << 20};
     printf("{\"fired\": [");
     uint64_t seq = 0;
@@ -591,7 +598,8 @@ static int cmd_allocs(const char *dir)
 
 static int cmd_fork(void)
 {
-    mt_session *s = create("forked", "target=ring_buffer(max_events_limit=100); max_dispatch_latency=infinite");
+    mt_session *s =
+        create("forked", "target=ring_buffer(max_events_limit=100); max_dispatch_latency=infinite");
     start(s);
     int parent_before = fire_n(s, 3, 1);
     fflush(stdout);
@@ -624,10 +632,11 @@ static int cmd_fork(void)
     int n = mt_session_ring_read(s, r, 100, &total), k[4] = {0};
     for (int i = 0; i < n; i++)
         k[r[i].key & 3]++;
-    printf("{\"who\": \"parent\", \"child_status\": %d, \"fired_before\": %d, \"fired_after\": %d, \"ring_total\": %"
-           PRIu64 ", \"before_events\": %d, \"child_events\": %d, \"after_events\": %d}\n",
-           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), parent_before, fired_after, total,
-           k[1], k[2], k[3]);
+    printf("{\"who\": \"parent\", \"child_status\": %d, \"fired_before\": %d, \"fired_after\": %d, "
+           "\"ring_total\": %" PRIu64
+           ", \"before_events\": %d, \"child_events\": %d, \"after_events\": %d}\n",
+           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), parent_before, fired_after,
+           total, k[1], k[2], k[3]);
     mt_session_drop(s);
     return 0;
 }
@@ -678,7 +687,8 @@ static int cmd_targets(const char *dir, int n)
      * and span_end of the same key for even i. */
     int collected = 0;
     for (int i = 0; i < n; i++) {
-        mt_event u = {.type = MT_EVENT_USER, .key = (uint64_t)i % 4, .value = (uint64_t)i, .size = (uint64_t)i + 1};
+        mt_event u = {
+            .type = MT_EVENT_USER, .key = (uint64_t)i % 4, .value = (uint64_t)i, .size = (uint64_t)i + 1};
         mt_event b = {.type = MT_EVENT_SPAN_BEGIN, .key = 1000 + (uint64_t)i, .value = (uint64_t)i};
         mt_event e = {.type = MT_EVENT_SPAN_END, .key = 1000 + (uint64_t)i, .value = (uint64_t)i};
         collected += mt_event_fire(s, &u) == 1;
@@ -688,7 +698,8 @@ static int cmd_targets(const char *dir, int n)
     }
     if (mt_session_stop(s) != 0) /* everything dispatched, the event file complete */
         die("mt_session_stop");
-    static const char *const kinds[] = {"ring_buffer", "histogram", "event_counter", "pair_matching", "event_file"};
+    static const char *const kinds[] = {"ring_buffer", "histogram", "event_counter", "pair_matching",
+                                        "event_file"};
     static char buf[1 << 16];
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         int rc = mt_session_target_json(s, kinds[k], buf, sizeof buf);
@@ -699,8 +710,8 @@ static int cmd_targets(const char *dir, int n)
     char small[16];
     int nospace = mt_session_target_json(s, "ring_buffer", small, sizeof small);
     int none = mt_session_target_json(s, "nosuch", buf, sizeof buf);
-    printf("{\"collected\": %d, \"small\": %d, \"small_text\": \"%s\", \"nosuch\": %d}\n", collected, nospace, small,
-           none);
+    printf("{\"collected\": %d, \"small\": %d, \"small_text\": \"%s\", \"nosuch\": %d}\n", collected, nospace,
+           small, none);
     if (mt_session_drop(s) != 0)
         die("drop");
     return 0;
@@ -718,13 +729,17 @@ static int cmd_stub(void)
     mt_event_record r[1];
     uint64_t total = 99;
     char buf[64];
-    int start_rc = mt_session_start(s), fire_rc = mt_event_fire(s, &e), info_rc = mt_session_info_get(s, &info);
+    int start_rc = mt_session_start(s), fire_rc = mt_event_fire(s, &e),
+        info_rc = mt_session_info_get(s, &info);
     int json_rc = mt_session_target_json(s, "ring_buffer", buf, sizeof buf);
     int ring_rc = mt_session_ring_read(s, r, 1, &total);
     int stop_rc = mt_session_stop(s), flush_rc = mt_session_flush(s), drop_rc = mt_session_drop(s);
-    printf("{\"create\": %d, \"session_null\": %d, \"why\": \"%s\", \"start\": %d, \"fire\": %d, \"info\": %d,"
-           " \"target_json\": %d, \"ring_read\": %d, \"total\": %" PRIu64 ", \"stop\": %d, \"flush\": %d, \"drop\": %d}\n",
-           create_rc, s == NULL, why, start_rc, fire_rc, info_rc, json_rc, ring_rc, total, stop_rc, flush_rc, drop_rc);
+    printf(
+        "{\"create\": %d, \"session_null\": %d, \"why\": \"%s\", \"start\": %d, \"fire\": %d, \"info\": %d,"
+        " \"target_json\": %d, \"ring_read\": %d, \"total\": %" PRIu64
+        ", \"stop\": %d, \"flush\": %d, \"drop\": %d}\n",
+        create_rc, s == NULL, why, start_rc, fire_rc, info_rc, json_rc, ring_rc, total, stop_rc, flush_rc,
+        drop_rc);
     return 0;
 }
 
@@ -739,7 +754,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "hold") == 0 && argc >= 3)
         return cmd_hold(argv[2], argc - 3, argv + 3);
     if (strcmp(cmd, "flood") == 0 && argc == 7 && strtoull(argv[6], NULL, 10) <= 1 << 20)
-        return cmd_flood(argv[2], argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 10), strtoull(argv[6], NULL, 10));
+        return cmd_flood(argv[2], argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 10),
+                         strtoull(argv[6], NULL, 10));
     if (strcmp(cmd, "noloss") == 0 && argc == 5)
         return cmd_noloss(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 10));
     if (strcmp(cmd, "latency") == 0 && argc == 3)

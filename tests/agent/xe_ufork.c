@@ -8,14 +8,45 @@
 #include <dirent.h>
 #include <sys/wait.h>
 extern pid_t _Fork(void);
-static int tasks(void){ int n=0; DIR*d=opendir("/proc/self/task"); struct dirent*e; while((e=readdir(d))) if(e->d_name[0]!='.') n++; closedir(d); return n; }
-int main(void){
-  for (int i = 0; i < 1000; i++) { void *p = malloc(100); free(p); }
-  printf("threads in parent: %d\n", tasks()); fflush(stdout);
-  pid_t pid = _Fork();
-  if (pid == 0) { for (int i = 0; i < 100000; i++) { void *p = malloc(100); free(p); } _exit(0); }
-  for (int i = 0; i < 30; i++) { int st; if (waitpid(pid, &st, WNOHANG) == pid) { printf("child exited\n"); return 0; } usleep(100000); }
-  printf("child still running after 3 s\n"); 
-  char cmd[128]; snprintf(cmd, sizeof cmd, "cat /proc/%d/wchan; echo; cat /proc/%d/stat | cut -d' ' -f3", pid, pid); system(cmd);
-  kill(pid, SIGKILL); return 1;
+static int tasks(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+int main(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        void *p = malloc(100);
+        free(p);
+    }
+    printf("threads in parent: %d\n", tasks());
+    fflush(stdout);
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        for (int i = 0; i < 100000; i++) {
+            void *p = malloc(100);
+            free(p);
+        }
+        _exit(0);
+    }
+    for (int i = 0; i < 30; i++) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            printf("child exited\n");
+            return 0;
+        }
+        usleep(100000);
+    }
+    printf("child still running after 3 s\n");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "cat /proc/%d/wchan; echo; cat /proc/%d/stat | cut -d' ' -f3", pid, pid);
+    system(cmd);
+    kill(pid, SIGKILL);
+    return 1;
 }

@@ -25,7 +25,8 @@ int main(int argc, char **argv)
     char *a = mmap(r, HALF * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     mt_tag_pop();
     mt_tag_push("zp-b");
-    char *b = mmap(r + HALF * PG, HALF * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    char *b = mmap(r + HALF * PG, HALF * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                   -1, 0);
     mt_tag_pop();
     if (a == MAP_FAILED || b == MAP_FAILED)
         return 2;

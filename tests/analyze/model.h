@@ -24,7 +24,10 @@ static uint64_t rnd(void)
     model_rng ^= model_rng << 17;
     return model_rng;
 }
-static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+static uint64_t rnd_below(uint64_t n)
+{
+    return n ? rnd() % n : 0;
+}
 
 struct gen_live {
     uint32_t id;
@@ -44,7 +47,7 @@ static size_t gen_events(mt_trace_event *ev, size_t n, uint32_t first_id, unsign
         uint32_t tid = tids[rnd_below(nthreads)];
         e.thread = tid;
         if (rnd_below(100) < 3 && t > 100)
-            t -= rnd_below(100);        /* threads' clocks do not quite agree */
+            t -= rnd_below(100); /* threads' clocks do not quite agree */
         else
             t += rnd_below(rnd_below(10) == 0 ? 200000 : 2000);
         e.time_ns = t;
@@ -54,11 +57,11 @@ static size_t gen_events(mt_trace_event *ev, size_t n, uint32_t first_id, unsign
         e.category = stack == 0 ? (uint8_t)rnd_below(4) : (uint8_t)(stack % 3);
         e.size = rnd_below(10) == 0 ? 0 : 1 + rnd_below(rnd_below(4) == 0 ? 100000 : 300);
         if (rnd_below(500) == 0)
-            e.size = (1ull << 32) + rnd_below(1ull << 33);  /* 4 GiB and more: the side table */
+            e.size = (1ull << 32) + rnd_below(1ull << 33); /* 4 GiB and more: the side table */
         if (op < 450 || nlive == 0) {
             e.type = MT_TRACE_ALLOC;
             e.id = next_id++;
-            if (rnd_below(20) == 0) {    /* two threads swapped neighbours */
+            if (rnd_below(20) == 0) { /* two threads swapped neighbours */
                 e.id = next_id++;
                 ev[k++] = e;
                 if (k == n)
@@ -66,7 +69,7 @@ static size_t gen_events(mt_trace_event *ev, size_t n, uint32_t first_id, unsign
                 live[nlive++] = (struct gen_live){e.id, tid};
                 e.id -= 1;
             }
-            if (rnd_below(300) == 0 && nlive)   /* an id allocated again while live (wrapped) */
+            if (rnd_below(300) == 0 && nlive) /* an id allocated again while live (wrapped) */
                 e.id = live[rnd_below(nlive)].id;
             else
                 live[nlive++] = (struct gen_live){e.id, tid};
@@ -76,7 +79,9 @@ static size_t gen_events(mt_trace_event *ev, size_t n, uint32_t first_id, unsign
                 mt_trace_event f = {.type = MT_TRACE_FREE, .thread = tid, .time_ns = t, .id = e.id};
                 if (rnd_below(3) == 0 && k + 1 < n) {
                     /* another thread's call in between does not count */
-                    mt_trace_event o = {.type = MT_TRACE_FREE, .thread = tids[rnd_below(nthreads)], .time_ns = t,
+                    mt_trace_event o = {.type = MT_TRACE_FREE,
+                                        .thread = tids[rnd_below(nthreads)],
+                                        .time_ns = t,
                                         .id = (uint32_t)rnd()};
                     ev[k++] = o;
                 }
@@ -147,7 +152,7 @@ struct m_thread {
 };
 
 struct model {
-    struct m_block *blocks;     /* every block ever: searched linearly from the end */
+    struct m_block *blocks; /* every block ever: searched linearly from the end */
     size_t nblocks, cap;
     struct m_stack st[512];
     size_t nst;
@@ -157,7 +162,7 @@ struct model {
     uint64_t allocated, live_bytes, live_count, peak_bytes, peak_count, peak_time, temp_count, temp_bytes;
     uint64_t mapped, mapped_peak, first_ns, last_ns;
     uint64_t hist_count[65], hist_bytes[65];
-    uint64_t *ev_time, *ev_live;    /* per event: running max of times, live bytes after */
+    uint64_t *ev_time, *ev_live; /* per event: running max of times, live bytes after */
     uint64_t cat_allocs[256], cat_frees[256], cat_reallocs[256], cat_live[256], cat_count[256], cat_peak[256];
 };
 
@@ -335,7 +340,8 @@ static void model_run(struct model *m, const mt_trace_event *ev, size_t n)
 
 /* The timeline for buckets of width w (a power of two): nb buckets, each
  * the live bytes at its end and the most in it (from the bytes carried in). */
-static size_t model_timeline(const struct model *m, size_t n, uint64_t w, uint64_t *end, uint64_t *max, size_t cap)
+static size_t model_timeline(const struct model *m, size_t n, uint64_t w, uint64_t *end, uint64_t *max,
+                             size_t cap)
 {
     if (n == 0)
         return 0;

@@ -18,12 +18,12 @@ static int stack_cmp_fail;
 static void compare(const char *prefix, const struct analyze_result *res, const struct model *m, size_t n)
 {
     char name[160];
-#define EQ(what, a, b)                                                                                   \
-    do {                                                                                                 \
-        snprintf(name, sizeof name, "%s: %s", prefix, what);                                             \
-        if ((uint64_t)(a) != (uint64_t)(b))                                                              \
-            printf("  %s: analyzer %" PRIu64 ", model %" PRIu64 "\n", what, (uint64_t)(a), (uint64_t)(b)); \
-        CHECK(name, (uint64_t)(a) == (uint64_t)(b));                                                     \
+#define EQ(what, a, b)                                                                                       \
+    do {                                                                                                     \
+        snprintf(name, sizeof name, "%s: %s", prefix, what);                                                 \
+        if ((uint64_t)(a) != (uint64_t)(b))                                                                  \
+            printf("  %s: analyzer %" PRIu64 ", model %" PRIu64 "\n", what, (uint64_t)(a), (uint64_t)(b));   \
+        CHECK(name, (uint64_t)(a) == (uint64_t)(b));                                                         \
     } while (0)
     EQ("events", res->events, m->events);
     EQ("allocs", res->allocs, m->allocs);
@@ -54,9 +54,9 @@ static void compare(const char *prefix, const struct analyze_result *res, const 
     bad = 0;
     for (int c = 0; c < 256; c++) {
         const struct analyze_category *ac = &res->categories[c];
-        bad += ac->allocs != m->cat_allocs[c] || ac->frees != m->cat_frees[c] || ac->reallocs != m->cat_reallocs[c]
-               || ac->live_bytes != m->cat_live[c] || ac->live_count != m->cat_count[c]
-               || ac->peak_bytes != m->cat_peak[c];
+        bad += ac->allocs != m->cat_allocs[c] || ac->frees != m->cat_frees[c] ||
+               ac->reallocs != m->cat_reallocs[c] || ac->live_bytes != m->cat_live[c] ||
+               ac->live_count != m->cat_count[c] || ac->peak_bytes != m->cat_peak[c];
     }
     EQ("categories differing", bad, 0);
     bad = 0;
@@ -66,16 +66,17 @@ static void compare(const char *prefix, const struct analyze_result *res, const 
         for (size_t j = 0; j < res->nstacks; j++)
             if (res->stacks[j].id == ms->id && res->stacks[j].category == ms->category)
                 as = &res->stacks[j];
-        int b = !as || as->allocs != ms->allocs || as->frees != ms->frees || as->reallocs != ms->reallocs
-                || as->allocated_bytes != ms->allocated || as->live_bytes != ms->live_bytes
-                || as->live_count != ms->live_count || as->max_live_bytes != ms->max_live
-                || as->peak_bytes != ms->peak_bytes || as->peak_count != ms->peak_count
-                || as->temp_count != ms->temp_count || as->temp_bytes != ms->temp_bytes;
+        int b = !as || as->allocs != ms->allocs || as->frees != ms->frees || as->reallocs != ms->reallocs ||
+                as->allocated_bytes != ms->allocated || as->live_bytes != ms->live_bytes ||
+                as->live_count != ms->live_count || as->max_live_bytes != ms->max_live ||
+                as->peak_bytes != ms->peak_bytes || as->peak_count != ms->peak_count ||
+                as->temp_count != ms->temp_count || as->temp_bytes != ms->temp_bytes;
         if (b && stack_cmp_fail++ < 3 && as)
-            printf("  stack %u/%u: allocs %" PRIu64 "/%" PRIu64 " frees %" PRIu64 "/%" PRIu64 " reallocs %" PRIu64
-                   "/%" PRIu64 " live %" PRIu64 "/%" PRIu64 " peak %" PRIu64 "/%" PRIu64 " temp %" PRIu64
-                   "/%" PRIu64 "\n", ms->id, ms->category, as->allocs, ms->allocs, as->frees, ms->frees,
-                   as->reallocs, ms->reallocs, as->live_bytes, ms->live_bytes, as->peak_bytes, ms->peak_bytes,
+            printf("  stack %u/%u: allocs %" PRIu64 "/%" PRIu64 " frees %" PRIu64 "/%" PRIu64
+                   " reallocs %" PRIu64 "/%" PRIu64 " live %" PRIu64 "/%" PRIu64 " peak %" PRIu64 "/%" PRIu64
+                   " temp %" PRIu64 "/%" PRIu64 "\n",
+                   ms->id, ms->category, as->allocs, ms->allocs, as->frees, ms->frees, as->reallocs,
+                   ms->reallocs, as->live_bytes, ms->live_bytes, as->peak_bytes, ms->peak_bytes,
                    as->temp_count, ms->temp_count);
         bad += b;
     }
@@ -89,8 +90,8 @@ static void compare(const char *prefix, const struct analyze_result *res, const 
         bad += res->timeline[b].live_bytes != end[b] || res->timeline[b].max_bytes != max[b];
     EQ("timeline buckets differing", bad, 0);
     snprintf(name, sizeof name, "%s: timeline within its buckets", prefix);
-    CHECK(name, res->ntimeline <= ANALYZE_TIMELINE && (n == 0 || res->ntimeline > ANALYZE_TIMELINE / 2 ||
-                                                       res->bucket_ns == 1));
+    CHECK(name, res->ntimeline <= ANALYZE_TIMELINE &&
+                    (n == 0 || res->ntimeline > ANALYZE_TIMELINE / 2 || res->bucket_ns == 1));
     free(end);
     free(max);
 #undef EQ
@@ -114,11 +115,13 @@ static void direct(const char *prefix, const mt_trace_event *ev, size_t n)
         size_t at_peak = 0;
         for (size_t i = 0; i < m.nst; i++)
             at_peak += m.st[i].peak_bytes != m.st[i].live_bytes;
-        snprintf(name, sizeof name, "%s: covers temporaries (%" PRIu64 "), reused ids (%" PRIu64 "), unknown frees "
-                 "(%" PRIu64 ") and reallocs (%" PRIu64 "), stacks changed since the peak (%zu)", prefix,
-                 m.temp_count, m.ids_reused, m.frees_unknown, m.reallocs_unknown, at_peak);
-        CHECK(name, m.temp_count > 10 && m.ids_reused > 0 && m.frees_unknown > 10 && m.reallocs_unknown > 10 &&
-                        at_peak > 3 && analyze_result(a)->ntimeline > ANALYZE_TIMELINE / 2);
+        snprintf(name, sizeof name,
+                 "%s: covers temporaries (%" PRIu64 "), reused ids (%" PRIu64 "), unknown frees "
+                 "(%" PRIu64 ") and reallocs (%" PRIu64 "), stacks changed since the peak (%zu)",
+                 prefix, m.temp_count, m.ids_reused, m.frees_unknown, m.reallocs_unknown, at_peak);
+        CHECK(name, m.temp_count > 10 && m.ids_reused > 0 && m.frees_unknown > 10 &&
+                        m.reallocs_unknown > 10 && at_peak > 3 &&
+                        analyze_result(a)->ntimeline > ANALYZE_TIMELINE / 2);
     }
     analyze_free(a);
     model_free(&m);
@@ -146,12 +149,16 @@ static void report_and_print(const char *prefix, const struct analyze_result *re
     int64_t model_allocs = 0;
     for (size_t i = 0; i < m->nst; i++)
         model_allocs += (int64_t)m->st[i].allocs;
-    snprintf(name, sizeof name, "%s: as a report: totals, one site per stack with its frames, the module", prefix);
+    snprintf(name, sizeof name, "%s: as a report: totals, one site per stack with its frames, the module",
+             prefix);
     CHECK(name, rc == 0 && rep.total.allocs == (int64_t)m->allocs && rep.total.frees == (int64_t)m->frees &&
-                    rep.total.reallocs == (int64_t)m->reallocs && rep.total.live_bytes == (int64_t)m->live_bytes &&
-                    rep.total.live_count == (int64_t)m->live_count && rep.total.peak_bytes == (int64_t)m->peak_bytes &&
-                    rep.nsites == m->nst && live == (int64_t)m->live_bytes && allocs == model_allocs && sites_ok &&
-                    (m->nst == 0 || (rep.nmodules == 1 && strcmp(rep.modules[0].path, "/nonexistent/test-program") == 0)) &&
+                    rep.total.reallocs == (int64_t)m->reallocs &&
+                    rep.total.live_bytes == (int64_t)m->live_bytes &&
+                    rep.total.live_count == (int64_t)m->live_count &&
+                    rep.total.peak_bytes == (int64_t)m->peak_bytes && rep.nsites == m->nst &&
+                    live == (int64_t)m->live_bytes && allocs == model_allocs && sites_ok &&
+                    (m->nst == 0 ||
+                     (rep.nmodules == 1 && strcmp(rep.modules[0].path, "/nonexistent/test-program") == 0)) &&
                     rep.pid == 4242 && rep.complete);
     report_free(&rep);
 
@@ -215,9 +222,11 @@ static void through_trace(const char *prefix, const mt_trace_event *ev, size_t n
         bool whole = mt_trace_complete(pr) && got == n && (prc == 0 || strstr(mt_trace_error(pr), "chunk"));
         snprintf(name, sizeof name, "%s: cut at %zu of %zu stops with an error naming the chunk", prefix, at,
                  tm.len);
-        CHECK(name, whole || (prc == -EBADMSG && !mt_trace_complete(pr) && strstr(mt_trace_error(pr), "chunk")));
+        CHECK(name,
+              whole || (prc == -EBADMSG && !mt_trace_complete(pr) && strstr(mt_trace_error(pr), "chunk")));
         if (!whole && (prc != -EBADMSG || !strstr(mt_trace_error(pr), "chunk")))
-            printf("  rc %d, complete %d, %zu events: %s\n", prc, mt_trace_complete(pr), got, mt_trace_error(pr));
+            printf("  rc %d, complete %d, %zu events: %s\n", prc, mt_trace_complete(pr), got,
+                   mt_trace_error(pr));
         struct model pm;
         model_run(&pm, ev, got);
         char p2[128];
@@ -241,7 +250,7 @@ int main(void)
         {0, 1, 1, 0},
         {1, 1, 1, 0},
         {2000, 1, 1, 100},
-        {30000, 0xffffffffu - 12000, 4, 0},     /* ids wrap */
+        {30000, 0xffffffffu - 12000, 4, 0}, /* ids wrap */
         {60000, 123456, 6, 4096},
         {120000, 0x80000000u, 3, 0},
     };

@@ -13,7 +13,8 @@
 
 /* The constant: the table headers (1 MB) and the buckets' excess over
  * 11.6 bytes per entry (6 MB at most). */
-#define CONST_BYTES ((uint64_t)ANALYZE_LIVE_TABLES * 16 + (uint64_t)ANALYZE_LIVE_RING * 12 + (6u << 20) + 4096)
+#define CONST_BYTES                                                                                          \
+    ((uint64_t)ANALYZE_LIVE_TABLES * 16 + (uint64_t)ANALYZE_LIVE_RING * 12 + (6u << 20) + 4096)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
@@ -51,10 +52,10 @@ static void model_ops(uint32_t base, uint32_t span, size_t ops)
         if (op < 55) {
             uint64_t sz = rnd() % 5000;
             if (rnd() % 200 == 0)
-                sz = (1ull << 32) + rnd() % 1000;     /* the side table */
+                sz = (1ull << 32) + rnd() % 1000; /* the side table */
             uint32_t st = (uint32_t)(rnd() % 1000);
             if (rnd() % 300 == 0)
-                st = 0xffffff + (uint32_t)(rnd() % 100);   /* a stack index past 24 bits */
+                st = 0xffffff + (uint32_t)(rnd() % 100); /* a stack index past 24 bits */
             uint64_t os = 0;
             uint32_t ok = 0;
             int rc = analyze_live_put(&m, id, sz, st, &os, &ok);
@@ -81,8 +82,8 @@ static void model_ops(uint32_t base, uint32_t span, size_t ops)
         worst_bound += !within(&m, &worst);
     }
     char name[128];
-    snprintf(name, sizeof name, "live map: %zu random operations over %u ids from %u agree with the model", ops,
-             span, base);
+    snprintf(name, sizeof name, "live map: %zu random operations over %u ids from %u agree with the model",
+             ops, span, base);
     CHECK(name, bad == 0);
     snprintf(name, sizeof name, "live map: %zu random operations: within 11.6 B/entry + 7 MB", ops);
     CHECK(name, worst_bound == 0);
@@ -106,10 +107,22 @@ static void model_ops(uint32_t base, uint32_t span, size_t ops)
     free(live);
 }
 
-static uint32_t seq_id(size_t i) { return 0xfff00000u + (uint32_t)i; }     /* wraps */
-static uint32_t spread_id(size_t i) { return (uint32_t)(i * 2654435761u); } /* a bijection: all distinct */
-static uint32_t strided_id(size_t i) { return (uint32_t)(i * 300); }       /* every 300th: sparse tables */
-static uint32_t one_table_id(size_t i) { return (uint32_t)((i & 0xff) | (i >> 8) << 24 | 0x1200); }
+static uint32_t seq_id(size_t i)
+{
+    return 0xfff00000u + (uint32_t)i;
+} /* wraps */
+static uint32_t spread_id(size_t i)
+{
+    return (uint32_t)(i * 2654435761u);
+} /* a bijection: all distinct */
+static uint32_t strided_id(size_t i)
+{
+    return (uint32_t)(i * 300);
+} /* every 300th: sparse tables */
+static uint32_t one_table_id(size_t i)
+{
+    return (uint32_t)((i & 0xff) | (i >> 8) << 24 | 0x1200);
+}
 
 /* Grows to n entries with ids from next(), checking the bound all along;
  * then takes them all back. */
@@ -131,9 +144,11 @@ static void growth(const char *what, size_t n, uint32_t (*next)(size_t i))
     char name[160];
     snprintf(name, sizeof name, "live map, %s: %zu entries inserted", what, n);
     CHECK(name, bad == 0 && m.count == n);
-    snprintf(name, sizeof name, "live map, %s: <= 11.6 B/entry + %" PRIu64 " B all the way to %zu entries (%" PRIu64
-             " B at the end: %.2f B/entry; worst past 1M: %.2f)", what, CONST_BYTES, n, analyze_live_bytes(&m),
-             (double)analyze_live_bytes(&m) / (double)n, (double)worst / 100);
+    snprintf(name, sizeof name,
+             "live map, %s: <= 11.6 B/entry + %" PRIu64 " B all the way to %zu entries (%" PRIu64
+             " B at the end: %.2f B/entry; worst past 1M: %.2f)",
+             what, CONST_BYTES, n, analyze_live_bytes(&m), (double)analyze_live_bytes(&m) / (double)n,
+             (double)worst / 100);
     CHECK(name, over == 0);
     bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -143,12 +158,13 @@ static void growth(const char *what, size_t n, uint32_t (*next)(size_t i))
         if ((i & 1023) == 0)
             over += !within(&m, &worst);
     }
-    snprintf(name, sizeof name, "live map, %s: all found again, and the bound held while emptying (%" PRIu64
-             " rebuilds, %" PRIu64 " sweeps)", what, m.rebuilds, m.sweeps);
+    snprintf(name, sizeof name,
+             "live map, %s: all found again, and the bound held while emptying (%" PRIu64
+             " rebuilds, %" PRIu64 " sweeps)",
+             what, m.rebuilds, m.sweeps);
     CHECK(name, bad == 0 && over == 0 && m.count == 0 && (next != spread_id || m.sweeps > 0));
     analyze_live_free(&m);
 }
-
 
 /* A window of live ids sliding over the whole id space (and around it):
  * each table fills then empties as the window passes. */
@@ -170,9 +186,10 @@ static void sliding(size_t window, uint64_t total)
             max_bytes = analyze_live_bytes(&m);
     }
     char name[200];
-    snprintf(name, sizeof name, "live map: a window of %zu live ids slid over %" PRIu64 " ids: right, and never over "
-             "11.6 B/entry + 7 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)", window, total,
-             max_bytes, m.rebuilds, m.sweeps);
+    snprintf(name, sizeof name,
+             "live map: a window of %zu live ids slid over %" PRIu64 " ids: right, and never over "
+             "11.6 B/entry + 7 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)",
+             window, total, max_bytes, m.rebuilds, m.sweeps);
     CHECK(name, bad == 0 && over == 0 && max_bytes <= 12 * window + CONST_BYTES);
     analyze_live_free(&m);
 }
@@ -208,9 +225,10 @@ static void pool(size_t live, uint64_t steps)
         }
     }
     char name[200];
-    snprintf(name, sizeof name, "live map: a pool of %zu live blocks, %" PRIu64 " random replacements: right, never over "
-             "11.6 B/entry + 7 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)", live, steps,
-             max_bytes, m.rebuilds, m.sweeps);
+    snprintf(name, sizeof name,
+             "live map: a pool of %zu live blocks, %" PRIu64 " random replacements: right, never over "
+             "11.6 B/entry + 7 MB (most held: %" PRIu64 " B; %" PRIu64 " rebuilds, %" PRIu64 " sweeps)",
+             live, steps, max_bytes, m.rebuilds, m.sweeps);
     CHECK(name, bad == 0 && over == 0 && m.count == live);
     analyze_live_free(&m);
     free(ids);
@@ -219,7 +237,7 @@ static void pool(size_t live, uint64_t steps)
 int main(int argc, char **argv)
 {
     size_t big = argc > 1 ? strtoull(argv[1], NULL, 10) : 4000000;
-    model_ops(0xffff0000u, 200000, 2000000);    /* ids wrap */
+    model_ops(0xffff0000u, 200000, 2000000); /* ids wrap */
     model_ops(12345, 3000, 300000);
     growth("consecutive ids", big, seq_id);
     growth("scattered ids", big, spread_id);

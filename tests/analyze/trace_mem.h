@@ -68,9 +68,14 @@ static void trace_mem_modules_cb(void *ctx, mt_trace_writer *w)
 static int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t n, uint32_t chunk_events)
 {
     memset(m, 0, sizeof *m);
-    mt_trace_host host = {.ctx = m, .write = trace_mem_write_cb, .stack = trace_mem_stack_cb,
-                          .category_name = trace_mem_category_cb, .modules = trace_mem_modules_cb};
-    mt_trace_write_config cfg = {.chunk_events = chunk_events, .pid = 4242, .start_ns = TRACE_MEM_START_NS,
+    mt_trace_host host = {.ctx = m,
+                          .write = trace_mem_write_cb,
+                          .stack = trace_mem_stack_cb,
+                          .category_name = trace_mem_category_cb,
+                          .modules = trace_mem_modules_cb};
+    mt_trace_write_config cfg = {.chunk_events = chunk_events,
+                                 .pid = 4242,
+                                 .start_ns = TRACE_MEM_START_NS,
                                  .start_realtime_ns = 1700000000000000000ull};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     if (!w)
@@ -90,7 +95,8 @@ static int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t
 }
 
 /* Writes m to a scratch file and opens it (the file is unlinked at once). */
-static int trace_mem_open(const struct trace_mem *m, unsigned flags, mt_trace_reader **r, char *err, size_t errlen)
+static int trace_mem_open(const struct trace_mem *m, unsigned flags, mt_trace_reader **r, char *err,
+                          size_t errlen)
 {
     char path[] = "/tmp/mt-analyze-test-XXXXXX";
     int fd = mkstemp(path);

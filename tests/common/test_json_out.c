@@ -54,16 +54,21 @@ int main(void)
     mt_json *j = start(true);
     sample(j);
     CHECK("pretty document: rc", mt_json_document_end(j) == 0);
-    CHECK("pretty document: bytes", strcmp(text(j),
-        "{\n  \"schema\": \"memtrail/1\",\n  \"min\": -9223372036854775808,\n"
-        "  \"max\": 18446744073709551615,\n  \"list\": [\n"
-        "    {\"a\": true, \"b\": null, \"at\": \"0xdeadbeef\"},\n    []\n  ],\n  \"none\": null\n}\n") == 0);
+    CHECK(
+        "pretty document: bytes",
+        strcmp(
+            text(j),
+            "{\n  \"schema\": \"memtrail/1\",\n  \"min\": -9223372036854775808,\n"
+            "  \"max\": 18446744073709551615,\n  \"list\": [\n"
+            "    {\"a\": true, \"b\": null, \"at\": \"0xdeadbeef\"},\n    []\n  ],\n  \"none\": null\n}\n") ==
+            0);
 
     j = start(false);
     sample(j);
     mt_json_document_end(j);
-    const char *compact = "{\"schema\":\"memtrail/1\",\"min\":-9223372036854775808,\"max\":18446744073709551615,"
-                          "\"list\":[{\"a\":true,\"b\":null,\"at\":\"0xdeadbeef\"},[]],\"none\":null}\n";
+    const char *compact =
+        "{\"schema\":\"memtrail/1\",\"min\":-9223372036854775808,\"max\":18446744073709551615,"
+        "\"list\":[{\"a\":true,\"b\":null,\"at\":\"0xdeadbeef\"},[]],\"none\":null}\n";
     CHECK("compact document: bytes", strcmp(text(j), compact) == 0);
 
     char buf[512];
@@ -83,16 +88,18 @@ int main(void)
     j = start(false);
     mt_json_array_begin(j);
     mt_json_str(j, "q\"b\\s/\n\t\r\b\f\x01\x1f\x7f");
-    mt_json_str(j, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");         /* é € 😀 */
+    mt_json_str(j, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"); /* é € 😀 */
     mt_json_str(j, "\xff|\xc3|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82");
     mt_json_strn(j, "a\0b", 3);
     mt_json_array_end(j);
     CHECK("strings: rc", mt_json_finish(j) == 0);
-    CHECK("strings: escapes", strstr(text(j), "\"q\\\"b\\\\s/\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\"") != NULL);
+    CHECK("strings: escapes",
+          strstr(text(j), "\"q\\\"b\\\\s/\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f\"") != NULL);
     CHECK("strings: valid UTF-8 kept", strstr(text(j), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"") != NULL);
     CHECK("strings: invalid UTF-8 (stray, cut, overlong, surrogate, past U+10FFFF, cut at end) is U+FFFD",
-          strstr(text(j), "\"\\ufffd|\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|"
-                          "\\ufffd\\ufffd\"") != NULL);
+          strstr(text(j),
+                 "\"\\ufffd|\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|"
+                 "\\ufffd\\ufffd\"") != NULL);
     CHECK("strings: an embedded NUL", strstr(text(j), "\"a\\u0000b\"") != NULL);
 
     j = start(true);

@@ -144,9 +144,10 @@ static void test_write(int root)
     /* A new file; then a file of ours, replaced whole: a hard link keeps the old. */
     CHECK("write a new file", write_file(at("new"), "first") == 0 && strcmp(get(at("new")), "first") == 0);
     link(at("new"), at("new.hard"));
-    CHECK("write over a file of ours: replaced", write_file(at("new"), "second") == 0 &&
-                                                     strcmp(get(at("new")), "second") == 0);
-    CHECK("write over a file of ours: its hard link keeps the old content", strcmp(get(at("new.hard")), "first") == 0);
+    CHECK("write over a file of ours: replaced",
+          write_file(at("new"), "second") == 0 && strcmp(get(at("new")), "second") == 0);
+    CHECK("write over a file of ours: its hard link keeps the old content",
+          strcmp(get(at("new.hard")), "first") == 0);
 
     /* Abort: nothing at the name, nothing left. */
     mt_file f;
@@ -159,8 +160,8 @@ static void test_write(int root)
     char tmp[PATH_MAX + 64];
     snprintf(tmp, sizeof tmp, "%s/clash.tmp.%d.%ld", dir, (int)getpid(), (long)syscall(SYS_gettid));
     symlink(at("victim"), tmp);
-    CHECK("temporary name taken by a link: written all the same", write_file(at("clash"), "ok") == 0 &&
-                                                                      strcmp(get(at("clash")), "ok") == 0);
+    CHECK("temporary name taken by a link: written all the same",
+          write_file(at("clash"), "ok") == 0 && strcmp(get(at("clash")), "ok") == 0);
     CHECK("temporary name taken by a link: link and target untouched",
           is_link_to(tmp, at("victim")) && strcmp(get(at("victim")), "precious") == 0);
     unlink(tmp);
@@ -170,7 +171,8 @@ static void test_write(int root)
     symlink(at("victim"), at("swapped"));
     CHECK("swap: a link planted before commit is refused", mt_file_commit(&f) == -ELOOP);
     CHECK("swap: the link and its target untouched, no temporary",
-          is_link_to(at("swapped"), at("victim")) && strcmp(get(at("victim")), "precious") == 0 && temporaries() == 0);
+          is_link_to(at("swapped"), at("victim")) && strcmp(get(at("victim")), "precious") == 0 &&
+              temporaries() == 0);
     CHECK("write: a name ending in '/' is a directory", write_file(at("dir/"), "x") == -EISDIR);
 }
 
@@ -182,13 +184,13 @@ static void test_stream(void)
     close(fd);
     link(at("s1"), at("s1.hard"));
     fd = mt_file_open_stream(&f, at("s1"));
-    CHECK("stream over a file of ours: a new, empty file", fd >= 0 && lseek(fd, 0, SEEK_END) == 0 &&
-                                                                write(fd, "xyz", 3) == 3);
+    CHECK("stream over a file of ours: a new, empty file",
+          fd >= 0 && lseek(fd, 0, SEEK_END) == 0 && write(fd, "xyz", 3) == 3);
     close(fd);
     CHECK("stream over a file of ours: never truncated (the hard link keeps it)",
           strcmp(get(at("s1.hard")), "abc") == 0 && strcmp(get(at("s1")), "xyz") == 0);
-    CHECK("stream to a link: refused", mt_file_open_stream(&f, at("link")) == -ELOOP &&
-                                           strcmp(get(at("victim")), "precious") == 0);
+    CHECK("stream to a link: refused",
+          mt_file_open_stream(&f, at("link")) == -ELOOP && strcmp(get(at("victim")), "precious") == 0);
     CHECK("stream to a dangling link: refused, nothing created",
           mt_file_open_stream(&f, at("dangling")) == -ELOOP && access(at("nowhere"), F_OK) != 0);
     CHECK("stream to a directory: refused", mt_file_open_stream(&f, at("dir")) == -EISDIR);
@@ -196,10 +198,12 @@ static void test_stream(void)
     int rd = open(at("fifo"), O_RDONLY | O_NONBLOCK);
     fd = mt_file_open_stream(&f, at("fifo"));
     char buf[8] = {0};
-    int ok = fd >= 0 && write(fd, "fifo", 4) == 4 && read(rd, buf, sizeof buf) == 4 && strcmp(buf, "fifo") == 0;
+    int ok =
+        fd >= 0 && write(fd, "fifo", 4) == 4 && read(rd, buf, sizeof buf) == 4 && strcmp(buf, "fifo") == 0;
     struct stat st;
     CHECK("stream to a FIFO being read: written into, still a FIFO",
-          ok && lstat(at("fifo"), &st) == 0 && S_ISFIFO(st.st_mode) && (fcntl(fd, F_GETFL) & O_NONBLOCK) == 0);
+          ok && lstat(at("fifo"), &st) == 0 && S_ISFIFO(st.st_mode) &&
+              (fcntl(fd, F_GETFL) & O_NONBLOCK) == 0);
     if (fd >= 0)
         close(fd);
     close(rd);
@@ -228,7 +232,8 @@ static void test_outdir(int root)
     dup2(null, kept);
     close(null);
     CHECK("outdir: its descriptor replaced by the program's: found again by path",
-          write_file(at("out/report"), "after dup2") == 0 && strcmp(get(at("out/report")), "after dup2") == 0);
+          write_file(at("out/report"), "after dup2") == 0 &&
+              strcmp(get(at("out/report")), "after dup2") == 0);
     CHECK("outdir: the program's descriptor left alone", fcntl(kept, F_GETFD) >= 0);
     close(kept);
     if (!root)

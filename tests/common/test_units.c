@@ -44,7 +44,8 @@ static const char *dur(uint64_t ns)
 
 static void fixed_units(void)
 {
-    CHECK("exact whole units as integers", same(in(4792 * KB, KB, "KB"), "4792KB") && same(in(0, MB, "MB"), "0MB") &&
+    CHECK("exact whole units as integers", same(in(4792 * KB, KB, "KB"), "4792KB") &&
+                                               same(in(0, MB, "MB"), "0MB") &&
                                                same(in(3 * MB, MB, "MB"), "3MB"));
     /* 1000 / 1024 = 0.9765625 */
     CHECK("1000 B in KB: 0.977KB", same(in(1000, KB, "KB"), "0.977KB"));
@@ -64,15 +65,17 @@ static void fixed_units(void)
     /* 1023.5 B in KB = 0.99951171875: 1.00, not 1.000 */
     CHECK("carry below 1", same(in(1023, KB, "KB"), "0.999KB") && same(in(1024 - 0, KB, "KB"), "1KB"));
     CHECK("negative", same(in(-1000, KB, "KB"), "-0.977KB") && same(in(-2 * MB, MB, "MB"), "-2MB"));
-    CHECK("INT64_MIN and INT64_MAX", same(in(INT64_MIN, GB, "GB"), "-8589934592GB") &&
-                                          same(in(INT64_MAX, GB, "GB"), "8589934592GB"));
+    CHECK("INT64_MIN and INT64_MAX",
+          same(in(INT64_MIN, GB, "GB"), "-8589934592GB") && same(in(INT64_MAX, GB, "GB"), "8589934592GB"));
 }
 
 static void auto_units(void)
 {
-    CHECK("below 1 KiB: exact bytes", same(sz(0), "0B") && same(sz(1000), "1000B") && same(sz(1023), "1023B"));
-    CHECK("KB, MB, GB, EB", same(sz(1024), "1KB") && same(sz(900 * KB), "900KB") && same(sz(3 * MB + 5), "3.00MB") &&
-                                same(sz(5 * GB / 4), "1.25GB") && same(sz(INT64_MAX), "8.00EB"));
+    CHECK("below 1 KiB: exact bytes",
+          same(sz(0), "0B") && same(sz(1000), "1000B") && same(sz(1023), "1023B"));
+    CHECK("KB, MB, GB, EB", same(sz(1024), "1KB") && same(sz(900 * KB), "900KB") &&
+                                same(sz(3 * MB + 5), "3.00MB") && same(sz(5 * GB / 4), "1.25GB") &&
+                                same(sz(INT64_MAX), "8.00EB"));
     char buf[MT_UNITS_MAX];
     CHECK("u64 max", same(mt_size_u64(buf, sizeof buf, UINT64_MAX), "16.0EB"));
     CHECK("cut to fit a small buffer", same(mt_size(buf, 4, 123456), "121") && same(mt_size(buf, 1, 5), ""));
@@ -92,7 +95,8 @@ static void sweep(void)
         for (size_t u = 0; u < 3; u++, n++) {
             const char *s = in(b, units[u].unit, units[u].label);
             double v = strtod(s, NULL), exact = (double)b / (double)units[u].unit;
-            if (v <= 0 || v < exact * 0.995 || v > exact * 1.005 || strcmp(s + strlen(s) - 2, units[u].label)) {
+            if (v <= 0 || v < exact * 0.995 || v > exact * 1.005 ||
+                strcmp(s + strlen(s) - 2, units[u].label)) {
                 if (bad++ < 5)
                     printf("  %lld B in %s: '%s'\n", (long long)b, units[u].label, s);
             }

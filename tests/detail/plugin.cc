@@ -3,14 +3,15 @@
 // it stands, as the agent would at a malloc call inside a library.
 #include <execinfo.h>
 
-namespace plugin {
+namespace plugin
+{
 __attribute__((noinline)) int capture(void **frames, int max)
 {
     int n = backtrace(frames, max);
-    __asm__ volatile("" ::: "memory");  // keep the call from being a tail call
+    __asm__ volatile("" ::: "memory"); // keep the call from being a tail call
     return n;
 }
-}  // namespace plugin
+} // namespace plugin
 
 extern "C" int plugin_capture(void **frames, int max)
 {

@@ -33,11 +33,11 @@ static const char *names[8];
 static int ncaptures;
 
 /* Inlined into the function that captures, so frame 0 lies in it. */
-#define CAPTURE(name)                                               \
-    do {                                                            \
-        names[ncaptures] = name;                                    \
-        depths[ncaptures] = backtrace(stacks[ncaptures], MAXF);     \
-        ncaptures++;                                                \
+#define CAPTURE(name)                                                                                        \
+    do {                                                                                                     \
+        names[ncaptures] = name;                                                                             \
+        depths[ncaptures] = backtrace(stacks[ncaptures], MAXF);                                              \
+        ncaptures++;                                                                                         \
     } while (0)
 
 static NOINLINE void parse_config(void)
@@ -109,7 +109,7 @@ static int print_module(struct dl_phdr_info *info, size_t size, void *data)
     } else if (info->dlpi_name[0] == '/') {
         snprintf(path, sizeof path, "%s", info->dlpi_name);
     } else {
-        return 0;   /* the vDSO: no file */
+        return 0; /* the vDSO: no file */
     }
     uintptr_t start = UINTPTR_MAX, end = 0;
     char buildid[129] = "-";
@@ -126,8 +126,8 @@ static int print_module(struct dl_phdr_info *info, size_t size, void *data)
             while (p + sizeof(ElfW(Nhdr)) <= stop) {
                 const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
                 const char *desc = p + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
-                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(p + sizeof *nh, "GNU", 4) == 0
-                    && nh->n_descsz <= 64) {
+                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                    memcmp(p + sizeof *nh, "GNU", 4) == 0 && nh->n_descsz <= 64) {
                     for (unsigned j = 0; j < nh->n_descsz; j++)
                         sprintf(buildid + 2 * j, "%02x", (unsigned char)desc[j]);
                 }

@@ -99,8 +99,8 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *data)
             while (p + sizeof(ElfW(Nhdr)) <= end) {
                 const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
                 const char *desc = p + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
-                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(p + sizeof *nh, "GNU", 4) == 0 &&
-                    nh->n_descsz <= 64) {
+                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                    memcmp(p + sizeof *nh, "GNU", 4) == 0 && nh->n_descsz <= 64) {
                     for (unsigned k = 0; k < nh->n_descsz; k++)
                         sprintf(buildid + 2 * k, "%02x", (unsigned char)desc[k]);
                 }

@@ -23,18 +23,14 @@ static void *work(void *arg)
             free(ring[slot]);
             ring[slot] = calloc(1, n);
             break;
-        case 1:
-            ring[slot] = realloc(ring[slot], n);
-            break;
+        case 1: ring[slot] = realloc(ring[slot], n); break;
         case 2: {
             void *p = NULL;
             free(ring[slot]);
             ring[slot] = posix_memalign(&p, 64, n) == 0 ? p : NULL;
             break;
         }
-        default:
-            free(ring[slot]);
-            ring[slot] = malloc(n);
+        default: free(ring[slot]); ring[slot] = malloc(n);
         }
         if (!ring[slot])
             return NULL;
@@ -63,7 +59,8 @@ int main(void)
     void *a = aligned_alloc(4096, 8192);
     printf("sums %llu %llu %llu\n", (unsigned long long)main_sum, (unsigned long long)sums[0],
            (unsigned long long)sums[1]);
-    printf("%s aligned %d usable %d\n", s, a && ((uintptr_t)a % 4096) == 0, a && malloc_usable_size(a) >= 8192);
+    printf("%s aligned %d usable %d\n", s, a && ((uintptr_t)a % 4096) == 0,
+           a && malloc_usable_size(a) >= 8192);
     free(a);
     free(s);
     return 0;

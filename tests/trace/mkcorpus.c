@@ -66,8 +66,8 @@ static tbuf *trace_of(const mt_trace_event *evs, size_t n, uint32_t chunk, uint3
     tbuf *m = tbuf_new();
     mt_trace_host host;
     tbuf_host(m, &host);
-    mt_trace_write_config cfg = {.chunk_events = chunk, .time_unit_ns = unit, .pid = 7, .start_ns = 1000,
-                                 .chunk_flags = coding};
+    mt_trace_write_config cfg = {
+        .chunk_events = chunk, .time_unit_ns = unit, .pid = 7, .start_ns = 1000, .chunk_flags = coding};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     mt_trace_write_meta(w, "exe", "/bin/x");
     mt_trace_write_begin(w);

@@ -429,7 +429,8 @@ int main(void)
     run("mbench-like", evs, n, (rt_opts){0}, 0);
     run("mbench-like, 64k chunks", evs, n, (rt_opts){.chunk_events = 65536, .unit = 1000}, 0);
     run("mbench-like, 4k chunks, runs + aligned", evs, n,
-        (rt_opts){.chunk_events = 4096, .unit = 1000, .coding = 0x100 | TRACE_F_TIME_RUNS | TRACE_F_ALIGNED}, 0);
+        (rt_opts){.chunk_events = 4096, .unit = 1000, .coding = 0x100 | TRACE_F_TIME_RUNS | TRACE_F_ALIGNED},
+        0);
     free(evs);
 
     gen_init(&g, 200, 200, 64, 1);

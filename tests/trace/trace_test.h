@@ -124,9 +124,7 @@ static inline mt_trace_event texpect(const mt_trace_event *in, uint64_t start, u
         e.old_id = 0;
         e.address = 0;
         break;
-    case MT_TRACE_REALLOC:
-        e.address = 0;
-        break;
+    case MT_TRACE_REALLOC: e.address = 0; break;
     default:
         e.id = 0;
         e.old_id = 0;

@@ -28,7 +28,10 @@ UNUSED static int host_id(const char *name, size_t len)
             return i;
     return -1;
 }
-UNUSED static const char *host_name(unsigned id) { return id < 8 ? cat_names[id] : NULL; }
+UNUSED static const char *host_name(unsigned id)
+{
+    return id < 8 ? cat_names[id] : NULL;
+}
 static const xe_host host = {host_id, host_name};
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -140,9 +143,18 @@ UNUSED static void expect_view(xe_target *t, const char *expr, const char *want)
 /* An event whose every field derives from i. */
 UNUSED static xe_event seq_event(uint64_t i)
 {
-    xe_event ev = {.type = (uint16_t)(i % XE_EV_NTYPES), .category = (uint16_t)i, .tid = (uint32_t)i,
-                   .cpu = (uint32_t)i, .data_len = (uint32_t)i, .time_ns = i, .size = i,
-                   .address = i, .old_address = i, .site = i, .key = i, .value = i};
+    xe_event ev = {.type = (uint16_t)(i % XE_EV_NTYPES),
+                   .category = (uint16_t)i,
+                   .tid = (uint32_t)i,
+                   .cpu = (uint32_t)i,
+                   .data_len = (uint32_t)i,
+                   .time_ns = i,
+                   .size = i,
+                   .address = i,
+                   .old_address = i,
+                   .site = i,
+                   .key = i,
+                   .value = i};
     return ev;
 }
 

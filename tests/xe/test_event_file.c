@@ -50,7 +50,7 @@ static int read_raw(const char *path, xe_event *evs, int *n, long *size)
     }
     *size = ftell(f);
     fclose(f);
-    return k == 0 ? 0 : -3;   /* a partial record */
+    return k == 0 ? 0 : -3; /* a partial record */
 }
 
 static void file_name(char *buf, size_t cap, const char *base, int seq)
@@ -76,7 +76,8 @@ static size_t enc_encode(const xe_event *evs, size_t n, void *buf, size_t cap, s
     *consumed = i;
     return i * 8;
 }
-static const xe_file_encoder test_encoder = {.name = "test8", .file_header = enc_header, .encode = enc_encode};
+static const xe_file_encoder test_encoder = {
+    .name = "test8", .file_header = enc_header, .encode = enc_encode};
 
 /* A stateful encoder: "HDR!" at each file's begin, chunks of up to 10
  * events (u64 count + the events' values) written when full or at a flush
@@ -135,7 +136,10 @@ static void st_event(void *st, const xe_event *ev)
     if (e->n == 10)
         st_chunk(e);
 }
-static void st_flush(void *st) { st_chunk(st); }
+static void st_flush(void *st)
+{
+    st_chunk(st);
+}
 static void st_end(void *st)
 {
     st_enc *e = st;
@@ -144,10 +148,18 @@ static void st_end(void *st)
     st_log(e, 'E');
     (void)st_put(e, "END!", 4);
 }
-static void st_destroy(void *st) { ((st_enc *)st)->destroyed++; }
+static void st_destroy(void *st)
+{
+    ((st_enc *)st)->destroyed++;
+}
 static const xe_file_encoder stateful_encoder = {
-    .name = "stateful", .create = st_create, .begin = st_begin, .event = st_event,
-    .flush = st_flush, .end = st_end, .destroy = st_destroy,
+    .name = "stateful",
+    .create = st_create,
+    .begin = st_begin,
+    .event = st_event,
+    .flush = st_flush,
+    .end = st_end,
+    .destroy = st_destroy,
 };
 
 /* Reads a stateful file: HDR!, chunks, END!; appends the values. 0 when whole. */
@@ -193,7 +205,7 @@ static void test_stateful(void)
             t->ops->flush(t);
     }
     t->ops->flush(t);
-    t->ops->stop(t);   /* the session stops: the last file ends */
+    t->ops->stop(t); /* the session stops: the last file ends */
     expect_view(t, "d['encoding'], d['events_written'], d['write_errors']", "stateful 95 0");
     CHECK("stateful encoder: every file begun is ended", st_one.begins == st_one.ends && st_one.begins == 4);
     static uint64_t vals[200];
@@ -210,8 +222,8 @@ static void test_stateful(void)
     t->ops->stop(t);
     n = 0;
     file_name(path, sizeof path, "st.bin", 4);
-    CHECK("stateful encoder: after a restart, the next file", read_stateful(path, vals, &n) == 0 && n == 1 &&
-                                                                 vals[0] == 1000);
+    CHECK("stateful encoder: after a restart, the next file",
+          read_stateful(path, vals, &n) == 0 && n == 1 && vals[0] == 1000);
     destroy(t);
     CHECK("stateful encoder: destroyed with the target", st_one.destroyed == 1);
 
@@ -233,16 +245,21 @@ static void test_file(void)
 {
     expect_init_error(&xe_target_event_file, "", "event_file needs filename=");
     expect_init_error(&xe_target_event_file, "max_file_size=1", "event_file needs filename=");
-    expect_init_error(&xe_target_event_file, "filename=x,max_file_size=lots", "max_file_size='lots' is not a size");
-    expect_init_error(&xe_target_event_file, "filename=x,max_file_size=3TB", "max_file_size='3TB' is not a size");
-    expect_init_error(&xe_target_event_file, "filename=x,max_rollover_files=-1", "max_rollover_files='-1' is not a number");
+    expect_init_error(&xe_target_event_file, "filename=x,max_file_size=lots",
+                      "max_file_size='lots' is not a size");
+    expect_init_error(&xe_target_event_file, "filename=x,max_file_size=3TB",
+                      "max_file_size='3TB' is not a size");
+    expect_init_error(&xe_target_event_file, "filename=x,max_rollover_files=-1",
+                      "max_rollover_files='-1' is not a number");
     expect_init_error(&xe_target_event_file, "filename=x,mode=1",
                       "unknown parameter 'mode' (accepted: filename, max_file_size, max_rollover_files)");
 
     char params[192], path[256];
     snprintf(params, sizeof params, "filename='%s/d.xel'", dir);
     xe_target *t = make(&xe_target_event_file, params);
-    expect_view(t, "d['max_file_size_bytes'], d['max_rollover_files'], d['files'], d['current_file'], d['encoding'], d['last_error']",
+    expect_view(t,
+                "d['max_file_size_bytes'], d['max_rollover_files'], d['files'], d['current_file'], "
+                "d['encoding'], d['last_error']",
                 "1073741824 5 0 None raw None");
     destroy(t);
     snprintf(params, sizeof params, "filename=%s/d.xel,max_file_size=2", dir);
@@ -257,7 +274,8 @@ static void test_file(void)
     for (int keep = 0; keep <= 5; keep += 5) {
         char base[32];
         snprintf(base, sizeof base, "ev%d.xel", keep);
-        snprintf(params, sizeof params, "filename=%s/%s,max_file_size=4KB,max_rollover_files=%d", dir, base, keep);
+        snprintf(params, sizeof params, "filename=%s/%s,max_file_size=4KB,max_rollover_files=%d", dir, base,
+                 keep);
         t = make(&xe_target_event_file, params);
         for (int i = 0; i < N; i++) {
             xe_event ev = seq_event((uint64_t)i * 1000003u);
@@ -269,9 +287,10 @@ static void test_file(void)
         t->ops->flush(t);
         int files = (N + per - 1) / per, first = keep ? files - keep : 0;
         char want[200];
-        snprintf(want, sizeof want, "%d %d %d %d 0 0", keep ? keep : files, files, N,
-                 files * 16 + N * 72);
-        expect_view(t, "d['files'], d['files_opened'], d['events_written'], d['written_bytes'], d['events_dropped'], d['write_errors']",
+        snprintf(want, sizeof want, "%d %d %d %d 0 0", keep ? keep : files, files, N, files * 16 + N * 72);
+        expect_view(t,
+                    "d['files'], d['files_opened'], d['events_written'], d['written_bytes'], "
+                    "d['events_dropped'], d['write_errors']",
                     want);
         int n = 0, ok = 1;
         for (int s = 0; s < files; s++) {
@@ -280,7 +299,7 @@ static void test_file(void)
             int before = n;
             int rc = read_raw(path, evs, &n, &size);
             if (s < first) {
-                ok &= rc == -1;   /* deleted */
+                ok &= rc == -1; /* deleted */
                 continue;
             }
             int recs = s == files - 1 ? N - per * (files - 1) : per;
@@ -325,8 +344,8 @@ static void test_file(void)
         expect_view(t, "d['write_errors'], d['events_dropped'], d['last_error']", "1 5 open: ENODEV");
         destroy(t);
         CHECK("event_file: /dev/full is still the device it was", had && stat("/dev/full", &after) == 0 &&
-                                                                     S_ISCHR(after.st_mode) &&
-                                                                     after.st_rdev == before.st_rdev);
+                                                                      S_ISCHR(after.st_mode) &&
+                                                                      after.st_rdev == before.st_rdev);
     }
 
     /* A write failing part way (the file size limit, 10000 bytes): the
@@ -371,7 +390,8 @@ static void test_file(void)
     json[jn] = '\0';
     if (f)
         fclose(f);
-    char *out = py(json, "print(d['events_written'], d['events_dropped'], d['write_errors'], d['last_error'], d['written_bytes'])");
+    char *out = py(json, "print(d['events_written'], d['events_dropped'], d['write_errors'], "
+                         "d['last_error'], d['written_bytes'])");
     CHECK("partial write: counted", strcmp(out, "120 80 3 write: EFBIG 8656\n") == 0);
     if (strcmp(out, "120 80 3 write: EFBIG 8656\n") != 0)
         printf("  got '%s'\n", out);

@@ -36,7 +36,7 @@ static int rec_init(xe_target *t, const char *p, char *w, size_t wl)
 static void rec_deliver(xe_target *t, const xe_event *ev)
 {
     (void)t;
-    if (ev->key == 1) {   /* token event: value = token number, from 1 */
+    if (ev->key == 1) { /* token event: value = token number, from 1 */
         if (ev->value != last_token_seen + 1)
             token_out_of_order++;
         last_token_seen = ev->value;
@@ -51,7 +51,7 @@ static void rec_deliver(xe_target *t, const xe_event *ev)
         noise_count++;
     }
 }
-static const xe_target_ops recorder = { "recorder", 0, rec_init, rec_deliver, NULL, NULL, NULL, NULL };
+static const xe_target_ops recorder = {"recorder", 0, rec_init, rec_deliver, NULL, NULL, NULL, NULL};
 
 static xe_session *sess;
 static _Atomic unsigned seals;
@@ -64,7 +64,7 @@ static void slow_sealer(void)
     if (atomic_fetch_add(&seals, 1) % 8 == 7)
         usleep(3000);
 }
-static _Atomic uint64_t token = 1;   /* the next token number; holder = (token - 1) % TOKENS */
+static _Atomic uint64_t token = 1; /* the next token number; holder = (token - 1) % TOKENS */
 
 static void *token_thread(void *arg)
 {
@@ -77,7 +77,7 @@ static void *token_thread(void *arg)
             sched_yield();
             continue;
         }
-        xe_event ev = { .type = XE_EV_USER, .key = 1, .value = t };
+        xe_event ev = {.type = XE_EV_USER, .key = 1, .value = t};
         xe_fire(sess, &ev);
         atomic_store(&token, t + 1);
     }
@@ -87,7 +87,7 @@ static void *noise_thread(void *arg)
 {
     uint64_t me = (uint64_t)(uintptr_t)arg;
     for (uint64_t i = 1; i <= NOISE_EVENTS; i++) {
-        xe_event ev = { .type = XE_EV_USER, .key = 2, .site = me, .value = i };
+        xe_event ev = {.type = XE_EV_USER, .key = 2, .site = me, .value = i};
         xe_fire(sess, &ev);
     }
     return NULL;
@@ -99,10 +99,10 @@ int main(void)
     xe_config c;
     xe_config_defaults(&c);
     strcpy(c.name, "order");
-    c.max_memory = 3 * 65536;   /* 3 buffers of 64 KB - 205: ~800 events each */
+    c.max_memory = 3 * 65536; /* 3 buffers of 64 KB - 205: ~800 events each */
     c.mode = XE_PART_NONE;
     c.retention = XE_NO_EVENT_LOSS;
-    c.max_dispatch_latency_ns = 1000000;   /* and partly filled ones sealed by the dispatcher */
+    c.max_dispatch_latency_ns = 1000000; /* and partly filled ones sealed by the dispatcher */
     c.ntargets = 1;
     c.targets[0].ops = &recorder;
     char why[256] = "";

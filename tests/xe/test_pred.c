@@ -19,7 +19,10 @@ static int test_category_id(const char *name, size_t len)
             return i;
     return -1;
 }
-static const char *test_category_name(unsigned id) { return id < 16 ? cat_names[id] : NULL; }
+static const char *test_category_name(unsigned id)
+{
+    return id < 16 ? cat_names[id] : NULL;
+}
 static const xe_host host = {test_category_id, test_category_name};
 
 static int compile_ok(const char *text, xe_pred *p)
@@ -69,7 +72,8 @@ static void test_errors(void)
     expect_error("site == alloc", "expected a number, not 'alloc' at column 9");
     expect_error("size > ", "expected a value at column 8");
     expect_error("size > 1 &&", "expected a comparison, '!' or '(' at column 12");
-    expect_error("size > 1 && && size < 2", "unexpected '&' at column 13 (expected a field name, '!' or '(')");
+    expect_error("size > 1 && && size < 2",
+                 "unexpected '&' at column 13 (expected a field name, '!' or '(')");
     expect_error("size > 99999999999999999999", "number too big at column 8");
     expect_error("size > 17179869184GB", "number too big at column 8");
     expect_error("size > 0x", "hex number without digits at column 8");
@@ -122,9 +126,8 @@ static void test_basics(void)
     CHECK("empty text: no program", compile_ok("", &p) && p.n == 0 && xe_pred_eval(&p, &ev) == 1);
     CHECK("blank text: no program", compile_ok(" \t\n ", &p) && p.n == 0 && xe_pred_eval(&p, &ev) == 1);
     CHECK("NULL text: no program", compile_ok(NULL, &p) && p.n == 0);
-    CHECK("text kept for the view",
-          compile_ok("size >= 4KB && category == \"parser\"", &p) &&
-              strcmp(p.text, "size >= 4KB && category == \"parser\"") == 0);
+    CHECK("text kept for the view", compile_ok("size >= 4KB && category == \"parser\"", &p) &&
+                                        strcmp(p.text, "size >= 4KB && category == \"parser\"") == 0);
 
     /* Precedence: a || b && c is a || (b && c). With a true and b, c false
      * it holds; (a || b) && c would not. */
@@ -136,9 +139,11 @@ static void test_basics(void)
     CHECK("! binds tighter than &&", eval_text("!size == 1 && size == 4096", &ev) == 1);
 
     /* Every operator at, below and above the value. */
-    struct { const char *op; int lt, eq, gt; } ops[] = {
-        {"==", 0, 1, 0}, {"!=", 1, 0, 1}, {"<", 1, 0, 0},
-        {"<=", 1, 1, 0}, {">", 0, 0, 1}, {">=", 0, 1, 1},
+    struct {
+        const char *op;
+        int lt, eq, gt;
+    } ops[] = {
+        {"==", 0, 1, 0}, {"!=", 1, 0, 1}, {"<", 1, 0, 0}, {"<=", 1, 1, 0}, {">", 0, 0, 1}, {">=", 0, 1, 1},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         char text[64];
@@ -151,11 +156,21 @@ static void test_basics(void)
     }
 
     /* Units are 1024-based, any case, with or without a space. */
-    struct { const char *text; uint64_t v; } units[] = {
-        {"size == 4KB", 4096}, {"size == 4kb", 4096}, {"size == 4 K", 4096},
-        {"size == 3MB", 3ull << 20}, {"size == 3m", 3ull << 20}, {"size == 2GB", 2ull << 30},
-        {"size == 2 g", 2ull << 30}, {"size == 17B", 17}, {"size == 0x1000", 4096},
-        {"size == 0XfF", 255}, {"size == 18446744073709551615", UINT64_MAX},
+    struct {
+        const char *text;
+        uint64_t v;
+    } units[] = {
+        {"size == 4KB", 4096},
+        {"size == 4kb", 4096},
+        {"size == 4 K", 4096},
+        {"size == 3MB", 3ull << 20},
+        {"size == 3m", 3ull << 20},
+        {"size == 2GB", 2ull << 30},
+        {"size == 2 g", 2ull << 30},
+        {"size == 17B", 17},
+        {"size == 0x1000", 4096},
+        {"size == 0XfF", 255},
+        {"size == 18446744073709551615", UINT64_MAX},
         {"size == 16777215GB", 16777215ull << 30},
     };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
@@ -165,13 +180,22 @@ static void test_basics(void)
     }
 
     /* Every field, each against an event that differs only there. */
-    const char *fields[] = {"type", "category", "size", "address", "old_address", "site", "key",
-                            "value", "tid", "cpu", "data_len", "size_class"};
+    const char *fields[] = {"type", "category", "size", "address", "old_address", "site",
+                            "key",  "value",    "tid",  "cpu",     "data_len",    "size_class"};
     for (int f = 0; f < XE_F_NFIELDS; f++) {
         CHECK("field name round trip", xe_field_by_name(fields[f], strlen(fields[f])) == f &&
                                            strcmp(xe_field_name((enum xe_field)f), fields[f]) == 0);
-        xe_event e = {.type = 1, .category = 2, .size = 3, .address = 4, .old_address = 5, .site = 6,
-                      .key = 7, .value = 8, .tid = 9, .cpu = 10, .data_len = 11};
+        xe_event e = {.type = 1,
+                      .category = 2,
+                      .size = 3,
+                      .address = 4,
+                      .old_address = 5,
+                      .site = 6,
+                      .key = 7,
+                      .value = 8,
+                      .tid = 9,
+                      .cpu = 10,
+                      .data_len = 11};
         uint64_t want = (uint64_t[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2}[f];
         char text[64];
         snprintf(text, sizeof text, "%s == %" PRIu64, fields[f], want);
@@ -197,8 +221,8 @@ static void test_basics(void)
     CHECK("size_class is floor(log2(size)) + 1", ok);
 
     /* Types by name, quoted or not, and by number. */
-    const char *types[] = {"user", "alloc", "free", "realloc", "mmap", "munmap", "span_begin",
-                           "span_end", "snapshot", "page_ref"};
+    const char *types[] = {"user",   "alloc",      "free",     "realloc",  "mmap",
+                           "munmap", "span_begin", "span_end", "snapshot", "page_ref"};
     ok = 1;
     for (int t = 0; t < XE_EV_NTYPES; t++) {
         char text[64], qtext[64], ntext[64];
@@ -211,17 +235,19 @@ static void test_basics(void)
               strcmp(xe_type_name((unsigned)t), types[t]) == 0;
     }
     CHECK("every type by name and number", ok);
-    CHECK("unknown type names", xe_type_by_name("allocs", 6) == -1 && strcmp(xe_type_name(99), "unknown") == 0);
+    CHECK("unknown type names",
+          xe_type_by_name("allocs", 6) == -1 && strcmp(xe_type_name(99), "unknown") == 0);
 
     /* Categories through the host, or by number. */
     xe_event parser_ev = {.category = 3}, io_ev = {.category = 7}, cache_ev = {.category = 12};
     CHECK("category by name", eval_text("category == \"parser\"", &parser_ev) == 1 &&
                                   eval_text("category == \"parser\"", &io_ev) == 0);
-    CHECK("category by name in single quotes", eval_text("category != 'io'", &parser_ev) == 1 &&
-                                                   eval_text("category != 'io'", &io_ev) == 0);
+    CHECK("category by name in single quotes",
+          eval_text("category != 'io'", &parser_ev) == 1 && eval_text("category != 'io'", &io_ev) == 0);
     CHECK("category name with a space", eval_text("category == \"net cache\"", &cache_ev) == 1);
     CHECK("category by number", eval_text("category == 7", &io_ev) == 1);
-    CHECK("xe_category_name via the host", strcmp(xe_category_name(7), "io") == 0 && xe_category_name(5) == NULL);
+    CHECK("xe_category_name via the host",
+          strcmp(xe_category_name(7), "io") == 0 && xe_category_name(5) == NULL);
     CHECK("the example of xe.h",
           eval_text("size >= 4096 && (category == \"parser\" || type == free)",
                     &(xe_event){.size = 4096, .category = 3, .type = XE_EV_ALLOC}) == 1 &&
@@ -234,7 +260,7 @@ static void test_basics(void)
 /* ---- random expression trees against a direct evaluation ---- */
 
 typedef struct node {
-    int kind;           /* 0 cmp, 1 and, 2 or, 3 not */
+    int kind; /* 0 cmp, 1 and, 2 or, 3 not */
     int field, op;
     uint64_t value;
     struct node *a, *b;
@@ -323,7 +349,7 @@ static void render(const node *n, char *buf, size_t cap, int parent)
     case 1:
     case 2:
         render(n->a, a, sizeof a, n->kind);
-        render(n->b, b, sizeof b, 4);   /* right operands always grouped: left-associative */
+        render(n->b, b, sizeof b, 4); /* right operands always grouped: left-associative */
         /* Parentheses are needed around an || inside an &&; elsewhere
          * add them at random. */
         if ((parent == 1 && n->kind == 2) || parent == 4 || parent == 3 || rnd() % 3 == 0)

@@ -35,7 +35,7 @@ static void gate_deliver(xe_target *t, const xe_event *ev)
         usleep(1000);
     atomic_fetch_add(&delivered_seen, 1);
 }
-static const xe_target_ops gate = { "gate", 0, gate_init, gate_deliver, NULL, NULL, NULL, NULL };
+static const xe_target_ops gate = {"gate", 0, gate_init, gate_deliver, NULL, NULL, NULL, NULL};
 
 static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, unsigned cpus,
                         enum xe_retention ret)
@@ -62,7 +62,7 @@ static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, 
 static _Atomic uint64_t ok1, neg;
 static void fire_n(xe_session *s, uint64_t n)
 {
-    xe_event ev = { .type = XE_EV_USER };
+    xe_event ev = {.type = XE_EV_USER};
     for (uint64_t i = 0; i < n; i++) {
         int rc = xe_fire(s, &ev);
         if (rc == 1)
@@ -102,7 +102,7 @@ static void case_batch(void)
     xe_session *s = make("batch", 500ull * 65536, XE_PART_PER_CPU, 200, XE_ALLOW_SINGLE_EVENT_LOSS);
     xe_session_start(s);
     atomic_store(&gate_open, 0);
-    fire_n(s, 700000);            /* 300 free buffers x 1635 events, more than fit */
+    fire_n(s, 700000); /* 300 free buffers x 1635 events, more than fit */
     atomic_store(&gate_open, 1);
     xe_session_stop(s);
     xe_session_info in;
@@ -134,7 +134,7 @@ static void case_flush_stop(void)
     g = make("flushstop", 3 * 65536, XE_PART_NONE, 0, XE_ALLOW_SINGLE_EVENT_LOSS);
     xe_session_start(g);
     atomic_store(&gate_open, 0);
-    fire_n(g, 2000);              /* a buffer sealed: the dispatcher blocks in deliver */
+    fire_n(g, 2000); /* a buffer sealed: the dispatcher blocks in deliver */
     while (!atomic_load(&in_deliver))
         usleep(1000);
     pthread_t f, t;
@@ -175,7 +175,7 @@ static void case_drop_stop(void)
     pthread_create(&t, NULL, stopper, NULL);
     usleep(50000);
     pthread_create(&o, NULL, open_gate_later, NULL);
-    xe_session_drop(g);           /* must wait for the stop, not unmap under it */
+    xe_session_drop(g); /* must wait for the stop, not unmap under it */
     pthread_join(o, NULL);
     pthread_join(t, NULL);
 }
@@ -205,7 +205,7 @@ static void case_stop_in_handler(void)
     atomic_store(&gate_open, 0);
     pthread_t t;
     pthread_create(&t, NULL, producer, NULL);
-    usleep(300000);               /* 3 buffers full: the producer waits for a free one */
+    usleep(300000); /* 3 buffers full: the producer waits for a free one */
     pthread_kill(t, SIGUSR1);
     usleep(100000);
     atomic_store(&gate_open, 1);
@@ -228,7 +228,7 @@ static _Atomic int flood_stop;
 static void *flood(void *a)
 {
     (void)a;
-    xe_event ev = { .type = XE_EV_USER };
+    xe_event ev = {.type = XE_EV_USER};
     while (!atomic_load(&flood_stop))
         xe_fire(g, &ev);
     return NULL;
@@ -257,7 +257,7 @@ static void case_fork_sealer(void)
         if (pid == 0) {
             signal(SIGALRM, on_alarm);
             alarm(2);
-            xe_event ev = { .type = XE_EV_USER };
+            xe_event ev = {.type = XE_EV_USER};
             for (int i = 0; i < 5000; i++)
                 xe_fire(g, &ev);
             _exit(0);
@@ -282,7 +282,7 @@ static _Atomic int flood_on = 1;
 static void *noloss_producer(void *a)
 {
     (void)a;
-    xe_event ev = { .type = XE_EV_USER };
+    xe_event ev = {.type = XE_EV_USER};
     while (atomic_load(&flood_on))
         xe_fire(g, &ev);
     return NULL;
@@ -315,7 +315,7 @@ static void case_fork_midrecord(void)
     int32_t cur = xe_cur_idx(atomic_load(&g->parts[0].cur));
     if (cur < 0)
         exit(2);
-    atomic_fetch_add(&xe_buf(g, (uint32_t)cur)->reserved, XE_RECORD_FIXED);   /* never published */
+    atomic_fetch_add(&xe_buf(g, (uint32_t)cur)->reserved, XE_RECORD_FIXED); /* never published */
     pid_t pid = fork();
     if (pid == 0) {
         fire_n(g, 100);

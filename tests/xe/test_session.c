@@ -23,10 +23,10 @@
 
 #define MAXT 8
 #define MAXSEQ 400000
-static unsigned char *seen[MAXT];        /* delivery count per (thread, seq) */
+static unsigned char *seen[MAXT]; /* delivery count per (thread, seq) */
 static _Atomic uint64_t got, got_bytes, bad_events;
 static uint64_t last_time_ns;
-static int slow_flush;                   /* ms to sleep per flushed buffer */
+static int slow_flush; /* ms to sleep per flushed buffer */
 
 static int rec_init(xe_target *t, const char *params, char *why, size_t whylen)
 {
@@ -58,7 +58,7 @@ static void rec_flush(xe_target *t)
     if (slow_flush)
         usleep((useconds_t)slow_flush * 1000);
 }
-static const xe_target_ops recorder = { "recorder", 0, rec_init, rec_deliver, rec_flush, NULL, NULL, NULL };
+static const xe_target_ops recorder = {"recorder", 0, rec_init, rec_deliver, rec_flush, NULL, NULL, NULL};
 
 static void reset_seen(void)
 {
@@ -150,7 +150,8 @@ static void check_resident(const xe_config *c, const char *what)
     long dropped = rss_anon_kb();
     snprintf(name, sizeof name, "%s: resident memory grows by memory_allocated (%ld kB; kernel says +%ld kB)",
              what, want, after - before);
-    CHECK(name, after - before >= want - 16 && after - before <= want + 256);   /* RSS counters lag a few pages */
+    CHECK(name,
+          after - before >= want - 16 && after - before <= want + 256); /* RSS counters lag a few pages */
     snprintf(name, sizeof name, "%s: dropping gives it back (kernel says -%ld kB)", what, held - dropped);
     CHECK(name, held - dropped >= want - 16);
     snprintf(name, sizeof name, "%s: named mappings (where the kernel names them) add up", what);
@@ -160,9 +161,12 @@ static void check_resident(const xe_config *c, const char *what)
 static void test_sizes(void)
 {
     /* The seed's first table: 2 CPUs, per_cpu, 637..642 KB. */
-    static const struct { unsigned kb; uint64_t size, total; } seed_cpu[] = {
-        { 637, 130867, 654335 }, { 638, 130867, 654335 }, { 639, 130867, 654335 },
-        { 640, 196403, 982015 }, { 641, 196403, 982015 }, { 642, 196403, 982015 },
+    static const struct {
+        unsigned kb;
+        uint64_t size, total;
+    } seed_cpu[] = {
+        {637, 130867, 654335}, {638, 130867, 654335}, {639, 130867, 654335},
+        {640, 196403, 982015}, {641, 196403, 982015}, {642, 196403, 982015},
     };
     for (size_t i = 0; i < sizeof seed_cpu / sizeof seed_cpu[0]; i++) {
         xe_config c;
@@ -186,9 +190,12 @@ static void test_sizes(void)
     }
 
     /* The seed's second table (NONE): the first and last steps and a middle one. */
-    static const struct { unsigned kb; uint64_t size, total; } seed_none[] = {
-        { 192, 130867, 392601 }, { 383, 130867, 392601 }, { 576, 261939, 785817 },
-        { 767, 261939, 785817 }, { 2880, 1048371, 3145113 }, { 4096, 1441587, 4324761 },
+    static const struct {
+        unsigned kb;
+        uint64_t size, total;
+    } seed_none[] = {
+        {192, 130867, 392601}, {383, 130867, 392601},    {576, 261939, 785817},
+        {767, 261939, 785817}, {2880, 1048371, 3145113}, {4096, 1441587, 4324761},
     };
     for (size_t i = 0; i < sizeof seed_none / sizeof seed_none[0]; i++) {
         xe_config c;
@@ -200,8 +207,8 @@ static void test_sizes(void)
         xe_session_info in;
         xe_session_info_get(s, &in);
         CHECK("seed none row: 3 buffers", in.total_regular_buffers == 3 && in.partitions == 1);
-        CHECK("seed none row: sizes", in.regular_buffer_size == seed_none[i].size &&
-                                          in.total_buffer_size == seed_none[i].total);
+        CHECK("seed none row: sizes",
+              in.regular_buffer_size == seed_none[i].size && in.total_buffer_size == seed_none[i].total);
         xe_session_drop(s);
     }
     /* Below 192 KB a NONE session cannot be sized: rejected with a reason. */
@@ -218,7 +225,8 @@ static void test_sizes(void)
     xe_session_info in;
     if (s) {
         xe_session_info_get(s, &in);
-        CHECK("64 CPUs per_cpu: 160 buffers, 64 partitions", in.total_regular_buffers == 160 && in.partitions == 64);
+        CHECK("64 CPUs per_cpu: 160 buffers, 64 partitions",
+              in.total_regular_buffers == 160 && in.partitions == 64);
         xe_session_drop(s);
     } else {
         CHECK("64 CPUs per_cpu: created", 0);
@@ -228,7 +236,8 @@ static void test_sizes(void)
     s = make(&c);
     if (s) {
         xe_session_info_get(s, &in);
-        CHECK("8 nodes per_node: 24 buffers, 8 partitions", in.total_regular_buffers == 24 && in.partitions == 8);
+        CHECK("8 nodes per_node: 24 buffers, 8 partitions",
+              in.total_regular_buffers == 24 && in.partitions == 8);
         xe_session_drop(s);
     } else {
         CHECK("8 nodes per_node: created", 0);
@@ -265,7 +274,7 @@ struct producer {
     int count;
     uint32_t data_len;
     long ok, dropped, other;
-    unsigned char *ret;   /* per seq: 1 collected, 2 dropped */
+    unsigned char *ret; /* per seq: 1 collected, 2 dropped */
 };
 
 static void *produce(void *arg)
@@ -274,8 +283,12 @@ static void *produce(void *arg)
     unsigned char data[256];
     for (int i = 0; i < p->count; i++) {
         memset(data, (unsigned char)i, sizeof data);
-        xe_event ev = { .type = XE_EV_USER, .size = 8, .key = (uint64_t)p->thread, .value = (uint64_t)i,
-                        .data = data, .data_len = p->data_len };
+        xe_event ev = {.type = XE_EV_USER,
+                       .size = 8,
+                       .key = (uint64_t)p->thread,
+                       .value = (uint64_t)i,
+                       .data = data,
+                       .data_len = p->data_len};
         int rc = xe_fire(p->s, &ev);
         if (rc == 1)
             p->ok++, p->ret[i] = 1;
@@ -288,14 +301,14 @@ static void *produce(void *arg)
 }
 
 /* Runs `nthreads` producers; returns totals. */
-static void flood(xe_session *s, int nthreads, int count, uint32_t data_len, long *ok, long *dropped, long *other,
-                  unsigned char **rets)
+static void flood(xe_session *s, int nthreads, int count, uint32_t data_len, long *ok, long *dropped,
+                  long *other, unsigned char **rets)
 {
     pthread_t th[MAXT];
     struct producer p[MAXT];
     *ok = *dropped = *other = 0;
     for (int t = 0; t < nthreads; t++) {
-        p[t] = (struct producer){ s, t, count, data_len, 0, 0, 0, rets[t] };
+        p[t] = (struct producer){s, t, count, data_len, 0, 0, 0, rets[t]};
         memset(rets[t], 0, MAXSEQ);
         pthread_create(&th[t], NULL, produce, &p[t]);
     }
@@ -312,9 +325,9 @@ static int delivered_match(int nthreads, int count, unsigned char **rets, int re
     for (int t = 0; t < nthreads; t++)
         for (int i = 0; i < count; i++) {
             if (seen[t][i] > 1)
-                return 0;   /* duplicated */
+                return 0; /* duplicated */
             if (seen[t][i] && rets[t][i] != 1)
-                return 0;   /* delivered although the producer was told it was dropped */
+                return 0; /* delivered although the producer was told it was dropped */
             if (require_all && rets[t][i] == 1 && !seen[t][i])
                 return 0;
         }
@@ -328,10 +341,10 @@ static void test_retention(enum xe_retention mode, const char *label, int nthrea
         rets[t] = calloc(MAXSEQ, 1);
     reset_seen();
     xe_config c;
-    config(&c, label, 320 * 1024, XE_PART_PER_CPU);   /* 2 CPUs: 5 buffers of 128 KiB - 205 */
+    config(&c, label, 320 * 1024, XE_PART_PER_CPU); /* 2 CPUs: 5 buffers of 128 KiB - 205 */
     c.cpus = 2;
     c.retention = mode;
-    slow_flush = mode == XE_NO_EVENT_LOSS ? 2 : 1;   /* a dispatcher slower than the producers */
+    slow_flush = mode == XE_NO_EVENT_LOSS ? 2 : 1; /* a dispatcher slower than the producers */
     xe_session *s = make(&c);
     CHECK("flood: session created", s != NULL);
     if (!s) {
@@ -347,9 +360,10 @@ static void test_retention(enum xe_retention mode, const char *label, int nthrea
     xe_session_info_get(s, &in);
     char name[128];
     printf("# %s: fired %ld collected %ld dropped %ld; delivered %lu, dropped_event_count %lu, "
-           "dropped_buffer_count %lu, blocked %lu ms\n", label, ok + dropped, ok, dropped,
-           (unsigned long)in.events_delivered, (unsigned long)in.dropped_event_count,
-           (unsigned long)in.dropped_buffer_count, (unsigned long)(in.blocked_event_fire_time_ns / 1000000));
+           "dropped_buffer_count %lu, blocked %lu ms\n",
+           label, ok + dropped, ok, dropped, (unsigned long)in.events_delivered,
+           (unsigned long)in.dropped_event_count, (unsigned long)in.dropped_buffer_count,
+           (unsigned long)(in.blocked_event_fire_time_ns / 1000000));
     snprintf(name, sizeof name, "%s: every fire was collected or dropped", label);
     CHECK(name, other == 0 && ok + dropped == (long)nthreads * count);
     snprintf(name, sizeof name, "%s: fired = delivered + dropped_event_count", label);
@@ -366,8 +380,9 @@ static void test_retention(enum xe_retention mode, const char *label, int nthrea
         CHECK("single loss: nobody waited", in.blocked_event_fire_time_ns == 0);
     } else if (mode == XE_ALLOW_MULTIPLE_EVENT_LOSS) {
         CHECK("multiple loss: whole buffers were dropped", in.dropped_buffer_count > 0);
-        CHECK("multiple loss: their events are counted", in.dropped_event_count >= (uint64_t)dropped &&
-                                                             in.dropped_event_count > in.dropped_buffer_count);
+        CHECK("multiple loss: their events are counted",
+              in.dropped_event_count >= (uint64_t)dropped &&
+                  in.dropped_event_count > in.dropped_buffer_count);
         CHECK("multiple loss: buffer policy", strcmp(in.buffer_policy_desc, "drop_full_buffer") == 0);
     } else {
         CHECK("no event loss: nothing dropped", dropped == 0 && in.dropped_event_count == 0);
@@ -394,7 +409,7 @@ static uint64_t now_ms(void)
 static void fire_n(xe_session *s, int n, int thread)
 {
     for (int i = 0; i < n; i++) {
-        xe_event ev = { .type = XE_EV_USER, .key = (uint64_t)thread, .value = (uint64_t)i };
+        xe_event ev = {.type = XE_EV_USER, .key = (uint64_t)thread, .value = (uint64_t)i};
         xe_fire(s, &ev);
     }
 }
@@ -418,8 +433,7 @@ static void test_latency(void)
         usleep(2000);
     uint64_t t1 = now_ms();
     printf("# latency 700 ms: delivered after %lu ms\n", (unsigned long)(t1 - t0));
-    CHECK("latency: nothing is delivered before the latency passed",
-          t_early - t0 >= 600 || early == 0);
+    CHECK("latency: nothing is delivered before the latency passed", t_early - t0 >= 600 || early == 0);
     CHECK("latency: a partly filled buffer is dispatched once the latency passed", got == 5);
     CHECK("latency: not before it", t1 - t0 >= 650);
     xe_session_drop(s);
@@ -438,7 +452,7 @@ static void test_latency(void)
     fire_n(s, 3, 1);
     CHECK("stop dispatches the rest", xe_session_stop(s) == 0 && got == 10);
     CHECK("stopped: fires are not collected", (fire_n(s, 1, 2), got == 10));
-    xe_event ev = { .type = XE_EV_USER, .key = 2, .value = 0 };
+    xe_event ev = {.type = XE_EV_USER, .key = 2, .value = 0};
     CHECK("stopped: xe_fire returns 0", xe_fire(s, &ev) == 0);
     CHECK("restart", xe_session_start(s) == 0);
     CHECK("start twice is refused", xe_session_start(s) == -EALREADY);
@@ -464,7 +478,7 @@ static void test_large(void)
     xe_session_info in;
     xe_session_info_get(s, &in);
     CHECK("large: two large buffers", in.total_large_buffers == 2 && in.large_buffer_size >= 512 * 1024);
-    xe_event ev = { .type = XE_EV_USER, .key = 0, .value = 9, .data = big, .data_len = 200 * 1024 };
+    xe_event ev = {.type = XE_EV_USER, .key = 0, .value = 9, .data = big, .data_len = 200 * 1024};
     CHECK("large: a 200 KB event goes to a large buffer", xe_fire(s, &ev) == 1);
     static unsigned char huge[600 * 1024];
     ev.data = huge;
@@ -485,8 +499,8 @@ static void test_large(void)
     ev.data_len = 140 * 1024;
     CHECK("no large buffers: a 140 KB event is dropped", xe_fire(s, &ev) == -EMSGSIZE);
     xe_session_info_get(s, &in);
-    CHECK("no large buffers: recorded", in.largest_event_dropped_size == xe_event_bytes(140 * 1024) &&
-                                            in.dropped_event_count == 1);
+    CHECK("no large buffers: recorded",
+          in.largest_event_dropped_size == xe_event_bytes(140 * 1024) && in.dropped_event_count == 1);
     xe_session_drop(s);
 }
 
@@ -507,7 +521,7 @@ static void test_fork(void)
     xe_session_flush(s);
     pid_t pid = fork();
     if (pid == 0) {
-        fire_n(s, 50000, 1);   /* many buffers: needs the child's own dispatcher */
+        fire_n(s, 50000, 1); /* many buffers: needs the child's own dispatcher */
         xe_session_stop(s);
         xe_session_info in;
         xe_session_info_get(s, &in);
@@ -531,7 +545,7 @@ static _Atomic long sig_ok, sig_dropped, sig_fired;
 static void on_alarm(int sig)
 {
     (void)sig;
-    xe_event ev = { .type = XE_EV_USER, .key = 7, .value = (uint64_t)atomic_load(&sig_fired) };
+    xe_event ev = {.type = XE_EV_USER, .key = 7, .value = (uint64_t)atomic_load(&sig_fired)};
     int rc = xe_fire(sig_session, &ev);
     atomic_fetch_add(&sig_fired, 1);
     if (rc == 1)
@@ -557,24 +571,25 @@ static void test_signals(enum xe_retention mode, const char *label)
     atomic_store(&sig_dropped, 0);
     atomic_store(&sig_fired, 0);
     signal(SIGALRM, on_alarm);
-    struct itimerval it = { { 0, 50 }, { 0, 50 } };
+    struct itimerval it = {{0, 50}, {0, 50}};
     setitimer(ITIMER_REAL, &it, NULL);
     long ok, dropped, other;
     flood(sig_session, 1, 300000, 0, &ok, &dropped, &other, rets);
-    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     signal(SIGALRM, SIG_DFL);
     xe_session_stop(sig_session);
     xe_session_info in;
     xe_session_info_get(sig_session, &in);
     long fired = ok + dropped + sig_ok + sig_dropped;
-    printf("# %s: %ld fires from signal handlers (%ld dropped), %ld from the thread\n", label, (long)sig_fired,
-           (long)sig_dropped, ok + dropped);
+    printf("# %s: %ld fires from signal handlers (%ld dropped), %ld from the thread\n", label,
+           (long)sig_fired, (long)sig_dropped, ok + dropped);
     char name[128];
     snprintf(name, sizeof name, "%s: handlers fired events too", label);
     CHECK(name, sig_fired > 0);
     snprintf(name, sizeof name, "%s: fired = delivered + dropped with nested fires", label);
-    CHECK(name, (uint64_t)fired == in.events_delivered + in.dropped_event_count && got == in.events_delivered);
+    CHECK(name,
+          (uint64_t)fired == in.events_delivered + in.dropped_event_count && got == in.events_delivered);
     xe_session_drop(sig_session);
     free(rets[0]);
 }
@@ -587,28 +602,33 @@ static void test_config(void)
                                   c.max_memory == 4u << 20 && c.mode == XE_PART_NONE &&
                                   c.retention == XE_ALLOW_SINGLE_EVENT_LOSS &&
                                   c.max_dispatch_latency_ns == 30ull * 1000000000u);
-    CHECK("config: options", xe_config_parse("name=b; max_memory=640KB; MEMORY_PARTITION_MODE=per_cpu;"
-                                             "event_retention_mode=no_event_loss; max_dispatch_latency=5s;"
-                                             "max_event_size=1MB; strict_max_memory=on",
-                                             &c, why, sizeof why) == 0 &&
-                                 c.max_memory == 640 * 1024 && c.mode == XE_PART_PER_CPU &&
-                                 c.retention == XE_NO_EVENT_LOSS && c.max_dispatch_latency_ns == 5000000000ull &&
-                                 c.max_event_size == 1u << 20 && c.strict == 1);
-    CHECK("config: latency 0 is infinite", xe_config_parse("max_dispatch_latency=0", &c, why, sizeof why) == 0 &&
-                                               c.max_dispatch_latency_ns == XE_LATENCY_INFINITE);
-    CHECK("config: latency infinite", xe_config_parse("max_dispatch_latency=INFINITE", &c, why, sizeof why) == 0 &&
-                                          c.max_dispatch_latency_ns == XE_LATENCY_INFINITE);
+    CHECK("config: options",
+          xe_config_parse("name=b; max_memory=640KB; MEMORY_PARTITION_MODE=per_cpu;"
+                          "event_retention_mode=no_event_loss; max_dispatch_latency=5s;"
+                          "max_event_size=1MB; strict_max_memory=on",
+                          &c, why, sizeof why) == 0 &&
+              c.max_memory == 640 * 1024 && c.mode == XE_PART_PER_CPU && c.retention == XE_NO_EVENT_LOSS &&
+              c.max_dispatch_latency_ns == 5000000000ull && c.max_event_size == 1u << 20 && c.strict == 1);
+    CHECK("config: latency 0 is infinite",
+          xe_config_parse("max_dispatch_latency=0", &c, why, sizeof why) == 0 &&
+              c.max_dispatch_latency_ns == XE_LATENCY_INFINITE);
+    CHECK("config: latency infinite",
+          xe_config_parse("max_dispatch_latency=INFINITE", &c, why, sizeof why) == 0 &&
+              c.max_dispatch_latency_ns == XE_LATENCY_INFINITE);
     CHECK("config: latency in ms", xe_config_parse("latency=250ms", &c, why, sizeof why) == 0 &&
                                        c.max_dispatch_latency_ns == 250000000ull);
-    CHECK("config: a bare max_memory is KB", xe_config_parse("max_memory=512", &c, why, sizeof why) == 0 &&
-                                                 c.max_memory == 512 * 1024);
-    CHECK("config: unknown option named", xe_config_parse("name=x;colour=red", &c, why, sizeof why) == -EINVAL &&
-                                              strstr(why, "colour") != NULL);
-    CHECK("config: bad retention named", xe_config_parse("event_retention_mode=sometimes", &c, why, sizeof why) ==
-                                             -EINVAL && strstr(why, "sometimes") != NULL);
-    CHECK("config: bad latency", xe_config_parse("max_dispatch_latency=soon", &c, why, sizeof why) == -EINVAL);
-    CHECK("config: option without value", xe_config_parse("name", &c, why, sizeof why) == -EINVAL &&
-                                              strstr(why, "needs a value") != NULL);
+    CHECK("config: a bare max_memory is KB",
+          xe_config_parse("max_memory=512", &c, why, sizeof why) == 0 && c.max_memory == 512 * 1024);
+    CHECK("config: unknown option named",
+          xe_config_parse("name=x;colour=red", &c, why, sizeof why) == -EINVAL &&
+              strstr(why, "colour") != NULL);
+    CHECK("config: bad retention named",
+          xe_config_parse("event_retention_mode=sometimes", &c, why, sizeof why) == -EINVAL &&
+              strstr(why, "sometimes") != NULL);
+    CHECK("config: bad latency",
+          xe_config_parse("max_dispatch_latency=soon", &c, why, sizeof why) == -EINVAL);
+    CHECK("config: option without value",
+          xe_config_parse("name", &c, why, sizeof why) == -EINVAL && strstr(why, "needs a value") != NULL);
     CHECK("config: bad name", xe_config_parse("name=a b", &c, why, sizeof why) == -EINVAL);
 }
 

@@ -28,11 +28,14 @@ static void test_ring(void)
           xe_target_event_counter.synchronous && !xe_target_ring_buffer.synchronous &&
               !xe_target_histogram.synchronous && !xe_target_pair_matching.synchronous &&
               !xe_target_event_file.synchronous);
-    expect_init_error(&xe_target_ring_buffer, "max_events_limit=0", "ring_buffer: max_events_limit='0' is not a number from 1 to");
-    expect_init_error(&xe_target_ring_buffer, "max_events_limit=ten", "max_events_limit='ten' is not a number");
+    expect_init_error(&xe_target_ring_buffer, "max_events_limit=0",
+                      "ring_buffer: max_events_limit='0' is not a number from 1 to");
+    expect_init_error(&xe_target_ring_buffer, "max_events_limit=ten",
+                      "max_events_limit='ten' is not a number");
     expect_init_error(&xe_target_ring_buffer, "foo=1",
                       "ring_buffer: unknown parameter 'foo' (accepted: max_events_limit)");
-    expect_init_error(&xe_target_ring_buffer, "max_events_limit", "parameter 'max_events_limit' has no '=value'");
+    expect_init_error(&xe_target_ring_buffer, "max_events_limit",
+                      "parameter 'max_events_limit' has no '=value'");
     expect_init_error(&xe_target_ring_buffer, "max_events_limit=1,MAX_EVENTS_LIMIT=2", "given twice");
 
     xe_target *t = make(&xe_target_ring_buffer, "");
@@ -43,7 +46,8 @@ static void test_ring(void)
     destroy(t);
 
     t = make(&xe_target_ring_buffer, " Max_Events_Limit = 10 ");
-    CHECK("ring_buffer params are case insensitive, spaces allowed", t && strcmp(t->params, " Max_Events_Limit = 10 ") == 0);
+    CHECK("ring_buffer params are case insensitive, spaces allowed",
+          t && strcmp(t->params, " Max_Events_Limit = 10 ") == 0);
     xe_event out[16];
     uint64_t total = 99;
     CHECK("empty ring reads nothing", xe_ring_read(t, out, 16, &total) == 0 && total == 0);
@@ -72,7 +76,9 @@ static void test_ring(void)
     expect_view(t, "d['target'], d['max_events_limit'], d['events_received'], len(d['events'])",
                 "ring_buffer 10 25 10");
     expect_view(t, "[e['value'] for e in d['events']]", "[15, 16, 17, 18, 19, 20, 21, 22, 23, 24]");
-    expect_view(t, "all(e['size_bytes'] == e['address'] == e['key'] == e['time_ns'] == e['value'] and e['data_bytes'] == e['value'] for e in d['events'])",
+    expect_view(t,
+                "all(e['size_bytes'] == e['address'] == e['key'] == e['time_ns'] == e['value'] and "
+                "e['data_bytes'] == e['value'] for e in d['events'])",
                 "True");
     expect_view(t, "sorted(d['events'][0].keys())",
                 "['address', 'category', 'category_name', 'cpu', 'data_bytes', 'key', 'old_address', "
@@ -100,7 +106,8 @@ static void test_histogram(void)
     expect_init_error(&xe_target_histogram, "bins=3", "unknown parameter 'bins' (accepted: source, slots)");
 
     xe_target *t = make(&xe_target_histogram, "");
-    expect_view(t, "d['target'], d['source'], d['slots'], d['overflow_events'], d['buckets']", "histogram size_class 256 0 []");
+    expect_view(t, "d['target'], d['source'], d['slots'], d['overflow_events'], d['buckets']",
+                "histogram size_class 256 0 []");
     destroy(t);
 
     /* 200 distinct sizes, 300 slots: every value counted. */
@@ -109,7 +116,7 @@ static void test_histogram(void)
     memset(tally, 0, sizeof tally);
     for (int i = 0; i < 20000; i++) {
         unsigned k = (unsigned)(rnd() % 200);
-        k = k * k / 200;   /* skewed, so counts differ */
+        k = k * k / 200; /* skewed, so counts differ */
         tally[k]++;
         xe_event ev = {.type = XE_EV_ALLOC, .size = 8ull * k};
         t->ops->deliver(t, &ev);
@@ -181,8 +188,10 @@ static void test_histogram(void)
     uint64_t sizes[] = {0, 1, 4096, 8191, 4096, 5000, UINT64_MAX};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         t->ops->deliver(t, &(xe_event){.size = sizes[i]});
-    expect_view(t, "[(b['value'], b['count'], b['min_size_bytes'], b['max_size_bytes']) for b in d['buckets']]",
-                "[(13, 4, 4096, 8191), (0, 1, 0, 0), (1, 1, 1, 1), (64, 1, 9223372036854775808, 18446744073709551615)]");
+    expect_view(t,
+                "[(b['value'], b['count'], b['min_size_bytes'], b['max_size_bytes']) for b in d['buckets']]",
+                "[(13, 4, 4096, 8191), (0, 1, 0, 0), (1, 1, 1, 1), (64, 1, 9223372036854775808, "
+                "18446744073709551615)]");
     destroy(t);
     t = make(&xe_target_histogram, "source=category");
     for (int i = 0; i < 6; i++)
@@ -212,7 +221,8 @@ static void *counter_thread(void *arg)
 
 static void test_counter(void)
 {
-    expect_init_error(&xe_target_event_counter, "x=1", "event_counter: unknown parameter 'x' (it takes none)");
+    expect_init_error(&xe_target_event_counter, "x=1",
+                      "event_counter: unknown parameter 'x' (it takes none)");
     xe_target *t = make(&xe_target_event_counter, "");
     expect_view(t, "d['target'], d['events'], d['events_by_type']", "event_counter 0 {}");
     counter_target = t;
@@ -237,9 +247,11 @@ typedef struct live {
 
 static void test_pair(void)
 {
-    expect_init_error(&xe_target_pair_matching, "begin_event=allocs", "begin_event='allocs' is not an event type");
+    expect_init_error(&xe_target_pair_matching, "begin_event=allocs",
+                      "begin_event='allocs' is not an event type");
     expect_init_error(&xe_target_pair_matching, "match_on=addr", "match_on='addr' is not a field");
-    expect_init_error(&xe_target_pair_matching, "end_event=alloc", "begin_event and end_event are both alloc");
+    expect_init_error(&xe_target_pair_matching, "end_event=alloc",
+                      "begin_event and end_event are both alloc");
     expect_init_error(&xe_target_pair_matching, "max_orphans=0", "max_orphans='0' is not a number");
     expect_init_error(&xe_target_pair_matching, "match=1",
                       "unknown parameter 'match' (accepted: begin_event, end_event, match_on, max_orphans)");
@@ -286,8 +298,11 @@ static void test_pair(void)
     for (int k = 0; k < nlive; k++)
         bytes += lv[k].size;
     char want[200];
-    snprintf(want, sizeof want, "%" PRIu64 " %" PRIu64 " %d %" PRIu64 " 0 100", matched, unmatched_ends, nlive, bytes);
-    expect_view(t, "d['matches'], d['unmatched_ends'], d['unmatched_begins'], d['unmatched_bytes'], d['orphans_dropped'], len(d['unmatched'])",
+    snprintf(want, sizeof want, "%" PRIu64 " %" PRIu64 " %d %" PRIu64 " 0 100", matched, unmatched_ends,
+             nlive, bytes);
+    expect_view(t,
+                "d['matches'], d['unmatched_ends'], d['unmatched_begins'], d['unmatched_bytes'], "
+                "d['orphans_dropped'], len(d['unmatched'])",
                 want);
     /* The listed ones are the 100 oldest live begins, oldest first. */
     for (int a = 1; a < nlive; a++)
@@ -321,7 +336,8 @@ static void test_pair(void)
         t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .address = 0x1000 + i * 16, .size = 10});
     for (uint64_t i = 0; i < 150; i++)
         t->ops->deliver(t, &(xe_event){.type = XE_EV_FREE, .address = 0x1000 + i * 16});
-    expect_view(t, "d['orphans_dropped'], d['matches'], d['unmatched_ends'], d['unmatched_begins']", "50 100 50 0");
+    expect_view(t, "d['orphans_dropped'], d['matches'], d['unmatched_ends'], d['unmatched_begins']",
+                "50 100 50 0");
     destroy(t);
 
     /* realloc: ends the old pair, begins one at the new address; NULL
@@ -333,8 +349,9 @@ static void test_pair(void)
     t->ops->deliver(t, &(xe_event){.type = XE_EV_REALLOC, .old_address = 0xc0, .address = 0, .size = 0});
     t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .address = 0xd0, .size = 5});
     t->ops->deliver(t, &(xe_event){.type = XE_EV_ALLOC, .address = 0xd0, .size = 7});
-    expect_view(t, "d['matches'], d['duplicate_begins'], d['unmatched_begins'], d['unmatched_bytes'], "
-                   "[(e['type'], e['address'], e['size_bytes']) for e in d['unmatched']]",
+    expect_view(t,
+                "d['matches'], d['duplicate_begins'], d['unmatched_begins'], d['unmatched_bytes'], "
+                "[(e['type'], e['address'], e['size_bytes']) for e in d['unmatched']]",
                 "2 1 2 27 [('realloc', 176, 20), ('alloc', 208, 7)]");
     destroy(t);
 
@@ -393,8 +410,14 @@ static void *race_writer(void *arg)
         ev.value = i % 3000;
         r->hist->ops->deliver(r->hist, &ev);
         uint64_t x = i + 1;
-        xe_event al = {.type = XE_EV_ALLOC, .size = x, .address = x, .old_address = x, .site = x,
-                       .key = x, .value = x, .time_ns = x};
+        xe_event al = {.type = XE_EV_ALLOC,
+                       .size = x,
+                       .address = x,
+                       .old_address = x,
+                       .site = x,
+                       .key = x,
+                       .value = x,
+                       .time_ns = x};
         r->pair->ops->deliver(r->pair, &al);
         if (i >= 40 && i % 97 != 0) {
             uint64_t y = i - 40 + 1;
@@ -490,11 +513,14 @@ static void test_race(void)
     CHECK("concurrent views: no torn event", torn == 0 && events_seen > 0);
     if (snapped) {
         char *o1 = py(rsnap, "print(d['target'], len(d['events']) <= 64)");
-        char *o2 = py(hsnap, "print(d['target'], sum(b['count'] for b in d['buckets']) + d['overflow_events'] <= 400000)");
-        char *o3 = py(psnap, "print(d['target'], len(d['unmatched']) <= 100, len(set(e['key'] for e in d['unmatched'])) == len(d['unmatched']))");
-        CHECK("views taken mid-run parse as JSON",
-              strcmp(o1, "ring_buffer True\n") == 0 && strcmp(o2, "histogram True\n") == 0 &&
-                  strcmp(o3, "pair_matching True True\n") == 0);
+        char *o2 =
+            py(hsnap,
+               "print(d['target'], sum(b['count'] for b in d['buckets']) + d['overflow_events'] <= 400000)");
+        char *o3 = py(psnap, "print(d['target'], len(d['unmatched']) <= 100, len(set(e['key'] for e in "
+                             "d['unmatched'])) == len(d['unmatched']))");
+        CHECK("views taken mid-run parse as JSON", strcmp(o1, "ring_buffer True\n") == 0 &&
+                                                       strcmp(o2, "histogram True\n") == 0 &&
+                                                       strcmp(o3, "pair_matching True True\n") == 0);
         if (strcmp(o1, "ring_buffer True\n") || strcmp(o2, "histogram True\n") ||
             strcmp(o3, "pair_matching True True\n"))
             printf("  got '%s' '%s' '%s'\n", o1, o2, o3);
@@ -509,9 +535,11 @@ static void test_race(void)
         freed += i % 97 != 0;
     char want[160];
     snprintf(want, sizeof want, "%" PRIu64 " %" PRIu64 " True True True", r.n, freed);
-    expect_view(r.pair, "d['begins'], d['ends'], d['unmatched_begins'] + d['orphans_dropped'] + d['matches'] == d['begins'], "
-                        "d['matches'] + d['unmatched_ends'] == d['ends'], 0 < d['unmatched_begins'] <= 2000",
-                want);
+    expect_view(
+        r.pair,
+        "d['begins'], d['ends'], d['unmatched_begins'] + d['orphans_dropped'] + d['matches'] == d['begins'], "
+        "d['matches'] + d['unmatched_ends'] == d['ends'], 0 < d['unmatched_begins'] <= 2000",
+        want);
     /* Values i % 3000: 0..1999 get the 2000 slots; 0..999 come 134 times. */
     expect_view(r.hist, "len(d['buckets']), d['overflow_events'], d['events'], d['buckets'][0]['count']",
                 "2000 133000 400000 134");
@@ -532,8 +560,8 @@ static void test_map(void)
         zero = p[i] == 0;
     CHECK("xe_map gives zeroed memory", zero);
     void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int named = prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)probe, 4096UL,
-                      (unsigned long)"probe") == 0;
+    int named =
+        prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)probe, 4096UL, (unsigned long)"probe") == 0;
     munmap(probe, 4096);
     if (named) {
         FILE *f = fopen("/proc/self/maps", "r");

@@ -38,16 +38,16 @@ static void check_values(const mt_env_options *o)
 {
     size_t out = strnlen(o->output, sizeof o->output);
     int ok = o->mode >= MT_MODE_OFF && o->mode <= MT_MODE_TRACE &&
-             (o->on_error == MT_ON_ERROR_REPORT || o->on_error == MT_ON_ERROR_ABORT) &&
-             out > 0 && out < sizeof o->output - 256 && o->depth >= 1 && o->depth <= MT_DEPTH_MAX &&
-             o->unwind >= MT_UNWIND_AUTO && o->unwind <= MT_UNWIND_CFI &&
-             o->trace_buffer >= (192u << 10) && o->trace_buffer <= (64ull << 30) &&
-             o->trace_time_unit_ns >= 1 && o->trace_time_unit_ns <= 1000000000 &&
+             (o->on_error == MT_ON_ERROR_REPORT || o->on_error == MT_ON_ERROR_ABORT) && out > 0 &&
+             out < sizeof o->output - 256 && o->depth >= 1 && o->depth <= MT_DEPTH_MAX &&
+             o->unwind >= MT_UNWIND_AUTO && o->unwind <= MT_UNWIND_CFI && o->trace_buffer >= (192u << 10) &&
+             o->trace_buffer <= (64ull << 30) && o->trace_time_unit_ns >= 1 &&
+             o->trace_time_unit_ns <= 1000000000 &&
              (o->trace_level == 0 || (o->trace_level >= 1 && o->trace_level <= 19)) &&
              (o->trace_chunk == 0 || (o->trace_chunk >= 1024 && o->trace_chunk <= (1u << 20))) &&
              (o->trace_wait == 0 || o->trace_wait == 1) && (o->crash_report == 0 || o->crash_report == 1) &&
-             (o->follow_exec == 0 || o->follow_exec == 1) && o->query >= MT_QUERY_OFF && o->query <= MT_QUERY_THREAD &&
-             (o->start == 0 || o->start == 1);
+             (o->follow_exec == 0 || o->follow_exec == 1) && o->query >= MT_QUERY_OFF &&
+             o->query <= MT_QUERY_THREAD && (o->start == 0 || o->start == 1);
     FUZZ_CHECK(ok);
 }
 

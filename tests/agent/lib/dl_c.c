@@ -1,3 +1,6 @@
 /* dl_c.c — a library that is only loaded and unloaded (detail_dl.c). */
 int dl_c_fn(void);
-int dl_c_fn(void) { return 1; }
+int dl_c_fn(void)
+{
+    return 1;
+}

@@ -51,9 +51,18 @@ static void *block(size_t n)
     return m + PAGE;
 }
 
-void *malloc(size_t n) { return block(n); }
-void free(void *p) { (void)p; /* never reused: a stale read finds the same bytes */ }
-size_t malloc_usable_size(void *p) { return p ? size_of(p) : 0; }
+void *malloc(size_t n)
+{
+    return block(n);
+}
+void free(void *p)
+{
+    (void)p; /* never reused: a stale read finds the same bytes */
+}
+size_t malloc_usable_size(void *p)
+{
+    return p ? size_of(p) : 0;
+}
 
 void *calloc(size_t a, size_t b)
 {
@@ -89,4 +98,7 @@ void *aligned_alloc(size_t align, size_t n)
     return posix_memalign(&p, align, n) == 0 ? p : NULL;
 }
 
-void *memalign(size_t align, size_t n) { return aligned_alloc(align, n); }
+void *memalign(size_t align, size_t n)
+{
+    return aligned_alloc(align, n);
+}

@@ -50,14 +50,14 @@ static void show_details(FILE *out, struct report *r, size_t size)
         return;
     struct report_scale kb;
     report_scale_parse("KB", &kb);
-    struct detail_options o = { .depth = (int)(size % 5), .top = (int)(size % 3), .by_allocs = size & 1 };
+    struct detail_options o = {.depth = (int)(size % 5), .top = (int)(size % 3), .by_allocs = size & 1};
     detail_print_text(out, r, s, &o, &kb);
     detail_print_json(out, r, s, &o);
     detail_diff_print_text(out, r, r, s, s, &o, &kb);
     detail_diff_print_json(out, r, r, s, s, &o);
     export_folded(out, r, s, (enum export_value)(size % 7));
-    static const enum export_value types[] = { EXPORT_LIVE_BYTES, EXPORT_LIVE_COUNT, EXPORT_ALLOCS,
-                                               EXPORT_ALLOCATED_BYTES };
+    static const enum export_value types[] = {EXPORT_LIVE_BYTES, EXPORT_LIVE_COUNT, EXPORT_ALLOCS,
+                                              EXPORT_ALLOCATED_BYTES};
     export_pprof(out, r, s, types[size % 4], "fuzz");
     sym_close(s);
 }
@@ -87,8 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     report_print_json(out, &r);
     report_diff_print_text(out, &r, &r, &kb);
     report_diff_print_json(out, &r, &r);
-    struct report two[2] = { r, r };
-    const char *files[2] = { "fuzz", "fuzz" };
+    struct report two[2] = {r, r};
+    const char *files[2] = {"fuzz", "fuzz"};
     report_tree_print_text(out, two, files, 2, &gb);
     report_tree_print_json(out, two, files, 2);
     if (r.has & REPORT_HAS_SITES)

@@ -17,7 +17,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const pred_categories[] = { "malloc", "memtrail", "parser", "io", "net cache" };
+static const char *const pred_categories[] = {"malloc", "memtrail", "parser", "io", "net cache"};
 #define NPCATS (sizeof pred_categories / sizeof pred_categories[0])
 
 static int pred_category_id(const char *name, size_t len)
@@ -33,7 +33,7 @@ static const char *pred_category_name(unsigned id)
     return id < NPCATS ? pred_categories[id] : NULL;
 }
 
-static const xe_host pred_host = { pred_category_id, pred_category_name };
+static const xe_host pred_host = {pred_category_id, pred_category_name};
 
 /* The operations' codes, as xe_pred.c numbers them. */
 enum { R_EQ, R_NE, R_LT, R_LE, R_GT, R_GE, R_AND, R_OR, R_NOT };
@@ -52,8 +52,12 @@ static int reference_eval(const xe_pred *p, const xe_event *ev)
             if (op->field >= XE_F_NFIELDS)
                 return -1;
             uint64_t v = xe_event_field(ev, (enum xe_field)op->field), w = op->value;
-            int r = op->op == R_EQ ? v == w : op->op == R_NE ? v != w : op->op == R_LT ? v < w
-                  : op->op == R_LE ? v <= w : op->op == R_GT ? v > w : v >= w;
+            int r = op->op == R_EQ   ? v == w
+                    : op->op == R_NE ? v != w
+                    : op->op == R_LT ? v < w
+                    : op->op == R_LE ? v <= w
+                    : op->op == R_GT ? v > w
+                                     : v >= w;
             st[sp++] = (unsigned char)r;
         } else if (op->op == R_AND || op->op == R_OR) {
             if (sp < 2)

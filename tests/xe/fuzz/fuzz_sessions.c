@@ -23,7 +23,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A host with a few categories, as the agent's would have. */
-static const char *const fuzz_categories[] = { "malloc", "memtrail", "parser", "io", "net cache" };
+static const char *const fuzz_categories[] = {"malloc", "memtrail", "parser", "io", "net cache"};
 #define NCATS (sizeof fuzz_categories / sizeof fuzz_categories[0])
 
 static int fuzz_category_id(const char *name, size_t len)
@@ -39,7 +39,7 @@ static const char *fuzz_category_name(unsigned id)
     return id < NCATS ? fuzz_categories[id] : NULL;
 }
 
-static const xe_host fuzz_host = { fuzz_category_id, fuzz_category_name };
+static const xe_host fuzz_host = {fuzz_category_id, fuzz_category_name};
 
 static void one_line_or_abort(const char *why, size_t cap)
 {
@@ -139,9 +139,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             one_line_or_abort(why, sizeof why);
         } else {
             FUZZ_CHECK(cfg.ntargets >= 0 && cfg.ntargets <= XE_MAX_TARGETS && cfg.pred.n <= XE_PRED_MAX);
-            xe_plan_in in = { .max_memory = cfg.max_memory, .max_event_size = cfg.max_event_size,
-                              .mode = cfg.mode, .cpus = cfg.cpus ? cfg.cpus : 4,
-                              .nodes = cfg.nodes ? cfg.nodes : 1, .strict = cfg.strict };
+            xe_plan_in in = {.max_memory = cfg.max_memory,
+                             .max_event_size = cfg.max_event_size,
+                             .mode = cfg.mode,
+                             .cpus = cfg.cpus ? cfg.cpus : 4,
+                             .nodes = cfg.nodes ? cfg.nodes : 1,
+                             .strict = cfg.strict};
             xe_plan_out plan;
             if (xe_plan(&in, &plan, why, sizeof why) == 0) {
                 FUZZ_CHECK(plan.total_regular_buffers > 0 && plan.regular_buffer_size > 0);
