@@ -161,6 +161,14 @@ static int text_list(FILE *out, const struct analyze_result *res, const struct a
     return 0;
 }
 
+/* The sizes bucket k of the histogram holds: 0 for k = 0, else
+ * [2^(k-1), 2^k - 1] (bucket 64 up to the largest size). */
+static void hist_bounds(int k, uint64_t *lo, uint64_t *hi)
+{
+    *lo = k ? (uint64_t)1 << (k - 1) : 0;
+    *hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1;
+}
+
 static void text_histogram(FILE *out, const struct analyze_result *res)
 {
     uint64_t most = 0, total = 0;
@@ -177,9 +185,8 @@ static void text_histogram(FILE *out, const struct analyze_result *res)
     for (int k = 0; k < ANALYZE_HIST; k++) {
         if (!res->hist_count[k])
             continue;
-        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0    ? 0
-                                                           : k == 64 ? UINT64_MAX
-                                                                     : ((uint64_t)1 << k) - 1;
+        uint64_t lo, hi;
+        hist_bounds(k, &lo, &hi);
         char range[64];
         snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, lo, hi);
         int bar = (int)(40 * res->hist_count[k] / most);
@@ -374,9 +381,8 @@ static void json_histogram(mt_json *j, const struct analyze_result *res)
     for (int k = 0; k < ANALYZE_HIST; k++) {
         if (!res->hist_count[k])
             continue;
-        uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0, hi = k == 0    ? 0
-                                                           : k == 64 ? UINT64_MAX
-                                                                     : ((uint64_t)1 << k) - 1;
+        uint64_t lo, hi;
+        hist_bounds(k, &lo, &hi);
         mt_json_oneline(j);
         mt_json_object_begin(j);
         mt_json_ku64(j, "min_bytes", lo);
