@@ -106,12 +106,14 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
     if (MT_UNLIKELY(needs_probe(a))) {
         if (!page_mapped(a))
             return BLK_UNMAPPED;
-        /* Mapped, but the page of its header is not, or cannot be read: a
-         * foreign block at the start of a mapping (jemalloc's extents,
-         * tcmalloc's spans, a block above a PROT_NONE reservation). A
-         * block of ours has its header in the same allocation. */
-        if (!readable(a - MT_HDR_SIZE, MT_HDR_SIZE))
-            return (a & 4095) == 0 ? BLK_FOREIGN : BLK_UNMAPPED;
+        /* Page-aligned, and the page below (its header's) is not mapped
+         * or cannot be read: a foreign block at the start of a mapping
+         * (jemalloc's extents, tcmalloc's spans, a block above a PROT_NONE
+         * reservation). A block of ours has its header in the same
+         * allocation. At offset 32 the header shares p's page, whose
+         * protection is p's own. */
+        if (off == 0 && !readable(a - MT_HDR_SIZE, MT_HDR_SIZE))
+            return BLK_FOREIGN;
     }
     mt_hdr *h = (mt_hdr *)p - 1;
     uint32_t want = mt_hash(p, h->word, h->tag);
