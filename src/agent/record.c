@@ -57,14 +57,17 @@ static const char *const rec_names[] = {"summary counting", "detail recording", 
 
 /* Waits until no hook is between its read of the state (trace) and its
  * event: then the trace holds every allocation that saw it on. A hook
- * cannot block there for long (the engine's fire does not wait for us);
- * bounded at 2 s all the same. */
-static void wait_hooks(void)
+ * cannot block there for long (the engine's fire does not wait for us),
+ * but a thread can be stopped inside one (a debugger, SIGSTOP of one
+ * thread): bounded at 2 s. 1: drained; 0: not, and the session's buffers
+ * must stay mapped. */
+static int wait_hooks(void)
 {
     for (int spins = 0; hooks_busy() && spins < 20000; spins++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
+    return !hooks_busy();
 }
 
 /* Can this process create a file in path's directory? (The trace is
@@ -141,7 +144,8 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
     }
     int rc = mt_trace_record_start(path, o);
     if (rc == -EALREADY) {
-        mt_out_str(o, "error a trace is still being finished; try again\n");
+        mt_out_str(
+            o, "error a trace is still open (a fork in the middle of a stop left it); 'stop' finishes it\n");
         return;
     }
     if (rc < 0)
@@ -156,6 +160,11 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
 static void stop(int from_signal, mt_out *o)
 {
     int now = atomic_load(&mt_rec);
+    if (now == MT_REC_NONE && mt_trace_session_open() && !from_signal) {
+        /* A fork child whose parent was stopping a trace: finish it. */
+        mt_trace_record_stop(o, wait_hooks());
+        return;
+    }
     if (now == MT_REC_NONE) {
         mt_out_str(o, "error nothing is being recorded (summary counting only); 'start detail' or "
                       "'start trace' first\n");
@@ -170,8 +179,7 @@ static void stop(int from_signal, mt_out *o)
         mt_out_str(o, "ok detail recording off: summary counting only; the sites keep what they recorded\n");
         return;
     }
-    wait_hooks();
-    mt_trace_record_stop(o);
+    mt_trace_record_stop(o, wait_hooks());
 }
 
 void mt_rec_request(const char *req, int from_signal, mt_out *o)

@@ -32,7 +32,9 @@
 mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20, .time_unit_ns = 10000};
 _Atomic uint32_t mt_trace_last_id;
 
-static xe_session *trace_session;
+/* Read once per function (a stop on the control thread may clear it while
+ * the exit or crash path runs; the session itself is never unmapped). */
+static xe_session *_Atomic trace_session;
 static char trace_path[MT_PATH_MAX];
 static int path_given;      /* trace_path came with `query PID start trace -o FILE` */
 static unsigned recordings; /* traces begun in this process (on demand or at start-up) */
@@ -72,8 +74,9 @@ static void session_counts(uint64_t *lost, uint64_t *fired)
 {
     xe_session_info info;
     memset(&info, 0, sizeof info);
-    if (trace_session)
-        xe_session_info_get(trace_session, &info);
+    xe_session *s = trace_session;
+    if (s)
+        xe_session_info_get(s, &info);
     *lost = info.dropped_event_count;
     *fired = info.events_delivered + info.dropped_event_count;
 }
@@ -434,12 +437,12 @@ static const char *errno_text(int e)
 
 /* The line mt_trace_report says (without "memtrail: "), into o; 0 when
  * nothing was fired and no file made. */
-static int trace_summary(mt_out *o)
+static int trace_summary(xe_session *s, mt_out *o)
 {
     xe_session_info info;
-    xe_session_info_get(trace_session, &info);
+    xe_session_info_get(s, &info);
     xe_file_status fs;
-    if (xe_session_file_status(trace_session, &fs) != 0)
+    if (xe_session_file_status(s, &fs) != 0)
         memset(&fs, 0, sizeof fs);
     /* Every event fired in this process is in the file (whole chunks
      * written) or lost: dropped by a full buffer, by a file that could not
@@ -493,12 +496,13 @@ static int trace_summary(mt_out *o)
 
 void mt_trace_report(void)
 {
-    if (!trace_session || !mt_own_process())
+    xe_session *s = trace_session;
+    if (!s || !mt_own_process())
         return;
     char msg[2 * MT_PATH_MAX + 512];
     mt_out o;
     mt_out_init(&o, msg, sizeof msg, -1);
-    trace_summary(&o);
+    trace_summary(s, &o);
     mt_say(mt_out_cstr(&o));
 }
 
@@ -510,19 +514,20 @@ void mt_trace_report(void)
  * (the caller retries its allocation). */
 int mt_trace_out_of_memory(void)
 {
-    if (!trace_session || mt_t.in_agent || !mt_own_process() || xe_session_on_dispatcher(trace_session))
+    xe_session *s = trace_session;
+    if (!s || mt_t.in_agent || !mt_own_process() || xe_session_on_dispatcher(s))
         return 0;
     if (atomic_flag_test_and_set(&trace_switching))
-        return 0; /* a stop is dropping the session: its memory comes back then */
+        return 0; /* a stop is retiring the session: its memory comes back then */
     int expect = 0;
-    if (!trace_session || !atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1)) {
+    if (trace_session != s || !atomic_compare_exchange_strong(&mt_trace_stopped, &expect, 1)) {
         atomic_flag_clear(&trace_switching);
         return 0;
     }
     int saved_errno = errno;
     mt_t.in_agent++;
-    xe_session_stop(trace_session);
-    (void)xe_session_release_buffers(trace_session);
+    xe_session_stop(s);
+    (void)xe_session_release_buffers(s);
     if (trace_enc && trace_enc->w) {
         mt_trace_writer_destroy(trace_enc->w);
         trace_enc->w = NULL;
@@ -539,11 +544,12 @@ int mt_trace_out_of_memory(void)
  * if the exec fails, tracing goes on in the next file (PATH.1). */
 void mt_trace_before_exec(void)
 {
-    if (!trace_session || !mt_own_process())
+    xe_session *s = trace_session;
+    if (!s || !mt_own_process())
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
-    xe_session_stop(trace_session);
+    xe_session_stop(s);
     mt_trace_report();
     mt_t.in_agent--;
     errno = saved_errno;
@@ -553,10 +559,11 @@ void mt_trace_before_exec(void)
  * is on the thread that writes it. From the crash handler. */
 void mt_trace_crash(void)
 {
-    if (!trace_session || !mt_own_process() || xe_session_on_dispatcher(trace_session))
+    xe_session *s = trace_session;
+    if (!s || !mt_own_process() || xe_session_on_dispatcher(s))
         return;
     mt_t.in_agent++;
-    xe_session_stop(trace_session);
+    xe_session_stop(s);
     mt_trace_report();
     mt_t.in_agent--;
 }
@@ -567,28 +574,33 @@ void mt_trace_crash(void)
  * the change (glibc applies it to all), the writer thread included. */
 void mt_trace_before_setid(void)
 {
-    if (!trace_session || !mt_own_process())
+    xe_session *s = trace_session;
+    if (!s || !mt_own_process())
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
-    (void)xe_session_flush(trace_session);
+    (void)xe_session_flush(s);
     mt_t.in_agent--;
     errno = saved_errno;
 }
 
 void mt_trace_after_failed_exec(void)
 {
-    if (!trace_session || !mt_own_process())
+    xe_session *s = trace_session;
+    if (!s || !mt_own_process())
         return;
     int saved_errno = errno;
     mt_t.in_agent++;
-    (void)xe_session_start(trace_session);
+    (void)xe_session_start(s);
     mt_t.in_agent--;
     errno = saved_errno;
 }
 
 void mt_trace_after_fork_child(void)
 {
+    /* Held by a thread of the parent's (a start, a stop, the out-of-memory
+     * path), which the child does not have. */
+    atomic_flag_clear(&trace_switching);
     if (!trace_session)
         return;
     files_written = files_bytes = 0;
@@ -678,7 +690,12 @@ int mt_trace_record_start(const char *path, mt_out *reply)
     return 0;
 }
 
-void mt_trace_record_stop(mt_out *reply)
+int mt_trace_session_open(void)
+{
+    return trace_session != NULL;
+}
+
+void mt_trace_record_stop(mt_out *reply, int drained)
 {
     xe_session *s = trace_session;
     if (!s)
@@ -689,19 +706,24 @@ void mt_trace_record_stop(mt_out *reply)
     char msg[2 * MT_PATH_MAX + 512];
     mt_out o;
     mt_out_init(&o, msg, sizeof msg, -1);
-    int made = trace_summary(&o);
+    int made = trace_summary(s, &o);
     mt_out_cstr(&o);
     mt_out_str(reply, made ? "ok " : "ok trace stopped; ");
     mt_out_str(reply, msg);
+    if (!drained)
+        mt_out_str(reply,
+                   " (some allocations were still inside the agent after 2 s: the trace's buffers stay "
+                   "mapped, so that they can finish)");
     mt_out_char(reply, '\n');
-    /* Trace recording is off and no hook that saw it on is left
-     * (record.c): nothing fires into s any more. */
     mt_xe_set_trace_session(NULL);
     take_switching();
     trace_session = NULL;
     trace_enc = NULL;
     atomic_flag_clear(&trace_switching);
-    xe_session_drop(s);
+    /* Retired, not dropped: the exit or crash path, or a hook, may still
+     * hold the pointer; the session's own pages stay (a few KB a stop),
+     * its buffers go back unless a hook may still be inside one. */
+    xe_session_retire(s, drained);
     mt_t.in_agent--;
     errno = saved_errno;
 }

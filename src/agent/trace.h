@@ -71,9 +71,13 @@ void mt_trace_after_fork_child(void);
  * (absolute; NULL: the configured output, OUTPUT.N for the N+1th trace of
  * the process); 0, -EALREADY with one going (nothing said), or -errno
  * after an "error ..." line in reply. Stop: finishes the file, says
- * "ok trace: N events, ... in PATH" in reply, and drops the session. From
- * a thread, never a signal handler. */
+ * "ok trace: N events, ... in PATH" in reply, and retires the session
+ * (xe_session_retire; its buffers given back when `drained`: no hook is
+ * inside it any more). From a thread, never a signal handler. */
 int mt_trace_record_start(const char *path, mt_out *reply);
-void mt_trace_record_stop(mt_out *reply);
+void mt_trace_record_stop(mt_out *reply, int drained);
+/* A trace session is open (recording, or left half-stopped by a fork in
+ * the middle of a stop: the child's `stop` finishes it). */
+int mt_trace_session_open(void);
 
 #endif

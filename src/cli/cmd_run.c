@@ -596,9 +596,13 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "%s is for detail and trace modes: add --mode detail or --mode trace",
                                depth ? "--depth" : "--unwind");
     char detail_opts[160] = "";
-    snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s", depth ? ":depth=" : "", depth ? depth : "",
-             unwind ? ":unwind=" : "", unwind ? unwind : "", trace_buffer ? ":trace_buffer=" : "",
-             trace_buffer ? trace_buffer : "", no_loss ? ":trace_loss=wait" : "");
+    int dlen = snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s", depth ? ":depth=" : "",
+                        depth ? depth : "", unwind ? ":unwind=" : "", unwind ? unwind : "",
+                        trace_buffer ? ":trace_buffer=" : "", trace_buffer ? trace_buffer : "",
+                        no_loss ? ":trace_loss=wait" : "");
+    if (dlen < 0 || (size_t)dlen >= sizeof detail_opts) /* a cut value would reach the agent as another */
+        return cli_usage_error(
+            "run", "--depth, --unwind and --trace-buffer: values too long (%d bytes in all)", dlen);
     char **cmd = argv;
 
     char *path = NULL;

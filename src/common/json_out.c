@@ -85,6 +85,10 @@ static void before_value(mt_json *j)
         separate(j);
     else if (j->depth > 0)
         misuse(j);
+    else if (j->top_done)
+        misuse(j); /* a second top-level value: not one JSON text */
+    else
+        j->top_done = true;
 }
 
 static void begin(mt_json *j, char open)

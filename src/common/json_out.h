@@ -35,6 +35,7 @@ typedef struct mt_json {
     uint32_t oneline;  /* bit d: the container at depth d is on one line */
     uint32_t array;    /* bit d: the container at depth d is an array */
     bool next_oneline; /* the next container begun goes on one line */
+    bool top_done;     /* the top-level value is begun: there is one */
     int err;           /* the first error: -EINVAL on misuse, -EIO from the sink */
 } mt_json;
 

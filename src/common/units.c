@@ -120,6 +120,9 @@ static void put_size(struct text *t, bool negative, uint64_t mag)
     int k = 0;
     while (k < 6 && mag >> (10 * (k + 1)))
         k++;
+    /* 1023.6 KB rounds to 1024KB: say 1.00MB. */
+    if (k > 0 && k < 6 && mag >= ((uint64_t)1 << (10 * (k + 1))) - ((uint64_t)1 << (10 * k)) / 2)
+        k++;
     put_fixed(t, negative, mag, (uint64_t)1 << (10 * k), size_labels[k]);
 }
 

@@ -275,6 +275,13 @@ int xe_session_flush(xe_session *s);
 int xe_session_release_buffers(xe_session *s);
 /* Stop, unregister and unmap. */
 int xe_session_drop(xe_session *s);
+/* Stop, unregister and close the targets (files finished), but keep the
+ * session's own memory mapped for good: for a session that producers may
+ * still reach (a hook that read its pointer before it was retired), where
+ * a drop would pull memory from under them. `release`: give back the
+ * buffers' memory too (as xe_session_release_buffers), when no producer
+ * can be inside a buffer any more. */
+void xe_session_retire(xe_session *s, int release);
 
 /* Fire: 1 collected, 0 not (session not started, type not in the session,
  * predicate false), -ENOBUFS dropped (no free buffer), -EMSGSIZE dropped

@@ -410,6 +410,29 @@ int xe_session_drop(xe_session *s)
     return 0;
 }
 
+void xe_session_retire(xe_session *s, int release)
+{
+    life_lock(s);
+    stop_locked(s);
+    lock_registry();
+    for (int i = 0; i < XE_MAX_SESSIONS; i++)
+        if (atomic_load(&registry[i]) == s)
+            atomic_store(&registry[i], NULL);
+    unlock_registry();
+    while (atomic_load(&viewers) != 0)
+        sched_yield();
+    for (int i = 0; i < s->cfg.ntargets; i++)
+        if (s->targets[i].ops && s->targets[i].ops->close)
+            s->targets[i].ops->close(&s->targets[i]);
+    s->cfg.ntargets = 0; /* closed: a later view or stop finds none */
+    if (release) {
+        s->released = 1;
+        release_range(s->regular_base, s->nbuf, s->regular_stride);
+        release_range(s->large_base, s->nlarge, s->large_stride);
+    }
+    life_unlock(s);
+}
+
 xe_session *xe_session_find(const char *name)
 {
     for (int i = 0; i < XE_MAX_SESSIONS; i++) {

@@ -263,3 +263,24 @@ expect_match "memtrail run --mode trace with start=off: no trace, says why" \
 out=$(MEMTRAIL_OPTIONS="start=maybe" LD_PRELOAD=$AGENT /bin/true 2>&1)
 expect_eq "start=maybe: one line naming the key and the accepted values" \
     "memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for start (accepted: on, off); running untracked" "$out"
+
+# A stop racing the program's exit (and its final report, which finishes
+# the same trace): the program never dies of it. The stop is sent at
+# moments around the end of the program's 0.5 s, one try each.
+mkdir -p "$T/race"
+crashed=0 tries=0
+for i in $(seq 12); do
+    MEMTRAIL_OPTIONS="mode=trace:trace_buffer=256MB:query=thread:output=$T/race/t.$i.mtt" LD_PRELOAD=$AGENT \
+        "$TBIN/ondemand_exit" 0.5 >"$T/race/pid" 2>"$T/race/err.$i" &
+    prog=$!
+    for _ in $(seq 100); do [ -s "$T/race/pid" ] && break; sleep 0.01; done
+    sleep "0.$((34 + 2 * i))"
+    "$MT" query "$(head -1 "$T/race/pid")" stop >/dev/null 2>&1
+    wait "$prog"; rc=$?
+    tries=$((tries + 1))
+    if [ "$rc" -ne 0 ] || grep -q "fatal signal" "$T/race/err.$i"; then
+        crashed=$((crashed + 1)); echo "try $i: status $rc: $(tail -2 "$T/race/err.$i")"
+    fi
+    : >"$T/race/pid"
+done
+expect_eq "a stop racing the exit: the program exits 0 every time ($tries tries)" "0" "$crashed"

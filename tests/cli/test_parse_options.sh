@@ -53,6 +53,12 @@ expect_eq "xe plan: --opt=VALUE and --opt VALUE give the same plan" "$a" "$out"
 expect_eq "xe plan: the values reached the plan" "True" \
     "$(printf '%s' "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["max_memory_bytes"] == 4 << 20 and j["cpus"] == 8 and j["total_regular_buffers"] == 20)')"
 
+# A value the check accepts but too long to pass on whole (leading zeros)
+# is refused, not cut into another value for the agent.
+run_mt "$MT_ASAN" run --mode trace --trace-buffer "$(printf '0%.0s' $(seq 150))1024KB" -- true
+expect_eq "run: an over-long --trace-buffer is refused, not cut" "2 values too long" \
+    "$rc $(grep -o 'values too long' "$T/err")"
+
 # --- unknown options, missing values, flags with values ------------------------------------
 usage_error "unknown option" "unknown option '--bogus'" report report "$T/r.mtr" --bogus
 usage_error "unknown short option" "unknown option '-x'" analyze analyze -x "$T/r.mtr"

@@ -124,5 +124,12 @@ int main(void)
     for (int i = 0; i <= MT_JSON_MAX_DEPTH; i++)
         mt_json_array_begin(j);
     CHECK("misuse: too deep", mt_json_finish(j) == -EINVAL);
+    j = start(false);
+    mt_json_u64(j, 1);
+    mt_json_u64(j, 2);
+    CHECK("misuse: two top-level values", mt_json_finish(j) == -EINVAL);
+    j = start(false);
+    mt_json_u64(j, 1);
+    CHECK("one top-level scalar is a document", mt_json_finish(j) == 0 && strcmp(text(j), "1\n") == 0);
     return failures != 0;
 }

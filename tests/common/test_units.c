@@ -76,6 +76,9 @@ static void auto_units(void)
     CHECK("KB, MB, GB, EB", same(sz(1024), "1KB") && same(sz(900 * KB), "900KB") &&
                                 same(sz(3 * MB + 5), "3.00MB") && same(sz(5 * GB / 4), "1.25GB") &&
                                 same(sz(INT64_MAX), "8.00EB"));
+    /* 1023.5 KiB and more rounds to 1024: the next unit, not "1024KB" */
+    CHECK("a carry into the next unit", same(sz(1048064), "1.00MB") && same(sz(1048575), "1.00MB") &&
+                                            same(sz(1073741823), "1.00GB") && same(sz(1048063), "1023KB"));
     char buf[MT_UNITS_MAX];
     CHECK("u64 max", same(mt_size_u64(buf, sizeof buf, UINT64_MAX), "16.0EB"));
     CHECK("cut to fit a small buffer", same(mt_size(buf, 4, 123456), "121") && same(mt_size(buf, 1, 5), ""));
