@@ -130,6 +130,12 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
         mt_out_str(o, "error the trace's path must be absolute\n");
         return;
     }
+    if (path && strlen(path) > MT_TRACE_PATH_MAX) {
+        mt_out_str(o, "error the trace's path is too long (at most ");
+        mt_out_u64(o, MT_TRACE_PATH_MAX);
+        mt_out_str(o, " bytes)\n");
+        return;
+    }
     if (path && strchr(path, ',')) {
         mt_out_str(o, "error the trace's path must not contain ','\n");
         return;

@@ -327,7 +327,9 @@ static int start_session(const char *path)
     /* No size limit (2^50 bytes), no rollover. */
     mt_out_str(&o, "max_file_size=1073741824,max_rollover_files=0,filename=");
     mt_out_str(&o, path);
-    if (strlen(path) + 64 >= sizeof cfg.targets[0].params) {
+    _Static_assert(MT_TRACE_PATH_MAX + 64 < sizeof cfg.targets[0].params,
+                   "a trace path fits the target's params");
+    if (strlen(path) > MT_TRACE_PATH_MAX) {
         say_no_trace("the output path is too long (at most 440 bytes)");
         return -1;
     }

@@ -75,6 +75,8 @@ void mt_trace_after_fork_child(void);
  * (xe_session_retire; its buffers given back when `drained`: no hook is
  * inside it any more). From a thread, never a signal handler. */
 int mt_trace_record_start(const char *path, mt_out *reply);
+/* The longest trace path the session's file target holds. */
+#define MT_TRACE_PATH_MAX 440
 void mt_trace_record_stop(mt_out *reply, int drained);
 /* A trace session is open (recording, or left half-stopped by a fork in
  * the middle of a stop: the child's `stop` finishes it). */

@@ -192,8 +192,9 @@ int cmd_query(int argc, char **argv)
     if (switching && json)
         return cli_usage_error("query", "--json does not apply to '%s'", cmd);
     char line[4200];
-    if (strcmp(cmd, "start") == 0 && start_request(positional[2], output, line, sizeof line) != 0)
-        return CLI_USAGE;
+    int src = strcmp(cmd, "start") == 0 ? start_request(positional[2], output, line, sizeof line) : 0;
+    if (src != 0)
+        return src; /* a usage error, or getcwd failed (exit 1) */
 
     long pid;
     if (query_parse_pid(positional[0], &pid) < 0)

@@ -238,6 +238,10 @@ out=$("$MT" query "$pid" start trace -o "$T/nosuchdir/t.mtt" 2>&1); rc=$?
 expect_eq "start trace into a missing directory: refused, says why" \
     "1 memtrail: process $pid: cannot write $T/nosuchdir/t.mtt: No such file or directory (checked as this process's user, in its directory)" \
     "$rc $out"
+long=$T/$(printf 'a%.0s' $(seq 500)).mtt
+out=$("$MT" query "$pid" start trace -o "$long" 2>&1); rc=$?
+expect_eq "start trace with a path over 440 bytes: refused, says the limit" \
+    "1 memtrail: process $pid: the trace's path is too long (at most 440 bytes)" "$rc $out"
 out=$("$MT" query "$pid" start trace 2>&1); rc=$?
 expect_eq "start trace without -o in a detail-mode process: refused" \
     "1 memtrail: process $pid: 'start trace' needs -o FILE here (this process's output is its report)" "$rc $out"
