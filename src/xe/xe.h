@@ -144,12 +144,11 @@ typedef struct xe_target_ops {
     void (*flush)(xe_target *t);
     /* Unmap everything (may be NULL). */
     void (*close)(xe_target *t);
-    /* The target's data as JSON members, each written `,"key":value`
-     * (xe_target_json writes the braces and the target's name around
-     * them). Must be async-signal-safe and safe against a concurrent
-     * deliver(): it may run in a signal handler on any thread but the
-     * dispatcher. */
-    void (*view_json)(xe_target *t, mt_out *o);
+    /* The target's data as JSON members of the object that
+     * xe_target_json has opened with the target's name. Must be
+     * async-signal-safe and safe against a concurrent deliver(): it may
+     * run in a signal handler on any thread but the dispatcher. */
+    void (*view_json)(xe_target *t, mt_json *j);
     /* When the session stops, after the last flush (may be NULL). */
     void (*stop)(xe_target *t);
 } xe_target_ops;
@@ -338,6 +337,8 @@ void xe_view_json(mt_out *o, int with_targets);
  * top-level document (with the "schema" key first) when `document` is
  * set. Async-signal-safe. */
 void xe_target_json(xe_target *t, mt_out *o, int document);
+/* The same object written by an mt_json already under way. */
+void xe_target_json_object(xe_target *t, mt_json *j, int document);
 
 /* In a forked child: the sessions get a dispatcher of their own and the
  * work of threads that did not survive the fork is finished. Registered

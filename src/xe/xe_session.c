@@ -559,15 +559,6 @@ static void put_time(mt_out *o, int64_t ns)
     mt_out_char(o, 'Z');
 }
 
-/* Nanoseconds, or null for INFINITE. */
-static void put_latency(mt_out *o, uint64_t ns)
-{
-    if (ns == XE_LATENCY_INFINITE)
-        mt_out_str(o, "null");
-    else
-        mt_out_u64(o, ns);
-}
-
 /* Views may run in a signal handler while a session is dropped: the
  * registry entry is read under the viewers count that drop waits for. */
 static int view_begin(xe_session **list)
@@ -597,70 +588,69 @@ static const char *mode_name(xe_partition_mode m)
 
 /* One session: the keys of docs/json-sessions.md, in sys.dm_xe_sessions
  * order first. */
-static void session_json(mt_out *o, xe_session *s, int with_targets)
+static void session_json(mt_json *j, xe_session *s, int with_targets)
 {
     xe_session_info in;
     xe_session_info_get(s, &in);
-    mt_out_str(o, "{\"name\":");
-    xe_json_str(o, in.name);
-    xe_json_kv_u64(o, "pending_buffers", in.pending_buffers);
-    xe_json_kv_u64(o, "total_regular_buffers", in.total_regular_buffers);
-    xe_json_kv_u64(o, "regular_buffer_size_bytes", in.regular_buffer_size);
-    xe_json_kv_u64(o, "total_large_buffers", in.total_large_buffers);
-    xe_json_kv_u64(o, "large_buffer_size_bytes", in.large_buffer_size);
-    xe_json_kv_u64(o, "total_buffer_size_bytes", in.total_buffer_size);
-    xe_json_key(o, "buffer_policy");
-    xe_json_str(o, in.buffer_policy_desc);
-    xe_json_kv_u64(o, "events_dropped", in.dropped_event_count);
-    xe_json_kv_u64(o, "buffers_dropped", in.dropped_buffer_count);
-    xe_json_kv_u64(o, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
-    xe_json_kv_u64(o, "largest_event_dropped_size_bytes", in.largest_event_dropped_size);
-    mt_out_str(o, ",\"create_time\":\"");
-    put_time(o, in.create_time_ns);
-    mt_out_char(o, '"');
-    xe_json_kv_u64(o, "create_time_ns", (uint64_t)in.create_time_ns);
-    xe_json_key(o, "state");
-    xe_json_str(o, state_name(in.state));
-    xe_json_key(o, "event_retention_mode");
-    xe_json_str(o, retention_name(s->cfg.retention));
-    xe_json_kv_u64(o, "events_delivered", in.events_delivered);
-    xe_json_kv_u64(o, "max_memory_bytes", in.max_memory);
-    xe_json_kv_u64(o, "memory_allocated_bytes", in.memory_allocated);
-    xe_json_key(o, "memory_partition_mode");
-    xe_json_str(o, mode_name(in.mode));
-    xe_json_kv_u64(o, "partitions", in.partitions);
-    xe_json_key(o, "strict_max_memory");
-    mt_out_str(o, in.strict ? "true" : "false");
-    xe_json_key(o, "max_dispatch_latency_ns");
-    put_latency(o, in.max_dispatch_latency_ns);
-    xe_json_key(o, "predicate");
-    xe_json_str(o, s->cfg.pred.text);
-    mt_out_str(o, ",\"targets\":[");
+    char when[40];
+    mt_out w;
+    mt_out_init(&w, when, sizeof when, -1);
+    put_time(&w, in.create_time_ns);
+    mt_json_object_begin(j);
+    mt_json_kstr(j, "name", in.name);
+    mt_json_ku64(j, "pending_buffers", in.pending_buffers);
+    mt_json_ku64(j, "total_regular_buffers", in.total_regular_buffers);
+    mt_json_ku64(j, "regular_buffer_size_bytes", in.regular_buffer_size);
+    mt_json_ku64(j, "total_large_buffers", in.total_large_buffers);
+    mt_json_ku64(j, "large_buffer_size_bytes", in.large_buffer_size);
+    mt_json_ku64(j, "total_buffer_size_bytes", in.total_buffer_size);
+    mt_json_kstr(j, "buffer_policy", in.buffer_policy_desc);
+    mt_json_ku64(j, "events_dropped", in.dropped_event_count);
+    mt_json_ku64(j, "buffers_dropped", in.dropped_buffer_count);
+    mt_json_ku64(j, "blocked_event_fire_time_ns", in.blocked_event_fire_time_ns);
+    mt_json_ku64(j, "largest_event_dropped_size_bytes", in.largest_event_dropped_size);
+    mt_json_kstr(j, "create_time", mt_out_cstr(&w));
+    mt_json_ku64(j, "create_time_ns", (uint64_t)in.create_time_ns);
+    mt_json_kstr(j, "state", state_name(in.state));
+    mt_json_kstr(j, "event_retention_mode", retention_name(s->cfg.retention));
+    mt_json_ku64(j, "events_delivered", in.events_delivered);
+    mt_json_ku64(j, "max_memory_bytes", in.max_memory);
+    mt_json_ku64(j, "memory_allocated_bytes", in.memory_allocated);
+    mt_json_kstr(j, "memory_partition_mode", mode_name(in.mode));
+    mt_json_ku64(j, "partitions", in.partitions);
+    mt_json_kbool(j, "strict_max_memory", in.strict);
+    /* INFINITE (no deadline): null */
+    mt_json_ku64_or_null(j, "max_dispatch_latency_ns", in.max_dispatch_latency_ns != XE_LATENCY_INFINITE,
+                         in.max_dispatch_latency_ns);
+    mt_json_kstr(j, "predicate", s->cfg.pred.text);
+    mt_json_key(j, "targets");
+    mt_json_array_begin(j);
     for (int t = 0; t < s->cfg.ntargets; t++) {
         xe_target *tg = &s->targets[t];
-        if (t)
-            mt_out_char(o, ',');
         if (with_targets) {
-            xe_target_json(tg, o, 0);
+            xe_target_json_object(tg, j, 0);
         } else {
-            mt_out_str(o, "{\"target\":");
-            xe_json_str(o, tg->ops->name);
-            mt_out_char(o, '}');
+            mt_json_object_begin(j);
+            mt_json_kstr(j, "target", tg->ops->name);
+            mt_json_object_end(j);
         }
     }
-    mt_out_str(o, "]}");
+    mt_json_array_end(j);
+    mt_json_object_end(j);
 }
 
 void xe_view_json(mt_out *o, int with_targets)
 {
     xe_session *list[XE_MAX_SESSIONS];
     int n = view_begin(list);
-    mt_out_str(o, "{\"schema\":\"" MT_JSON_SCHEMA "\",\"sessions\":[");
-    for (int i = 0; i < n; i++) {
-        if (i)
-            mt_out_char(o, ',');
-        session_json(o, list[i], with_targets);
-    }
-    mt_out_str(o, "]}\n");
+    mt_json j;
+    mt_json_init_out(&j, o, false);
+    mt_json_document_begin(&j);
+    mt_json_key(&j, "sessions");
+    mt_json_array_begin(&j);
+    for (int i = 0; i < n; i++)
+        session_json(&j, list[i], with_targets);
+    mt_json_array_end(&j);
+    mt_json_document_end(&j);
     view_end();
 }

@@ -55,26 +55,20 @@ static uint64_t counter_sum(const counter_state *s, unsigned k)
     return v;
 }
 
-static void counter_view(xe_target *t, mt_out *o)
+static void counter_view(xe_target *t, mt_json *j)
 {
     const counter_state *s = t->state;
     uint64_t counts[XE_EV_NTYPES + 1], total = 0;
     for (unsigned k = 0; k <= XE_EV_NTYPES; k++)
         total += counts[k] = counter_sum(s, k);
-    xe_json_kv_u64(o, "events", total);
-    mt_out_str(o, ",\"events_by_type\":{");
-    int first = 1;
+    mt_json_ku64(j, "events", total);
+    mt_json_key(j, "events_by_type");
+    mt_json_object_begin(j);
     for (unsigned k = 0; k <= XE_EV_NTYPES; k++) {
-        if (counts[k] == 0)
-            continue;
-        if (!first)
-            mt_out_char(o, ',');
-        first = 0;
-        xe_json_str(o, k < XE_EV_NTYPES ? xe_type_name(k) : "other");
-        mt_out_char(o, ':');
-        mt_out_u64(o, counts[k]);
+        if (counts[k] != 0)
+            mt_json_ku64(j, k < XE_EV_NTYPES ? xe_type_name(k) : "other", counts[k]);
     }
-    mt_out_char(o, '}');
+    mt_json_object_end(j);
 }
 
 const xe_target_ops xe_target_event_counter = {

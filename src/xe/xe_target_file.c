@@ -386,35 +386,31 @@ static const char *errno_name(uint64_t e)
     }
 }
 
-static void file_view(xe_target *t, mt_out *o)
+static void file_view(xe_target *t, mt_json *j)
 {
     const file_state *s = t->state;
     uint64_t opened = xe_stat_get(&s->opened), seq = xe_stat_get(&s->seq);
     uint64_t files = s->max_rollover && opened > s->max_rollover ? s->max_rollover : opened;
     char path[sizeof s->filename + 24];
-    mt_out_str(o, ",\"filename\":");
-    xe_json_str(o, s->filename);
-    xe_json_key(o, "current_file");
+    mt_json_kstr(j, "filename", s->filename);
     if (opened) {
         file_path(s, seq, path, sizeof path);
-        xe_json_str(o, path);
+        mt_json_kstr(j, "current_file", path);
     } else {
-        mt_out_str(o, "null");
+        mt_json_knull(j, "current_file");
     }
-    xe_json_key(o, "encoding");
-    xe_json_str(o, s->enc->name);
-    xe_json_kv_u64(o, "max_file_size_bytes", s->max_file_size);
-    xe_json_kv_u64(o, "max_rollover_files", s->max_rollover);
-    xe_json_kv_u64(o, "files", files);
-    xe_json_kv_u64(o, "files_opened", opened);
-    xe_json_kv_u64(o, "written_bytes", xe_stat_get(&s->bytes_written));
-    xe_json_kv_u64(o, "events_written", xe_stat_get(&s->events_written));
-    xe_json_kv_u64(o, "events_dropped", xe_stat_get(&s->events_dropped));
-    xe_json_kv_u64(o, "write_errors", xe_stat_get(&s->write_errors));
-    xe_json_key(o, "last_error");
+    mt_json_kstr(j, "encoding", s->enc->name);
+    mt_json_ku64(j, "max_file_size_bytes", s->max_file_size);
+    mt_json_ku64(j, "max_rollover_files", s->max_rollover);
+    mt_json_ku64(j, "files", files);
+    mt_json_ku64(j, "files_opened", opened);
+    mt_json_ku64(j, "written_bytes", xe_stat_get(&s->bytes_written));
+    mt_json_ku64(j, "events_written", xe_stat_get(&s->events_written));
+    mt_json_ku64(j, "events_dropped", xe_stat_get(&s->events_dropped));
+    mt_json_ku64(j, "write_errors", xe_stat_get(&s->write_errors));
     uint64_t op = xe_stat_get(&s->last_op), err = xe_stat_get(&s->last_errno);
     if (op == OP_NONE) {
-        mt_out_str(o, "null");
+        mt_json_knull(j, "last_error");
     } else {
         char msg[64];
         mt_out m;
@@ -427,7 +423,7 @@ static void file_view(xe_target *t, mt_out *o)
             mt_out_str(&m, "errno ");
             mt_out_u64(&m, err);
         }
-        xe_json_str(o, mt_out_cstr(&m));
+        mt_json_kstr(j, "last_error", mt_out_cstr(&m));
     }
 }
 

@@ -140,41 +140,38 @@ static void hist_sort(hist_entry *a, uint64_t n)
     }
 }
 
-static void bucket_json(const hist_state *s, mt_out *o, const hist_entry *e)
+static void bucket_json(const hist_state *s, mt_json *j, const hist_entry *e)
 {
-    mt_out_str(o, "{\"value\":");
-    mt_out_u64(o, e->value);
-    xe_json_kv_u64(o, "count", e->count);
+    mt_json_object_begin(j);
+    mt_json_ku64(j, "value", e->value);
+    mt_json_ku64(j, "count", e->count);
     if (s->source == XE_F_SIZE_CLASS) {
         /* Class c holds sizes [2^(c-1), 2^c - 1]; class 0 holds size 0. */
         uint64_t c = e->value;
         uint64_t lo = c == 0 ? 0 : c <= 64 ? 1ull << (c - 1) : 0;
         uint64_t hi = c == 0 ? 0 : c < 64 ? (1ull << c) - 1 : UINT64_MAX;
-        xe_json_kv_u64(o, "min_size_bytes", lo);
-        xe_json_kv_u64(o, "max_size_bytes", hi);
+        mt_json_ku64(j, "min_size_bytes", lo);
+        mt_json_ku64(j, "max_size_bytes", hi);
     } else if (s->source == XE_F_CATEGORY) {
-        xe_json_key(o, "name");
-        xe_json_str(o, e->value <= 0xffff ? xe_category_name((unsigned)e->value) : NULL);
+        mt_json_kstr(j, "name", e->value <= 0xffff ? xe_category_name((unsigned)e->value) : NULL);
     } else if (s->source == XE_F_TYPE) {
-        xe_json_key(o, "name");
-        xe_json_str(o, e->value < XE_EV_NTYPES ? xe_type_name((unsigned)e->value) : NULL);
+        mt_json_kstr(j, "name", e->value < XE_EV_NTYPES ? xe_type_name((unsigned)e->value) : NULL);
     }
-    mt_out_char(o, '}');
+    mt_json_object_end(j);
 }
 
-static void hist_view(xe_target *t, mt_out *o)
+static void hist_view(xe_target *t, mt_json *j)
 {
     hist_state *s = t->state;
-    mt_out_str(o, ",\"source\":");
-    xe_json_str(o, xe_field_name((enum xe_field)s->source));
-    xe_json_kv_u64(o, "slots", s->slots);
-    xe_json_kv_u64(o, "events", xe_stat_get(&s->events));
-    xe_json_kv_u64(o, "overflow_events", xe_stat_get(&s->overflow));
+    mt_json_kstr(j, "source", xe_field_name((enum xe_field)s->source));
+    mt_json_ku64(j, "slots", s->slots);
+    mt_json_ku64(j, "events", xe_stat_get(&s->events));
+    mt_json_ku64(j, "overflow_events", xe_stat_get(&s->overflow));
     int mine = __atomic_exchange_n(&s->scratch_busy, 1, __ATOMIC_ACQUIRE) == 0;
-    mt_out_str(o, mine ? ",\"sorted\":true" : ",\"sorted\":false");
-    mt_out_str(o, ",\"buckets\":[");
+    mt_json_kbool(j, "sorted", mine);
+    mt_json_key(j, "buckets");
+    mt_json_array_begin(j);
     uint64_t n = 0;
-    int first = 1;
     for (uint64_t i = 0; i <= s->mask; i++) {
         hist_entry e;
         e.count = __atomic_load_n(&s->table[i].count, __ATOMIC_ACQUIRE);
@@ -185,22 +182,16 @@ static void hist_view(xe_target *t, mt_out *o)
             if (n < s->slots)
                 s->scratch[n++] = e;
         } else {
-            if (!first)
-                mt_out_char(o, ',');
-            first = 0;
-            bucket_json(s, o, &e);
+            bucket_json(s, j, &e);
         }
     }
     if (mine) {
         hist_sort(s->scratch, n);
-        for (uint64_t i = 0; i < n; i++) {
-            if (i)
-                mt_out_char(o, ',');
-            bucket_json(s, o, &s->scratch[i]);
-        }
+        for (uint64_t i = 0; i < n; i++)
+            bucket_json(s, j, &s->scratch[i]);
         __atomic_store_n(&s->scratch_busy, 0, __ATOMIC_RELEASE);
     }
-    mt_out_char(o, ']');
+    mt_json_array_end(j);
 }
 
 const xe_target_ops xe_target_histogram = {

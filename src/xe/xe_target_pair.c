@@ -239,24 +239,21 @@ static int entry_read(const pair_entry *e, uint64_t *order, xe_event *ev)
     return 1;
 }
 
-static void pair_view(xe_target *t, mt_out *o)
+static void pair_view(xe_target *t, mt_json *j)
 {
     const pair_state *s = t->state;
-    mt_out_str(o, ",\"begin_event\":");
-    xe_json_str(o, xe_type_name(s->begin));
-    xe_json_key(o, "end_event");
-    xe_json_str(o, xe_type_name(s->end));
-    xe_json_key(o, "match_on");
-    xe_json_str(o, xe_field_name((enum xe_field)s->match));
-    xe_json_kv_u64(o, "max_orphans", s->max_orphans);
-    xe_json_kv_u64(o, "begins", xe_stat_get(&s->begins));
-    xe_json_kv_u64(o, "ends", xe_stat_get(&s->ends));
-    xe_json_kv_u64(o, "matches", xe_stat_get(&s->matched));
-    xe_json_kv_u64(o, "unmatched_ends", xe_stat_get(&s->unmatched_ends));
-    xe_json_kv_u64(o, "orphans_dropped", xe_stat_get(&s->orphans_dropped));
-    xe_json_kv_u64(o, "duplicate_begins", xe_stat_get(&s->duplicate_begins));
-    xe_json_kv_u64(o, "unmatched_begins", xe_stat_get(&s->unmatched_count));
-    xe_json_kv_u64(o, "unmatched_bytes", xe_stat_get(&s->unmatched_bytes));
+    mt_json_kstr(j, "begin_event", xe_type_name(s->begin));
+    mt_json_kstr(j, "end_event", xe_type_name(s->end));
+    mt_json_kstr(j, "match_on", xe_field_name((enum xe_field)s->match));
+    mt_json_ku64(j, "max_orphans", s->max_orphans);
+    mt_json_ku64(j, "begins", xe_stat_get(&s->begins));
+    mt_json_ku64(j, "ends", xe_stat_get(&s->ends));
+    mt_json_ku64(j, "matches", xe_stat_get(&s->matched));
+    mt_json_ku64(j, "unmatched_ends", xe_stat_get(&s->unmatched_ends));
+    mt_json_ku64(j, "orphans_dropped", xe_stat_get(&s->orphans_dropped));
+    mt_json_ku64(j, "duplicate_begins", xe_stat_get(&s->duplicate_begins));
+    mt_json_ku64(j, "unmatched_begins", xe_stat_get(&s->unmatched_count));
+    mt_json_ku64(j, "unmatched_bytes", xe_stat_get(&s->unmatched_bytes));
 
     /* The oldest PAIR_LIST begins: one pass keeping a sorted short list
      * of (order, entry), then each entry read again whole. */
@@ -281,19 +278,16 @@ static void pair_view(xe_target *t, mt_out *o)
         ord[k] = order;
         idx[k] = i;
     }
-    mt_out_str(o, ",\"unmatched\":[");
-    int first = 1;
+    mt_json_key(j, "unmatched");
+    mt_json_array_begin(j);
     for (int k = 0; k < n; k++) {
         uint64_t order;
         xe_event ev;
         if (!entry_read(&s->table[idx[k]], &order, &ev) || order != ord[k])
             continue;
-        if (!first)
-            mt_out_char(o, ',');
-        first = 0;
-        xe_json_event(o, &ev);
+        xe_event_json(j, &ev);
     }
-    mt_out_char(o, ']');
+    mt_json_array_end(j);
 }
 
 const xe_target_ops xe_target_pair_matching = {

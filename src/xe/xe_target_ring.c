@@ -99,25 +99,21 @@ int xe_ring_read(xe_target *t, xe_event *out, int max, uint64_t *total)
     return got;
 }
 
-static void ring_view(xe_target *t, mt_out *o)
+static void ring_view(xe_target *t, mt_json *j)
 {
     const ring_state *s = t->state;
     uint64_t end = __atomic_load_n(&s->total, __ATOMIC_ACQUIRE);
     uint64_t n = end < s->limit ? end : s->limit;
-    xe_json_kv_u64(o, "max_events_limit", s->limit);
-    xe_json_kv_u64(o, "events_received", end);
-    mt_out_str(o, ",\"events\":[");
-    int first = 1;
+    mt_json_ku64(j, "max_events_limit", s->limit);
+    mt_json_ku64(j, "events_received", end);
+    mt_json_key(j, "events");
+    mt_json_array_begin(j);
     for (uint64_t i = end - n; i < end; i++) {
         xe_event ev;
-        if (!ring_get(s, i, &ev))
-            continue;
-        if (!first)
-            mt_out_char(o, ',');
-        first = 0;
-        xe_json_event(o, &ev);
+        if (ring_get(s, i, &ev))
+            xe_event_json(j, &ev);
     }
-    mt_out_char(o, ']');
+    mt_json_array_end(j);
 }
 
 const xe_target_ops xe_target_ring_buffer = {

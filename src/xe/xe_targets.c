@@ -200,75 +200,45 @@ void xe_params_keep(xe_target *t, const char *params)
 
 /* ---- JSON ---- */
 
-void xe_json_strn(mt_out *o, const char *s, size_t n)
+void xe_target_json_object(xe_target *t, mt_json *j, int document)
 {
-    mt_out_char(o, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            mt_out_char(o, '\\');
-            mt_out_char(o, (char)c);
-        } else if (c < 0x20) {
-            char esc[6] = {'\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
-            mt_out_mem(o, esc, sizeof esc);
-        } else {
-            mt_out_char(o, (char)c);
-        }
-    }
-    mt_out_char(o, '"');
-}
-
-void xe_json_str(mt_out *o, const char *s)
-{
-    if (!s)
-        mt_out_str(o, "null");
+    if (document)
+        mt_json_document_begin(j);
     else
-        xe_json_strn(o, s, strlen(s));
-}
-
-void xe_json_key(mt_out *o, const char *key)
-{
-    mt_out_str(o, ",\"");
-    mt_out_str(o, key);
-    mt_out_str(o, "\":");
-}
-
-void xe_json_kv_u64(mt_out *o, const char *key, uint64_t v)
-{
-    xe_json_key(o, key);
-    mt_out_u64(o, v);
+        mt_json_object_begin(j);
+    mt_json_kstr(j, "target", t->ops->name);
+    if (t->ops->view_json)
+        t->ops->view_json(t, j);
+    mt_json_object_end(j);
 }
 
 void xe_target_json(xe_target *t, mt_out *o, int document)
 {
-    mt_out_str(o, document ? "{\"schema\":\"" MT_JSON_SCHEMA "\",\"target\":" : "{\"target\":");
-    xe_json_str(o, t->ops->name);
-    if (t->ops->view_json)
-        t->ops->view_json(t, o);
-    mt_out_char(o, '}');
+    mt_json j;
+    mt_json_init_out(&j, o, false);
+    xe_target_json_object(t, &j, document);
 }
 
-void xe_json_event(mt_out *o, const xe_event *ev)
+void xe_event_json(mt_json *j, const xe_event *ev)
 {
-    mt_out_str(o, "{\"type\":");
+    mt_json_object_begin(j);
     if (ev->type < XE_EV_NTYPES)
-        xe_json_str(o, xe_type_name(ev->type));
+        mt_json_kstr(j, "type", xe_type_name(ev->type));
     else
-        mt_out_u64(o, ev->type);
-    xe_json_kv_u64(o, "category", ev->category);
-    xe_json_key(o, "category_name");
-    xe_json_str(o, xe_category_name(ev->category));
-    xe_json_kv_u64(o, "tid", ev->tid);
-    xe_json_kv_u64(o, "cpu", ev->cpu);
-    xe_json_kv_u64(o, "time_ns", ev->time_ns);
-    xe_json_kv_u64(o, "size_bytes", ev->size);
-    xe_json_kv_u64(o, "address", ev->address);
-    xe_json_kv_u64(o, "old_address", ev->old_address);
-    xe_json_kv_u64(o, "site", ev->site);
-    xe_json_kv_u64(o, "key", ev->key);
-    xe_json_kv_u64(o, "value", ev->value);
-    xe_json_kv_u64(o, "data_bytes", ev->data_len);
-    mt_out_char(o, '}');
+        mt_json_ku64(j, "type", ev->type);
+    mt_json_ku64(j, "category", ev->category);
+    mt_json_kstr(j, "category_name", xe_category_name(ev->category));
+    mt_json_ku64(j, "tid", ev->tid);
+    mt_json_ku64(j, "cpu", ev->cpu);
+    mt_json_ku64(j, "time_ns", ev->time_ns);
+    mt_json_ku64(j, "size_bytes", ev->size);
+    mt_json_ku64(j, "address", ev->address);
+    mt_json_ku64(j, "old_address", ev->old_address);
+    mt_json_ku64(j, "site", ev->site);
+    mt_json_ku64(j, "key", ev->key);
+    mt_json_ku64(j, "value", ev->value);
+    mt_json_ku64(j, "data_bytes", ev->data_len);
+    mt_json_object_end(j);
 }
 
 /* ---- packed events ---- */

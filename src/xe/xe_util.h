@@ -81,13 +81,9 @@ int xe_param_u64(const char *target, const xe_param *p, uint64_t min, uint64_t m
 void xe_params_keep(xe_target *t, const char *params);
 
 /* ---- JSON ---- */
-void xe_json_str(mt_out *o, const char *s); /* NULL: null */
-void xe_json_strn(mt_out *o, const char *s, size_t n);
-void xe_json_key(mt_out *o, const char *key); /* ,"key": */
-void xe_json_kv_u64(mt_out *o, const char *key, uint64_t v);
 /* {"type":"alloc","category":N,"category_name":..,"tid":..,...,
  * "size_bytes":..,"data_bytes":..} */
-void xe_json_event(mt_out *o, const xe_event *ev);
+void xe_event_json(mt_json *j, const xe_event *ev);
 
 /* ---- packed events ----
  * An event's fields (not data) as XE_EV_WORDS 64-bit words, stored and
