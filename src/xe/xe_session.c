@@ -130,11 +130,18 @@ static void *map_buffers(size_t bytes, int populate)
     return p;
 }
 
-static void unmap_session(xe_session *s)
+/* Closes the targets (files finished); a later view or stop finds none. */
+static void close_targets(xe_session *s)
 {
     for (int i = 0; i < s->cfg.ntargets; i++)
         if (s->targets[i].ops && s->targets[i].ops->close)
             s->targets[i].ops->close(&s->targets[i]);
+    s->cfg.ntargets = 0;
+}
+
+static void unmap_session(xe_session *s)
+{
+    close_targets(s);
     if (s->regular_base)
         munmap(s->regular_base, (size_t)s->nbuf * s->regular_stride);
     if (s->large_base)
@@ -381,23 +388,29 @@ static void release_range(char *base, uint32_t n, size_t stride)
             munmap(base + (size_t)i * stride + keep, stride - keep);
 }
 
+static void release_locked(xe_session *s)
+{
+    s->released = 1;
+    release_range(s->regular_base, s->nbuf, s->regular_stride);
+    release_range(s->large_base, s->nlarge, s->large_stride);
+}
+
 int xe_session_release_buffers(xe_session *s)
 {
     life_lock(s);
     int rc = -EBUSY;
     if (atomic_load(&s->state) == XE_STOPPED || atomic_load(&s->state) == XE_CREATED) {
-        s->released = 1;
-        release_range(s->regular_base, s->nbuf, s->regular_stride);
-        release_range(s->large_base, s->nlarge, s->large_stride);
+        release_locked(s);
         rc = 0;
     }
     life_unlock(s);
     return rc;
 }
 
-int xe_session_drop(xe_session *s)
+/* Stops s and takes it out of the registry, once no view is reading it.
+ * With s's life lock held. */
+static void withdraw_locked(xe_session *s)
 {
-    life_lock(s);
     stop_locked(s);
     lock_registry();
     for (int i = 0; i < XE_MAX_SESSIONS; i++)
@@ -406,6 +419,12 @@ int xe_session_drop(xe_session *s)
     unlock_registry();
     while (atomic_load(&viewers) != 0)
         sched_yield();
+}
+
+int xe_session_drop(xe_session *s)
+{
+    life_lock(s);
+    withdraw_locked(s);
     unmap_session(s); /* the lock goes with it */
     return 0;
 }
@@ -413,23 +432,10 @@ int xe_session_drop(xe_session *s)
 void xe_session_retire(xe_session *s, int release)
 {
     life_lock(s);
-    stop_locked(s);
-    lock_registry();
-    for (int i = 0; i < XE_MAX_SESSIONS; i++)
-        if (atomic_load(&registry[i]) == s)
-            atomic_store(&registry[i], NULL);
-    unlock_registry();
-    while (atomic_load(&viewers) != 0)
-        sched_yield();
-    for (int i = 0; i < s->cfg.ntargets; i++)
-        if (s->targets[i].ops && s->targets[i].ops->close)
-            s->targets[i].ops->close(&s->targets[i]);
-    s->cfg.ntargets = 0; /* closed: a later view or stop finds none */
-    if (release) {
-        s->released = 1;
-        release_range(s->regular_base, s->nbuf, s->regular_stride);
-        release_range(s->large_base, s->nlarge, s->large_stride);
-    }
+    withdraw_locked(s);
+    close_targets(s);
+    if (release)
+        release_locked(s);
     life_unlock(s);
 }
 
