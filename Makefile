@@ -43,6 +43,9 @@ TRACE_SRC   := $(wildcard src/trace/*.c)
 # The analyzer of traces (memtrail analyze; report/export of a trace).
 ANALYZE_SRC := $(wildcard src/analyze/*.c)
 CLI_SRC    += $(TRACE_SRC) $(ANALYZE_SRC)
+# Reference sets (src/refset): the recorder and the report run in the CLI.
+REFSET_SRC := $(wildcard src/refset/*.c)
+CLI_SRC    += $(REFSET_SRC)
 CLI_LIBS   += -lzstd -lpthread
 AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(OPTIONS_SRC) $(XE_SRC) $(TRACE_W_SRC)
 HDRS       := $(wildcard include/*.h src/*/*.h)
@@ -137,6 +140,14 @@ $(BUILD)/asan/tests/analyze/%: tests/analyze/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(R
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(ANALYZE_SRC) $(REPORT_SRC) $(SYMBOL_SRC) \
 	  $(COMMON_SRC) $(CLI_LIBS)
 
+# Reference-set tests (ASan+UBSan): the recording file, the report's
+# arithmetic, against everything the CLI links but main.c.
+REFSET_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/refset/test_*.c))
+$(BUILD)/asan/tests/refset/%: tests/refset/%.c $(CLI_SRC) $(HDRS) tests/unit.h $(wildcard tests/refset/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(filter-out src/cli/main.c,$(CLI_SRC)) \
+	  $(CLI_LIBS) $(JSONC_LIBS)
+
 # The synthetic trace generator of the analysis benchmark.
 TRACEGEN := $(BUILD)/bench/tracegen
 $(TRACEGEN): bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS)
@@ -174,7 +185,7 @@ $(DETAIL_DIR)/sites.stripped: $(DETAIL_DIR)/sites
 $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 	strip -o $@ $<
 
-asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS)
+asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS) $(REFSET_TESTS)
 tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS) $(BUILD)/tests/agent/jemalloc/allocx
 
 # A program linked with jemalloc (Debian's libjemalloc2, which scripts/deps.sh

@@ -24,6 +24,7 @@ int cmd_sessions(int argc, char **argv);
 int cmd_xe(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_options(int argc, char **argv);
+int cmd_refset(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -24,6 +24,7 @@ static const struct command commands[] = {
     {"analyze", cmd_analyze, "analyse a trace: peak, leaks, temporary allocations, hot stacks, timeline"},
     {"sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)"},
     {"options", cmd_options, "the agent's options (MEMTRAIL_OPTIONS): what each accepts and its default"},
+    {"refset", cmd_refset, "record a scenario's reference set (pages touched and released) and report it"},
     {"xe", cmd_xe, "plan event-session buffers: exact sizes per partition mode (Extended Events arithmetic)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
