@@ -413,3 +413,11 @@ $(BUILD)/tests/trace/mkcorpus: tests/trace/mkcorpus.c $(TRACE_SRC) $(HDRS) $(wil
 trace-corpus: $(BUILD)/tests/trace/mkcorpus
 	@mkdir -p tests/trace/corpus
 	$(BUILD)/tests/trace/mkcorpus tests/trace/corpus
+
+# Programs the reference-set tests record (plain build, like the agent's
+# test programs).
+REFSET_PROGS := $(patsubst tests/refset/%.c,$(BUILD)/tests/refset/%,$(filter-out tests/refset/test_%.c,$(wildcard tests/refset/*.c)))
+$(BUILD)/tests/refset/%: tests/refset/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< -lpthread
+tests: $(REFSET_PROGS)

@@ -40,6 +40,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * and a malloc'd path, or -ENOENT, -EACCES, -ENOMEM. (run_check.c) */
 int run_resolve_command(const char *cmd, char **resolved);
 
+/* The agent library: $MEMTRAIL_LIB, or ../lib/libmemtrail.so beside this
+ * binary. A malloc'd absolute path, or NULL after printing why. (cmd_run.c) */
+char *run_find_agent(void);
+
 /* Refuse a program the agent cannot get into: setuid/setgid, file
  * capabilities, statically linked, not 64-bit ELF (a script's interpreter
  * is checked too). Returns 0, or CLI_FAILED after printing why; `shown` is

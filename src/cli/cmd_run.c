@@ -122,7 +122,7 @@ static void put_option_value(FILE *m, const char *v)
 #define MT_AGENT_PATH "/usr/local/lib/memtrail/libmemtrail.so"
 #endif
 
-static char *find_agent(void)
+char *run_find_agent(void)
 {
     const char *env = getenv("MEMTRAIL_LIB");
     char guess[PATH_MAX + 32];
@@ -618,7 +618,7 @@ int cmd_run(int argc, char **argv)
         free(path);
         return CLI_FAILED;
     }
-    char *agent = find_agent();
+    char *agent = run_find_agent();
     if (!agent) {
         free(path);
         return CLI_FAILED;

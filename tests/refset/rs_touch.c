@@ -1,0 +1,125 @@
+/* rs_touch.c — a program whose page references the recorder's test knows:
+ * it writes what it did ("anon START END", "thp START END", "file START END",
+ * "unmap START END", "child PID") to the file named first, then does it.
+ *   rs_touch OUT anon N     touch N pages of a fresh mapping (no huge pages),
+ *                           wait, munmap them, wait
+ *   rs_touch OUT thp        touch one byte of each 2 MiB of a 4 MiB range
+ *                           with MADV_HUGEPAGE
+ *   rs_touch OUT file PATH  map PATH and read one byte of each 64 KiB
+ *   rs_touch OUT fork N     a child touches N pages and exits; then exec of
+ *                           /bin/true
+ *   rs_touch OUT sleep MS   touch 16 pages, then sleep */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+static FILE *out;
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void say(const char *what, void *start, size_t len)
+{
+    fprintf(out, "%s %lu %lu\n", what, (unsigned long)start, (unsigned long)start + len);
+    fflush(out);
+}
+
+static char *fresh(size_t len)
+{
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    madvise(p, len, MADV_NOHUGEPAGE);
+    return p;
+}
+
+static void touch(char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i * 4096] = (char)i;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || !(out = fopen(argv[1], "w"))) {
+        fprintf(stderr, "usage: rs_touch OUT anon N|thp|file PATH|fork N|sleep MS\n");
+        return 2;
+    }
+    const char *mode = argv[2];
+    const char *arg = argc > 3 ? argv[3] : "16";
+    if (strcmp(mode, "anon") == 0) {
+        size_t n = strtoul(arg, NULL, 10);
+        char *p = fresh(n * 4096);
+        say("anon", p, n * 4096);
+        touch(p, n);
+        pause_ms(200);
+        say("unmap", p, n * 4096);
+        munmap(p, n * 4096);
+        pause_ms(200);
+    } else if (strcmp(mode, "thp") == 0) {
+        size_t len = 4u << 20;
+        char *raw = mmap(NULL, len * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED)
+            return 1;
+        char *p = (char *)(((unsigned long)raw + (2u << 20) - 1) & ~((2ul << 20) - 1));
+        madvise(p, len, MADV_HUGEPAGE);
+        say("thp", p, len);
+        p[0] = 1;
+        p[2u << 20] = 1;
+        pause_ms(200);
+    } else if (strcmp(mode, "file") == 0) {
+        int fd = open(arg, O_RDONLY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+            return 1;
+        size_t len = (size_t)st.st_size & ~4095ul;
+        volatile char *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED)
+            return 1;
+        say("file", (void *)p, len);
+        unsigned sum = 0;
+        for (size_t i = 0; i < len; i += 65536)
+            sum += (unsigned char)p[i];
+        fprintf(out, "sum %u\n", sum);
+        pause_ms(200);
+    } else if (strcmp(mode, "fork") == 0) {
+        size_t n = strtoul(arg, NULL, 10);
+        pid_t pid = fork();
+        if (pid == 0) {
+            char *p = fresh(n * 4096);
+            say("anon", p, n * 4096);
+            touch(p, n);
+            pause_ms(100);
+            _exit(0);
+        }
+        fprintf(out, "child %d\n", (int)pid);
+        fflush(out);
+        waitpid(pid, NULL, 0);
+        fprintf(out, "exec %d\n", (int)getpid());
+        fclose(out);
+        execl("/bin/true", "true", (char *)NULL);
+        return 1;
+    } else if (strcmp(mode, "sleep") == 0) {
+        char *p = fresh(16 * 4096);
+        touch(p, 16);
+        say("anon", p, 16 * 4096);
+        fprintf(out, "ready\n");
+        fflush(out);
+        pause_ms(atoi(arg));
+    } else {
+        return 2;
+    }
+    fclose(out);
+    return 0;
+}
