@@ -117,6 +117,13 @@ $(BUILD)/tests/agent/%: tests/agent/%.cc $(STUB) include/memtrail.h $(wildcard t
 	$(CXX) -std=c++17 -Wall -Wextra -Werror -Iinclude $(CFLAGS) -fno-builtin -o $@ $< -L$(BUILD)/lib \
 	  -lmemtrail-stub -Wl,-rpath,'$$ORIGIN/../../lib'
 
+# Programs the reference-set recorder's tests run (tests/refset/rs_*.c;
+# plain build, like the agent's test programs).
+REFSET_PROGS := $(patsubst tests/refset/%.c,$(BUILD)/tests/refset/%,$(wildcard tests/refset/rs_*.c))
+$(BUILD)/tests/refset/rs_%: tests/refset/rs_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< -lpthread
+
 $(ASAN_BIN): $(CLI_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -o $@ $(CLI_SRC) $(CLI_LIBS) $(JSONC_LIBS)
@@ -186,7 +193,7 @@ $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 	strip -o $@ $<
 
 asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS) $(REFSET_TESTS)
-tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS) $(BUILD)/tests/agent/jemalloc/allocx
+tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS) $(BUILD)/tests/agent/jemalloc/allocx $(REFSET_PROGS)
 
 # A program linked with jemalloc (Debian's libjemalloc2, which scripts/deps.sh
 # installs), calling its own API: tests/agent/test_allocators.sh.
@@ -413,11 +420,3 @@ $(BUILD)/tests/trace/mkcorpus: tests/trace/mkcorpus.c $(TRACE_SRC) $(HDRS) $(wil
 trace-corpus: $(BUILD)/tests/trace/mkcorpus
 	@mkdir -p tests/trace/corpus
 	$(BUILD)/tests/trace/mkcorpus tests/trace/corpus
-
-# Programs the reference-set tests record (plain build, like the agent's
-# test programs).
-REFSET_PROGS := $(patsubst tests/refset/%.c,$(BUILD)/tests/refset/%,$(filter-out tests/refset/test_%.c,$(wildcard tests/refset/*.c)))
-$(BUILD)/tests/refset/%: tests/refset/%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< -lpthread
-tests: $(REFSET_PROGS)

@@ -179,7 +179,7 @@ static int finish(struct recorder *r)
     rec_out_write(&r->st.out);
     meta(r, "pagemap_scan", r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
-    const char *names[] = {"pages_referenced", "pages_released", "samples_lost", "faults", "scans", "records"};
+    const char *names[] = {"pages_referenced", "pages_released", "lost_samples", "faults", "scans", "records"};
     uint64_t values[] = {r->st.out.pages_referenced, r->st.out.pages_released, r->st.out.samples_lost,
                          r->st.faults, r->st.scans, r->st.out.records};
     uint64_t bytes = mt_rs_write_bytes(r->st.out.w);

@@ -261,6 +261,12 @@ static void on_sample(rec_state *st, rec_item *it)
         rec_pagemap_read(p->pagemap, addr, 1, &entry);
     if (e && !changed_backing(st, e, entry))
         return;
+    if (e) {
+        /* One reference per (process, page) is outstanding: the old backing
+         * leaves as the new one comes. */
+        uint64_t pg = addr >> REC_PAGE_SHIFT;
+        rec_release_pages(st, p, &pg, 1, it->time, RS_REL_SCAN);
+    }
     if (!(entry & (PM_PRESENT | PM_SWAPPED)) && !(m->prot & (PROT_READ | PROT_WRITE)))
         return; /* a guard page: nothing was mapped */
     struct ref_args a = {.addr = addr,

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# memtrail refset record on programs whose page references are known
+# (tests/refset/rs_touch.c says what it mapped and touched): first
+# references, fault-around and huge pages caught by the scans, releases,
+# forks, exec, --pid, and the errors. The records are read back from the
+# recording with the reader (rs_read) and compared with what the recorder
+# gave its writer (MEMTRAIL_REFSET_DUMP).
+. "$(dirname "$0")/../lib.sh"
+
+TOUCH=$BUILD/tests/refset/rs_touch
+READ=$BUILD/tests/refset/rs_read
+RS="$MT refset record"
+
+# check_py NAME TAG SCRIPT: runs a check over the records (records.txt) and
+# what the program said (said.txt); SCRIPT prints "ok" or why not.
+check_py() {
+    local name=$1 script=$2
+    local r
+    r=$(cd "$T" && python3 - "$script" <<'EOF'
+import re, sys
+def field(l, k):
+    m = re.search(r'\b' + k + r'=(\S+)', l)
+    return m.group(1) if m else None
+recs = []
+for l in open('records.txt'):
+    if not l.startswith('rs '):
+        continue
+    d = {k: field(l, k) for k in ('type', 'pid', 'tid', 'ppid', 'cat', 'reason', 'flags', 'npages', 'name', 'count')}
+    d['addr'] = int(field(l, 'addr'), 16)
+    d['t'] = int(field(l, 't'))
+    for k in ('type', 'pid', 'ppid', 'cat', 'reason', 'npages'):
+        d[k] = int(d[k])
+    d['flags'] = int(d['flags'], 16)
+    recs.append(d)
+said = [l.split() for l in open('said.txt')]
+def ranges(tag):
+    return [(int(w[1]), int(w[2])) for w in said if w[0] == tag]
+def pages_of(rtype, lo, hi, pid=None):
+    """page -> list of records covering it"""
+    out = {}
+    for r in recs:
+        if r['type'] != rtype or (pid is not None and r['pid'] != pid):
+            continue
+        for i in range(r['npages']):
+            a = r['addr'] + i * 4096
+            if lo <= a < hi:
+                out.setdefault(a, []).append(r)
+    return out
+exec(sys.argv[1])
+EOF
+)
+    if [ "$r" = ok ]; then pass "$name"; else fail "$name" "$r"; fi
+}
+
+# record NAME ARGS...: records rs_touch ARGS into $T/NAME.mtrs (records
+# given to the writer in $T/records.txt, what the program did in said.txt).
+record() {
+    local name=$1; shift
+    MEMTRAIL_REFSET_DUMP=1 $RS "$@" 2>"$T/dump.txt"
+    rc=$?
+    grep '^rs ' "$T/dump.txt" >"$T/records.txt"
+    err=$(grep -v '^rs ' "$T/dump.txt")
+}
+
+# Pages of a fresh mapping: each first touch once, VirtualAlloc; munmap
+# releases them all (a scan within one interval, no agent).
+record anon --no-agent -o "$T/anon.mtrs" -- "$TOUCH" "$T/said.txt" anon 100
+expect_eq record_exit_status 0 "$rc"
+contains record_end_line "pages referenced" "$err"
+check_py record_anon_pages_once '
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi)
+bad = [hex(a) for a, v in p.items() if len(v) != 1]
+print("ok" if len(p) == 100 and not bad and all(v[0]["cat"] == 1 for v in p.values()) and
+      all(v[0]["flags"] & 1 for v in p.values())
+      else "%d pages referenced (want 100), twice: %s, cats %s" % (len(p), bad[:5], set(v[0]["cat"] for v in p.values())))'
+check_py record_anon_released '
+lo, hi = ranges("anon")[0]
+p = pages_of(5, lo, hi)
+refs = pages_of(4, lo, hi)
+ok = len(p) == 100 and all(p[a][0]["t"] >= refs[a][0]["t"] for a in p)
+print("ok" if ok else "%d pages released (want 100)" % len(p))'
+check_py record_exit_record '
+pid = [r["pid"] for r in recs if r["type"] == 1][0]
+print("ok" if any(r["type"] == 2 and r["pid"] == pid for r in recs) else "no EXIT of %d" % pid)'
+check_py record_time_order '
+ts = [r["t"] for r in recs if r["type"] not in (6, 7, 8)]
+print("ok" if ts == sorted(ts) else "records out of time order")'
+check_py record_image_pages '
+imgs = [r for r in recs if r["type"] == 4 and r["cat"] == 5]
+cow = [r for r in recs if r["type"] == 4 and r["cat"] == 4]
+mods = [r for r in recs if r["type"] == 7 and "libc" in (r["name"] or "")]
+print("ok" if imgs and cow and mods and all(r["flags"] & 0x10 for r in imgs) else
+      "Image %d, CopyOnWriteImage %d, libc modules %d" % (len(imgs), len(cow), len(mods)))'
+
+# The recording reads back: the reader gives the records the writer got.
+if [ -x "$READ" ]; then
+    "$READ" "$T/anon.mtrs" >"$T/read.txt" 2>"$T/read.err"
+    expect_eq record_file_reads 0 "$?"
+    expect_eq record_file_same_records "$(grep -c '^rs ' "$T/records.txt")" "$(grep -c '^rs ' "$T/read.txt")"
+    expect_eq record_file_same_refs "$(grep '^rs type=4 ' "$T/records.txt" | sed 's/ t=[0-9]*//' | md5sum)" \
+        "$(grep '^rs type=4 ' "$T/read.txt" | sed 's/ t=[0-9]*//' | md5sum)"
+    contains record_file_stats "pages_referenced=" "$(cat "$T/read.txt")"
+fi
+
+# Huge pages: one fault per 2 MiB; the scan finds the other 511 pages.
+thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+record thp --no-agent -o "$T/thp.mtrs" -- "$TOUCH" "$T/said.txt" thp
+if [[ $thp != *"[never]"* ]] && grep -q 'flags=0x2[0-9a-f] ' "$T/records.txt"; then
+    check_py record_thp_all_pages '
+lo, hi = ranges("thp")[0]
+p = pages_of(4, lo, hi)
+thp = sum(1 for v in p.values() if v[0]["flags"] & 0x20)
+print("ok" if len(p) == 1024 and all(len(v) == 1 for v in p.values()) and thp >= 1022
+      else "%d pages (want 1024), %d THP" % (len(p), thp))'
+else
+    echo "SKIP record_thp_all_pages: no transparent huge page was given ($thp)"
+fi
+
+# A file read through mmap: fault-around maps more than the faults touch.
+head -c 1048576 /dev/urandom >"$T/data.bin"
+cat "$T/data.bin" >/dev/null
+record file --no-agent -o "$T/file.mtrs" -- "$TOUCH" "$T/said.txt" file "$T/data.bin"
+check_py record_file_fault_around '
+lo, hi = ranges("file")[0]
+p = pages_of(4, lo, hi)
+faults = sum(1 for v in p.values() if v[0]["flags"] & 1)
+scans = sum(1 for v in p.values() if v[0]["flags"] & 2)
+ok = faults <= 16 and len(p) > 16 and scans > 0 and all(len(v) == 1 for v in p.values()) and \
+     all(v[0]["cat"] == 6 and v[0]["flags"] & 0x10 for v in p.values())
+print("ok" if ok else "%d pages, %d by faults, %d by scans, cats %s" % (len(p), faults, scans, set(v[0]["cat"] for v in p.values())))'
+
+# fork and exec: the child is a process of the recording with its own
+# pages; the exec makes a new image of the same pid.
+record fork --no-agent -o "$T/fork.mtrs" -- "$TOUCH" "$T/said.txt" fork 50
+check_py record_fork_child '
+child = [int(w[1]) for w in said if w[0] == "child"][0]
+parent = [int(w[1]) for w in said if w[0] == "exec"][0]
+forks = [r for r in recs if r["type"] == 1 and r["pid"] == child and r["reason"] == 1 and r["ppid"] == parent]
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi, child)
+inh = [r for r in recs if r["type"] == 4 and r["pid"] == child and r["flags"] & 8]
+exits = [r for r in recs if r["type"] == 2 and r["pid"] == child]
+print("ok" if forks and len(p) == 50 and inh and exits else "fork %d, child pages %d, inherited %d, exit %d" % (len(forks), len(p), len(inh), len(exits)))'
+check_py record_exec '
+parent = [int(w[1]) for w in said if w[0] == "exec"][0]
+ex = [r for r in recs if r["type"] == 1 and r["pid"] == parent and r["reason"] == 2]
+print("ok" if ex and ex[0]["name"] == "true" else "no exec PROCESS record of %d named true" % parent)'
+
+# --pid: a sleeping process's present pages are referenced before the scenario.
+rm -f "$T/said.txt"
+"$TOUCH" "$T/said.txt" sleep 3000 &
+sleeper=$!
+for _ in $(seq 100); do grep -q ready "$T/said.txt" 2>/dev/null && break; sleep 0.05; done
+record attach -o "$T/attach.mtrs" --pid "$sleeper" --duration 1
+expect_eq record_pid_exit_status 0 "$rc"
+check_py record_pid_before '
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi)
+att = [r for r in recs if r["type"] == 1 and r["reason"] == 3]
+print("ok" if att and len(p) == 16 and all(v[0]["flags"] & 4 and v[0]["t"] == recs[0]["t"] for v in p.values())
+      else "attach %d, %d pages before (want 16)" % (len(att), len(p)))'
+wait "$sleeper"
+
+# The default name, and CMD's exit status passed through.
+(cd "$T" && $RS --no-agent -- "$TOUCH" "$T/said.txt" bad-mode 2>"$T/err")
+expect_eq record_status_passed_through 2 "$?"
+n=$(ls "$T"/memtrail.refset.*.mtrs 2>/dev/null | wc -l)
+expect_eq record_default_name 1 "$n"
+
+# With the agent preloaded (the default): the recording works whether the
+# agent talks or not.
+$RS -o "$T/agent.mtrs" -- "$TOUCH" "$T/said.txt" anon 10 2>"$T/err"
+expect_eq record_with_agent 0 "$?"
+contains record_with_agent_end_line "pages referenced" "$(cat "$T/err")"
+
+# Errors.
+run_mt $RS
+expect_eq record_no_command_usage 2 "$rc"
+contains record_no_command_message "missing the command" "$err"
+run_mt $RS --duration 1 -- true
+expect_eq record_duration_needs_pid 2 "$rc"
+run_mt $RS --pid 1 -- true
+expect_eq record_pid_and_command 2 "$rc"
+run_mt $RS -o "$T/x.mtrs" -- no-such-command-here
+expect_eq record_command_not_found 127 "$rc"
+contains record_command_not_found_message "no-such-command-here: command not found" "$err"
+sh -c 'exit 0' & gone=$!
+wait "$gone"
+run_mt $RS -o "$T/x.mtrs" --pid "$gone"
+expect_eq record_pid_gone 1 "$rc"
+contains record_pid_gone_message "no process $gone" "$err"
+run_mt $RS --pid 12abc
+expect_eq record_pid_bad 2 "$rc"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    mkdir -p "$T/nobody" && chmod 777 "$T/nobody"
+    sleep 5 & rootproc=$!
+    run_mt setpriv --reuid=65534 --regid=65534 --clear-groups $MT refset record -o "$T/nobody/x.mtrs" --pid "$rootproc"
+    expect_eq record_pid_not_ours 1 "$rc"
+    contains record_pid_not_ours_message "cannot read the pages of process $rootproc" "$err"
+    kill "$rootproc"
+    paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+    if [ "$paranoid" -ge 2 ]; then
+        run_mt setpriv --reuid=65534 --regid=65534 --clear-groups $MT refset record --no-agent \
+            -o "$T/nobody/y.mtrs" -- /bin/true
+        expect_eq record_paranoid_status 1 "$rc"
+        contains record_paranoid_message "kernel.perf_event_paranoid=$paranoid" "$err"
+        contains record_paranoid_advice "sysctl kernel.perf_event_paranoid=1" "$err"
+    else
+        echo "SKIP record_paranoid: kernel.perf_event_paranoid is $paranoid (page faults allowed to all)"
+    fi
+else
+    echo "SKIP record_not_root: needs root and setpriv to test another user's errors"
+fi
