@@ -141,12 +141,18 @@ $(BUILD)/asan/tests/analyze/%: tests/analyze/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(R
 	  $(COMMON_SRC) $(CLI_LIBS)
 
 # Reference-set tests (ASan+UBSan): the recording file, the report's
-# arithmetic, against everything the CLI links but main.c.
+# arithmetic, against everything the CLI links; main.c comes as an object
+# whose main is renamed (its cli_error & co. are what the commands call).
 REFSET_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/refset/test_*.c))
-$(BUILD)/asan/tests/refset/%: tests/refset/%.c $(CLI_SRC) $(HDRS) tests/unit.h $(wildcard tests/refset/*.h)
+REFSET_CLI_MAIN := $(BUILD)/asan/tests/refset/cli_main.o
+$(REFSET_CLI_MAIN): src/cli/main.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -Dmain=mt_cli_main -Wno-missing-prototypes -c -o $@ $<
+$(BUILD)/asan/tests/refset/%: tests/refset/%.c $(CLI_SRC) $(HDRS) tests/unit.h $(wildcard tests/refset/*.h) \
+  $(REFSET_CLI_MAIN)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(filter-out src/cli/main.c,$(CLI_SRC)) \
-	  $(CLI_LIBS) $(JSONC_LIBS)
+	  $(REFSET_CLI_MAIN) $(CLI_LIBS) $(JSONC_LIBS)
 
 # The synthetic trace generator of the analysis benchmark.
 TRACEGEN := $(BUILD)/bench/tracegen
