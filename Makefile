@@ -380,6 +380,10 @@ $(BUILD)/fuzz/fuzz_refset: tests/refset/fuzz_read.c tests/fuzz_check.h $(RS_FILE
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(RS_FILE_SRC) -lzstd
 $(BUILD)/asan/tests/refset/test_corpus: tests/refset/fuzz_read.c tests/fuzz_replay.h tests/fuzz_check.h
+# The recorder's test reads recordings back with the reader.
+$(BUILD)/tests/refset/rs_read: tests/refset/rs_read.c $(RS_FILE_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $< $(RS_FILE_SRC) -lzstd
 
 # Reports: the reader and everything that prints or exports what it read.
 FUZZ_REPORT_SRC := $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(wildcard src/export/*.c)

@@ -177,7 +177,7 @@ static void write_meta(struct recorder *r, const struct record_opts *o, char **a
 static int finish(struct recorder *r)
 {
     rec_out_write(&r->st.out);
-    meta(r, "pagemap_scan", r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
+    meta(r, "pagemap_scan", !r->st.scans ? "none" : r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
     const char *names[] = {"pages_referenced", "pages_released", "lost_samples", "faults", "scans", "records"};
     uint64_t values[] = {r->st.out.pages_referenced, r->st.out.pages_released, r->st.out.samples_lost,

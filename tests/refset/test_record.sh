@@ -3,8 +3,7 @@
 # (tests/refset/rs_touch.c says what it mapped and touched): first
 # references, fault-around and huge pages caught by the scans, releases,
 # forks, exec, --pid, and the errors. The records are read back from the
-# recording with the reader (rs_read) and compared with what the recorder
-# gave its writer (MEMTRAIL_REFSET_DUMP).
+# recording with the reader (rs_read).
 . "$(dirname "$0")/../lib.sh"
 
 TOUCH=$BUILD/tests/refset/rs_touch
@@ -25,7 +24,9 @@ recs = []
 for l in open('records.txt'):
     if not l.startswith('rs '):
         continue
-    d = {k: field(l, k) for k in ('type', 'pid', 'tid', 'ppid', 'cat', 'reason', 'flags', 'npages', 'name', 'count')}
+    d = {k: field(l, k) for k in ('type', 'pid', 'tid', 'ppid', 'cat', 'reason', 'flags', 'npages', 'name', 'count', 'stack', 'frames')}
+    d['len'] = int(field(l, 'len'))
+    d['alloc'] = field(l, 'alloc_stack')
     d['addr'] = int(field(l, 'addr'), 16)
     d['t'] = int(field(l, 't'))
     for k in ('type', 'pid', 'ppid', 'cat', 'reason', 'npages'):
@@ -33,6 +34,7 @@ for l in open('records.txt'):
     d['flags'] = int(d['flags'], 16)
     recs.append(d)
 said = [l.split() for l in open('said.txt')]
+start_ns = int(([field(l, 'start_ns') for l in open('records.txt') if l.startswith('header')] or ['0'])[0])
 def ranges(tag):
     return [(int(w[1]), int(w[2])) for w in said if w[0] == tag]
 def pages_of(rtype, lo, hi, pid=None):
@@ -46,25 +48,28 @@ def pages_of(rtype, lo, hi, pid=None):
             if lo <= a < hi:
                 out.setdefault(a, []).append(r)
     return out
+def field_stack(r):
+    return r['stack'] != '0'
 exec(sys.argv[1])
 EOF
 )
     if [ "$r" = ok ]; then pass "$name"; else fail "$name" "$r"; fi
 }
 
-# record NAME ARGS...: records rs_touch ARGS into $T/NAME.mtrs (records
-# given to the writer in $T/records.txt, what the program did in said.txt).
+# record FILE ARGS...: runs memtrail refset record -o FILE ARGS, then reads
+# FILE back with the reader into $T/records.txt (what the recorder gave its
+# writer goes to $T/dump.txt); rc and err (the recorder's own lines).
 record() {
-    local name=$1; shift
-    MEMTRAIL_REFSET_DUMP=1 $RS "$@" 2>"$T/dump.txt"
+    local file=$1; shift
+    MEMTRAIL_REFSET_DUMP=1 $RS -o "$file" "$@" 2>"$T/dump.txt"
     rc=$?
-    grep '^rs ' "$T/dump.txt" >"$T/records.txt"
     err=$(grep -v '^rs ' "$T/dump.txt")
+    "$READ" "$file" >"$T/records.txt" 2>"$T/read.err" || echo "rs_read: $(cat "$T/read.err")" >>"$T/records.txt"
 }
 
 # Pages of a fresh mapping: each first touch once, VirtualAlloc; munmap
 # releases them all (a scan within one interval, no agent).
-record anon --no-agent -o "$T/anon.mtrs" -- "$TOUCH" "$T/said.txt" anon 100
+record "$T/anon.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" anon 100
 expect_eq record_exit_status 0 "$rc"
 contains record_end_line "pages referenced" "$err"
 check_py record_anon_pages_once '
@@ -93,19 +98,17 @@ mods = [r for r in recs if r["type"] == 7 and "libc" in (r["name"] or "")]
 print("ok" if imgs and cow and mods and all(r["flags"] & 0x10 for r in imgs) else
       "Image %d, CopyOnWriteImage %d, libc modules %d" % (len(imgs), len(cow), len(mods)))'
 
-# The recording reads back: the reader gives the records the writer got.
-if [ -x "$READ" ]; then
-    "$READ" "$T/anon.mtrs" >"$T/read.txt" 2>"$T/read.err"
-    expect_eq record_file_reads 0 "$?"
-    expect_eq record_file_same_records "$(grep -c '^rs ' "$T/records.txt")" "$(grep -c '^rs ' "$T/read.txt")"
-    expect_eq record_file_same_refs "$(grep '^rs type=4 ' "$T/records.txt" | sed 's/ t=[0-9]*//' | md5sum)" \
-        "$(grep '^rs type=4 ' "$T/read.txt" | sed 's/ t=[0-9]*//' | md5sum)"
-    contains record_file_stats "pages_referenced=" "$(cat "$T/read.txt")"
-fi
+# The recording reads back whole, with the records the writer was given.
+expect_eq record_file_whole "" "$(cat "$T/read.err")"
+expect_eq record_file_same_records "$(grep -c '^rs ' "$T/dump.txt")" "$(grep -c '^rs ' "$T/records.txt")"
+expect_eq record_file_same_refs "$(grep '^rs type=4 ' "$T/dump.txt" | sed 's/ t=[0-9]*//' | md5sum)" \
+    "$(grep '^rs type=4 ' "$T/records.txt" | sed 's/ t=[0-9]*//' | md5sum)"
+contains record_file_stats "stat pages_referenced=" "$(cat "$T/records.txt")"
+contains record_file_header_pfn "flags=0x1" "$(grep '^header' "$T/records.txt")"
 
 # Huge pages: one fault per 2 MiB; the scan finds the other 511 pages.
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
-record thp --no-agent -o "$T/thp.mtrs" -- "$TOUCH" "$T/said.txt" thp
+record "$T/thp.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" thp
 if [[ $thp != *"[never]"* ]] && grep -q 'flags=0x2[0-9a-f] ' "$T/records.txt"; then
     check_py record_thp_all_pages '
 lo, hi = ranges("thp")[0]
@@ -120,7 +123,7 @@ fi
 # A file read through mmap: fault-around maps more than the faults touch.
 head -c 1048576 /dev/urandom >"$T/data.bin"
 cat "$T/data.bin" >/dev/null
-record file --no-agent -o "$T/file.mtrs" -- "$TOUCH" "$T/said.txt" file "$T/data.bin"
+record "$T/file.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" file "$T/data.bin"
 check_py record_file_fault_around '
 lo, hi = ranges("file")[0]
 p = pages_of(4, lo, hi)
@@ -132,7 +135,7 @@ print("ok" if ok else "%d pages, %d by faults, %d by scans, cats %s" % (len(p), 
 
 # fork and exec: the child is a process of the recording with its own
 # pages; the exec makes a new image of the same pid.
-record fork --no-agent -o "$T/fork.mtrs" -- "$TOUCH" "$T/said.txt" fork 50
+record "$T/fork.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" fork 50
 check_py record_fork_child '
 child = [int(w[1]) for w in said if w[0] == "child"][0]
 parent = [int(w[1]) for w in said if w[0] == "exec"][0]
@@ -152,15 +155,53 @@ rm -f "$T/said.txt"
 "$TOUCH" "$T/said.txt" sleep 3000 &
 sleeper=$!
 for _ in $(seq 100); do grep -q ready "$T/said.txt" 2>/dev/null && break; sleep 0.05; done
-record attach -o "$T/attach.mtrs" --pid "$sleeper" --duration 1
+record "$T/attach.mtrs" --pid "$sleeper" --duration 1
 expect_eq record_pid_exit_status 0 "$rc"
 check_py record_pid_before '
 lo, hi = ranges("anon")[0]
 p = pages_of(4, lo, hi)
 att = [r for r in recs if r["type"] == 1 and r["reason"] == 3]
-print("ok" if att and len(p) == 16 and all(v[0]["flags"] & 4 and v[0]["t"] == recs[0]["t"] for v in p.values())
+print("ok" if att and len(p) == 16 and all(v[0]["flags"] & 4 and v[0]["t"] == 0 for v in p.values())
       else "attach %d, %d pages before (want 16)" % (len(att), len(p)))'
+contains record_pid_header_attach "flags=0x5" "$(grep '^header' "$T/records.txt")"
 wait "$sleeper"
+
+# --stacks: each fault's user call chain, defined before its first use, in
+# the program's own code.
+record "$T/stacks.mtrs" --no-agent --stacks -- "$TOUCH" "$T/said.txt" anon 20
+check_py record_stacks '
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi)
+seen = {}; bad = []
+for r in recs:
+    if r["type"] == 6:
+        seen[r["stack"]] = [int(x, 16) for x in (r["frames"] or "").split(",") if x]
+    elif r["type"] == 4 and r["stack"] != "0" and r["stack"] not in seen:
+        bad.append(r["stack"])
+mods = [(r["addr"], r["addr"] + r["len"]) for r in recs if r["type"] == 7 and (r["name"] or "").endswith("rs_touch")]
+ids = set(v[0]["stack"] for v in p.values())
+ours = all(any(a <= f < b for f in seen.get(i, []) for a, b in mods) for i in ids)
+print("ok" if len(p) == 20 and "0" not in ids and not bad and ours
+      else "pages %d, stack ids %s, used before defined %s, in rs_touch %s" % (len(p), ids, bad[:3], ours))'
+
+# The agent's messages (refset_fd in MEMTRAIL_OPTIONS): rs_agentmsg sends
+# them itself, so the recorder's side is tested whatever the agent does:
+# MAP names the allocation stack of the pages, UNMAP releases them at the
+# message's time exactly.
+record "$T/agentmsg.mtrs" -- "$BUILD/tests/refset/rs_agentmsg" "$T/said.txt"
+expect_eq record_agentmsg_status 0 "$rc"
+check_py record_agent_messages '
+lo, hi = ranges("mapped")[0]
+t_unmap = [int(w[1]) for w in said if w[0] == "unmap_time"][0]
+start = start_ns
+p = pages_of(4, lo, hi)
+rel = pages_of(5, lo, hi)
+maps = [r for r in recs if r["type"] == 3 and r["addr"] == lo and field_stack(r)]
+exact = [a for a, v in rel.items() if v[0]["reason"] == 1]
+print("ok" if len(p) == 8 and len(exact) == 8 and maps and all(v[0]["alloc"] != "0" for v in p.values()) and
+      all(rel[a][0]["t"] == t_unmap - start for a in exact)
+      else "refs %d, exact releases %d, MAP records %d, alloc stacks %s, release times %s vs %d" % (len(p), len(exact), len(maps),
+           set(v[0]["alloc"] for v in p.values()), set(v[0]["t"] for v in rel.values()), t_unmap - start))'
 
 # The default name, and CMD's exit status passed through.
 (cd "$T" && $RS --no-agent -- "$TOUCH" "$T/said.txt" bad-mode 2>"$T/err")
