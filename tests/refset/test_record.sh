@@ -164,7 +164,33 @@ att = [r for r in recs if r["type"] == 1 and r["reason"] == 3]
 print("ok" if att and len(p) == 16 and all(v[0]["flags"] & 4 and v[0]["t"] == 0 for v in p.values())
       else "attach %d, %d pages before (want 16)" % (len(att), len(p)))'
 contains record_pid_header_attach "flags=0x5" "$(grep '^header' "$T/records.txt")"
+# Stopped by a signal: the file is finished properly.
+$RS -o "$T/int.mtrs" --pid "$sleeper" 2>"$T/err" &
+rec=$!
+sleep 0.5
+kill -INT "$rec"
+wait "$rec"
+expect_eq record_pid_sigint_status 0 "$?"
+"$READ" "$T/int.mtrs" >"$T/int.txt" 2>&1
+expect_eq record_pid_sigint_file_whole 0 "$?"
 wait "$sleeper"
+
+# A killed recorder leaves a file whose records up to its last scan read.
+rm -f "$T/said.txt"
+$RS --no-agent -o "$T/killed.mtrs" -- "$TOUCH" "$T/said.txt" sleep 1500 2>/dev/null &
+rec=$!
+for _ in $(seq 100); do grep -q ready "$T/said.txt" 2>/dev/null && break; sleep 0.05; done
+sleep 0.3
+prog=$(pgrep -P "$rec")
+kill -KILL "$rec"
+wait "$rec" 2>/dev/null
+"$READ" "$T/killed.mtrs" >"$T/records.txt" 2>"$T/read.err"
+expect_eq record_killed_not_whole 1 "$?"
+check_py record_killed_readable '
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi)
+print("ok" if len(p) == 16 else "%d of the 16 pages read back" % len(p))'
+[ -n "$prog" ] && kill "$prog" 2>/dev/null
 
 # --stacks: each fault's user call chain, defined before its first use, in
 # the program's own code.
