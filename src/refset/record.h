@@ -192,6 +192,7 @@ typedef struct rec_proc {
     size_t nfaults, capfaults;
     rec_range *ranges;
     size_t nranges, capranges;
+    uint64_t start_brk; /* where the brk heap starts (/proc/PID/stat), 0: unknown */
     char exe[256];
 } rec_proc;
 

@@ -385,6 +385,26 @@ static void push_map(rec_state *st, const rec_proc *p, const rec_map *m, uint64_
     }
 }
 
+/* Where the brk heap starts: field 47 of /proc/PID/stat (fixed at exec).
+ * The kernel's MMAP2 record of a brk names it "//anon". */
+static uint64_t read_start_brk(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *q = strrchr(buf, ')');
+    for (int field = 2; q && field < 47; field++)
+        q = strchr(q + 1, ' ');
+    return q ? strtoull(q + 1, NULL, 10) : 0;
+}
+
 /* Opens what describes the process's memory now (after exec: the new mm)
  * and queues its PROCESS record and mappings. */
 static int enter(rec_state *st, rec_proc *p, pid_t ppid, int reason, uint64_t time, const char *name)
@@ -399,6 +419,7 @@ static int enter(rec_state *st, rec_proc *p, pid_t ppid, int reason, uint64_t ti
     snprintf(path, sizeof path, "/proc/%d/exe", (int)p->pid);
     ssize_t n = readlink(path, p->exe, sizeof p->exe - 1);
     p->exe[n > 0 ? n : 0] = '\0';
+    p->start_brk = read_start_brk(p->pid);
     rec_maps_free(&p->maps);
     if (rec_maps_read(&p->maps, p->pid) == 0)
         rec_maps_categorize(&p->maps, p->exe);
@@ -536,6 +557,8 @@ static void on_mmap(rec_state *st, rec_item *it)
                  .name = it->name && it->name[0] && strcmp(it->name, "//anon") != 0 ? it->name : NULL};
     if (m.name && strncmp(m.name, "//anon", 6) == 0)
         m.name = NULL;
+    if (!m.name && !m.shared && p->start_brk && m.start == p->start_brk)
+        m.name = (char *)"[heap]";
     if (rec_maps_insert(&p->maps, &m) < 0)
         return;
     rec_maps_categorize(&p->maps, p->exe);

@@ -8,7 +8,11 @@
  *   rs_touch OUT file PATH  map PATH and read one byte of each 64 KiB
  *   rs_touch OUT fork N     a child touches N pages and exits; then exec of
  *                           /bin/true
- *   rs_touch OUT sleep MS   touch 16 pages, then sleep */
+ *   rs_touch OUT sleep MS   touch 16 pages, then sleep
+ *   rs_touch OUT cats       small mallocs ("heap"), a shared anonymous
+ *                           mapping ("shared"), a thread's local array
+ *                           ("tstack") */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,39 @@ static void touch(char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         p[i * 4096] = (char)i;
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    volatile char local[48 * 1024];
+    say("tstack", (void *)local, sizeof local);
+    for (size_t i = 0; i < sizeof local; i += 4096)
+        local[i] = 1;
+    return NULL;
+}
+
+static void categories(void)
+{
+    char *lo = NULL, *hi = NULL;
+    for (int i = 0; i < 100; i++) {
+        char *b = malloc(1000);
+        memset(b, 1, 1000);
+        if (!lo || b < lo)
+            lo = b;
+        if (!hi || b + 1000 > hi)
+            hi = b + 1000;
+    }
+    say("heap", lo, (size_t)(hi - lo));
+    char *sh = mmap(NULL, 16 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        exit(1);
+    say("shared", sh, 16 * 4096);
+    touch(sh, 16);
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_main, NULL) == 0)
+        pthread_join(t, NULL);
+    pause_ms(150);
 }
 
 int main(int argc, char **argv)
@@ -110,6 +147,8 @@ int main(int argc, char **argv)
         fclose(out);
         execl("/bin/true", "true", (char *)NULL);
         return 1;
+    } else if (strcmp(mode, "cats") == 0) {
+        categories();
     } else if (strcmp(mode, "sleep") == 0) {
         char *p = fresh(16 * 4096);
         touch(p, 16);
