@@ -38,8 +38,8 @@ typedef struct rec_item {
     uint64_t seq; /* arrival order: ties keep it */
     uint8_t kind;
     uint32_t pid, tid, ppid;
-    uint64_t addr; /* SAMPLE: fault address; MMAP: start */
-    uint64_t sp;   /* SAMPLE: user stack pointer (0: unknown) */
+    uint64_t addr;    /* SAMPLE: fault address; MMAP: start */
+    uint64_t sp;      /* SAMPLE: user stack pointer (0: unknown) */
     uint64_t *frames; /* SAMPLE with --stacks: the user call chain (malloc'd) */
     uint32_t nframes;
     /* MMAP */
@@ -69,8 +69,8 @@ typedef struct rec_out {
     uint64_t nseq;
     uint64_t last_time; /* the last time written: later records never go before it */
     uint64_t pages_referenced, pages_released, samples_lost, records;
-    int err;        /* the first write error (-errno) */
-    bool dump;      /* MEMTRAIL_REFSET_DUMP: every record on stderr as text too */
+    int err;   /* the first write error (-errno) */
+    bool dump; /* MEMTRAIL_REFSET_DUMP: every record on stderr as text too */
 } rec_out;
 
 /* Queues a copy of ev (name/value/frames copied). */
@@ -120,11 +120,11 @@ void rec_pagemap_probe(uint64_t *zero_pfn, bool *pfns);
 typedef struct rec_map {
     uint64_t start, end, pgoff, ino;
     uint32_t dev, prot;
-    uint8_t shared;    /* MAP_SHARED */
-    uint8_t category;  /* the category of its pages (Image: file pages; copies are CopyOnWriteImage) */
-    uint8_t skip;      /* [vvar], [vsyscall]...: not the program's pages */
-    uint8_t is_stack;  /* a fault near a thread's SP was seen in it */
-    char *name;        /* path or [heap] ...; NULL for anonymous */
+    uint8_t shared;   /* MAP_SHARED */
+    uint8_t category; /* the category of its pages (Image: file pages; copies are CopyOnWriteImage) */
+    uint8_t skip;     /* [vvar], [vsyscall]...: not the program's pages */
+    uint8_t is_stack; /* a fault near a thread's SP was seen in it */
+    char *name;       /* path or [heap] ...; NULL for anonymous */
 } rec_map;
 
 typedef struct rec_maps {
@@ -183,7 +183,7 @@ typedef struct rec_range { /* the agent's word on a range */
 
 typedef struct rec_proc {
     pid_t pid;
-    int pagemap; /* /proc/PID/pagemap, -1 until opened */
+    int pagemap;       /* /proc/PID/pagemap, -1 until opened */
     bool waiting_exec; /* CMD before its exec: not recorded yet */
     bool maps_stale;
     rec_maps maps;

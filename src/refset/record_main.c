@@ -36,8 +36,10 @@
 
 static const struct cli_command record_cmd = {
     .name = "refset record",
-    .usage = "usage: memtrail refset record [-o FILE] [--interval MS] [--stacks] [--no-agent] [--] CMD [ARGS...]\n"
-             "       memtrail refset record --pid PID[,PID...] [--duration S] [-o FILE] [--interval MS] [--stacks]\n",
+    .usage = "usage: memtrail refset record [-o FILE] [--interval MS] [--stacks] [--no-agent]\n"
+             "                              [--] CMD [ARGS...]\n"
+             "       memtrail refset record --pid PID[,PID...] [--duration S] [-o FILE]\n"
+             "                              [--interval MS] [--stacks]\n",
     .about = "Record a scenario's reference set: every page CMD and the processes it forks\n"
              "or execs reference for the first time (page faults, and pagemap scans for\n"
              "the pages no fault showed: fault-around, huge pages), and every page they\n"
@@ -179,9 +181,14 @@ static int finish(struct recorder *r)
     rec_out_write(&r->st.out);
     meta(r, "pagemap_scan", !r->st.scans ? "none" : r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
-    const char *names[] = {"pages_referenced", "pages_released", "lost_samples", "faults", "scans", "records"};
-    uint64_t values[] = {r->st.out.pages_referenced, r->st.out.pages_released, r->st.out.samples_lost,
-                         r->st.faults, r->st.scans, r->st.out.records};
+    const char *names[] = {"pages_referenced", "pages_released", "lost_samples",
+                           "faults",           "scans",          "records"};
+    uint64_t values[] = {r->st.out.pages_referenced,
+                         r->st.out.pages_released,
+                         r->st.out.samples_lost,
+                         r->st.faults,
+                         r->st.scans,
+                         r->st.out.records};
     uint64_t bytes = mt_rs_write_bytes(r->st.out.w);
     int rc = r->st.out.err;
     int frc = mt_rs_write_finish(r->st.out.w, names, values, 6);
@@ -399,7 +406,8 @@ static int record_command(const struct record_opts *o)
         recorder_free(&r);
         return cli_error("pipe: %s", strerror(errno));
     }
-    struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL}, fwd = {.sa_handler = forward_signal};
+    struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL},
+                     fwd = {.sa_handler = forward_signal};
     struct sigaction old_int, old_quit, old_chld, old_term, old_hup;
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
@@ -504,9 +512,10 @@ static int check_pid(pid_t pid)
         int e = errno;
         if (e == ENOENT || e == ESRCH)
             return cli_error("refset record: no process %d", (int)pid);
-        return cli_error("refset record: cannot read the pages of process %d (%s): it is not yours, or run as "
-                         "root",
-                         (int)pid, strerror(e));
+        return cli_error(
+            "refset record: cannot read the pages of process %d (%s): it is not yours, or run as "
+            "root",
+            (int)pid, strerror(e));
     }
     close(fd);
     return 0;
@@ -654,13 +663,14 @@ int refset_record_main(int argc, char **argv)
     o.cmd = argv;
     o.ncmd = n;
     if (o.output && (*o.output == '\0' || strcmp(o.output, "-") == 0))
-        return cli_usage_error("refset record", "-o: %s", *o.output ? "the recording goes to a file, not '-'"
-                                                                    : "empty file name");
+        return cli_usage_error("refset record", "-o: %s",
+                               *o.output ? "the recording goes to a file, not '-'" : "empty file name");
     if (o.pids && n > 0)
         return cli_usage_error("refset record", "--pid and a command: record one or the other");
     if (!o.pids && n == 0)
         return cli_usage_error("refset record", "missing the command to run (or --pid PID)");
     if (o.duration_s && !o.pids)
-        return cli_usage_error("refset record", "--duration is for --pid (a command's recording ends with it)");
+        return cli_usage_error("refset record",
+                               "--duration is for --pid (a command's recording ends with it)");
     return o.pids ? record_pids(&o) : record_command(&o);
 }

@@ -77,7 +77,8 @@ static void collect_exec(const rec_maps *m, exec_files *x)
     x->n = 0;
     for (size_t i = 0; i < m->n && x->n < 256; i++) {
         const rec_map *e = &m->v[i];
-        if (!(e->prot & PROT_EXEC) || !e->ino || (x->n && x->ino[x->n - 1] == e->ino && x->dev[x->n - 1] == e->dev))
+        if (!(e->prot & PROT_EXEC) || !e->ino ||
+            (x->n && x->ino[x->n - 1] == e->ino && x->dev[x->n - 1] == e->dev))
             continue;
         x->ino[x->n] = e->ino;
         x->dev[x->n++] = e->dev;
@@ -131,8 +132,8 @@ static int parse_line(char *line, rec_map *e)
     unsigned maj, min;
     char perms[8];
     int name_at = 0;
-    if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &ino, &name_at) <
-        7)
+    if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &ino,
+               &name_at) < 7)
         return -EINVAL;
     memset(e, 0, sizeof *e);
     e->start = start;

@@ -150,7 +150,8 @@ void rec_pagemap_probe(uint64_t *zero_pfn, bool *pfns)
     if (fd < 0)
         return;
     /* A page never written reads as the shared zero page once read. */
-    unsigned char *p = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *p =
+        mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
         uint64_t e[2];
         p[page] = 1;

@@ -279,8 +279,7 @@ static void parse_record(rec_perf *p, const unsigned char *r, size_t size, rec_b
         memcpy(&it->count, q + 8, 8);
         it->time = trailer_time(r, size);
         return;
-    default:
-        return;
+    default: return;
     }
 }
 

@@ -141,7 +141,7 @@ static void range_set(rec_proc *p, uint64_t start, uint64_t end, uint32_t catego
 /* The category of a page of map, as the agent refines it, and the file
  * page / private copy split of images. */
 unsigned rec_page_category(const rec_proc *p, const rec_map *m, uint64_t addr, uint64_t entry,
-                              uint32_t *alloc_stack)
+                           uint32_t *alloc_stack)
 {
     unsigned cat = m->category;
     const rec_range *r = range_find(p, addr);
@@ -182,7 +182,8 @@ void rec_emit_ref(rec_state *st, rec_proc *p, const rec_map *m, const struct ref
         ev.pgoff = m->pgoff + (a->addr - m->start);
     }
     rec_out_push(&st->out, &ev);
-    uint32_t pg = (flags & RS_REF_FILE_PAGE ? REC_PG_FILE : 0) | (flags & RS_REF_ZERO_PAGE ? REC_PG_ZERO : 0) |
+    uint32_t pg = (flags & RS_REF_FILE_PAGE ? REC_PG_FILE : 0) |
+                  (flags & RS_REF_ZERO_PAGE ? REC_PG_ZERO : 0) |
                   (flags & RS_REF_INHERITED ? REC_PG_INHERITED : 0) |
                   (mt_rs_released_on_unmap(cat, flags) ? 0 : REC_PG_KEEP);
     for (uint64_t i = 0; i < a->npages; i++) {
@@ -573,7 +574,8 @@ static void on_agent(rec_state *st, rec_item *it)
     rec_proc *p = rec_proc_find(st, (pid_t)m->pid);
     if (!p || p->waiting_exec)
         return;
-    uint64_t start = m->addr & ~(PAGE_SIZE_ - 1), end = (m->addr + m->len + PAGE_SIZE_ - 1) & ~(PAGE_SIZE_ - 1);
+    uint64_t start = m->addr & ~(PAGE_SIZE_ - 1),
+             end = (m->addr + m->len + PAGE_SIZE_ - 1) & ~(PAGE_SIZE_ - 1);
     switch (m->kind) {
     case MT_RS_AG_HELLO: {
         char v[32];
@@ -585,10 +587,10 @@ static void on_agent(rec_state *st, rec_item *it)
     case MT_RS_AG_MAP:
     case MT_RS_AG_BLOCK:
     case MT_RS_AG_STACK: {
-        uint32_t cat = m->kind == MT_RS_AG_BLOCK   ? RS_CAT_HEAP
-                       : m->kind == MT_RS_AG_STACK ? RS_CAT_USERSTACK
+        uint32_t cat = m->kind == MT_RS_AG_BLOCK      ? RS_CAT_HEAP
+                       : m->kind == MT_RS_AG_STACK    ? RS_CAT_USERSTACK
                        : m->category < RS_NCATEGORIES ? m->category
-                                                       : RS_CAT_VIRTUALALLOC;
+                                                      : RS_CAT_VIRTUALALLOC;
         uint32_t stack = rec_stacks_intern(st->stacks, &st->out, m->frames, m->nframes, it->time);
         range_set(p, start, end, cat, stack);
         rec_map rm = {.start = start, .end = end, .category = (uint8_t)cat, .prot = PROT_READ | PROT_WRITE};
@@ -607,46 +609,29 @@ static void on_agent(rec_state *st, rec_item *it)
         range_remove(p, start, end);
         rec_maps_remove(&p->maps, start, end);
         return;
-    case MT_RS_AG_DISCARD:
-        release_range(st, p, start, end, it->time, RS_REL_DISCARD);
-        return;
+    case MT_RS_AG_DISCARD: release_range(st, p, start, end, it->time, RS_REL_DISCARD); return;
     case MT_RS_AG_BLOCK_FREE:
         release_range(st, p, start, end, it->time, RS_REL_FREE);
         range_remove(p, start, end);
         return;
-    case MT_RS_AG_TRIM:
-        rec_proc_scan(st, p, rec_now(), 0);
-        return;
-    default:
-        return;
+    case MT_RS_AG_TRIM: rec_proc_scan(st, p, rec_now(), 0); return;
+    default: return;
     }
 }
 
 void rec_proc_item(rec_state *st, rec_item *it, const rec_batch *b, size_t index)
 {
     switch (it->kind) {
-    case REC_IT_SAMPLE:
-        on_sample(st, it);
-        break;
-    case REC_IT_FORK:
-        on_fork(st, it, b, index);
-        break;
-    case REC_IT_EXIT:
-        on_exit_(st, it);
-        break;
-    case REC_IT_EXEC:
-        on_exec(st, it);
-        break;
-    case REC_IT_MMAP:
-        on_mmap(st, it);
-        break;
+    case REC_IT_SAMPLE: on_sample(st, it); break;
+    case REC_IT_FORK: on_fork(st, it, b, index); break;
+    case REC_IT_EXIT: on_exit_(st, it); break;
+    case REC_IT_EXEC: on_exec(st, it); break;
+    case REC_IT_MMAP: on_mmap(st, it); break;
     case REC_IT_LOST: {
         mt_rs_event ev = {.type = RS_EV_LOST, .time_ns = it->time, .count = it->count};
         rec_out_push(&st->out, &ev);
         break;
     }
-    case REC_IT_AGENT:
-        on_agent(st, it);
-        break;
+    case REC_IT_AGENT: on_agent(st, it); break;
     }
 }

@@ -58,7 +58,7 @@ struct scan_ctx {
     rec_state *st;
     rec_proc *p;
     uint64_t time;
-    uint32_t ref_flags; /* RS_REF_BEFORE / INHERITED for an entry scan, else 0 */
+    uint32_t ref_flags;   /* RS_REF_BEFORE / INHERITED for an entry scan, else 0 */
     const uint64_t *skip; /* page numbers a later fault of the batch references */
     size_t nskip;
 };

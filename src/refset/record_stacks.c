@@ -76,7 +76,8 @@ uint32_t rec_stacks_intern(rec_stacks *s, rec_out *o, const uint64_t *frames, ui
         return 0;
     memcpy(copy, frames, n * sizeof *copy);
     s->v[i] = (stack_entry){h, (uint32_t)++s->n, n, copy};
-    mt_rs_event ev = {.type = RS_EV_STACK, .time_ns = time, .stack = s->v[i].id, .nframes = n, .frames = copy};
+    mt_rs_event ev = {
+        .type = RS_EV_STACK, .time_ns = time, .stack = s->v[i].id, .nframes = n, .frames = copy};
     rec_out_push(o, &ev);
     return s->v[i].id;
 }

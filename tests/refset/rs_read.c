@@ -23,9 +23,9 @@ int main(int argc, char **argv)
         printf("rs type=%u t=%" PRIu64 " pid=%u tid=%u ppid=%u cat=%u reason=%u flags=0x%x addr=0x%" PRIx64
                " npages=%" PRIu64 " len=%" PRIu64 " pfn=%" PRIu64 " pgoff=%" PRIu64 " ino=%" PRIu64
                " stack=%u alloc_stack=%u nframes=%u count=%" PRIu64 " name=%.*s value=%s",
-               e.type, e.time_ns, e.pid, e.tid, e.ppid, e.category, e.reason, e.flags, e.addr, e.npages, e.len,
-               e.pfn, e.pgoff, e.ino, e.stack, e.alloc_stack, e.nframes, e.count, e.name ? (int)e.name_len : 1,
-               e.name ? e.name : "-", e.value ? e.value : "-");
+               e.type, e.time_ns, e.pid, e.tid, e.ppid, e.category, e.reason, e.flags, e.addr, e.npages,
+               e.len, e.pfn, e.pgoff, e.ino, e.stack, e.alloc_stack, e.nframes, e.count,
+               e.name ? (int)e.name_len : 1, e.name ? e.name : "-", e.value ? e.value : "-");
         if (e.type == RS_EV_STACK) {
             fputs(" frames=", stdout);
             for (uint32_t i = 0; i < e.nframes; i++)

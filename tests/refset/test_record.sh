@@ -200,7 +200,7 @@ for _ in $(seq 100); do grep -q ready "$T/said.txt" 2>/dev/null && break; sleep 
 sleep 0.3
 prog=$(pgrep -P "$rec")
 kill -KILL "$rec"
-wait "$rec" 2>/dev/null
+{ wait "$rec"; } 2>/dev/null
 "$READ" "$T/killed.mtrs" >"$T/records.txt" 2>"$T/read.err"
 expect_eq record_killed_not_whole 1 "$?"
 check_py record_killed_readable '
