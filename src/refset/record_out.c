@@ -147,6 +147,8 @@ static int item_by_time(const void *a, const void *b)
 
 void rec_batch_sort(rec_batch *b)
 {
+    if (b->n == 0)
+        return;
     qsort(b->v, b->n, sizeof *b->v, item_by_time);
 }
 

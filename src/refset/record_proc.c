@@ -295,6 +295,8 @@ static int cmp_u64(const void *a, const void *b)
 
 void rec_release_pages(rec_state *st, rec_proc *p, uint64_t *pages, size_t n, uint64_t time, unsigned reason)
 {
+    if (n == 0)
+        return;
     qsort(pages, n, sizeof *pages, cmp_u64);
     size_t i = 0;
     while (i < n) {

@@ -207,7 +207,8 @@ static void scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, 
     if (rc < 0)
         return;
     st->scans++;
-    qsort(p->faults, p->nfaults, sizeof *p->faults, by_addr);
+    if (p->nfaults)
+        qsort(p->faults, p->nfaults, sizeof *p->faults, by_addr);
     struct scan_ctx c = {st, p, time, ref_flags, skip, nskip};
     for (size_t i = 0; i < st->nregions; i++)
         if (st->regions[i].cat & REC_IS_PRESENT)
@@ -232,7 +233,7 @@ void rec_scan_entry(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flag
         for (size_t i = from; skip && i < rest->n; i++)
             if (rest->v[i].kind == REC_IT_SAMPLE && rest->v[i].pid == (uint32_t)p->pid)
                 skip[n++] = rest->v[i].addr >> REC_PAGE_SHIFT;
-        if (skip)
+        if (skip && n)
             qsort(skip, n, sizeof *skip, cmp_u64);
     }
     scan(st, p, time, ref_flags, skip, n);
