@@ -186,6 +186,7 @@ typedef struct rec_proc {
     int pagemap;       /* /proc/PID/pagemap, -1 until opened */
     bool waiting_exec; /* CMD before its exec: not recorded yet */
     bool maps_stale;
+    bool trim_pending; /* the agent saw malloc_trim: scan after this batch */
     rec_maps maps;
     rec_pages pages;
     rec_fault *faults; /* since the last scan, for fault-around / THP attribution */
@@ -206,8 +207,12 @@ typedef struct rec_state {
     bool pfns, use_ioctl, ioctl_tried;
     bool stacks_on;
     uint64_t faults, scans, scan_pages;
-    rec_region *regions; /* scan scratch */
-    size_t nregions, capregions;
+    /* Reads every source into the state (record_main.c): a scan calls it
+     * between reading pagemap and comparing, unless in_batch (items are
+     * being processed). */
+    void (*drain)(void *ctx);
+    void *drain_ctx;
+    bool in_batch;
 } rec_state;
 
 rec_proc *rec_proc_find(rec_state *st, pid_t pid);
@@ -221,6 +226,8 @@ void rec_proc_item(rec_state *st, rec_item *it, const rec_batch *b, size_t index
 /* Scans every process at `time`: new present pages referenced, absent
  * ones released. */
 void rec_proc_scan_all(rec_state *st, uint64_t time);
+/* Scans the processes whose malloc_trim the agent reported. */
+void rec_proc_scan_pending(rec_state *st);
 void rec_proc_scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t extra_flags);
 /* A scan found process p gone: its EXIT at time, and it is forgotten. */
 void rec_proc_gone(rec_state *st, rec_proc *p, uint64_t time);
@@ -261,6 +268,9 @@ int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, 
 size_t rec_perf_fds(const rec_perf *p, int *fds, size_t max);
 /* Reads every ring into the batch. */
 void rec_perf_drain(rec_perf *p, rec_batch *b);
+/* How often the kernel throttled the events (max sample rate reached):
+ * the faults of that tick are not sampled; the scans find their pages. */
+uint64_t rec_perf_throttles(const rec_perf *p);
 void rec_perf_close(rec_perf *p);
 
 /* ---- agent socket (record_agent.c) ---- */

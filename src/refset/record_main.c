@@ -108,6 +108,7 @@ struct recorder {
 
 static void process_batch(struct recorder *r)
 {
+    r->st.in_batch = true;
     rec_perf_drain(r->perf, &r->batch);
     if (r->agent_fd >= 0 && rec_agent_drain(r->agent_fd, &r->batch) < 0) {
         close(r->agent_fd);
@@ -117,6 +118,12 @@ static void process_batch(struct recorder *r)
     for (size_t i = 0; i < r->batch.n; i++)
         rec_proc_item(&r->st, &r->batch.v[i], &r->batch, i);
     rec_batch_clear(&r->batch);
+    r->st.in_batch = false;
+}
+
+static void drain_sources(void *ctx)
+{
+    process_batch(ctx);
 }
 
 static void scan_and_write(struct recorder *r)
@@ -181,17 +188,18 @@ static int finish(struct recorder *r)
     rec_out_write(&r->st.out);
     meta(r, "pagemap_scan", !r->st.scans ? "none" : r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
-    const char *names[] = {"pages_referenced", "pages_released", "lost_samples",
-                           "faults",           "scans",          "records"};
+    const char *names[] = {"pages_referenced", "pages_released", "lost_samples", "faults", "scans",
+                           "records",          "throttles"};
     uint64_t values[] = {r->st.out.pages_referenced,
                          r->st.out.pages_released,
                          r->st.out.samples_lost,
                          r->st.faults,
                          r->st.scans,
-                         r->st.out.records};
+                         r->st.out.records,
+                         rec_perf_throttles(r->perf)};
     uint64_t bytes = mt_rs_write_bytes(r->st.out.w);
     int rc = r->st.out.err;
-    int frc = mt_rs_write_finish(r->st.out.w, names, values, 6);
+    int frc = mt_rs_write_finish(r->st.out.w, names, values, (int)(sizeof values / sizeof values[0]));
     r->st.out.w = NULL;
     if (rc == 0)
         rc = frc;
@@ -222,7 +230,6 @@ static void recorder_free(struct recorder *r)
     free(r->batch.v);
     free(r->st.out.v);
     free(r->st.out.seq);
-    free(r->st.regions);
     rec_stacks_free(r->st.stacks);
     free(r->path);
 }
@@ -236,6 +243,8 @@ static int recorder_init(struct recorder *r, const struct record_opts *o)
     r->st.use_ioctl = true;
     r->st.stacks_on = o->stacks;
     r->st.stacks = rec_stacks_new();
+    r->st.drain = drain_sources;
+    r->st.drain_ctx = r;
     const char *dump = getenv("MEMTRAIL_REFSET_DUMP");
     r->st.out.dump = dump && *dump && strcmp(dump, "0") != 0;
     if (!r->st.stacks)
@@ -289,6 +298,7 @@ static void record_loop(struct recorder *r, int pidfd, uint64_t deadline)
     for (;;) {
         bool exited = wait_events(r, pidfd, next_scan);
         process_batch(r);
+        rec_proc_scan_pending(&r->st);
         uint64_t now = rec_now();
         if (exited || stop_requested || (deadline && now >= deadline) || (pidfd < 0 && r->st.nprocs == 0))
             break;

@@ -33,6 +33,7 @@ struct rec_perf {
     int *fds; /* every event (closed at the end) */
     size_t nfds;
     bool stacks;
+    uint64_t throttles;     /* PERF_RECORD_THROTTLE: the kernel paused sampling for a tick */
     unsigned char *scratch; /* one record that wraps around a ring's end */
 };
 
@@ -272,6 +273,7 @@ static void parse_record(rec_perf *p, const unsigned char *r, size_t size, rec_b
         it->time = trailer_time(r, size);
         return;
     }
+    case PERF_RECORD_THROTTLE: p->throttles++; return;
     case PERF_RECORD_LOST:
         if (size < sizeof h + 16 + 16 || !(it = rec_batch_add(b)))
             return;
@@ -313,6 +315,11 @@ static void drain_ring(rec_perf *p, struct rec_ring *g, rec_batch *b)
         tail += h.size;
     }
     __atomic_store_n(&g->meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+uint64_t rec_perf_throttles(const rec_perf *p)
+{
+    return p ? p->throttles : 0;
 }
 
 void rec_perf_drain(rec_perf *p, rec_batch *b)

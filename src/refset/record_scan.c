@@ -161,7 +161,8 @@ static bool still_there(const rec_region *v, size_t n, uint64_t pg)
     return lo < n && v[lo].start <= addr;
 }
 
-static void released_pages(rec_state *st, rec_proc *p, uint64_t time, uint64_t scan_start)
+static void released_pages(rec_state *st, rec_proc *p, const rec_region *regions, size_t nregions,
+                           uint64_t time, uint64_t scan_start)
 {
     uint64_t *out = NULL, *keep = NULL;
     size_t n = 0, nkeep = 0;
@@ -172,7 +173,7 @@ static void released_pages(rec_state *st, rec_proc *p, uint64_t time, uint64_t s
     if (out && keep) {
         for (size_t i = 0; i < p->pages.cap; i++) {
             const rec_page *e = &p->pages.v[i];
-            if (!e->page || e->time >= scan_start || still_there(st->regions, st->nregions, e->page))
+            if (!e->page || e->time >= scan_start || still_there(regions, nregions, e->page))
                 continue;
             if (e->flags & REC_PG_KEEP)
                 keep[nkeep++] = e->page;
@@ -202,20 +203,41 @@ static void scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, 
         return;
     rec_maps_categorize(&p->maps, p->exe);
     p->maps_stale = false;
-    rc = rec_pagemap_scan(p->pagemap, &p->maps, &st->regions, &st->nregions, &st->capregions, st->zero_pfn,
-                          &st->use_ioctl);
-    if (rc < 0)
+    rec_region *regions = NULL;
+    size_t nregions = 0, cap = 0;
+    rc = rec_pagemap_scan(p->pagemap, &p->maps, &regions, &nregions, &cap, st->zero_pfn, &st->use_ioctl);
+    if (rc < 0) {
+        free(regions);
         return;
+    }
+    /* Every fault that made a page present was sampled before the page
+     * was there: reading the rings now gives those pages their faults
+     * (time, thread, stack) rather than the scan's. */
+    pid_t pid = p->pid;
+    if (st->drain && !st->in_batch && !ref_flags) {
+        st->drain(st->drain_ctx);
+        if (!(p = rec_proc_find(st, pid)) || p->pagemap < 0) {
+            free(regions);
+            return;
+        }
+    }
     st->scans++;
     if (p->nfaults)
         qsort(p->faults, p->nfaults, sizeof *p->faults, by_addr);
     struct scan_ctx c = {st, p, time, ref_flags, skip, nskip};
-    for (size_t i = 0; i < st->nregions; i++)
-        if (st->regions[i].cat & REC_IS_PRESENT)
-            region_new_pages(&c, &st->regions[i]);
+    for (size_t i = 0; i < nregions; i++)
+        if (regions[i].cat & REC_IS_PRESENT)
+            region_new_pages(&c, &regions[i]);
     if (!ref_flags)
-        released_pages(st, p, time, scan_start);
-    p->nfaults = 0;
+        released_pages(st, p, regions, nregions, time, scan_start);
+    free(regions);
+    /* Faults after the scan began keep for the next one: their
+     * fault-around neighbours may only show then. */
+    size_t k = 0;
+    for (size_t i = 0; i < p->nfaults; i++)
+        if (p->faults[i].time >= scan_start)
+            p->faults[k++] = p->faults[i];
+    p->nfaults = k;
 }
 
 void rec_proc_scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t extra_flags)
@@ -238,6 +260,15 @@ void rec_scan_entry(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flag
     }
     scan(st, p, time, ref_flags, skip, n);
     free(skip);
+}
+
+void rec_proc_scan_pending(rec_state *st)
+{
+    for (size_t i = st->nprocs; i-- > 0;)
+        if (i < st->nprocs && st->procs[i]->trim_pending) {
+            st->procs[i]->trim_pending = false;
+            rec_proc_scan(st, st->procs[i], rec_now(), 0);
+        }
 }
 
 void rec_proc_scan_all(rec_state *st, uint64_t time)
