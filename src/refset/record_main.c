@@ -323,21 +323,58 @@ static ssize_t read_full(int fd, void *buf, size_t len)
     return n;
 }
 
-/* LD_PRELOAD=agent[:old] and MEMTRAIL_OPTIONS=[old:]refset_fd=N. */
-static int set_agent_env(const char *agent, int fd)
+/* LD_PRELOAD=agent[:old] and MEMTRAIL_OPTIONS=[old:]mode=summary:query=off:
+ * follow_exec=on:output=DIR/%p.mtr:refset_fd=N. The agent talks in every
+ * mode but off; summary costs least, and its reports at exit go to a
+ * directory of ours that is removed at the end. follow_exec keeps it in
+ * the programs the tree execs. */
+static int set_agent_env(const char *agent, int fd, const char *report_dir)
 {
     const char *old = getenv("LD_PRELOAD"), *old_opts = getenv("MEMTRAIL_OPTIONS");
     char *preload = NULL, *opts = NULL;
+    size_t len;
     int rc = 0;
-    if (asprintf(&preload, "%s%s%s", agent, old && *old ? ":" : "", old && *old ? old : "") < 0 ||
-        asprintf(&opts, "%s%srefset_fd=%d", old_opts && *old_opts ? old_opts : "",
-                 old_opts && *old_opts ? ":" : "", fd) < 0)
+    if (asprintf(&preload, "%s%s%s", agent, old && *old ? ":" : "", old && *old ? old : "") < 0)
+        return cli_error("out of memory");
+    FILE *m = open_memstream(&opts, &len);
+    if (!m) {
+        free(preload);
+        return cli_error("out of memory");
+    }
+    if (old_opts && *old_opts) {
+        size_t n = strlen(old_opts), bs = 0;
+        while (bs < n && old_opts[n - 1 - bs] == '\\')
+            bs++;
+        fprintf(m, "%s%s:", old_opts, bs % 2 ? "\\" : ""); /* a dangling '\' must not eat our ':' */
+    }
+    fputs("mode=summary:query=off:follow_exec=on:output=", m);
+    for (const char *c = report_dir; *c; c++) { /* ':' and '\' are escaped in a value */
+        if (*c == ':' || *c == '\\')
+            fputc('\\', m);
+        fputc(*c, m);
+    }
+    fprintf(m, "/%%p.mtr:refset_fd=%d", fd);
+    if (fclose(m) != 0)
         rc = cli_error("out of memory");
     else if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MEMTRAIL_OPTIONS", opts, 1) < 0)
         rc = cli_error("cannot set up the environment: %s", strerror(errno));
     free(preload);
     free(opts);
     return rc;
+}
+
+/* Removes the agent's report directory and the reports in it. */
+static void remove_report_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL)
+            if (de->d_name[0] != '.')
+                unlinkat(dirfd(d), de->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
 }
 
 static void child_exec(const char *path, char **argv, int go, int errp)
@@ -390,6 +427,7 @@ static int record_command(const struct record_opts *o)
         return rc;
     }
     int sv[2] = {-1, -1}, go[2], errp[2];
+    char *report_dir = NULL;
     if (!o->no_agent) {
         char *agent = run_find_agent();
         if (!agent) {
@@ -398,20 +436,34 @@ static int record_command(const struct record_opts *o)
             return CLI_FAILED;
         }
         /* The program's end survives exec (no CLOEXEC), ours does not. */
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0 || fcntl(sv[0], F_SETFD, FD_CLOEXEC) < 0)
+        const char *tmp = getenv("TMPDIR");
+        if (asprintf(&report_dir, "%s/memtrail-refset.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
+            report_dir = NULL;
+        if (!report_dir || !mkdtemp(report_dir)) {
+            rc = cli_error("cannot make a directory for the agent's reports: %s",
+                           strerror(errno ? errno : ENOMEM));
+            free(report_dir);
+            report_dir = NULL;
+        } else if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0 || fcntl(sv[0], F_SETFD, FD_CLOEXEC) < 0)
             rc = cli_error("socketpair: %s", strerror(errno));
         else
-            rc = set_agent_env(agent, sv[1]);
+            rc = set_agent_env(agent, sv[1], report_dir);
         free(agent);
         r.agent_fd = sv[0];
         r.h.flags |= RS_FILE_AGENT;
         if (rc != 0) {
+            if (report_dir)
+                remove_report_dir(report_dir);
+            free(report_dir);
             free(path);
             recorder_free(&r);
             return rc;
         }
     }
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        if (report_dir)
+            remove_report_dir(report_dir);
+        free(report_dir);
         free(path);
         recorder_free(&r);
         return cli_error("pipe: %s", strerror(errno));
@@ -485,6 +537,9 @@ out:
     if (go[1] >= 0)
         close(go[1]);
     close(errp[0]);
+    if (report_dir)
+        remove_report_dir(report_dir);
+    free(report_dir);
     free(path);
     recorder_free(&r);
     return rc;
