@@ -246,6 +246,22 @@ print("ok" if len(p) == 8 and len(exact) == 8 and maps and all(v[0]["alloc"] != 
       else "refs %d, exact releases %d, MAP records %d, alloc stacks %s, release times %s vs %d" % (len(p), len(exact), len(maps),
            set(v[0]["alloc"] for v in p.values()), set(v[0]["t"] for v in rel.values()), t_unmap - start))'
 
+# With an agent that speaks (its HELLO): munmap is an exact release, and the
+# pages have the mmap's allocation stack.
+record "$T/anon_agent.mtrs" -- "$TOUCH" "$T/said.txt" anon 100
+if grep -q 'name=agent value=pid' "$T/records.txt"; then
+    check_py record_agent_exact_unmap '
+lo, hi = ranges("anon")[0]
+rel = pages_of(5, lo, hi)
+refs = pages_of(4, lo, hi)
+print("ok" if len(rel) == 100 and all(v[0]["reason"] == 1 for v in rel.values()) and
+      all(v[0]["alloc"] != "0" for v in refs.values())
+      else "%d released, reasons %s, alloc stacks %s" % (len(rel), set(v[0]["reason"] for v in rel.values()),
+           set(v[0]["alloc"] for v in refs.values())))'
+else
+    echo "SKIP record_agent_exact_unmap: the agent sent no HELLO (it does not know refset_fd yet)"
+fi
+
 # The default name, and CMD's exit status passed through.
 (cd "$T" && $RS --no-agent -- "$TOUCH" "$T/said.txt" bad-mode 2>"$T/err")
 expect_eq record_status_passed_through 2 "$?"
