@@ -261,7 +261,8 @@ void rec_scan_entry(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flag
 typedef struct rec_perf rec_perf;
 /* One event per CPU (and per thread of tids), all inherited by children,
  * each CPU's mmapped ring. enable_on_exec for a child that has not
- * exec'd yet. 0 or -errno (*what names the failing call). */
+ * exec'd yet. Rings over the locked-memory limit are halved down to
+ * 64 KiB. 0 or -errno. */
 int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, bool enable_on_exec,
                   size_t ring_bytes);
 /* fds to poll (readable on a watermark). */

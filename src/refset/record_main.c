@@ -295,6 +295,9 @@ static bool wait_events(struct recorder *r, int pidfd, uint64_t next_scan)
 static void record_loop(struct recorder *r, int pidfd, uint64_t deadline)
 {
     uint64_t next_scan = rec_now() + r->interval_ns;
+    /* On a terminal, a line of progress every second (after the first). */
+    bool progress = isatty(2), shown = false;
+    uint64_t next_progress = progress ? rec_now() + 1000000000ull : 0;
     for (;;) {
         bool exited = wait_events(r, pidfd, next_scan);
         process_batch(r);
@@ -305,8 +308,17 @@ static void record_loop(struct recorder *r, int pidfd, uint64_t deadline)
         if (now >= next_scan) {
             scan_and_write(r);
             next_scan = now + r->interval_ns;
+            if (progress && now >= next_progress) {
+                fprintf(stderr, "\rmemtrail: refset: %.1f s, %llu pages referenced, %llu released ",
+                        (double)(now - r->h.start_ns) / 1e9, (unsigned long long)r->st.out.pages_referenced,
+                        (unsigned long long)r->st.out.pages_released);
+                next_progress = now + 1000000000ull;
+                shown = true;
+            }
         }
     }
+    if (shown)
+        fputs("\r\033[K", stderr);
     process_batch(r);
     /* Processes still running at the end: what they hold now. */
     rec_proc_scan_all(&r->st, rec_now());
@@ -519,11 +531,14 @@ static int record_command(const struct record_opts *o)
         ;
     if (pidfd >= 0)
         close(pidfd);
-    rc = finish(&r);
     if (exec_failed) {
+        /* Nothing ran: no recording. */
+        mt_rs_write_abort(r.st.out.w);
+        r.st.out.w = NULL;
+        unlink(r.path);
         cli_error("cannot run %s: %s", o->cmd[0], strerror(exec_errno));
         rc = exec_errno == ENOENT ? 127 : 126;
-    } else if (rc == 0) {
+    } else if ((rc = finish(&r)) == 0) {
         rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     }
 restore:

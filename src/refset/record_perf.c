@@ -75,8 +75,8 @@ static void attr_init(struct perf_event_attr *a, bool stacks, bool enable_on_exe
     a->enable_on_exec = enable_on_exec;
 }
 
-int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, bool enable_on_exec,
-                  size_t ring_bytes)
+static int perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, bool enable_on_exec,
+                     size_t ring_bytes)
 {
     long ncpus = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpus < 1)
@@ -116,7 +116,9 @@ int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, 
             if (p->rings[c].fd < 0) {
                 void *m = mmap(NULL, data + (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
                 if (m == MAP_FAILED) {
-                    rc = -errno;
+                    /* Over the locked-memory limit (perf_event_mlock_kb)
+                     * without CAP_IPC_LOCK: the caller tries a smaller ring. */
+                    rc = errno == EPERM ? -ENOBUFS : -errno;
                     break;
                 }
                 p->rings[c].fd = fd;
@@ -135,6 +137,16 @@ int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, 
     }
     *out = p;
     return 0;
+}
+
+int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, bool enable_on_exec,
+                  size_t ring_bytes)
+{
+    int rc;
+    while ((rc = perf_open(out, tids, ntids, stacks, enable_on_exec, ring_bytes)) == -ENOBUFS &&
+           ring_bytes > (64u << 10))
+        ring_bytes /= 2;
+    return rc == -ENOBUFS ? -EPERM : rc;
 }
 
 size_t rec_perf_fds(const rec_perf *p, int *fds, size_t max)
