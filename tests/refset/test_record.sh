@@ -194,13 +194,19 @@ wait "$sleeper"
 
 # A killed recorder leaves a file whose records up to its last scan read.
 rm -f "$T/said.txt"
-$RS --no-agent -o "$T/killed.mtrs" -- "$TOUCH" "$T/said.txt" sleep 1500 2>/dev/null &
-rec=$!
+# (A subshell reaps it, so that bash's "Killed" notice goes nowhere.)
+(
+    $RS --no-agent -o "$T/killed.mtrs" -- "$TOUCH" "$T/said.txt" sleep 1500 2>/dev/null &
+    echo $! >"$T/rec.pid"
+    wait
+) 2>/dev/null &
+sub=$!
 for _ in $(seq 100); do grep -q ready "$T/said.txt" 2>/dev/null && break; sleep 0.05; done
 sleep 0.3
+rec=$(cat "$T/rec.pid")
 prog=$(pgrep -P "$rec")
 kill -KILL "$rec"
-{ wait "$rec"; } 2>/dev/null
+wait "$sub"
 "$READ" "$T/killed.mtrs" >"$T/records.txt" 2>"$T/read.err"
 expect_eq record_killed_not_whole 1 "$?"
 check_py record_killed_readable '
