@@ -148,7 +148,7 @@ void rec_maps_categorize(rec_maps *m, const char *exe);
 /* ---- outstanding pages of a process (record_pages.c) ---- */
 #define REC_PG_FILE 0x01u      /* a page-cache page when referenced */
 #define REC_PG_ZERO 0x02u      /* the zero page */
-#define REC_PG_INHERITED 0x04u /* shared with the parent at fork */
+#define REC_PG_INHERITED 0x04u /* shared with the parent or a child by a fork (copy-on-write) */
 #define REC_PG_KEEP 0x08u      /* stays outstanding after unmap (page cache) */
 
 typedef struct rec_page {
@@ -182,7 +182,7 @@ typedef struct rec_range { /* the agent's word on a range */
 } rec_range;
 
 typedef struct rec_proc {
-    pid_t pid;
+    pid_t pid, ppid;
     int pagemap;       /* /proc/PID/pagemap, -1 until opened */
     bool waiting_exec; /* CMD before its exec: not recorded yet */
     bool maps_stale;

@@ -471,6 +471,7 @@ rec_proc *rec_proc_add(rec_state *st, pid_t pid, pid_t ppid, int reason, uint64_
     if (!p)
         return NULL;
     p->pid = pid;
+    p->ppid = ppid;
     p->pagemap = -1;
     p->waiting_exec = waiting;
     st->procs[st->nprocs++] = p;
@@ -503,6 +504,12 @@ static void on_fork(rec_state *st, rec_item *it, const rec_batch *b, size_t inde
                                index + 1);
     if (!p)
         return;
+    /* The parent's private pages are shared with the child now: whichever
+     * writes one first gets a copy of its own (a new frame), a new
+     * reference. */
+    for (size_t i = 0; i < parent->pages.cap; i++)
+        if (parent->pages.v[i].page && !(parent->pages.v[i].flags & REC_PG_FILE))
+            parent->pages.v[i].flags |= REC_PG_INHERITED;
     /* The agent's word on ranges holds in the child's copy too. */
     if (parent->nranges && range_reserve(p, parent->nranges) == 0) {
         memcpy(p->ranges, parent->ranges, parent->nranges * sizeof *p->ranges);
@@ -541,7 +548,7 @@ static void on_exec(rec_state *st, rec_item *it)
     rec_pages_free(&p->pages);
     p->nfaults = 0;
     p->nranges = 0;
-    if (enter(st, p, 0, reason, it->time, it->name) < 0)
+    if (enter(st, p, p->ppid, reason, it->time, it->name) < 0)
         proc_remove(st, p);
 }
 
