@@ -9,6 +9,8 @@
  *   rs_touch OUT fork N     a child touches N pages and exits; then exec of
  *                           /bin/true
  *   rs_touch OUT sleep MS   touch 16 pages, then sleep
+ *   rs_touch OUT cow N      touch N pages, fork; the child writes them
+ *                           (copies of its own) and exits
  *   rs_touch OUT cats       small mallocs ("heap"), a shared anonymous
  *                           mapping ("shared"), a thread's local array
  *                           ("tstack") */
@@ -147,6 +149,23 @@ int main(int argc, char **argv)
         fclose(out);
         execl("/bin/true", "true", (char *)NULL);
         return 1;
+    } else if (strcmp(mode, "cow") == 0) {
+        size_t n = strtoul(arg, NULL, 10);
+        char *p = fresh(n * 4096);
+        touch(p, n);
+        say("cow", p, n * 4096);
+        pause_ms(120); /* the recorder has read the parent's frames */
+        pid_t pid = fork();
+        if (pid == 0) {
+            pause_ms(120); /* the recorder has the child's shared pages */
+            for (size_t i = 0; i < n; i++)
+                p[i * 4096] = 2;
+            pause_ms(120);
+            _exit(0);
+        }
+        fprintf(out, "child %d\n", (int)pid);
+        fflush(out);
+        waitpid(pid, NULL, 0);
     } else if (strcmp(mode, "cats") == 0) {
         categories();
     } else if (strcmp(mode, "sleep") == 0) {

@@ -167,6 +167,20 @@ parent = [int(w[1]) for w in said if w[0] == "exec"][0]
 ex = [r for r in recs if r["type"] == 1 and r["pid"] == parent and r["reason"] == 2]
 print("ok" if ex and ex[0]["name"] == "true" else "no exec PROCESS record of %d named true" % parent)'
 
+# Copy-on-write after a fork: the child's writes give it frames of its own,
+# new references (the shared ones are released as they are replaced).
+record "$T/cow.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" cow 20
+check_py record_cow_child_copies '
+lo, hi = ranges("cow")[0]
+child = [int(w[1]) for w in said if w[0] == "child"][0]
+def pfns(pid, flag):
+    return set(int(field(l, "pfn")) + i for l in open("records.txt") if l.startswith("rs type=4 ") and int(field(l, "pid")) == pid
+               and int(field(l, "flags"), 16) & flag and lo <= int(field(l, "addr"), 16) < hi for i in range(int(field(l, "npages"))))
+inherited, own = pfns(child, 8), pfns(child, 1)
+parent = set(); [parent.update(pfns(r["pid"], 1)) for r in recs if r["type"] == 1 and r["reason"] == 0]
+print("ok" if len(inherited) == 20 and len(own) == 20 and inherited <= parent and not (own & parent)
+      else "inherited %d (in the parent: %d), own %d (in the parent: %d)" % (len(inherited), len(inherited & parent), len(own), len(own & parent)))'
+
 # --pid: a sleeping process's present pages are referenced before the scenario.
 rm -f "$T/said.txt"
 "$TOUCH" "$T/said.txt" sleep 3000 &
