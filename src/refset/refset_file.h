@@ -20,10 +20,10 @@ typedef struct mt_rs_header {
     uint64_t start_ns;          /* CLOCK_MONOTONIC time 0 of the recording */
     uint64_t start_realtime_ns; /* the wall clock at start_ns */
     uint32_t page_size;
-    uint32_t flags;             /* RS_FILE_* */
+    uint32_t flags; /* RS_FILE_* */
 } mt_rs_header;
-#define RS_FILE_PFN 0x1u   /* REF pfns are real (the recorder could read PFNs: root) */
-#define RS_FILE_AGENT 0x2u /* the agent reported mapping events (exact releases, allocation stacks) */
+#define RS_FILE_PFN 0x1u    /* REF pfns are real (the recorder could read PFNs: root) */
+#define RS_FILE_AGENT 0x2u  /* the agent reported mapping events (exact releases, allocation stacks) */
 #define RS_FILE_ATTACH 0x4u /* --pid: pages present at the start are RS_REF_BEFORE */
 
 typedef struct mt_rs_writer mt_rs_writer;
@@ -44,12 +44,20 @@ int mt_rs_write_finish(mt_rs_writer *w, const char *const *stat_names, const uin
                        int nstats);
 /* Bytes written so far. */
 uint64_t mt_rs_write_bytes(const mt_rs_writer *w);
+/* Gives up without END, index or trailer: writes the open chunk (best
+ * effort, so the file reads like a killed recorder's), closes fd, frees w. */
+void mt_rs_write_abort(mt_rs_writer *w);
 
 typedef struct mt_rs_reader mt_rs_reader;
 
 /* Opens and checks the header. 0, or -errno / -EINVAL with a message in
  * err ("not a memtrail reference-set recording", ...). */
 int mt_rs_reader_open(const char *path, mt_rs_reader **out, char *err, size_t errlen);
+/* The same from memory: data (size bytes) stays the caller's and must
+ * outlive the reader. flags: RS_READ_*. */
+#define RS_READ_NO_CRC 0x1u /* skip the CRC checks (the fuzzer: mutations reach the records) */
+int mt_rs_reader_open_mem(const void *data, size_t size, unsigned flags, mt_rs_reader **out, char *err,
+                          size_t errlen);
 const mt_rs_header *mt_rs_reader_header(const mt_rs_reader *r);
 /* The next record: 1, 0 at the end, -1 when the file stops being readable
  * (truncated or corrupt: mt_rs_reader_error says what and at which offset;
@@ -60,6 +68,10 @@ const char *mt_rs_reader_error(const mt_rs_reader *r);
 int mt_rs_reader_complete(const mt_rs_reader *r);
 /* The END chunk's statistics (after the last record): count, names, values. */
 int mt_rs_reader_stats(const mt_rs_reader *r, const char *const **names, const uint64_t **values);
+/* Chunks read whole so far, and the file offset reading has reached (the
+ * end of the last whole chunk). */
+uint64_t mt_rs_reader_chunks(const mt_rs_reader *r);
+uint64_t mt_rs_reader_offset(const mt_rs_reader *r);
 void mt_rs_reader_close(mt_rs_reader *r);
 
 #endif
