@@ -3,11 +3,14 @@
  * the byte, sharing, releases by exit/exec/RELEASE, boundaries, and a
  * brute-force comparison: random recordings whose every figure is
  * recomputed per page straight from the definitions (docs/refset-report.md). */
+#include "refset/refset_file.h"
 #include "refset/report_model.h"
 #include "report/report.h"
 #include "unit.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,8 +511,83 @@ static void timeline_decimation(void)
     CHECK("timeline: the peak is kept", best == M.peak_bytes && M.peak_ns == 1777000);
 }
 
-int main(void)
+/* --- a recording for tests/refset/test_report.sh ------------------------------ */
+
+/* Frames of the stacks: return addresses inside these functions. */
+__attribute__((noinline)) static void touch_heap(void) { __asm__ volatile(""); }
+__attribute__((noinline)) static void touch_buffers(void) { __asm__ volatile(""); }
+
+static int wr(mt_rs_writer *w, mt_rs_event e)
 {
+    return mt_rs_write(w, &e);
+}
+
+/* The seed's example in pid 100 (10 MB persistent, 10 MB impacting, 10 MB
+ * transient over the viewport 1:2), then file pages shared with pid 101
+ * (which references them first, at 2.2 s), a chunk per moment. */
+static int write_recording(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+    mt_rs_header h = {.start_ns = 5000000000ULL, .page_size = PS};
+    mt_rs_writer *w = fd < 0 ? NULL : mt_rs_writer_open(fd, &h, &err);
+    if (!w)
+        return 1;
+    const uint64_t base = 5000000000ULL, n = 10 * MB / PS;
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = '\0';
+    int rc = wr(w, (mt_rs_event){.type = RS_EV_PROCESS, .pid = 100, .time_ns = base, .name = "seed", .name_len = 4});
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[8192];
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long lo, hi, off;
+        char mpath[4096] = "";
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, mpath) == 4 && strcmp(mpath, exe) == 0)
+            rc |= wr(w, (mt_rs_event){.type = RS_EV_MODULE, .pid = 100, .addr = lo, .len = hi - lo, .pgoff = off,
+                                      .name = exe, .name_len = (uint32_t)strlen(exe)});
+    }
+    if (maps)
+        fclose(maps);
+    uint64_t f1[2] = {(uint64_t)(uintptr_t)touch_heap + 1, (uint64_t)(uintptr_t)write_recording + 1};
+    uint64_t f2[2] = {(uint64_t)(uintptr_t)touch_buffers + 1, (uint64_t)(uintptr_t)write_recording + 1};
+    rc |= wr(w, (mt_rs_event){.type = RS_EV_STACK, .stack = 1, .nframes = 2, .frames = f1});
+    rc |= wr(w, (mt_rs_event){.type = RS_EV_STACK, .stack = 2, .nframes = 2, .frames = f2});
+    struct {
+        mt_rs_event e;
+    } ev[] = {
+        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(0.5), .addr = 0x10000000, .npages = n, .category = RS_CAT_HEAP,
+          .flags = RS_REF_FAULT, .stack = 1, .alloc_stack = 1}},
+        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(1.5), .addr = 0x20000000, .npages = n,
+          .category = RS_CAT_VIRTUALALLOC, .flags = RS_REF_FAULT, .stack = 2, .alloc_stack = 2}},
+        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(1.6), .addr = 0x30000000, .npages = n,
+          .category = RS_CAT_VIRTUALALLOC, .flags = RS_REF_FAULT, .stack = 2, .alloc_stack = 2}},
+        {{.type = RS_EV_RELEASE, .pid = 100, .time_ns = S(1.8), .addr = 0x30000000, .npages = n}},
+        {{.type = RS_EV_PROCESS, .pid = 101, .ppid = 100, .time_ns = S(2.1), .reason = RS_PROC_FORK, .name = "reader",
+          .name_len = 6}},
+        {{.type = RS_EV_REF, .pid = 101, .time_ns = S(2.2), .addr = 0x50000000, .npages = 10, .category = RS_CAT_MAPFILE,
+          .flags = RS_REF_FAULT | RS_REF_FILE_PAGE, .dev = 8, .ino = 42}},
+        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(2.5), .addr = 0x60000000, .npages = 10, .category = RS_CAT_MAPFILE,
+          .flags = RS_REF_SCAN | RS_REF_FILE_PAGE, .dev = 8, .ino = 42}},
+        {{.type = RS_EV_RELEASE, .pid = 100, .time_ns = S(3.0), .addr = 0x10000000, .npages = n}},
+        {{.type = RS_EV_EXIT, .pid = 101, .time_ns = S(3.1)}},
+        {{.type = RS_EV_LOST, .pid = 100, .time_ns = S(3.1), .count = 5}},
+        {{.type = RS_EV_EXIT, .pid = 100, .time_ns = S(3.2)}},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        if (ev[i].e.type != RS_EV_STACK)
+            ev[i].e.time_ns += base;
+        rc |= wr(w, ev[i].e);
+        rc |= mt_rs_write_flush(w);
+    }
+    touch_heap();
+    touch_buffers();
+    return (rc | mt_rs_write_finish(w, NULL, NULL, 0)) != 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--write") == 0)
+        return write_recording(argv[2]);
     seed_example();
     sharing();
     exits();
