@@ -111,8 +111,9 @@ int refset_report_main(int argc, char **argv)
          .value = &by,
          .choices = by_choices,
          .noun = "grouping",
-         .help = "the text's rows: processes with their categories (default), categories, classes, or the top "
-                 "impacting and allocation stacks"},
+         .help =
+             "the text's rows: processes with their categories (default), categories, classes, or the top "
+             "impacting and allocation stacks"},
         {.kind = CLI_OPT_STRING,
          .name = "viewport",
          .arg = "T0:T1",
@@ -135,7 +136,8 @@ int refset_report_main(int argc, char **argv)
     const char *file = argv[0];
     int64_t t0 = 0, t1 = -1;
     if (viewport && parse_viewport(viewport, &t0, &t1) < 0)
-        return cli_usage_error(CMD, "--viewport: '%s' is not T0:T1 (seconds since the start, e.g. 1.5:3)", viewport);
+        return cli_usage_error(CMD, "--viewport: '%s' is not T0:T1 (seconds since the start, e.g. 1.5:3)",
+                               viewport);
     if (viewport && t1 >= 0 && t0 >= t1)
         return cli_usage_error(CMD, "--viewport: '%s' ends before it starts (T0 must be below T1)", viewport);
 
@@ -187,8 +189,8 @@ int refset_report_main(int argc, char **argv)
     if (status == CLI_OK && stop[0]) {
         char a[40];
         fmt_seconds(a, sizeof a, m.end_ns);
-        status = cli_error(CMD ": %s: stopped at offset %" PRIu64 ": %s; the report covers the first %s s", file,
-                           mt_rs_reader_offset(r), stop, a);
+        status = cli_error(CMD ": %s: stopped at offset %" PRIu64 ": %s; the report covers the first %s s",
+                           file, mt_rs_reader_offset(r), stop, a);
     }
 done:
     rs_model_free(&m);

@@ -257,7 +257,8 @@ static int add_ref(struct rs_model *m, const mt_rs_event *ev)
             m->duplicate_pages++;
             continue;
         }
-        if (m->nrefs >= NO_REF - 1 || grow((void **)&m->refs, &m->refs_cap, m->nrefs + 1, sizeof *m->refs) < 0 ||
+        if (m->nrefs >= NO_REF - 1 ||
+            grow((void **)&m->refs, &m->refs_cap, m->nrefs + 1, sizeof *m->refs) < 0 ||
             grow((void **)&p->refs, &p->cap, p->nrefs + 1, sizeof *p->refs) < 0)
             return -ENOMEM;
         struct rs_pref *r = &m->refs[m->nrefs];
@@ -385,8 +386,7 @@ int rs_model_add(struct rs_model *m, const mt_rs_event *ev)
     if (timed(ev->type) && (int64_t)ev->time_ns > m->end_ns)
         m->end_ns = (int64_t)ev->time_ns;
     switch (ev->type) {
-    case RS_EV_PROCESS:
-        return add_process(m, ev);
+    case RS_EV_PROCESS: return add_process(m, ev);
     case RS_EV_EXIT: {
         uint32_t pi = pid_get(m->pages, ev->pid);
         if (pi != NO_REF && pi != NO_REF - 1) {
@@ -395,21 +395,15 @@ int rs_model_add(struct rs_model *m, const mt_rs_event *ev)
         }
         return 0;
     }
-    case RS_EV_REF:
-        return add_ref(m, ev);
-    case RS_EV_RELEASE:
-        add_release(m, ev);
-        return 0;
-    case RS_EV_STACK:
-        return add_stack(m, ev);
-    case RS_EV_MODULE:
-        return add_module(m, ev);
+    case RS_EV_REF: return add_ref(m, ev);
+    case RS_EV_RELEASE: add_release(m, ev); return 0;
+    case RS_EV_STACK: return add_stack(m, ev);
+    case RS_EV_MODULE: return add_module(m, ev);
     case RS_EV_LOST:
         m->lost_samples += ev->count;
         m->lost_records++;
         return 0;
-    default: /* MAP, META: nothing the figures need */
-        return 0;
+    default: /* MAP, META: nothing the figures need */ return 0;
     }
 }
 

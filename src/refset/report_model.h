@@ -25,14 +25,14 @@ enum { RS_ID_ZERO = 0, RS_ID_PFN = 1, RS_ID_FILE = 2, RS_ID_PROCESS = 3 };
 
 /* One page reference: one page of a REF record. */
 struct rs_pref {
-    uint64_t addr;       /* the page's virtual address */
-    uint64_t id_a, id_b; /* identity: (pfn, 0), (ino, page index in the file), (pid, addr) */
+    uint64_t addr;        /* the page's virtual address */
+    uint64_t id_a, id_b;  /* identity: (pfn, 0), (ino, page index in the file), (pid, addr) */
     int64_t t_ref, t_rel; /* ns since the start; RS_T_BEFORE, RS_T_NEVER */
-    uint32_t proc;       /* index into the model's processes */
-    uint32_t stack;      /* impacting stack id (0: none) */
+    uint32_t proc;        /* index into the model's processes */
+    uint32_t stack;       /* impacting stack id (0: none) */
     uint32_t alloc_stack; /* allocation stack id (0: none) */
-    uint32_t dev;        /* RS_ID_FILE: the file's device */
-    uint8_t id_kind;     /* RS_ID_* */
+    uint32_t dev;         /* RS_ID_FILE: the file's device */
+    uint8_t id_kind;      /* RS_ID_* */
     uint8_t cat, flags;
 };
 
@@ -93,8 +93,8 @@ struct rs_model {
     /* After rs_model_finish: */
     struct rs_span *spans; /* by start time */
     size_t nspans;
-    uint64_t peak_bytes; /* the system graph's highest value */
-    int64_t peak_ns;     /* first reached */
+    uint64_t peak_bytes;   /* the system graph's highest value */
+    int64_t peak_ns;       /* first reached */
     uint64_t steady_bytes; /* outstanding at the end */
     bool finished;
 };
@@ -114,11 +114,11 @@ const struct rs_stack *rs_model_stack(const struct rs_model *m, uint32_t id);
 
 /* The figures of a row (a process, a category, a class, a stack, ...). */
 struct rs_figs {
-    uint64_t size;                 /* bytes of every page reference alive in the viewport */
-    int64_t impact;                /* graph_end - graph_start */
+    uint64_t size;                   /* bytes of every page reference alive in the viewport */
+    int64_t impact;                  /* graph_end - graph_start */
     uint64_t graph_start, graph_end; /* the system view's bytes at T0 and T1 */
-    uint64_t types[RS_NTYPES];     /* size by impact type */
-    uint64_t zero_page;            /* bytes of zero-page references in size */
+    uint64_t types[RS_NTYPES];       /* size by impact type */
+    uint64_t zero_page;              /* bytes of zero-page references in size */
 };
 
 struct rs_stack_row {
@@ -137,8 +137,8 @@ struct rs_point {
 struct rs_view {
     int64_t t0, t1; /* ns since the start */
     struct rs_figs total;
-    struct rs_figs *procs;          /* nprocs */
-    struct rs_figs *proc_cats;      /* nprocs * RS_NCATEGORIES */
+    struct rs_figs *procs;     /* nprocs */
+    struct rs_figs *proc_cats; /* nprocs * RS_NCATEGORIES */
     struct rs_figs cats[RS_NCATEGORIES];
     struct rs_figs classes[2];
     struct rs_stack_row *impacting, *allocation; /* sorted by |impact|, then size */

@@ -19,8 +19,7 @@
 #include <unistd.h>
 
 const char *const rs_category_names[RS_NCATEGORIES] = {
-    "Heap", "VirtualAlloc", "UserStack", "PFMappedSection",
-    "CopyOnWriteImage", "Image", "MapFile",
+    "Heap", "VirtualAlloc", "UserStack", "PFMappedSection", "CopyOnWriteImage", "Image", "MapFile",
 };
 const char *const rs_class_names[2] = {"Dynamic", "File"};
 static const char *const type_keys[RS_NTYPES] = {"impacting_bytes", "transient_bytes", "persistent_bytes"};
@@ -70,8 +69,8 @@ static struct symbolizer *syms_of(struct syms *c, const struct rs_model *m, uint
         /* the load base: the start of the file's mapping at offset 0 */
         uint64_t base = mod->start - mod->pgoff;
         for (size_t k = 0; k < m->nmodules; k++)
-            if (m->modules[k].pid == pid && m->modules[k].pgoff == 0 && strcmp(m->modules[k].path, mod->path) == 0 &&
-                m->modules[k].start <= mod->start) {
+            if (m->modules[k].pid == pid && m->modules[k].pgoff == 0 &&
+                strcmp(m->modules[k].path, mod->path) == 0 && m->modules[k].start <= mod->start) {
                 base = m->modules[k].start;
                 break;
             }
@@ -114,8 +113,8 @@ static const char *secs(char *buf, int64_t ns)
 
 static void text_header_row(FILE *out, const char *first)
 {
-    fprintf(out, "  %-28s %10s %11s %10s %10s %10s %10s %10s\n", first, "SIZE", "IMPACT", "AT T0", "AT T1", "IMPACTING",
-            "TRANSIENT", "PERSISTENT");
+    fprintf(out, "  %-28s %10s %11s %10s %10s %10s %10s %10s\n", first, "SIZE", "IMPACT", "AT T0", "AT T1",
+            "IMPACTING", "TRANSIENT", "PERSISTENT");
 }
 
 static void text_row(FILE *out, const char *name, const struct rs_figs *f)
@@ -125,8 +124,9 @@ static void text_row(FILE *out, const char *name, const struct rs_figs *f)
     char imp[MT_UNITS_MAX + 1];
     snprintf(imp, sizeof imp, "%s%s", f->impact > 0 ? "+" : "", sz(b, f->impact));
     fprintf(out, "  %-28s %10s %11s %10s %10s %10s %10s %10s\n", name, sz(a, (int64_t)f->size), imp,
-            sz(c, (int64_t)f->graph_start), sz(d, (int64_t)f->graph_end), sz(e, (int64_t)f->types[RS_IMPACTING]),
-            sz(g, (int64_t)f->types[RS_TRANSIENT]), sz(h, (int64_t)f->types[RS_PERSISTENT]));
+            sz(c, (int64_t)f->graph_start), sz(d, (int64_t)f->graph_end),
+            sz(e, (int64_t)f->types[RS_IMPACTING]), sz(g, (int64_t)f->types[RS_TRANSIENT]),
+            sz(h, (int64_t)f->types[RS_PERSISTENT]));
 }
 
 static bool figs_empty(const struct rs_figs *f)
@@ -156,7 +156,8 @@ static int text_processes(FILE *out, const struct rs_model *m, const struct rs_v
         if (!figs_empty(&v->procs[i]))
             order[n++] = (uint32_t)i;
     qsort_r(order, n, sizeof *order, by_row_impact, v->procs);
-    fputs("By process (Size: per process, a shared page in each; Impact: each page once, for its first)\n", out);
+    fputs("By process (Size: per process, a shared page in each; Impact: each page once, for its first)\n",
+          out);
     text_header_row(out, "PID PROGRAM / CATEGORY");
     for (size_t k = 0; k < n; k++) {
         const struct rs_proc *p = &m->procs[order[k]];
@@ -196,18 +197,21 @@ static void text_frames(FILE *out, struct symbolizer *s, const struct rs_stack *
     }
 }
 
-static void text_stacks(FILE *out, const struct rs_model *m, const struct rs_stack_row *rows, size_t n, int top,
-                        const char *what, struct syms *c)
+static void text_stacks(FILE *out, const struct rs_model *m, const struct rs_stack_row *rows, size_t n,
+                        int top, const char *what, struct syms *c)
 {
     size_t shown = top > 0 && n > (size_t)top ? (size_t)top : n;
     fprintf(out, "Top %s stacks (%zu of %zu, by Impact Size, then Size)\n", what, shown, n);
     if (n == 0)
-        fputs(m->nstacks ? "  (none in the viewport)\n" : "  (the recording has no stacks: record with --stacks)\n",
+        fputs(m->nstacks ? "  (none in the viewport)\n"
+                         : "  (the recording has no stacks: record with --stacks)\n",
               out);
     for (size_t i = 0; i < shown; i++) {
         char a[MT_UNITS_MAX], b[MT_UNITS_MAX], d[MT_UNITS_MAX], e[MT_UNITS_MAX], g[MT_UNITS_MAX];
         const struct rs_figs *f = &rows[i].f;
-        fprintf(out, "  #%zu  Size %s, Impact Size %s%s (impacting %s, transient %s, persistent %s), pid %" PRIu32 "\n",
+        fprintf(out,
+                "  #%zu  Size %s, Impact Size %s%s (impacting %s, transient %s, persistent %s), pid %" PRIu32
+                "\n",
                 i + 1, sz(a, (int64_t)f->size), f->impact > 0 ? "+" : "", sz(b, f->impact),
                 sz(d, (int64_t)f->types[RS_IMPACTING]), sz(e, (int64_t)f->types[RS_TRANSIENT]),
                 sz(g, (int64_t)f->types[RS_PERSISTENT]), rows[i].pid);
@@ -219,16 +223,19 @@ static void text_notes(FILE *out, const struct rs_model *m, const struct rs_view
 {
     char a[MT_UNITS_MAX];
     if (v->total.zero_page)
-        fprintf(out, "Zero page: %s of Size are reads of untouched anonymous memory (the shared zero page: no\n"
-                     "  memory of its own); they are in Size, not in Impact Size or the graph.\n",
+        fprintf(out,
+                "Zero page: %s of Size are reads of untouched anonymous memory (the shared zero page: no\n"
+                "  memory of its own); they are in Size, not in Impact Size or the graph.\n",
                 sz(a, (int64_t)v->total.zero_page));
     if (m->duplicate_pages)
-        fprintf(out, "Duplicates: %" PRIu64 " page references of pages still outstanding in their process were\n"
-                     "  ignored (only the first reference of a page counts).\n",
+        fprintf(out,
+                "Duplicates: %" PRIu64 " page references of pages still outstanding in their process were\n"
+                "  ignored (only the first reference of a page counts).\n",
                 m->duplicate_pages);
     if (m->lost_samples)
-        fprintf(out, "Lost: %" PRIu64 " page-fault samples were lost by the kernel (ring buffer full); the scans\n"
-                     "  still found those pages, at the scan's time and without their impacting stack.\n",
+        fprintf(out,
+                "Lost: %" PRIu64 " page-fault samples were lost by the kernel (ring buffer full); the scans\n"
+                "  still found those pages, at the scan's time and without their impacting stack.\n",
                 m->lost_samples);
     if (m->file_flags & RS_FILE_ATTACH)
         fputs("Attached: pages present when recording began are counted as referenced before the scenario;\n"
@@ -243,16 +250,17 @@ static void text_notes(FILE *out, const struct rs_model *m, const struct rs_view
 int rs_print_text(FILE *out, const struct rs_model *m, const struct rs_view *v, const struct rs_print *p)
 {
     char a[MT_UNITS_MAX], b[MT_UNITS_MAX], c[MT_UNITS_MAX], d[MT_UNITS_MAX];
-    fprintf(out, "memtrail refset report: %s%s\n", p->file, p->complete ? "" : " (incomplete: read up to the damage)");
+    fprintf(out, "memtrail refset report: %s%s\n", p->file,
+            p->complete ? "" : " (incomplete: read up to the damage)");
     fprintf(out, "Recording: %zu processes, %s long, page size %s\n", m->nprocs, secs(a, m->end_ns),
             sz(b, m->page_size));
     fprintf(out, "Viewport: %s to %s (--viewport T0:T1 in seconds since the start)\n\n", secs(a, v->t0),
             secs(b, v->t1));
     const struct rs_figs *t = &v->total;
     fprintf(out, "Totals\n");
-    fprintf(out, "  Size                %s (impacting %s, transient %s, persistent %s)\n", sz(a, (int64_t)t->size),
-            sz(b, (int64_t)t->types[RS_IMPACTING]), sz(c, (int64_t)t->types[RS_TRANSIENT]),
-            sz(d, (int64_t)t->types[RS_PERSISTENT]));
+    fprintf(out, "  Size                %s (impacting %s, transient %s, persistent %s)\n",
+            sz(a, (int64_t)t->size), sz(b, (int64_t)t->types[RS_IMPACTING]),
+            sz(c, (int64_t)t->types[RS_TRANSIENT]), sz(d, (int64_t)t->types[RS_PERSISTENT]));
     fprintf(out, "  Impact Size         %s%s (the system graph from T0 to T1)\n", t->impact > 0 ? "+" : "",
             sz(a, t->impact));
     fprintf(out, "  Graph at T0         %s\n", sz(a, (int64_t)t->graph_start));
@@ -263,15 +271,14 @@ int rs_print_text(FILE *out, const struct rs_model *m, const struct rs_view *v, 
     int rc = 0;
     struct syms cache = {0};
     switch (p->by) {
-    case RS_BY_PROCESS:
-        rc = text_processes(out, m, v);
-        break;
+    case RS_BY_PROCESS: rc = text_processes(out, m, v); break;
     case RS_BY_CATEGORY:
         fputs("By category\n", out);
         text_header_row(out, "CATEGORY (CLASS)");
         for (int k = 0; k < RS_NCATEGORIES; k++) {
             char name[64];
-            snprintf(name, sizeof name, "%s (%s)", rs_category_names[k], rs_class_names[mt_rs_category_class(k)]);
+            snprintf(name, sizeof name, "%s (%s)", rs_category_names[k],
+                     rs_class_names[mt_rs_category_class(k)]);
             text_row(out, name, &v->cats[k]);
         }
         break;
@@ -282,9 +289,11 @@ int rs_print_text(FILE *out, const struct rs_model *m, const struct rs_view *v, 
         text_row(out, "File", &v->classes[RS_CLASS_FILE]);
         break;
     case RS_BY_STACK:
-        text_stacks(out, m, v->impacting, v->nimpacting, p->top, "impacting (the first touch's call chain)", &cache);
+        text_stacks(out, m, v->impacting, v->nimpacting, p->top, "impacting (the first touch's call chain)",
+                    &cache);
         fputc('\n', out);
-        text_stacks(out, m, v->allocation, v->nallocation, p->top, "allocation (the mapping's call chain)", &cache);
+        text_stacks(out, m, v->allocation, v->nallocation, p->top, "allocation (the mapping's call chain)",
+                    &cache);
         break;
     }
     syms_close(&cache);
@@ -339,8 +348,8 @@ static void json_category(mt_json *j, int c, const struct rs_figs *f)
     mt_json_object_end(j);
 }
 
-static void json_stacks(mt_json *j, const struct rs_model *m, const struct rs_stack_row *rows, size_t n, int top,
-                        struct syms *c)
+static void json_stacks(mt_json *j, const struct rs_model *m, const struct rs_stack_row *rows, size_t n,
+                        int top, struct syms *c)
 {
     size_t shown = top > 0 && n > (size_t)top ? (size_t)top : n;
     mt_json_array_begin(j);

@@ -211,8 +211,9 @@ int rs_view_compute(const struct rs_model *m, int64_t t0, int64_t t1, struct rs_
         if (type < 0)
             continue;
         uint32_t pid = m->procs[r->proc].pid;
-        struct rs_figs *rows[7] = {&v->total, &v->procs[r->proc], &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat],
-                                   &v->cats[r->cat], &v->classes[mt_rs_category_class(r->cat)]};
+        struct rs_figs *rows[7] = {&v->total, &v->procs[r->proc],
+                                   &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat], &v->cats[r->cat],
+                                   &v->classes[mt_rs_category_class(r->cat)]};
         int nrows = 5;
         if (r->stack && !(rows[nrows++] = stack_row(&imp, r->stack, pid)))
             goto fail;
@@ -232,8 +233,9 @@ int rs_view_compute(const struct rs_model *m, int64_t t0, int64_t t1, struct rs_
             continue;
         const struct rs_pref *r = &m->refs[sp->ref];
         uint32_t pid = m->procs[r->proc].pid;
-        struct rs_figs *rows[7] = {&v->total, &v->procs[r->proc], &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat],
-                                   &v->cats[r->cat], &v->classes[mt_rs_category_class(r->cat)]};
+        struct rs_figs *rows[7] = {&v->total, &v->procs[r->proc],
+                                   &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat], &v->cats[r->cat],
+                                   &v->classes[mt_rs_category_class(r->cat)]};
         int nrows = 5;
         if (r->stack && !(rows[nrows++] = stack_row(&imp, r->stack, pid)))
             goto fail;

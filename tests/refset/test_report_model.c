@@ -44,7 +44,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 #define PS 4096u
 #define MB (1024u * 1024u)
-#define S(x) ((uint64_t)((x) * 1000000000.0))
+#define S(x) ((uint64_t)((x)*1000000000.0))
 
 static struct rs_model M;
 
@@ -56,23 +56,41 @@ static void start(uint32_t flags)
 
 static void proc(uint32_t pid, uint64_t t, unsigned reason, const char *name)
 {
-    mt_rs_event e = {.type = RS_EV_PROCESS, .pid = pid, .time_ns = t, .reason = reason, .name = name,
+    mt_rs_event e = {.type = RS_EV_PROCESS,
+                     .pid = pid,
+                     .time_ns = t,
+                     .reason = reason,
+                     .name = name,
                      .name_len = (uint32_t)strlen(name)};
     rs_model_add(&M, &e);
 }
 
 static void ref(uint32_t pid, uint64_t t, uint64_t addr, uint64_t n, unsigned cat, unsigned flags)
 {
-    mt_rs_event e = {.type = RS_EV_REF, .pid = pid, .time_ns = t, .addr = addr, .npages = n, .category = (uint8_t)cat,
+    mt_rs_event e = {.type = RS_EV_REF,
+                     .pid = pid,
+                     .time_ns = t,
+                     .addr = addr,
+                     .npages = n,
+                     .category = (uint8_t)cat,
                      .flags = (uint8_t)(flags | RS_REF_FAULT)};
     rs_model_add(&M, &e);
 }
 
-static void ref_id(uint32_t pid, uint64_t t, uint64_t addr, uint64_t n, unsigned cat, unsigned flags, uint64_t pfn,
-                   uint32_t dev, uint64_t ino, uint64_t pgoff)
+static void ref_id(uint32_t pid, uint64_t t, uint64_t addr, uint64_t n, unsigned cat, unsigned flags,
+                   uint64_t pfn, uint32_t dev, uint64_t ino, uint64_t pgoff)
 {
-    mt_rs_event e = {.type = RS_EV_REF, .pid = pid, .time_ns = t, .addr = addr, .npages = n, .category = (uint8_t)cat,
-                     .flags = (uint8_t)flags, .pfn = pfn, .dev = dev, .ino = ino, .pgoff = pgoff};
+    mt_rs_event e = {.type = RS_EV_REF,
+                     .pid = pid,
+                     .time_ns = t,
+                     .addr = addr,
+                     .npages = n,
+                     .category = (uint8_t)cat,
+                     .flags = (uint8_t)flags,
+                     .pfn = pfn,
+                     .dev = dev,
+                     .ino = ino,
+                     .pgoff = pgoff};
     rs_model_add(&M, &e);
 }
 
@@ -103,7 +121,7 @@ static void seed_example(void)
     start(0);
     proc(100, 0, RS_PROC_START, "seed");
     uint64_t n = 10 * MB / PS;
-    ref(100, S(0.5), 0x10000000, n, RS_CAT_HEAP, 0);     /* persistent */
+    ref(100, S(0.5), 0x10000000, n, RS_CAT_HEAP, 0);         /* persistent */
     ref(100, S(1.5), 0x20000000, n, RS_CAT_VIRTUALALLOC, 0); /* impacting: kept */
     ref(100, S(1.6), 0x30000000, n, RS_CAT_VIRTUALALLOC, 0); /* transient */
     rel(100, S(1.8), 0x30000000, n);
@@ -117,8 +135,8 @@ static void seed_example(void)
     CHECK("seed: transient 10 MB", V.total.types[RS_TRANSIENT] == 10 * MB);
     CHECK("seed: persistent 10 MB", V.total.types[RS_PERSISTENT] == 10 * MB);
     CHECK("seed: the process row is the total", V.procs[0].size == 30 * MB && V.procs[0].impact == 10 * MB);
-    CHECK("seed: Heap persistent", V.cats[RS_CAT_HEAP].types[RS_PERSISTENT] == 10 * MB &&
-                                       V.cats[RS_CAT_HEAP].impact == 0);
+    CHECK("seed: Heap persistent",
+          V.cats[RS_CAT_HEAP].types[RS_PERSISTENT] == 10 * MB && V.cats[RS_CAT_HEAP].impact == 0);
     CHECK("seed: VirtualAlloc 20 MB, impact 10 MB",
           V.cats[RS_CAT_VIRTUALALLOC].size == 20 * MB && V.cats[RS_CAT_VIRTUALALLOC].impact == 10 * MB);
     CHECK("seed: class Dynamic holds it all", V.classes[RS_CLASS_DYNAMIC].size == 30 * MB);
@@ -176,7 +194,8 @@ static void exits(void)
     CHECK("exit: file pages stay outstanding",
           V.cats[RS_CAT_MAPFILE].graph_end == 3 * PS && V.cats[RS_CAT_IMAGE].graph_end == 2 * PS);
     CHECK("exit: heap transient", V.cats[RS_CAT_HEAP].types[RS_TRANSIENT] == 5 * PS);
-    CHECK("exit: classes", V.classes[RS_CLASS_FILE].graph_end == 5 * PS && V.classes[RS_CLASS_DYNAMIC].graph_end == 0);
+    CHECK("exit: classes",
+          V.classes[RS_CLASS_FILE].graph_end == 5 * PS && V.classes[RS_CLASS_DYNAMIC].graph_end == 0);
     /* exec: the old program's anonymous pages leave, a new row */
     start(0);
     proc(1, 0, RS_PROC_START, "sh");
@@ -193,9 +212,9 @@ static void boundaries(void)
 {
     start(0);
     proc(1, 0, RS_PROC_START, "a");
-    ref(1, S(1), 0x1000, 1, RS_CAT_HEAP, 0);  /* at T0: outside */
-    ref(1, S(2), 0x2000, 1, RS_CAT_HEAP, 0);  /* at T1: inside */
-    ref(1, S(1), 0x3000, 1, RS_CAT_HEAP, 0);  /* released at T0: not alive */
+    ref(1, S(1), 0x1000, 1, RS_CAT_HEAP, 0); /* at T0: outside */
+    ref(1, S(2), 0x2000, 1, RS_CAT_HEAP, 0); /* at T1: inside */
+    ref(1, S(1), 0x3000, 1, RS_CAT_HEAP, 0); /* released at T0: not alive */
     rel(1, S(1), 0x3000, 1);
     ref(1, S(1.5), 0x4000, 1, RS_CAT_HEAP, 0); /* released at T1: inside */
     rel(1, S(2), 0x4000, 1);
@@ -217,7 +236,8 @@ static void boundaries(void)
     view(0, S(2));
     CHECK("before: persistent", V.total.types[RS_PERSISTENT] == 2 * PS);
     CHECK("before: released inside: impacting", V.total.types[RS_IMPACTING] == 4 * PS);
-    CHECK("before: graph at 0 holds them", V.total.graph_start == 5 * PS && V.total.impact == -2 * (int64_t)PS);
+    CHECK("before: graph at 0 holds them",
+          V.total.graph_start == 5 * PS && V.total.impact == -2 * (int64_t)PS);
     /* zero page: Size, not Impact Size */
     start(RS_FILE_PFN);
     ref_id(1, S(1), 0x1000, 4, RS_CAT_VIRTUALALLOC, RS_REF_ZERO_PAGE, 7, 0, 0, 0);
@@ -320,12 +340,17 @@ static int brute_round(int round)
         if (rnd(2))
             continue;
         uint64_t a = rnd(16), n = 1 + rnd(3);
-        ref_id((uint32_t)(10 + p), 0, 0x100000 + a * PS, n, RS_CAT_HEAP, RS_REF_BEFORE, 1000 + a + 100 * (uint64_t)p, 0,
-               0, 0);
+        ref_id((uint32_t)(10 + p), 0, 0x100000 + a * PS, n, RS_CAT_HEAP, RS_REF_BEFORE,
+               1000 + a + 100 * (uint64_t)p, 0, 0, 0);
         for (uint64_t i = 0; i < n; i++)
-            B[NB++] = (struct bref){.pid = (uint32_t)(10 + p), .proc = (uint32_t)bproc_of((uint32_t)(10 + p)),
-                                    .addr = 0x100000 + (a + i) * PS, .ident = 1000 + a + i + 100 * (uint64_t)p,
-                                    .t_ref = RS_T_BEFORE, .t_rel = RS_T_NEVER, .cat = RS_CAT_HEAP, .flags = RS_REF_BEFORE,
+            B[NB++] = (struct bref){.pid = (uint32_t)(10 + p),
+                                    .proc = (uint32_t)bproc_of((uint32_t)(10 + p)),
+                                    .addr = 0x100000 + (a + i) * PS,
+                                    .ident = 1000 + a + i + 100 * (uint64_t)p,
+                                    .t_ref = RS_T_BEFORE,
+                                    .t_rel = RS_T_NEVER,
+                                    .cat = RS_CAT_HEAP,
+                                    .flags = RS_REF_BEFORE,
                                     .out = true};
     }
     for (int e = 0; e < events && NB < 19000; e++) {
@@ -352,8 +377,15 @@ static int brute_round(int round)
                 if (dup)
                     continue;
                 uint64_t ident = zero ? 0 : pfn ? 500 + a + i : ((uint64_t)pid << 40) | addr;
-                B[NB++] = (struct bref){.pid = pid, .proc = (uint32_t)pi, .addr = addr, .ident = ident, .t_ref = t,
-                                        .t_rel = RS_T_NEVER, .cat = cat, .flags = flags | RS_REF_FAULT, .out = true};
+                B[NB++] = (struct bref){.pid = pid,
+                                        .proc = (uint32_t)pi,
+                                        .addr = addr,
+                                        .ident = ident,
+                                        .t_ref = t,
+                                        .t_rel = RS_T_NEVER,
+                                        .cat = cat,
+                                        .flags = flags | RS_REF_FAULT,
+                                        .out = true};
             }
         } else if (k < 85) {
             rel(pid, (uint64_t)t, 0x100000 + a * PS, n);
@@ -376,12 +408,14 @@ static int brute_round(int round)
     }
     rs_model_finish(&M);
     if ((int)M.nprocs != NP || (int)M.nrefs != NB) {
-        printf("round %d: %zu processes, %zu references; brute force %d, %d\n", round, M.nprocs, M.nrefs, NP, NB);
+        printf("round %d: %zu processes, %zu references; brute force %d, %d\n", round, M.nprocs, M.nrefs, NP,
+               NB);
         return 1;
     }
     int bad = 0;
     for (int v = 0; v < 6 && !bad; v++) {
-        int64_t t0 = (int64_t)rnd((uint64_t)t + 1000) / 1000 * 1000, t1 = (int64_t)rnd((uint64_t)t + 2000) / 1000 * 1000;
+        int64_t t0 = (int64_t)rnd((uint64_t)t + 1000) / 1000 * 1000,
+                t1 = (int64_t)rnd((uint64_t)t + 2000) / 1000 * 1000;
         if (v == 0) {
             t0 = 0;
             t1 = t;
@@ -434,8 +468,8 @@ static int brute_round(int round)
                 g->impact != (int64_t)want[p].graph_end - (int64_t)want[p].graph_start) {
                 printf("round %d view (%" PRId64 ", %" PRId64 "] process %d: size %" PRIu64 "/%" PRIu64
                        " start %" PRIu64 "/%" PRIu64 " end %" PRIu64 "/%" PRIu64 "\n",
-                       round, t0, t1, p, g->size, want[p].size, g->graph_start, want[p].graph_start, g->graph_end,
-                       want[p].graph_end);
+                       round, t0, t1, p, g->size, want[p].size, g->graph_start, want[p].graph_start,
+                       g->graph_end, want[p].graph_end);
                 bad = 1;
             }
         }
@@ -443,8 +477,8 @@ static int brute_round(int round)
             if (V.cats[c].size != wcat[c].size || V.cats[c].graph_start != wcat[c].graph_start ||
                 V.cats[c].graph_end != wcat[c].graph_end)
                 bad = 1;
-        if (V.total.size != wt.size || V.total.graph_start != wt.graph_start || V.total.graph_end != wt.graph_end ||
-            memcmp(V.total.types, wt.types, sizeof wt.types) != 0)
+        if (V.total.size != wt.size || V.total.graph_start != wt.graph_start ||
+            V.total.graph_end != wt.graph_end || memcmp(V.total.types, wt.types, sizeof wt.types) != 0)
             bad = 1;
         /* the timeline's points are the graph at their times */
         for (size_t k = 0; k < V.npoints && !bad; k += 1 + V.npoints / 8) {
@@ -457,8 +491,8 @@ static int brute_round(int round)
                     g += PS;
             }
             if (g != V.timeline[k].bytes) {
-                printf("round %d timeline at %" PRId64 ": %" PRIu64 " / %" PRIu64 "\n", round, V.timeline[k].time_ns,
-                       V.timeline[k].bytes, g);
+                printf("round %d timeline at %" PRId64 ": %" PRIu64 " / %" PRIu64 "\n", round,
+                       V.timeline[k].time_ns, V.timeline[k].bytes, g);
                 bad = 1;
             }
         }
@@ -514,8 +548,14 @@ static void timeline_decimation(void)
 /* --- a recording for tests/refset/test_report.sh ------------------------------ */
 
 /* Frames of the stacks: return addresses inside these functions. */
-__attribute__((noinline)) static void touch_heap(void) { __asm__ volatile(""); }
-__attribute__((noinline)) static void touch_buffers(void) { __asm__ volatile(""); }
+__attribute__((noinline)) static void touch_heap(void)
+{
+    __asm__ volatile("");
+}
+__attribute__((noinline)) static void touch_buffers(void)
+{
+    __asm__ volatile("");
+}
 
 static int wr(mt_rs_writer *w, mt_rs_event e)
 {
@@ -536,15 +576,22 @@ static int write_recording(const char *path)
     char exe[4096];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[len > 0 ? len : 0] = '\0';
-    int rc = wr(w, (mt_rs_event){.type = RS_EV_PROCESS, .pid = 100, .time_ns = base, .name = "seed", .name_len = 4});
+    int rc = wr(
+        w, (mt_rs_event){.type = RS_EV_PROCESS, .pid = 100, .time_ns = base, .name = "seed", .name_len = 4});
     FILE *maps = fopen("/proc/self/maps", "r");
     char line[8192];
     while (maps && fgets(line, sizeof line, maps)) {
         unsigned long lo, hi, off;
         char mpath[4096] = "";
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, mpath) == 4 && strcmp(mpath, exe) == 0)
-            rc |= wr(w, (mt_rs_event){.type = RS_EV_MODULE, .pid = 100, .addr = lo, .len = hi - lo, .pgoff = off,
-                                      .name = exe, .name_len = (uint32_t)strlen(exe)});
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &lo, &hi, &off, mpath) == 4 &&
+            strcmp(mpath, exe) == 0)
+            rc |= wr(w, (mt_rs_event){.type = RS_EV_MODULE,
+                                      .pid = 100,
+                                      .addr = lo,
+                                      .len = hi - lo,
+                                      .pgoff = off,
+                                      .name = exe,
+                                      .name_len = (uint32_t)strlen(exe)});
     }
     if (maps)
         fclose(maps);
@@ -555,19 +602,59 @@ static int write_recording(const char *path)
     struct {
         mt_rs_event e;
     } ev[] = {
-        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(0.5), .addr = 0x10000000, .npages = n, .category = RS_CAT_HEAP,
-          .flags = RS_REF_FAULT, .stack = 1, .alloc_stack = 1}},
-        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(1.5), .addr = 0x20000000, .npages = n,
-          .category = RS_CAT_VIRTUALALLOC, .flags = RS_REF_FAULT, .stack = 2, .alloc_stack = 2}},
-        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(1.6), .addr = 0x30000000, .npages = n,
-          .category = RS_CAT_VIRTUALALLOC, .flags = RS_REF_FAULT, .stack = 2, .alloc_stack = 2}},
+        {{.type = RS_EV_REF,
+          .pid = 100,
+          .time_ns = S(0.5),
+          .addr = 0x10000000,
+          .npages = n,
+          .category = RS_CAT_HEAP,
+          .flags = RS_REF_FAULT,
+          .stack = 1,
+          .alloc_stack = 1}},
+        {{.type = RS_EV_REF,
+          .pid = 100,
+          .time_ns = S(1.5),
+          .addr = 0x20000000,
+          .npages = n,
+          .category = RS_CAT_VIRTUALALLOC,
+          .flags = RS_REF_FAULT,
+          .stack = 2,
+          .alloc_stack = 2}},
+        {{.type = RS_EV_REF,
+          .pid = 100,
+          .time_ns = S(1.6),
+          .addr = 0x30000000,
+          .npages = n,
+          .category = RS_CAT_VIRTUALALLOC,
+          .flags = RS_REF_FAULT,
+          .stack = 2,
+          .alloc_stack = 2}},
         {{.type = RS_EV_RELEASE, .pid = 100, .time_ns = S(1.8), .addr = 0x30000000, .npages = n}},
-        {{.type = RS_EV_PROCESS, .pid = 101, .ppid = 100, .time_ns = S(2.1), .reason = RS_PROC_FORK, .name = "reader",
+        {{.type = RS_EV_PROCESS,
+          .pid = 101,
+          .ppid = 100,
+          .time_ns = S(2.1),
+          .reason = RS_PROC_FORK,
+          .name = "reader",
           .name_len = 6}},
-        {{.type = RS_EV_REF, .pid = 101, .time_ns = S(2.2), .addr = 0x50000000, .npages = 10, .category = RS_CAT_MAPFILE,
-          .flags = RS_REF_FAULT | RS_REF_FILE_PAGE, .dev = 8, .ino = 42}},
-        {{.type = RS_EV_REF, .pid = 100, .time_ns = S(2.5), .addr = 0x60000000, .npages = 10, .category = RS_CAT_MAPFILE,
-          .flags = RS_REF_SCAN | RS_REF_FILE_PAGE, .dev = 8, .ino = 42}},
+        {{.type = RS_EV_REF,
+          .pid = 101,
+          .time_ns = S(2.2),
+          .addr = 0x50000000,
+          .npages = 10,
+          .category = RS_CAT_MAPFILE,
+          .flags = RS_REF_FAULT | RS_REF_FILE_PAGE,
+          .dev = 8,
+          .ino = 42}},
+        {{.type = RS_EV_REF,
+          .pid = 100,
+          .time_ns = S(2.5),
+          .addr = 0x60000000,
+          .npages = 10,
+          .category = RS_CAT_MAPFILE,
+          .flags = RS_REF_SCAN | RS_REF_FILE_PAGE,
+          .dev = 8,
+          .ino = 42}},
         {{.type = RS_EV_RELEASE, .pid = 100, .time_ns = S(3.0), .addr = 0x10000000, .npages = n}},
         {{.type = RS_EV_EXIT, .pid = 101, .time_ns = S(3.1)}},
         {{.type = RS_EV_LOST, .pid = 100, .time_ns = S(3.1), .count = 5}},
