@@ -77,7 +77,7 @@ static size_t page_find(const struct rs_page_map *p, uint32_t pid, uint64_t vpn)
 
 static int page_put(struct rs_page_map *p, uint32_t pid, uint64_t vpn, uint32_t ref)
 {
-    if (!p->slots || (p->used + 1) * 4 > (p->mask + 1) * 3) {
+    if (!p->slots || (p->used + 1) * 2 > p->mask + 1) { /* half full: misses (most releases) stay short */
         int rc = pages_grow(p);
         if (rc < 0)
             return rc;

@@ -91,3 +91,13 @@ expect_eq "cut: the report of what was read" "False 100" \
 covered=$(printf '%s' "$err" | sed -E 's/.*the first ([0-9.]+) s$/\1/')
 expect_eq "cut: the covered time ($covered s) is the report's duration" "True" \
     "$(json_get "$T/cut.json" "j['duration_s'] == float('$covered') < 3.2")"
+
+# A recording of a million page references (8 processes, shared file pages,
+# releases) reports in seconds: no quadratic step (the limit leaves room for
+# a loaded machine).
+check "big: the generator writes a million page references" "$GEN" --write-big "$T/big.rsr" 1000000
+start=$(date +%s%N)
+run_mt "$MT" refset report "$T/big.rsr" --json
+ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "big: exit 0" 0 "$rc"
+[ "$ms" -lt 20000 ] && pass "big: reported in ${ms} ms (< 20 s)" || fail "big: reported in < 20 s" "${ms} ms"

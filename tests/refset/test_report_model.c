@@ -671,8 +671,56 @@ static int write_recording(const char *path)
     return (rc | mt_rs_write_finish(w, NULL, NULL, 0)) != 0;
 }
 
+/* A large recording (the performance check of test_report.sh): pages
+ * page references in runs of 1-16 pages over 8 processes sharing file pages,
+ * with releases and exits, 1 us apart. */
+static int write_big(const char *path, uint64_t pages)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+    mt_rs_header h = {.start_ns = 1000, .page_size = PS};
+    mt_rs_writer *w = fd < 0 ? NULL : mt_rs_writer_open(fd, &h, &err);
+    if (!w)
+        return 1;
+    int rc = 0;
+    uint64_t t = 1000, done = 0;
+    for (uint32_t p = 0; p < 8; p++)
+        rc |= wr(w, (mt_rs_event){
+                        .type = RS_EV_PROCESS, .pid = 1000 + p, .time_ns = t, .name = "big", .name_len = 3});
+    while (done < pages && !rc) {
+        t += 1000;
+        uint32_t pid = 1000 + (uint32_t)rnd(8);
+        uint64_t n = 1 + rnd(16), k = rnd(10), a = rnd(1u << 20);
+        if (k < 7) {
+            bool file = k == 0;
+            rc |= wr(w, (mt_rs_event){.type = RS_EV_REF,
+                                      .pid = pid,
+                                      .time_ns = t,
+                                      .addr = (0x10000000 + a) * PS,
+                                      .npages = n,
+                                      .category = file ? RS_CAT_MAPFILE : RS_CAT_HEAP,
+                                      .flags = RS_REF_FAULT | (file ? RS_REF_FILE_PAGE : 0),
+                                      .dev = 1,
+                                      .ino = 5,
+                                      .pgoff = a * PS,
+                                      .stack = (uint32_t)rnd(1000) + 1});
+            done += n;
+        } else if (k < 9) {
+            rc |= wr(w, (mt_rs_event){.type = RS_EV_RELEASE,
+                                      .pid = pid,
+                                      .time_ns = t,
+                                      .addr = (0x10000000 + a) * PS,
+                                      .npages = 4 * n});
+        }
+    }
+    for (uint32_t p = 0; p < 8; p++)
+        rc |= wr(w, (mt_rs_event){.type = RS_EV_EXIT, .pid = 1000 + p, .time_ns = t + 1000});
+    return (rc | mt_rs_write_finish(w, NULL, NULL, 0)) != 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--write-big") == 0)
+        return write_big(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 3 && strcmp(argv[1], "--write") == 0)
         return write_recording(argv[2]);
     seed_example();
