@@ -141,12 +141,18 @@ $(BUILD)/asan/tests/analyze/%: tests/analyze/%.c $(TRACE_SRC) $(ANALYZE_SRC) $(R
 	  $(COMMON_SRC) $(CLI_LIBS)
 
 # Reference-set tests (ASan+UBSan): the recording file, the report's
-# arithmetic, against everything the CLI links but main.c.
+# arithmetic, against everything the CLI links; main.c comes as an object
+# whose main is renamed (its cli_error & co. are what the commands call).
 REFSET_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/refset/test_*.c))
-$(BUILD)/asan/tests/refset/%: tests/refset/%.c $(CLI_SRC) $(HDRS) tests/unit.h $(wildcard tests/refset/*.h)
+REFSET_CLI_MAIN := $(BUILD)/asan/tests/refset/cli_main.o
+$(REFSET_CLI_MAIN): src/cli/main.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -Dmain=mt_cli_main -Wno-missing-prototypes -c -o $@ $<
+$(BUILD)/asan/tests/refset/%: tests/refset/%.c $(CLI_SRC) $(HDRS) tests/unit.h $(wildcard tests/refset/*.h) \
+  $(REFSET_CLI_MAIN)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(JSONC_CFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(filter-out src/cli/main.c,$(CLI_SRC)) \
-	  $(CLI_LIBS) $(JSONC_LIBS)
+	  $(REFSET_CLI_MAIN) $(CLI_LIBS) $(JSONC_LIBS)
 
 # The synthetic trace generator of the analysis benchmark.
 TRACEGEN := $(BUILD)/bench/tracegen
@@ -361,6 +367,13 @@ $(FUZZ_READ): tests/trace/fuzz_read.c $(TRACE_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/trace/fuzz_read.c $(TRACE_SRC) -lzstd -lpthread
 
+# Reference-set recordings: the reader (src/refset/refset_read.c).
+RS_FILE_SRC := src/refset/refset_read.c src/refset/refset_write.c src/trace/trace_util.c
+$(BUILD)/fuzz/fuzz_refset: tests/refset/fuzz_read.c tests/fuzz_check.h $(RS_FILE_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(RS_FILE_SRC) -lzstd
+$(BUILD)/asan/tests/refset/test_corpus: tests/refset/fuzz_read.c tests/fuzz_replay.h tests/fuzz_check.h
+
 # Reports: the reader and everything that prints or exports what it read.
 FUZZ_REPORT_SRC := $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(wildcard src/export/*.c)
 $(BUILD)/fuzz/fuzz_report: tests/report/fuzz/fuzz_report.c $(FUZZ_REPORT_SRC) $(HDRS)
@@ -391,7 +404,7 @@ $(BUILD)/asan/tests/xe/test_fuzz_sessions $(BUILD)/asan/tests/xe/test_fuzz_pred:
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -Itests/xe/fuzz -o $@ $< $(XE_SRC) $(COMMON_SRC) -lpthread
 
 FUZZ_TARGETS := $(FUZZ_READ) $(BUILD)/fuzz/fuzz_report $(BUILD)/fuzz/fuzz_options $(BUILD)/fuzz/fuzz_sessions \
-                $(BUILD)/fuzz/fuzz_pred
+                $(BUILD)/fuzz/fuzz_pred $(BUILD)/fuzz/fuzz_refset
 FUZZ_REPLAYS := $(BUILD)/asan/tests/report/test_fuzz_corpus $(BUILD)/asan/tests/agent/test_fuzz_corpus \
                 $(BUILD)/asan/tests/xe/test_fuzz_sessions $(BUILD)/asan/tests/xe/test_fuzz_pred
 asan: $(FUZZ_REPLAYS)
@@ -413,3 +426,12 @@ $(BUILD)/tests/trace/mkcorpus: tests/trace/mkcorpus.c $(TRACE_SRC) $(HDRS) $(wil
 trace-corpus: $(BUILD)/tests/trace/mkcorpus
 	@mkdir -p tests/trace/corpus
 	$(BUILD)/tests/trace/mkcorpus tests/trace/corpus
+
+# The recording reader's fuzz seeds (tests/refset/mkcorpus.c): `make
+# refset-corpus` writes them into tests/refset/corpus/ (committed).
+$(BUILD)/tests/refset/mkcorpus: tests/refset/mkcorpus.c $(RS_FILE_SRC) $(HDRS) $(wildcard tests/refset/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g -Itests -o $@ $< $(RS_FILE_SRC) -lzstd
+.PHONY: refset-corpus
+refset-corpus: $(BUILD)/tests/refset/mkcorpus
+	$(BUILD)/tests/refset/mkcorpus tests/refset/corpus

@@ -15,6 +15,7 @@
 #   fuzz_options   tests/agent/fuzz/corpus/     MEMTRAIL_OPTIONS strings
 #   fuzz_sessions  tests/xe/fuzz/corpus_sessions/  MEMTRAIL_SESSIONS definitions
 #   fuzz_pred      tests/xe/fuzz/corpus_pred/   session predicates
+#   fuzz_refset    tests/refset/corpus/         reference-set recordings (make refset-corpus writes the seeds)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -65,4 +66,5 @@ run fuzz_report tests/report/fuzz/corpus 65536
 run fuzz_options tests/agent/fuzz/corpus 8192
 run fuzz_sessions tests/xe/fuzz/corpus_sessions 8192
 run fuzz_pred tests/xe/fuzz/corpus_pred 4096
+run fuzz_refset tests/refset/corpus 65536
 exit $status

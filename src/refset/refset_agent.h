@@ -23,14 +23,14 @@
 #define MT_RS_AGENT_MAX_FRAMES 32
 
 enum mt_rs_agent_kind {
-    MT_RS_AG_HELLO = 1,   /* the agent started in pid (after exec too): nothing else */
-    MT_RS_AG_MAP = 2,     /* [addr, addr+len) was mapped by the program (mmap, mremap's new range, brk/sbrk
-                             growth): frames = the allocation stack; category = enum mt_rs_category
-                             (VirtualAlloc, PFMappedSection, MapFile, Heap for brk) */
-    MT_RS_AG_UNMAP = 3,   /* [addr, addr+len) was unmapped (munmap, mremap's old range, brk/sbrk shrink) */
-    MT_RS_AG_DISCARD = 4, /* madvise(MADV_DONTNEED|MADV_FREE|MADV_REMOVE) of [addr, addr+len) returned 0 */
-    MT_RS_AG_BLOCK = 5,   /* malloc returned a block of len bytes at addr that the allocator mmapped on its
-                             own (len >= the allocator's mmap threshold): Heap, frames = the malloc stack */
+    MT_RS_AG_HELLO = 1,      /* the agent started in pid (after exec too): nothing else */
+    MT_RS_AG_MAP = 2,        /* [addr, addr+len) was mapped by the program (mmap, mremap's new range, brk/sbrk
+                                growth): frames = the allocation stack; category = enum mt_rs_category
+                                (VirtualAlloc, PFMappedSection, MapFile, Heap for brk) */
+    MT_RS_AG_UNMAP = 3,      /* [addr, addr+len) was unmapped (munmap, mremap's old range, brk/sbrk shrink) */
+    MT_RS_AG_DISCARD = 4,    /* madvise(MADV_DONTNEED|MADV_FREE|MADV_REMOVE) of [addr, addr+len) returned 0 */
+    MT_RS_AG_BLOCK = 5,      /* malloc returned a block of len bytes at addr that the allocator mmapped on its
+                                own (len >= the allocator's mmap threshold): Heap, frames = the malloc stack */
     MT_RS_AG_BLOCK_FREE = 6, /* that block was freed (its pages went back to the kernel) */
     MT_RS_AG_TRIM = 7,       /* malloc_trim() returned: the recorder rescans pid now */
     MT_RS_AG_STACK = 8,      /* [addr, addr+len) is a thread's stack (pthread_create), UserStack */
