@@ -5,42 +5,13 @@
  * recomputed per page straight from the definitions (docs/refset-report.md). */
 #include "refset/refset_file.h"
 #include "refset/report_model.h"
-#include "report/report.h"
 #include "unit.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
 #include <unistd.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The CLI's error functions live in main.c, which the tests do not link. */
-int cli_quiet;
-int cli_error(const char *fmt, ...);
-int cli_usage_error(const char *cmd, const char *fmt, ...);
-int cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    return 1;
-}
-int cli_parse_scale(const char *value, void *scale);
-int cli_parse_scale(const char *value, void *scale)
-{
-    return report_scale_parse(value, scale);
-}
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    (void)cmd;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    return 2;
-}
 
 #define PS 4096u
 #define MB (1024u * 1024u)
