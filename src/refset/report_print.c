@@ -87,11 +87,19 @@ static struct symbolizer *syms_of(struct syms *c, const struct rs_model *m, uint
     return s;
 }
 
+/* Says (on stderr) which modules could not be symbolized, and why. */
 static void syms_close(struct syms *c)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (c->s[i])
-            sym_close(c->s[i]);
+    for (size_t i = 0; i < c->n; i++) {
+        if (!c->s[i])
+            continue;
+        for (const char *w = sym_warnings(c->s[i]); *w;) {
+            size_t len = strcspn(w, "\n");
+            fprintf(stderr, "memtrail: warning: pid %" PRIu32 ": %.*s\n", c->pids[i], (int)len, w);
+            w += len + (w[len] == '\n');
+        }
+        sym_close(c->s[i]);
+    }
     free(c->pids);
     free(c->s);
 }
