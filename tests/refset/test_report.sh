@@ -101,3 +101,21 @@ run_mt "$MT" refset report "$T/big.rsr" --json
 ms=$((($(date +%s%N) - start) / 1000000))
 expect_eq "big: exit 0" 0 "$rc"
 [ "$ms" -lt 20000 ] && pass "big: reported in ${ms} ms (< 20 s)" || fail "big: reported in < 20 s" "${ms} ms"
+
+# An attached recording with physical frames (test_report_model --write-attach):
+# pid 200's 8 pages from before, 4 released at 1 s; pid 201 maps the same
+# frames at 0.5 s, reads 2 zero pages, references one page twice; exits at 2 s.
+check "attach: the generator writes a recording" "$GEN" --write-attach "$T/att.rsr"
+run_mt "$MT" refset report "$T/att.rsr"
+contains "attach: the note on pages present at the start" "Attached: pages present when recording began are counted as referenced before the scenario" "$out"
+contains "attach: zero-page bytes said" "Zero page: 8KB of Size" "$out"
+contains "attach: the duplicate said" "Duplicates: 1 page references" "$out"
+"$MT" refset report "$T/att.rsr" --json --viewport 0.2:1.5 >"$T/att.json"
+expect_eq "attach json: physical pages, attached" "True True" "$(json_get "$T/att.json" '"%s %s" % (j["physical_pages"], j["attached"])')"
+# 200: 4 pages persistent, 4 released inside (impacting); 201: 8 shared + 2 zero pages referenced inside, kept.
+expect_eq "attach json: Size per process (sharing counts in each)" "32768 40960" \
+    "$(json_get "$T/att.json" '" ".join(str(p["size_bytes"]) for p in j["processes"])')"
+expect_eq "attach json: before pages persistent/impacting; the shared frames owned by the first (200)" \
+    "16384 16384 0 0 32768 32768" \
+    "$(json_get "$T/att.json" '"%d %d %d %d %d %d" % (j["processes"][0]["impact_types"]["persistent_bytes"], j["processes"][0]["impact_types"]["impacting_bytes"], j["processes"][1]["impact_size_bytes"], j["impact_size_bytes"], j["graph_start_bytes"], j["graph_end_bytes"])')"
+expect_eq "attach json: zero pages in Size only" "8192 1" "$(json_get "$T/att.json" '"%d %d" % (j["zero_page_bytes"], j["duplicate_references"])')"

@@ -688,8 +688,65 @@ static int write_big(const char *path, uint64_t pages)
     return (rc | mt_rs_write_finish(w, NULL, NULL, 0)) != 0;
 }
 
+/* An attached recording with physical frames: pid 200 had 8 pages before
+ * (4 released at 1 s), pid 201 maps the same frames at 0.5 s, a zero-page
+ * read of 2 pages, and a duplicate reference of 1 page; ends at 2 s. */
+static int write_attach(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), err = 0;
+    mt_rs_header h = {.start_ns = 1000, .page_size = PS, .flags = RS_FILE_ATTACH | RS_FILE_PFN};
+    mt_rs_writer *w = fd < 0 ? NULL : mt_rs_writer_open(fd, &h, &err);
+    if (!w)
+        return 1;
+    mt_rs_event ev[] = {
+        {.type = RS_EV_PROCESS, .pid = 200, .reason = RS_PROC_ATTACH, .name = "server", .name_len = 6},
+        {.type = RS_EV_PROCESS, .pid = 201, .reason = RS_PROC_ATTACH, .name = "worker", .name_len = 6},
+        {.type = RS_EV_REF,
+         .pid = 200,
+         .addr = 0x400000,
+         .npages = 8,
+         .category = RS_CAT_PFMAPPEDSECTION,
+         .flags = RS_REF_BEFORE | RS_REF_FILE_PAGE,
+         .pfn = 9000},
+        {.type = RS_EV_REF,
+         .pid = 201,
+         .time_ns = S(0.5),
+         .addr = 0x800000,
+         .npages = 8,
+         .category = RS_CAT_PFMAPPEDSECTION,
+         .flags = RS_REF_FAULT | RS_REF_FILE_PAGE,
+         .pfn = 9000},
+        {.type = RS_EV_REF,
+         .pid = 201,
+         .time_ns = S(0.6),
+         .addr = 0x900000,
+         .npages = 2,
+         .category = RS_CAT_VIRTUALALLOC,
+         .flags = RS_REF_FAULT | RS_REF_ZERO_PAGE,
+         .pfn = 77},
+        {.type = RS_EV_REF,
+         .pid = 201,
+         .time_ns = S(0.7),
+         .addr = 0x800000,
+         .npages = 1,
+         .category = RS_CAT_PFMAPPEDSECTION,
+         .flags = RS_REF_SCAN | RS_REF_FILE_PAGE,
+         .pfn = 9000},
+        {.type = RS_EV_RELEASE, .pid = 200, .time_ns = S(1), .addr = 0x400000, .npages = 4},
+        {.type = RS_EV_EXIT, .pid = 201, .time_ns = S(2)},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        ev[i].time_ns += 1000;
+        rc |= wr(w, ev[i]);
+    }
+    return (rc | mt_rs_write_finish(w, NULL, NULL, 0)) != 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--write-attach") == 0)
+        return write_attach(argv[2]);
     if (argc == 4 && strcmp(argv[1], "--write-big") == 0)
         return write_big(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 3 && strcmp(argv[1], "--write") == 0)
