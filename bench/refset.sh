@@ -36,7 +36,6 @@ done
 case $only in ""|sqlite|python) ;; *) die "--only wants sqlite or python, not '$only'" ;; esac
 [ -d "$BENCH_SRC" ] || die "workloads not found: $BENCH_SRC (set MT_SHARED to the shared directory)"
 [ -x "$MEMTRAIL" ] && [ -f "$AGENT" ] || die "memtrail is not built: run 'make' first"
-command -v python3 >/dev/null 2>&1 || die "python3 is needed to read the recordings' JSON"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mt-refset-bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -54,13 +53,10 @@ mode_args() {
 }
 
 # The recording's page events: pages referenced and released, from the
-# report of the whole recording.
-page_events() { # FILE
-    "$MEMTRAIL" refset report "$1" --json | python3 -c '
-import json, sys
-j = json.load(sys.stdin)
-r = j["recording"]
-print(r["pages_referenced"], r["pages_released"], r["records"])'
+# recorder's last line ("memtrail: refset: N pages referenced (...), M
+# released, L samples lost; FILE (B bytes)").
+page_events() { # STDERR-FILE
+    sed -n 's/^memtrail: refset: \([0-9]*\) pages referenced.*, \([0-9]*\) released, \([0-9]*\) samples lost.*/\1 \2 \3/p' "$1" | tail -1
 }
 
 summary=()
@@ -84,7 +80,7 @@ bench_workload() { # NAME LABEL CMD...
                 echo "   FAILED under refset record ($m, run $i): status $rc"; show_err "$TMP/$m.err"; return
             fi
             times[$m]+="$elapsed "
-            [ "$i" -eq 1 ] || rm -f "$TMP/$name-$m-$i.mtrs"
+            if [ "$i" -eq 1 ]; then cp "$TMP/$m.err" "$TMP/$name-$m-1.err"; else rm -f "$TMP/$name-$m-$i.mtrs"; fi
         done
     done
     local b_min b_med
@@ -93,22 +89,23 @@ bench_workload() { # NAME LABEL CMD...
     printf '   %-9s %9.3f %9.3f %9s %9s\n' bare "$b_min" "$b_med" 1.00 1.00
     local line="$name:"
     for m in "${modes[@]}"; do
-        local m_min m_med r_min r_med refd reld recs size per rate
+        local m_min m_med r_min r_med refd reld lost size per rate
         # shellcheck disable=SC2086 # the times are words
         read -r m_min m_med < <(min_median ${times[$m]})
         r_min=$(ratio "$m_min" "$b_min"); r_med=$(ratio "$m_med" "$b_med")
-        read -r refd reld recs < <(page_events "$TMP/$name-$m-1.mtrs")
+        read -r refd reld lost < <(page_events "$TMP/$name-$m-1.err")
+        [ -n "$refd" ] || { echo "   $m: no end line from the recorder"; show_err "$TMP/$name-$m-1.err"; continue; }
         size=$(stat -c %s "$TMP/$name-$m-1.mtrs")
         per=$(awk -v s="$size" -v n="$((refd + reld))" 'BEGIN { printf "%.2f", n ? s / n : 0 }')
-        rate=$(awk -v n="$((refd + reld))" -v t="$m_med" 'BEGIN { printf "%.0f", t > 0 ? n / t : 0 }')
+        rate=$(awk -v n="$((refd + reld))" -v t="$m_med" 'BEGIN { printf "%.0f", (t > 0) ? n / t : 0 }')
         printf '   %-9s %9.3f %9.3f %9.2f %9.2f %11s %9s %12s\n' "$m" "$m_min" "$m_med" "$r_min" "$r_med" \
             "$(group "$rate")" "$per" "$(group "$size") B"
         local goal=1.3
         [ "$m" = stacks ] && goal=2
         local verdict
         verdict=$(awk -v r="$r_min" -v t="$goal" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
-        line+=$(printf ' %s %.2fx (goal <= %sx %s, %s pages referenced + %s released, %s B/event);' \
-            "$m" "$r_min" "$goal" "$verdict" "$(group "$refd")" "$(group "$reld")" "$per")
+        line+=$(printf ' %s %.2fx (goal <= %sx %s, %s pages referenced + %s released, %s lost, %s B/event);' \
+            "$m" "$r_min" "$goal" "$verdict" "$(group "$refd")" "$(group "$reld")" "$lost" "$per")
     done
     summary+=("$line")
 }

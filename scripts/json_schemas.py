@@ -158,6 +158,35 @@ ANALYZE = doc("memtrail analyze --json", "The analysis of a trace.", ANALYZE_PRO
 ANALYZE["required"] = [k for k in ANALYZE["required"]
                        if k not in ("peak", "leaks", "temporary", "hot", "histogram", "timeline")]
 
+# memtrail refset report --json (docs/refset-report.md): seconds are
+# decimal numbers (the viewport is given in seconds), each beside its _ns twin.
+SECONDS = {"type": "number", "minimum": 0}
+RS_TYPES = obj({"impacting_bytes": COUNT, "transient_bytes": COUNT, "persistent_bytes": COUNT})
+RS_FIGS = {"size_bytes": COUNT, "impact_size_bytes": INT, "graph_start_bytes": COUNT, "graph_end_bytes": COUNT,
+           "impact_types": RS_TYPES, "zero_page_bytes": COUNT}
+RS_CATEGORY_NAMES = ["Heap", "VirtualAlloc", "UserStack", "PFMappedSection", "CopyOnWriteImage", "Image", "MapFile"]
+RS_CATEGORY = obj(dict([("name", {"enum": RS_CATEGORY_NAMES}), ("class", {"enum": ["Dynamic", "File"]})]
+                       + list(RS_FIGS.items())))
+RS_CATEGORIES = dict(arr(RS_CATEGORY), minItems=7, maxItems=7)
+RS_STACK = obj(dict([("stack_id", COUNT), ("pid", COUNT)] + list(RS_FIGS.items()) + [("frames", FRAMES)]))
+REFSET_REPORT = dict([
+    ("file", STR), ("complete", BOOL), ("stopped", null(STR)), ("start_monotonic_ns", COUNT),
+    ("page_size_bytes", COUNT), ("physical_pages", BOOL), ("agent", BOOL), ("attached", BOOL),
+    ("duration_s", SECONDS),
+    ("viewport", obj({"start_s": SECONDS, "end_s": SECONDS, "start_ns": COUNT, "end_ns": COUNT}))]
+    + list(RS_FIGS.items()) + [
+    ("duplicate_references", COUNT), ("lost_samples", COUNT),
+    ("peak", obj({"bytes": COUNT, "time_s": SECONDS, "time_ns": COUNT})), ("steady_state_bytes", COUNT),
+    ("processes", arr(obj(dict([("pid", COUNT), ("ppid", COUNT), ("program", STR)] + list(RS_FIGS.items())
+                               + [("categories", RS_CATEGORIES)])))),
+    ("categories", RS_CATEGORIES),
+    ("classes", dict(arr(obj(dict([("name", {"enum": ["Dynamic", "File"]})] + list(RS_FIGS.items())))),
+                     minItems=2, maxItems=2)),
+    ("stacks", obj({"impacting": arr(RS_STACK), "allocation": arr(RS_STACK)})),
+    ("timeline", arr(obj({"time_s": SECONDS, "time_ns": COUNT, "bytes": COUNT, "by_process": arr(COUNT),
+                          "by_category": obj({k: COUNT for k in RS_CATEGORY_NAMES})}))),
+])
+
 DOCS = {
     "report": doc("memtrail report --json", "A summary report (report, query PID summary|baseline).", SUMMARY),
     "report-tree": doc("memtrail report DIR --json", "Several reports as a process tree.", TREE),
@@ -170,6 +199,8 @@ DOCS = {
     "analyze": ANALYZE,
     "xe-plan": doc("memtrail xe plan --json", "The buffers of one MAX_MEMORY.", XE_PLAN),
     "xe-plan-range": doc("memtrail xe plan --range --json", "The buffers over a range of MAX_MEMORY.", XE_RANGE),
+    "refset-report": doc("memtrail refset report --json",
+                         "A reference-set recording's figures for one viewport.", REFSET_REPORT),
 }
 
 

@@ -276,6 +276,12 @@ void mt_json_i64(mt_json *j, int64_t v)
     put(j, buf + sizeof buf - n, n);
 }
 
+void mt_json_number(mt_json *j, const char *literal)
+{
+    before_value(j);
+    puts_(j, literal);
+}
+
 void mt_json_bool(mt_json *j, bool v)
 {
     before_value(j);

@@ -59,6 +59,9 @@ void mt_json_strn(mt_json *j, const char *s, size_t n);
 void mt_json_u64(mt_json *j, uint64_t v);
 void mt_json_i64(mt_json *j, int64_t v);
 void mt_json_bool(mt_json *j, bool v);
+/* A number the caller formatted as JSON's grammar says (a decimal such as
+ * "1.25" seconds), written as given. */
+void mt_json_number(mt_json *j, const char *literal);
 void mt_json_null(mt_json *j);
 /* An address as the string "0x..." (JSON numbers lose 64-bit precision
  * in many readers). */

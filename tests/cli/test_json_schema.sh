@@ -149,6 +149,13 @@ run_json xe-plan-range "xe plan --range --json" "$MT" xe plan --range 1-1024 --m
 expect_eq "xe plan --range --json: per_node, rows cover 1..1024 KB" "per_node 1 1024" \
     "$(json_get "$last" "'%s %d %d' % (j['partition_mode'], j['rows'][0]['start_memory_range_kb'], j['rows'][-1]['end_memory_range_kb'])")"
 
+# --- memtrail refset report on a recording of the real writer (tests/refset/test_report.sh has the figures)
+RSGEN=$BUILD/asan/tests/refset/test_report_model
+check "refset: the generator writes a recording" "$RSGEN" --write "$T/seed.rsr"
+run_json refset-report "refset report --json" "$MT" refset report "$T/seed.rsr" --json --top 0
+run_json refset-report "refset report --json --viewport 1:2" "$MT" refset report "$T/seed.rsr" --json --viewport 1:2
+expect_eq "refset report --json: the seed's Impact Size, 10 MB" 10485760 "$(json_get "$last" 'j["impact_size_bytes"]')"
+
 # --- memtrail query on a running program (detail mode: every request works) --------
 unset XDG_RUNTIME_DIR
 LD=$T/live; mkdir -p "$LD"
@@ -235,6 +242,10 @@ rejected("a frame without \"offset\"", "detail", lambda d: d["sites"][0]["frames
 rejected("analyze's old nested \"live\"", "analyze", lambda d: d.update(live={"bytes": 1, "count": 1}))
 rejected("analyze with a negative count", "analyze", lambda d: d.update(allocs=-1))
 rejected("a stack keyed \"stack\"", "analyze", lambda d: rename(d["leaks"]["stacks"][0], "stack_id", "stack"))
+rejected("refset report with six categories", "refset-report", lambda d: d["categories"].pop())
+rejected("refset report's category \"heap\"", "refset-report", lambda d: d["categories"][0].update(name="heap"))
+rejected("refset report without \"graph_end_bytes\"", "refset-report", lambda d: d.pop("graph_end_bytes"))
+rejected("refset report's viewport in a string", "refset-report", lambda d: d["viewport"].update(start_s="1"))
 rejected("xe plan's upper-case \"PER_CPU\"", "xe-plan", lambda d: d.update(partition_mode="PER_CPU"))
 rejected("a diff category with a string count", "diff", lambda d: d["categories"][0].update(live_bytes="1"))
 PYEOF
