@@ -161,7 +161,12 @@ void rec_emit_ref(rec_state *st, rec_proc *p, const rec_map *m, const struct ref
     uint32_t alloc_stack;
     unsigned cat = rec_page_category(p, m, a->addr, a->entry, &alloc_stack);
     uint32_t flags = a->flags;
-    if (a->entry & PM_FILE)
+    /* A page read too late to have a pagemap entry (its process is gone)
+     * is still known to be the file's own when its mapping cannot hold a
+     * private copy. */
+    bool file_page = (a->entry & PM_FILE) ||
+                     (!(a->entry & PM_PRESENT) && m->ino && (m->shared || !(m->prot & PROT_WRITE)));
+    if (file_page)
         flags |= RS_REF_FILE_PAGE;
     if (st->zero_pfn && a->pfn == st->zero_pfn)
         flags |= RS_REF_ZERO_PAGE;
@@ -577,6 +582,25 @@ static void on_mmap(rec_state *st, rec_item *it)
         push_map(st, p, in, it->time, 0);
 }
 
+/* The program's clock and the kernel's sample clock may disagree by a few
+ * microseconds, so a page touched right after its mmap can come first:
+ * references of the range queued just before the message get its
+ * allocation stack too. */
+#define ALLOC_STACK_SLACK_NS 1000000ull
+
+static void give_alloc_stack(rec_state *st, const rec_proc *p, uint64_t start, uint64_t end, uint32_t stack,
+                             uint64_t time)
+{
+    for (size_t i = st->out.n; i-- > 0;) {
+        mt_rs_event *e = &st->out.v[i];
+        if (e->time_ns + ALLOC_STACK_SLACK_NS < time)
+            break;
+        if (e->type == RS_EV_REF && e->pid == (uint32_t)p->pid && !e->alloc_stack && e->addr >= start &&
+            e->addr < end)
+            e->alloc_stack = stack;
+    }
+}
+
 static void on_agent(rec_state *st, rec_item *it)
 {
     const mt_rs_agent_msg *m = it->ag;
@@ -602,6 +626,7 @@ static void on_agent(rec_state *st, rec_item *it)
                                                       : RS_CAT_VIRTUALALLOC;
         uint32_t stack = rec_stacks_intern(st->stacks, &st->out, m->frames, m->nframes, it->time);
         range_set(p, start, end, cat, stack);
+        give_alloc_stack(st, p, start, end, stack, it->time);
         rec_map rm = {.start = start, .end = end, .category = (uint8_t)cat, .prot = PROT_READ | PROT_WRITE};
         rec_map *in = rec_maps_find(&p->maps, start);
         if (in) {

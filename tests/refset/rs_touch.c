@@ -11,6 +11,10 @@
  *   rs_touch OUT sleep MS   touch 16 pages, then sleep
  *   rs_touch OUT cow N      touch N pages, fork; the child writes them
  *                           (copies of its own) and exits
+ *   rs_touch OUT seed       the seed's example: 10 MB touched before T0 and
+ *                           kept, 10 MB touched after T0 and kept, 10 MB
+ *                           touched and unmapped between T0 and T1
+ *                           ("t0 NS", "t1 NS": CLOCK_MONOTONIC)
  *   rs_touch OUT cats       small mallocs ("heap"), a shared anonymous
  *                           mapping ("shared"), a thread's local array
  *                           ("tstack") */
@@ -64,6 +68,44 @@ static void *thread_main(void *arg)
     for (size_t i = 0; i < sizeof local; i += 4096)
         local[i] = 1;
     return NULL;
+}
+
+static unsigned long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* Waits longer than the recorder's scan interval (the test's 20 ms), so
+ * what came before is recorded before what follows. */
+static void settle(void)
+{
+    pause_ms(120);
+}
+
+static void seed_example(void)
+{
+    const size_t n = (10u << 20) / 4096;
+    char *persistent = fresh(n * 4096);
+    touch(persistent, n);
+    say("persistent", persistent, n * 4096);
+    settle();
+    fprintf(out, "t0 %llu\n", now_ns());
+    settle();
+    char *impacting = fresh(n * 4096);
+    touch(impacting, n);
+    say("impacting", impacting, n * 4096);
+    char *transient = fresh(n * 4096);
+    touch(transient, n);
+    say("transient", transient, n * 4096);
+    munmap(transient, n * 4096);
+    settle();
+    fprintf(out, "t1 %llu\n", now_ns());
+    fflush(out);
+    settle();
+    (void)persistent[0];
+    (void)impacting[0];
 }
 
 static void categories(void)
@@ -166,6 +208,8 @@ int main(int argc, char **argv)
         fprintf(out, "child %d\n", (int)pid);
         fflush(out);
         waitpid(pid, NULL, 0);
+    } else if (strcmp(mode, "seed") == 0) {
+        seed_example();
     } else if (strcmp(mode, "cats") == 0) {
         categories();
     } else if (strcmp(mode, "sleep") == 0) {

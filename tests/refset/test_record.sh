@@ -150,6 +150,34 @@ lo, hi = ranges("tstack")[0]
 p = pages_of(4, lo & ~4095, hi)
 print("ok" if len(p) >= 12 and all(v[0]["cat"] == 2 for v in p.values()) else "%d stack pages, cats %s" % (len(p), set(v[0]["cat"] for v in p.values())))'
 
+# The seed's example, recorded and reported: for the viewport T0:T1, 10 MB
+# persistent, 10 MB impacting, 10 MB transient in the program's
+# VirtualAlloc; the graph goes from 10 to 20 MB there; Size 30 MB; Impact
+# Size 10 MB. Allowed beside them: the program's own anonymous pages
+# (stdio's buffer, the loader's), at most 16 pages each way.
+record "$T/seed.mtrs" --no-agent --interval 20 -- "$TOUCH" "$T/said.txt" seed
+"$MT" refset report "$T/seed.mtrs" --json >"$T/seed0.json" 2>"$T/seed.err"
+start=$(json_get "$T/seed0.json" 'j["start_monotonic_ns"]')
+t0=$(awk '$1 == "t0" { print $2 }' "$T/said.txt")
+t1=$(awk '$1 == "t1" { print $2 }' "$T/said.txt")
+vp=$(python3 -c "print('%.6f:%.6f' % (($t0 - $start) / 1e9, ($t1 - $start) / 1e9))")
+"$MT" refset report "$T/seed.mtrs" --viewport "$vp" --json >"$T/seed.json" 2>"$T/seed.err"
+expect_eq record_seed_report_status 0 "$?"
+check_seed() { # NAME EXPR WANT_BYTES: EXPR over the VirtualAlloc category c is WANT .. WANT + 16 pages
+    local got
+    got=$(json_get "$T/seed.json" "[c for p in j['processes'] for c in p['categories'] if c['name'] == 'VirtualAlloc' and p['program'] == 'rs_touch'][0]$2")
+    if [ -n "$got" ] && [ "$got" -ge "$3" ] && [ "$got" -le $(($3 + 16 * 4096)) ]; then pass "$1"; else fail "$1" "$got bytes, want $3 (+ at most 64 KB)"; fi
+}
+mb=$((10 << 20))
+check_seed record_seed_persistent "['impact_types']['persistent_bytes']" "$mb"
+check_seed record_seed_impacting "['impact_types']['impacting_bytes']" "$mb"
+check_seed record_seed_transient "['impact_types']['transient_bytes']" "$mb"
+check_seed record_seed_graph_start "['graph_start_bytes']" "$mb"
+check_seed record_seed_graph_end "['graph_end_bytes']" $((2 * mb))
+check_seed record_seed_size "['size_bytes']" $((3 * mb))
+check_seed record_seed_impact_size "['impact_size_bytes']" "$mb"
+expect_eq record_seed_no_duplicates 0 "$(json_get "$T/seed.json" 'j["duplicate_references"]')"
+
 # fork and exec: the child is a process of the recording with its own
 # pages; the exec makes a new image of the same pid.
 record "$T/fork.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" fork 50
