@@ -31,6 +31,15 @@
 #include <unistd.h>
 
 #define RING_BYTES (4u << 20) /* per CPU */
+
+/* The ring size per CPU: RING_BYTES, or MEMTRAIL_REFSET_RING_KB (the
+ * tests make it small to overflow it). */
+static size_t ring_bytes(void)
+{
+    const char *v = getenv("MEMTRAIL_REFSET_RING_KB");
+    long kb = v && *v ? strtol(v, NULL, 10) : 0;
+    return kb >= 4 && kb <= (1L << 20) ? (size_t)kb << 10 : RING_BYTES;
+}
 #define MAX_PIDS 64
 #define DRAIN_MS 10
 
@@ -506,7 +515,7 @@ static int record_command(const struct record_opts *o)
     child_pid = pid;
     sigaction(SIGTERM, &fwd, &old_term);
     sigaction(SIGHUP, &fwd, &old_hup);
-    rc = rec_perf_open(&r.perf, &pid, 1, o->stacks, true, RING_BYTES);
+    rc = rec_perf_open(&r.perf, &pid, 1, o->stacks, true, ring_bytes());
     if (rc < 0) {
         rc = kill_and_reap(pid, perf_error(rc));
         goto restore;
@@ -662,7 +671,7 @@ static int record_pids(const struct record_opts *o)
         recorder_free(&r);
         return cli_error("out of memory");
     }
-    rc = rec_perf_open(&r.perf, tids, ntids, o->stacks, false, RING_BYTES);
+    rc = rec_perf_open(&r.perf, tids, ntids, o->stacks, false, ring_bytes());
     free(tids);
     if (rc == -ESRCH) {
         recorder_free(&r);

@@ -108,6 +108,18 @@ expect_eq record_file_same_refs "$(grep '^rs type=4 ' "$T/dump.txt" | sed 's/ t=
 contains record_file_stats "stat pages_referenced=" "$(cat "$T/records.txt")"
 contains record_file_header_pfn "flags=0x1" "$(grep '^header' "$T/records.txt")"
 
+# A ring that overflows: the lost samples are recorded, and the scans
+# still find every page.
+MEMTRAIL_REFSET_RING_KB=4 record "$T/lost.mtrs" --no-agent --interval 200 -- "$TOUCH" "$T/said.txt" anon 20000
+check_py record_lost_samples '
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi)
+lost = sum(int(r["count"]) for r in recs if r["type"] == 9)
+scans = sum(1 for v in p.values() if v[0]["flags"] & 2)
+print("ok" if lost > 0 and len(p) == 20000 and scans > 0 and all(len(v) == 1 for v in p.values())
+      else "lost %d, %d pages (want 20000), %d by scans" % (lost, len(p), scans))'
+contains record_lost_end_line "samples lost" "$err"
+
 # Huge pages: one fault per 2 MiB; the scan finds the other 511 pages.
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 record "$T/thp.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" thp
