@@ -393,22 +393,21 @@ static void push_map(rec_state *st, const rec_proc *p, const rec_map *m, uint64_
     }
 }
 
-/* Where the brk heap starts: field 47 of /proc/PID/stat (fixed at exec).
- * The kernel's MMAP2 record of a brk names it "//anon". */
-static uint64_t read_start_brk(pid_t pid)
+/* Field n (>= 3) of /proc/PID/stat as a number, or 0. */
+static uint64_t stat_field(pid_t pid, int n)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t len = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0)
+    if (len <= 0)
         return 0;
-    buf[n] = '\0';
-    char *q = strrchr(buf, ')');
-    for (int field = 2; q && field < 47; field++)
+    buf[len] = '\0';
+    char *q = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    for (int field = 2; q && field < n; field++)
         q = strchr(q + 1, ' ');
     return q ? strtoull(q + 1, NULL, 10) : 0;
 }
@@ -427,7 +426,9 @@ static int enter(rec_state *st, rec_proc *p, pid_t ppid, int reason, uint64_t ti
     snprintf(path, sizeof path, "/proc/%d/exe", (int)p->pid);
     ssize_t n = readlink(path, p->exe, sizeof p->exe - 1);
     p->exe[n > 0 ? n : 0] = '\0';
-    p->start_brk = read_start_brk(p->pid);
+    /* Where the brk heap starts (fixed at exec): the kernel's MMAP2 record
+     * of a brk names it "//anon". */
+    p->start_brk = stat_field(p->pid, 47);
     rec_maps_free(&p->maps);
     if (rec_maps_read(&p->maps, p->pid) == 0)
         rec_maps_categorize(&p->maps, p->exe);
@@ -476,7 +477,7 @@ rec_proc *rec_proc_add(rec_state *st, pid_t pid, pid_t ppid, int reason, uint64_
     if (!p)
         return NULL;
     p->pid = pid;
-    p->ppid = ppid;
+    p->ppid = ppid ? ppid : (pid_t)stat_field(pid, 4);
     p->pagemap = -1;
     p->waiting_exec = waiting;
     st->procs[st->nprocs++] = p;
@@ -487,7 +488,7 @@ rec_proc *rec_proc_add(rec_state *st, pid_t pid, pid_t ppid, int reason, uint64_
         read_comm(pid, comm, sizeof comm);
         name = comm;
     }
-    if (enter(st, p, ppid, reason, time, name) < 0) {
+    if (enter(st, p, p->ppid, reason, time, name) < 0) {
         proc_remove(st, p);
         return NULL;
     }
