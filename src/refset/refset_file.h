@@ -29,11 +29,16 @@ typedef struct mt_rs_header {
 typedef struct mt_rs_writer mt_rs_writer;
 
 /* Writes the header to fd (which the writer owns from now on and closes in
- * finish/abort). NULL and *err = -errno on failure. */
+ * finish/abort). NULL and *err = -errno on failure (fd closed then too;
+ * -EINVAL: a page size that is not a power of two up to 1 GiB). */
 mt_rs_writer *mt_rs_writer_open(int fd, const mt_rs_header *h, int *err);
 /* Appends one record (ev->time_ns is CLOCK_MONOTONIC; records must come in
  * time order, except STACK/MODULE/META whose time is ignored). Writes a
- * chunk when one is full. 0 or -errno. */
+ * chunk when one is full. 0 or -errno; -EINVAL (nothing written, the
+ * writer goes on) for a record a reader would refuse: an unknown type,
+ * npages 0 or above 2^40, a category >= RS_NCATEGORIES, more than
+ * TRACE_MAX_FRAMES frames, a string over TRACE_MAX_STRING bytes. A write
+ * error is returned by this and every later call. */
 int mt_rs_write(mt_rs_writer *w, const mt_rs_event *ev);
 /* Writes the open chunk (the recorder calls it every scan interval, so a
  * kill loses at most one interval). */

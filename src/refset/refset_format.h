@@ -36,7 +36,7 @@ enum { RS_CHUNK_EVENTS = 2, RS_CHUNK_END = 3, RS_CHUNK_INDEX = 4 };
 #define RS_TYPE_MASK 0x0fu
 /* REF bits. */
 #define RS_REF_SAME_THREAD 0x10u /* pid and tid are the previous REF's */
-#define RS_REF_NEXT_ADDR 0x20u   /* addr is where the previous REF/RELEASE ended */
+#define RS_REF_NEXT_ADDR 0x20u   /* addr is the guess (rs_addr_guess) */
 #define RS_REF_ONE_PAGE 0x40u    /* npages is 1 */
 #define RS_REF_SAME_ATTRS 0x80u  /* category ... dev as the previous REF; pgoff predicted or 0 */
 /* RELEASE bits. */
@@ -55,6 +55,16 @@ enum { RS_CHUNK_EVENTS = 2, RS_CHUNK_END = 3, RS_CHUNK_INDEX = 4 };
 #define RS_ATTR_PGOFF 0x40u    /* varint: pgoff as is, not predicted */
 #define RS_ATTR_KNOWN 0x7fu
 
+/* Threads whose next REF address the coder remembers (a direct-mapped
+ * cache by tid): interleaved threads each walking their own pages keep
+ * NEXT_ADDR. */
+#define RS_THREAD_SLOTS 64u
+typedef struct rs_thread_slot {
+    uint32_t pid, tid;
+    uint64_t addr_end; /* where the thread's previous REF ended */
+    int used;
+} rs_thread_slot;
+
 /* The coding state of one EVENTS chunk (reset at each chunk: chunks
  * decode on their own). */
 typedef struct rs_coder {
@@ -66,6 +76,7 @@ typedef struct rs_coder {
     uint64_t ino;
     uint32_t dev, stack, alloc_stack;
     uint8_t category, flags;
+    rs_thread_slot threads[RS_THREAD_SLOTS];
 } rs_coder;
 
 static inline void rs_coder_reset(rs_coder *c, uint64_t first_time)
@@ -81,12 +92,22 @@ static inline uint64_t rs_pgoff_guess(const rs_coder *c, uint64_t addr)
     return c->pgoff + (addr - c->ref_addr);
 }
 
+/* The address a REF of pid/tid is guessed to start at: where that
+ * thread's previous REF of the chunk ended, else where the previous
+ * REF/RELEASE ended. */
+static inline uint64_t rs_addr_guess(const rs_coder *c, uint32_t pid, uint32_t tid)
+{
+    const rs_thread_slot *t = &c->threads[tid % RS_THREAD_SLOTS];
+    return t->used && t->tid == tid && t->pid == pid ? t->addr_end : c->addr_end;
+}
+
 /* After a REF (both sides). */
 static inline void rs_coder_ref(rs_coder *c, const mt_rs_event *ev, uint32_t page_size)
 {
     c->pid = ev->pid;
     c->tid = ev->tid;
     c->addr_end = ev->addr + ev->npages * page_size;
+    c->threads[ev->tid % RS_THREAD_SLOTS] = (rs_thread_slot){ev->pid, ev->tid, c->addr_end, 1};
     c->pfn_next = ev->pfn ? ev->pfn + ev->npages : 0;
     c->ref_addr = ev->addr;
     c->pgoff = ev->pgoff;

@@ -389,7 +389,7 @@ static int get_ref(mt_rs_reader *r, mt_rs_event *ev, unsigned type)
             return -1;
         ev->tid = ev->pid + (uint32_t)trace_unzigzag32(ztid);
     }
-    ev->addr = c->addr_end;
+    ev->addr = rs_addr_guess(c, ev->pid, ev->tid);
     if (!(type & RS_REF_NEXT_ADDR)) {
         if (get_varint(r, &z) < 0)
             return -1;

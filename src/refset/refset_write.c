@@ -190,9 +190,10 @@ static unsigned char *put_ref(mt_rs_writer *w, unsigned char *p, const mt_rs_eve
 {
     rs_coder *c = &w->c;
     unsigned type = RS_EV_REF, attrs = 0;
+    uint64_t guess = rs_addr_guess(c, ev->pid, ev->tid);
     if (ev->pid == c->pid && ev->tid == c->tid)
         type |= RS_REF_SAME_THREAD;
-    if (ev->addr == c->addr_end)
+    if (ev->addr == guess)
         type |= RS_REF_NEXT_ADDR;
     if (ev->npages == 1)
         type |= RS_REF_ONE_PAGE;
@@ -213,7 +214,7 @@ static unsigned char *put_ref(mt_rs_writer *w, unsigned char *p, const mt_rs_eve
         p = trace_put_varint(p, trace_zigzag32((int32_t)(ev->tid - ev->pid)));
     }
     if (!(type & RS_REF_NEXT_ADDR))
-        p = put_zigzag(p, ev->addr, c->addr_end);
+        p = put_zigzag(p, ev->addr, guess);
     if (!(type & RS_REF_ONE_PAGE))
         p = trace_put_varint(p, ev->npages);
     if (attrs) {

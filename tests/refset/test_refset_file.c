@@ -11,6 +11,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "refset/refset_file.h"
 #include "refset/refset_format.h"
 #include "refset/refset_gen.h"
+#include "trace/trace_read.h"
 
 static int str_eq(const char *a, const char *b)
 {
@@ -127,8 +130,10 @@ static int write_file(const char *path, const rec *recs, size_t n, size_t every,
             mt_rs_write_abort(w);
             return rc;
         }
-        if (every && (i + 1) % every == 0)
-            mt_rs_write_flush(w);
+        if (every && (i + 1) % every == 0 && (rc = mt_rs_write_flush(w)) < 0) {
+            mt_rs_write_abort(w);
+            return rc;
+        }
         if (c && mt_rs_write_bytes(w) != last && c->n < 4096) {
             last = mt_rs_write_bytes(w);
             c->bytes[c->n] = last;
@@ -521,9 +526,25 @@ static void test_refused(void)
           o.open_rc == -EINVAL && strstr(o.err, "bad header CRC"));
     free(b.p);
 
+    /* And the other way: the trace reader refuses a recording. */
+    char path[128];
+    snprintf(path, sizeof path, "%s/notrace.mrs", tmpdir);
+    rec *recs = random_records(50);
+    write_file(path, recs, 50, 0, NULL, 1);
+    free(recs);
+    blob rsf = slurp(path);
+    unlink(path);
+    mt_trace_reader *tr = NULL;
+    char terr[256] = "";
+    int trc = mt_trace_open_mem(rsf.p, rsf.n, "rec.mrs", 0, &tr, terr, sizeof terr);
+    CHECK("the trace reader refuses a recording", trc < 0 && strstr(terr, "not a memtrail trace"));
+    printf("# trace reader on a recording: %s\n", terr);
+    if (trc >= 0)
+        mt_trace_close(tr);
+    free(rsf.p);
+
     mt_rs_reader *r;
     char err[200];
-    char path[128];
     snprintf(path, sizeof path, "%s/missing.mrs", tmpdir);
     CHECK("a missing file: -ENOENT", mt_rs_reader_open(path, &r, err, sizeof err) == -ENOENT && r == NULL);
 }
@@ -560,6 +581,40 @@ static void test_writer_refuses(void)
     fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
     CHECK("the writer refuses a page size that is not a power of two",
           mt_rs_writer_open(fd, &h, &err) == NULL && err == -EINVAL);
+    unlink(path);
+}
+
+/* A full disk (here: the file size limit, EFBIG) while recording: the
+ * writer reports it, and the file so far reads up to its last whole chunk. */
+static void test_full_disk(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/full.mrs", tmpdir);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 30000;
+    signal(SIGXFSZ, SIG_IGN);
+    size_t n = 3000;
+    rec *recs = random_records(n);
+    static cuts c;
+    setrlimit(RLIMIT_FSIZE, &lim);
+    int rc = write_file(path, recs, n, 40, &c, 1);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+    CHECK("a full disk: the writer says so (-EFBIG)", rc == -EFBIG);
+    blob b = slurp(path);
+    size_t want = 0;
+    for (size_t j = 0; j < c.n; j++)
+        if (c.bytes[j] <= b.n)
+            want = c.records[j];
+    readout o = read_mem(b.p, b.n, 0, recs, n);
+    CHECK("a full disk: the file holds 30000 bytes and reads up to its last whole chunk",
+          b.n == 30000 && want > 0 && o.nread == want && o.nmatch == want &&
+              strstr(o.err, "truncated chunk"));
+    printf("# full disk: %zu of %zu records kept: %s\n", o.nread, n, o.err);
+    free(b.p);
+    free(recs);
     unlink(path);
 }
 
@@ -605,6 +660,22 @@ static void test_size(void)
     write_file(path, recs, n, 0, NULL, 1);
     stat(path, &st);
     printf("# bytes per REF record without pfns: %.2f\n", (double)st.st_size / (double)n);
+    /* four threads interleaved at random, each walking its own pages */
+    uint64_t next[4] = {0x10000000, 0x20000000, 0x30000000, 0x40000000};
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = (unsigned)(rnd() % 4);
+        recs[i].ev.tid = 4242 + k;
+        recs[i].ev.addr = next[k];
+        next[k] += PAGE;
+    }
+    write_file(path, recs, n, 0, NULL, 1);
+    stat(path, &st);
+    per = (double)st.st_size / (double)n;
+    printf("# bytes per REF record, four threads interleaved, without pfns: %.2f\n", per);
+    b = slurp(path);
+    o = read_mem(b.p, b.n, 0, recs, n);
+    CHECK("interleaved threads read back, each REF under 16 bytes", o.complete && o.nmatch == n && per < 16);
+    free(b.p);
     unlink(path);
     free(recs);
 }
@@ -621,6 +692,7 @@ int main(void)
     test_nonsense();
     test_refused();
     test_writer_refuses();
+    test_full_disk();
     test_size();
     rmdir(tmpdir);
     return failures != 0;
