@@ -69,8 +69,9 @@ typedef struct rec_out {
     uint64_t nseq;
     uint64_t last_time; /* the last time written: later records never go before it */
     uint64_t pages_referenced, pages_released, samples_lost, records;
-    int err;   /* the first write error (-errno) */
-    bool dump; /* MEMTRAIL_REFSET_DUMP: every record on stderr as text too */
+    uint64_t refused; /* records the writer refused (-EINVAL) */
+    int err;          /* the first write error (-errno) */
+    bool dump;        /* MEMTRAIL_REFSET_DUMP: every record on stderr as text too */
 } rec_out;
 
 /* Queues a copy of ev (name/value/frames copied). */

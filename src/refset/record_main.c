@@ -158,9 +158,8 @@ static int open_output(struct recorder *r, const char *output, pid_t pid)
     if (fd < 0)
         return cli_error("refset record: cannot write %s: %s", r->path, mt_file_strerror(fd));
     int err = 0;
-    r->st.out.w = mt_rs_writer_open(fd, &r->h, &err);
+    r->st.out.w = mt_rs_writer_open(fd, &r->h, &err); /* fd is the writer's, failing or not */
     if (!r->st.out.w) {
-        close(fd);
         unlink(r->path);
         return cli_error("refset record: cannot write %s: %s", r->path, strerror(-err));
     }
@@ -198,16 +197,18 @@ static int finish(struct recorder *r)
     meta(r, "pagemap_scan", !r->st.scans ? "none" : r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
     const char *names[] = {"pages_referenced", "pages_released", "lost_samples", "faults", "scans",
-                           "records",          "throttles"};
+                           "records",          "throttles",      "refused"};
     uint64_t values[] = {r->st.out.pages_referenced,
                          r->st.out.pages_released,
                          r->st.out.samples_lost,
                          r->st.faults,
                          r->st.scans,
                          r->st.out.records,
-                         rec_perf_throttles(r->perf)};
+                         rec_perf_throttles(r->perf),
+                         r->st.out.refused};
     uint64_t bytes = mt_rs_write_bytes(r->st.out.w);
     int rc = r->st.out.err;
+    _Static_assert(sizeof names / sizeof names[0] == sizeof values / sizeof values[0], "a name per value");
     int frc = mt_rs_write_finish(r->st.out.w, names, values, (int)(sizeof values / sizeof values[0]));
     r->st.out.w = NULL;
     if (rc == 0)

@@ -8,6 +8,7 @@
  * last time written, never before it: the writer takes records in order. */
 #include "refset/record.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +101,11 @@ int rec_out_write(rec_out *o)
         if (o->dump)
             dump(o, e);
         int rc = o->w && o->err == 0 ? mt_rs_write(o->w, e) : 0;
-        if (rc < 0 && o->err == 0)
+        /* -EINVAL: a record the file cannot hold (the writer goes on);
+         * any other error stops the writing. */
+        if (rc == -EINVAL)
+            o->refused++;
+        else if (rc < 0 && o->err == 0)
             o->err = rc;
         o->records++;
     }
