@@ -1,0 +1,244 @@
+/* refset_prog — does known things to its memory and prints, for each, the
+ * message the agent must send `memtrail refset record` (refset_agent.h),
+ * from what the program itself knows (tests/agent/test_refset_agent.sh
+ * compares them with what refset_listen received):
+ *
+ *     KIND pid addr len cat
+ *
+ * and "FN name addr" for the functions whose calls must show in the
+ * frames. The truth for a malloc block the allocator mapped is the
+ * difference between /proc/self/maps before and after its free: the
+ * range around it that left. Output goes out with write(2) only (no
+ * stdio buffers, no malloc of ours in between). Argument "exec-child":
+ * the image an exec of itself starts (HELLO again, same pid); it exits 3.
+ * Argument "close-fd": it closes the recorder's socket first. */
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAGE_UP(x) (((uintptr_t)(x) + 4095) & ~(uintptr_t)4095)
+
+/* The categories (refset_event.h's enum mt_rs_category). */
+enum { HEAP = 0, VIRTUALALLOC = 1, USERSTACK = 2, PFMAPPEDSECTION = 3, MAPFILE = 6 };
+
+static void say(const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (write(1, buf, (size_t)n) != n)
+        _exit(90);
+}
+
+static void expect(const char *kind, uintptr_t addr, uintptr_t len, int cat)
+{
+    say("%s %d 0x%lx %lu %d\n", kind, (int)getpid(), (unsigned long)addr, (unsigned long)len, cat);
+}
+
+static void *must_map(void *p)
+{
+    if (p == MAP_FAILED) {
+        say("mmap failed\n");
+        _exit(91);
+    }
+    return p;
+}
+
+/* Calls whose return addresses must be among the frames: not inlined,
+ * and with work after the call, so it is no tail call. */
+static volatile uintptr_t sink;
+
+__attribute__((noinline)) static void *rs_do_mmap(size_t len, int flags, int fd)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+    sink = (uintptr_t)p;
+    return p;
+}
+
+static void *thread_fn(void *arg)
+{
+    (void)arg;
+    pthread_attr_t a;
+    void *bottom;
+    size_t size;
+    pthread_getattr_np(pthread_self(), &a);
+    pthread_attr_getstack(&a, &bottom, &size);
+    pthread_attr_destroy(&a);
+    expect("STACK", (uintptr_t)bottom, size, USERSTACK);
+    return NULL;
+}
+
+__attribute__((noinline)) static void rs_start_thread(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_fn, NULL) != 0)
+        _exit(92);
+    sink = 1;
+    pthread_join(t, NULL);
+}
+
+/* ---- /proc/self/maps, without malloc ------------------------------------ */
+
+#define MAX_RANGES 4096
+typedef struct range {
+    uintptr_t lo, hi;
+} range;
+
+static int read_maps(range *r)
+{
+    static char buf[1 << 20];
+    int fd = open("/proc/self/maps", O_RDONLY), n = 0;
+    size_t len = 0;
+    ssize_t k;
+    while ((k = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)k;
+    close(fd);
+    buf[len] = '\0';
+    for (char *s = buf; *s && n < MAX_RANGES;) {
+        char *end;
+        r[n].lo = strtoul(s, &end, 16);
+        r[n].hi = strtoul(end + 1, &end, 16);
+        n++;
+        s = strchr(end, '\n');
+        if (!s)
+            break;
+        s++;
+    }
+    return n;
+}
+
+static int mapped_in(const range *r, int n, uintptr_t a)
+{
+    for (int i = 0; i < n; i++)
+        if (a >= r[i].lo && a < r[i].hi)
+            return 1;
+    return 0;
+}
+
+/* The run of pages around `at` mapped in `before` and not in `after`
+ * (other runs, of other threads' changes, are not looked at). */
+static int gone_range(const range *before, int nb, const range *after, int na, uintptr_t at, uintptr_t *lo,
+                      uintptr_t *len)
+{
+    uintptr_t page = at & ~(uintptr_t)4095, a = page, b = page;
+    if (!mapped_in(before, nb, page) || mapped_in(after, na, page))
+        return -1;
+    while (mapped_in(before, nb, a - 4096) && !mapped_in(after, na, a - 4096))
+        a -= 4096;
+    while (mapped_in(before, nb, b + 4096) && !mapped_in(after, na, b + 4096))
+        b += 4096;
+    *lo = a;
+    *len = b + 4096 - a;
+    return 0;
+}
+
+static range before[MAX_RANGES], after[MAX_RANGES];
+
+/* ---- the scenario -------------------------------------------------------- */
+
+static void exec_child(void)
+{
+    expect("HELLO", 0, 0, 0);
+    void *p = must_map(rs_do_mmap(16384, MAP_PRIVATE | MAP_ANONYMOUS, -1));
+    expect("MAP", (uintptr_t)p, 16384, VIRTUALALLOC);
+    munmap(p, 16384);
+    expect("UNMAP", (uintptr_t)p, 16384, 0);
+    exit(3);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "exec-child") == 0)
+        exec_child();
+    expect("HELLO", 0, 0, 0);
+    /* "close-fd": the program closes the recorder's socket unknowingly
+     * (as a daemon closing every descriptor would): page events stop, the
+     * program goes on. */
+    const char *o = getenv("MEMTRAIL_OPTIONS"), *at = o ? strstr(o, "refset_fd=") : NULL;
+    if (argc > 1 && strcmp(argv[1], "close-fd") == 0 && at)
+        close(atoi(at + strlen("refset_fd=")));
+    say("FN rs_do_mmap 0x%lx\n", (unsigned long)(uintptr_t)rs_do_mmap);
+    say("FN rs_start_thread 0x%lx\n", (unsigned long)(uintptr_t)rs_start_thread);
+
+    /* 1 MiB, half of it unmapped, four pages discarded, then grown. */
+    char *a = must_map(rs_do_mmap(1 << 20, MAP_PRIVATE | MAP_ANONYMOUS, -1));
+    expect("MAP", (uintptr_t)a, 1 << 20, VIRTUALALLOC);
+    memset(a, 1, 1 << 20);
+    munmap(a + (512 << 10), 512 << 10);
+    expect("UNMAP", (uintptr_t)a + (512 << 10), 512 << 10, 0);
+    madvise(a, 4 * 4096, MADV_DONTNEED);
+    expect("DISCARD", (uintptr_t)a, 4 * 4096, 0);
+    madvise(a, 4096, MADV_WILLNEED); /* no discard: no message */
+    char *q = must_map(mremap(a, 512 << 10, 2 << 20, MREMAP_MAYMOVE));
+    if (q == a) {
+        expect("MAP", (uintptr_t)a + (512 << 10), (2 << 20) - (512 << 10), VIRTUALALLOC);
+    } else {
+        expect("UNMAP", (uintptr_t)a, 512 << 10, 0);
+        expect("MAP", (uintptr_t)q, 2 << 20, VIRTUALALLOC);
+    }
+    munmap(q, 2 << 20);
+    expect("UNMAP", (uintptr_t)q, 2 << 20, 0);
+
+    /* A block glibc maps for itself (1 MiB is over its mmap threshold). */
+    char *b = malloc(1 << 20);
+    memset(b, 2, 1 << 20);
+    int nb = read_maps(before);
+    free(b);
+    int na = read_maps(after);
+    uintptr_t lo, len;
+    if (gone_range(before, nb, after, na, (uintptr_t)b, &lo, &len) != 0) {
+        say("the free of the 1 MiB block did not unmap one range around it\n");
+        return 93;
+    }
+    expect("BLOCK", lo, len, HEAP);
+    expect("BLOCK_FREE", lo, len, HEAP);
+    malloc_trim(0);
+    expect("TRIM", 0, 0, 0);
+
+    rs_start_thread();
+
+    char *s = must_map(rs_do_mmap(65536, MAP_SHARED | MAP_ANONYMOUS, -1));
+    expect("MAP", (uintptr_t)s, 65536, PFMAPPEDSECTION);
+    munmap(s, 65536);
+    expect("UNMAP", (uintptr_t)s, 65536, 0);
+
+    int fd = open("/proc/self/exe", O_RDONLY);
+    char *f = must_map(mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, fd, 0));
+    close(fd);
+    expect("MAP", (uintptr_t)f, 8192, MAPFILE);
+    munmap(f, 8192);
+    expect("UNMAP", (uintptr_t)f, 8192, 0);
+
+    /* The program's own break: 64 KiB more, then back. */
+    uintptr_t brk0 = (uintptr_t)sbrk(65536);
+    expect("MAP", PAGE_UP(brk0), PAGE_UP(brk0 + 65536) - PAGE_UP(brk0), HEAP);
+    sbrk(-65536);
+    expect("UNMAP", PAGE_UP(brk0), PAGE_UP(brk0 + 65536) - PAGE_UP(brk0), 0);
+
+    pid_t c = fork();
+    if (c == 0) {
+        void *p = must_map(rs_do_mmap(65536, MAP_PRIVATE | MAP_ANONYMOUS, -1));
+        expect("MAP", (uintptr_t)p, 65536, VIRTUALALLOC);
+        munmap(p, 65536);
+        expect("UNMAP", (uintptr_t)p, 65536, 0);
+        _exit(0);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return 94;
+
+    execl("/proc/self/exe", argv[0], "exec-child", (char *)NULL);
+    say("exec failed\n");
+    return 95;
+}
