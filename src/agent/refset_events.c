@@ -213,17 +213,27 @@ void mt_rs_block_free(const void *real)
         mt_rs_send_range(MT_RS_AG_BLOCK_FREE, start, len);
 }
 
+/* Resized in place (glibc mremaps its mapping: same start), only the
+ * tail that came or went, as for the program's own mremap; moved, the old
+ * mapping goes and the new one comes with the realloc's stack. */
 void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real)
 {
     uintptr_t start = 0;
     uint64_t len = 0;
     int mapped = mt_rs_block_of(real, &start, &len);
-    if (mapped && olen && start == ostart && len == olen)
-        return; /* the same mapping */
+    mt_rs_agent_msg m;
+    if (mapped && olen && start == ostart) {
+        if (len > olen) {
+            mt_rs_capture(&m);
+            mt_rs_send(&m, MT_RS_AG_BLOCK, RS_CAT_HEAP, start + olen, len - olen);
+        } else if (len < olen) {
+            mt_rs_send_range(MT_RS_AG_BLOCK_FREE, start + len, olen - len);
+        }
+        return;
+    }
     if (olen)
         mt_rs_send_range(MT_RS_AG_BLOCK_FREE, ostart, olen);
     if (mapped) {
-        mt_rs_agent_msg m;
         mt_rs_capture(&m);
         mt_rs_send(&m, MT_RS_AG_BLOCK, RS_CAT_HEAP, start, len);
     }

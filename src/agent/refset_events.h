@@ -68,7 +68,7 @@ void mt_rs_block_new(const void *real);
 void mt_rs_block_free(const void *real);
 /* After a realloc: the old block (its mapping [ostart, ostart+olen),
  * olen 0 if it had none) is now at real: BLOCK_FREE and BLOCK for what
- * changed. */
+ * changed (a mapping resized in place: its tail). */
 void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real);
 
 #endif

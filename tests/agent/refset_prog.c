@@ -144,6 +144,52 @@ static int gone_range(const range *before, int nb, const range *after, int na, u
 
 static range before[MAX_RANGES], after[MAX_RANGES];
 
+/* A block glibc mapped, grown and shrunk by realloc (glibc mremaps it).
+ * Its mapping: the page under the pointer (glibc's and the agent's
+ * headers) to the end of the page-multiple size asked for, one page more
+ * in all; the last free checks that against the maps. */
+static uintptr_t block_start(const void *p)
+{
+    return (uintptr_t)p & ~(uintptr_t)4095;
+}
+
+static void resized(const char *old, size_t olen, const char *now, size_t len)
+{
+    uintptr_t o = block_start(old), n = block_start(now);
+    if (n == o && len > olen)
+        expect("BLOCK", o + olen, len - olen, HEAP);
+    else if (n == o && len < olen)
+        expect("BLOCK_FREE", o + len, olen - len, HEAP);
+    else if (n != o) {
+        expect("BLOCK_FREE", o, olen, HEAP);
+        expect("BLOCK", n, len, HEAP);
+    }
+}
+
+static void realloc_blocks(void)
+{
+    /* Above the threshold glibc raised to the 1 MiB block's size when it
+     * was freed: mapped too. */
+    size_t s1 = 2 << 20, s2 = 8 << 20, s3 = 512 << 10;
+    char *c = malloc(s1);
+    expect("BLOCK", block_start(c), s1 + 4096, HEAP);
+    char *c2 = realloc(c, s2);
+    resized(c, s1 + 4096, c2, s2 + 4096);
+    char *c3 = realloc(c2, s3);
+    resized(c2, s2 + 4096, c3, s3 + 4096);
+    int nb = read_maps(before);
+    free(c3);
+    int na = read_maps(after);
+    uintptr_t lo, len;
+    if (gone_range(before, nb, after, na, (uintptr_t)c3, &lo, &len) != 0 || lo != block_start(c3) ||
+        len != s3 + 4096) {
+        say("the free of the reallocated block did not unmap [0x%lx, +%lu)\n", (unsigned long)block_start(c3),
+            (unsigned long)(s3 + 4096));
+        _exit(96);
+    }
+    expect("BLOCK_FREE", lo, len, HEAP);
+}
+
 /* ---- the scenario -------------------------------------------------------- */
 
 static void exec_child(void)
@@ -204,6 +250,7 @@ int main(int argc, char **argv)
     expect("BLOCK_FREE", lo, len, HEAP);
     malloc_trim(0);
     expect("TRIM", 0, 0, 0);
+    realloc_blocks();
 
     rs_start_thread();
 

@@ -2,8 +2,9 @@
 # The agent's messages to `memtrail refset record` (option refset_fd,
 # src/agent/refset_events.c) against what the program knows it did:
 # refset_listen plays the recorder (the socketpair, every message as a
-# line), refset_prog maps, unmaps, discards, remaps, mallocs a block glibc
-# maps for itself, trims, starts a thread, maps shared memory and a file,
+# line), refset_prog maps, unmaps, discards, remaps, mallocs blocks glibc
+# maps for itself (one freed, one grown and shrunk by realloc), trims,
+# starts a thread, maps shared memory and a file,
 # moves its break, forks and execs itself, printing the message each must
 # produce. In summary, detail and trace modes the two streams must be the
 # same, line for line; the allocation stacks must hold the program's own
