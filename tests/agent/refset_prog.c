@@ -11,10 +11,12 @@
  * range around it that left. Output goes out with write(2) only (no
  * stdio buffers, no malloc of ours in between). Argument "exec-child":
  * the image an exec of itself starts (HELLO again, same pid); it exits 3.
- * Argument "close-fd": it closes the recorder's socket first. */
+ * Argument "close-fd": it closes the recorder's socket first; "threads":
+ * only 4 threads mapping and unmapping at once. */
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,6 +192,56 @@ static void realloc_blocks(void)
     expect("BLOCK_FREE", lo, len, HEAP);
 }
 
+/* A mapping made in a signal handler on an alternate stack: the hooks'
+ * sends and stack walk are async-signal-safe. */
+static void *volatile sig_map;
+static char alt_stack[1 << 16];
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    sig_map = rs_do_mmap(8192, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+    munmap(sig_map, 8192);
+}
+
+static void map_in_handler(void)
+{
+    stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack};
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = SA_ONSTACK};
+    sigaltstack(&ss, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    raise(SIGUSR1);
+    expect("MAP", (uintptr_t)must_map(sig_map), 8192, VIRTUALALLOC);
+    expect("UNMAP", (uintptr_t)sig_map, 8192, 0);
+}
+
+/* "threads": 4 threads map and unmap 200 times each at once; every one of
+ * their messages must arrive, each from its own thread. */
+#define NTHREADS 4
+#define ROUNDS 200
+
+static void *mapper(void *arg)
+{
+    size_t pages = 1 + (size_t)(uintptr_t)arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        void *p = must_map(mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        munmap(p, pages * 4096);
+    }
+    return NULL;
+}
+
+static int threads(void)
+{
+    pthread_t t[NTHREADS];
+    expect("HELLO", 0, 0, 0);
+    for (uintptr_t i = 0; i < NTHREADS; i++)
+        if (pthread_create(&t[i], NULL, mapper, (void *)i) != 0)
+            return 97;
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
 /* ---- the scenario -------------------------------------------------------- */
 
 static void exec_child(void)
@@ -206,6 +258,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "exec-child") == 0)
         exec_child();
+    if (argc > 1 && strcmp(argv[1], "threads") == 0)
+        return threads();
     expect("HELLO", 0, 0, 0);
     /* "close-fd": the program closes the recorder's socket unknowingly
      * (as a daemon closing every descriptor would): page events stop, the
@@ -253,6 +307,7 @@ int main(int argc, char **argv)
     realloc_blocks();
 
     rs_start_thread();
+    map_in_handler();
 
     char *s = must_map(rs_do_mmap(65536, MAP_SHARED | MAP_ANONYMOUS, -1));
     expect("MAP", (uintptr_t)s, 65536, PFMAPPEDSECTION);

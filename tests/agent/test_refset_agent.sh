@@ -71,10 +71,34 @@ for mode in summary detail trace; do
         has_frame_in "$(grep -m1 '^BLOCK ' "$T/$mode.msgs")" "$rt" "$main_at" "$main_size" "$do_mmap_at"
     check "$mode: the STACK's stack holds rs_start_thread (the call to pthread_create)" \
         has_frame_in "$(grep -m1 '^STACK ' "$T/$mode.msgs")" "$rt" "$start_thread_at" "$start_thread_size" "$do_mmap_at"
+    read -r on_usr1_at on_usr1_size <<<"$(fn_extent on_usr1)"
+    sigmap=$(awk -v p="$pid" '$1 == "MAP" && $2 == p && $4 == 8192 && $5 == 1' "$T/$mode.msgs")
+    check "$mode: a MAP from a signal handler on an alternate stack holds rs_do_mmap" \
+        has_frame_in "$sigmap" "$rt" "$do_mmap_at" "$do_mmap_size" "$do_mmap_at"
+    check "$mode: ... and the handler" has_frame_in "$sigmap" "$rt" "$on_usr1_at" "$on_usr1_size" "$do_mmap_at"
     nf=$(awk -F'frames=' '$1 ~ /^MAP / { print $2; exit }' "$T/$mode.msgs" | tr ',' '\n' | grep -c .)
     [ "$nf" -ge 3 ] && [ "$nf" -le 8 ] && pass "$mode: a MAP carries up to depth=8 frames ($nf)" ||
         fail "$mode: frames per MAP" "$nf (depth=8)"
 done
+
+# Threads mapping at once: every message arrives, from its own thread, and
+# each thread's MAP and UNMAP alternate on the same range.
+RS_OPTIONS="output=$T/th.%p.out:mode=detail" "$LISTEN" "$T/th.msgs" -- "$PROG" threads >"$T/th.prog" 2>&1
+expect_eq "threads: the program exits 0" "EXIT 0" "$(tail -1 "$T/th.msgs")"
+verdict=$(python3 - "$T/th.msgs" <<'EOF'
+import sys, collections
+per = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[0] in ("MAP", "UNMAP"):
+        per[f[5]].append((f[0], f[2], f[3]))
+bad = [t for t, ms in per.items() if len(ms) != 400 or any(
+    ms[i][0] != "MAP" or ms[i + 1][0] != "UNMAP" or ms[i][1:] != ms[i + 1][1:] for i in range(0, len(ms), 2))]
+print(len(per), "threads", "bad: " + " ".join(bad) if bad else "all paired")
+EOF
+)
+expect_eq "threads: 4 threads, 200 MAP/UNMAP pairs each, in order" "4 threads all paired" "$verdict"
+expect_eq "threads: a STACK from each" 4 "$(grep -c '^STACK' "$T/th.msgs")"
 
 # The default depth (4) bounds the frames too.
 RS_OPTIONS="output=$T/d4.%p.out" "$LISTEN" "$T/d4.msgs" -- "$PROG" >"$T/d4.prog" 2>&1
