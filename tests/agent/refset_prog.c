@@ -12,7 +12,8 @@
  * stdio buffers, no malloc of ours in between). Argument "exec-child":
  * the image an exec of itself starts (HELLO again, same pid); it exits 3.
  * Argument "close-fd": it closes the recorder's socket first; "threads":
- * only 4 threads mapping and unmapping at once. */
+ * only 4 threads mapping and unmapping at once; "big": only a 4 MiB
+ * malloc and its free. */
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -260,6 +261,13 @@ int main(int argc, char **argv)
         exec_child();
     if (argc > 1 && strcmp(argv[1], "threads") == 0)
         return threads();
+    if (argc > 1 && strcmp(argv[1], "big") == 0) { /* one 4 MiB block, nothing else */
+        expect("HELLO", 0, 0, 0);
+        char *p = malloc(4 << 20);
+        memset(p, 3, 4 << 20);
+        free(p);
+        return 0;
+    }
     expect("HELLO", 0, 0, 0);
     /* "close-fd": the program closes the recorder's socket unknowingly
      * (as a daemon closing every descriptor would): page events stop, the
@@ -278,6 +286,8 @@ int main(int argc, char **argv)
     expect("UNMAP", (uintptr_t)a + (512 << 10), 512 << 10, 0);
     madvise(a, 4 * 4096, MADV_DONTNEED);
     expect("DISCARD", (uintptr_t)a, 4 * 4096, 0);
+    madvise(a + 8 * 4096, 2 * 4096, MADV_FREE);
+    expect("DISCARD", (uintptr_t)a + 8 * 4096, 2 * 4096, 0);
     madvise(a, 4096, MADV_WILLNEED); /* no discard: no message */
     char *q = must_map(mremap(a, 512 << 10, 2 << 20, MREMAP_MAYMOVE));
     if (q == a) {

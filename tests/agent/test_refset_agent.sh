@@ -100,6 +100,24 @@ EOF
 expect_eq "threads: 4 threads, 200 MAP/UNMAP pairs each, in order" "4 threads all paired" "$verdict"
 expect_eq "threads: a STACK from each" 4 "$(grep -c '^STACK' "$T/th.msgs")"
 
+# BLOCK comes from glibc's chunk headers only: over jemalloc (after the
+# agent) a big malloc is no BLOCK, and jemalloc's own mappings are MAPs of
+# category Heap.
+RS_OPTIONS="output=$T/big.%p.out" "$LISTEN" "$T/big.msgs" -- "$PROG" big >/dev/null 2>&1
+expect_eq "glibc: a 4 MiB malloc and free are one BLOCK and one BLOCK_FREE, of the same range" "BLOCK BLOCK_FREE 1" \
+    "$(awk '$1 ~ /^BLOCK/ { k = k $1 " "; r[$3 " " $4] = 1 } END { n = 0; for (x in r) n++; print k n }' "$T/big.msgs")"
+JE=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -f "$JE" ]; then
+    RS_AGENT="$AGENT:$JE" RS_OPTIONS="output=$T/je.%p.out" "$LISTEN" "$T/je.msgs" -- "$PROG" big >/dev/null 2>&1
+    expect_eq "jemalloc: the program exits 0" "EXIT 0" "$(tail -1 "$T/je.msgs")"
+    expect_eq "jemalloc: no BLOCK (glibc's headers are not read)" 0 "$(grep -c '^BLOCK' "$T/je.msgs")"
+    nmap=$(grep -c '^MAP ' "$T/je.msgs")
+    [ "$nmap" -ge 1 ] && pass "jemalloc: its mappings are MAPs ($nmap)" || fail "jemalloc: its mappings are MAPs" "none"
+    expect_eq "jemalloc: ... all of category Heap" "" "$(awk '$1 == "MAP" && $5 != 0' "$T/je.msgs")"
+else
+    echo "SKIP jemalloc: $JE not installed"
+fi
+
 # The default depth (4) bounds the frames too.
 RS_OPTIONS="output=$T/d4.%p.out" "$LISTEN" "$T/d4.msgs" -- "$PROG" >"$T/d4.prog" 2>&1
 nf=$(awk -F'frames=' '$1 ~ /^MAP / { print $2; exit }' "$T/d4.msgs" | tr ',' '\n' | grep -c .)
