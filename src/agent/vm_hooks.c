@@ -93,6 +93,8 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
         int saved = errno;
         mt_vm_record((uintptr_t)p, PAGE_UP((uintptr_t)p + len), cat, vflags, 0);
         errno = saved;
+        if (to_rs && (flags & MAP_FIXED)) /* what was there went, pages and all */
+            mt_rs_send_range(MT_RS_AG_UNMAP, (uintptr_t)p, PAGE_UP(len));
         if (to_rs)
             mt_rs_send(&rs, MT_RS_AG_MAP, mt_rs_map_category(cat, vflags), (uintptr_t)p, PAGE_UP(len));
     }
@@ -149,7 +151,8 @@ MT_EXPORT int munmap(void *addr, size_t len)
 
 /* An mremap as the recorder sees it: in place, the added or removed
  * tail; moved, the old range goes (its pages only, with DONTUNMAP; with
- * oldlen 0 it stays) and the new one comes, with the mremap's stack. */
+ * oldlen 0 it stays), what MREMAP_FIXED replaced goes, and the new range
+ * comes, with the mremap's stack. */
 static void remap_to_refset(mt_rs_agent_msg *rs, unsigned cat, uintptr_t old, size_t oldlen, uintptr_t p,
                             size_t newlen, int flags)
 {
@@ -165,6 +168,8 @@ static void remap_to_refset(mt_rs_agent_msg *rs, unsigned cat, uintptr_t old, si
         mt_rs_send_range(MT_RS_AG_DISCARD, old, o);
     else if (oldlen)
         mt_rs_send_range(MT_RS_AG_UNMAP, old, o);
+    if (flags & MREMAP_FIXED)
+        mt_rs_send_range(MT_RS_AG_UNMAP, p, n);
     mt_rs_send(rs, MT_RS_AG_MAP, cat, p, n);
 }
 

@@ -33,7 +33,8 @@ static uint64_t now_ns(void)
 
 static const char *kind_name(unsigned k)
 {
-    static const char *names[] = {NULL, "HELLO", "MAP", "UNMAP", "DISCARD", "BLOCK", "BLOCK_FREE", "TRIM", "STACK"};
+    static const char *names[] = {NULL,    "HELLO",      "MAP",  "UNMAP", "DISCARD",
+                                  "BLOCK", "BLOCK_FREE", "TRIM", "STACK"};
     return k >= 1 && k <= 8 ? names[k] : NULL;
 }
 

@@ -225,7 +225,8 @@ static void *mapper(void *arg)
 {
     size_t pages = 1 + (size_t)(uintptr_t)arg;
     for (int i = 0; i < ROUNDS; i++) {
-        void *p = must_map(mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        void *p =
+            must_map(mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         munmap(p, pages * 4096);
     }
     return NULL;
@@ -296,6 +297,10 @@ int main(int argc, char **argv)
         expect("UNMAP", (uintptr_t)a, 512 << 10, 0);
         expect("MAP", (uintptr_t)q, 2 << 20, VIRTUALALLOC);
     }
+    /* MAP_FIXED over the middle of it: what was there goes first. */
+    char *fx = must_map(mmap(q + 65536, 16384, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+    expect("UNMAP", (uintptr_t)fx, 16384, 0);
+    expect("MAP", (uintptr_t)fx, 16384, VIRTUALALLOC);
     munmap(q, 2 << 20);
     expect("UNMAP", (uintptr_t)q, 2 << 20, 0);
 
