@@ -1,5 +1,5 @@
 /* refset_events.h — the agent's side of `memtrail refset record`
- * (src/refset/refset_agent.h, docs/refset.md "With the agent"): with
+ * (src/refset/refset_agent.h, docs/refset-agent.md): with
  * option refset_fd=N, every mapping, release and allocator-mmapped
  * malloc block the program makes is one datagram on socket N, sent by the
  * hook that saw it, as it happens.
