@@ -19,6 +19,7 @@
 #include "agent/block.h"
 #include "agent/counters.h"
 #include "agent/record.h"
+#include "agent/refset_events.h"
 #include "agent/sessions.h"
 #include "agent/site_capture.h"
 #include "agent/trace.h"
@@ -210,6 +211,8 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
 
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
+    if (mt_rs_active()) /* a block the allocator mapped for itself: to `memtrail refset record` */
+        mt_rs_block_new(real);
     uint32_t site = 0, tag = 0;
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
@@ -233,6 +236,8 @@ static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone(p, size, cat);
     memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+    if (mt_rs_active())
+        mt_rs_block_free((char *)p - (1ull << shift));
     mt_real_fn.free((char *)p - (1ull << shift));
 }
 
@@ -396,6 +401,8 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         void *real = real_malloc(mt_request(n, MT_PLAIN_SHIFT));
         if (!real)
             return NULL;
+        if (mt_rs_active())
+            mt_rs_block_new(real);
         np = fill_header(real, n, cat, MT_PLAIN_SHIFT, kind, tag);
         memcpy(np, p, size < n ? size : n);
         free_block(p, h, size, cat, shift);
@@ -405,6 +412,11 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
          * known for what it is, and give the program its bytes back. */
         size_t at = mt_tomb_off(size);
         uint64_t saved, tomb = mt_tombstone(p, size, cat);
+        uintptr_t rs_start = 0;
+        uint64_t rs_len = 0; /* the old block's mapping, if the allocator mapped it for itself */
+        int to_rs = mt_rs_active();
+        if (to_rs)
+            mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len);
         memcpy(&saved, (char *)p + at, sizeof saved);
         memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
@@ -416,6 +428,8 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
             memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
         if (!real)
             return NULL; /* the old block is as it was */
+        if (to_rs)
+            mt_rs_block_moved(rs_start, rs_len, real);
         np = fill_header(real, n, cat, shift, kind, tag);
     }
     mt_count_resize(cat, (int64_t)n - (int64_t)size,

@@ -18,6 +18,7 @@
 #include "agent/counters.h"
 #include "agent/options.h"
 #include "agent/record.h"
+#include "agent/refset_events.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
 #include "agent/trace.h"
@@ -142,6 +143,7 @@ static int parse_options(const char *s)
     o.follow_exec = mt_follow_exec;
     o.query = mt_control_enabled;
     o.start = rec_start;
+    o.refset_fd = mt_rs_fd_opt;
     if (mt_options_parse(s, &o, err, sizeof err) < 0) {
         mt_say(err);
         return -1;
@@ -160,6 +162,7 @@ static int parse_options(const char *s)
     mt_follow_exec = o.follow_exec;
     mt_control_enabled = o.query;
     rec_start = o.start;
+    mt_rs_fd_opt = o.refset_fd;
     return 0;
 }
 
@@ -194,6 +197,7 @@ MT_EXPORT pid_t _Fork(void)
     }
     pid_t pid = real_Fork();
     if (pid == 0) {
+        mt_rs_after_fork_child();
         mt_vm_reset_after_fork();
         mt_category_unlock();
         mt_site_after_fork_child();
@@ -220,6 +224,7 @@ static int resolve_real(void)
     mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))mt_allocator_sym("posix_memalign", first);
     mt_real_fn.malloc_usable_size = (size_t(*)(void *))mt_allocator_sym("malloc_usable_size", first);
     mt_allocator_detect((void *)mt_real_fn.malloc);
+    mt_rs_resolve(first);
     mt_vm_init();
     real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
@@ -239,6 +244,7 @@ static void after_fork_parent(void)
 }
 static void after_fork_child(void)
 {
+    mt_rs_after_fork_child(); /* first: the other handlers may map or unmap */
     mt_vm_after_fork();
     mt_category_unlock();
     mt_counters_after_fork_child();
@@ -301,6 +307,8 @@ void mt_init_slow(void)
     }
     if (mt_site_opt.detail)
         mt_rec_init(mt_opt.mode, rec_start);
+    if (mt_tracking)
+        mt_rs_start();
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();

@@ -30,6 +30,7 @@ static void store(mt_env_options *opt, int k, int64_t v, const char *val)
     case MT_OPT_FOLLOW_EXEC: opt->follow_exec = (int)v; break;
     case MT_OPT_QUERY: opt->query = (int)v; break;
     case MT_OPT_START: opt->start = (int)v; break;
+    case MT_OPT_REFSET_FD: opt->refset_fd = (int)v; break;
     }
 }
 

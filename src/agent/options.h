@@ -25,6 +25,7 @@ typedef struct mt_env_options {
     int follow_exec;         /* 0 or 1 */
     int query;               /* MT_QUERY_* */
     int start;               /* start=on (1) or off (0): recording from start-up */
+    int refset_fd;           /* the socket of `memtrail refset record`, or -1 */
     char value[MT_PATH_MAX]; /* the parser's scratch: a value unescaped */
 } mt_env_options;
 

@@ -62,15 +62,24 @@ int mt_site_init(void)
         mt_say("detail mode: cannot map the site table; running in summary mode");
         return -1;
     }
-    dl_iterate_phdr(find_self, (void *)(uintptr_t)&mt_site_init);
-    mt_site_learn_stack(); /* the main thread's, now: not first in a handler on a small stack */
     ssize_t k = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[k > 0 ? k : 0] = '\0';
+    mt_site_walk_init();
+    return 0;
+}
+
+void mt_site_walk_init(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&mt_site_init);
+    mt_site_learn_stack(); /* the main thread's, now: not first in a handler on a small stack */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     mt_site_walker = mt_site_opt.unwind == MT_UNWIND_FP          ? MT_WALK_FP
                      : mt_site_opt.unwind == MT_UNWIND_LIBUNWIND ? MT_WALK_LIBUNWIND
                                                                  : MT_WALK_CFI;
-    return 0;
 }
 
 const char *mt_site_unwinder(void)
@@ -183,6 +192,16 @@ static int capture(uintptr_t *pcs, int want, int walker)
             return got;
         extra = n - got + 2 > extra + 2 ? n - got + 2 : extra + 2;
     }
+}
+
+int mt_site_stack(uintptr_t *pcs, int want)
+{
+    if (mt_t.in_agent)
+        return 0;
+    mt_t.in_agent++; /* libunwind may allocate: not through us */
+    int n = capture(pcs, want, mt_site_walker);
+    mt_t.in_agent--;
+    return n;
 }
 
 /* ---- the table ---------------------------------------------------------- */

@@ -79,6 +79,17 @@ extern mt_site *mt_sites; /* [MT_SITES_MAX]; id 0 = "no stack" (table full) */
  * detail mode. Returns 0, or -1 after saying why (then no detail). */
 int mt_site_init(void);
 
+/* The stack walk alone (the agent's own code range, this thread's stack,
+ * the walker option unwind chose), for callers that want frames without
+ * the site table (refset_events.c in summary mode); mt_site_init does it
+ * too. Once, at start-up. */
+void mt_site_walk_init(void);
+/* The stack of the program's call into the agent: up to `want` return
+ * addresses (want <= MT_DEPTH_MAX) outside the agent, innermost first,
+ * into pcs, which holds MT_DEPTH_MAX + 32. Returns how many; 0 inside the
+ * agent (a nested call). Needs mt_site_walk_init. */
+int mt_site_stack(uintptr_t *pcs, int want);
+
 /* The site of an allocation is found by mt_site_here (site_capture.h),
  * inlined into the malloc hooks: it walks the stack, then calls this. */
 /* The second half of a capture: pcs holds n frames of a walk that was

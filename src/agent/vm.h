@@ -22,8 +22,9 @@
 #include <stdint.h>
 
 /* Range flags. */
-#define MT_VM_FILE 1u  /* a file mapping (the program's untagged ones are "files") */
-#define MT_VM_STACK 2u /* a thread's stack block: its lowest `guard` bytes must be PROT_NONE */
+#define MT_VM_FILE 1u   /* a file mapping (the program's untagged ones are "files") */
+#define MT_VM_STACK 2u  /* a thread's stack block: its lowest `guard` bytes must be PROT_NONE */
+#define MT_VM_SHARED 4u /* shared anonymous memory (its refset category, refset_events.h) */
 
 typedef struct mt_vm_range {
     uintptr_t start, end;

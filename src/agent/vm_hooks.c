@@ -4,8 +4,13 @@
  * the table lock, so the table and the kernel agree for these ranges even
  * when threads race to unmap and map the same addresses.
  *
- * mprotect and madvise need no hook: protection and residency are read from
- * the kernel when a report is written (vm_scan.c). */
+ * With refset_fd set, each also tells `memtrail refset record` what it
+ * mapped or unmapped (refset_events.h), under the same lock, so the
+ * recorder sees changes to the same addresses in the order they happened.
+ *
+ * mprotect and madvise need no hook here: protection and residency are
+ * read from the kernel when a report is written (vm_scan.c); madvise's
+ * discards go to the recorder from refset_events.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +22,7 @@
 #include "agent/agent.h"
 #include "agent/allocator.h"
 #include "agent/counters.h"
+#include "agent/refset_events.h"
 #include "agent/sessions.h"
 #include "agent/vm.h"
 
@@ -76,12 +82,21 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
         return sys_mmap(addr, len, prot, flags, fd, off);
     int file = !(flags & MAP_ANONYMOUS);
     unsigned cat = new_mapping_category(file, (uintptr_t)__builtin_return_address(0));
+    unsigned vflags = file ? MT_VM_FILE : (flags & MAP_TYPE) == MAP_PRIVATE ? 0 : MT_VM_SHARED;
+    mt_rs_agent_msg rs;
+    int to_rs = mt_rs_active() && !mt_t.in_agent;
+    if (to_rs)
+        mt_rs_capture(&rs);
     mt_vm_lock();
     void *p = sys_mmap(addr, len, prot, flags, fd, off);
     if (p != MAP_FAILED) {
         int saved = errno;
-        mt_vm_record((uintptr_t)p, PAGE_UP((uintptr_t)p + len), cat, file ? MT_VM_FILE : 0, 0);
+        mt_vm_record((uintptr_t)p, PAGE_UP((uintptr_t)p + len), cat, vflags, 0);
         errno = saved;
+        if (to_rs && (flags & MAP_FIXED)) /* what was there went, pages and all */
+            mt_rs_send_range(MT_RS_AG_UNMAP, (uintptr_t)p, PAGE_UP(len));
+        if (to_rs)
+            mt_rs_send(&rs, MT_RS_AG_MAP, mt_rs_map_category(cat, vflags), (uintptr_t)p, PAGE_UP(len));
     }
     mt_vm_unlock();
     /* The agent's own mappings (session buffers among them) are no events. */
@@ -103,6 +118,16 @@ static unsigned range_category(const void *addr)
     return i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)addr ? mt_vm_table[i].cat : MT_CAT_MMAP;
 }
 
+/* The refset category of the range at addr (VirtualAlloc if the table
+ * does not know it). With the table lock held. */
+static unsigned range_refset_category(const void *addr)
+{
+    size_t i = mt_vm_first_after((uintptr_t)addr);
+    if (i < mt_vm_count && mt_vm_table[i].start <= (uintptr_t)addr)
+        return mt_rs_map_category(mt_vm_table[i].cat, mt_vm_table[i].flags);
+    return RS_CAT_VIRTUALALLOC;
+}
+
 MT_EXPORT int munmap(void *addr, size_t len)
 {
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
@@ -115,11 +140,37 @@ MT_EXPORT int munmap(void *addr, size_t len)
         cat = range_category(addr); /* the event's: the range's, as the table had it */
         mt_vm_forget((uintptr_t)addr, PAGE_UP((uintptr_t)addr + len));
         errno = saved;
+        if (mt_rs_active() && !mt_t.in_agent)
+            mt_rs_send_range(MT_RS_AG_UNMAP, (uintptr_t)addr, PAGE_UP(len));
     }
     mt_vm_unlock();
     if (rc == 0 && !mt_t.in_agent)
         mt_vm_event(XE_EV_MUNMAP, addr, len, cat);
     return rc;
+}
+
+/* An mremap as the recorder sees it: in place, the added or removed
+ * tail; moved, the old range goes (its pages only, with DONTUNMAP; with
+ * oldlen 0 it stays), what MREMAP_FIXED replaced goes, and the new range
+ * comes, with the mremap's stack. */
+static void remap_to_refset(mt_rs_agent_msg *rs, unsigned cat, uintptr_t old, size_t oldlen, uintptr_t p,
+                            size_t newlen, int flags)
+{
+    uintptr_t o = PAGE_UP(oldlen), n = PAGE_UP(newlen);
+    if (p == old) {
+        if (n > o)
+            mt_rs_send(rs, MT_RS_AG_MAP, cat, old + o, n - o);
+        else if (n < o)
+            mt_rs_send_range(MT_RS_AG_UNMAP, old + n, o - n);
+        return;
+    }
+    if (oldlen && (flags & MREMAP_DONTUNMAP))
+        mt_rs_send_range(MT_RS_AG_DISCARD, old, o);
+    else if (oldlen)
+        mt_rs_send_range(MT_RS_AG_UNMAP, old, o);
+    if (flags & MREMAP_FIXED)
+        mt_rs_send_range(MT_RS_AG_UNMAP, p, n);
+    mt_rs_send(rs, MT_RS_AG_MAP, cat, p, n);
 }
 
 MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
@@ -133,8 +184,13 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
     }
     if (mt_t.vm_locked || !vm_tracking())
         return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
+    mt_rs_agent_msg rs;
+    int to_rs = mt_rs_active() && !mt_t.in_agent;
+    if (to_rs)
+        mt_rs_capture(&rs);
     mt_vm_lock();
     unsigned cat = range_category(old);
+    unsigned rs_cat = to_rs ? range_refset_category(old) : 0;
     void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     /* oldlen 0 (a second mapping of shared memory) and MREMAP_DONTUNMAP
      * leave the old range mapped. */
@@ -143,6 +199,8 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
         int saved = errno;
         mt_vm_moved((uintptr_t)old, gone, (uintptr_t)p, PAGE_UP(newlen));
         errno = saved;
+        if (to_rs)
+            remap_to_refset(&rs, rs_cat, (uintptr_t)old, oldlen, (uintptr_t)p, newlen, flags);
     }
     mt_vm_unlock();
     /* As events: the old range goes, the new one comes. */
@@ -178,10 +236,24 @@ static void break_event(uintptr_t before, uintptr_t after, unsigned cat)
         mt_vm_event(XE_EV_MUNMAP, (void *)after, before - after, cat);
 }
 
+/* The pages the break gained (Heap, with the call's stack) or lost. */
+static void break_to_refset(mt_rs_agent_msg *rs, uintptr_t before, uintptr_t after)
+{
+    uintptr_t b = PAGE_UP(before), a = PAGE_UP(after);
+    if (a > b)
+        mt_rs_send(rs, MT_RS_AG_MAP, RS_CAT_HEAP, b, a - b);
+    else if (a < b)
+        mt_rs_send_range(MT_RS_AG_UNMAP, a, b - a);
+}
+
 MT_EXPORT int brk(void *addr)
 {
     if (mt_t.vm_locked || !vm_tracking())
         return __brk(addr);
+    mt_rs_agent_msg rs;
+    int to_rs = mt_rs_active() && !mt_t.in_agent;
+    if (to_rs)
+        mt_rs_capture(&rs);
     mt_vm_lock();
     uintptr_t before = (uintptr_t)__sbrk(0), after = before;
     unsigned cat = 0;
@@ -191,6 +263,8 @@ MT_EXPORT int brk(void *addr)
         after = (uintptr_t)__sbrk(0);
         cat = break_moved(before, after, (uintptr_t)__builtin_return_address(0));
         errno = saved;
+        if (to_rs)
+            break_to_refset(&rs, before, after);
     }
     mt_vm_unlock();
     break_event(before, after, cat);
@@ -201,6 +275,12 @@ MT_EXPORT void *sbrk(intptr_t increment)
 {
     if (mt_t.vm_locked || !vm_tracking() || increment == 0)
         return __sbrk(increment);
+    mt_rs_agent_msg rs;
+    int to_rs = mt_rs_active() && !mt_t.in_agent;
+    if (to_rs && increment > 0)
+        mt_rs_capture(&rs);
+    else
+        rs.nframes = 0;
     mt_vm_lock();
     void *old = __sbrk(increment);
     unsigned cat = 0;
@@ -209,6 +289,8 @@ MT_EXPORT void *sbrk(intptr_t increment)
         cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment,
                           (uintptr_t)__builtin_return_address(0));
         errno = saved;
+        if (to_rs)
+            break_to_refset(&rs, (uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
     }
     mt_vm_unlock();
     if (old != (void *)-1)
@@ -222,11 +304,15 @@ typedef struct thread_start {
     void *(*fn)(void *);
     void *arg;
     int agent; /* created by the agent itself: its stack is overhead */
+    int to_rs; /* refset: rs holds pthread_create's stack, sent with the thread's */
+    mt_rs_agent_msg rs;
 } thread_start;
 
 /* Records the calling thread's stack block: [bottom - guard, top), which is
- * what glibc mapped for it (descriptor and static TLS included). */
-static void record_own_stack(int agent)
+ * what glibc mapped for it (descriptor and static TLS included). With rs,
+ * tells the recorder [bottom, top) is a thread's stack, made where rs's
+ * frames say. */
+static void record_own_stack(int agent, mt_rs_agent_msg *rs)
 {
     pthread_attr_t a;
     if (agent) {
@@ -251,6 +337,8 @@ static void record_own_stack(int agent)
         pthread_attr_getstack(&a, &bottom, &size);
         pthread_attr_getguardsize(&a, &guard);
         pthread_attr_destroy(&a);
+        if (rs)
+            mt_rs_send(rs, MT_RS_AG_STACK, RS_CAT_USERSTACK, (uintptr_t)bottom, size);
         guard = PAGE_UP(guard);
         uintptr_t lo = (uintptr_t)bottom - guard;
         /* Without a guard a stale record (glibc unmaps cached stacks
@@ -303,7 +391,7 @@ static void *thread_trampoline(void *p)
         mt_real_fn.free(p);
         mt_t.in_agent--;
     }
-    record_own_stack(s.agent);
+    record_own_stack(s.agent, s.to_rs ? &s.rs : NULL);
     /* A thread the agent started (an event session's dispatcher) is the
      * agent's for its whole life: what it and libc do for it is neither
      * the program's memory nor the program's events. */
@@ -343,7 +431,12 @@ MT_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
         if (!s)
             return real_pthread_create(t, attr, fn, arg);
     }
-    *s = (thread_start){fn, arg, agent};
+    s->fn = fn;
+    s->arg = arg;
+    s->agent = agent;
+    s->to_rs = !agent && mt_rs_active();
+    if (s->to_rs)
+        mt_rs_capture(&s->rs);
     int rc = real_pthread_create(t, attr, thread_trampoline, s);
     if (rc != 0) {
         if (agent)

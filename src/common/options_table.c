@@ -85,6 +85,11 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_START] = {"start", MT_OPTT_CHOICE, starts, 0, 0, NULL, "on",
                       "detail and trace modes: when recording (call sites, the trace) starts; "
                       "`memtrail query PID start` and `stop` switch it at any time"},
+    [MT_OPT_REFSET_FD] =
+        {"refset_fd", MT_OPTT_INT, NULL, -1, 2147483647,
+         "an open SOCK_SEQPACKET socket's descriptor, or -1 (off)", "-1",
+         "every mode: the socket `memtrail refset record` hands the program, to which the "
+         "agent reports mappings, releases and large blocks as they happen (docs/refset-agent.md)"},
 };
 
 int mt_opt_find(const char *key, size_t klen)

@@ -36,6 +36,7 @@ enum {
     MT_OPT_FOLLOW_EXEC,
     MT_OPT_QUERY,
     MT_OPT_START,
+    MT_OPT_REFSET_FD,
     MT_NOPT
 };
 

@@ -1,5 +1,5 @@
 /* refset_agent.h — what the agent tells `memtrail refset record` about the
- * program's memory, as it happens (docs/refset.md "With the agent").
+ * program's memory, as it happens (docs/refset-agent.md).
  *
  * The recorder starts the program with the agent preloaded and
  * MEMTRAIL_OPTIONS=...:refset_fd=N, N one end of a

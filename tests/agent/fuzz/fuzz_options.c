@@ -32,6 +32,7 @@ static void defaults(mt_env_options *o)
     o->crash_report = 1;
     o->query = MT_QUERY_SIGNAL;
     o->start = 1;
+    o->refset_fd = -1;
 }
 
 static void check_values(const mt_env_options *o)
@@ -47,7 +48,7 @@ static void check_values(const mt_env_options *o)
              (o->trace_chunk == 0 || (o->trace_chunk >= 1024 && o->trace_chunk <= (1u << 20))) &&
              (o->trace_wait == 0 || o->trace_wait == 1) && (o->crash_report == 0 || o->crash_report == 1) &&
              (o->follow_exec == 0 || o->follow_exec == 1) && o->query >= MT_QUERY_OFF &&
-             o->query <= MT_QUERY_THREAD && (o->start == 0 || o->start == 1);
+             o->query <= MT_QUERY_THREAD && (o->start == 0 || o->start == 1) && o->refset_fd >= -1;
     FUZZ_CHECK(ok);
 }
 
