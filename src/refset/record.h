@@ -254,9 +254,10 @@ void rec_release_pages(rec_state *st, rec_proc *p, uint64_t *pages, size_t n, ui
 /* The scan of a process entering (fork: RS_REF_INHERITED at the fork's
  * time; attach: RS_REF_BEFORE at 0): its present pages, except those
  * that a fault later in the batch (rest[from..]) of the same process
- * references. */
+ * references. A fork's (parent given) takes only the pages the parent held
+ * from before the fork, same frame: the child's own are the next scan's. */
 void rec_scan_entry(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, const rec_batch *rest,
-                    size_t from);
+                    size_t from, const rec_proc *parent);
 
 /* ---- perf (record_perf.c) ---- */
 typedef struct rec_perf rec_perf;

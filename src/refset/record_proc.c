@@ -493,7 +493,7 @@ rec_proc *rec_proc_add(rec_state *st, pid_t pid, pid_t ppid, int reason, uint64_
         return NULL;
     }
     if (ref_flags)
-        rec_scan_entry(st, p, time, ref_flags, rest, from);
+        rec_scan_entry(st, p, time, ref_flags, rest, from, NULL);
     return p;
 }
 
@@ -521,7 +521,7 @@ static void on_fork(rec_state *st, rec_item *it, const rec_batch *b, size_t inde
         memcpy(p->ranges, parent->ranges, parent->nranges * sizeof *p->ranges);
         p->nranges = parent->nranges;
     }
-    rec_scan_entry(st, p, it->time, RS_REF_INHERITED, b, index + 1);
+    rec_scan_entry(st, p, it->time, RS_REF_INHERITED, b, index + 1, parent);
 }
 
 static void on_exit_(rec_state *st, rec_item *it)

@@ -61,7 +61,19 @@ struct scan_ctx {
     uint32_t ref_flags;   /* RS_REF_BEFORE / INHERITED for an entry scan, else 0 */
     const uint64_t *skip; /* page numbers a later fault of the batch references */
     size_t nskip;
+    const rec_proc *parent; /* a fork's entry scan: the parent */
 };
+
+/* A fork copies the page tables the parent had: a child's page is
+ * inherited only if the parent held the same frame at the same address
+ * from before the fork. Anything else the child touched itself between the
+ * fork and this scan (its own faults, their fault-around neighbours): the
+ * next periodic scan attributes those to its faults. */
+static bool inherited(const struct scan_ctx *c, uint64_t addr, uint64_t pfn)
+{
+    const rec_page *e = rec_pages_find(&c->parent->pages, addr >> REC_PAGE_SHIFT);
+    return e && e->time <= c->time && (pfn == 0 || e->pfn == 0 || e->pfn == pfn);
+}
 
 /* Pages [addr, addr + n pages) of m, none outstanding, in a region of
  * categories cat: referenced now, in runs of consecutive frames that share
@@ -81,7 +93,8 @@ static void new_pages(const struct scan_ctx *c, const rec_map *m, uint64_t addr,
             const rec_fault *f = NULL;
             if (i < k && !c->ref_flags)
                 f = window_fault(c->p, a, shift);
-            bool joins = run.npages && i < k && (e & PM_PRESENT) && f == run_fault &&
+            bool inherit_ok = !c->parent || (i < k && inherited(c, a, pfn));
+            bool joins = run.npages && i < k && (e & PM_PRESENT) && inherit_ok && f == run_fault &&
                          (e & PM_FILE) == (run.entry & PM_FILE) &&
                          (run.pfn ? pfn == run.pfn + run.npages : pfn == 0);
             if (!joins && run.npages) {
@@ -92,7 +105,7 @@ static void new_pages(const struct scan_ctx *c, const rec_map *m, uint64_t addr,
                 run.npages++;
                 continue;
             }
-            if (i == k || !(e & PM_PRESENT))
+            if (i == k || !(e & PM_PRESENT) || !inherit_ok)
                 continue;
             run = (struct ref_args){.addr = a,
                                     .npages = 1,
@@ -189,7 +202,7 @@ static void released_pages(rec_state *st, rec_proc *p, const rec_region *regions
 }
 
 static void scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, const uint64_t *skip,
-                 size_t nskip)
+                 size_t nskip, const rec_proc *parent)
 {
     if (p->waiting_exec || p->pagemap < 0)
         return;
@@ -224,7 +237,7 @@ static void scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, 
     st->scans++;
     if (p->nfaults)
         qsort(p->faults, p->nfaults, sizeof *p->faults, by_addr);
-    struct scan_ctx c = {st, p, time, ref_flags, skip, nskip};
+    struct scan_ctx c = {st, p, time, ref_flags, skip, nskip, parent};
     for (size_t i = 0; i < nregions; i++)
         if (regions[i].cat & REC_IS_PRESENT)
             region_new_pages(&c, &regions[i]);
@@ -242,11 +255,11 @@ static void scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, 
 
 void rec_proc_scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t extra_flags)
 {
-    scan(st, p, time, extra_flags, NULL, 0);
+    scan(st, p, time, extra_flags, NULL, 0, NULL);
 }
 
 void rec_scan_entry(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, const rec_batch *rest,
-                    size_t from)
+                    size_t from, const rec_proc *parent)
 {
     uint64_t *skip = NULL;
     size_t n = 0;
@@ -258,7 +271,7 @@ void rec_scan_entry(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flag
         if (skip && n)
             qsort(skip, n, sizeof *skip, cmp_u64);
     }
-    scan(st, p, time, ref_flags, skip, n);
+    scan(st, p, time, ref_flags, skip, n, parent);
     free(skip);
 }
 
