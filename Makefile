@@ -321,6 +321,12 @@ $(BUILD)/tests/agent/libguardalloc.so: tests/agent/lib/guardalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
 tests: $(BUILD)/tests/agent/libguardalloc.so
 
+# perf_event_open refused, for `refset record`'s error (test_record.sh).
+$(BUILD)/tests/refset/libnoperf.so: tests/refset/lib/noperf.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -o $@ $< -ldl
+tests: $(BUILD)/tests/refset/libnoperf.so
+
 # Hostile programs (tests/hostile/test_programs.sh): each is run bare and
 # under the agent in every mode and must behave the same. Plain C, linked
 # with nothing of memtrail's; the Rust and cgo ones only where rustc and go

@@ -267,6 +267,11 @@ typedef struct rec_perf rec_perf;
  * 64 KiB. 0 or -errno. */
 int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, bool enable_on_exec,
                   size_t ring_bytes);
+/* Whether only faults taken in user mode are sampled: what
+ * kernel.perf_event_paranoid=2 allows a user without CAP_PERFMON. Pages
+ * the kernel touches first for the program (read() into a fresh buffer)
+ * are then found by the scans. */
+bool rec_perf_user_only(const rec_perf *p);
 /* fds to poll (readable on a watermark). */
 size_t rec_perf_fds(const rec_perf *p, int *fds, size_t max);
 /* Reads every ring into the batch. */

@@ -97,7 +97,8 @@ static int perf_error(int err)
             fclose(f);
         }
         return cli_error("refset record: page-fault events are not allowed (kernel.perf_event_paranoid=%d): "
-                         "run as root, or set it to 1 or lower: sysctl kernel.perf_event_paranoid=1",
+                         "run as root, or lower it: sysctl kernel.perf_event_paranoid=2 (a user's own "
+                         "processes, faults in user mode) or 1 (all their faults)",
                          level);
     }
     return cli_error("refset record: perf_event_open: %s", strerror(-err));
@@ -189,6 +190,12 @@ static void write_meta(struct recorder *r, const struct record_opts *o, char **a
     if (uname(&u) == 0)
         meta(r, "kernel", u.release);
     meta(r, "agent", o->pids || o->no_agent ? "off" : "preloaded");
+    if (r->perf && rec_perf_user_only(r->perf)) {
+        meta(r, "faults", "user mode only");
+        fprintf(stderr, "memtrail: refset record: this user may sample only faults taken in user mode "
+                        "(kernel.perf_event_paranoid=2): pages the kernel touches first for the program "
+                        "(a read() into a fresh buffer) are found by the scans, at the scan's time\n");
+    }
 }
 
 static int finish(struct recorder *r)

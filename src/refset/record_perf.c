@@ -33,6 +33,7 @@ struct rec_perf {
     int *fds; /* every event (closed at the end) */
     size_t nfds;
     bool stacks;
+    bool user_only;         /* kernel-mode faults excluded (perf_event_paranoid allowed no more) */
     uint64_t throttles;     /* PERF_RECORD_THROTTLE: the kernel paused sampling for a tick */
     unsigned char *scratch; /* one record that wraps around a ring's end */
 };
@@ -76,7 +77,7 @@ static void attr_init(struct perf_event_attr *a, bool stacks, bool enable_on_exe
 }
 
 static int perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, bool enable_on_exec,
-                     size_t ring_bytes)
+                     size_t ring_bytes, bool user_only)
 {
     long ncpus = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpus < 1)
@@ -86,6 +87,7 @@ static int perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stack
         return -ENOMEM;
     p->ncpus = (int)ncpus;
     p->stacks = stacks;
+    p->user_only = user_only;
     p->rings = calloc((size_t)ncpus, sizeof *p->rings);
     p->fds = calloc((size_t)ncpus * ntids, sizeof *p->fds);
     p->scratch = malloc(65536);
@@ -99,6 +101,7 @@ static int perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stack
         data <<= 1;
     struct perf_event_attr a;
     attr_init(&a, stacks, enable_on_exec);
+    a.exclude_kernel = user_only;
     a.wakeup_watermark = (uint32_t)(data / 4);
     int rc = 0;
     for (int c = 0; c < ncpus && rc == 0; c++) {
@@ -143,10 +146,22 @@ int rec_perf_open(rec_perf **out, const pid_t *tids, size_t ntids, bool stacks, 
                   size_t ring_bytes)
 {
     int rc;
-    while ((rc = perf_open(out, tids, ntids, stacks, enable_on_exec, ring_bytes)) == -ENOBUFS &&
-           ring_bytes > (64u << 10))
-        ring_bytes /= 2;
+    bool user_only = false;
+    for (;;) {
+        rc = perf_open(out, tids, ntids, stacks, enable_on_exec, ring_bytes, user_only);
+        if (rc == -ENOBUFS && ring_bytes > (64u << 10))
+            ring_bytes /= 2;
+        else if ((rc == -EACCES || rc == -EPERM) && !user_only)
+            user_only = true; /* perf_event_paranoid 2: a user's own processes, user mode only */
+        else
+            break;
+    }
     return rc == -ENOBUFS ? -EPERM : rc;
+}
+
+bool rec_perf_user_only(const rec_perf *p)
+{
+    return p->user_only;
 }
 
 size_t rec_perf_fds(const rec_perf *p, int *fds, size_t max)
