@@ -353,10 +353,11 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 }
 
 /* LD_PRELOAD=agent[:old] and MEMTRAIL_OPTIONS=[old:]mode=summary:query=off:
- * follow_exec=on:output=DIR/%p.mtr:refset_fd=N. The agent talks in every
- * mode but off; summary costs least, and its reports at exit go to a
+ * depth=16:follow_exec=on:output=DIR/%p.mtr:refset_fd=N. The agent talks in
+ * every mode but off; summary costs least, and its reports at exit go to a
  * directory of ours that is removed at the end. follow_exec keeps it in
- * the programs the tree execs. */
+ * the programs the tree execs. depth: the allocation stacks' frames (only
+ * mapping calls and mapped blocks walk the stack, so deep ones are cheap). */
 static int set_agent_env(const char *agent, int fd, const char *report_dir)
 {
     const char *old = getenv("LD_PRELOAD"), *old_opts = getenv("MEMTRAIL_OPTIONS");
@@ -376,7 +377,7 @@ static int set_agent_env(const char *agent, int fd, const char *report_dir)
             bs++;
         fprintf(m, "%s%s:", old_opts, bs % 2 ? "\\" : ""); /* a dangling '\' must not eat our ':' */
     }
-    fputs("mode=summary:query=off:follow_exec=on:output=", m);
+    fputs("mode=summary:query=off:depth=16:follow_exec=on:output=", m);
     for (const char *c = report_dir; *c; c++) { /* ':' and '\' are escaped in a value */
         if (*c == ':' || *c == '\\')
             fputc('\\', m);

@@ -218,13 +218,14 @@ static void parse_sample(rec_perf *p, const unsigned char *r, size_t size, rec_b
         q += 8;
         if (nr > (uint64_t)(end - q) / 8)
             nr = (uint64_t)(end - q) / 8;
-        /* The chain's context markers (PERF_CONTEXT_USER ...) are not frames. */
+        /* The chain's context markers (PERF_CONTEXT_USER ...) are not
+         * frames, nor is the 0 where a frame-pointer walk ran out. */
         uint64_t frames[128];
         uint32_t n = 0;
         for (uint64_t i = 0; i < nr; i++) {
             uint64_t ip;
             memcpy(&ip, q + i * 8, 8);
-            if (ip >= (uint64_t)PERF_CONTEXT_MAX || n == 128)
+            if (ip >= (uint64_t)PERF_CONTEXT_MAX || ip == 0 || n == 128)
                 continue;
             frames[n++] = ip;
         }
