@@ -413,10 +413,10 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         size_t at = mt_tomb_off(size);
         uint64_t saved, tomb = mt_tombstone(p, size, cat);
         uintptr_t rs_start = 0;
-        uint64_t rs_len = 0; /* the old block's mapping, if the allocator mapped it for itself */
+        uint64_t rs_len = 0, rs_before = 0; /* the old block's mapping, if the allocator mapped it */
         int to_rs = mt_rs_active();
-        if (to_rs)
-            mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len);
+        if (to_rs && mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len))
+            rs_before = mt_rs_now();
         memcpy(&saved, (char *)p + at, sizeof saved);
         memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
@@ -429,7 +429,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         if (!real)
             return NULL; /* the old block is as it was */
         if (to_rs)
-            mt_rs_block_moved(rs_start, rs_len, real);
+            mt_rs_block_moved(rs_start, rs_len, real, rs_before);
         np = fill_header(real, n, cat, shift, kind, tag);
     }
     mt_count_resize(cat, (int64_t)n - (int64_t)size,

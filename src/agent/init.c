@@ -197,7 +197,6 @@ MT_EXPORT pid_t _Fork(void)
     }
     pid_t pid = real_Fork();
     if (pid == 0) {
-        mt_rs_after_fork_child();
         mt_vm_reset_after_fork();
         mt_category_unlock();
         mt_site_after_fork_child();
@@ -244,7 +243,6 @@ static void after_fork_parent(void)
 }
 static void after_fork_child(void)
 {
-    mt_rs_after_fork_child(); /* first: the other handlers may map or unmap */
     mt_vm_after_fork();
     mt_category_unlock();
     mt_counters_after_fork_child();

@@ -42,7 +42,6 @@ _Atomic int mt_rs_on;
 int mt_rs_fd_opt = -1;
 
 static int rs_fd = -1;
-static uint32_t rs_pid;
 static int rs_glibc;  /* the allocator is glibc's: its mmapped chunks can be read */
 static int rs_frames; /* frames per stack */
 
@@ -78,19 +77,34 @@ static void send_msg(const mt_rs_agent_msg *m)
     }
 }
 
-void mt_rs_send(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len)
+uint64_t mt_rs_now(void)
 {
-    if (!atomic_load_explicit(&mt_rs_on, memory_order_relaxed))
-        return;
-    int saved = errno;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void mt_rs_send(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len)
+{
+    mt_rs_send_at(m, kind, cat, addr, len, 0);
+}
+
+void mt_rs_send_at(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len,
+                   uint64_t time)
+{
+    /* Acquire: the fd and settings mt_rs_start published before it. */
+    if (!atomic_load_explicit(&mt_rs_on, memory_order_acquire))
+        return;
+    int saved = errno;
     m->magic = MT_RS_AGENT_MAGIC;
     m->kind = (uint16_t)kind;
     m->category = (uint8_t)cat;
-    m->pid = rs_pid;
+    /* Asked each time: a fork handler registered before the agent's may
+     * map in the child before the agent learns its pid, and a child made
+     * by clone() never tells it. */
+    m->pid = (uint32_t)getpid();
     m->tid = (uint32_t)syscall(SYS_gettid);
-    m->time_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    m->time_ns = time ? time : mt_rs_now();
     m->addr = addr;
     m->len = len;
     send_msg(m);
@@ -136,6 +150,13 @@ void mt_rs_start(void)
     if (fd < 0)
         return;
     int saved = errno;
+    if (fstat(fd, &st) != 0 && errno == EBADF) {
+        /* Closed: a program that closes what it inherits before exec
+         * (Python's subprocess does by default). Nothing to say in its
+         * output; the recorder counts the processes that never said HELLO. */
+        errno = saved;
+        return;
+    }
     if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
         say_off(fd, " is not a socket; page events off");
         errno = saved;
@@ -148,17 +169,11 @@ void mt_rs_start(void)
     }
     errno = saved;
     rs_fd = fd;
-    rs_pid = (uint32_t)getpid();
     rs_glibc = mt_alloc_kind == MT_ALLOC_GLIBC;
     rs_frames = mt_site_opt.depth < MT_RS_AGENT_MAX_FRAMES ? mt_site_opt.depth : MT_RS_AGENT_MAX_FRAMES;
     mt_site_walk_init(); /* done already in detail and trace modes */
-    atomic_store(&mt_rs_on, 1);
+    atomic_store_explicit(&mt_rs_on, 1, memory_order_release);
     mt_rs_send_range(MT_RS_AG_HELLO, 0, 0);
-}
-
-void mt_rs_after_fork_child(void)
-{
-    rs_pid = (uint32_t)getpid();
 }
 
 /* ---- categories --------------------------------------------------------- */
@@ -216,7 +231,7 @@ void mt_rs_block_free(const void *real)
 /* Resized in place (glibc mremaps its mapping: same start), only the
  * tail that came or went, as for the program's own mremap; moved, the old
  * mapping goes and the new one comes with the realloc's stack. */
-void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real)
+void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real, uint64_t before)
 {
     uintptr_t start = 0;
     uint64_t len = 0;
@@ -227,12 +242,17 @@ void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real)
             mt_rs_capture(&m);
             mt_rs_send(&m, MT_RS_AG_BLOCK, RS_CAT_HEAP, start + olen, len - olen);
         } else if (len < olen) {
-            mt_rs_send_range(MT_RS_AG_BLOCK_FREE, start + len, olen - len);
+            m.nframes = 0;
+            mt_rs_send_at(&m, MT_RS_AG_BLOCK_FREE, 0, start + len, olen - len, before);
         }
         return;
     }
-    if (olen)
-        mt_rs_send_range(MT_RS_AG_BLOCK_FREE, ostart, olen);
+    /* Stamped before the realloc: the old addresses went back to the
+     * kernel inside it, and another thread's MAP of them comes later. */
+    if (olen) {
+        m.nframes = 0;
+        mt_rs_send_at(&m, MT_RS_AG_BLOCK_FREE, 0, ostart, olen, before);
+    }
     if (mapped) {
         mt_rs_capture(&m);
         mt_rs_send(&m, MT_RS_AG_BLOCK, RS_CAT_HEAP, start, len);
@@ -243,8 +263,9 @@ void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real)
 
 static int discards(int advice)
 {
-    return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE ||
-           advice == MADV_DONTNEED_LOCKED;
+    /* Not MADV_FREE: its pages stay present until the kernel reclaims them
+     * (a write cancels it), so the scans see them go when they do. */
+    return advice == MADV_DONTNEED || advice == MADV_REMOVE || advice == MADV_DONTNEED_LOCKED;
 }
 
 /* The system call itself (glibc's madvise is nothing more), then the

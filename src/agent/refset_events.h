@@ -39,8 +39,6 @@ void mt_rs_resolve(int first);
  * SOCK_SEQPACKET socket (else one line on stderr, and off), then sends
  * HELLO. */
 void mt_rs_start(void);
-/* In a fork child: its messages carry its own pid. */
-void mt_rs_after_fork_child(void);
 
 /* The calling program's stack (the agent's frames left out) into m's
  * frames, up to option depth (at most MT_RS_AGENT_MAX_FRAMES). Taken
@@ -49,6 +47,10 @@ void mt_rs_capture(mt_rs_agent_msg *m);
 /* Sends m (frames as captured; m->nframes 0 for none) as `kind` of
  * [addr, addr + len) in category `cat`. errno is kept. */
 void mt_rs_send(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len);
+/* The same, stamped `time` (CLOCK_MONOTONIC; 0: now). */
+void mt_rs_send_at(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len,
+                   uint64_t time);
+uint64_t mt_rs_now(void);
 /* A message without frames (UNMAP, DISCARD, TRIM). */
 void mt_rs_send_range(unsigned kind, uintptr_t addr, uint64_t len);
 
@@ -69,6 +71,6 @@ void mt_rs_block_free(const void *real);
 /* After a realloc: the old block (its mapping [ostart, ostart+olen),
  * olen 0 if it had none) is now at real: BLOCK_FREE and BLOCK for what
  * changed (a mapping resized in place: its tail). */
-void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real);
+void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real, uint64_t before);
 
 #endif

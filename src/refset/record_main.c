@@ -119,11 +119,14 @@ struct recorder {
 static void process_batch(struct recorder *r)
 {
     r->st.in_batch = true;
-    rec_perf_drain(r->perf, &r->batch);
+    /* The socket first, then the rings: the agent sends a message after
+     * its call returned, so every fault older than a message read now is
+     * in a ring by the time the rings are read, and lands in this batch. */
     if (r->agent_fd >= 0 && rec_agent_drain(r->agent_fd, &r->batch) < 0) {
         close(r->agent_fd);
         r->agent_fd = -1;
     }
+    rec_perf_drain(r->perf, &r->batch);
     rec_batch_sort(&r->batch);
     for (size_t i = 0; i < r->batch.n; i++)
         rec_proc_item(&r->st, &r->batch.v[i], &r->batch, i);
@@ -337,6 +340,10 @@ static void record_loop(struct recorder *r, int pidfd, uint64_t deadline)
     if (shown)
         fputs("\r\033[K", stderr);
     process_batch(r);
+    /* Descendants still running would block on a full socket while the
+     * file is written: from now on their sends fail, and they go on. */
+    if (r->agent_fd >= 0)
+        shutdown(r->agent_fd, SHUT_RDWR);
     /* Processes still running at the end: what they hold now. */
     rec_proc_scan_all(&r->st, rec_now());
 }

@@ -575,6 +575,10 @@ static void on_mmap(rec_state *st, rec_item *it)
         m.name = NULL;
     if (!m.name && !m.shared && p->start_brk && m.start == p->start_brk)
         m.name = (char *)"[heap]";
+    /* A new mapping ends what the agent said of the old one at these
+     * addresses (glibc unmaps cached thread stacks itself, unseen); the
+     * agent's word on the new one comes after this record. */
+    range_remove(p, m.start, m.end);
     if (rec_maps_insert(&p->maps, &m) < 0)
         return;
     rec_maps_categorize(&p->maps, p->exe);
@@ -649,7 +653,7 @@ static void on_agent(rec_state *st, rec_item *it)
         release_range(st, p, start, end, it->time, RS_REL_FREE);
         range_remove(p, start, end);
         return;
-    case MT_RS_AG_TRIM: rec_proc_scan(st, p, rec_now(), 0); return;
+    case MT_RS_AG_TRIM: p->trim_pending = true; return; /* scanned after the batch: its faults first */
     default: return;
     }
 }

@@ -28,6 +28,10 @@ enum { RS_CHUNK_EVENTS = 2, RS_CHUNK_END = 3, RS_CHUNK_INDEX = 4 };
 #define RS_ZSTD_LEVEL 3
 /* npages of a REF or RELEASE: at least 1, at most this (4 PiB of 4 KiB pages). */
 #define RS_MAX_NPAGES (1ull << 40)
+/* A REF's run: the recorder's are at most 512 pages (one scan read); a
+ * reader takes up to 1 GiB of 4 KiB pages, so no few bytes of a file can
+ * stand for more references than a report can hold. */
+#define RS_MAX_REF_NPAGES (1ull << 18)
 /* Statistics in an END chunk. */
 #define RS_MAX_STATS 4096u
 

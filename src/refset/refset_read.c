@@ -363,6 +363,17 @@ static int get_npages(mt_rs_reader *r, mt_rs_event *ev, int one)
     return 0;
 }
 
+/* Pages [addr, addr + npages pages) must lie below 2^64. */
+static int range_wraps(mt_rs_reader *r, const mt_rs_event *ev)
+{
+    if (ev->npages > (UINT64_MAX - ev->addr) / r->h.page_size) {
+        snprintf(r->why, sizeof r->why, "%" PRIu64 " pages from %#" PRIx64 " run past the address space",
+                 ev->npages, ev->addr);
+        return -1;
+    }
+    return 0;
+}
+
 static int get_category(mt_rs_reader *r, uint8_t *cat)
 {
     if (get_byte(r, cat) < 0)
@@ -429,6 +440,13 @@ static int get_ref(mt_rs_reader *r, mt_rs_event *ev, unsigned type)
     if (get_varint(r, &z) < 0)
         return -1;
     ev->pfn = c->pfn_next + (uint64_t)trace_unzigzag(z);
+    if (ev->npages > RS_MAX_REF_NPAGES) {
+        snprintf(r->why, sizeof r->why, "a REF of %" PRIu64 " pages (at most %llu)", ev->npages,
+                 (unsigned long long)RS_MAX_REF_NPAGES);
+        return -1;
+    }
+    if (range_wraps(r, ev) < 0)
+        return -1;
     rs_coder_ref(c, ev, r->h.page_size);
     return 0;
 }
@@ -448,7 +466,8 @@ static int get_release(mt_rs_reader *r, mt_rs_event *ev, unsigned type)
             return -1;
         ev->addr += (uint64_t)trace_unzigzag(z);
     }
-    if (get_npages(r, ev, type & RS_REL_ONE_PAGE) < 0 || get_byte(r, &ev->reason) < 0)
+    if (get_npages(r, ev, type & RS_REL_ONE_PAGE) < 0 || get_byte(r, &ev->reason) < 0 ||
+        range_wraps(r, ev) < 0)
         return -1;
     rs_coder_release(c, ev, r->h.page_size);
     return 0;

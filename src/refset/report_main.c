@@ -153,11 +153,17 @@ int refset_report_main(int argc, char **argv)
         return cli_error("out of memory");
     }
     mt_rs_event ev;
-    int got;
+    int got, added = 0;
     while ((got = mt_rs_read(r, &ev)) > 0)
-        if (rs_model_add(&m, &ev) < 0)
+        if ((added = rs_model_add(&m, &ev)) < 0)
             break;
     int status = CLI_OK;
+    if (added == -E2BIG) {
+        status =
+            cli_error(CMD ": %s: more than %u page references (at offset %llu): more than a report holds",
+                      file, RS_MODEL_MAX_REFS, (unsigned long long)mt_rs_reader_offset(r));
+        goto done;
+    }
     if (got > 0 || rs_model_finish(&m) < 0) {
         status = cli_error(CMD ": %s: out of memory", file);
         goto done;

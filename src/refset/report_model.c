@@ -257,6 +257,8 @@ static int add_ref(struct rs_model *m, const mt_rs_event *ev)
             m->duplicate_pages++;
             continue;
         }
+        if (m->nrefs >= RS_MODEL_MAX_REFS)
+            return -E2BIG;
         if (m->nrefs >= NO_REF - 1 ||
             grow((void **)&m->refs, &m->refs_cap, m->nrefs + 1, sizeof *m->refs) < 0 ||
             grow((void **)&p->refs, &p->cap, p->nrefs + 1, sizeof *p->refs) < 0)

@@ -16,6 +16,11 @@
 #include "refset/refset_event.h"
 #include "refset/refset_file.h" /* RS_FILE_* */
 
+/* Page references a report holds at most (64 GiB of 4 KiB pages; the
+ * model then takes about 3 GB): rs_model_add says -E2BIG beyond, rather
+ * than let a few bytes of a hostile file take the machine's memory. */
+#define RS_MODEL_MAX_REFS (1u << 24)
+
 #define RS_T_BEFORE INT64_MIN /* referenced before the recording */
 #define RS_T_NEVER INT64_MAX  /* never released */
 

@@ -193,6 +193,26 @@ out:
     return rc;
 }
 
+/* The rows a page reference adds to: the total, its process, the
+ * process's category, its category and class, and its impacting and
+ * allocation stacks when it has them. The count, or -1 out of memory. */
+static int ref_rows(const struct rs_model *m, struct rs_view *v, const struct rs_pref *r,
+                    struct stack_rows *imp, struct stack_rows *alloc, struct rs_figs *rows[7])
+{
+    uint32_t pid = m->procs[r->proc].pid;
+    rows[0] = &v->total;
+    rows[1] = &v->procs[r->proc];
+    rows[2] = &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat];
+    rows[3] = &v->cats[r->cat];
+    rows[4] = &v->classes[mt_rs_category_class(r->cat)];
+    int n = 5;
+    if (r->stack && !(rows[n++] = stack_row(imp, r->stack, pid)))
+        return -1;
+    if (r->alloc_stack && !(rows[n++] = stack_row(alloc, r->alloc_stack, pid)))
+        return -1;
+    return n;
+}
+
 int rs_view_compute(const struct rs_model *m, int64_t t0, int64_t t1, struct rs_view *v)
 {
     memset(v, 0, sizeof *v);
@@ -210,14 +230,9 @@ int rs_view_compute(const struct rs_model *m, int64_t t0, int64_t t1, struct rs_
         int type = rs_impact_type(r->t_ref, r->t_rel, t0, t1);
         if (type < 0)
             continue;
-        uint32_t pid = m->procs[r->proc].pid;
-        struct rs_figs *rows[7] = {&v->total, &v->procs[r->proc],
-                                   &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat], &v->cats[r->cat],
-                                   &v->classes[mt_rs_category_class(r->cat)]};
-        int nrows = 5;
-        if (r->stack && !(rows[nrows++] = stack_row(&imp, r->stack, pid)))
-            goto fail;
-        if (r->alloc_stack && !(rows[nrows++] = stack_row(&alloc, r->alloc_stack, pid)))
+        struct rs_figs *rows[7];
+        int nrows = ref_rows(m, v, r, &imp, &alloc, rows);
+        if (nrows < 0)
             goto fail;
         for (int k = 0; k < nrows; k++) {
             rows[k]->size += ps;
@@ -232,14 +247,9 @@ int rs_view_compute(const struct rs_model *m, int64_t t0, int64_t t1, struct rs_
         if (!at_start && !at_end)
             continue;
         const struct rs_pref *r = &m->refs[sp->ref];
-        uint32_t pid = m->procs[r->proc].pid;
-        struct rs_figs *rows[7] = {&v->total, &v->procs[r->proc],
-                                   &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat], &v->cats[r->cat],
-                                   &v->classes[mt_rs_category_class(r->cat)]};
-        int nrows = 5;
-        if (r->stack && !(rows[nrows++] = stack_row(&imp, r->stack, pid)))
-            goto fail;
-        if (r->alloc_stack && !(rows[nrows++] = stack_row(&alloc, r->alloc_stack, pid)))
+        struct rs_figs *rows[7];
+        int nrows = ref_rows(m, v, r, &imp, &alloc, rows);
+        if (nrows < 0)
             goto fail;
         for (int k = 0; k < nrows; k++) {
             rows[k]->graph_start += at_start ? ps : 0;

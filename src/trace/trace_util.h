@@ -238,4 +238,24 @@ static inline int trace_get_varint(const unsigned char **p, const unsigned char 
 /* ---- CRC32C (Castagnoli, reflected polynomial 0x82F63B78) ---- */
 uint32_t trace_crc32c(uint32_t crc, const void *data, size_t n);
 
+/* A chunk header (docs/trace-format.md "Chunk header", shared by the
+ * reference-set recording) into h[TRACE_CHUNK_HEADER_SIZE], its own CRC
+ * included. */
+static inline void trace_chunk_header(unsigned char *h, unsigned kind, unsigned codec, uint64_t seq,
+                                      uint32_t stored, uint32_t raw, uint32_t count, uint32_t payload_crc)
+{
+    memcpy(h, TRACE_CHUNK_MAGIC, 4);
+    h[4] = (unsigned char)kind;
+    h[5] = (unsigned char)codec;
+    h[6] = TRACE_CHUNK_HEADER_SIZE;
+    h[7] = 0;
+    trace_put64(h + 8, seq);
+    trace_put32(h + 16, stored);
+    trace_put32(h + 20, raw);
+    trace_put32(h + 24, count);
+    trace_put32(h + 28, payload_crc);
+    trace_put32(h + 32, 0);
+    trace_put32(h + 36, trace_crc32c(0, h, 36));
+}
+
 #endif

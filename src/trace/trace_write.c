@@ -199,18 +199,8 @@ static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, 
                 stored += segs[i].n;
             }
     }
-    memcpy(h, TRACE_CHUNK_MAGIC, 4);
-    h[4] = (unsigned char)kind;
-    h[5] = (unsigned char)codec;
-    h[6] = TRACE_CHUNK_HEADER_SIZE;
-    h[7] = 0;
-    trace_put64(h + 8, w->seq);
-    trace_put32(h + 16, (uint32_t)stored);
-    trace_put32(h + 20, (uint32_t)n);
-    trace_put32(h + 24, count);
-    trace_put32(h + 28, trace_crc32c(0, payload, stored));
-    trace_put32(h + 32, 0);
-    trace_put32(h + 36, trace_crc32c(0, h, 36));
+    trace_chunk_header(h, kind, codec, w->seq, (uint32_t)stored, (uint32_t)n, count,
+                       trace_crc32c(0, payload, stored));
     uint64_t at = w->offset;
     w->last_stored = stored;
     w->last_raw = n;

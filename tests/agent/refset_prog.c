@@ -287,8 +287,9 @@ int main(int argc, char **argv)
     expect("UNMAP", (uintptr_t)a + (512 << 10), 512 << 10, 0);
     madvise(a, 4 * 4096, MADV_DONTNEED);
     expect("DISCARD", (uintptr_t)a, 4 * 4096, 0);
+    /* MADV_FREE's pages stay until the kernel reclaims them (the
+     * recorder's scans see that): no message, as for a non-discard. */
     madvise(a + 8 * 4096, 2 * 4096, MADV_FREE);
-    expect("DISCARD", (uintptr_t)a + 8 * 4096, 2 * 4096, 0);
     madvise(a, 4096, MADV_WILLNEED); /* no discard: no message */
     char *q = must_map(mremap(a, 512 << 10, 2 << 20, MREMAP_MAYMOVE));
     if (q == a) {

@@ -100,8 +100,12 @@ static rec *random_records(size_t n)
         case RS_EV_RELEASE:
             e->pid = pid;
             addr = rnd() % 4 ? addr + PAGE : rnd() % 2 ? wide() : addr - PAGE * (rnd() % 1000);
+            e->npages = rnd() % 3    ? 1
+                        : rnd() % 10 ? 1 + rnd() % 512
+                                     : (e->type == RS_EV_REF ? RS_MAX_REF_NPAGES : RS_MAX_NPAGES) - rnd() % 2;
+            if (e->npages > (UINT64_MAX - addr) / PAGE) /* a reader refuses ranges past 2^64 */
+                addr &= (1ull << 56) - 1;
             e->addr = addr;
-            e->npages = rnd() % 3 ? 1 : rnd() % 10 ? 1 + rnd() % 512 : RS_MAX_NPAGES - rnd() % 2;
             addr += (e->npages - 1) * PAGE;
             if (e->type == RS_EV_RELEASE) {
                 e->reason = (uint8_t)(rnd() % 4);

@@ -440,6 +440,11 @@ static void test_nonsense(void)
         0,    0x81, 0x80, 0x80,
         0x80, 0x80, 0x20, 0};
     check_crafted("npages past 2^40", npbig, sizeof npbig, "npages 1099511627777");
+    /* a REF of 2^18 + 1 pages: more than a REF may stand for */
+    const unsigned char refbig[] = {
+        10,   0,    5, RS_EV_REF | RS_REF_SAME_THREAD | RS_REF_NEXT_ADDR | RS_REF_SAME_ATTRS, 0, 0x81,
+        0x80, 0x10, 0};
+    check_crafted("a REF past 2^18 pages", refbig, sizeof refbig, "a REF of 262145 pages (at most 262144)");
     const unsigned char cat[] = {10,
                                  0,
                                  5,
@@ -561,6 +566,8 @@ static void test_writer_refuses(void)
     int a = mt_rs_write(w, &e);
     e.npages = RS_MAX_NPAGES + 1;
     int b = mt_rs_write(w, &e);
+    e.npages = RS_MAX_REF_NPAGES + 1;
+    int b2 = mt_rs_write(w, &e);
     e.npages = 1;
     e.category = RS_NCATEGORIES;
     int c = mt_rs_write(w, &e);
@@ -568,8 +575,9 @@ static void test_writer_refuses(void)
     int d = mt_rs_write(w, &s);
     mt_rs_event u = {.type = 12};
     int f = mt_rs_write(w, &u);
-    CHECK("the writer refuses what a reader would refuse (npages 0 / > 2^40, category, frames, type)",
-          a == -EINVAL && b == -EINVAL && c == -EINVAL && d == -EINVAL && f == -EINVAL);
+    CHECK("the writer refuses what a reader would refuse (npages 0 / > 2^40, a REF > 2^18, category, frames, "
+          "type)",
+          a == -EINVAL && b == -EINVAL && b2 == -EINVAL && c == -EINVAL && d == -EINVAL && f == -EINVAL);
     e.category = 0;
     CHECK("and still takes a good record after them", mt_rs_write(w, &e) == 0);
     CHECK("and finishes", mt_rs_write_finish(w, NULL, NULL, 0) == 0);
