@@ -128,7 +128,8 @@ struct rs_figs {
 
 struct rs_stack_row {
     uint32_t id;
-    uint32_t pid; /* a process whose references use it (for symbols) */
+    uint32_t pid;        /* a process whose references use it (for symbols) */
+    const char *program; /* its program: the same frames in two programs are two stacks */
     struct rs_figs f;
 };
 

@@ -5,6 +5,7 @@
 #include "refset/report_model.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,14 @@ struct stack_rows {
     size_t mask;
 };
 
-static struct rs_figs *stack_row(struct stack_rows *s, uint32_t id, uint32_t pid)
+static bool same_program(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The row of stack `id` in `program` (the same addresses in two programs
+ * are different code). */
+static struct rs_figs *stack_row(struct stack_rows *s, uint32_t id, uint32_t pid, const char *program)
 {
     if (!s->slots || (s->n + 1) * 2 > s->mask + 1) {
         size_t n = s->slots ? (s->mask + 1) * 2 : 256;
@@ -47,7 +55,8 @@ static struct rs_figs *stack_row(struct stack_rows *s, uint32_t id, uint32_t pid
     }
     size_t h = (id * 2654435761u) & s->mask;
     while (s->slots[h]) {
-        if (s->rows[s->slots[h] - 1].id == id)
+        const struct rs_stack_row *r = &s->rows[s->slots[h] - 1];
+        if (r->id == id && same_program(r->program, program))
             return &s->rows[s->slots[h] - 1].f;
         h = (h + 1) & s->mask;
     }
@@ -59,7 +68,7 @@ static struct rs_figs *stack_row(struct stack_rows *s, uint32_t id, uint32_t pid
         s->rows = p;
         s->cap = cap;
     }
-    s->rows[s->n] = (struct rs_stack_row){.id = id, .pid = pid};
+    s->rows[s->n] = (struct rs_stack_row){.id = id, .pid = pid, .program = program};
     s->slots[h] = (uint32_t)++s->n;
     return &s->rows[s->n - 1].f;
 }
@@ -200,15 +209,16 @@ static int ref_rows(const struct rs_model *m, struct rs_view *v, const struct rs
                     struct stack_rows *imp, struct stack_rows *alloc, struct rs_figs *rows[7])
 {
     uint32_t pid = m->procs[r->proc].pid;
+    const char *program = m->procs[r->proc].program;
     rows[0] = &v->total;
     rows[1] = &v->procs[r->proc];
     rows[2] = &v->proc_cats[r->proc * RS_NCATEGORIES + r->cat];
     rows[3] = &v->cats[r->cat];
     rows[4] = &v->classes[mt_rs_category_class(r->cat)];
     int n = 5;
-    if (r->stack && !(rows[n++] = stack_row(imp, r->stack, pid)))
+    if (r->stack && !(rows[n++] = stack_row(imp, r->stack, pid, program)))
         return -1;
-    if (r->alloc_stack && !(rows[n++] = stack_row(alloc, r->alloc_stack, pid)))
+    if (r->alloc_stack && !(rows[n++] = stack_row(alloc, r->alloc_stack, pid, program)))
         return -1;
     return n;
 }
