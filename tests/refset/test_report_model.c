@@ -743,6 +743,34 @@ static int write_attach(const char *path)
     return (rc | mt_rs_write_finish(w, NULL, NULL, 0)) != 0;
 }
 
+/* The same stack id in two programs is two rows (different code at the
+ * same addresses); in two processes of one program, one row. */
+static void stacks_per_program(void)
+{
+    start(0);
+    proc(1, 0, RS_PROC_START, "alpha");
+    proc(2, 0, RS_PROC_START, "beta");
+    proc(3, 0, RS_PROC_FORK, "alpha");
+    mt_rs_event e = {.type = RS_EV_REF, .time_ns = S(0.1), .npages = 1, .flags = RS_REF_FAULT, .stack = 7};
+    uint32_t pids[3] = {1, 2, 3};
+    for (int i = 0; i < 3; i++) {
+        e.pid = pids[i];
+        e.addr = 0x400000;
+        rs_model_add(&M, &e);
+    }
+    view(0, S(1));
+    size_t alpha = 0, beta = 0;
+    for (size_t i = 0; i < V.nimpacting; i++) {
+        const struct rs_stack_row *r = &V.impacting[i];
+        if (r->id == 7 && strcmp(r->program, "alpha") == 0)
+            alpha += r->f.size;
+        if (r->id == 7 && strcmp(r->program, "beta") == 0)
+            beta += r->f.size;
+    }
+    CHECK("stack 7: one row of two pages for alpha's two processes, one of one page for beta",
+          V.nimpacting == 2 && alpha == 2 * PS && beta == PS);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-attach") == 0)
@@ -756,6 +784,7 @@ int main(int argc, char **argv)
     exits();
     boundaries();
     timeline_decimation();
+    stacks_per_program();
     brute_force();
     rs_view_free(&V);
     rs_model_free(&M);
