@@ -295,6 +295,15 @@ static int add_ref(struct rs_model *m, const mt_rs_event *ev)
     return 0;
 }
 
+/* The process let go of the page (it is no longer its reference: a new
+ * one may follow). A page-cache page stays outstanding all the same, as
+ * the seed says of closed files and unloaded images. */
+static void release_ref(struct rs_pref *r, int64_t t)
+{
+    if (mt_rs_released_on_unmap(r->cat, r->flags))
+        r->t_rel = t;
+}
+
 static void add_release(struct rs_model *m, const mt_rs_event *ev)
 {
     uint32_t pi = pid_get(m->pages, ev->pid);
@@ -309,7 +318,7 @@ static void add_release(struct rs_model *m, const mt_rs_event *ev)
             if (r->t_rel == RS_T_NEVER && vpn >= first && vpn - first < n &&
                 page_get(m->pages, ev->pid, vpn, false) == p->refs[i]) {
                 page_get(m->pages, ev->pid, vpn, true);
-                r->t_rel = (int64_t)ev->time_ns;
+                release_ref(r, (int64_t)ev->time_ns);
             }
         }
         return;
@@ -317,7 +326,7 @@ static void add_release(struct rs_model *m, const mt_rs_event *ev)
     for (uint64_t i = 0; i < n; i++) {
         uint32_t ref = page_get(m->pages, ev->pid, first + i, true);
         if (ref != NO_REF)
-            m->refs[ref].t_rel = (int64_t)ev->time_ns;
+            release_ref(&m->refs[ref], (int64_t)ev->time_ns);
     }
 }
 

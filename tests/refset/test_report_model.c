@@ -364,7 +364,8 @@ static int brute_round(int round)
                 if (B[j].pid == pid && B[j].out && B[j].addr >= 0x100000 + a * PS &&
                     B[j].addr < 0x100000 + (a + n) * PS) {
                     B[j].out = false;
-                    B[j].t_rel = t;
+                    if (mt_rs_released_on_unmap(B[j].cat, B[j].flags)) /* page cache stays */
+                        B[j].t_rel = t;
                 }
         } else if (k < 93) {
             ex(pid, (uint64_t)t);
@@ -771,6 +772,24 @@ static void stacks_per_program(void)
           V.nimpacting == 2 && alpha == 2 * PS && beta == PS);
 }
 
+/* A RELEASE of a page-cache page (the process unmapped a file, or its
+ * file page was replaced by a private copy) ends the process's reference
+ * but the page stays outstanding; a private page released leaves. */
+static void release_page_cache(void)
+{
+    start(0);
+    proc(1, 0, RS_PROC_START, "p");
+    ref_id(1, S(0.1), 0x1000, 1, RS_CAT_IMAGE, RS_REF_FILE_PAGE | RS_REF_FAULT, 0, 8, 77,
+           0); /* a file's page */
+    ref(1, S(0.1), 0x2000, 1, RS_CAT_VIRTUALALLOC, 0);
+    rel(1, S(0.2), 0x1000, 2);
+    ref(1, S(0.3), 0x1000, 1, RS_CAT_COPYONWRITEIMAGE, 0); /* the private copy: a new reference */
+    view(0, S(1));
+    CHECK("release: the Image page stays outstanding, the anonymous one goes, the copy is new",
+          V.cats[RS_CAT_IMAGE].graph_end == PS && V.cats[RS_CAT_VIRTUALALLOC].graph_end == 0 &&
+              V.cats[RS_CAT_COPYONWRITEIMAGE].graph_end == PS && M.duplicate_pages == 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-attach") == 0)
@@ -785,6 +804,7 @@ int main(int argc, char **argv)
     boundaries();
     timeline_decimation();
     stacks_per_program();
+    release_page_cache();
     brute_force();
     rs_view_free(&V);
     rs_model_free(&M);
