@@ -225,6 +225,15 @@ static int64_t proc_of(struct rs_model *m, uint32_t pid)
     return new_proc(m, pid, 0, NULL, 0);
 }
 
+/* The process let go of the page (it is no longer its reference: a new
+ * one may follow). A page-cache page stays outstanding all the same, as
+ * the seed says of closed files and unloaded images. */
+static void release_ref(struct rs_pref *r, int64_t t)
+{
+    if (mt_rs_released_on_unmap(r->cat, r->flags))
+        r->t_rel = t;
+}
+
 /* The process ends (exit, or exec into another program): its pages that
  * leave on unmap are released at t; all leave the page map. */
 static void proc_end(struct rs_model *m, uint32_t pi, int64_t t)
@@ -235,8 +244,7 @@ static void proc_end(struct rs_model *m, uint32_t pi, int64_t t)
         if (r->t_rel != RS_T_NEVER || page_get(m->pages, p->pid, r->addr / m->page_size, false) != p->refs[i])
             continue;
         page_get(m->pages, p->pid, r->addr / m->page_size, true);
-        if (mt_rs_released_on_unmap(r->cat, r->flags))
-            r->t_rel = t;
+        release_ref(r, t);
     }
     p->alive = false;
     free(p->refs); /* only the page map's lookups needed them */
@@ -295,15 +303,6 @@ static int add_ref(struct rs_model *m, const mt_rs_event *ev)
     return 0;
 }
 
-/* The process let go of the page (it is no longer its reference: a new
- * one may follow). A page-cache page stays outstanding all the same, as
- * the seed says of closed files and unloaded images. */
-static void release_ref(struct rs_pref *r, int64_t t)
-{
-    if (mt_rs_released_on_unmap(r->cat, r->flags))
-        r->t_rel = t;
-}
-
 static void add_release(struct rs_model *m, const mt_rs_event *ev)
 {
     uint32_t pi = pid_get(m->pages, ev->pid);
@@ -311,16 +310,25 @@ static void add_release(struct rs_model *m, const mt_rs_event *ev)
         return;
     struct rs_proc *p = &m->procs[pi];
     uint64_t first = ev->addr / m->page_size, n = ev->npages;
-    if (n > p->nrefs) { /* a large range (a reservation): look at its pages instead */
+    if (n > p->nrefs) {
+        /* A large range (a reservation): look at the process's references
+         * instead, and drop from its list those no longer current, so each
+         * reference is walked past once after it ended. */
+        size_t k = 0;
         for (size_t i = 0; i < p->nrefs; i++) {
-            struct rs_pref *r = &m->refs[p->refs[i]];
+            uint32_t idx = p->refs[i];
+            struct rs_pref *r = &m->refs[idx];
             uint64_t vpn = r->addr / m->page_size;
-            if (r->t_rel == RS_T_NEVER && vpn >= first && vpn - first < n &&
-                page_get(m->pages, ev->pid, vpn, false) == p->refs[i]) {
+            if (r->t_rel != RS_T_NEVER || page_get(m->pages, ev->pid, vpn, false) != idx)
+                continue; /* released or replaced already */
+            if (vpn >= first && vpn - first < n) {
                 page_get(m->pages, ev->pid, vpn, true);
                 release_ref(r, (int64_t)ev->time_ns);
+                continue;
             }
+            p->refs[k++] = idx;
         }
+        p->nrefs = k;
         return;
     }
     for (uint64_t i = 0; i < n; i++) {
