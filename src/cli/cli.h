@@ -81,6 +81,12 @@ int detail_parse_sort(const char *value, void *by_allocs);
         .kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = &(opts)->top, .min = 1, .max = 1000000000,  \
         .given = (given_), .help = (text)                                                                    \
     }
+/* --top N of the commands that list stacks (analyze, refset report). */
+#define CLI_OPT_STACKS_TOP(dest)                                                                             \
+    {                                                                                                        \
+        .kind = CLI_OPT_INT, .name = "top", .arg = "N", .value = (dest), .min = 0, .max = 1000000000,        \
+        .help = "stacks per list (default 10; 0: all)"                                                       \
+    }
 #define CLI_OPT_SORT(opts, given_)                                                                           \
     {                                                                                                        \
         .kind = CLI_OPT_PARSE, .name = "sort", .arg = "live|allocated", .value = &(opts)->by_allocs,         \

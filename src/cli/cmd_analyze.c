@@ -174,13 +174,7 @@ int cmd_analyze(int argc, char **argv)
         SECTION("hot", ANALYZE_SHOW_HOT),
         SECTION("histogram", ANALYZE_SHOW_HISTOGRAM),
         SECTION("timeline", ANALYZE_SHOW_TIMELINE),
-        {.kind = CLI_OPT_INT,
-         .name = "top",
-         .arg = "N",
-         .value = &top,
-         .min = 0,
-         .max = 1000000000,
-         .help = "stacks per list (default 10; 0: all)"},
+        CLI_OPT_STACKS_TOP(&top),
         {0},
     };
 #undef SECTION

@@ -121,13 +121,7 @@ int refset_report_main(int argc, char **argv)
          .help = "the viewport, in seconds since the recording started (decimals allowed; T0 or T1 may be "
                  "left out: the start, the end); default: the whole recording"},
         CLI_OPT_JSON(&json, "print JSON instead (schema memtrail/1, keys in docs/json.md)"),
-        {.kind = CLI_OPT_INT,
-         .name = "top",
-         .arg = "N",
-         .value = &top,
-         .min = 0,
-         .max = 1000000000,
-         .help = "stacks per list (default 10; 0: all)"},
+        CLI_OPT_STACKS_TOP(&top),
         {0},
     };
     int npos = cli_parse(&report_cmd, options, argc, argv);
