@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/options_table.h" /* MT_MODE_*, MT_ON_ERROR_*, MT_QUERY_*, MT_UNWIND_* */
 #include "memtrail.h"
@@ -16,6 +17,14 @@
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MT_INLINE inline __attribute__((always_inline))
 #define MT_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* A clock's time in ns (clock_gettime is async-signal-safe). */
+static inline uint64_t mt_clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The allocator below us, found with dlsym(RTLD_NEXT). */
 typedef struct mt_real {

@@ -416,7 +416,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         uint64_t rs_len = 0, rs_before = 0; /* the old block's mapping, if the allocator mapped it */
         int to_rs = mt_rs_active();
         if (to_rs && mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len))
-            rs_before = mt_rs_now();
+            rs_before = mt_clock_ns(CLOCK_MONOTONIC);
         memcpy(&saved, (char *)p + at, sizeof saved);
         memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));

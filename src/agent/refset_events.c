@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "agent/allocator.h"
 #include "agent/counters.h"
 #include "agent/refset_events.h"
@@ -77,13 +78,6 @@ static void send_msg(const mt_rs_agent_msg *m)
     }
 }
 
-uint64_t mt_rs_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void mt_rs_send(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len)
 {
     mt_rs_send_at(m, kind, cat, addr, len, 0);
@@ -104,7 +98,7 @@ void mt_rs_send_at(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t ad
      * by clone() never tells it. */
     m->pid = (uint32_t)getpid();
     m->tid = (uint32_t)syscall(SYS_gettid);
-    m->time_ns = time ? time : mt_rs_now();
+    m->time_ns = time ? time : mt_clock_ns(CLOCK_MONOTONIC);
     m->addr = addr;
     m->len = len;
     send_msg(m);

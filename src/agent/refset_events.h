@@ -50,7 +50,6 @@ void mt_rs_send(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr,
 /* The same, stamped `time` (CLOCK_MONOTONIC; 0: now). */
 void mt_rs_send_at(mt_rs_agent_msg *m, unsigned kind, unsigned cat, uintptr_t addr, uint64_t len,
                    uint64_t time);
-uint64_t mt_rs_now(void);
 /* A message without frames (UNMAP, DISCARD, TRIM). */
 void mt_rs_send_range(unsigned kind, uintptr_t addr, uint64_t len);
 

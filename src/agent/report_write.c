@@ -130,13 +130,6 @@ static struct {
 } w;
 static atomic_flag w_busy = ATOMIC_FLAG_INIT;
 
-static int64_t now_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The report file made before an id change (mt_report_before_setid),
  * this process's only: a fork child closes its copy. */
 static struct {
@@ -171,9 +164,9 @@ void mt_report_after_fork_child(void)
 
 static int take_buffers(void)
 {
-    int64_t give_up = now_ns(CLOCK_MONOTONIC) + 200000000; /* 200 ms */
+    uint64_t give_up = mt_clock_ns(CLOCK_MONOTONIC) + 200000000; /* 200 ms */
     while (atomic_flag_test_and_set_explicit(&w_busy, memory_order_acquire)) {
-        if (now_ns(CLOCK_MONOTONIC) > give_up)
+        if (mt_clock_ns(CLOCK_MONOTONIC) > give_up)
             return -EBUSY;
         sched_yield();
     }
@@ -306,7 +299,7 @@ static void write_report(mt_out *o, const char *reason)
     mt_out_str(o, mt_site_opt.detail ? "\nmode detail\nstart_ns " : "\nmode summary\nstart_ns ");
     mt_out_i64(o, mt_start_ns);
     mt_out_str(o, "\nend_ns ");
-    mt_out_i64(o, now_ns(CLOCK_REALTIME));
+    mt_out_i64(o, (int64_t)mt_clock_ns(CLOCK_REALTIME));
     mt_out_str(o, "\nreason ");
     mt_out_str(o, reason);
     mt_out_char(o, '\n');

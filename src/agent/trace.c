@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "agent/counters.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
@@ -50,13 +51,6 @@ static struct enc_state *trace_enc;   /* the encoder's state (one session) */
  * out-of-memory path while it uses the session: neither pulls the
  * session from under the other. */
 static atomic_flag trace_switching = ATOMIC_FLAG_INIT;
-
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the encoder ---------------------------------------------------------- */
 
@@ -288,8 +282,8 @@ static const xe_file_encoder trace_encoder = {
 
 int mt_trace_init(void)
 {
-    trace_start_ns = clock_ns(CLOCK_MONOTONIC);
-    trace_start_real_ns = clock_ns(CLOCK_REALTIME);
+    trace_start_ns = mt_clock_ns(CLOCK_MONOTONIC);
+    trace_start_real_ns = mt_clock_ns(CLOCK_REALTIME);
     xe_file_set_encoder(&trace_encoder);
     return 0;
 }
@@ -374,7 +368,7 @@ static uint64_t process_start_realtime_ns(void)
     if (hz <= 0)
         return 0;
     uint64_t since_boot = ticks * (1000000000u / (uint64_t)hz);
-    uint64_t boot = clock_ns(CLOCK_BOOTTIME), real = clock_ns(CLOCK_REALTIME);
+    uint64_t boot = mt_clock_ns(CLOCK_BOOTTIME), real = mt_clock_ns(CLOCK_REALTIME);
     return real > boot ? real - boot + since_boot : 0;
 }
 
