@@ -27,6 +27,7 @@
 #include "agent/sessions.h"
 #include "agent/site.h"
 #include "common/out.h"
+#include "common/procfs.h"
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
@@ -349,21 +350,9 @@ static int start_session(const char *path)
  * start time, in clock ticks after boot); 0 if unknown. */
 static uint64_t process_start_realtime_ns(void)
 {
-    char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    uint64_t ticks = mt_proc_stat_field(0, 22);
+    if (!ticks)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    if (!p)
-        return 0;
-    uint64_t ticks = strtoull(p + 1, NULL, 10);
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)
         return 0;

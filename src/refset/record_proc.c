@@ -4,6 +4,7 @@
  * release ranges exactly and name allocation stacks. The periodic scans
  * (record_scan.c) catch what no fault showed. */
 #include "refset/record.h"
+#include "common/procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -393,25 +394,6 @@ static void push_map(rec_state *st, const rec_proc *p, const rec_map *m, uint64_
     }
 }
 
-/* Field n (>= 3) of /proc/PID/stat as a number, or 0. */
-static uint64_t stat_field(pid_t pid, int n)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t len = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (len <= 0)
-        return 0;
-    buf[len] = '\0';
-    char *q = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-    for (int field = 2; q && field < n; field++)
-        q = strchr(q + 1, ' ');
-    return q ? strtoull(q + 1, NULL, 10) : 0;
-}
-
 /* Opens what describes the process's memory now (after exec: the new mm)
  * and queues its PROCESS record and mappings. */
 static int enter(rec_state *st, rec_proc *p, pid_t ppid, int reason, uint64_t time, const char *name)
@@ -428,7 +410,7 @@ static int enter(rec_state *st, rec_proc *p, pid_t ppid, int reason, uint64_t ti
     p->exe[n > 0 ? n : 0] = '\0';
     /* Where the brk heap starts (fixed at exec): the kernel's MMAP2 record
      * of a brk names it "//anon". */
-    p->start_brk = stat_field(p->pid, 47);
+    p->start_brk = mt_proc_stat_field(p->pid, 47);
     rec_maps_free(&p->maps);
     if (rec_maps_read(&p->maps, p->pid) == 0)
         rec_maps_categorize(&p->maps, p->exe);
@@ -477,7 +459,7 @@ rec_proc *rec_proc_add(rec_state *st, pid_t pid, pid_t ppid, int reason, uint64_
     if (!p)
         return NULL;
     p->pid = pid;
-    p->ppid = ppid ? ppid : (pid_t)stat_field(pid, 4);
+    p->ppid = ppid ? ppid : (pid_t)mt_proc_stat_field(pid, 4);
     p->pagemap = -1;
     p->waiting_exec = waiting;
     st->procs[st->nprocs++] = p;
