@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
 # `make check`, zstd, json-c, clang's libFuzzer, python3, sqlite3, nginx and curl
-# (a server whose workers drop root, for the output tests), jemalloc,
+# (a server whose workers drop root, for the output tests), Prometheus (it
+# scrapes `memtrail exporter` in the tests), jemalloc,
 # tcmalloc, mimalloc and Redis (the agent over other allocators), rustc and
 # go (the hostile-program tests) and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
@@ -118,6 +119,10 @@ check() {
     fi
     have_cmd redis-server || want redis-server
     have_cmd redis-benchmark || want redis-tools
+    # tests/cli/test_exporter.sh: a real Prometheus scrapes `memtrail
+    # exporter`, and promtool checks the exposition.
+    have_cmd prometheus || want prometheus
+    have_cmd promtool || want prometheus
     # tests/cli/test_json_schema.sh: every --json output against docs/schema/*.schema.json.
     if have_cmd dpkg-query; then
         have_pkg python3-jsonschema || want python3-jsonschema

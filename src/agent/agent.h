@@ -64,6 +64,10 @@ typedef struct mt_tls {
                                this thread must not wait for it */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for frame-pointer walks (site.c); 0 = unknown */
     uint32_t spare_site;          /* a site record claimed but not published (site.c) */
+    unsigned char timed;          /* >0: this thread's allocator calls are timed (meminfo.h) */
+    unsigned char span_depth;     /* request spans open on this thread (span.c) */
+    uint32_t events;              /* memory events this thread raised (meminfo.c) */
+    uint64_t mem_ticks;           /* ticks inside timed allocator and mapping calls, cumulative */
     unsigned char cat;            /* category of new allocations */
     unsigned char depth;          /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];

@@ -18,6 +18,7 @@
 #include "agent/counters.h"
 #include "agent/options.h"
 #include "agent/record.h"
+#include "agent/meminfo.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
@@ -144,6 +145,11 @@ static int parse_options(const char *s)
     o.query = mt_control_enabled;
     o.start = rec_start;
     o.refset_fd = mt_rs_fd_opt;
+    o.peak_step = mt_info_opt.peak_step;
+    o.limit = mt_info_opt.limit;
+    o.info_interval_ms = mt_info_opt.interval_ms;
+    o.alloc_timing = mt_info_opt.alloc_timing;
+    o.span_faults = mt_info_opt.span_faults;
     if (mt_options_parse(s, &o, err, sizeof err) < 0) {
         mt_say(err);
         return -1;
@@ -163,6 +169,11 @@ static int parse_options(const char *s)
     mt_control_enabled = o.query;
     rec_start = o.start;
     mt_rs_fd_opt = o.refset_fd;
+    mt_info_opt.peak_step = o.peak_step;
+    mt_info_opt.limit = o.limit;
+    mt_info_opt.interval_ms = o.info_interval_ms;
+    mt_info_opt.alloc_timing = o.alloc_timing;
+    mt_info_opt.span_faults = o.span_faults;
     return 0;
 }
 
@@ -255,6 +266,8 @@ static void after_fork_child(void)
     /* Here, not in the engine's own handler (which then does nothing): the
      * dispatchers restart inside the agent, as its threads. */
     mt_xe_after_fork_child();
+    mt_info_after_fork_child();
+    mt_span_after_fork_child();
 }
 
 void mt_init_slow(void)
@@ -307,6 +320,8 @@ void mt_init_slow(void)
         mt_rec_init(mt_opt.mode, rec_start);
     if (mt_tracking)
         mt_rs_start();
+    if (mt_tracking)
+        mt_info_init();
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();

@@ -31,6 +31,11 @@ static void store(mt_env_options *opt, int k, int64_t v, const char *val)
     case MT_OPT_QUERY: opt->query = (int)v; break;
     case MT_OPT_START: opt->start = (int)v; break;
     case MT_OPT_REFSET_FD: opt->refset_fd = (int)v; break;
+    case MT_OPT_PEAK_STEP: opt->peak_step = (uint64_t)v; break;
+    case MT_OPT_LIMIT: opt->limit = (uint64_t)v; break;
+    case MT_OPT_INFO_INTERVAL: opt->info_interval_ms = (int)v; break;
+    case MT_OPT_ALLOC_TIMING: opt->alloc_timing = (int)v; break;
+    case MT_OPT_SPAN_FAULTS: opt->span_faults = (int)v; break;
     }
 }
 

@@ -26,6 +26,11 @@ typedef struct mt_env_options {
     int query;               /* MT_QUERY_* */
     int start;               /* start=on (1) or off (0): recording from start-up */
     int refset_fd;           /* the socket of `memtrail refset record`, or -1 */
+    uint64_t peak_step;      /* memory info: bytes between PEAK events (at least) */
+    uint64_t limit;          /* memory info: LIMIT above this many live bytes; 0 = none */
+    int info_interval_ms;    /* memory info: PERIODIC events; 0 = none */
+    int alloc_timing;        /* MT_ALLOC_TIMING_* */
+    int span_faults;         /* 0 or 1 */
     char value[MT_PATH_MAX]; /* the parser's scratch: a value unescaped */
 } mt_env_options;
 

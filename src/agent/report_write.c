@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/meminfo.h"
 #include "agent/site.h"
 #include "agent/vm.h"
 #include "common/out.h"
@@ -329,6 +330,8 @@ static void write_report(mt_out *o, const char *reason)
     mt_out_i64(o, atomic_load(&mt_err_bad_canary));
     mt_out_str(o, " foreign_free=");
     mt_out_i64(o, atomic_load(&mt_err_foreign_free));
+    mt_info_write(o);
+    mt_span_write(o);
     if (mt_site_opt.detail && report_sites)
         write_sites(o, in_handler);
     mt_out_str(o, "\nend\n");

@@ -49,6 +49,11 @@ static const mt_optchoice queries[] = {
     {"off", MT_QUERY_OFF, "no control socket"},
     {NULL, 0, NULL},
 };
+static const mt_optchoice alloc_timings[] = {
+    {"spans", MT_ALLOC_TIMING_SPANS, "only the calls made inside request spans"},
+    {"all", MT_ALLOC_TIMING_ALL, "every call (two clock reads per call)"},
+    {NULL, 0, NULL},
+};
 
 const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_MODE] = {"mode", MT_OPTT_CHOICE, modes, 0, 0, NULL, "summary", "what to record"},
@@ -90,6 +95,20 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
          "an open SOCK_SEQPACKET socket's descriptor, or -1 (off)", "-1",
          "every mode: the socket `memtrail refset record` hands the program, to which the "
          "agent reports mappings, releases and large blocks as they happen (docs/refset-agent.md)"},
+    [MT_OPT_PEAK_STEP] = {"peak_step", MT_OPTT_SIZE, NULL, 1, 1ll << 50,
+                          "a size from 1 byte, a number of MB or with a unit", "1MB",
+                          "memory info: a PEAK event when live bytes pass the last one's mark by more than "
+                          "this (or 1% of the mark, whichever is larger)"},
+    [MT_OPT_LIMIT] = {"limit", MT_OPTT_SIZE, NULL, 0, 1ll << 50, "a size, a number of MB or with a unit; 0 = none",
+                      "0", "memory info: a LIMIT event when live bytes rise above this"},
+    [MT_OPT_INFO_INTERVAL] = {"info_interval", MT_OPTT_INT, NULL, 0, 86400000,
+                              "milliseconds from 0 (off) to 86400000", "0",
+                              "memory info: a PERIODIC snapshot this often, taken by a thread of the agent's"},
+    [MT_OPT_ALLOC_TIMING] = {"alloc_timing", MT_OPTT_CHOICE, alloc_timings, 0, 0, NULL, "spans",
+                             "memory info: which allocator calls are timed (mapping calls always are)"},
+    [MT_OPT_SPAN_FAULTS] = {"span_faults", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "off",
+                            "request spans: count each span's page faults (getrusage(RUSAGE_THREAD) at "
+                            "begin and end, about 270 ns a span)"},
 };
 
 int mt_opt_find(const char *key, size_t klen)

@@ -79,6 +79,8 @@ enum {
     REPORT_HAS_PROCESS = 1u << 10, /* a process line */
     REPORT_HAS_VM = 1u << 11,      /* some category line carried VM fields */
     REPORT_HAS_SITES = 1u << 12,   /* detail mode: a stack_depth line (sites may follow) */
+    REPORT_HAS_INFO = 1u << 13,    /* memory info: info lines and a memory_time line */
+    REPORT_HAS_SPANS = 1u << 14,   /* a spans line (span_name/span lines may precede it) */
 };
 
 /* Detail mode (docs/report-format.md "Detail mode"): the ELF objects the
@@ -99,6 +101,55 @@ struct report_site {
     size_t nframes;
     int64_t allocated_bytes; /* every byte allocated here over the run; 0 unless has_allocated */
     bool has_allocated;      /* the line carried allocated_bytes= (older reports lack it) */
+};
+
+/* Memory info (docs/report-format.md "Memory info"): one `info` line per
+ * kind, the snapshot of that kind's last event. */
+struct report_info_category {
+    char *name;
+    int64_t live_bytes;
+};
+struct report_info {
+    char *kind;  /* the kind asked: "any", "peak", "grow", "trim", "limit", "periodic" */
+    char *event; /* the snapshot's own kind ("peak", ... for kind any); "none" when count is 0 */
+    int64_t count; /* events of this kind so far */
+    int64_t index; /* the snapshot's */
+    int64_t time_ns, run_time_ns;
+    int64_t live_before_bytes, live_after_bytes;
+    int64_t fragmentation_before_bytes, fragmentation_after_bytes;
+    int64_t rss_bytes, committed_bytes, memory_load_bytes, total_available_bytes;
+    int64_t alloc_time_ns, map_time_ns;
+    int64_t minor_faults, major_faults, overhead_bytes, event_ns;
+    struct report_info_category *categories; /* the categories= field, in its order */
+    size_t ncategories;
+};
+
+/* The `memory_time` line: the whole process's time in memory management
+ * so far (the info lines carry it as of each event). */
+struct report_memory_time {
+    int64_t run_time_ns, alloc_time_ns, map_time_ns;
+};
+
+/* Request spans: a latency histogram per span name. A bucket holds the
+ * spans whose duration lies in [lo_ns, hi_ns). */
+struct report_span_bucket {
+    int64_t lo_ns, hi_ns;
+    int64_t count;       /* spans */
+    int64_t affected;    /* ... during which their thread raised at least one memory event */
+    int64_t multiple;    /* ... at least two */
+    int64_t events;      /* the events those spans met, summed */
+    int64_t duration_ns; /* the spans' durations, summed */
+    int64_t memory_ns;   /* their time inside allocator and mapping calls, summed */
+    int64_t faults;      /* their threads' page faults (0 unless span_faults) */
+};
+struct report_span {
+    int64_t id;
+    char *name;
+    int64_t count; /* spans ended under this name */
+    struct report_span_bucket *buckets; /* by duration, ascending lo_ns */
+    size_t nbuckets;
+    struct report_span_bucket *memory; /* by memory time: lo_ns, hi_ns, count only */
+    size_t nmemory;
 };
 
 struct report {
@@ -124,6 +175,14 @@ struct report {
     struct report_site *sites; /* in file order */
     size_t nsites;
     int64_t sites_dropped; /* the sites line's dropped= */
+    struct report_info *infos; /* memory info, in file order */
+    size_t ninfos;
+    struct report_memory_time memory_time;
+    struct report_span *spans; /* by id */
+    size_t nspans;
+    int64_t spans_unmatched_ends; /* mt_span_end without a begin */
+    int64_t spans_dropped;        /* spans not recorded (too deep, too many names) */
+    bool span_faults;             /* faults were counted (option span_faults=on) */
     bool complete;         /* the end marker was read */
     long lines_read;       /* complete lines accepted so far */
 };

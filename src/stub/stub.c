@@ -37,6 +37,31 @@ void mt_realloc_report(const void *old, const void *ptr, size_t size)
     (void)old, (void)ptr, (void)size;
 }
 
+int mt_memory_info(int kind, struct mt_memory_info *out)
+{
+    (void)kind, (void)out;
+    return -ENOSYS;
+}
+uint64_t mt_event_count(int kind)
+{
+    (void)kind;
+    return 0;
+}
+const char *mt_category_name(int id)
+{
+    (void)id;
+    return NULL;
+}
+int mt_span_begin(const char *name)
+{
+    (void)name;
+    return -ENOSYS;
+}
+int mt_span_end(void)
+{
+    return -ENOSYS;
+}
+
 /* Event sessions need the agent: creating one says so. */
 int mt_session_create(const char *name, const char *options, mt_session **session, char *error,
                       size_t error_len)
