@@ -9,16 +9,20 @@
  * snapshot, read from the same latch: so the index a reader gets lies
  * between the counts it read before and after.
  *
- * Publication is a latch: two copies under one sequence number; a reader
- * copies the one no writer is touching and retries only when a writer
- * moved on meanwhile. A reader never waits for a writer, not even one it
- * interrupted on its own thread (mt_info_write in a signal handler).
+ * Publication is a latch: two copies under one sequence number, readers
+ * copying copy[seq & 1]. A writer fills the other copy, moves seq on to
+ * it, then brings the old one up to date: the copy readers are sent to is
+ * always whole, so a reader never waits for a writer (not even one it
+ * interrupted on its own thread, mt_info_write in a signal handler, nor
+ * one a fork or _Fork stopped half-way) and retries only when seq moved
+ * during its copy.
  *
  * Writers are rare and take the flag in turn (spinning, then yielding,
  * then leaving their event pending). An event raised while its own thread
  * holds the flag (a signal handler's mmap, the cgroup limit noticed during
  * a fill) stays pending: the holder looks again after letting go and
- * publishes it. */
+ * publishes it. A flag held by another process's thread (a _Fork child
+ * runs no fork handlers to clear it) is taken over. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/allocator.h"
 #include "agent/counters.h"
@@ -63,7 +68,7 @@ static void set_next_mark(void)
 /* ---- publication --------------------------------------------------------- */
 
 typedef struct latch {
-    _Atomic uint64_t seq; /* even: copy[0] is current; odd: copy[1] is, copy[0] being written */
+    _Atomic uint64_t seq; /* readers copy copy[seq & 1] */
     struct mt_memory_info copy[2];
 } latch;
 
@@ -71,17 +76,16 @@ static latch snaps[MT_EVENT_KINDS];
 static uint64_t published[MT_EVENT_KINDS]; /* under the writer flag: each kind's last index */
 static _Atomic uint64_t pending[MT_EVENT_KINDS];
 static _Atomic uintptr_t writer; /* the holder's &mt_t, or 0 */
+static _Atomic pid_t writer_pid; /* the holder's process */
 
 static void publish(latch *l, const struct mt_memory_info *s)
 {
     uint64_t q = atomic_load_explicit(&l->seq, memory_order_relaxed);
+    memcpy(&l->copy[(q + 1) & 1], s, sizeof *s); /* no reader is sent there now */
+    atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&l->seq, q + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    memcpy(&l->copy[0], s, sizeof *s);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&l->seq, q + 2, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    memcpy(&l->copy[1], s, sizeof *s);
+    memcpy(&l->copy[q & 1], s, sizeof *s); /* readers still on it see seq move, and retry */
 }
 
 /* Copies the current snapshot; 1, or 0 when `tries` copies were each
@@ -115,16 +119,25 @@ static uint64_t latch_index(latch *l)
 static int take_writer(void)
 {
     uintptr_t me = (uintptr_t)&mt_t;
-    for (int spins = 0; spins < 100000; spins++) {
+    for (int spins = 0; spins < 2200; spins++) {
         uintptr_t expect = 0;
-        if (atomic_compare_exchange_strong(&writer, &expect, me))
+        if (atomic_compare_exchange_strong(&writer, &expect, me)) {
+            atomic_store(&writer_pid, getpid());
             return 1;
+        }
         if (expect == me)
             return 0;
-        if (spins < 200)
+        if (spins < 200) {
             __builtin_ia32_pause();
-        else
-            sched_yield();
+            continue;
+        }
+        pid_t pid = getpid();
+        if (spins == 200 && atomic_load(&writer_pid) != pid &&
+            atomic_compare_exchange_strong(&writer, &expect, me)) {
+            atomic_store(&writer_pid, pid);
+            return 1;
+        }
+        sched_yield();
     }
     return 0;
 }
@@ -135,8 +148,8 @@ static int take_writer(void)
 
 static struct mt_memory_info scratch;
 static int64_t cat_live[MT_NCAT];
-static uint64_t frag_last;    /* the last mallinfo2 sample */
-static int64_t alltime_seen;  /* the total's all-time peak at the last event */
+static uint64_t frag_last;   /* the last mallinfo2 sample */
+static int64_t alltime_seen; /* the total's all-time peak at the last event */
 
 /* Live bytes by category: the flushed globals plus every shard's delta. */
 static int sum_categories(void)
@@ -309,7 +322,8 @@ void mt_info_live_check(int64_t live)
     }
     int64_t mark = atomic_load(&peak_mark);
     if (live > mark) {
-        uint64_t step = mt_info_opt.peak_step > (uint64_t)live / 100 ? mt_info_opt.peak_step : (uint64_t)live / 100;
+        uint64_t step =
+            mt_info_opt.peak_step > (uint64_t)live / 100 ? mt_info_opt.peak_step : (uint64_t)live / 100;
         if (atomic_compare_exchange_strong(&peak_mark, &mark, live + (int64_t)step)) {
             set_next_mark();
             mt_info_event(MT_EVENT_PEAK, 1);
@@ -427,17 +441,8 @@ void mt_info_start(void)
 
 void mt_info_after_fork_child(void)
 {
-    /* Only this thread lives on: no writer holds the flag, and a latch
-     * caught half-way gets its complete copy back in place. */
+    /* Only this thread lives on: no writer holds the flag. */
     atomic_store(&writer, 0);
-    for (int k = 0; k < MT_EVENT_KINDS; k++) {
-        latch *l = &snaps[k];
-        uint64_t q = atomic_load(&l->seq);
-        if (q & 1) {
-            memcpy(&l->copy[0], &l->copy[1], sizeof l->copy[0]);
-            atomic_store(&l->seq, q + 1);
-        }
-    }
     if (atomic_load(&info_ready))
         mt_os_mem_open();
     start_periodic();

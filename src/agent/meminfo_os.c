@@ -23,9 +23,17 @@ static int fds[F_COUNT] = {-1, -1, -1, -1, -1};
 static char paths[F_COUNT][512];
 static long page_size = 4096;
 
+/* Above 2: a program started with stdin (or more) closed gets its own
+ * descriptors where it expects them. */
 static int open_ro(const char *path)
 {
-    return path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0 && fd < 3) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = high;
+    }
+    return fd;
 }
 
 /* The file's start into buf (NUL-terminated); its length, or -1. */
@@ -155,10 +163,10 @@ void mt_os_mem_read(mt_os_mem *m)
     memset(m, 0, sizeof *m);
     if (read_file(F_STATM, buf, sizeof buf) > 0) {
         const char *p = buf;
-        number(&p);                                        /* size */
-        m->rss = number(&p) * (uint64_t)page_size;          /* resident */
-        number(&p), number(&p), number(&p);                /* shared, text, lib */
-        m->committed = number(&p) * (uint64_t)page_size;    /* data */
+        number(&p);                                      /* size */
+        m->rss = number(&p) * (uint64_t)page_size;       /* resident */
+        number(&p), number(&p), number(&p);              /* shared, text, lib */
+        m->committed = number(&p) * (uint64_t)page_size; /* data */
     }
     if (paths[F_CG_CURRENT][0]) {
         m->cg_current = cgroup_value(F_CG_CURRENT);

@@ -8,12 +8,12 @@
 #include <stdint.h>
 
 typedef struct mt_os_mem {
-    uint64_t rss, committed;     /* /proc/self/statm: resident and data (VmData + VmStk), bytes */
-    uint64_t load, total;        /* the cgroup's memory.current and memory.max when it sets a limit,
-                                    else MemTotal - MemAvailable and MemTotal */
-    uint64_t minflt, majflt;     /* getrusage(RUSAGE_SELF) */
-    uint64_t cg_current;         /* cgroup v2 memory.current (0: no such file) */
-    uint64_t cg_high, cg_max;    /* memory.high, memory.max; 0: "max" (no limit) or no such file */
+    uint64_t rss, committed;  /* /proc/self/statm: resident and data (VmData + VmStk), bytes */
+    uint64_t load, total;     /* the cgroup's memory.current and memory.max when it sets a limit,
+                                 else MemTotal - MemAvailable and MemTotal */
+    uint64_t minflt, majflt;  /* getrusage(RUSAGE_SELF) */
+    uint64_t cg_current;      /* cgroup v2 memory.current (0: no such file) */
+    uint64_t cg_high, cg_max; /* memory.high, memory.max; 0: "max" (no limit) or no such file */
 } mt_os_mem;
 
 /* At start-up and in a fork child (/proc/self/statm opened by the parent

@@ -77,7 +77,8 @@ static struct mt_memory_info info(int kind)
 }
 
 /* The counts moved by exactly `want` (each kind's expected change). */
-static void expect_moves(const char *name, const uint64_t before[MT_EVENT_KINDS], const int want[MT_EVENT_KINDS])
+static void expect_moves(const char *name, const uint64_t before[MT_EVENT_KINDS],
+                         const int want[MT_EVENT_KINDS])
 {
     uint64_t now[MT_EVENT_KINDS];
     read_counts(now);
@@ -121,16 +122,18 @@ static int all_zero(const struct mt_memory_info *s)
 static const char *const names[] = {"any", "peak", "grow", "trim", "limit", "periodic"};
 static void info_line(FILE *f, int kind, const struct mt_memory_info *s)
 {
-    fprintf(f, "info kind=%s count=%llu event=%s index=%llu time_ns=%llu run_time_ns=%llu live_before_bytes=%llu "
-               "live_after_bytes=%llu fragmentation_before_bytes=%llu fragmentation_after_bytes=%llu "
-               "rss_bytes=%llu committed_bytes=%llu memory_load_bytes=%llu total_available_bytes=%llu "
-               "alloc_time_ns=%llu map_time_ns=%llu minor_faults=%llu major_faults=%llu overhead_bytes=%llu "
-               "event_ns=%llu categories=",
-            names[kind], U(s->index), s->index ? names[s->kind] : "none", U(s->index), U(s->time_ns),
-            U(s->run_time_ns), U(s->live_before), U(s->live_after), U(s->fragmentation_before),
-            U(s->fragmentation_after), U(s->rss_bytes), U(s->committed_bytes), U(s->memory_load_bytes),
-            U(s->total_available_bytes), U(s->alloc_time_ns), U(s->map_time_ns), U(s->minor_faults),
-            U(s->major_faults), U(s->overhead_bytes), U(s->event_ns));
+    fprintf(
+        f,
+        "info kind=%s count=%llu event=%s index=%llu time_ns=%llu run_time_ns=%llu live_before_bytes=%llu "
+        "live_after_bytes=%llu fragmentation_before_bytes=%llu fragmentation_after_bytes=%llu "
+        "rss_bytes=%llu committed_bytes=%llu memory_load_bytes=%llu total_available_bytes=%llu "
+        "alloc_time_ns=%llu map_time_ns=%llu minor_faults=%llu major_faults=%llu overhead_bytes=%llu "
+        "event_ns=%llu categories=",
+        names[kind], U(s->index), s->index ? names[s->kind] : "none", U(s->index), U(s->time_ns),
+        U(s->run_time_ns), U(s->live_before), U(s->live_after), U(s->fragmentation_before),
+        U(s->fragmentation_after), U(s->rss_bytes), U(s->committed_bytes), U(s->memory_load_bytes),
+        U(s->total_available_bytes), U(s->alloc_time_ns), U(s->map_time_ns), U(s->minor_faults),
+        U(s->major_faults), U(s->overhead_bytes), U(s->event_ns));
     for (int i = 0; i < s->category_count; i++)
         fprintf(f, "%s%s:%lld", i ? "," : "", mt_category_name(i), (long long)s->category_live_bytes[i]);
     fprintf(f, "\n");
@@ -174,7 +177,8 @@ static int events(const char *dump, const char *report)
     uint64_t base = s.live_after; /* the program's live bytes now, as the agent counts them */
     struct mt_memory_info any = info(MT_EVENT_ANY);
     check(any.index == counts[0] + 1 && any.kind == MT_EVENT_GROW && any.time_ns == s.time_ns,
-          "events: ANY holds the same snapshot with its own index", "index %llu kind %d", U(any.index), any.kind);
+          "events: ANY holds the same snapshot with its own index", "index %llu kind %d", U(any.index),
+          any.kind);
     memset(m, 1, 1 << 20);
     read_counts(counts);
     madvise(m, 1 << 20, MADV_DONTNEED);
@@ -207,17 +211,19 @@ static int events(const char *dump, const char *report)
             s = info(MT_EVENT_PEAK);
             if (c == 1)
                 check(s.live_after == live && s.live_before == live && s.index == peaks + 1,
-                      "events: the first PEAK's live bytes are the program's", "after %llu before %llu want %llu",
-                      U(s.live_after), U(s.live_before), U(live));
+                      "events: the first PEAK's live bytes are the program's",
+                      "after %llu before %llu want %llu", U(s.live_after), U(s.live_before), U(live));
         }
     }
-    check(expected == 2 && memcmp(at, want, sizeof at) == 0, "events: PEAK exactly where live passes each mark",
-          "at blocks %d,%d,%d; expected %d,%d,%d", at[0], at[1], at[2], want[0], want[1], want[2]);
+    check(expected == 2 && memcmp(at, want, sizeof at) == 0,
+          "events: PEAK exactly where live passes each mark", "at blocks %d,%d,%d; expected %d,%d,%d", at[0],
+          at[1], at[2], want[0], want[1], want[2]);
     check(mt_event_count(MT_EVENT_PEAK) == peaks + 2, "events: two PEAKs for 2.4 MiB", "%llu",
           U(mt_event_count(MT_EVENT_PEAK) - peaks));
     s = info(MT_EVENT_PEAK);
-    check(s.index == peaks + 2 && s.live_after == live_at[1], "events: the last PEAK snapshot is the second's",
-          "index %llu live %llu want %llu", U(s.index), U(s.live_after), U(live_at[1]));
+    check(s.index == peaks + 2 && s.live_after == live_at[1],
+          "events: the last PEAK snapshot is the second's", "index %llu live %llu want %llu", U(s.index),
+          U(s.live_after), U(live_at[1]));
     for (int i = 0; i < NBLOCKS; i++)
         free(blocks[i]);
     live = base;
@@ -232,12 +238,11 @@ static int events(const char *dump, const char *report)
     uint64_t now[MT_EVENT_KINDS];
     read_counts(now);
     check(trimmed == 1 && now[3] == counts[3] + 1 && now[0] == counts[0] + 1 && now[1] == counts[1],
-          "events: malloc_trim that gave memory back is one TRIM", "trim rc %d, trim +%llu any +%llu", trimmed,
-          U(now[3] - counts[3]), U(now[0] - counts[0]));
+          "events: malloc_trim that gave memory back is one TRIM", "trim rc %d, trim +%llu any +%llu",
+          trimmed, U(now[3] - counts[3]), U(now[0] - counts[0]));
     check(s.fragmentation_before == frag_before && s.fragmentation_after == (uint64_t)mi.fordblks,
-          "events: malloc_trim's fragmentation = mallinfo2 before and after",
-          "%llu/%llu vs %llu/%llu", U(s.fragmentation_before), U(s.fragmentation_after), U(frag_before),
-          U(mi.fordblks));
+          "events: malloc_trim's fragmentation = mallinfo2 before and after", "%llu/%llu vs %llu/%llu",
+          U(s.fragmentation_before), U(s.fragmentation_after), U(frag_before), U(mi.fordblks));
     check(s.live_after == base, "events: live bytes back to the base after the frees", "%llu vs %llu",
           U(s.live_after), U(base));
 
@@ -277,7 +282,8 @@ static int events(const char *dump, const char *report)
               mt_memory_info(MT_EVENT_ANY, NULL) == -EINVAL,
           "events: unknown kind or NULL out is -EINVAL", "rc %d %d %d", mt_memory_info(MT_EVENT_KINDS, &s),
           mt_memory_info(-1, &s), mt_memory_info(0, NULL));
-    check(mt_event_count(MT_EVENT_KINDS) == 0 && mt_event_count(-1) == 0, "events: unknown kind counts 0", "-");
+    check(mt_event_count(MT_EVENT_KINDS) == 0 && mt_event_count(-1) == 0, "events: unknown kind counts 0",
+          "-");
     check(mt_category_name(-1) == NULL && mt_category_name(72) == NULL &&
               strcmp(mt_category_name(1), "memtrail") == 0,
           "events: mt_category_name", "-");
@@ -349,7 +355,8 @@ static int periodic(int ms)
     check(p1 - p0 >= 10 && p1 - p0 <= 21, "periodic: about one PERIODIC per interval", "%llu in 20 intervals",
           U(p1 - p0));
     check(s.index == p1 && s.kind == MT_EVENT_PERIODIC && s.time_ns / 1000000000u >= t0 - 1,
-          "periodic: its snapshot is the last one's", "index %llu of %llu, kind %d", U(s.index), U(p1), s.kind);
+          "periodic: its snapshot is the last one's", "index %llu of %llu, kind %d", U(s.index), U(p1),
+          s.kind);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
@@ -378,16 +385,17 @@ static int forked(int ms)
         uint64_t inherited = mt_event_count(MT_EVENT_PERIODIC);
         sleep_ms(20L * ms);
         uint64_t later = mt_event_count(MT_EVENT_PERIODIC);
-        check(inherited >= at_fork && inherited >= 3, "fork: the child keeps the parent's counts", "%llu at fork, %llu in the child",
-              U(at_fork), U(inherited));
-        check(later >= inherited + 8, "fork: PERIODIC events go on in the child", "%llu then %llu", U(inherited),
-              U(later));
+        check(inherited >= at_fork && inherited >= 3, "fork: the child keeps the parent's counts",
+              "%llu at fork, %llu in the child", U(at_fork), U(inherited));
+        check(later >= inherited + 8, "fork: PERIODIC events go on in the child", "%llu then %llu",
+              U(inherited), U(later));
         flush_results();
         _exit(failures ? 1 : 0);
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork: the child ran its checks", "status %d", status);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork: the child ran its checks", "status %d",
+          status);
     flush_results();
     return 0;
 }
@@ -437,7 +445,8 @@ int main(int argc, char **argv)
     else if (argc >= 2 && strcmp(argv[1], "cost") == 0)
         cost();
     else {
-        fprintf(stderr, "usage: meminfo_index events DUMP REPORT | limit BYTES | periodic MS | fork MS | noagent | cost\n");
+        fprintf(stderr, "usage: meminfo_index events DUMP REPORT | limit BYTES | periodic MS | fork MS | "
+                        "noagent | cost\n");
         return 2;
     }
     return failures ? 1 : 0;

@@ -89,7 +89,8 @@ static void *writer(void *arg)
 static void check_snapshot(int kind, const struct mt_memory_info *s, uint64_t before, uint64_t after)
 {
     if (s->index < before || s->index > after)
-        fail_once("index %llu outside the counts %llu..%llu around the call", U(s->index), U(before), U(after));
+        fail_once("index %llu outside the counts %llu..%llu around the call", U(s->index), U(before),
+                  U(after));
     if (s->index == 0)
         return;
     if (kind != MT_EVENT_ANY ? s->kind != kind : (s->kind < 1 || s->kind >= MT_EVENT_KINDS))
@@ -99,8 +100,8 @@ static void check_snapshot(int kind, const struct mt_memory_info *s, uint64_t be
         if (i == 0 || i >= 8)
             sum += s->category_live_bytes[i];
     if (s->category_count < 8 || sum != (int64_t)s->live_after)
-        fail_once("categories add up to %lld, live_after %llu (%d categories)", (long long)sum, U(s->live_after),
-                  s->category_count);
+        fail_once("categories add up to %lld, live_after %llu (%d categories)", (long long)sum,
+                  U(s->live_after), s->category_count);
     if (s->category_live_bytes[1] != (int64_t)s->overhead_bytes)
         fail_once("overhead %llu, category 1 %llu", U(s->overhead_bytes), U(s->category_live_bytes[1]));
     if (s->live_before < s->live_after)
@@ -167,7 +168,7 @@ int main(int argc, char **argv)
     ok = c[0] == c[1] + c[2] + c[3] + c[4] + c[5];
     printf("%s stress: ANY counts every event (%llu)\n", ok ? "PASS" : "FAIL", U(c[0]));
     ok = c[1] >= 50 && c[2] >= 50 && c[3] >= 50;
-    printf("%s stress: the writers raised PEAK, GROW and TRIM (%llu %llu %llu)\n", ok ? "PASS" : "FAIL", U(c[1]),
-           U(c[2]), U(c[3]));
+    printf("%s stress: the writers raised PEAK, GROW and TRIM (%llu %llu %llu)\n", ok ? "PASS" : "FAIL",
+           U(c[1]), U(c[2]), U(c[3]));
     return 0;
 }
