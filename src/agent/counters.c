@@ -1,6 +1,7 @@
 /* counters.c — the shard registry, category registry and the sums behind
  * every report (see counters.h for the design). */
 #include "agent/counters.h"
+#include "agent/meminfo.h"
 #include "agent/site.h"
 
 #include <errno.h>
@@ -67,6 +68,10 @@ void mt_raise_peak(mt_cglobal *g, int64_t candidate)
     mt_raise_peak_i64(&g->peak_bytes, candidate);
     if (candidate > 2 * mt_ld(&g->tuned_peak))
         tune(g);
+    /* memory info: the next PEAK mark, or the limit (meminfo.h) */
+    if (MT_UNLIKELY(g == &mt_glob[MT_SLOT_TOTAL]) &&
+        candidate > atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed))
+        mt_info_live_check(candidate);
 }
 
 /* Up to this many shards, a flush sums them all for the peak. */
@@ -82,6 +87,8 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
     }
     if (now > mt_ld(&g->peak_bytes))
         mt_raise_peak(g, now);
+    if (slot == MT_SLOT_TOTAL) /* memory info: PEAK, LIMIT, the break's moves */
+        mt_info_live_check(now);
 }
 
 mt_shard *mt_shard_first(void)

@@ -344,6 +344,7 @@ __attribute__((constructor)) static void mt_constructor(void)
          * first malloc (perhaps inside libc's own start-up) cannot. */
         mt_trace_start();
         mt_xe_start_agent_sessions();
+        mt_info_start();
     }
 }
 

@@ -10,6 +10,7 @@
 #ifndef MT_AGENT_MEMINFO_H
 #define MT_AGENT_MEMINFO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/agent.h"
@@ -43,6 +44,9 @@ extern mt_info_options mt_info_opt;
  * origin, opens the cgroup files, starts the PERIODIC thread if asked, and
  * with alloc_timing=all makes every thread's calls timed. */
 void mt_info_init(void);
+/* From the agent's constructor, where threads may be started: the
+ * PERIODIC thread, when info_interval is set. */
+void mt_info_start(void);
 /* In a fork child: the writer lock and the periodic thread are gone. */
 void mt_info_after_fork_child(void);
 
@@ -60,11 +64,28 @@ void mt_info_add_map_ticks(uint64_t ticks);
 void mt_info_event(int kind, int may_sample);
 
 /* Event sources outside meminfo.c call these cheap checks. */
-/* counters.c: the total's live bytes reached `live` (a new peak, or a flush). */
+/* counters.c: the total's live bytes reached `live` (a new peak, or a
+ * flush). A new peak calls it only above mt_info_next_mark (the next PEAK
+ * mark, or the limit while armed): one compare where the peak rises. */
+extern _Atomic int64_t mt_info_next_mark;
 void mt_info_live_check(int64_t live);
+/* hooks.c: only blocks of at least this size are asked about (one size
+ * compare on the hot path): below it glibc never maps a block for itself. */
+#define MT_INFO_MAPPED_MIN (128 * 1024)
+/* 1 when `real` (the allocator's pointer) is a chunk glibc mapped for
+ * itself (IS_MMAPPED); 0 otherwise, and for every other allocator. */
+int mt_info_is_mapped(const void *real);
 /* hooks.c: a block of `size` bytes the allocator mapped for itself (glibc's
  * IS_MMAPPED chunk) was handed out (grow=1) or given back (grow=0). */
 void mt_info_block_mapped(uint64_t size, int grow);
+/* hooks.c: a realloc from `old` bytes (was_mapped: in a mapping of its
+ * own) to `size` bytes (is_mapped), as GROW or TRIM when a mapping came,
+ * went, or changed size. */
+void mt_info_block_resized(int was_mapped, int is_mapped, uint64_t old, uint64_t size);
+/* refset_events.c: the real malloc_trim (NULL: none), with the
+ * fragmentation sampled before and after it, and a TRIM when it gave
+ * memory back. */
+int mt_info_malloc_trim(int (*real)(size_t), size_t pad);
 
 /* The memory_time and info lines of the report. Only reads: safe in a
  * signal handler and while the program runs. As every writer of report

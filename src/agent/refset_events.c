@@ -28,6 +28,7 @@
 #include "agent/agent.h"
 #include "agent/allocator.h"
 #include "agent/counters.h"
+#include "agent/meminfo.h"
 #include "agent/refset_events.h"
 #include "agent/site.h"
 #include "agent/vm.h"
@@ -269,6 +270,8 @@ MT_EXPORT int madvise(void *addr, size_t len, int advice)
     int rc = (int)syscall(SYS_madvise, addr, len, advice);
     if (rc == 0 && mt_rs_active() && !mt_t.in_agent && discards(advice))
         mt_rs_send_range(MT_RS_AG_DISCARD, (uintptr_t)addr, PAGE_UP(len));
+    if (rc == 0 && !mt_t.in_agent && (discards(advice) || advice == MADV_FREE)) /* memory info */
+        mt_info_event(MT_EVENT_TRIM, 1);
     return rc;
 }
 
@@ -277,7 +280,7 @@ MT_EXPORT int madvise(void *addr, size_t len, int advice)
 MT_EXPORT int malloc_trim(size_t pad)
 {
     mt_start();
-    int rc = real_malloc_trim ? real_malloc_trim(pad) : 0;
+    int rc = mt_info_malloc_trim(real_malloc_trim, pad); /* the call, and a TRIM event */
     if (mt_rs_active() && !mt_t.in_agent)
         mt_rs_send_range(MT_RS_AG_TRIM, 0, 0);
     return rc;

@@ -22,6 +22,7 @@
 #include "agent/agent.h"
 #include "agent/allocator.h"
 #include "agent/counters.h"
+#include "agent/meminfo.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
 #include "agent/vm.h"
@@ -100,8 +101,10 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     }
     mt_vm_unlock();
     /* The agent's own mappings (session buffers among them) are no events. */
-    if (p != MAP_FAILED && !mt_t.in_agent)
+    if (p != MAP_FAILED && !mt_t.in_agent) {
         mt_vm_event(XE_EV_MMAP, p, len, cat);
+        mt_info_event(MT_EVENT_GROW, cat != MT_CAT_HEAP); /* another allocator's lock may be held */
+    }
     return p;
 }
 
@@ -144,8 +147,10 @@ MT_EXPORT int munmap(void *addr, size_t len)
             mt_rs_send_range(MT_RS_AG_UNMAP, (uintptr_t)addr, PAGE_UP(len));
     }
     mt_vm_unlock();
-    if (rc == 0 && !mt_t.in_agent)
+    if (rc == 0 && !mt_t.in_agent) {
         mt_vm_event(XE_EV_MUNMAP, addr, len, cat);
+        mt_info_event(MT_EVENT_TRIM, cat != MT_CAT_HEAP);
+    }
     return rc;
 }
 
@@ -208,6 +213,8 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
         if (gone)
             mt_vm_event(XE_EV_MUNMAP, old, oldlen, cat);
         mt_vm_event(XE_EV_MMAP, p, newlen, cat);
+        if (newlen != (gone ? oldlen : 0)) /* memory info */
+            mt_info_event(newlen > (gone ? oldlen : 0) ? MT_EVENT_GROW : MT_EVENT_TRIM, cat != MT_CAT_HEAP);
     }
     return p;
 }
@@ -234,6 +241,7 @@ static void break_event(uintptr_t before, uintptr_t after, unsigned cat)
         mt_vm_event(XE_EV_MMAP, (void *)before, after - before, cat);
     else
         mt_vm_event(XE_EV_MUNMAP, (void *)after, before - after, cat);
+    mt_info_event(after > before ? MT_EVENT_GROW : MT_EVENT_TRIM, cat != MT_CAT_HEAP);
 }
 
 /* The pages the break gained (Heap, with the call's stack) or lost. */

@@ -1,0 +1,198 @@
+/* meminfo_os.c — see meminfo_os.h.
+ *
+ * The cgroup is the process's v2 one ("0::PATH" in /proc/self/cgroup),
+ * under /sys/fs/cgroup or, on a hybrid v1/v2 host, /sys/fs/cgroup/unified.
+ * Its memory.max of "max" sets no limit: the machine's numbers stand then,
+ * as they do where the files cannot be read (cgroup v1, no /sys). A
+ * descriptor the program closed behind our back is opened again once. */
+#include "agent/meminfo_os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/allocator.h"
+#include "common/out.h"
+
+enum { F_STATM, F_MEMINFO, F_CG_CURRENT, F_CG_HIGH, F_CG_MAX, F_COUNT };
+
+static int fds[F_COUNT] = {-1, -1, -1, -1, -1};
+static char paths[F_COUNT][512];
+static long page_size = 4096;
+
+/* Above 2: a program started with stdin (or more) closed gets its own
+ * descriptors where it expects them. */
+static int open_ro(const char *path)
+{
+    int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0 && fd < 3) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = high;
+    }
+    return fd;
+}
+
+/* The file's start into buf (NUL-terminated); its length, or -1. */
+static ssize_t read_file(int f, char *buf, size_t cap)
+{
+    ssize_t n = fds[f] >= 0 ? pread(fds[f], buf, cap - 1, 0) : -1;
+    if (n < 0 && paths[f][0] && (fds[f] < 0 || errno == EBADF)) { /* the program closed it */
+        fds[f] = open_ro(paths[f]);
+        n = fds[f] >= 0 ? pread(fds[f], buf, cap - 1, 0) : -1;
+    }
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+/* The decimal number at *p (spaces skipped), advancing p; 0 if none. */
+static uint64_t number(const char **p)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    while (*s >= '0' && *s <= '9')
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    *p = s;
+    return v;
+}
+
+/* "max" (no limit) and unreadable files are 0. */
+static uint64_t cgroup_value(int f)
+{
+    char buf[64];
+    if (read_file(f, buf, sizeof buf) <= 0 || buf[0] < '0' || buf[0] > '9')
+        return 0;
+    const char *p = buf;
+    return number(&p);
+}
+
+/* The value in kB of `key` (with its colon) in /proc/meminfo's text, in bytes. */
+static uint64_t meminfo_field(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    if (!p)
+        return 0;
+    p += strlen(key);
+    return number(&p) * 1024;
+}
+
+/* The cgroup v2 directory's file `name` into paths[f], if it can be opened. */
+static int cgroup_file(int f, const char *dir, size_t dlen, const char *name)
+{
+    mt_out o;
+    mt_out_init(&o, paths[f], sizeof paths[f], -1);
+    mt_out_mem(&o, dir, dlen);
+    mt_out_str(&o, name);
+    if (o.len + 1 >= sizeof paths[f]) {
+        paths[f][0] = '\0';
+        return -1;
+    }
+    mt_out_cstr(&o);
+    fds[f] = open_ro(paths[f]);
+    if (fds[f] < 0)
+        paths[f][0] = '\0';
+    return fds[f] < 0 ? -1 : 0;
+}
+
+static void find_cgroup(void)
+{
+    char buf[4096], dir[512];
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *line = buf;
+    if (strncmp(line, "0::", 3) != 0) {
+        line = strstr(buf, "\n0::");
+        if (!line)
+            return;
+        line++;
+    }
+    line += 3;
+    size_t len = strcspn(line, "\n");
+    static const char *const roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++) {
+        mt_out o;
+        mt_out_init(&o, dir, sizeof dir, -1);
+        mt_out_str(&o, roots[r]);
+        if (len > 1 || line[0] != '/')
+            mt_out_mem(&o, line, len);
+        if (o.len + 32 >= sizeof dir)
+            return;
+        if (cgroup_file(F_CG_CURRENT, dir, o.len, "/memory.current") == 0) {
+            cgroup_file(F_CG_HIGH, dir, o.len, "/memory.high");
+            cgroup_file(F_CG_MAX, dir, o.len, "/memory.max");
+            return;
+        }
+    }
+}
+
+void mt_os_mem_open(void)
+{
+    int saved = errno;
+    for (int f = 0; f < F_COUNT; f++) {
+        if (fds[f] >= 0)
+            close(fds[f]);
+        fds[f] = -1;
+        paths[f][0] = '\0';
+    }
+    long ps = sysconf(_SC_PAGESIZE);
+    page_size = ps > 0 ? ps : 4096;
+    strcpy(paths[F_STATM], "/proc/self/statm");
+    strcpy(paths[F_MEMINFO], "/proc/meminfo");
+    fds[F_STATM] = open_ro(paths[F_STATM]);
+    fds[F_MEMINFO] = open_ro(paths[F_MEMINFO]);
+    find_cgroup();
+    errno = saved;
+}
+
+void mt_os_mem_read(mt_os_mem *m)
+{
+    char buf[4096];
+    memset(m, 0, sizeof *m);
+    if (read_file(F_STATM, buf, sizeof buf) > 0) {
+        const char *p = buf;
+        number(&p);                                      /* size */
+        m->rss = number(&p) * (uint64_t)page_size;       /* resident */
+        number(&p), number(&p), number(&p);              /* shared, text, lib */
+        m->committed = number(&p) * (uint64_t)page_size; /* data */
+    }
+    if (paths[F_CG_CURRENT][0]) {
+        m->cg_current = cgroup_value(F_CG_CURRENT);
+        m->cg_high = cgroup_value(F_CG_HIGH);
+        m->cg_max = cgroup_value(F_CG_MAX);
+    }
+    if (m->cg_max) {
+        m->load = m->cg_current;
+        m->total = m->cg_max;
+    } else if (read_file(F_MEMINFO, buf, sizeof buf) > 0) {
+        uint64_t total = meminfo_field(buf, "MemTotal:"), avail = meminfo_field(buf, "MemAvailable:");
+        m->total = total;
+        m->load = total > avail ? total - avail : 0;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        m->minflt = (uint64_t)ru.ru_minflt;
+        m->majflt = (uint64_t)ru.ru_majflt;
+    }
+}
+
+int mt_os_free_bytes(uint64_t *out)
+{
+    if (mt_alloc_kind != MT_ALLOC_GLIBC)
+        return -ENOSYS;
+    struct mallinfo2 mi = mallinfo2();
+    *out = (uint64_t)mi.fordblks;
+    return 0;
+}
