@@ -14,6 +14,16 @@
 #include "common/json_out.h"
 #include "common/units.h"
 
+/* Whether `o` asks for info line `in`: its kind, or every known one (a
+ * newer writer's kinds are not shown). */
+static bool shown(const struct report_info *in, const struct info_options *o)
+{
+    for (int k = 0; k < INFO_KINDS; k++)
+        if (strcmp(in->kind, info_kind_names[k]) == 0)
+            return o->kind < 0 || o->kind == k;
+    return false;
+}
+
 /* part / whole in percent; 0 when whole is 0. */
 static double percent(double part, double whole)
 {
@@ -148,7 +158,7 @@ static void text_kinds(FILE *out, const struct report *r, const struct info_opti
     }
     fputs("\nLast event of each kind:\n", out);
     for (size_t i = 0; i < r->ninfos; i++)
-        if (o->kind < 0 || strcmp(r->infos[i].kind, info_kind_names[o->kind]) == 0)
+        if (shown(&r->infos[i], o))
             text_info(out, &r->infos[i]);
 }
 
@@ -405,7 +415,7 @@ int info_print_json(FILE *out, const struct report *r, const struct info_options
     mt_json_key(&j, "kinds");
     mt_json_array_begin(&j);
     for (size_t i = 0; i < r->ninfos; i++)
-        if (o->kind < 0 || strcmp(r->infos[i].kind, info_kind_names[o->kind]) == 0)
+        if (shown(&r->infos[i], o))
             json_info(&j, &r->infos[i]);
     mt_json_array_end(&j);
     int rc = json_spans(&j, r, o);
