@@ -3,8 +3,9 @@
  * it read: the summary as text and JSON, the diff of the report with
  * itself, the process tree, and for a detail report the sites (text and
  * JSON, merged by a depth the input picks), their diff, and the folded and
- * pprof exports, and memtrail info's text and JSON. Any bytes: the reader must never crash, hang or leak, its
- * error must be one line naming the file, and every printer must take
+ * pprof exports; and memtrail info's text and JSON. Any bytes: the reader
+ * must never crash, hang or leak, its error must be one line naming the
+ * file, and every printer must take
  * whatever the reader returns (complete, cut short, or stopped at a bad
  * line) without undefined behaviour (UBSan: extreme values of every
  * field).
