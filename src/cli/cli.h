@@ -131,7 +131,7 @@ struct report;
 int info_cli_print(const struct report *r, int read_rc, const char *err, _Bool json,
                    const struct info_options *o);
 /* Asks process pid for its report and prints its memory info; the exit code. */
-int info_cli_query(long pid, int timeout_s, _Bool json, const struct info_options *o);
+int info_cli_query(long pid, const char *cmd_name, int timeout_s, _Bool json, const struct info_options *o);
 
 /* Output (output.c). After printing to stdout (prc: the printer's 0,
  * -ENOMEM or -EIO): flushes, and turns a failure into one error line

@@ -82,12 +82,12 @@ static int info_file(const char *path, bool json, const struct info_options *o)
     return status;
 }
 
-int info_cli_query(long pid, int timeout_s, bool json, const struct info_options *o)
+int info_cli_query(long pid, const char *cmd_name, int timeout_s, bool json, const struct info_options *o)
 {
     struct query_target t;
     char *buf = NULL;
     size_t len = 0;
-    int rc = query_open(pid, "info", &t);
+    int rc = query_open(pid, cmd_name, &t);
     if (rc == 0)
         rc = query_ask(&t, "summary\n", timeout_s * 1000, &buf, &len);
     if (rc == 0) {
@@ -130,6 +130,6 @@ int cmd_info(int argc, char **argv)
     struct stat st;
     long pid;
     if (query_parse_pid(what, &pid) == 0 && stat(what, &st) < 0)
-        return info_cli_query(pid, timeout_s, json, &o);
+        return info_cli_query(pid, "info", timeout_s, json, &o);
     return info_file(what, json, &o);
 }

@@ -211,7 +211,8 @@ int cmd_query(int argc, char **argv)
     if (query_parse_pid(positional[0], &pid) < 0)
         return cli_usage_error("query", "'%s' is not a process id", positional[0]);
     if (strcmp(cmd, "info") == 0)
-        return info_cli_query(pid, timeout_s, json, &iopt); /* the summary, shown as 'memtrail info PID' */
+        return info_cli_query(pid, "query", timeout_s, json,
+                              &iopt); /* the summary, shown as 'memtrail info PID' */
     struct query_target t;
     char *buf = NULL;
     size_t len = 0;
