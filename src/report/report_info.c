@@ -151,6 +151,8 @@ int info_merge_spans(const struct report *r, struct report_span_bucket **out, si
         return -ENOMEM;
     struct report_span_bucket *all = *out;
     for (size_t i = 0; i < r->nspans; i++) {
+        if (r->spans[i].nbuckets == 0)
+            continue; /* a name whose spans all ended elsewhere: no buckets, no array */
         memcpy(all + *n, r->spans[i].buckets, r->spans[i].nbuckets * sizeof *all);
         *n += r->spans[i].nbuckets;
     }
