@@ -202,7 +202,7 @@ INFO_LAST = obj(dict([("index", INT), ("kind", {"type": "string", "pattern": "^[
     ("categories", arr(obj({"name": STR, "live_bytes": INT})))]))
 INFO_FIGS = [(k, SHARE) for k in ("requests", "affected", "affected_percent", "memory_share_percent",
                                   "all_memory_share_percent", "multiple_events", "events", "duration_ns",
-                                  "memory_ns")]
+                                  "memory_ns", "faults")]
 INFO_BAND = obj(dict([("percentile", SHARE), ("percentile_from", SHARE)] + INFO_FIGS + [
     ("latency_min_ns", null(COUNT)), ("latency_max_ns", null(COUNT))]))
 INFO_VIEW = INFO_FIGS + [("by_percentile", arr(INFO_BAND))]

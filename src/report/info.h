@@ -43,6 +43,7 @@ int info_parse_percentiles(const char *s, void *o);
 struct info_figures {
     double requests, affected, multiple, events;
     double duration_ns, memory_ns; /* summed over the requests */
+    double faults;                 /* their threads' page faults (0 unless span_faults=on) */
     /* The affected requests' share of those sums, estimated bucket by
      * bucket in proportion to affected/count (exact in a bucket whose
      * spans are all affected or none). */

@@ -83,6 +83,7 @@ static void add_part(struct info_figures *f, const struct report_span_bucket *b,
     f->events += frac * (double)b->events;
     f->duration_ns += frac * (double)b->duration_ns;
     f->memory_ns += frac * (double)b->memory_ns;
+    f->faults += frac * (double)b->faults;
     f->affected_duration_ns += frac * (double)b->duration_ns * share;
     f->affected_memory_ns += frac * (double)b->memory_ns * share;
     if (f->latency_min_ns < 0)

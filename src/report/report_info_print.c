@@ -324,6 +324,7 @@ static void json_figures(mt_json *j, const struct info_figures *f)
     json_decimal(j, "events", f->events);
     json_decimal(j, "duration_ns", f->duration_ns);
     json_decimal(j, "memory_ns", f->memory_ns);
+    json_decimal(j, "faults", f->faults);
 }
 
 static void json_view(mt_json *j, const struct spans_view *v)

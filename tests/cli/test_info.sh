@@ -42,7 +42,7 @@ span_name id=1 count=1000 name=GET\s/x
 span id=1 lo_ns=41000 hi_ns=42000 count=500 affected=0 multiple=0 events=0 duration_ns=20750000 memory_ns=500000 faults=0
 span id=1 lo_ns=50000 hi_ns=51000 count=400 affected=40 multiple=0 events=40 duration_ns=20200000 memory_ns=2000000 faults=0
 span id=1 lo_ns=1000000 hi_ns=1100000 count=95 affected=19 multiple=0 events=19 duration_ns=99750000 memory_ns=9500000 faults=0
-span id=1 lo_ns=5000000 hi_ns=5100000 count=5 affected=5 multiple=2 events=12 duration_ns=25250000 memory_ns=20000000 faults=0
+span id=1 lo_ns=5000000 hi_ns=5100000 count=5 affected=5 multiple=2 events=12 duration_ns=25250000 memory_ns=20000000 faults=10
 span_memory id=1 lo_ns=1000 hi_ns=1100 count=900
 span_memory id=1 lo_ns=4000000 hi_ns=4100000 count=100
 spans names=1 unmatched_ends=0 dropped=0 faults_counted=0
@@ -96,7 +96,7 @@ def view(bs):
         c = b["count"]
         for _ in range(c):
             reqs.append({"aff": F(b["affected"], c), "mul": F(b["multiple"], c), "dur": F(b["duration_ns"], c),
-                         "mem": F(b["memory_ns"], c), "lo": b["lo_ns"], "hi": b["hi_ns"]})
+                         "mem": F(b["memory_ns"], c), "flt": F(b["faults"], c), "lo": b["lo_ns"], "hi": b["hi_ns"]})
     n = len(reqs)
     edges = [F(0)] + [n * p / 100 for p in pcts] + [F(n)]
     def figs(rs):   # rs: (weight, request)
@@ -109,6 +109,7 @@ def view(bs):
         pct = lambda a, b: float(a * 100 / b) if b else 0.0
         return {"requests": float(req), "affected_percent": pct(aff, req), "memory_share_percent": pct(amem, adur),
                 "all_memory_share_percent": pct(mem, dur), "multiple_events": float(sum(w * r["mul"] for w, r in rs)),
+                "faults": float(sum(w * r["flt"] for w, r in rs)),
                 "latency_min_ns": min((r["lo"] for w, r in rs), default=None),
                 "latency_max_ns": max((r["hi"] for w, r in rs), default=None)}
     bands = []
@@ -134,7 +135,8 @@ bad = []
 def close(a, b):
     return (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 0.0011)
 def cmp(where, g, w):
-    for k in ("requests", "affected_percent", "memory_share_percent", "all_memory_share_percent", "multiple_events"):
+    for k in ("requests", "affected_percent", "memory_share_percent", "all_memory_share_percent", "multiple_events",
+              "faults"):
         if not close(g[k], w["total"][k]):
             bad.append("%s %s: got %s, want %s" % (where, k, g[k], w["total"][k]))
     if len(g["by_percentile"]) != len(w["bands"]):
