@@ -24,6 +24,7 @@
 #include "agent/counters.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
+#include "agent/span.h"
 #include "agent/vm.h"
 
 #define PAGE_UP(x) (((uintptr_t)(x) + 4095) & ~(uintptr_t)4095)
@@ -74,7 +75,7 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
-MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static void *mmap_call(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     /* The agent's own mappings are recorded even while it starts. A handler
      * that interrupted this thread inside the table lock maps unrecorded. */
@@ -105,11 +106,6 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     return p;
 }
 
-MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    return mmap(addr, len, prot, flags, fd, off);
-}
-
 /* The category the table gives the range at addr (MT_CAT_MMAP if none):
  * an unmap event's. With the table lock held. */
 static unsigned range_category(const void *addr)
@@ -128,7 +124,7 @@ static unsigned range_refset_category(const void *addr)
     return RS_CAT_VIRTUALALLOC;
 }
 
-MT_EXPORT int munmap(void *addr, size_t len)
+static int munmap_call(void *addr, size_t len)
 {
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return (int)syscall(SYS_munmap, addr, len);
@@ -173,15 +169,8 @@ static void remap_to_refset(mt_rs_agent_msg *rs, unsigned cat, uintptr_t old, si
     mt_rs_send(rs, MT_RS_AG_MAP, cat, p, n);
 }
 
-MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+static void *mremap_call(void *old, size_t oldlen, size_t newlen, int flags, void *want)
 {
-    void *want = NULL;
-    if (flags & MREMAP_FIXED) {
-        va_list ap;
-        va_start(ap, flags);
-        want = va_arg(ap, void *);
-        va_end(ap);
-    }
     if (mt_t.vm_locked || !vm_tracking())
         return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     mt_rs_agent_msg rs;
@@ -246,7 +235,7 @@ static void break_to_refset(mt_rs_agent_msg *rs, uintptr_t before, uintptr_t aft
         mt_rs_send_range(MT_RS_AG_UNMAP, a, b - a);
 }
 
-MT_EXPORT int brk(void *addr)
+static int brk_call(void *addr)
 {
     if (mt_t.vm_locked || !vm_tracking())
         return __brk(addr);
@@ -271,7 +260,7 @@ MT_EXPORT int brk(void *addr)
     return rc;
 }
 
-MT_EXPORT void *sbrk(intptr_t increment)
+static void *sbrk_call(intptr_t increment)
 {
     if (mt_t.vm_locked || !vm_tracking() || increment == 0)
         return __sbrk(increment);
@@ -296,6 +285,71 @@ MT_EXPORT void *sbrk(intptr_t increment)
     if (old != (void *)-1)
         break_event((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, cat);
     return old;
+}
+
+/* ---- the exported names --------------------------------------------------
+ * Mapping calls are always timed (span.h), but the agent's own. */
+
+MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (mt_t.in_agent)
+        return mmap_call(addr, len, prot, flags, fd, off);
+    uint64_t t0 = mt_ticks();
+    void *p = mmap_call(addr, len, prot, flags, fd, off);
+    mt_map_timed_end(t0);
+    return p;
+}
+
+MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT int munmap(void *addr, size_t len)
+{
+    if (mt_t.in_agent)
+        return munmap_call(addr, len);
+    uint64_t t0 = mt_ticks();
+    int rc = munmap_call(addr, len);
+    mt_map_timed_end(t0);
+    return rc;
+}
+
+MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (mt_t.in_agent)
+        return mremap_call(old, oldlen, newlen, flags, want);
+    uint64_t t0 = mt_ticks();
+    void *p = mremap_call(old, oldlen, newlen, flags, want);
+    mt_map_timed_end(t0);
+    return p;
+}
+
+MT_EXPORT int brk(void *addr)
+{
+    if (mt_t.in_agent)
+        return brk_call(addr);
+    uint64_t t0 = mt_ticks();
+    int rc = brk_call(addr);
+    mt_map_timed_end(t0);
+    return rc;
+}
+
+MT_EXPORT void *sbrk(intptr_t increment)
+{
+    if (mt_t.in_agent)
+        return sbrk_call(increment);
+    uint64_t t0 = mt_ticks();
+    void *p = sbrk_call(increment);
+    mt_map_timed_end(t0);
+    return p;
 }
 
 /* ---- thread stacks ----------------------------------------------------- */
@@ -368,6 +422,7 @@ static int user_stack(const pthread_attr_t *attr)
 static void thread_end(void *unused)
 {
     (void)unused;
+    mt_span_thread_exit();
     mt_crash_thread_exit();
 }
 
@@ -400,6 +455,7 @@ static void *thread_trampoline(void *p)
     /* Its own alternate signal stack, so a stack overflow still gets the
      * crash report; released however the thread ends. */
     mt_crash_thread_start();
+    mt_span_thread_start();
     void *ret;
     pthread_cleanup_push(thread_end, NULL);
     ret = s.fn(s.arg);
