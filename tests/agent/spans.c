@@ -21,6 +21,8 @@
  *       inside an open "outer" span that must stay balanced.
  *   spans fork                      begins "outer", forks; the child ends
  *       it (the span goes on in the child) and exits.
+ *   spans wide DIR                  five names with hundreds of buckets each
+ *       (a report over 64 KiB); writes DIR/ready, waits for DIR/stop.
  *   spans bench N                   N begin/end pairs, N malloc/free pairs
  *       outside and inside a span: "pair_ns", "malloc_free_ns", ... */
 #include <dlfcn.h>
@@ -254,6 +256,38 @@ static int fork_child(void)
     return failures != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 }
 
+/* ---- wide -------------------------------------------------------------- */
+
+static void spin_ns(uint64_t ns)
+{
+    uint64_t end = now_ns() + ns;
+    while (now_ns() < end) {
+    }
+}
+
+/* Spans of 1 us to about 1 ms, 1% apart: hundreds of buckets a name, a
+ * report far longer than 64 KiB. Then DIR/ready, and waits for DIR/stop. */
+static int wide(const char *dir)
+{
+    static const char *const n[] = {"w1", "w2", "w3", "w4", "w5"};
+    char path[4096];
+    for (int k = 0; k < 5; k++)
+        for (double d = 1000; d < 1000000; d *= 1.01) {
+            mt_span_begin(n[k]);
+            spin_ns((uint64_t)d);
+            mt_span_end();
+        }
+    snprintf(path, sizeof path, "%s/ready", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    fclose(f);
+    snprintf(path, sizeof path, "%s/stop", dir);
+    for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++)
+        usleep(10000);
+    return 0;
+}
+
 /* ---- bench ------------------------------------------------------------- */
 
 static double per(uint64_t t0, long n)
@@ -304,8 +338,10 @@ int main(int argc, char **argv)
         return limits();
     if (argc >= 2 && strcmp(argv[1], "fork") == 0)
         return fork_child();
+    if (argc >= 3 && strcmp(argv[1], "wide") == 0)
+        return wide(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "bench") == 0)
         return bench(atol(argv[2]));
-    fprintf(stderr, "usage: spans server THREADS REQUESTS | map N | limits | fork | bench N\n");
+    fprintf(stderr, "usage: spans server THREADS REQUESTS | map N | limits | fork | wide DIR | bench N\n");
     return 2;
 }

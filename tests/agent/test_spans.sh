@@ -191,6 +191,23 @@ for f in "$T"/fork.*.mtr; do
 done
 expect_eq "spans: parent and child wrote a report each" "2" "$n"
 
+# Span histograms make reports long: the control socket's baseline keeps
+# one of a few hundred KiB whole (its buffer grows), and diff sends it back.
+mkdir -p "$T/wide"
+MEMTRAIL_OPTIONS="output=$T/wide.mtr" LD_PRELOAD=$AGENT "$TBIN/spans" wide "$T/wide" &
+wpid=$!
+for ((i = 0; i < 3000; i++)); do [ -e "$T/wide/ready" ] && break; sleep 0.02; done
+"$MT" query "$wpid" baseline --json >"$T/wide.json" 2>"$T/wide.err"
+expect_eq "spans: query baseline of a report over 64 KiB: exits 0" "0" "$?"
+expect_eq "spans: ... and the baseline is the report (reason baseline)" "baseline" "$(json_get "$T/wide.json" "j['reason']" 2>&1)"
+"$MT" query "$wpid" diff >"$T/wide.diff" 2>&1
+expect_eq "spans: query diff after that baseline: exits 0" "0" "$?"
+touch "$T/wide/stop"
+wait "$wpid"
+size=$(wc -c <"$T/wide.mtr")
+lines=$(grep -c '^span ' "$T/wide.mtr")
+check "spans: the wide report is over 64 KiB ($size bytes, $lines span lines)" test "$size" -gt 65536
+
 # No spans at all.
 MEMTRAIL_OPTIONS="output=$T/none.mtr" LD_PRELOAD=$AGENT /bin/true
 spancheck "$T/none.mtr" /dev/null empty
