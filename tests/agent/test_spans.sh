@@ -107,6 +107,12 @@ if check == "server":
         ok("spans: %s requests without a stall spent less than half their time in memory calls" % name,
            sum(x["memory_ns"] for x in fast) < sum(x["duration_ns"] for x in fast),
            "memory %d of %d" % (sum(x["memory_ns"] for x in fast), sum(x["duration_ns"] for x in fast)))
+    inj = l[("injected", "get")] + l[("injected", "put")]
+    if r["memory_time"] is None:
+        print("SKIP spans: alloc_time_ns holds the stalls: no memory_time line (memory info not merged)")
+    else:
+        ok("spans: alloc_time_ns holds the stalls", r["memory_time"]["alloc_time_ns"] >= inj * 0.9,
+           "%s vs %d" % (r["memory_time"], inj))
     s = r["spans"] or {}
     ok("spans: the summary line counts 2 names, the extra end and the 17th level",
        s.get("names") == "2" and s.get("unmatched_ends") == "1" and s.get("dropped") == "1"
@@ -165,6 +171,11 @@ rc=$?
 expect_eq "spans: the server saw the return codes it expected" "0" "$rc"
 grep '^rc ' "$T/server.ledger" | head -5
 spancheck "$T/server.mtr" "$T/server.ledger" server
+
+# The same with every allocator call timed, in spans or not.
+MEMTRAIL_OPTIONS="output=$T/all.mtr:alloc_timing=all" LD_PRELOAD=$AGENT:$SLOW "$TBIN/spans" server 2 300 >"$T/all.ledger"
+expect_eq "spans: alloc_timing=all: the server ran" "0" "$?"
+spancheck "$T/all.mtr" "$T/all.ledger" server | sed 's/^\(PASS\|FAIL\|SKIP\) spans:/\1 spans (alloc_timing=all):/'
 
 # Mapping calls inside spans (16 MiB, populated), with the page faults.
 MEMTRAIL_OPTIONS="output=$T/map.mtr:span_faults=on" LD_PRELOAD=$AGENT "$TBIN/spans" map 20 >"$T/map.ledger"
