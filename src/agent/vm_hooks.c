@@ -75,14 +75,15 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
-static void *mmap_call(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* caller: the exported function's return address (new_mapping_category). */
+static void *mmap_call(void *addr, size_t len, int prot, int flags, int fd, off_t off, uintptr_t caller)
 {
     /* The agent's own mappings are recorded even while it starts. A handler
      * that interrupted this thread inside the table lock maps unrecorded. */
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return sys_mmap(addr, len, prot, flags, fd, off);
     int file = !(flags & MAP_ANONYMOUS);
-    unsigned cat = new_mapping_category(file, (uintptr_t)__builtin_return_address(0));
+    unsigned cat = new_mapping_category(file, caller);
     unsigned vflags = file ? MT_VM_FILE : (flags & MAP_TYPE) == MAP_PRIVATE ? 0 : MT_VM_SHARED;
     mt_rs_agent_msg rs;
     int to_rs = mt_rs_active() && !mt_t.in_agent;
@@ -235,7 +236,7 @@ static void break_to_refset(mt_rs_agent_msg *rs, uintptr_t before, uintptr_t aft
         mt_rs_send_range(MT_RS_AG_UNMAP, a, b - a);
 }
 
-static int brk_call(void *addr)
+static int brk_call(void *addr, uintptr_t caller)
 {
     if (mt_t.vm_locked || !vm_tracking())
         return __brk(addr);
@@ -250,7 +251,7 @@ static int brk_call(void *addr)
     if (rc == 0) {
         int saved = errno;
         after = (uintptr_t)__sbrk(0);
-        cat = break_moved(before, after, (uintptr_t)__builtin_return_address(0));
+        cat = break_moved(before, after, caller);
         errno = saved;
         if (to_rs)
             break_to_refset(&rs, before, after);
@@ -260,7 +261,7 @@ static int brk_call(void *addr)
     return rc;
 }
 
-static void *sbrk_call(intptr_t increment)
+static void *sbrk_call(intptr_t increment, uintptr_t caller)
 {
     if (mt_t.vm_locked || !vm_tracking() || increment == 0)
         return __sbrk(increment);
@@ -275,8 +276,7 @@ static void *sbrk_call(intptr_t increment)
     unsigned cat = 0;
     if (old != (void *)-1) {
         int saved = errno;
-        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment,
-                          (uintptr_t)__builtin_return_address(0));
+        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, caller);
         errno = saved;
         if (to_rs)
             break_to_refset(&rs, (uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
@@ -292,10 +292,11 @@ static void *sbrk_call(intptr_t increment)
 
 MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
     if (mt_t.in_agent)
-        return mmap_call(addr, len, prot, flags, fd, off);
+        return mmap_call(addr, len, prot, flags, fd, off, caller);
     uint64_t t0 = mt_ticks();
-    void *p = mmap_call(addr, len, prot, flags, fd, off);
+    void *p = mmap_call(addr, len, prot, flags, fd, off, caller);
     mt_map_timed_end(t0);
     return p;
 }
@@ -334,20 +335,22 @@ MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 MT_EXPORT int brk(void *addr)
 {
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
     if (mt_t.in_agent)
-        return brk_call(addr);
+        return brk_call(addr, caller);
     uint64_t t0 = mt_ticks();
-    int rc = brk_call(addr);
+    int rc = brk_call(addr, caller);
     mt_map_timed_end(t0);
     return rc;
 }
 
 MT_EXPORT void *sbrk(intptr_t increment)
 {
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
     if (mt_t.in_agent)
-        return sbrk_call(increment);
+        return sbrk_call(increment, caller);
     uint64_t t0 = mt_ticks();
-    void *p = sbrk_call(increment);
+    void *p = sbrk_call(increment, caller);
     mt_map_timed_end(t0);
     return p;
 }
