@@ -321,6 +321,11 @@ $(BUILD)/tests/agent/libguardalloc.so: tests/agent/lib/guardalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
 tests: $(BUILD)/tests/agent/libguardalloc.so
 
+# A malloc that stalls for one size, preloaded after the agent (test_spans.sh).
+$(BUILD)/tests/agent/libslowalloc.so: tests/agent/lib/slowalloc.c
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
+tests: $(BUILD)/tests/agent/libslowalloc.so
+
 # perf_event_open refused, for `refset record`'s error (test_record.sh).
 $(BUILD)/tests/refset/libnoperf.so: tests/refset/lib/noperf.c
 	@mkdir -p $(dir $@)

@@ -143,7 +143,9 @@ const char *mt_category_name(int id);
  * histogram per name, which `memtrail info` turns into the tail-latency
  * report. Returns 0, -EINVAL (NULL or empty name), -EOVERFLOW (too deep;
  * not pushed), -ENOSPC (too many names; not pushed), -ENOENT (end without
- * a begin: counted and reported), -ENOSYS (no agent). */
+ * a begin: counted and reported), -ENOSYS (no agent). A begin that failed
+ * with -EINVAL, -EOVERFLOW or -ENOSPC is not recorded, but its mt_span_end
+ * (which returns 0) is still its own: it never ends the span around it. */
 int mt_span_begin(const char *name);
 int mt_span_end(void);
 

@@ -41,6 +41,7 @@
 #include <stdio.h> /* rename only */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -49,6 +50,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/counters.h"
 #include "agent/record.h"
 #include "agent/site.h"
 #include "common/out.h"
@@ -77,8 +79,14 @@ static struct {
 static int serving_async;
 
 /* Only the server thread touches these. */
-static char baseline[REPLY_MAX];
 static long baseline_len;
+/* The baseline is kept whole: in a static buffer, or, once a report
+ * outgrew it (span histograms can run to megabytes), in a mapping of the
+ * agent's own, doubled until the report fits. */
+#define BASELINE_MAX (64u << 20)
+static char baseline_static[REPLY_MAX];
+static char *baseline = baseline_static;
+static size_t baseline_cap = sizeof baseline_static;
 static char reply[REPLY_MAX];
 
 /* One line on stderr; the program goes on without a control socket. */
@@ -350,6 +358,32 @@ static void send_current(int fd)
         send_str(fd, "error busy: another report is being written; try again\n");
 }
 
+/* A bigger baseline buffer: 0, or -ENOMEM (the old one stays). */
+static int grow_baseline(void)
+{
+    size_t cap = baseline_cap * 2;
+    mt_t.in_agent++; /* the agent's own mapping */
+    char *p = mt_os_alloc(cap);
+    if (p && baseline != baseline_static && munmap(baseline, baseline_cap) == 0)
+        atomic_fetch_sub(&mt_glob[MT_CAT_OVERHEAD].live_bytes, (int64_t)baseline_cap);
+    mt_t.in_agent--;
+    if (!p)
+        return -ENOMEM;
+    baseline = p;
+    baseline_cap = cap;
+    return 0;
+}
+
+/* The current report as the baseline: its length or a negative errno. */
+static long take_baseline(void)
+{
+    for (;;) {
+        long n = mt_report_to_mem(baseline, baseline_cap, "baseline");
+        if (n != -ENOSPC || baseline_cap >= BASELINE_MAX || grow_baseline() != 0)
+            return n;
+    }
+}
+
 /* Answers the request cmd (its line, without the newline). */
 static void serve_one(int fd, const char *cmd)
 {
@@ -366,12 +400,12 @@ static void serve_one(int fd, const char *cmd)
         if (mt_report_detail_to_fd(fd, "query") < 0)
             send_str(fd, "error busy: another report is being written; try again\n");
     } else if (strcmp(cmd, "baseline") == 0) {
-        long n = mt_report_to_mem(baseline, sizeof baseline, "baseline");
+        long n = take_baseline();
+        baseline_len = n >= 0 ? n : 0; /* a report that failed left the buffer half written */
         if (n >= 0) {
-            baseline_len = n;
             send_all(fd, baseline, (size_t)n);
         } else if (n == -ENOSPC) {
-            send_str(fd, "error the report is too large for the baseline buffer (64 KiB)\n");
+            send_str(fd, "error the report is too large for the baseline buffer (64 MiB)\n");
         } else {
             send_str(fd, "error busy: another report is being written; try again\n");
         }

@@ -22,6 +22,7 @@
 #include "agent/record.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
+#include "agent/span.h"
 #include "agent/site_capture.h"
 #include "agent/trace.h"
 
@@ -313,14 +314,14 @@ static int alloc_aligned(void **out, size_t align, size_t n, unsigned cat)
 
 /* ---- the interposed entry points --------------------------------------- */
 
-MT_EXPORT void *malloc(size_t n)
+static MT_INLINE void *malloc_call(size_t n)
 {
     if (!HOT && !cold_gate())
         return raw_malloc(n);
     return alloc_plain(n, mt_t.cat);
 }
 
-MT_EXPORT void free(void *p)
+static MT_INLINE void free_call(void *p)
 {
     if (!p)
         return;
@@ -355,7 +356,7 @@ MT_EXPORT void free(void *p)
     }
 }
 
-MT_EXPORT void *calloc(size_t n, size_t m)
+static inline void *calloc_call(size_t n, size_t m)
 {
     size_t bytes;
     if (__builtin_mul_overflow(n, m, &bytes)) {
@@ -472,7 +473,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     return np;
 }
 
-MT_EXPORT void *realloc(void *p, size_t n)
+static inline void *realloc_call(void *p, size_t n)
 {
     if (!p)
         return malloc(n);
@@ -507,7 +508,7 @@ MT_EXPORT void *realloc(void *p, size_t n)
     }
 }
 
-MT_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+static inline void *reallocarray_call(void *p, size_t n, size_t m)
 {
     size_t bytes;
     if (__builtin_mul_overflow(n, m, &bytes)) {
@@ -539,7 +540,7 @@ static int pow2(size_t x)
     return x && !(x & (x - 1));
 }
 
-MT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+static inline int posix_memalign_call(void **out, size_t align, size_t n)
 {
     if (align % sizeof(void *) != 0 || !pow2(align))
         return EINVAL;
@@ -557,7 +558,7 @@ static void *aligned_or_errno(size_t align, size_t n)
     return p;
 }
 
-MT_EXPORT void *memalign(size_t align, size_t n)
+static inline void *memalign_call(size_t align, size_t n)
 {
     /* glibc rounds an alignment that is not a power of two up to one
      * (aligned_alloc too, up to glibc 2.37). */
@@ -572,17 +573,17 @@ MT_EXPORT void *memalign(size_t align, size_t n)
     return aligned_or_errno(align, n);
 }
 
-MT_EXPORT void *aligned_alloc(size_t align, size_t n)
+static inline void *aligned_alloc_call(size_t align, size_t n)
 {
     return memalign(align, n);
 }
 
-MT_EXPORT void *valloc(size_t n)
+static inline void *valloc_call(size_t n)
 {
     return aligned_or_errno((size_t)getpagesize(), n);
 }
 
-MT_EXPORT void *pvalloc(size_t n)
+static inline void *pvalloc_call(size_t n)
 {
     size_t page = (size_t)getpagesize(), rounded;
     if (__builtin_add_overflow(n, page - 1, &rounded)) {
@@ -593,7 +594,7 @@ MT_EXPORT void *pvalloc(size_t n)
     return aligned_or_errno(page, rounded ? rounded : page);
 }
 
-MT_EXPORT size_t malloc_usable_size(void *p)
+static inline size_t malloc_usable_size_call(void *p)
 {
     if (!p)
         return 0;
@@ -610,4 +611,175 @@ MT_EXPORT size_t malloc_usable_size(void *p)
     case BLK_FOREIGN: return mt_real_fn.malloc_usable_size(p);
     default: return 0;
     }
+}
+
+/* ---- the exported names --------------------------------------------------
+ * Each entry point's work is its _call above. Inside a request span (or
+ * with alloc_timing=all) the thread is timed: the call goes through its
+ * timed_ twin, kept out of line so the untimed path is one branch. */
+
+static __attribute__((noinline)) void *timed_malloc(size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = malloc_call(n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *malloc(size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_malloc(n);
+    return malloc_call(n);
+}
+
+static __attribute__((noinline)) void timed_free(void *p)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    free_call(p);
+    mt_alloc_timed_end(t0);
+}
+
+MT_EXPORT void free(void *p)
+{
+    if (MT_UNLIKELY(mt_t.timed)) {
+        timed_free(p);
+        return;
+    }
+    free_call(p);
+}
+
+static __attribute__((noinline)) void *timed_calloc(size_t n, size_t m)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = calloc_call(n, m);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *calloc(size_t n, size_t m)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_calloc(n, m);
+    return calloc_call(n, m);
+}
+
+static __attribute__((noinline)) void *timed_realloc(void *p, size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = realloc_call(p, n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *realloc(void *p, size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_realloc(p, n);
+    return realloc_call(p, n);
+}
+
+static __attribute__((noinline)) void *timed_reallocarray(void *p, size_t n, size_t m)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = reallocarray_call(p, n, m);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_reallocarray(p, n, m);
+    return reallocarray_call(p, n, m);
+}
+
+static __attribute__((noinline)) int timed_posix_memalign(void **out, size_t align, size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    int r = posix_memalign_call(out, align, n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_posix_memalign(out, align, n);
+    return posix_memalign_call(out, align, n);
+}
+
+static __attribute__((noinline)) void *timed_memalign(size_t align, size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = memalign_call(align, n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *memalign(size_t align, size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_memalign(align, n);
+    return memalign_call(align, n);
+}
+
+static __attribute__((noinline)) void *timed_aligned_alloc(size_t align, size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = aligned_alloc_call(align, n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_aligned_alloc(align, n);
+    return aligned_alloc_call(align, n);
+}
+
+static __attribute__((noinline)) void *timed_valloc(size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = valloc_call(n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *valloc(size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_valloc(n);
+    return valloc_call(n);
+}
+
+static __attribute__((noinline)) void *timed_pvalloc(size_t n)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    void *r = pvalloc_call(n);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT void *pvalloc(size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_pvalloc(n);
+    return pvalloc_call(n);
+}
+
+static __attribute__((noinline)) size_t timed_malloc_usable_size(void *p)
+{
+    uint64_t t0 = mt_alloc_timed_begin();
+    size_t r = malloc_usable_size_call(p);
+    mt_alloc_timed_end(t0);
+    return r;
+}
+
+MT_EXPORT size_t malloc_usable_size(void *p)
+{
+    if (MT_UNLIKELY(mt_t.timed))
+        return timed_malloc_usable_size(p);
+    return malloc_usable_size_call(p);
 }

@@ -19,6 +19,7 @@
 #include "agent/options.h"
 #include "agent/record.h"
 #include "agent/meminfo.h"
+#include "agent/span.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
@@ -320,8 +321,10 @@ void mt_init_slow(void)
         mt_rec_init(mt_opt.mode, rec_start);
     if (mt_tracking)
         mt_rs_start();
-    if (mt_tracking)
+    if (mt_tracking) {
         mt_info_init();
+        mt_span_init();
+    }
     if (mt_tracking) {
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();

@@ -31,6 +31,7 @@
 #include "agent/meminfo.h"
 #include "agent/refset_events.h"
 #include "agent/site.h"
+#include "agent/span.h"
 #include "agent/vm.h"
 #include "common/out.h"
 
@@ -267,7 +268,10 @@ static int discards(int advice)
  * pages it let go. */
 MT_EXPORT int madvise(void *addr, size_t len, int advice)
 {
+    uint64_t t0 = mt_ticks();
     int rc = (int)syscall(SYS_madvise, addr, len, advice);
+    if (!mt_t.in_agent)
+        mt_map_timed_end(t0);
     if (rc == 0 && mt_rs_active() && !mt_t.in_agent && discards(advice))
         mt_rs_send_range(MT_RS_AG_DISCARD, (uintptr_t)addr, PAGE_UP(len));
     if (rc == 0 && !mt_t.in_agent && (discards(advice) || advice == MADV_FREE)) /* memory info */
@@ -280,7 +284,10 @@ MT_EXPORT int madvise(void *addr, size_t len, int advice)
 MT_EXPORT int malloc_trim(size_t pad)
 {
     mt_start();
+    uint64_t t0 = mt_ticks();
     int rc = mt_info_malloc_trim(real_malloc_trim, pad); /* the call, and a TRIM event */
+    if (!mt_t.in_agent)
+        mt_map_timed_end(t0);
     if (mt_rs_active() && !mt_t.in_agent)
         mt_rs_send_range(MT_RS_AG_TRIM, 0, 0);
     return rc;

@@ -25,6 +25,7 @@
 #include "agent/meminfo.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
+#include "agent/span.h"
 #include "agent/vm.h"
 
 #define PAGE_UP(x) (((uintptr_t)(x) + 4095) & ~(uintptr_t)4095)
@@ -75,14 +76,15 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
-MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* caller: the exported function's return address (new_mapping_category). */
+static void *mmap_call(void *addr, size_t len, int prot, int flags, int fd, off_t off, uintptr_t caller)
 {
     /* The agent's own mappings are recorded even while it starts. A handler
      * that interrupted this thread inside the table lock maps unrecorded. */
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return sys_mmap(addr, len, prot, flags, fd, off);
     int file = !(flags & MAP_ANONYMOUS);
-    unsigned cat = new_mapping_category(file, (uintptr_t)__builtin_return_address(0));
+    unsigned cat = new_mapping_category(file, caller);
     unsigned vflags = file ? MT_VM_FILE : (flags & MAP_TYPE) == MAP_PRIVATE ? 0 : MT_VM_SHARED;
     mt_rs_agent_msg rs;
     int to_rs = mt_rs_active() && !mt_t.in_agent;
@@ -108,11 +110,6 @@ MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     return p;
 }
 
-MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    return mmap(addr, len, prot, flags, fd, off);
-}
-
 /* The category the table gives the range at addr (MT_CAT_MMAP if none):
  * an unmap event's. With the table lock held. */
 static unsigned range_category(const void *addr)
@@ -131,7 +128,7 @@ static unsigned range_refset_category(const void *addr)
     return RS_CAT_VIRTUALALLOC;
 }
 
-MT_EXPORT int munmap(void *addr, size_t len)
+static int munmap_call(void *addr, size_t len)
 {
     if (mt_t.vm_locked || (!mt_t.in_agent && !vm_tracking()))
         return (int)syscall(SYS_munmap, addr, len);
@@ -178,15 +175,8 @@ static void remap_to_refset(mt_rs_agent_msg *rs, unsigned cat, uintptr_t old, si
     mt_rs_send(rs, MT_RS_AG_MAP, cat, p, n);
 }
 
-MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+static void *mremap_call(void *old, size_t oldlen, size_t newlen, int flags, void *want)
 {
-    void *want = NULL;
-    if (flags & MREMAP_FIXED) {
-        va_list ap;
-        va_start(ap, flags);
-        want = va_arg(ap, void *);
-        va_end(ap);
-    }
     if (mt_t.vm_locked || !vm_tracking())
         return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
     mt_rs_agent_msg rs;
@@ -254,7 +244,7 @@ static void break_to_refset(mt_rs_agent_msg *rs, uintptr_t before, uintptr_t aft
         mt_rs_send_range(MT_RS_AG_UNMAP, a, b - a);
 }
 
-MT_EXPORT int brk(void *addr)
+static int brk_call(void *addr, uintptr_t caller)
 {
     if (mt_t.vm_locked || !vm_tracking())
         return __brk(addr);
@@ -269,7 +259,7 @@ MT_EXPORT int brk(void *addr)
     if (rc == 0) {
         int saved = errno;
         after = (uintptr_t)__sbrk(0);
-        cat = break_moved(before, after, (uintptr_t)__builtin_return_address(0));
+        cat = break_moved(before, after, caller);
         errno = saved;
         if (to_rs)
             break_to_refset(&rs, before, after);
@@ -279,7 +269,7 @@ MT_EXPORT int brk(void *addr)
     return rc;
 }
 
-MT_EXPORT void *sbrk(intptr_t increment)
+static void *sbrk_call(intptr_t increment, uintptr_t caller)
 {
     if (mt_t.vm_locked || !vm_tracking() || increment == 0)
         return __sbrk(increment);
@@ -294,8 +284,7 @@ MT_EXPORT void *sbrk(intptr_t increment)
     unsigned cat = 0;
     if (old != (void *)-1) {
         int saved = errno;
-        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment,
-                          (uintptr_t)__builtin_return_address(0));
+        cat = break_moved((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, caller);
         errno = saved;
         if (to_rs)
             break_to_refset(&rs, (uintptr_t)old, (uintptr_t)old + (uintptr_t)increment);
@@ -304,6 +293,74 @@ MT_EXPORT void *sbrk(intptr_t increment)
     if (old != (void *)-1)
         break_event((uintptr_t)old, (uintptr_t)old + (uintptr_t)increment, cat);
     return old;
+}
+
+/* ---- the exported names --------------------------------------------------
+ * Mapping calls are always timed (span.h), but the agent's own. */
+
+MT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+    if (mt_t.in_agent)
+        return mmap_call(addr, len, prot, flags, fd, off, caller);
+    uint64_t t0 = mt_ticks();
+    void *p = mmap_call(addr, len, prot, flags, fd, off, caller);
+    mt_map_timed_end(t0);
+    return p;
+}
+
+MT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT int munmap(void *addr, size_t len)
+{
+    if (mt_t.in_agent)
+        return munmap_call(addr, len);
+    uint64_t t0 = mt_ticks();
+    int rc = munmap_call(addr, len);
+    mt_map_timed_end(t0);
+    return rc;
+}
+
+MT_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (mt_t.in_agent)
+        return mremap_call(old, oldlen, newlen, flags, want);
+    uint64_t t0 = mt_ticks();
+    void *p = mremap_call(old, oldlen, newlen, flags, want);
+    mt_map_timed_end(t0);
+    return p;
+}
+
+MT_EXPORT int brk(void *addr)
+{
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+    if (mt_t.in_agent)
+        return brk_call(addr, caller);
+    uint64_t t0 = mt_ticks();
+    int rc = brk_call(addr, caller);
+    mt_map_timed_end(t0);
+    return rc;
+}
+
+MT_EXPORT void *sbrk(intptr_t increment)
+{
+    uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+    if (mt_t.in_agent)
+        return sbrk_call(increment, caller);
+    uint64_t t0 = mt_ticks();
+    void *p = sbrk_call(increment, caller);
+    mt_map_timed_end(t0);
+    return p;
 }
 
 /* ---- thread stacks ----------------------------------------------------- */
@@ -376,6 +433,7 @@ static int user_stack(const pthread_attr_t *attr)
 static void thread_end(void *unused)
 {
     (void)unused;
+    mt_span_thread_exit();
     mt_crash_thread_exit();
 }
 
@@ -408,6 +466,7 @@ static void *thread_trampoline(void *p)
     /* Its own alternate signal stack, so a stack overflow still gets the
      * crash report; released however the thread ends. */
     mt_crash_thread_start();
+    mt_span_thread_start();
     void *ret;
     pthread_cleanup_push(thread_end, NULL);
     ret = s.fn(s.arg);
