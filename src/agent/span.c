@@ -31,6 +31,7 @@
 
 typedef struct span_bucket {
     _Atomic uint64_t count, affected, multiple, events, duration_ns, memory_ns, faults;
+    _Atomic uint64_t affected_duration_ns, affected_memory_ns; /* the affected spans' own sums */
 } span_bucket;
 
 typedef struct span_hist {
@@ -261,6 +262,8 @@ static void record(const span_level *l, uint64_t t1)
     if (ev) {
         atomic_fetch_add_explicit(&b->affected, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&b->events, ev, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->affected_duration_ns, dur, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->affected_memory_ns, mem, memory_order_relaxed);
         if (ev > 1)
             atomic_fetch_add_explicit(&b->multiple, 1, memory_order_relaxed);
     }
@@ -356,6 +359,10 @@ static void write_hist(mt_out *o, int id, span_hist *h)
         mt_out_u64(o, ld(&k->memory_ns));
         mt_out_str(o, " faults=");
         mt_out_u64(o, ld(&k->faults));
+        mt_out_str(o, " affected_duration_ns=");
+        mt_out_u64(o, ld(&k->affected_duration_ns));
+        mt_out_str(o, " affected_memory_ns=");
+        mt_out_u64(o, ld(&k->affected_memory_ns));
     }
     for (unsigned b = 0; b < NBUCKETS; b++) {
         uint64_t count = ld(&h->by_memory[b]);

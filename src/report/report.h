@@ -143,6 +143,10 @@ struct report_span_bucket {
     int64_t duration_ns; /* the spans' durations, summed */
     int64_t memory_ns;   /* their time inside allocator and mapping calls, summed */
     int64_t faults;      /* their threads' page faults (0 unless span_faults) */
+    /* The affected spans' own sums (exact where report_span_bucket has
+     * them; older reports lack them: has_affected_sums false). */
+    int64_t affected_duration_ns, affected_memory_ns;
+    bool has_affected_sums;
 };
 struct report_span {
     int64_t id;

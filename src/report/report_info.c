@@ -84,8 +84,13 @@ static void add_part(struct info_figures *f, const struct report_span_bucket *b,
     f->duration_ns += frac * (double)b->duration_ns;
     f->memory_ns += frac * (double)b->memory_ns;
     f->faults += frac * (double)b->faults;
-    f->affected_duration_ns += frac * (double)b->duration_ns * share;
-    f->affected_memory_ns += frac * (double)b->memory_ns * share;
+    if (b->has_affected_sums) { /* exact */
+        f->affected_duration_ns += frac * (double)b->affected_duration_ns;
+        f->affected_memory_ns += frac * (double)b->affected_memory_ns;
+    } else { /* an older report: in proportion to the affected spans */
+        f->affected_duration_ns += frac * (double)b->duration_ns * share;
+        f->affected_memory_ns += frac * (double)b->memory_ns * share;
+    }
     if (f->latency_min_ns < 0)
         f->latency_min_ns = b->lo_ns;
     if (b->hi_ns > f->latency_max_ns)
@@ -169,6 +174,9 @@ int info_merge_spans(const struct report *r, struct report_span_bucket **out, si
             m->duration_ns = report_add(m->duration_ns, all[j].duration_ns);
             m->memory_ns = report_add(m->memory_ns, all[j].memory_ns);
             m->faults = report_add(m->faults, all[j].faults);
+            m->affected_duration_ns = report_add(m->affected_duration_ns, all[j].affected_duration_ns);
+            m->affected_memory_ns = report_add(m->affected_memory_ns, all[j].affected_memory_ns);
+            m->has_affected_sums = m->has_affected_sums && all[j].has_affected_sums;
         } else {
             all[k++] = all[j];
         }
