@@ -81,6 +81,8 @@ enum {
     REPORT_HAS_SITES = 1u << 12,   /* detail mode: a stack_depth line (sites may follow) */
     REPORT_HAS_INFO = 1u << 13,    /* memory info: info lines and a memory_time line */
     REPORT_HAS_SPANS = 1u << 14,   /* a spans line (span_name/span lines may precede it) */
+    /* the memory_time line (r->memory_time holds it) */
+    REPORT_HAS_MEMORY_TIME = 1u << 15,
 };
 
 /* Detail mode (docs/report-format.md "Detail mode"): the ELF objects the
@@ -110,8 +112,8 @@ struct report_info_category {
     int64_t live_bytes;
 };
 struct report_info {
-    char *kind;  /* the kind asked: "any", "peak", "grow", "trim", "limit", "periodic" */
-    char *event; /* the snapshot's own kind ("peak", ... for kind any); "none" when count is 0 */
+    char *kind;    /* the kind asked: "any", "peak", "grow", "trim", "limit", "periodic" */
+    char *event;   /* the snapshot's own kind ("peak", ... for kind any); "none" when count is 0 */
     int64_t count; /* events of this kind so far */
     int64_t index; /* the snapshot's */
     int64_t time_ns, run_time_ns;
@@ -145,7 +147,7 @@ struct report_span_bucket {
 struct report_span {
     int64_t id;
     char *name;
-    int64_t count; /* spans ended under this name */
+    int64_t count;                      /* spans ended under this name */
     struct report_span_bucket *buckets; /* by duration, ascending lo_ns */
     size_t nbuckets;
     struct report_span_bucket *memory; /* by memory time: lo_ns, hi_ns, count only */
@@ -174,7 +176,7 @@ struct report {
     size_t nmodules;
     struct report_site *sites; /* in file order */
     size_t nsites;
-    int64_t sites_dropped; /* the sites line's dropped= */
+    int64_t sites_dropped;     /* the sites line's dropped= */
     struct report_info *infos; /* memory info, in file order */
     size_t ninfos;
     struct report_memory_time memory_time;
@@ -183,8 +185,8 @@ struct report {
     int64_t spans_unmatched_ends; /* mt_span_end without a begin */
     int64_t spans_dropped;        /* spans not recorded (too deep, too many names) */
     bool span_faults;             /* faults were counted (option span_faults=on) */
-    bool complete;         /* the end marker was read */
-    long lines_read;       /* complete lines accepted so far */
+    bool complete;                /* the end marker was read */
+    long lines_read;              /* complete lines accepted so far */
 };
 
 /* Whether every site of `r` carries allocated_bytes (true when it has none). */

@@ -4,7 +4,8 @@
  * report_read_detail.c. Every problem is one message naming the file and
  * the line; a file cut short keeps every line read before the cut. Unknown
  * keys and fields are ignored, as the format asks, so newer writers stay
- * readable. Duplicates are found through hash indexes (report_index.c):
+ * readable. Memory info and span lines are read in report_read_info.c.
+ * Duplicates are found through hash indexes (report_index.c):
  * reading is linear in the file's size. */
 #include "report/report_read_int.h"
 
@@ -382,7 +383,10 @@ static int parse_line(struct reader *rd, struct report *r, char *line)
         return 0;
     }
     bool handled;
-    int rc = report_rd_detail_line(rd, r, key, value, &handled);
+    int rc = report_rd_info_line(rd, r, key, value, &handled);
+    if (handled)
+        return rc;
+    rc = report_rd_detail_line(rd, r, key, value, &handled);
     if (handled)
         return rc;
     return 0; /* unknown key: a newer writer's; ignored */
@@ -529,6 +533,8 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
         return report_rd_fail(rd, -EBADMSG, "no total line");
     if ((r->has & REPORT_HAS_SITES) && !rd->sites_seen)
         return report_rd_fail(rd, -EBADMSG, "no sites line (the stack_depth line says detail mode)");
+    if (r->nspans && !rd->spans_seen)
+        return report_rd_fail(rd, -EBADMSG, "no spans line after the span_name lines");
     return 0;
 }
 
@@ -542,6 +548,8 @@ int report_read_stream(FILE *f, const char *name, struct report *r, char *err, s
     report_index_free(&rd.categories);
     report_index_free(&rd.sites);
     report_index_free(&rd.modules);
+    report_index_free(&rd.spans);
+    free(rd.span_caps);
     return rc;
 }
 
@@ -581,6 +589,7 @@ void report_free(struct report *r)
         free(r->sites[i].frames);
     }
     free(r->sites);
+    report_info_free(r);
     memset(r, 0, sizeof *r);
 }
 

@@ -19,6 +19,11 @@ struct reader {
     /* Duplicate checks in O(1) per line (by name or ID; report_index.c). */
     struct report_index categories, sites, modules;
     size_t categories_cap, sites_cap, modules_cap; /* the arrays' room (report_grow) */
+    /* Memory info and spans (report_read_info.c). */
+    bool spans_seen; /* the spans line was read */
+    struct report_index spans;
+    size_t infos_cap, spans_cap, span_caps_cap;
+    size_t (*span_caps)[2]; /* per span: the room of its buckets and of its memory buckets */
 };
 
 /* "NAME: line N: what" (or "NAME: what" when lineno is 0) into rd's
@@ -53,5 +58,12 @@ int report_rd_fields(struct reader *rd, const char *line_key, char *s, const str
 /* A detail-mode line (stack_depth, unwinder, module, site, sites);
  * *handled is false when `key` is none of them. */
 int report_rd_detail_line(struct reader *rd, struct report *r, const char *key, char *value, bool *handled);
+
+/* A memory info or span line (memory_time, info, span_name, span,
+ * span_memory, spans); *handled is false when `key` is none of them. */
+int report_rd_info_line(struct reader *rd, struct report *r, const char *key, char *value, bool *handled);
+
+/* Frees what those lines put into r. */
+void report_info_free(struct report *r);
 
 #endif

@@ -140,6 +140,55 @@ def reports():
         "site 1 category=malloc live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0 frames=0x55d0c0001234",
         "site 2 category=malloc live_bytes=2 live_count=1 peak_bytes=2 allocs=1 frees=0 allocated_bytes=2 "
         "frames=0x55d0c0001234"]))
+    info_seeds(d)
+
+
+INFO_FIELDS = ("time_ns run_time_ns live_before_bytes live_after_bytes fragmentation_before_bytes "
+               "fragmentation_after_bytes rss_bytes committed_bytes memory_load_bytes total_available_bytes "
+               "alloc_time_ns map_time_ns minor_faults major_faults overhead_bytes event_ns").split()
+
+
+def info_part(spans=None, names=None, v=12345, cats="malloc:7000000,parser:1000000"):
+    """The memory info and span lines (docs/report-format.md "Memory info and request spans")."""
+    s = "memory_time run_time_ns=5012345678 alloc_time_ns=1200345 map_time_ns=845000\n"
+    for i, kind in enumerate(("any", "peak", "grow", "trim", "limit", "periodic")):
+        n = 0 if kind in ("limit", "periodic") else i + 3
+        ev = "none" if n == 0 else ("trim" if kind == "any" else kind)
+        s += "info kind=%s count=%d event=%s index=%d " % (kind, n, ev, n)
+        s += " ".join("%s=%d" % (f, 0 if n == 0 else v) for f in INFO_FIELDS)
+        s += " categories=%s\n" % ("" if n == 0 else cats)
+    sp = spans if spans is not None else [
+        "span_name id=1 count=832 name=GET\\s/index",
+        "span id=1 lo_ns=41000 hi_ns=42000 count=812 affected=0 multiple=0 events=0 duration_ns=33612000 "
+        "memory_ns=402000 faults=0",
+        "span id=1 lo_ns=5100000 hi_ns=5200000 count=20 affected=20 multiple=2 events=22 duration_ns=103000000 "
+        "memory_ns=100100000 faults=3",
+        "span_memory id=1 lo_ns=9000 hi_ns=10000 count=812",
+        "span_memory id=1 lo_ns=5000000 hi_ns=5100000 count=20",
+        "span_name id=2 count=1 name=db",
+        "span id=2 lo_ns=3 hi_ns=4 count=1 affected=1 multiple=1 events=2 duration_ns=3 memory_ns=1 faults=0"]
+    nn = names if names is not None else sum(1 for x in sp if x.startswith("span_name "))
+    return s + "".join(x + "\n" for x in sp) + "spans names=%d unmatched_ends=1 dropped=0 faults_counted=1\n" % nn
+
+
+def info_seeds(d):
+    write(d, "seed-info.mtr", summary(tail=info_part() + "end\n"))
+    write(d, "seed-info-detail.mtr",
+          summary(tail=info_part() + detail_part() + "end\n").replace("mode summary", "mode detail"))
+    write(d, "seed-info-no-spans.mtr", summary(tail=info_part(spans=[]) + "end\n"))
+    full = summary(tail=info_part() + "end\n")
+    write(d, "seed-info-cut-in-spans.mtr", full[: full.index("span id=1 lo_ns=5100000") + 30])
+    write(d, "seed-info-extreme.mtr", summary(tail=info_part(v=I64_MAX, cats="a:%d,b:%d" % (I64_MIN, I64_MAX), spans=[
+        "span_name id=%d count=%d name=x" % (I64_MAX, I64_MAX),
+        "span id=%d lo_ns=0 hi_ns=%d count=%d affected=%d multiple=%d events=%d duration_ns=%d memory_ns=%d "
+        "faults=%d" % ((I64_MAX,) * 9)]) + "end\n"))
+    write(d, "seed-info-bucket-disorder.mtr", summary(tail=info_part(spans=[
+        "span_name id=1 count=2 name=a",
+        "span id=1 lo_ns=50 hi_ns=60 count=1 affected=0 multiple=0 events=0 duration_ns=55 memory_ns=0 faults=0",
+        "span id=1 lo_ns=10 hi_ns=11 count=1 affected=0 multiple=0 events=0 duration_ns=10 memory_ns=0 faults=0"])
+        + "end\n"))
+    write(d, "seed-info-bad-categories.mtr",
+          summary(tail=info_part(cats="malloc:1,:2,x") + "end\n"))
 
 
 # --- MEMTRAIL_OPTIONS -----------------------------------------------------------
