@@ -280,7 +280,7 @@ static void emit_load(const struct emitter *e, enum field which)
 
 static void emit_memory_time(const struct emitter *e, enum field which)
 {
-    if (!(e->r->has & REPORT_HAS_INFO))
+    if (!(e->r->has & REPORT_HAS_MEMORY_TIME))
         return;
     if (which == F_RUN_TIME) {
         sample_seconds(e, NULL, NULL, e->r->memory_time.run_time_ns);
