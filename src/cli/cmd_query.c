@@ -111,8 +111,9 @@ static int print_reply(const struct query_target *t, const char *cmd, const char
 
 static const struct cli_command query_cmd = {
     .name = "query",
-    .usage = "usage: memtrail query PID [summary|detail|baseline|diff|metrics] [--json] [--scale KB|MB|GB]\n"
-             "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n"
+    .usage = "usage: memtrail query PID [summary|detail|baseline|diff|metrics] [--json]\n"
+             "                          [--scale KB|MB|GB] [--timeout SECONDS] [--depth N] [--top N]\n"
+             "                          [--sort live|allocated]\n"
              "       memtrail query PID start detail|trace [-o FILE]\n"
              "       memtrail query PID stop\n",
     .about = query_about,
