@@ -395,9 +395,15 @@ int http_serve(struct http_server *s, http_handler handler, void *ctx)
         }
         int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EMFILE ||
-                errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
                 continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* out of descriptors or memory for now: the connection waits in the
+                 * backlog; retry a little later instead of spinning */
+                struct timespec pause = {0, 100 * 1000000};
+                nanosleep(&pause, NULL);
+                continue;
+            }
             rc = -errno;
             break;
         }
