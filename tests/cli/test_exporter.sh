@@ -205,6 +205,20 @@ wait_http "http://127.0.0.1:$P3/"
 kill -INT "$ipid"; wait "$ipid"
 expect_eq "SIGINT: the exporter exits 0" "0" "$?"
 
+# --- the ASan+UBSan build serves every page and leaks nothing ---------------------------
+if [ -x "$MT_ASAN" ]; then
+    P5=$(free_port)
+    "$MT_ASAN" exporter --listen "127.0.0.1:$P5" --timeout 1 2>"$T/asan.err" &
+    apid=$!; pids+=("$apid")
+    wait_http "http://127.0.0.1:$P5/"
+    codes="$(http_code "http://127.0.0.1:$P5/metrics") $(http_code "http://127.0.0.1:$P5/debug/pprof/heap?pid=$dpid")"
+    codes+=" $(http_code "http://127.0.0.1:$P5/debug/pprof/heap?pid=$pid") $(http_code "http://127.0.0.1:$P5/metrics" -X PUT)"
+    "$MT_ASAN" query "$pid" metrics >/dev/null 2>>"$T/asan.err"
+    kill -TERM "$apid"; wait "$apid"
+    expect_eq "ASan build: pages served, exit 0, nothing but the start line on stderr" "200 200 404 405 0:" \
+        "$codes $?:$(grep -v '^memtrail: exporter serving' "$T/asan.err")"
+fi
+
 # --- no process of the user: an empty but valid page (run as nobody, who tracks nothing) ---
 if command -v setpriv >/dev/null; then
     P4=$(free_port)
