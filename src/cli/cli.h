@@ -184,7 +184,7 @@ struct query_target {
     unsigned uid;  /* effective uid, from /proc/PID/status */
     char *dirs[2]; /* candidate socket directories, in order */
     int ndirs;
-    char *sock; /* the socket found */
+    char *sock;  /* the socket found */
     int failure; /* why the last query_open or query_ask failed (their messages
                     say it in words): -ESRCH no such process (or a zombie),
                     -EPERM another uid's, -ENOENT not tracked (no socket, or
@@ -200,7 +200,8 @@ int query_parse_pid(const char *s, long *pid);
 int query_open(long pid, const char *cmd_name, struct query_target *t);
 /* Sends one request line (with its '\n') and reads the reply until EOF
  * into *buf (malloc'd, NUL-terminated; free it either way) and *len. 0, or
- * CLI_FAILED after printing why (no answer in time, an "error ..." reply). */
+ * CLI_FAILED after printing why (no answer in time, an "error ..." reply),
+ * with t->failure set. */
 int query_ask(struct query_target *t, const char *request, int timeout_ms, char **buf, size_t *len);
 void query_close(struct query_target *t);
 /* The pids of the control sockets in the directories our processes use

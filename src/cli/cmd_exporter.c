@@ -61,17 +61,12 @@ static const char *failure_text(const struct query_target *t, const char *reply,
     case -ESRCH:
     case -EPERM:
     case -ENOENT:
-    case -ECONNREFUSED:
-        return "";
+    case -ECONNREFUSED: return "";
     case -ETIMEDOUT:
         snprintf(buf, cap, "did not answer within %d seconds (is it stopped?)", timeout_ms / 1000);
         return buf;
-    case -EPROTO:
-        snprintf(buf, cap, "%s", reply && strlen(reply) > 6 ? reply + 6 : "refused");
-        return buf;
-    default:
-        snprintf(buf, cap, "cannot be asked: %s", strerror(-t->failure));
-        return buf;
+    case -EPROTO: snprintf(buf, cap, "%s", reply && strlen(reply) > 6 ? reply + 6 : "refused"); return buf;
+    default: snprintf(buf, cap, "cannot be asked: %s", strerror(-t->failure)); return buf;
     }
 }
 
@@ -182,10 +177,11 @@ static int page_heap(const struct exporter *x, const char *query, FILE *body, co
             status = t.failure == -ETIMEDOUT ? 503 : 500;
         }
     } else if (!(r.has & REPORT_HAS_SITES)) {
-        fprintf(body,
-                "process %ld does not run in detail mode (mode %s): it has no allocation sites; start it with "
-                "'memtrail run --mode detail', or switch it with 'memtrail query %ld start detail'\n",
-                pid, r.mode ? r.mode : "unknown", pid);
+        fprintf(
+            body,
+            "process %ld does not run in detail mode (mode %s): it has no allocation sites; start it with "
+            "'memtrail run --mode detail', or switch it with 'memtrail query %ld start detail'\n",
+            pid, r.mode ? r.mode : "unknown", pid);
         status = 404;
     } else {
         struct symbolizer *sym = detail_symbolizer(&r);

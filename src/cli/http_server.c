@@ -27,7 +27,8 @@
 
 /* ---- --listen ------------------------------------------------------------ */
 
-int http_parse_listen(const char *spec, struct sockaddr_storage *addr, socklen_t *len, char *err, size_t errlen)
+int http_parse_listen(const char *spec, struct sockaddr_storage *addr, socklen_t *len, char *err,
+                      size_t errlen)
 {
     const char *colon = strrchr(spec, ':');
     if (!colon) {
@@ -64,7 +65,8 @@ int http_parse_listen(const char *spec, struct sockaddr_storage *addr, socklen_t
     struct addrinfo *res = NULL;
     int rc = getaddrinfo(hlen ? host : NULL, port, &hints, &res);
     if (rc != 0 || !res) {
-        snprintf(err, errlen, "'%s': cannot resolve '%s': %s", spec, host, rc ? gai_strerror(rc) : "no address");
+        snprintf(err, errlen, "'%s': cannot resolve '%s': %s", spec, host,
+                 rc ? gai_strerror(rc) : "no address");
         return -EINVAL;
     }
     memcpy(addr, res->ai_addr, res->ai_addrlen);
@@ -141,8 +143,8 @@ static void proc_addr(const struct sockaddr *sa, bool want_v4, char *out, size_t
             return;
         }
     }
-    snprintf(out, cap, "%08X%08X%08X%08X:%04X", (unsigned)w[0], (unsigned)w[1], (unsigned)w[2], (unsigned)w[3],
-             port);
+    snprintf(out, cap, "%08X%08X%08X%08X:%04X", (unsigned)w[0], (unsigned)w[1], (unsigned)w[2],
+             (unsigned)w[3], port);
 }
 
 static bool is_v4(const struct sockaddr *sa)
@@ -287,9 +289,10 @@ static void respond(int fd, int status, const char *type, const char *body, size
                     const sigset_t *open_mask)
 {
     char head[512];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-                     status, status_text(status), type, len, status == 405 ? "Allow: GET\r\n" : "");
+    int n =
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                 status, status_text(status), type, len, status == 405 ? "Allow: GET\r\n" : "");
     send_all(fd, head, (size_t)n, open_mask);
     send_all(fd, body, len, open_mask);
 }
@@ -309,7 +312,8 @@ static int parse_request_line(const char *buf, struct http_request *req)
     memcpy(line, buf, n);
     line[n] = '\0';
     char target[2100], version[16];
-    if (sscanf(line, "%15s %2099s %15s", req->method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0)
+    if (sscanf(line, "%15s %2099s %15s", req->method, target, version) != 3 ||
+        strncmp(version, "HTTP/1.", 7) != 0)
         return -EINVAL;
     if (target[0] != '/')
         return -EINVAL;
@@ -329,7 +333,8 @@ static bool client_allowed(const struct http_server *s, int fd)
 {
     struct sockaddr_storage self, peer;
     socklen_t sl = sizeof self, pl = sizeof peer;
-    if (getsockname(fd, (struct sockaddr *)&self, &sl) != 0 || getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+    if (getsockname(fd, (struct sockaddr *)&self, &sl) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
         return false;
     unsigned uid;
     int rc = http_peer_uid((struct sockaddr *)&self, (struct sockaddr *)&peer, &uid);

@@ -19,9 +19,9 @@
 #include <sys/socket.h>
 
 struct http_server {
-    int fd;          /* the listening socket */
-    char name[128];  /* the address bound, "127.0.0.1:9464" or "[::1]:9464" */
-    unsigned uid;    /* the clients' uid allowed (ours) */
+    int fd;            /* the listening socket */
+    char name[128];    /* the address bound, "127.0.0.1:9464" or "[::1]:9464" */
+    unsigned uid;      /* the clients' uid allowed (ours) */
     bool allow_remote; /* serve clients whose uid cannot be known */
 };
 

@@ -362,7 +362,8 @@ int query_list(long **pids, size_t *n)
     return 0;
 }
 
-int query_read_report(const char *buf, size_t len, const char *name, struct report *r, char *err, size_t errlen)
+int query_read_report(const char *buf, size_t len, const char *name, struct report *r, char *err,
+                      size_t errlen)
 {
     FILE *f = fmemopen((void *)buf, len, "r");
     if (!f) {

@@ -14,9 +14,9 @@
 #include <string.h>
 
 const int64_t metrics_span_bounds_ns[METRICS_SPAN_BOUNDS] = {
-    1000LL,        2000LL,        5000LL,        10000LL,        20000LL,        50000LL,        100000LL,
-    200000LL,      500000LL,      1000000LL,     2000000LL,      5000000LL,      10000000LL,     20000000LL,
-    50000000LL,    100000000LL,   200000000LL,   500000000LL,    1000000000LL,   2000000000LL,   5000000000LL,
+    1000LL,        2000LL,        5000LL,        10000LL,        20000LL,      50000LL,      100000LL,
+    200000LL,      500000LL,      1000000LL,     2000000LL,      5000000LL,    10000000LL,   20000000LL,
+    50000000LL,    100000000LL,   200000000LL,   500000000LL,    1000000000LL, 2000000000LL, 5000000000LL,
     10000000000LL, 20000000000LL, 50000000000LL, 100000000000LL,
 };
 
@@ -75,19 +75,25 @@ void metrics_put_label_value(FILE *out, const char *s)
     }
 }
 
-void metrics_put_seconds(FILE *out, int64_t ns)
+/* ns as seconds into buf (at least 32 bytes), exactly. */
+static const char *seconds_text(char *buf, size_t cap, int64_t ns)
 {
     uint64_t mag = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
     uint64_t sec = mag / 1000000000u, frac = mag % 1000000000u;
-    fprintf(out, "%s%" PRIu64, ns < 0 ? "-" : "", sec);
-    if (frac == 0)
-        return;
-    char digits[10];
-    snprintf(digits, sizeof digits, "%09" PRIu64, frac);
-    size_t len = 9;
-    while (digits[len - 1] == '0')
-        len--;
-    fprintf(out, ".%.*s", (int)len, digits);
+    int n = snprintf(buf, cap, "%s%" PRIu64, ns < 0 ? "-" : "", sec);
+    if (frac != 0 && n > 0 && (size_t)n + 11 <= cap) {
+        snprintf(buf + n, cap - (size_t)n, ".%09" PRIu64, frac);
+        size_t len = strlen(buf);
+        while (buf[len - 1] == '0')
+            buf[--len] = '\0';
+    }
+    return buf;
+}
+
+void metrics_put_seconds(FILE *out, int64_t ns)
+{
+    char buf[32];
+    fputs(seconds_text(buf, sizeof buf, ns), out);
 }
 
 /* ---- samples ------------------------------------------------------------- */
@@ -101,8 +107,8 @@ struct emitter {
 
 /* NAME[SUFFIX]{pid="..",program=".."[,k1="v1"][,k2="v2"]} and the space
  * before the value. */
-static void labels(const struct emitter *e, const char *suffix, const char *k1, const char *v1, const char *k2,
-                   const char *v2)
+static void labels(const struct emitter *e, const char *suffix, const char *k1, const char *v1,
+                   const char *k2, const char *v2)
 {
     fprintf(e->f, "%s%s{pid=\"", e->name, suffix);
     if (e->r->has & REPORT_HAS_PID)
@@ -262,7 +268,7 @@ static void emit_last_event(const struct emitter *e, enum field which)
             sample_seconds(e, "kind", in->kind, in->time_ns);
         else
             sample(e, "kind", in->kind,
-                   which == F_EVENT_LIVE_BEFORE ? in->live_before_bytes
+                   which == F_EVENT_LIVE_BEFORE  ? in->live_before_bytes
                    : which == F_EVENT_LIVE_AFTER ? in->live_after_bytes
                                                  : in->fragmentation_after_bytes);
     }
@@ -293,8 +299,8 @@ static void emit_memory_time(const struct emitter *e, enum field which)
 /* One histogram: the buckets [lo, hi) counted under every bound they lie
  * below (a bucket across a bound, which the agent never writes, counts
  * above it), then +Inf, _sum and _count. */
-static void histogram(const struct emitter *e, const char *span, const struct report_span_bucket *b, size_t nb,
-                      int64_t sum_ns)
+static void histogram(const struct emitter *e, const char *span, const struct report_span_bucket *b,
+                      size_t nb, int64_t sum_ns)
 {
     int64_t count = 0;
     for (size_t i = 0; i < nb; i++)
@@ -305,12 +311,7 @@ static void histogram(const struct emitter *e, const char *span, const struct re
         for (size_t i = 0; i < nb; i++)
             if (b[i].hi_ns <= bound)
                 under = report_add(under, b[i].count);
-        FILE *m = fmemopen(le, sizeof le, "w");
-        if (!m)
-            continue;
-        metrics_put_seconds(m, bound);
-        fclose(m);
-        labels(e, "_bucket", "span", span, "le", le);
+        labels(e, "_bucket", "span", span, "le", seconds_text(le, sizeof le, bound));
         fprintf(e->f, "%" PRId64 "\n", under);
     }
     labels(e, "_bucket", "span", span, "le", "+Inf");
@@ -352,8 +353,8 @@ static void emit_span_totals(const struct emitter *e, enum field which)
 static const struct family families[] = {
     {"memtrail_live_bytes", "gauge", "Bytes allocated and not freed yet, by category.", emit_category_counts,
      F_LIVE_BYTES},
-    {"memtrail_live_blocks", "gauge", "Blocks allocated and not freed yet, by category.", emit_category_counts,
-     F_LIVE_BLOCKS},
+    {"memtrail_live_blocks", "gauge", "Blocks allocated and not freed yet, by category.",
+     emit_category_counts, F_LIVE_BLOCKS},
     {"memtrail_peak_bytes", "gauge", "The highest live bytes of the category so far.", emit_category_counts,
      F_PEAK_BYTES},
     {"memtrail_allocations_total", "counter", "Allocations (malloc, calloc, new, ...) so far, by category.",
@@ -378,7 +379,8 @@ static const struct family families[] = {
      F_PEAK_RSS},
     {"memtrail_start_time_seconds", "gauge", "When the agent started in the process, since the Unix epoch.",
      emit_process, F_START},
-    {"memtrail_heap_errors_total", "counter", "Heap misuse the agent caught, by error.", emit_errors, F_ERRORS},
+    {"memtrail_heap_errors_total", "counter", "Heap misuse the agent caught, by error.", emit_errors,
+     F_ERRORS},
     {"memtrail_memory_events_total", "counter", "Memory events (peak, grow, trim, limit, periodic) so far.",
      emit_event_counts, F_EVENTS},
     {"memtrail_last_event_timestamp_seconds", "gauge", "When the last event of the kind happened.",
@@ -402,8 +404,8 @@ static const struct family families[] = {
     {"memtrail_memory_time_seconds_total", "counter",
      "Time inside timed allocator calls (what=alloc) and mapping system calls (what=map).", emit_memory_time,
      F_MEMORY_TIME},
-    {"memtrail_span_duration_seconds", "histogram", "Durations of the request spans, by span name.", emit_spans,
-     F_SPAN_DURATION},
+    {"memtrail_span_duration_seconds", "histogram", "Durations of the request spans, by span name.",
+     emit_spans, F_SPAN_DURATION},
     {"memtrail_span_memory_seconds", "histogram",
      "Time the request spans spent inside allocator and mapping calls, by span name.", emit_spans,
      F_SPAN_MEMORY},

@@ -205,6 +205,25 @@ wait_http "http://127.0.0.1:$P3/"
 kill -INT "$ipid"; wait "$ipid"
 expect_eq "SIGINT: the exporter exits 0" "0" "$?"
 
+# --- IPv6, and port 0 (the start line names the port picked) ------------------------------
+if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+    "$MT" exporter --listen '[::1]:0' 2>"$T/v6.err" &
+    vpid=$!; pids+=("$vpid")
+    wait_file "$T/v6.err"
+    P6=$(sed -n 's|.*http://\[::1\]:\([0-9]*\)/metrics.*|\1|p' "$T/v6.err")
+    expect_match "[::1]:0: the start line names the port picked" '^[1-9][0-9]*$' "$P6"
+    wait_http "http://[::1]:$P6/"
+    expect_eq "IPv6: our client served, the program's live bytes" "200 $live" \
+        "$(http_code "http://[::1]:$P6/metrics" -g) $(value "$T/body" "memtrail_live_bytes{$S}")"
+    if command -v setpriv >/dev/null; then
+        expect_eq "IPv6: a client of another uid: 403" "403" \
+            "$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -g -s -o /dev/null -w '%{http_code}' "http://[::1]:$P6/metrics")"
+    fi
+    kill -TERM "$vpid"; wait "$vpid"
+else
+    echo "SKIP IPv6: no ::1 here"
+fi
+
 # --- the ASan+UBSan build serves every page and leaks nothing ---------------------------
 if [ -x "$MT_ASAN" ]; then
     P5=$(free_port)

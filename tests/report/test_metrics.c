@@ -36,7 +36,8 @@ static const char report_a[] =
     "category heap kind=vm live_bytes=0 live_count=0 peak_bytes=0 allocs=0 frees=0 reallocs=0 "
     "reserved=69337088 committed=5406720 resident=5271552 mappings=3\n"
     "total live_bytes=1048 live_count=3 peak_bytes=90000 allocs=19 frees=16 reallocs=4\n"
-    "process rss_bytes=9035776 peak_rss_bytes=52428800 reserved=85811200 committed=21842944 resident=9035776\n"
+    "process rss_bytes=9035776 peak_rss_bytes=52428800 reserved=85811200 committed=21842944 "
+    "resident=9035776\n"
     "errors double_free=1 bad_canary=0 foreign_free=2\n"
     "memory_time run_time_ns=5012345678 alloc_time_ns=1200345 map_time_ns=845000\n"
     "info kind=any count=14 event=trim index=14" INFO_REST " categories=malloc:7000000\n"
@@ -116,49 +117,64 @@ static void test_one(const char *page)
 {
     CHECK("live bytes of a category", has_line(page, "memtrail_live_bytes{" L ",category=\"malloc\"} 1048"));
     CHECK("no live bytes of a vm category", !strstr(page, "memtrail_live_bytes{" L ",category=\"heap\"}"));
-    CHECK("vm gauges of a vm category", has_line(page, "memtrail_resident_bytes{" L ",category=\"heap\"} 5271552"));
+    CHECK("vm gauges of a vm category",
+          has_line(page, "memtrail_resident_bytes{" L ",category=\"heap\"} 5271552"));
     CHECK("allocations counter", has_line(page, "memtrail_allocations_total{" L ",category=\"malloc\"} 19"));
     CHECK("frees counter", has_line(page, "memtrail_frees_total{" L ",category=\"malloc\"} 16"));
     CHECK("peak bytes", has_line(page, "memtrail_peak_bytes{" L ",category=\"malloc\"} 90000"));
     CHECK("rss", has_line(page, "memtrail_rss_bytes{" L "} 9035776"));
-    CHECK("start time in seconds, exact", has_line(page, "memtrail_start_time_seconds{" L "} 1763868000.123456789"));
+    CHECK("start time in seconds, exact",
+          has_line(page, "memtrail_start_time_seconds{" L "} 1763868000.123456789"));
     CHECK("heap errors", has_line(page, "memtrail_heap_errors_total{" L ",error=\"foreign_free\"} 2"));
-    CHECK("event counts by kind", has_line(page, "memtrail_memory_events_total{" L ",kind=\"peak\"} 5") &&
-                                      has_line(page, "memtrail_memory_events_total{" L ",kind=\"grow\"} 6") &&
-                                      has_line(page, "memtrail_memory_events_total{" L ",kind=\"trim\"} 3") &&
-                                      has_line(page, "memtrail_memory_events_total{" L ",kind=\"limit\"} 0") &&
-                                      has_line(page, "memtrail_memory_events_total{" L ",kind=\"periodic\"} 0"));
+    CHECK("event counts by kind",
+          has_line(page, "memtrail_memory_events_total{" L ",kind=\"peak\"} 5") &&
+              has_line(page, "memtrail_memory_events_total{" L ",kind=\"grow\"} 6") &&
+              has_line(page, "memtrail_memory_events_total{" L ",kind=\"trim\"} 3") &&
+              has_line(page, "memtrail_memory_events_total{" L ",kind=\"limit\"} 0") &&
+              has_line(page, "memtrail_memory_events_total{" L ",kind=\"periodic\"} 0"));
     CHECK("no kind any (it would count events twice)", !strstr(page, "kind=\"any\""));
-    CHECK("memory time", has_line(page, "memtrail_memory_time_seconds_total{" L ",what=\"alloc\"} 0.001200345") &&
-                             has_line(page, "memtrail_memory_time_seconds_total{" L ",what=\"map\"} 0.000845"));
+    CHECK("memory time",
+          has_line(page, "memtrail_memory_time_seconds_total{" L ",what=\"alloc\"} 0.001200345") &&
+              has_line(page, "memtrail_memory_time_seconds_total{" L ",what=\"map\"} 0.000845"));
     CHECK("run time", has_line(page, "memtrail_run_time_seconds_total{" L "} 5.012345678"));
-    CHECK("last event of a kind", has_line(page, "memtrail_last_event_timestamp_seconds{" L ",kind=\"peak\"} 1763868001.1"));
-    CHECK("no last event of a kind without events", !strstr(page, "memtrail_last_event_timestamp_seconds{" L ",kind=\"limit\"}"));
+    CHECK("last event of a kind",
+          has_line(page, "memtrail_last_event_timestamp_seconds{" L ",kind=\"peak\"} 1763868001.1"));
+    CHECK("no last event of a kind without events",
+          !strstr(page, "memtrail_last_event_timestamp_seconds{" L ",kind=\"limit\"}"));
     CHECK("memory load", has_line(page, "memtrail_memory_load_bytes{" L "} 2000000000"));
 
     /* span 1: 812 spans in [41us, 42us), 20 in [5.1ms, 5.2ms) */
 #define S1 L ",span=\"GET /index\\\\x\""
-    CHECK("duration: none below 20us", has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.00002\"} 0"));
-    CHECK("duration: 812 below 50us", has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.00005\"} 812"));
-    CHECK("duration: still 812 below 5ms", has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.005\"} 812"));
-    CHECK("duration: 832 below 10ms", has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.01\"} 832"));
-    CHECK("duration: 832 below 100s", has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"100\"} 832"));
+    CHECK("duration: none below 20us",
+          has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.00002\"} 0"));
+    CHECK("duration: 812 below 50us",
+          has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.00005\"} 812"));
+    CHECK("duration: still 812 below 5ms",
+          has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.005\"} 812"));
+    CHECK("duration: 832 below 10ms",
+          has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"0.01\"} 832"));
+    CHECK("duration: 832 below 100s",
+          has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"100\"} 832"));
     CHECK("duration: +Inf", has_line(page, "memtrail_span_duration_seconds_bucket{" S1 ",le=\"+Inf\"} 832"));
     CHECK("duration: _sum", has_line(page, "memtrail_span_duration_seconds_sum{" S1 "} 0.136612"));
     CHECK("duration: _count", has_line(page, "memtrail_span_duration_seconds_count{" S1 "} 832"));
-    CHECK("memory: 812 below 10us", has_line(page, "memtrail_span_memory_seconds_bucket{" S1 ",le=\"0.00001\"} 812"));
+    CHECK("memory: 812 below 10us",
+          has_line(page, "memtrail_span_memory_seconds_bucket{" S1 ",le=\"0.00001\"} 812"));
     CHECK("memory: a bucket [5ms, 5.1ms) is above 5ms",
           has_line(page, "memtrail_span_memory_seconds_bucket{" S1 ",le=\"0.005\"} 812"));
-    CHECK("memory: 832 below 10ms", has_line(page, "memtrail_span_memory_seconds_bucket{" S1 ",le=\"0.01\"} 832"));
-    CHECK("memory: _sum is the memory_ns", has_line(page, "memtrail_span_memory_seconds_sum{" S1 "} 0.100502"));
+    CHECK("memory: 832 below 10ms",
+          has_line(page, "memtrail_span_memory_seconds_bucket{" S1 ",le=\"0.01\"} 832"));
+    CHECK("memory: _sum is the memory_ns",
+          has_line(page, "memtrail_span_memory_seconds_sum{" S1 "} 0.100502"));
     CHECK("memory: _count", has_line(page, "memtrail_span_memory_seconds_count{" S1 "} 832"));
     CHECK("25 bounds and +Inf per histogram",
           count_of(page, "memtrail_span_duration_seconds_bucket{" S1) == METRICS_SPAN_BOUNDS + 1);
     CHECK("affected spans", has_line(page, "memtrail_span_affected_total{" S1 "} 20"));
     CHECK("events the spans met", has_line(page, "memtrail_span_memory_events_total{" S1 "} 23"));
 #define S7 L ",span=\"db query\""
-    CHECK("a 3 ns span is below 1us", has_line(page, "memtrail_span_duration_seconds_bucket{" S7 ",le=\"0.000001\"} 1") &&
-                                          has_line(page, "memtrail_span_duration_seconds_sum{" S7 "} 0.000000003"));
+    CHECK("a 3 ns span is below 1us",
+          has_line(page, "memtrail_span_duration_seconds_bucket{" S7 ",le=\"0.000001\"} 1") &&
+              has_line(page, "memtrail_span_duration_seconds_sum{" S7 "} 0.000000003"));
     CHECK("unmatched ends, dropped spans", has_line(page, "memtrail_span_unmatched_ends_total{" L "} 4") &&
                                                has_line(page, "memtrail_spans_dropped_total{" L "} 5"));
     CHECK("HELP and TYPE before each family",
@@ -181,7 +197,8 @@ static void test_labels(void)
     metrics_put_seconds(m, 0);
     fclose(m);
     CHECK("label values escaped, non-UTF-8 bytes replaced; seconds exact",
-          strcmp(buf, "a\\\"b\\\\c\\nd\xef\xbf\xbd\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd|-1.5|0.000001|0") == 0);
+          strcmp(buf, "a\\\"b\\\\c\\nd\xef\xbf\xbd\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd|-1.5|0.000001|0") ==
+              0);
     free(buf);
 }
 
@@ -228,7 +245,7 @@ int main(void)
     const struct report *two[] = {&a, &b};
     page = print_reports(two, 2);
     CHECK("two processes: each family once", count_of(page, "# TYPE memtrail_live_bytes ") == 1 &&
-                                                  count_of(page, "# HELP memtrail_live_bytes ") == 1);
+                                                 count_of(page, "# HELP memtrail_live_bytes ") == 1);
     CHECK("two processes: both in the family",
           has_line(page, "memtrail_live_bytes{pid=\"77\",program=\"b c\",category=\"malloc\"} 5") &&
               has_line(page, "memtrail_live_bytes{" L ",category=\"malloc\"} 1048"));
