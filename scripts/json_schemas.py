@@ -187,6 +187,35 @@ REFSET_REPORT = dict([
                           "by_category": obj({k: COUNT for k in RS_CATEGORY_NAMES})}))),
 ])
 
+# memtrail info --json (docs/info.md): the last snapshot of each kind of
+# memory event, and the request spans' figures; a band may take part of a
+# bucket, so request counts there are decimal numbers.
+NUMBER = {"type": "number"}
+SHARE = {"type": "number", "minimum": 0}
+INFO_KINDS = ["any", "peak", "grow", "trim", "limit", "periodic"]
+INFO_LAST = obj(dict([("index", INT), ("kind", {"type": "string", "pattern": "^[a-z_]+$"})] + [
+    (k, INT) for k in ("time_ns", "run_time_ns", "live_before_bytes", "live_after_bytes",
+                       "fragmentation_before_bytes", "fragmentation_after_bytes", "rss_bytes", "committed_bytes",
+                       "memory_load_bytes", "total_available_bytes", "alloc_time_ns", "map_time_ns")] + [
+    ("memory_time_percent", null(NUMBER))] + [
+    (k, INT) for k in ("minor_faults", "major_faults", "overhead_bytes", "event_ns")] + [
+    ("categories", arr(obj({"name": STR, "live_bytes": INT})))]))
+INFO_FIGS = [(k, SHARE) for k in ("requests", "affected", "affected_percent", "memory_share_percent",
+                                  "all_memory_share_percent", "multiple_events", "events", "duration_ns",
+                                  "memory_ns")]
+INFO_BAND = obj(dict([("percentile", SHARE), ("percentile_from", SHARE)] + INFO_FIGS + [
+    ("latency_min_ns", null(COUNT)), ("latency_max_ns", null(COUNT))]))
+INFO_VIEW = INFO_FIGS + [("by_percentile", arr(INFO_BAND))]
+INFO_SPANS = obj(dict([("names", COUNT), ("unmatched_ends", COUNT), ("dropped", COUNT), ("faults_counted", BOOL)]
+                      + INFO_VIEW + [("by_name", arr(obj(dict([("name", STR)] + INFO_VIEW))))]))
+INFO_SPANS["required"].remove("by_name")   # only when there are several span names
+INFO = dict(list(WHO.items())[:1] + [("exe", null(STR)), ("cmdline", CMDLINE), ("reason", null(STR)),
+                                     ("complete", BOOL),
+    ("memory_time", null(obj({"run_time_ns": INT, "alloc_time_ns": INT, "map_time_ns": INT,
+                              "memory_time_percent": null(NUMBER)}))),
+    ("kinds", arr(obj({"kind": {"enum": INFO_KINDS}, "count": COUNT, "last": INFO_LAST}))),
+    ("spans", null(INFO_SPANS))])
+
 DOCS = {
     "report": doc("memtrail report --json", "A summary report (report, query PID summary|baseline).", SUMMARY),
     "report-tree": doc("memtrail report DIR --json", "Several reports as a process tree.", TREE),
@@ -199,6 +228,8 @@ DOCS = {
     "analyze": ANALYZE,
     "xe-plan": doc("memtrail xe plan --json", "The buffers of one MAX_MEMORY.", XE_PLAN),
     "xe-plan-range": doc("memtrail xe plan --range --json", "The buffers over a range of MAX_MEMORY.", XE_RANGE),
+    "info": doc("memtrail info --json", "A report's memory info and request spans (info, query PID info).",
+                INFO),
     "refset-report": doc("memtrail refset report --json",
                          "A reference-set recording's figures for one viewport.", REFSET_REPORT),
 }

@@ -26,6 +26,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_options(int argc, char **argv);
 int cmd_refset(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -102,6 +103,36 @@ int detail_parse_sort(const char *value, void *by_allocs);
                   "detail: show N frames per site, and merge the sites whose first N frames "                \
                   "and category are equal (counters summed)"),                                               \
         CLI_OPT_TOP(opts, given_, "detail: show the N largest sites only"), CLI_OPT_SORT(opts, given_)
+
+/* `memtrail info` and `memtrail query PID info` (cmd_info.c): --kind and
+ * --percentiles into a struct info_options (report/info.h, which the user
+ * of the macro includes). */
+extern const struct cli_choice info_kind_choices[];
+#define CLI_OPT_INFO(opts, given_)                                                                           \
+    {.kind = CLI_OPT_CHOICE,                                                                                 \
+     .name = "kind",                                                                                         \
+     .arg = "K",                                                                                             \
+     .value = &(opts)->kind,                                                                                 \
+     .choices = info_kind_choices,                                                                           \
+     .noun = "kind",                                                                                         \
+     .given = (given_),                                                                                      \
+     .help = "info: show the last event of kind K only (any, peak, grow, trim, limit, periodic)"},           \
+    {                                                                                                        \
+        .kind = CLI_OPT_PARSE, .name = "percentiles", .arg = "LIST", .value = (opts),                        \
+        .parse = info_parse_percentiles, .given = (given_),                                                  \
+        .accepted =                                                                                          \
+            "increasing percentiles between 0 and 100 (exclusive), comma-separated, e.g. 50,90,99,99.9",     \
+        .help =                                                                                              \
+            "info: the latency bands' upper percentiles (default 50,90,99,99.9; a last band goes to 100)"    \
+    }
+struct info_options;
+struct report;
+/* Prints the memory info of r (read with result read_rc; err is the
+ * reader's message, or the input's name when read_rc is 0); the exit code. */
+int info_cli_print(const struct report *r, int read_rc, const char *err, _Bool json,
+                   const struct info_options *o);
+/* Asks process pid for its report and prints its memory info; the exit code. */
+int info_cli_query(long pid, const char *cmd_name, int timeout_s, _Bool json, const struct info_options *o);
 
 /* Output (output.c). After printing to stdout (prc: the printer's 0,
  * -ENOMEM or -EIO): flushes, and turns a failure into one error line

@@ -2,10 +2,12 @@
  * [--scale KB|MB|GB] [--timeout SECONDS]`: asks a running, tracked process
  * over its control socket (src/agent/control.c; protocol in docs/cli.md;
  * the client in query_client.c) for its summary, to keep a baseline, or
- * for what changed since; `start detail|trace [-o FILE]` and `stop` switch
+ * for what changed since, or (`info`) for its memory info as `memtrail info
+ * PID` shows it; `start detail|trace [-o FILE]` and `stop` switch
  * its recording on and off (src/agent/record.c). */
 #include "cli/cli.h"
 #include "report/detail.h"
+#include "report/info.h"
 #include "report/metrics.h"
 #include "report/report.h"
 
@@ -28,6 +30,8 @@ static const char query_about[] =
     "  diff      what changed, category by category, since the baseline\n"
     "  metrics   its summary now in Prometheus's text format, as 'memtrail exporter'\n"
     "            serves it (docs/metrics.md)\n"
+    "  info      its memory events and the tail-latency report of its request spans,\n"
+    "            as 'memtrail info PID' prints them (--kind and --percentiles as there)\n"
     "  start detail  record call sites from now on (summary counting goes on)\n"
     "  start trace   record every event from now on, in a trace file: FILE, or the\n"
     "                process's output when it runs in trace mode\n"
@@ -114,6 +118,7 @@ static const struct cli_command query_cmd = {
     .usage = "usage: memtrail query PID [summary|detail|baseline|diff|metrics] [--json]\n"
              "                          [--scale KB|MB|GB] [--timeout SECONDS] [--depth N] [--top N]\n"
              "                          [--sort live|allocated]\n"
+             "       memtrail query PID info [--json] [--kind K] [--percentiles LIST] [--timeout SECONDS]\n"
              "       memtrail query PID start detail|trace [-o FILE]\n"
              "       memtrail query PID stop\n",
     .about = query_about,
@@ -158,7 +163,9 @@ int cmd_query(int argc, char **argv)
 {
     int timeout_s = 5;
     const char *output = NULL;
-    bool json = false, detail_given = false;
+    bool json = false, detail_given = false, info_given = false;
+    struct info_options iopt;
+    info_options_default(&iopt);
     struct report_scale scale;
     report_scale_parse("KB", &scale);
     struct detail_options dopt = {0};
@@ -167,6 +174,7 @@ int cmd_query(int argc, char **argv)
         CLI_OPT_SCALE(&scale),
         CLI_OPT_TIMEOUT(&timeout_s),
         CLI_OPT_DETAIL(&dopt, &detail_given),
+        CLI_OPT_INFO(&iopt, &info_given),
         {.kind = CLI_OPT_STRING,
          .name = "output",
          .short_name = 'o',
@@ -184,12 +192,16 @@ int cmd_query(int argc, char **argv)
         return cli_usage_error("query", "too many arguments ('%s')", positional[2]);
     bool switching = strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0;
     if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
-        strcmp(cmd, "diff") != 0 && strcmp(cmd, "metrics") != 0 && !switching)
+        strcmp(cmd, "diff") != 0 && strcmp(cmd, "metrics") != 0 && strcmp(cmd, "info") != 0 && !switching)
         return cli_usage_error(
-            "query", "unknown request '%s' (accepted: summary, detail, baseline, diff, metrics, start, stop)",
+            "query",
+            "unknown request '%s' (accepted: summary, detail, baseline, diff, metrics, info, "
+            "start, stop)",
             cmd);
     if (detail_given && strcmp(cmd, "detail") != 0)
         return cli_usage_error("query", "--depth, --top and --sort apply to 'query PID detail' only");
+    if (info_given && strcmp(cmd, "info") != 0)
+        return cli_usage_error("query", "--kind and --percentiles apply to 'query PID info' only");
     if (strcmp(cmd, "start") == 0 && npos < 3)
         return cli_usage_error("query", "start: say what to record (start detail, or start trace -o FILE)");
     if (output && strcmp(cmd, "start") != 0)
@@ -204,6 +216,9 @@ int cmd_query(int argc, char **argv)
     long pid;
     if (query_parse_pid(positional[0], &pid) < 0)
         return cli_usage_error("query", "'%s' is not a process id", positional[0]);
+    if (strcmp(cmd, "info") == 0)
+        return info_cli_query(pid, "query", timeout_s, json,
+                              &iopt); /* the summary, shown as 'memtrail info PID' */
     struct query_target t;
     char *buf = NULL;
     size_t len = 0;

@@ -150,9 +150,20 @@ static void info_free(struct report_info *info)
     free(info->categories);
 }
 
+/* A kind's name: a-z and '_' (JSON shows it as an enum value). */
+static bool lower_word(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || *s == '_'))
+            return false;
+    return true;
+}
+
 static int parse_info(struct reader *rd, struct report *r, char *value)
 {
-    char buf[48];
+    char buf[48], buf2[48];
     struct report_info info = {0};
     char *cats = NULL;
     int rc = cut_last_field(rd, "info", value, "categories", &cats);
@@ -160,6 +171,10 @@ static int parse_info(struct reader *rd, struct report *r, char *value)
         rc = take_string(rd, "info", value, "event", &info.event);
     if (rc == 0)
         rc = report_rd_fields(rd, "info", value, info_fields, NFIELDS(info_fields), &info, &info.kind, NULL);
+    if (rc == 0 && (!lower_word(info.kind) || !lower_word(info.event)))
+        rc = report_rd_fail(rd, -EBADMSG,
+                            "bad kind or event in info line (expected lower-case words: '%s', '%s')",
+                            report_rd_shown(info.kind, buf), report_rd_shown(info.event, buf2));
     for (size_t i = 0; rc == 0 && i < r->ninfos; i++)
         if (strcmp(r->infos[i].kind, info.kind) == 0)
             rc = report_rd_fail(rd, -EBADMSG, "duplicate info line for kind %s",

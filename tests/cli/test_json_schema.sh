@@ -5,7 +5,7 @@
 # ledger) run under the agent in summary, detail and trace modes, and the
 # documents of report, report DIR, report detail, diff (summary and detail
 # reports), analyze, export --format json, query PID summary/baseline/
-# detail/diff on a running program (tests/agent/live.c) and xe plan. The
+# detail/diff on a running program (tests/agent/live.c), xe plan and info. The
 # figures that have an independent truth are compared with it (the
 # programs' ledgers); every document starts with "schema": "memtrail/1";
 # the schemas are those scripts/json_schemas.py writes; and wrong
@@ -149,6 +149,33 @@ run_json xe-plan-range "xe plan --range --json" "$MT" xe plan --range 1-1024 --m
 expect_eq "xe plan --range --json: per_node, rows cover 1..1024 KB" "per_node 1 1024" \
     "$(json_get "$last" "'%s %d %d' % (j['partition_mode'], j['rows'][0]['start_memory_range_kb'], j['rows'][-1]['end_memory_range_kb'])")"
 
+# --- memtrail info: a hand-made report with every info and span line (the agent's
+# own once it writes them; tests/cli/test_info.sh checks the figures) --------------
+zero="time_ns=0 run_time_ns=0 live_before_bytes=0 live_after_bytes=0 fragmentation_before_bytes=0 fragmentation_after_bytes=0 rss_bytes=0 committed_bytes=0 memory_load_bytes=0 total_available_bytes=0 alloc_time_ns=0 map_time_ns=0 minor_faults=0 major_faults=0 overhead_bytes=0 event_ns=0"
+{
+    grep -vE '^(end|memory_time|info|span|span_name|span_memory|spans)( |$)' "$T/sum.mtr"
+    echo "memory_time run_time_ns=5000000000 alloc_time_ns=30000000 map_time_ns=20000000"
+    for k in any peak grow trim; do
+        echo "info kind=$k count=2 event=$([ $k = any ] && echo trim || echo $k) index=2 ${zero//=0/=7} categories=malloc:7,exact:9"
+    done
+    echo "info kind=limit count=0 event=none index=0 $zero categories="
+    echo "info kind=periodic count=0 event=none index=0 $zero categories="
+    echo 'span_name id=1 count=3 name=GET\s/x'
+    echo "span id=1 lo_ns=41000 hi_ns=42000 count=2 affected=0 multiple=0 events=0 duration_ns=83000 memory_ns=100 faults=0"
+    echo "span id=1 lo_ns=5000000 hi_ns=5100000 count=1 affected=1 multiple=1 events=2 duration_ns=5050000 memory_ns=4000000 faults=0"
+    echo "span_name id=2 count=1 name=db"
+    echo "span id=2 lo_ns=41000 hi_ns=42000 count=1 affected=1 multiple=0 events=1 duration_ns=41500 memory_ns=9000 faults=0"
+    echo "spans names=2 unmatched_ends=0 dropped=0 faults_counted=0"
+    echo end
+} >"$T/info.mtr"
+run_json info "info --json (a report with spans of two names)" "$MT" info "$T/info.mtr" --json
+expect_eq "info --json: six kinds, 4 requests, a band per percentile and the last, two names" "6 4 5 2" \
+    "$(json_get "$last" "'%d %d %d %d' % (len(j['kinds']), j['spans']['requests'], len(j['spans']['by_percentile']), len(j['spans']['by_name']))")"
+run_json info "info --json --kind peak --percentiles 90" "$MT" info "$T/info.mtr" --json --kind peak --percentiles 90
+if grep -q '^info ' "$T/sum.mtr"; then
+    run_json info "info --json (the agent's own report)" "$MT" info "$T/sum.mtr" --json
+fi
+
 # --- memtrail refset report on a recording of the real writer (tests/refset/test_report.sh has the figures)
 RSGEN=$BUILD/asan/tests/refset/test_report_model
 check "refset: the generator writes a recording" "$RSGEN" --write "$T/seed.rsr"
@@ -248,4 +275,11 @@ rejected("refset report without \"graph_end_bytes\"", "refset-report", lambda d:
 rejected("refset report's viewport in a string", "refset-report", lambda d: d["viewport"].update(start_s="1"))
 rejected("xe plan's upper-case \"PER_CPU\"", "xe-plan", lambda d: d.update(partition_mode="PER_CPU"))
 rejected("a diff category with a string count", "diff", lambda d: d["categories"][0].update(live_bytes="1"))
+rejected("info without \"kinds\"", "info", lambda d: d.pop("kinds"))
+rejected("info's upper-case kind \"PEAK\"", "info", lambda d: d["kinds"][1].update(kind="PEAK"))
+rejected("an info snapshot without \"live_before_bytes\"", "info", lambda d: d["kinds"][0]["last"].pop("live_before_bytes"))
+rejected("info's old key \"live_before\"", "info", lambda d: rename(d["kinds"][0]["last"], "live_before_bytes", "live_before"))
+rejected("an info band without \"memory_share_percent\"", "info",
+         lambda d: d["spans"]["by_percentile"][0].pop("memory_share_percent"))
+rejected("info with a negative affected_percent", "info", lambda d: d["spans"].update(affected_percent=-1))
 PYEOF

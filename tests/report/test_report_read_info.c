@@ -176,6 +176,9 @@ static void test_errors(void)
     expect_read_error(p, "info lacks a number",
                       TOP "info kind=any count=0 event=none index=0 time_ns=0 categories=\nend\n", -EBADMSG,
                       "line 6: info line lacks field run_time_ns");
+    expect_read_error(
+        p, "upper-case kind", TOP "info kind=Any count=0 event=none index=0" ZERO_REST " categories=\nend\n",
+        -EBADMSG, "line 6: bad kind or event in info line (expected lower-case words: 'Any', 'none')");
     expect_read_error(p, "duplicate info kind",
                       TOP INFOS "info kind=peak count=0 event=none index=0" ZERO_REST " categories=\nend\n",
                       -EBADMSG, "line 12: duplicate info line for kind peak");

@@ -3,8 +3,9 @@
  * it read: the summary as text and JSON, the diff of the report with
  * itself, the process tree, and for a detail report the sites (text and
  * JSON, merged by a depth the input picks), their diff, and the folded and
- * pprof exports. Any bytes: the reader must never crash, hang or leak, its
- * error must be one line naming the file, and every printer must take
+ * pprof exports; and memtrail info's text and JSON. Any bytes: the reader
+ * must never crash, hang or leak, its error must be one line naming the
+ * file, and every printer must take
  * whatever the reader returns (complete, cut short, or stopped at a bad
  * line) without undefined behaviour (UBSan: extreme values of every
  * field).
@@ -23,6 +24,7 @@
 
 #include "export/export.h"
 #include "report/detail.h"
+#include "report/info.h"
 #include "report/report.h"
 #include "symbol/symbol.h"
 #include "fuzz_check.h"
@@ -85,6 +87,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     report_scale_parse("GB", &gb);
     report_print_text(out, &r, (size & 2) ? &gb : &kb);
     report_print_json(out, &r);
+    /* memtrail info: every kind or one, the default bands or others */
+    struct info_options io;
+    info_options_default(&io);
+    io.kind = (int)(size % 7) - 1;
+    if (size & 4)
+        info_parse_percentiles("0.000001,10,99.999999", &io);
+    info_print_text(out, &r, &io);
+    info_print_json(out, &r, &io);
     report_diff_print_text(out, &r, &r, &kb);
     report_diff_print_json(out, &r, &r);
     struct report two[2] = {r, r};
