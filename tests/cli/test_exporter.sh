@@ -103,7 +103,7 @@ EOF
     pids+=($!)
     q="http://127.0.0.1:$P2/api/v1/query"
     got=""
-    for ((i = 0; i < 300; i++)); do
+    for ((i = 0; i < 600; i++)); do # Prometheus starts, then scrapes every second
         curl -s -G "$q" --data-urlencode "query=memtrail_live_bytes{pid=\"$pid\",category=\"served\"}" >"$T/api.json" 2>/dev/null &&
             got=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["data"]["result"]; print(r[0]["value"][1] if r else "")' "$T/api.json" 2>/dev/null)
         [ -n "$got" ] && break
