@@ -25,6 +25,7 @@ int cmd_xe(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_options(int argc, char **argv);
 int cmd_refset(int argc, char **argv);
+int cmd_exporter(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
@@ -214,7 +215,13 @@ struct query_target {
     unsigned uid;  /* effective uid, from /proc/PID/status */
     char *dirs[2]; /* candidate socket directories, in order */
     int ndirs;
-    char *sock; /* the socket found */
+    char *sock;  /* the socket found */
+    int failure; /* why the last query_open or query_ask failed (their messages
+                    say it in words): -ESRCH no such process (or a zombie),
+                    -EPERM another uid's, -ENOENT not tracked (no socket, or
+                    one not private), -ECONNREFUSED nothing listens (a stale
+                    socket), -ETIMEDOUT no answer in time, -EPROTO the
+                    process's "error ..." reply, -ENODATA no answer; 0 */
 };
 /* A pid (or a count of seconds): digits, 1 to INT_MAX. 0 or -1. */
 int query_parse_pid(const char *s, long *pid);
@@ -224,8 +231,19 @@ int query_parse_pid(const char *s, long *pid);
 int query_open(long pid, const char *cmd_name, struct query_target *t);
 /* Sends one request line (with its '\n') and reads the reply until EOF
  * into *buf (malloc'd, NUL-terminated; free it either way) and *len. 0, or
- * CLI_FAILED after printing why (no answer in time, an "error ..." reply). */
-int query_ask(const struct query_target *t, const char *request, int timeout_ms, char **buf, size_t *len);
+ * CLI_FAILED after printing why (no answer in time, an "error ..." reply),
+ * with t->failure set. */
+int query_ask(struct query_target *t, const char *request, int timeout_ms, char **buf, size_t *len);
 void query_close(struct query_target *t);
+/* The pids of the control sockets in the directories our processes use
+ * ($XDG_RUNTIME_DIR/memtrail, /run/user/UID/memtrail, /tmp/memtrail-UID),
+ * ascending, each once: candidates only (a socket may be stale; query_open
+ * checks). *pids malloc'd. 0 or -ENOMEM. (`memtrail exporter`) */
+int query_list(long **pids, size_t *n);
+/* The report in an answer, buf[0..len): report_read_stream's result (0 or
+ * -errno with one line in err); `name` names it in messages. */
+struct report;
+int query_read_report(const char *buf, size_t len, const char *name, struct report *r, char *err,
+                      size_t errlen);
 
 #endif /* MT_CLI_H */

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "report/detail.h"
 #include "report/info.h"
+#include "report/metrics.h"
 #include "report/report.h"
 
 #include <errno.h>
@@ -27,6 +28,8 @@ static const char query_about[] =
     "            and --sort as there)\n"
     "  baseline  keep its summary now as the baseline (in the process) and print it\n"
     "  diff      what changed, category by category, since the baseline\n"
+    "  metrics   its summary now in Prometheus's text format, as 'memtrail exporter'\n"
+    "            serves it (docs/metrics.md)\n"
     "  info      its memory events and the tail-latency report of its request spans,\n"
     "            as 'memtrail info PID' prints them (--kind and --percentiles as there)\n"
     "  start detail  record call sites from now on (summary counting goes on)\n"
@@ -39,14 +42,7 @@ static const char query_about[] =
 static int parse(const char *buf, size_t len, const char *name, struct report *r)
 {
     char err[REPORT_ERR_MAX];
-    FILE *f = fmemopen((void *)buf, len, "r");
-    if (!f) {
-        memset(r, 0, sizeof *r);
-        return cli_error("fmemopen: %s", strerror(errno));
-    }
-    int rc = report_read_stream(f, name, r, err, sizeof err);
-    fclose(f);
-    return rc < 0 ? cli_error("%s", err) : 0;
+    return query_read_report(buf, len, name, r, err, sizeof err) < 0 ? cli_error("%s", err) : 0;
 }
 
 /* The end of the first report in a diff reply: just past its "end" line. */
@@ -73,7 +69,14 @@ static int print_reply(const struct query_target *t, const char *cmd, const char
         report_free(&r);
         return rc;
     }
-    if (strcmp(cmd, "diff") == 0) {
+    if (strcmp(cmd, "metrics") == 0) {
+        struct report r;
+        snprintf(name, sizeof name, "process %ld", t->pid);
+        rc = parse(buf, len, name, &r);
+        const struct report *one = &r;
+        prc = rc == 0 ? metrics_print(stdout, &one, 1) : 0;
+        report_free(&r);
+    } else if (strcmp(cmd, "diff") == 0) {
         struct report base, cur;
         size_t cut = first_report_end(buf, len);
         snprintf(name, sizeof name, "process %ld (baseline)", t->pid);
@@ -112,8 +115,9 @@ static int print_reply(const struct query_target *t, const char *cmd, const char
 
 static const struct cli_command query_cmd = {
     .name = "query",
-    .usage = "usage: memtrail query PID [summary|detail|baseline|diff] [--json] [--scale KB|MB|GB]\n"
-             "                          [--timeout SECONDS] [--depth N] [--top N] [--sort live|allocated]\n"
+    .usage = "usage: memtrail query PID [summary|detail|baseline|diff|metrics] [--json]\n"
+             "                          [--scale KB|MB|GB] [--timeout SECONDS] [--depth N] [--top N]\n"
+             "                          [--sort live|allocated]\n"
              "       memtrail query PID info [--json] [--kind K] [--percentiles LIST] [--timeout SECONDS]\n"
              "       memtrail query PID start detail|trace [-o FILE]\n"
              "       memtrail query PID stop\n",
@@ -188,9 +192,11 @@ int cmd_query(int argc, char **argv)
         return cli_usage_error("query", "too many arguments ('%s')", positional[2]);
     bool switching = strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0;
     if (strcmp(cmd, "summary") != 0 && strcmp(cmd, "detail") != 0 && strcmp(cmd, "baseline") != 0 &&
-        strcmp(cmd, "diff") != 0 && strcmp(cmd, "info") != 0 && !switching)
+        strcmp(cmd, "diff") != 0 && strcmp(cmd, "metrics") != 0 && strcmp(cmd, "info") != 0 && !switching)
         return cli_usage_error(
-            "query", "unknown request '%s' (accepted: summary, detail, baseline, diff, info, start, stop)",
+            "query",
+            "unknown request '%s' (accepted: summary, detail, baseline, diff, metrics, info, "
+            "start, stop)",
             cmd);
     if (detail_given && strcmp(cmd, "detail") != 0)
         return cli_usage_error("query", "--depth, --top and --sort apply to 'query PID detail' only");
@@ -200,7 +206,7 @@ int cmd_query(int argc, char **argv)
         return cli_usage_error("query", "start: say what to record (start detail, or start trace -o FILE)");
     if (output && strcmp(cmd, "start") != 0)
         return cli_usage_error("query", "-o FILE applies to 'start trace' only");
-    if (switching && json)
+    if ((switching || strcmp(cmd, "metrics") == 0) && json)
         return cli_usage_error("query", "--json does not apply to '%s'", cmd);
     char line[4200];
     int src = strcmp(cmd, "start") == 0 ? start_request(positional[2], output, line, sizeof line) : 0;
@@ -217,8 +223,8 @@ int cmd_query(int argc, char **argv)
     char *buf = NULL;
     size_t len = 0;
     int rc = query_open(pid, "query", &t);
-    if (strcmp(cmd, "start") != 0)
-        snprintf(line, sizeof line, "%s\n", cmd);
+    if (strcmp(cmd, "start") != 0) /* metrics: the process's summary, formatted here */
+        snprintf(line, sizeof line, "%s\n", strcmp(cmd, "metrics") == 0 ? "summary" : cmd);
     if (rc == 0)
         rc = query_ask(&t, line, timeout_s * 1000, &buf, &len);
     if (rc == 0)

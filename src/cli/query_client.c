@@ -7,7 +7,9 @@
  * environment (XDG_RUNTIME_DIR) or /tmp/memtrail-UID, and its directory
  * and file must belong to that uid before we connect. */
 #include "cli/cli.h"
+#include "report/report.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +34,7 @@ static int read_uid(struct query_target *t)
     snprintf(path, sizeof path, "/proc/%ld/status", t->pid);
     FILE *f = fopen(path, "re");
     if (!f) {
+        t->failure = errno == ENOENT ? -ESRCH : -errno;
         if (errno == ENOENT || errno == ESRCH)
             return cli_error("no process with pid %ld", t->pid);
         return cli_error("cannot read %s: %s", path, strerror(errno));
@@ -47,6 +50,7 @@ static int read_uid(struct query_target *t)
             zombie = true;
     }
     fclose(f);
+    t->failure = !have_uid ? -EIO : zombie ? -ESRCH : 0;
     if (!have_uid)
         return cli_error("cannot read the uid of process %ld from %s", t->pid, path);
     if (zombie)
@@ -144,7 +148,19 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int query_ask(const struct query_target *t, const char *cmd, int timeout_ms, char **buf, size_t *len)
+/* query_ask: the exchange, with t->failure set to why it failed. */
+static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **buf, size_t *len);
+
+int query_ask(struct query_target *t, const char *cmd, int timeout_ms, char **buf, size_t *len)
+{
+    t->failure = 0;
+    int rc = ask(t, cmd, timeout_ms, buf, len);
+    if (rc != 0 && t->failure == 0)
+        t->failure = -EIO;
+    return rc;
+}
+
+static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **buf, size_t *len)
 {
     const char *sock = t->sock;
     *buf = NULL;
@@ -159,6 +175,7 @@ int query_ask(const struct query_target *t, const char *cmd, int timeout_ms, cha
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         int e = errno;
         close(fd);
+        t->failure = -e;
         if (e == ECONNREFUSED)
             return cli_error(
                 "process %ld is not tracked by memtrail (nothing listens on its control socket %s;"
@@ -191,6 +208,7 @@ int query_ask(const struct query_target *t, const char *cmd, int timeout_ms, cha
             continue;
         if (pr == 0) {
             close(fd);
+            t->failure = -ETIMEDOUT;
             return cli_error("process %ld did not answer within %d seconds (is it stopped?)", t->pid,
                              timeout_ms / 1000);
         }
@@ -217,9 +235,12 @@ int query_ask(const struct query_target *t, const char *cmd, int timeout_ms, cha
     }
     close(fd);
     (*buf)[*len] = '\0';
-    if (*len == 0)
+    if (*len == 0) {
+        t->failure = -ENODATA;
         return cli_error("process %ld closed its control socket without answering", t->pid);
+    }
     if (strncmp(*buf, "error ", 6) == 0) {
+        t->failure = -EPROTO;
         char *nl = strchr(*buf, '\n');
         if (nl)
             *nl = '\0';
@@ -246,12 +267,16 @@ int query_open(long pid, const char *cmd_name, struct query_target *t)
     int rc = read_uid(t);
     if (rc != 0)
         return rc;
-    if (t->uid != (unsigned)geteuid())
+    if (t->uid != (unsigned)geteuid()) {
+        t->failure = -EPERM;
         return cli_error("process %ld belongs to uid %u; memtrail %s only talks to your own processes",
                          t->pid, t->uid, cmd_name);
+    }
     rc = find_dirs(t);
     if (rc == 0)
         rc = find_socket(t, &t->sock);
+    if (rc != 0)
+        t->failure = -ENOENT;
     return rc;
 }
 
@@ -261,4 +286,93 @@ void query_close(struct query_target *t)
     for (int i = 0; i < t->ndirs; i++)
         free(t->dirs[i]);
     memset(t, 0, sizeof *t);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Adds the pids of the PID.sock entries of dir to *pids. */
+static int list_dir(const char *dir, long **pids, size_t *n, size_t *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0; /* no such directory: no process of ours used it */
+    struct dirent *e;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        long pid;
+        char *dot = strchr(e->d_name, '.');
+        if (!dot || strcmp(dot, ".sock") != 0)
+            continue;
+        *dot = '\0';
+        int bad = query_parse_pid(e->d_name, &pid);
+        *dot = '.';
+        if (bad)
+            continue;
+        if (*n == *cap) {
+            size_t ncap = *cap ? *cap * 2 : 64;
+            long *more = realloc(*pids, ncap * sizeof **pids);
+            if (!more) {
+                rc = -ENOMEM;
+                break;
+            }
+            *pids = more;
+            *cap = ncap;
+        }
+        (*pids)[(*n)++] = pid;
+    }
+    closedir(d);
+    return rc;
+}
+
+int query_list(long **pids, size_t *n)
+{
+    *pids = NULL;
+    *n = 0;
+    size_t cap = 0;
+    unsigned uid = (unsigned)geteuid();
+    char dirs[3][4200];
+    int ndirs = 0;
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (xdg && xdg[0] == '/' && strlen(xdg) < 4000)
+        snprintf(dirs[ndirs++], sizeof dirs[0], "%s/memtrail", xdg);
+    snprintf(dirs[ndirs++], sizeof dirs[0], "/run/user/%u/memtrail", uid);
+    snprintf(dirs[ndirs++], sizeof dirs[0], "/tmp/memtrail-%u", uid);
+    int rc = 0;
+    for (int i = 0; i < ndirs && rc == 0; i++) {
+        if (i == 1 && ndirs == 3 && strcmp(dirs[0], dirs[1]) == 0)
+            continue;
+        rc = list_dir(dirs[i], pids, n, &cap);
+    }
+    if (rc != 0) {
+        free(*pids);
+        *pids = NULL;
+        *n = 0;
+        return rc;
+    }
+    qsort(*pids, *n, sizeof **pids, cmp_pid);
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (k == 0 || (*pids)[k - 1] != (*pids)[i])
+            (*pids)[k++] = (*pids)[i];
+    *n = k;
+    return 0;
+}
+
+int query_read_report(const char *buf, size_t len, const char *name, struct report *r, char *err,
+                      size_t errlen)
+{
+    FILE *f = fmemopen((void *)buf, len, "r");
+    if (!f) {
+        int e = errno;
+        memset(r, 0, sizeof *r);
+        snprintf(err, errlen, "fmemopen: %s", strerror(e));
+        return -e;
+    }
+    int rc = report_read_stream(f, name, r, err, errlen);
+    fclose(f);
+    return rc;
 }

@@ -184,7 +184,7 @@ for mt in "$MT" "$MT_ASAN"; do
     expect_eq "query$tag: a PID that is not a number is a usage error" "2" "$rc"
     out=$("$mt" query "$plain" leaks 2>&1); rc=$?
     expect_match "query$tag: an unknown request is a usage error naming the accepted ones" \
-        "^2 memtrail: unknown request 'leaks' \(accepted: summary, detail, baseline, diff, info, start, stop\)" "$rc $out"
+        "^2 memtrail: unknown request 'leaks' \(accepted: summary, detail, baseline, diff, metrics, info, start, stop\)" "$rc $out"
     out=$("$mt" query 2>&1); rc=$?
     expect_eq "query$tag: missing PID, exit 2" "2" "$rc"
 done
