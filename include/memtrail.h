@@ -99,27 +99,28 @@ void mt_realloc_report(const void *old, const void *ptr, size_t size);
 #define MT_INFO_CATEGORIES 72
 
 struct mt_memory_info {
-    uint64_t index;      /* 1, 2, ... per kind; 0: no event of this kind yet */
-    int kind;            /* MT_EVENT_PEAK ... MT_EVENT_PERIODIC (never ANY) */
-    uint64_t time_ns;    /* when: CLOCK_REALTIME, ns since the epoch */
+    uint64_t index;       /* 1, 2, ... per kind; 0: no event of this kind yet */
+    int kind;             /* MT_EVENT_PEAK ... MT_EVENT_PERIODIC (never ANY) */
+    uint64_t time_ns;     /* when: CLOCK_REALTIME, ns since the epoch */
     uint64_t live_before; /* live bytes of the program's allocations: the peak since the previous event */
     uint64_t live_after;  /* ... and right after this one */
     uint64_t run_time_ns; /* since the agent started (CLOCK_MONOTONIC) */
-    uint64_t fragmentation_before; /* free bytes the allocator holds (mallinfo2's fordblks), at the
-                                      previous event's end, or right before a malloc_trim */
-    uint64_t fragmentation_after;  /* ... right after this event */
-    uint64_t rss_bytes;       /* resident set (/proc/self/statm) */
-    uint64_t committed_bytes; /* writable private address space (statm's data: VmData + VmStk) */
-    uint64_t memory_load_bytes;     /* cgroup v2 memory.current, else MemTotal - MemAvailable */
-    uint64_t total_available_bytes; /* cgroup v2 memory.max (when set), else MemTotal */
-    uint64_t alloc_time_ns; /* time inside allocator calls: those made inside spans
-                               (every call with option alloc_timing=all) */
-    uint64_t map_time_ns;   /* time inside mmap/munmap/mremap/brk/sbrk/madvise/malloc_trim calls */
-    double memory_time_percent; /* (alloc_time_ns + map_time_ns) / run_time_ns, in percent */
-    uint64_t minor_faults, major_faults; /* the process's page faults (getrusage) */
-    uint64_t overhead_bytes;             /* the agent's own: headers, padding, its mappings */
-    uint64_t event_ns;                   /* how long taking this snapshot took */
-    int category_count;                  /* entries of category_live_bytes in use */
+    uint64_t fragmentation_before;  /* free bytes the allocator holds (mallinfo2's fordblks): the
+                                       previous sample (the last event's), or right before a malloc_trim */
+    uint64_t fragmentation_after;   /* ... right after this event */
+    uint64_t rss_bytes;             /* resident set (/proc/self/statm) */
+    uint64_t committed_bytes;       /* writable private address space (statm's data: VmData + VmStk) */
+    uint64_t memory_load_bytes;     /* cgroup v2 memory.current when the cgroup has a memory.max
+                                       limit, else MemTotal - MemAvailable */
+    uint64_t total_available_bytes; /* that memory.max, else MemTotal */
+    uint64_t alloc_time_ns;         /* time inside allocator calls: those made inside spans
+                                       (every call with option alloc_timing=all) */
+    uint64_t map_time_ns;           /* time inside mmap/munmap/mremap/brk/sbrk/madvise/malloc_trim calls */
+    double memory_time_percent;     /* (alloc_time_ns + map_time_ns) / run_time_ns, in percent */
+    uint64_t minor_faults, major_faults;             /* the process's page faults (getrusage) */
+    uint64_t overhead_bytes;                         /* the agent's own: headers, padding, its mappings */
+    uint64_t event_ns;                               /* how long taking this snapshot took */
+    int category_count;                              /* entries of category_live_bytes in use */
     int64_t category_live_bytes[MT_INFO_CATEGORIES]; /* by category id; mt_category_name(id) */
 };
 

@@ -99,11 +99,12 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                           "a size from 1 byte, a number of MB or with a unit", "1MB",
                           "memory info: a PEAK event when live bytes pass the last one's mark by more than "
                           "this (or 1% of the mark, whichever is larger)"},
-    [MT_OPT_LIMIT] = {"limit", MT_OPTT_SIZE, NULL, 0, 1ll << 50, "a size, a number of MB or with a unit; 0 = none",
-                      "0", "memory info: a LIMIT event when live bytes rise above this"},
-    [MT_OPT_INFO_INTERVAL] = {"info_interval", MT_OPTT_INT, NULL, 0, 86400000,
-                              "milliseconds from 0 (off) to 86400000", "0",
-                              "memory info: a PERIODIC snapshot this often, taken by a thread of the agent's"},
+    [MT_OPT_LIMIT] = {"limit", MT_OPTT_SIZE, NULL, 0, 1ll << 50,
+                      "a size, a number of MB or with a unit; 0 = none", "0",
+                      "memory info: a LIMIT event when live bytes rise above this"},
+    [MT_OPT_INFO_INTERVAL] =
+        {"info_interval", MT_OPTT_INT, NULL, 0, 86400000, "milliseconds from 0 (off) to 86400000", "0",
+         "memory info: a PERIODIC snapshot this often, taken by a thread of the agent's"},
     [MT_OPT_ALLOC_TIMING] = {"alloc_timing", MT_OPTT_CHOICE, alloc_timings, 0, 0, NULL, "spans",
                              "memory info: which allocator calls are timed (mapping calls always are)"},
     [MT_OPT_SPAN_FAULTS] = {"span_faults", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "off",

