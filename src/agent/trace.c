@@ -300,6 +300,33 @@ static void say_no_trace(const char *why)
     mt_say(mt_out_cstr(&o));
 }
 
+/* Address space kept for the last chunks. When the program runs out of
+ * memory (RLIMIT_AS, overcommit off), recording stops and the events in
+ * flight are encoded, which needs a little memory (the chunk's output
+ * buffer, zstd's workspace): whether the heap still had it was luck. This
+ * reservation (PROT_NONE: address space, never resident) is given back
+ * first, so the stop has room. */
+#define STOP_RESERVE (4u << 20)
+static void *stop_reserve;
+
+static void reserve_for_stop(void)
+{
+    if (stop_reserve)
+        return;
+    mt_t.in_agent++;
+    void *p = mmap(NULL, STOP_RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    mt_t.in_agent--;
+    stop_reserve = p == MAP_FAILED ? NULL : p;
+}
+
+static void release_stop_reserve(void)
+{
+    if (stop_reserve) {
+        munmap(stop_reserve, STOP_RESERVE); /* inside the agent: its own mapping */
+        stop_reserve = NULL;
+    }
+}
+
 /* Creates and starts the session writing to `path`. */
 static int start_session(const char *path)
 {
@@ -343,6 +370,7 @@ static int start_session(const char *path)
     }
     trace_session = s;
     mt_xe_set_trace_session(s);
+    reserve_for_stop();
     return 0;
 }
 
@@ -511,6 +539,7 @@ int mt_trace_out_of_memory(void)
     }
     int saved_errno = errno;
     mt_t.in_agent++;
+    release_stop_reserve();
     xe_session_stop(s);
     (void)xe_session_release_buffers(s);
     if (trace_enc && trace_enc->w) {
