@@ -29,6 +29,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,8 +76,10 @@ typedef struct latch {
 static latch snaps[MT_EVENT_KINDS];
 static uint64_t published[MT_EVENT_KINDS]; /* under the writer flag: each kind's last index */
 static _Atomic uint64_t pending[MT_EVENT_KINDS];
-static _Atomic uintptr_t writer; /* the holder's &mt_t, or 0 */
-static _Atomic pid_t writer_pid; /* the holder's process */
+/* The holder: its pid << 32 | its tid, or 0. One word, so taking the flag
+ * over from another process (a _Fork child's copy of a held flag) is one
+ * compare-and-swap on what was seen, never a race with a live holder. */
+static _Atomic uint64_t writer;
 
 static void publish(latch *l, const struct mt_memory_info *s)
 {
@@ -118,26 +121,21 @@ static uint64_t latch_index(latch *l)
  * event) or another holder kept it too long: the event stays pending. */
 static int take_writer(void)
 {
-    uintptr_t me = (uintptr_t)&mt_t;
+    uint64_t pid = (uint64_t)(uint32_t)getpid();
+    uint64_t me = pid << 32 | (uint32_t)syscall(SYS_gettid);
     for (int spins = 0; spins < 2200; spins++) {
-        uintptr_t expect = 0;
-        if (atomic_compare_exchange_strong(&writer, &expect, me)) {
-            atomic_store(&writer_pid, getpid());
+        uint64_t expect = 0;
+        if (atomic_compare_exchange_strong(&writer, &expect, me))
             return 1;
-        }
         if (expect == me)
             return 0;
-        if (spins < 200) {
-            __builtin_ia32_pause();
-            continue;
-        }
-        pid_t pid = getpid();
-        if (spins == 200 && atomic_load(&writer_pid) != pid &&
-            atomic_compare_exchange_strong(&writer, &expect, me)) {
-            atomic_store(&writer_pid, pid);
+        /* held in another process: a copy no thread here will let go */
+        if (expect >> 32 != pid && atomic_compare_exchange_strong(&writer, &expect, me))
             return 1;
-        }
-        sched_yield();
+        if (spins < 200)
+            __builtin_ia32_pause();
+        else
+            sched_yield();
     }
     return 0;
 }
@@ -148,7 +146,25 @@ static int take_writer(void)
 
 static struct mt_memory_info scratch;
 static int64_t cat_live[MT_NCAT];
-static uint64_t frag_last;   /* the last mallinfo2 sample */
+static uint64_t frag_last; /* the last mallinfo2 sample */
+
+/* mallinfo2 walks every free chunk with each arena's lock held: on a
+ * fragmented heap that takes long and stalls the other threads' malloc.
+ * So it is taken at most 1% of the time: after a sample that took d ns,
+ * the next waits 100 d (and at least 1 ms); in between a snapshot repeats
+ * the last sample. (malloc_trim's own before/after are always taken.) */
+static uint64_t sample_next_ns;
+
+static int sample_due(uint64_t now)
+{
+    return now >= sample_next_ns;
+}
+
+static void sampled(uint64_t t0)
+{
+    uint64_t took = mt_clock_ns(CLOCK_MONOTONIC) - t0;
+    sample_next_ns = t0 + (took * 100 > 1000000 ? took * 100 : 1000000);
+}
 static int64_t alltime_seen; /* the total's all-time peak at the last event */
 
 /* Live bytes by category: the flushed globals plus every shard's delta. */
@@ -171,8 +187,9 @@ static void check_cgroup(const mt_os_mem *m)
     if (!at)
         return;
     if (m->cg_current > at) {
+        /* the whole cgroup's doing: no thread's span is charged with it */
         if (atomic_exchange(&cgroup_armed, 0))
-            note(MT_EVENT_LIMIT);
+            atomic_fetch_add(&pending[MT_EVENT_LIMIT], 1);
     } else if (m->cg_current < at - at / 100) {
         atomic_store(&cgroup_armed, 1);
     }
@@ -220,8 +237,10 @@ static void fill(struct mt_memory_info *s, int may_sample, uint64_t frag_before)
     s->live_before = before > (int64_t)s->live_after ? (uint64_t)before : s->live_after;
     uint64_t frag;
     s->fragmentation_before = frag_before != NO_SAMPLE ? frag_before : frag_last;
-    if (may_sample && mt_os_free_bytes(&frag) == 0)
+    if (may_sample && (may_sample == 2 || sample_due(t0)) && mt_os_free_bytes(&frag) == 0) {
         frag_last = frag;
+        sampled(t0);
+    }
     s->fragmentation_after = frag_last;
     mt_os_mem m;
     mt_os_mem_read(&m);
@@ -365,7 +384,7 @@ int mt_info_malloc_trim(int (*real)(size_t), size_t pad)
         before = NO_SAMPLE;
     int rc = real(pad);
     if (rc && !mt_t.in_agent)
-        raise_event(MT_EVENT_TRIM, 1, before);
+        raise_event(MT_EVENT_TRIM, 2, before); /* 2: sample now, whenever the last was */
     return rc;
 }
 
@@ -448,12 +467,35 @@ void mt_info_after_fork_child(void)
     start_periodic();
 }
 
+/* The ratio (ns per tick, a double's bits) and the tick it was measured
+ * at: measured again once 2^24 ticks (a few ms) have passed, so a span's
+ * end usually costs no clock read. It is only kept once measured over at
+ * least 2^28 ticks (about 0.1 s) since start-up: over a shorter time the
+ * clock's own read time would make it off by more than 0.01%. */
+static _Atomic uint64_t ratio_bits, ratio_at;
+#define RATIO_REFRESH (1ull << 24)
+#define RATIO_SETTLED (1ull << 28)
+
 uint64_t mt_ticks_to_ns(uint64_t ticks)
 {
-    uint64_t dt = mt_ticks() - tick0, dn = mt_clock_ns(CLOCK_MONOTONIC) - ns0;
-    if (dt == 0 || dn == 0)
-        return ticks;
-    return (uint64_t)((double)ticks * (double)dn / (double)dt);
+    uint64_t now = mt_ticks(), at = atomic_load_explicit(&ratio_at, memory_order_acquire);
+    double r;
+    if (MT_LIKELY(at != 0 && now - at < RATIO_REFRESH)) {
+        uint64_t bits = atomic_load_explicit(&ratio_bits, memory_order_relaxed);
+        memcpy(&r, &bits, sizeof r);
+    } else {
+        uint64_t dt = now - tick0, dn = mt_clock_ns(CLOCK_MONOTONIC) - ns0;
+        if (dt == 0 || dn == 0)
+            return ticks;
+        r = (double)dn / (double)dt;
+        uint64_t bits;
+        memcpy(&bits, &r, sizeof bits);
+        if (dt >= RATIO_SETTLED) {
+            atomic_store_explicit(&ratio_bits, bits, memory_order_relaxed);
+            atomic_store_explicit(&ratio_at, now, memory_order_release);
+        }
+    }
+    return (uint64_t)((double)ticks * r);
 }
 
 void mt_info_add_alloc_ticks(uint64_t ticks)

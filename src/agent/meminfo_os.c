@@ -12,6 +12,7 @@
 #include <malloc.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/allocator.h"
@@ -20,6 +21,8 @@
 enum { F_STATM, F_MEMINFO, F_CG_CURRENT, F_CG_HIGH, F_CG_MAX, F_COUNT };
 
 static int fds[F_COUNT] = {-1, -1, -1, -1, -1};
+static dev_t fd_dev[F_COUNT]; /* what each descriptor was opened on: a program */
+static ino_t fd_ino[F_COUNT]; /* that closes it and reuses the number is not read */
 static char paths[F_COUNT][512];
 static long page_size = 4096;
 
@@ -36,14 +39,36 @@ static int open_ro(const char *path)
     return fd;
 }
 
-/* The file's start into buf (NUL-terminated); its length, or -1. */
+/* Whether fds[f] is still the file the agent opened. */
+static int still_ours(int f)
+{
+    struct stat st;
+    return fds[f] >= 0 && fstat(fds[f], &st) == 0 && st.st_dev == fd_dev[f] && st.st_ino == fd_ino[f];
+}
+
+static void open_file(int f)
+{
+    struct stat st;
+    fds[f] = open_ro(paths[f]);
+    if (fds[f] >= 0 && fstat(fds[f], &st) == 0) {
+        fd_dev[f] = st.st_dev;
+        fd_ino[f] = st.st_ino;
+    } else if (fds[f] >= 0) {
+        close(fds[f]);
+        fds[f] = -1;
+    }
+}
+
+/* The file's start into buf (NUL-terminated); its length, or -1. A
+ * descriptor the program closed (or closed and reused) is left to it, and
+ * the file opened again. */
 static ssize_t read_file(int f, char *buf, size_t cap)
 {
+    if (!paths[f][0])
+        return -1;
+    if (!still_ours(f))
+        open_file(f);
     ssize_t n = fds[f] >= 0 ? pread(fds[f], buf, cap - 1, 0) : -1;
-    if (n < 0 && paths[f][0] && (fds[f] < 0 || errno == EBADF)) { /* the program closed it */
-        fds[f] = open_ro(paths[f]);
-        n = fds[f] >= 0 ? pread(fds[f], buf, cap - 1, 0) : -1;
-    }
     if (n <= 0)
         return -1;
     buf[n] = '\0';
@@ -95,7 +120,7 @@ static int cgroup_file(int f, const char *dir, size_t dlen, const char *name)
         return -1;
     }
     mt_out_cstr(&o);
-    fds[f] = open_ro(paths[f]);
+    open_file(f);
     if (fds[f] < 0)
         paths[f][0] = '\0';
     return fds[f] < 0 ? -1 : 0;
@@ -142,7 +167,7 @@ void mt_os_mem_open(void)
 {
     int saved = errno;
     for (int f = 0; f < F_COUNT; f++) {
-        if (fds[f] >= 0)
+        if (still_ours(f)) /* never a descriptor the program reused */
             close(fds[f]);
         fds[f] = -1;
         paths[f][0] = '\0';
@@ -151,8 +176,8 @@ void mt_os_mem_open(void)
     page_size = ps > 0 ? ps : 4096;
     strcpy(paths[F_STATM], "/proc/self/statm");
     strcpy(paths[F_MEMINFO], "/proc/meminfo");
-    fds[F_STATM] = open_ro(paths[F_STATM]);
-    fds[F_MEMINFO] = open_ro(paths[F_MEMINFO]);
+    open_file(F_STATM);
+    open_file(F_MEMINFO);
     find_cgroup();
     errno = saved;
 }

@@ -275,7 +275,7 @@ MT_EXPORT int madvise(void *addr, size_t len, int advice)
     if (rc == 0 && mt_rs_active() && !mt_t.in_agent && discards(advice))
         mt_rs_send_range(MT_RS_AG_DISCARD, (uintptr_t)addr, PAGE_UP(len));
     if (rc == 0 && !mt_t.in_agent && (discards(advice) || advice == MADV_FREE)) /* memory info */
-        mt_info_event(MT_EVENT_TRIM, 1);
+        mt_info_event(MT_EVENT_TRIM, 0); /* not sampled: as the mapping hooks (vm_hooks.c) */
     return rc;
 }
 

@@ -243,6 +243,11 @@ MT_EXPORT int mt_span_begin(const char *name)
     return rc;
 }
 
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
 static void record(const span_level *l, uint64_t t1)
 {
     uint64_t ticks = t1 - l->t0, mem_ticks = mt_t.mem_ticks - l->mem0;
@@ -344,25 +349,35 @@ static void write_hist(mt_out *o, int id, span_hist *h)
         uint64_t count = ld(&k->count);
         if (!count)
             continue;
+        /* Spans end while this reads (relaxed adds, field by field): the
+         * figures are made to hang together as the reader demands. */
+        uint64_t aff = min_u64(ld(&k->affected), count), mult = min_u64(ld(&k->multiple), aff);
+        uint64_t events = ld(&k->events), dur = ld(&k->duration_ns), mem = min_u64(ld(&k->memory_ns), dur);
+        uint64_t adur = min_u64(ld(&k->affected_duration_ns), dur);
+        uint64_t amem = min_u64(min_u64(ld(&k->affected_memory_ns), mem), adur);
+        if (events < aff + mult)
+            events = aff + mult;
+        if (!aff)
+            adur = amem = 0;
         write_bounds(o, "\nspan", id, b);
         mt_out_str(o, " count=");
         mt_out_u64(o, count);
         mt_out_str(o, " affected=");
-        mt_out_u64(o, ld(&k->affected));
+        mt_out_u64(o, aff);
         mt_out_str(o, " multiple=");
-        mt_out_u64(o, ld(&k->multiple));
+        mt_out_u64(o, mult);
         mt_out_str(o, " events=");
-        mt_out_u64(o, ld(&k->events));
+        mt_out_u64(o, events);
         mt_out_str(o, " duration_ns=");
-        mt_out_u64(o, ld(&k->duration_ns));
+        mt_out_u64(o, dur);
         mt_out_str(o, " memory_ns=");
-        mt_out_u64(o, ld(&k->memory_ns));
+        mt_out_u64(o, mem);
         mt_out_str(o, " faults=");
         mt_out_u64(o, ld(&k->faults));
         mt_out_str(o, " affected_duration_ns=");
-        mt_out_u64(o, ld(&k->affected_duration_ns));
+        mt_out_u64(o, adur);
         mt_out_str(o, " affected_memory_ns=");
-        mt_out_u64(o, ld(&k->affected_memory_ns));
+        mt_out_u64(o, amem);
     }
     for (unsigned b = 0; b < NBUCKETS; b++) {
         uint64_t count = ld(&h->by_memory[b]);

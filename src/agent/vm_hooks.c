@@ -105,7 +105,13 @@ static void *mmap_call(void *addr, size_t len, int prot, int flags, int fd, off_
     /* The agent's own mappings (session buffers among them) are no events. */
     if (p != MAP_FAILED && !mt_t.in_agent) {
         mt_vm_event(XE_EV_MMAP, p, len, cat);
-        mt_info_event(MT_EVENT_GROW, cat != MT_CAT_HEAP); /* another allocator's lock may be held */
+        /* Memory taken from the OS: not a file's pages, not a PROT_NONE
+         * reservation. Never sampled here: a signal handler's mmap may
+         * have interrupted this thread inside the allocator (mallinfo2
+         * would wait for a lock this thread holds), and another
+         * allocator's lock may be held. */
+        if (!file && prot != PROT_NONE)
+            mt_info_event(MT_EVENT_GROW, 0);
     }
     return p;
 }
@@ -146,7 +152,8 @@ static int munmap_call(void *addr, size_t len)
     mt_vm_unlock();
     if (rc == 0 && !mt_t.in_agent) {
         mt_vm_event(XE_EV_MUNMAP, addr, len, cat);
-        mt_info_event(MT_EVENT_TRIM, cat != MT_CAT_HEAP);
+        if (cat != MT_CAT_FILES) /* sampled never: see mmap_call */
+            mt_info_event(MT_EVENT_TRIM, 0);
     }
     return rc;
 }
@@ -204,7 +211,7 @@ static void *mremap_call(void *old, size_t oldlen, size_t newlen, int flags, voi
             mt_vm_event(XE_EV_MUNMAP, old, oldlen, cat);
         mt_vm_event(XE_EV_MMAP, p, newlen, cat);
         if (newlen != (gone ? oldlen : 0)) /* memory info */
-            mt_info_event(newlen > (gone ? oldlen : 0) ? MT_EVENT_GROW : MT_EVENT_TRIM, cat != MT_CAT_HEAP);
+            mt_info_event(newlen > (gone ? oldlen : 0) ? MT_EVENT_GROW : MT_EVENT_TRIM, 0);
     }
     return p;
 }
@@ -231,7 +238,7 @@ static void break_event(uintptr_t before, uintptr_t after, unsigned cat)
         mt_vm_event(XE_EV_MMAP, (void *)before, after - before, cat);
     else
         mt_vm_event(XE_EV_MUNMAP, (void *)after, before - after, cat);
-    mt_info_event(after > before ? MT_EVENT_GROW : MT_EVENT_TRIM, cat != MT_CAT_HEAP);
+    mt_info_event(after > before ? MT_EVENT_GROW : MT_EVENT_TRIM, 0);
 }
 
 /* The pages the break gained (Heap, with the call's stack) or lost. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #define REQUEST_MAX 8192       /* request line and headers */
+#define REFUSED_TIMEOUT_MS 200 /* a refused client's request */
 #define CLIENT_TIMEOUT_MS 5000 /* to send the request, and to take the answer */
 
 /* ---- --listen ------------------------------------------------------------ */
@@ -230,9 +231,9 @@ static void on_stop(int sig)
 
 /* Reads until the end of the headers. The length read, 0 when the client
  * closed or was too slow, -E2BIG when the headers are too long. */
-static ssize_t read_request(int fd, char *buf, size_t cap, const sigset_t *open_mask)
+static ssize_t read_request(int fd, char *buf, size_t cap, int64_t timeout_ms, const sigset_t *open_mask)
 {
-    int64_t deadline = now_ms() + CLIENT_TIMEOUT_MS;
+    int64_t deadline = now_ms() + timeout_ms;
     size_t len = 0;
     while (!stop_signal) {
         int w = wait_fd(fd, POLLIN, deadline, open_mask);
@@ -349,11 +350,15 @@ static void serve_connection(struct http_server *s, int fd, http_handler handler
     char *buf = malloc(REQUEST_MAX);
     if (!buf)
         return;
-    /* The request is read first, whoever sent it: closing with unread
-     * bytes would reset the connection before the client reads the 403. */
-    ssize_t n = read_request(fd, buf, REQUEST_MAX, open_mask);
+    /* Who it is comes first: a refused client gets a short wait for its
+     * request (closing with unread bytes would reset the connection
+     * before it reads the 403), not the full client timeout, so another
+     * user cannot hold the exporter with slow connections. */
+    bool allowed = client_allowed(s, fd);
+    ssize_t n =
+        read_request(fd, buf, REQUEST_MAX, allowed ? CLIENT_TIMEOUT_MS : REFUSED_TIMEOUT_MS, open_mask);
     struct http_request req;
-    if (n != 0 && !client_allowed(s, fd)) {
+    if (n != 0 && !allowed) {
         respond_text(fd, 403, "memtrail exporter: only its own user's clients are served\n", open_mask);
     } else if (n == -E2BIG) {
         respond_text(fd, 431, "request headers too large\n", open_mask);

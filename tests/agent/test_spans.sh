@@ -105,7 +105,7 @@ if check == "server":
             else:
                 free.remove(hit)
         ok("spans: %s stalled requests land in the buckets of their measured latency" % name,
-           len(mine) >= len(theirs) and not wrong, "program %s vs buckets %s" % (mine[:8], theirs[:8]))
+           len(mine) >= len(theirs) and not wrong, "program %s vs buckets %s; unmatched %s" % (mine, theirs, wrong))
         memory = sum(x["memory_ns"] for x in stalled)
         inj = l[("injected", name)]
         ok("spans: %s memory time of the stalled requests within 10%% of the injected stalls" % name,
