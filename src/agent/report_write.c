@@ -86,14 +86,7 @@ static void write_cmdline(mt_out *o)
         }
         for (; pending > 0; pending--)
             mt_out_char(o, ' ');
-        if (c == ' ')
-            mt_out_str(o, "\\s");
-        else if (c == '\n')
-            mt_out_str(o, "\\n");
-        else if (c == '\\')
-            mt_out_str(o, "\\\\");
-        else
-            mt_out_char(o, c);
+        mt_out_word_char(o, c);
     }
 }
 

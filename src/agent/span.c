@@ -303,17 +303,8 @@ MT_EXPORT int mt_span_end(void)
 
 static void write_name(mt_out *o, const span_name *n)
 {
-    for (unsigned i = 0; i < n->len; i++) {
-        char c = n->text[i];
-        if (c == ' ')
-            mt_out_str(o, "\\s");
-        else if (c == '\n')
-            mt_out_str(o, "\\n");
-        else if (c == '\\')
-            mt_out_str(o, "\\\\");
-        else
-            mt_out_char(o, c);
-    }
+    for (unsigned i = 0; i < n->len; i++)
+        mt_out_word_char(o, n->text[i]);
 }
 
 static void write_bounds(mt_out *o, const char *line, int id, unsigned b)

@@ -172,3 +172,15 @@ void mt_out_field(mt_out *o, const char *key, int64_t v)
     mt_out_char(o, '=');
     mt_out_i64(o, v);
 }
+
+void mt_out_word_char(mt_out *o, char c)
+{
+    if (c == ' ')
+        mt_out_str(o, "\\s");
+    else if (c == '\n')
+        mt_out_str(o, "\\n");
+    else if (c == '\\')
+        mt_out_str(o, "\\\\");
+    else
+        mt_out_char(o, c);
+}

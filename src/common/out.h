@@ -30,6 +30,9 @@ void mt_out_char(mt_out *o, char c);
  * one-line message: printable ASCII as it is, any other byte as \xNN, so
  * that a value can neither end the line nor drive the terminal. */
 void mt_out_shown(mt_out *o, const char *s, size_t n);
+/* c as a report line writes a word of free text (docs/report-format.md's
+ * cmdline rule): a space as \s, a newline as \n, a backslash as \\. */
+void mt_out_word_char(mt_out *o, char c);
 void mt_out_u64(mt_out *o, uint64_t v);
 void mt_out_i64(mt_out *o, int64_t v);
 void mt_out_hex(mt_out *o, uint64_t v); /* 0x-prefixed */

@@ -49,6 +49,23 @@ static void view_of(const struct report_span_bucket *b, size_t n, const struct i
     v->nbands = o->npercentiles + 1;
 }
 
+/* Every span name's buckets merged (*all, to free) and the view of them
+ * (*v, to free), for the printers. 0 or -ENOMEM. */
+static int spans_view_new(const struct report *r, const struct info_options *o,
+                          struct report_span_bucket **all, struct spans_view **v)
+{
+    size_t n;
+    if (info_merge_spans(r, all, &n) < 0)
+        return -ENOMEM;
+    *v = malloc(sizeof **v);
+    if (!*v) {
+        free(*all);
+        return -ENOMEM;
+    }
+    view_of(*all, n, o, *v);
+    return 0;
+}
+
 /* "99.9" for 99900000 (10^-6 %). */
 static const char *pct_name(char buf[32], int64_t p)
 {
@@ -212,15 +229,9 @@ static int text_spans(FILE *out, const struct report *r, const struct info_optio
         return 0;
     }
     struct report_span_bucket *all;
-    size_t n;
-    if (info_merge_spans(r, &all, &n) < 0)
+    struct spans_view *v;
+    if (spans_view_new(r, o, &all, &v) < 0)
         return -ENOMEM;
-    struct spans_view *v = malloc(sizeof *v);
-    if (!v) {
-        free(all);
-        return -ENOMEM;
-    }
-    view_of(all, n, o, v);
     text_figures(out, "  ", &v->total);
     text_bands(out, v);
     for (size_t i = 0; r->nspans > 1 && i < r->nspans; i++) {
@@ -354,20 +365,14 @@ static int json_spans(mt_json *j, const struct report *r, const struct info_opti
         return 0;
     }
     struct report_span_bucket *all;
-    size_t n;
-    if (info_merge_spans(r, &all, &n) < 0)
+    struct spans_view *v;
+    if (spans_view_new(r, o, &all, &v) < 0)
         return -ENOMEM;
-    struct spans_view *v = malloc(sizeof *v);
-    if (!v) {
-        free(all);
-        return -ENOMEM;
-    }
     mt_json_object_begin(j);
     mt_json_ki64(j, "names", (int64_t)r->nspans);
     mt_json_ki64(j, "unmatched_ends", r->spans_unmatched_ends);
     mt_json_ki64(j, "dropped", r->spans_dropped);
     mt_json_kbool(j, "faults_counted", r->span_faults);
-    view_of(all, n, o, v);
     json_view(j, v);
     if (r->nspans > 1) {
         mt_json_key(j, "by_name");
