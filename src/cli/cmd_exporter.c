@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,11 +79,10 @@ static int ask_report(const struct exporter *x, long pid, const char *request, s
     size_t len = 0;
     *reply = NULL;
     memset(r, 0, sizeof *r);
-    cli_quiet = 1; /* the reasons are t->failure's, told as each page wants */
+    /* the caller set cli_quiet: the reasons are t->failure's, told as each page wants */
     int rc = query_open(pid, "exporter", t);
     if (rc == 0)
         rc = query_ask(t, request, x->timeout_ms, reply, &len);
-    cli_quiet = 0;
     if (rc != 0)
         return -1;
     char name[64];
@@ -92,6 +92,50 @@ static int ask_report(const struct exporter *x, long pid, const char *request, s
         return -1;
     }
     return 0;
+}
+
+/* One process's answer to /metrics, asked on a thread of its own. */
+struct asked {
+    const struct exporter *x;
+    long pid;
+    struct query_target t;
+    char *reply;
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc;
+};
+
+static void *ask_one(void *arg)
+{
+    struct asked *a = arg;
+    a->rc = ask_report(a->x, a->pid, "summary\n", &a->t, &a->reply, &a->r, a->err, sizeof a->err);
+    return NULL;
+}
+
+/* Asks every process at once (ASK_AT_ONCE threads at a time), so a page
+ * takes about one --timeout however many processes are stopped, within
+ * Prometheus's scrape timeout. */
+#define ASK_AT_ONCE 32
+static void ask_all(const struct exporter *x, const long *pids, size_t npids, struct asked *asked)
+{
+    cli_quiet = 1;
+    for (size_t from = 0; from < npids; from += ASK_AT_ONCE) {
+        size_t to = from + ASK_AT_ONCE < npids ? from + ASK_AT_ONCE : npids;
+        pthread_t th[ASK_AT_ONCE];
+        bool started[ASK_AT_ONCE] = {false};
+        for (size_t i = from; i < to; i++) {
+            asked[i].x = x;
+            asked[i].pid = pids[i];
+            asked[i].rc = -1;
+            started[i - from] = pthread_create(&th[i - from], NULL, ask_one, &asked[i]) == 0;
+            if (!started[i - from])
+                ask_one(&asked[i]); /* no thread to spare: ask it here */
+        }
+        for (size_t i = from; i < to; i++)
+            if (started[i - from])
+                pthread_join(th[i - from], NULL);
+    }
+    cli_quiet = 0;
 }
 
 /* /metrics: every process that answers; those that do not are named in
@@ -111,18 +155,26 @@ static int page_metrics(const struct exporter *x, FILE *body)
         fputs("out of memory\n", body);
         return 500;
     }
+    struct asked *asked = calloc(npids ? npids : 1, sizeof *asked);
+    if (!asked) {
+        free(pids), free(reports), free(answered);
+        fputs("out of memory\n", body);
+        return 500;
+    }
+    ask_all(x, pids, npids, asked);
     size_t n = 0, skipped = 0;
     for (size_t i = 0; i < npids; i++) {
-        struct query_target t;
-        char *reply = NULL, err[REPORT_ERR_MAX], why[REPORT_ERR_MAX];
-        if (ask_report(x, pids[i], "summary\n", &t, &reply, &reports[n], err, sizeof err) == 0) {
+        struct asked *a = &asked[i];
+        if (a->rc == 0) {
+            reports[n] = a->r;
             answered[n] = &reports[n];
             n++;
         } else {
-            const char *text =
-                t.failure == -EBADMSG ? err : failure_text(&t, reply, x->timeout_ms, why, sizeof why);
-            report_free(&reports[n]); /* what a bad answer held before its fault */
-            memset(&reports[n], 0, sizeof reports[n]);
+            char why[REPORT_ERR_MAX];
+            const char *text = a->t.failure == -EBADMSG
+                                   ? a->err
+                                   : failure_text(&a->t, a->reply, x->timeout_ms, why, sizeof why);
+            report_free(&a->r); /* what a bad answer held before its fault */
             if (*text) {
                 fprintf(body, "# memtrail: process %ld skipped: ", pids[i]);
                 for (const char *p = text; *p; p++) /* one comment line */
@@ -131,9 +183,10 @@ static int page_metrics(const struct exporter *x, FILE *body)
                 skipped++;
             }
         }
-        free(reply);
-        query_close(&t);
+        free(a->reply);
+        query_close(&a->t);
     }
+    free(asked);
     int prc = metrics_print(body, answered, n);
     fprintf(body,
             "# HELP memtrail_exporter_processes Processes asked for this page: answered, or skipped (no "
@@ -163,7 +216,10 @@ static int page_heap(const struct exporter *x, const char *query, FILE *body, co
     struct report r;
     char *reply = NULL, err[REPORT_ERR_MAX], why[REPORT_ERR_MAX];
     int status = 200;
-    if (ask_report(x, pid, "detail\n", &t, &reply, &r, err, sizeof err) != 0) {
+    cli_quiet = 1;
+    int asked_rc = ask_report(x, pid, "detail\n", &t, &reply, &r, err, sizeof err);
+    cli_quiet = 0;
+    if (asked_rc != 0) {
         switch (t.failure) {
         case -ESRCH: fprintf(body, "no process with pid %ld\n", pid), status = 404; break;
         case -EPERM: fprintf(body, "process %ld is not one of yours\n", pid), status = 403; break;
