@@ -97,6 +97,34 @@ int report_rd_string(struct reader *rd, char **dst, const char *value)
     return 0;
 }
 
+int report_rd_unescape_word(struct reader *rd, char *s, const char *lone_name, const char *bad_name)
+{
+    char *o = s;
+    for (const char *p = s; *p; p++) {
+        if (*p != '\\') {
+            *o++ = *p;
+            continue;
+        }
+        if (p[1] == 's')
+            *o++ = ' ';
+        else if (p[1] == 'n')
+            *o++ = '\n';
+        else if (p[1] == '\\')
+            *o++ = '\\';
+        else {
+            char c = p[1];
+            *o = '\0';
+            if (c == '\0')
+                return report_rd_fail(rd, -EBADMSG, "%s ends in a lone backslash", lone_name);
+            return report_rd_fail(rd, -EBADMSG, "bad escape '\\%c' in %s (expected \\s, \\n or \\\\)",
+                                  c >= 0x20 && c < 0x7f ? c : '?', bad_name);
+        }
+        p++;
+    }
+    *o = '\0';
+    return 0;
+}
+
 /* Split the cmdline value on single spaces and undo \s, \n and \\. */
 static int parse_cmdline(struct reader *rd, struct report *r, const char *value)
 {
@@ -111,34 +139,18 @@ static int parse_cmdline(struct reader *rd, struct report *r, const char *value)
     const char *p = value;
     for (size_t i = 0; i < n; i++) {
         size_t len = strcspn(p, " ");
-        char *arg = malloc(len + 1), *o = arg;
+        char *arg = malloc(len + 1);
         if (!arg)
             return report_rd_fail(rd, -ENOMEM, "out of memory");
         r->argv[r->argc++] = arg;
-        for (size_t j = 0; j < len; j++) {
-            if (p[j] != '\\') {
-                *o++ = p[j];
-                continue;
-            }
-            char c = j + 1 < len ? p[j + 1] : '\0';
-            if (c == 's')
-                *o++ = ' ';
-            else if (c == 'n')
-                *o++ = '\n';
-            else if (c == '\\')
-                *o++ = '\\';
-            else {
-                *o = '\0'; /* r keeps the argument as far as it was good */
-                if (c == '\0')
-                    return report_rd_fail(rd, -EBADMSG, "cmdline argument %zu ends in a lone backslash",
-                                          i + 1);
-                return report_rd_fail(rd, -EBADMSG,
-                                      "bad escape '\\%c' in cmdline (expected \\s, \\n or \\\\)",
-                                      c >= 0x20 && c < 0x7f ? c : '?');
-            }
-            j++;
-        }
-        *o = '\0';
+        memcpy(arg, p, len);
+        arg[len] = '\0';
+        char lone[48];
+        snprintf(lone, sizeof lone, "cmdline argument %zu", i + 1);
+        int rc =
+            report_rd_unescape_word(rd, arg, lone, "cmdline"); /* on error r keeps it as far as it was good */
+        if (rc < 0)
+            return rc;
         p += len + (p[len] == ' ');
     }
     return 0;

@@ -197,32 +197,6 @@ static int parse_info(struct reader *rd, struct report *r, char *value)
 
 /* --- spans --------------------------------------------------------------- */
 
-/* Undo the \s, \n and \\ escapes of a span name, in place. */
-static int unescape_name(struct reader *rd, char *s)
-{
-    char *o = s;
-    for (const char *p = s; *p; p++) {
-        if (*p != '\\') {
-            *o++ = *p;
-            continue;
-        }
-        if (p[1] == 's')
-            *o++ = ' ';
-        else if (p[1] == 'n')
-            *o++ = '\n';
-        else if (p[1] == '\\')
-            *o++ = '\\';
-        else if (p[1] == '\0')
-            return report_rd_fail(rd, -EBADMSG, "span name ends in a lone backslash");
-        else
-            return report_rd_fail(rd, -EBADMSG, "bad escape '\\%c' in span name (expected \\s, \\n or \\\\)",
-                                  p[1] >= 0x20 && p[1] < 0x7f ? p[1] : '?');
-        p++;
-    }
-    *o = '\0';
-    return 0;
-}
-
 struct span_name_line {
     int64_t id, count;
 };
@@ -257,7 +231,7 @@ static int parse_span_name(struct reader *rd, struct report *r, char *value)
         return report_rd_fail(rd, -EBADMSG, "duplicate span_name line for id %" PRId64, sl.id);
     if (*name == '\0')
         return report_rd_fail(rd, -EBADMSG, "empty name in span_name line for id %" PRId64, sl.id);
-    if ((rc = unescape_name(rd, name)) < 0)
+    if ((rc = report_rd_unescape_word(rd, name, "span name", "span name")) < 0)
         return rc;
     struct report_span span = {.id = sl.id, .count = sl.count, .name = strdup(name)};
     if (!span.name || report_grow(&r->spans, &rd->spans_cap, r->nspans + 1, sizeof span, 8) < 0 ||

@@ -29,6 +29,10 @@ struct reader {
 /* "NAME: line N: what" (or "NAME: what" when lineno is 0) into rd's
  * buffer; returns code. */
 int report_rd_fail(struct reader *rd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Undoes a free-text word's escapes in place (\s, \n, \\: the cmdline
+ * rule of docs/report-format.md), keeping what was good on an error:
+ * "LONE_NAME ends in a lone backslash", "bad escape '\x' in BAD_NAME". */
+int report_rd_unescape_word(struct reader *rd, char *s, const char *lone_name, const char *bad_name);
 
 /* A value as it may appear inside '...' in a message: at most 40 bytes,
  * non-printable bytes shown as '?', so a binary file cannot garble the
