@@ -94,17 +94,11 @@ int info_cli_query(long pid, const char *cmd_name, int timeout_s, bool json, con
         char name[64], err[REPORT_ERR_MAX];
         snprintf(name, sizeof name, "process %ld", pid);
         struct report r;
-        FILE *f = fmemopen(buf, len ? len : 1, "r");
-        if (!f) {
-            rc = cli_error("fmemopen: %s", strerror(errno));
-        } else {
-            int rrc = report_read_stream(f, name, &r, err, sizeof err);
-            fclose(f);
-            if (rrc == 0)
-                snprintf(err, sizeof err, "%s", name);
-            rc = info_cli_print(&r, rrc, err, json, o);
-            report_free(&r);
-        }
+        int rrc = query_read_report(buf, len, name, &r, err, sizeof err);
+        if (rrc == 0)
+            snprintf(err, sizeof err, "%s", name);
+        rc = info_cli_print(&r, rrc, err, json, o);
+        report_free(&r);
     }
     free(buf);
     query_close(&t);
