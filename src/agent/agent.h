@@ -84,6 +84,15 @@ static inline void mt_start(void)
         !mt_t.in_agent)
         mt_init_slow();
 }
+/* For the public API's functions: the agent runs and tracks (starting it
+ * if this call comes first). */
+static inline int mt_api_ready(void)
+{
+    if (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)))
+        return 1;
+    mt_start();
+    return atomic_load(&mt_state) == MT_STATE_READY && mt_tracking;
+}
 /* Reports a heap error (double free, overwritten canary) on stderr and
  * aborts when on_error=abort. `what` names the error. */
 void mt_heap_error(const char *what, const void *p, uint64_t size, unsigned cat);

@@ -6,15 +6,9 @@
 #include "agent/agent.h"
 #include "agent/counters.h"
 
-static int ready(void)
-{
-    mt_start();
-    return atomic_load(&mt_state) == MT_STATE_READY && mt_tracking;
-}
-
 MT_EXPORT int mt_tag_push(const char *name)
 {
-    if (!ready())
+    if (!mt_api_ready())
         return -ENOSYS;
     if (mt_t.depth >= MT_TAG_DEPTH)
         return -EOVERFLOW;
@@ -28,7 +22,7 @@ MT_EXPORT int mt_tag_push(const char *name)
 
 MT_EXPORT int mt_tag_pop(void)
 {
-    if (!ready())
+    if (!mt_api_ready())
         return -ENOSYS;
     if (mt_t.depth == 0)
         return -ENOENT;
@@ -38,7 +32,7 @@ MT_EXPORT int mt_tag_pop(void)
 
 MT_EXPORT int mt_report_write(const char *path)
 {
-    if (!ready())
+    if (!mt_api_ready())
         return -ENOSYS;
     int rc = mt_report_write_to(path, "api");
     /* Cancellation waits while the report is written (it holds locks) and
@@ -49,5 +43,5 @@ MT_EXPORT int mt_report_write(const char *path)
 
 MT_EXPORT int mt_is_active(void)
 {
-    return ready();
+    return mt_api_ready();
 }

@@ -193,14 +193,6 @@ static void bucket_bounds(unsigned b, uint64_t *lo, uint64_t *hi)
 
 /* ---- begin and end ----------------------------------------------------- */
 
-static int ready(void)
-{
-    if (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)))
-        return 1;
-    mt_start();
-    return atomic_load(&mt_state) == MT_STATE_READY && mt_tracking;
-}
-
 static uint64_t thread_faults(void)
 {
     struct rusage ru;
@@ -218,7 +210,7 @@ static void set_depth(unsigned depth)
 
 MT_EXPORT int mt_span_begin(const char *name)
 {
-    if (!ready())
+    if (!mt_api_ready())
         return -ENOSYS;
     if (sp.depth == SPAN_DEPTH) {
         /* Not pushed, but its end must not pop an open level. */
@@ -280,7 +272,7 @@ static void record(const span_level *l, uint64_t t1)
 MT_EXPORT int mt_span_end(void)
 {
     uint64_t t1 = mt_ticks();
-    if (!ready())
+    if (!mt_api_ready())
         return -ENOSYS;
     if (sp.over) {
         sp.over--;
