@@ -9,6 +9,31 @@ enum { MT_ALLOC_GLIBC, MT_ALLOC_JEMALLOC, MT_ALLOC_TCMALLOC, MT_ALLOC_MIMALLOC, 
 extern int mt_alloc_kind;
 extern uintptr_t mt_alloc_text_lo, mt_alloc_text_hi; /* its code, when not glibc: its mmaps are heap */
 
+/* glibc's chunk header sits right under the pointer its malloc returns:
+ * the previous chunk's size (for a chunk glibc mapped for itself, the
+ * bytes of the mapping before it: alignment) and the chunk's size, whose
+ * bit 0x2 is IS_MMAPPED. 1 and the mapping [*start, *start + *len) (as
+ * glibc's munmap_chunk computes it) for such a chunk; 0 otherwise, and
+ * under any other allocator. */
+static inline int mt_glibc_mapped_chunk(const void *real, uintptr_t *start, uint64_t *len)
+{
+    if (mt_alloc_kind != MT_ALLOC_GLIBC || !real)
+        return 0;
+    const size_t *chunk = (const size_t *)real - 2;
+    size_t prev = chunk[0], size = chunk[1];
+    if (!(size & 2))
+        return 0;
+    *start = (uintptr_t)chunk - prev;
+    *len = prev + (size & ~(size_t)7);
+    return 1;
+}
+static inline int mt_glibc_is_mapped(const void *real)
+{
+    uintptr_t start;
+    uint64_t len;
+    return mt_glibc_mapped_chunk(real, &start, &len);
+}
+
 /* Once at start-up, with the real malloc dlsym found. */
 void mt_allocator_detect(void *real_malloc);
 /* 1 (and the file's name in who) when another allocator's malloc comes

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/allocator.h"
 #include "agent/block.h"
 #include "agent/counters.h"
 #include "agent/meminfo.h"
@@ -229,7 +230,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
         mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
     mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
-    if (MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_info_is_mapped(real)) /* memory info: GROW */
+    if (MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped(real)) /* memory info: GROW */
         mt_info_block_mapped(size, 1);
     return p;
 }
@@ -242,7 +243,7 @@ static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat
     memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
     if (mt_rs_active())
         mt_rs_block_free((char *)p - (1ull << shift));
-    int mapped = MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_info_is_mapped((char *)p - (1ull << shift));
+    int mapped = MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped((char *)p - (1ull << shift));
     mt_real_fn.free((char *)p - (1ull << shift));
     if (MT_UNLIKELY(mapped)) /* memory info: TRIM */
         mt_info_block_mapped(size, 0);
@@ -424,7 +425,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         int to_rs = mt_rs_active();
         if (to_rs && mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len))
             rs_before = mt_clock_ns(CLOCK_MONOTONIC);
-        int was_mapped = size >= MT_INFO_MAPPED_MIN && mt_info_is_mapped((char *)p - MT_HDR_SIZE);
+        int was_mapped = size >= MT_INFO_MAPPED_MIN && mt_glibc_is_mapped((char *)p - MT_HDR_SIZE);
         memcpy(&saved, (char *)p + at, sizeof saved);
         memcpy((char *)p + at, &tomb, sizeof tomb);
         char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
@@ -438,7 +439,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
             return NULL; /* the old block is as it was */
         if (to_rs)
             mt_rs_block_moved(rs_start, rs_len, real, rs_before);
-        int is_mapped = n >= MT_INFO_MAPPED_MIN && mt_info_is_mapped(real);
+        int is_mapped = n >= MT_INFO_MAPPED_MIN && mt_glibc_is_mapped(real);
         if (was_mapped | is_mapped) /* memory info: GROW or TRIM */
             mt_info_block_resized(was_mapped, is_mapped, size, n);
         np = fill_header(real, n, cat, shift, kind, tag);

@@ -355,12 +355,6 @@ void mt_info_live_check(int64_t live)
     errno = saved;
 }
 
-int mt_info_is_mapped(const void *real)
-{
-    /* glibc's chunk header under the pointer: the size word's bit 0x2 */
-    return mt_alloc_kind == MT_ALLOC_GLIBC && (((const size_t *)real)[-1] & 2) != 0;
-}
-
 void mt_info_block_mapped(uint64_t size, int grow)
 {
     (void)size;

@@ -70,11 +70,9 @@ void mt_info_event(int kind, int may_sample);
 extern _Atomic int64_t mt_info_next_mark;
 void mt_info_live_check(int64_t live);
 /* hooks.c: only blocks of at least this size are asked about (one size
- * compare on the hot path): below it glibc never maps a block for itself. */
+ * compare on the hot path): below it glibc never maps a block for itself
+ * (allocator.h's mt_glibc_is_mapped tells which it mapped). */
 #define MT_INFO_MAPPED_MIN (128 * 1024)
-/* 1 when `real` (the allocator's pointer) is a chunk glibc mapped for
- * itself (IS_MMAPPED); 0 otherwise, and for every other allocator. */
-int mt_info_is_mapped(const void *real);
 /* hooks.c: a block of `size` bytes the allocator mapped for itself (glibc's
  * IS_MMAPPED chunk) was handed out (grow=1) or given back (grow=0). */
 void mt_info_block_mapped(uint64_t size, int grow);

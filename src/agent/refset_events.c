@@ -185,22 +185,10 @@ unsigned mt_rs_map_category(unsigned vm_cat, unsigned vm_flags)
 
 /* ---- the allocator's mmapped blocks -------------------------------------- */
 
-/* glibc's chunk header sits right under the pointer malloc returns: the
- * previous chunk's size (for an mmapped chunk, the bytes of the mapping
- * before this chunk: alignment) and this chunk's size, whose bit 0x2 is
- * IS_MMAPPED. The mapping is then [chunk - prev_size, + prev_size + size),
- * as glibc's own munmap_chunk computes it. */
+/* The mapping of a block the allocator mapped for itself (allocator.h). */
 int mt_rs_block_of(const void *real, uintptr_t *start, uint64_t *len)
 {
-    if (!rs_glibc || !real)
-        return 0;
-    const size_t *chunk = (const size_t *)real - 2;
-    size_t prev = chunk[0], size = chunk[1];
-    if (!(size & 2))
-        return 0;
-    *start = (uintptr_t)chunk - prev;
-    *len = prev + (size & ~(size_t)7);
-    return 1;
+    return rs_glibc && mt_glibc_mapped_chunk(real, start, len);
 }
 
 void mt_rs_block_new(const void *real)
