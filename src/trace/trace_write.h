@@ -7,11 +7,20 @@
  * dispatcher thread): it never allocates through malloc (its buffers and
  * zstd's workspace are mmap'd), and it writes only through the host's
  * write callback, whole chunks at a time, so a file cut anywhere holds
- * every chunk written before the cut. One writer is used by one thread. */
+ * every chunk written before the cut. One writer is used by one thread
+ * (the caller); with cfg.threads > 1 it encodes full chunks on threads
+ * of its own, but every call of the host's callbacks (write, stack,
+ * modules, ...) is still made on the caller's thread, inside one of the
+ * calls below; the same events and configuration give the same bytes
+ * whatever the threads' timing.
+ * A writer used in a fork child (which has none of the parent's encoder
+ * threads) is only destroyed there: mt_trace_writer_destroy then unmaps
+ * without joining. */
 #ifndef MT_TRACE_WRITE_H
 #define MT_TRACE_WRITE_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "trace/trace_event.h" /* mt_trace_event, enum mt_trace_type */
@@ -32,6 +41,11 @@ typedef struct mt_trace_host {
      * host calls mt_trace_write_module for each loaded module (the writer
      * skips the ones it has). */
     void (*modules)(void *ctx, struct mt_trace_writer *w);
+    /* Starts one of the writer's encoder threads (cfg.threads > 1) running
+     * fn(arg): 0 or a negative errno. NULL: pthread_create with default
+     * attributes. The agent's starts it as its own thread (in_agent, every
+     * signal blocked). */
+    int (*spawn)(void *ctx, void *(*fn)(void *), void *arg, pthread_t *out);
 } mt_trace_host;
 
 typedef struct mt_trace_write_config {
@@ -44,6 +58,9 @@ typedef struct mt_trace_write_config {
     uint32_t time_unit_ns;      /* times are stored in this unit (rounded down); 0: 1 ns, exact */
     unsigned chunk_flags;       /* testing: 0 the writer picks each chunk's coding; else 0x100 | the
                                    TRACE_F_* flags every events chunk uses */
+    unsigned threads;           /* encoder threads: 0 or 1 encode on the calling thread; N > 1: full
+                                   chunks are encoded and compressed on N threads of the writer's, at
+                                   most N in flight, and written in order by the calling thread */
 } mt_trace_write_config;
 
 /* Maps a writer (and its zstd workspace). NULL on failure. */
