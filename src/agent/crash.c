@@ -245,7 +245,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
     /* Trace mode: the trace gets what was buffered, and the report goes
      * beside it (OUTPUT.mtr), not over it. */
     const char *tmpl = NULL;
-    mt_trace_crash(); /* a trace started on demand too */
+    mt_trace_crash(cr.reason); /* a trace started on demand too */
     if (mt_site_opt.trace) {
         mt_out_init(&o, cr.tmpl, sizeof cr.tmpl, -1);
         mt_out_str(&o, mt_opt.output);

@@ -140,6 +140,7 @@ static int parse_options(const char *s)
     o.trace_time_unit_ns = mt_trace_opt.time_unit_ns;
     o.trace_level = mt_trace_opt.level;
     o.trace_chunk = mt_trace_opt.chunk_events;
+    o.trace_threads = mt_trace_opt.threads;
     o.trace_wait = mt_trace_opt.wait;
     o.crash_report = mt_crash_report_opt;
     o.follow_exec = mt_follow_exec;
@@ -164,6 +165,7 @@ static int parse_options(const char *s)
     mt_trace_opt.time_unit_ns = o.trace_time_unit_ns;
     mt_trace_opt.level = o.trace_level;
     mt_trace_opt.chunk_events = o.trace_chunk;
+    mt_trace_opt.threads = o.trace_threads;
     mt_trace_opt.wait = o.trace_wait;
     mt_crash_report_opt = o.crash_report;
     mt_follow_exec = o.follow_exec;
@@ -373,7 +375,7 @@ int mt_report_at_raw_exit(void)
     static _Atomic int done;
     if (atomic_exchange(&done, 1) || !mt_own_process())
         return 0;
-    mt_trace_crash(); /* finishes a trace, as for a crash (one started on demand too) */
+    mt_trace_crash("exit"); /* finishes a trace, as for a crash (one started on demand too) */
     if (mt_site_opt.trace)
         return 0;
     return atomic_load(&mt_hot) ? mt_report_write_to(NULL, "exit") : 0;

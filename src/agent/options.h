@@ -20,6 +20,7 @@ typedef struct mt_env_options {
     uint32_t trace_time_unit_ns;
     int trace_level;         /* zstd level */
     uint32_t trace_chunk;    /* events per chunk */
+    uint32_t trace_threads;  /* encoder threads; 0: min(CPUs, 4) */
     int trace_wait;          /* trace_loss=wait */
     int crash_report;        /* 0 or 1 */
     int follow_exec;         /* 0 or 1 */

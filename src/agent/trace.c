@@ -2,19 +2,24 @@
  * encoder that writes the trace format through the trace writer
  * (src/trace/trace_write.h).
  *
- * The session is made at start-up from the options: one current buffer
- * of trace_buffer bytes (memory_partition_mode=none, so events reach the
- * file in firing order), allow_single_event_loss unless trace_loss=wait,
- * dispatch latency 0.5 s (and chunks written once 0.5 s old), and an
- * event_file target on the output path with no size limit. All the encoding and compression runs on the
- * session's dispatcher thread; the program's threads only fill the buffer. At exit the session stops (the
- * file gets its end record, index and trailer) and one line says what was written and what was lost.
+ * The session is made at start-up from the options: trace_buffer bytes of
+ * per-CPU buffers (memory_partition_mode=per_cpu), time-ordered (every
+ * few ms the dispatcher seals them and says up to when every event is in:
+ * the encoder then merges the CPUs' events by time, trace_merge.h),
+ * no_event_loss unless trace_loss=drop, dispatch latency 0.5 s (and
+ * chunks written once 0.5 s old), and an event_file target on the output
+ * path with no size limit. The merge runs on the session's dispatcher
+ * thread, the encoding and compression on the writer's trace_threads
+ * threads; the program's threads only fill their CPU's buffer. At exit
+ * the session stops (the file gets its end record, index and trailer) and
+ * one line says what was written and what was lost.
  *
  * Nothing here allocates through malloc: state is mmap'd. */
 #include "agent/trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,12 +31,13 @@
 #include "agent/counters.h"
 #include "agent/sessions.h"
 #include "agent/site.h"
+#include "agent/trace_merge.h"
 #include "common/out.h"
 #include "common/procfs.h"
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
-mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20, .time_unit_ns = 10000};
+mt_trace_opts mt_trace_opt = {.buffer = 64ull << 20, .wait = 1, .time_unit_ns = 10000};
 _Atomic uint32_t mt_trace_last_id;
 
 /* Read once per function (a stop on the control thread may clear it while
@@ -48,6 +54,17 @@ static uint64_t files_written, files_bytes;
 _Atomic int mt_trace_stopped;         /* out of memory: 0, 1 stopping, 2 stopped */
 _Atomic uint64_t mt_trace_unrecorded; /* events fired after that */
 static struct enc_state *trace_enc;   /* the encoder's state (one session) */
+/* Why the current trace began and (once known) ended: the trace's meta
+ * records `began` and `ended` (docs/trace-format.md). */
+static const char *began = "start";
+static const char *ended = "exit";
+static char ended_buf[64];
+/* A fork child's: the parent's trace, and the fork's time and last id. */
+static char parent_trace[MT_PATH_MAX];
+static uint64_t fork_ns;
+static uint32_t fork_last_id;
+/* The start-up directory: a relative trace path is under it. */
+static char start_dir[MT_PATH_MAX];
 /* Held while a trace session is made or dropped on demand, and by the
  * out-of-memory path while it uses the session: neither pulls the
  * session from under the other. */
@@ -61,6 +78,9 @@ typedef struct enc_state {
     void *wctx;
     int open;                           /* a file is begun and not yet finished */
     uint64_t wevents0, wlost0, wbytes0; /* the writer's counts when the current file began */
+    trace_merge *merge;                 /* the CPUs' events, until the session's watermark passes them */
+    uint64_t last_ns;                   /* the last event's time handed to the writer */
+    uint64_t unstaged;                  /* events the merge had no memory for (lost, counted) */
 } enc_state;
 
 /* The session's dropped and fired counts now (a fork child inherits the
@@ -121,6 +141,39 @@ static void host_modules(void *ctx, struct mt_trace_writer *w)
     }
 }
 
+/* The writer's encoder threads: the agent's own (this runs on the
+ * dispatcher, inside the agent), with every signal blocked. */
+static int host_spawn(void *ctx, void *(*fn)(void *), void *arg, pthread_t *out)
+{
+    (void)ctx;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    mt_t.in_agent++;
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) {
+        pthread_attr_setstacksize(&attr, 256 * 1024);
+        rc = pthread_create(out, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+    }
+    mt_t.in_agent--;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        pthread_setname_np(*out, "memtrail-enc");
+    return -rc;
+}
+
+/* trace_threads=0: min(CPUs, 4). */
+static unsigned encoder_threads(void)
+{
+    if (mt_trace_opt.threads)
+        return mt_trace_opt.threads;
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    return n < 1 ? 1 : n > 4 ? 4 : (unsigned)n;
+}
+
 static mt_trace_writer *new_writer(enc_state *e)
 {
     mt_trace_write_config cfg = {
@@ -131,6 +184,7 @@ static mt_trace_writer *new_writer(enc_state *e)
         .zstd_level = mt_trace_opt.level,
         .chunk_events = mt_trace_opt.chunk_events,
         .chunk_age_ns = 500000000u,
+        .threads = encoder_threads(),
     };
     mt_trace_host host = {
         .ctx = e,
@@ -138,6 +192,7 @@ static mt_trace_writer *new_writer(enc_state *e)
         .stack = host_stack,
         .category_name = host_category_name,
         .modules = host_modules,
+        .spawn = host_spawn,
     };
     return mt_trace_writer_create(&cfg, &host);
 }
@@ -150,7 +205,11 @@ static void *enc_create(int (*write)(void *ctx, const void *buf, size_t n), void
     e->write = write;
     e->wctx = ctx;
     e->w = new_writer(e);
-    if (!e->w) {
+    e->merge = trace_merge_create(64); /* runs: CPU numbers modulo 64 */
+    if (!e->w || !e->merge) {
+        if (e->w)
+            mt_trace_writer_destroy(e->w);
+        trace_merge_destroy(e->merge);
         munmap(e, sizeof *e);
         return NULL;
     }
@@ -163,6 +222,7 @@ static void enc_destroy(void *st)
     enc_state *e = st;
     if (e->w)
         mt_trace_writer_destroy(e->w);
+    trace_merge_destroy(e->merge);
     munmap(e, sizeof *e);
 }
 
@@ -180,6 +240,22 @@ static int enc_begin(void *st)
         exe[n] = '\0';
         mt_trace_write_meta(e->w, "exe", exe);
     }
+    char num[24];
+    mt_out o;
+    mt_out_init(&o, num, sizeof num, -1);
+    mt_out_u64(&o, (uint64_t)getppid());
+    mt_trace_write_meta(e->w, "ppid", mt_out_cstr(&o));
+    mt_trace_write_meta(e->w, "began", began);
+    if (strcmp(began, "fork") == 0) {
+        mt_trace_write_meta(e->w, "parent_trace", parent_trace);
+        mt_out_init(&o, num, sizeof num, -1);
+        mt_out_u64(&o, fork_ns);
+        mt_trace_write_meta(e->w, "fork_ns", mt_out_cstr(&o));
+        mt_out_init(&o, num, sizeof num, -1);
+        mt_out_u64(&o, fork_last_id);
+        mt_trace_write_meta(e->w, "fork_last_id", mt_out_cstr(&o));
+    }
+    e->last_ns = 0;
     e->open = 1;
     return 0;
 }
@@ -192,7 +268,7 @@ static void enc_event(void *st, const xe_event *ev)
     mt_trace_event t = {
         .category = (uint8_t)ev->category,
         .thread = ev->tid,
-        .time_ns = ev->time_ns,
+        .time_ns = ev->tsc, /* the merge's key; the writer gets ns (emit_one) */
         .size = ev->size,
         .id = (uint32_t)ev->key,
     };
@@ -220,7 +296,28 @@ static void enc_event(void *st, const xe_event *ev)
         break;
     default: return;
     }
+    if (trace_merge_add(e->merge, ev->cpu, &t) != 0)
+        e->unstaged++;
+}
+
+/* One merged event to the writer, its clock in ns (never earlier than the
+ * event before: the clock's rate is refined as the run goes). */
+static void emit_one(void *ctx, const mt_trace_event *ev)
+{
+    enc_state *e = ctx;
+    mt_trace_event t = *ev;
+    t.time_ns = xe_clock_ns(ev->time_ns);
+    if (t.time_ns < e->last_ns)
+        t.time_ns = e->last_ns;
+    e->last_ns = t.time_ns;
     (void)mt_trace_write_event(e->w, &t);
+}
+
+static void enc_watermark(void *st, uint64_t tsc)
+{
+    enc_state *e = st;
+    if (e->w)
+        trace_merge_emit(e->merge, tsc, emit_one, e);
 }
 
 static void enc_flush(void *st)
@@ -235,6 +332,8 @@ static void enc_end(void *st)
     enc_state *e = st;
     if (!e->open || !e->w)
         return;
+    trace_merge_emit(e->merge, UINT64_MAX, emit_one, e); /* a stop gave the last watermark already */
+    mt_trace_write_meta(e->w, "ended", ended);
     e->open = 0;
     uint64_t lost, fired;
     session_counts(&lost, &fired);
@@ -244,8 +343,9 @@ static void enc_end(void *st)
     mt_trace_write_stats ws;
     mt_trace_write_get_stats(e->w, &ws);
     static const char *const names[] = {"events_lost", "events_fired", "recording_stopped_out_of_memory"};
-    uint64_t values[] = {lost - file_lost0 + ws.events_lost_to_errors - e->wlost0, fired - file_fired0,
-                         atomic_load(&mt_trace_stopped) != 0};
+    uint64_t values[] = {lost - file_lost0 + ws.events_lost_to_errors - e->wlost0 + e->unstaged,
+                         fired - file_fired0, atomic_load(&mt_trace_stopped) != 0};
+    e->unstaged = 0;
     file_lost0 = lost;
     file_fired0 = fired;
     (void)mt_trace_write_finish(e->w, names, values, atomic_load(&mt_trace_stopped) ? 3 : 2);
@@ -263,6 +363,8 @@ static void enc_forked(void *st)
     enc_state *e = st;
     if (e->w)
         mt_trace_writer_destroy(e->w);
+    trace_merge_clear(e->merge); /* the parent's events */
+    e->unstaged = 0;
     e->open = 0;
     e->wevents0 = e->wlost0 = e->wbytes0 = 0;
     e->w = atomic_load(&mt_trace_stopped) ? NULL : new_writer(e);
@@ -277,6 +379,7 @@ static const xe_file_encoder trace_encoder = {
     .end = enc_end,
     .destroy = enc_destroy,
     .forked = enc_forked,
+    .watermark = enc_watermark,
 };
 
 /* ---- the session ----------------------------------------------------------- */
@@ -337,8 +440,13 @@ static int start_session(const char *path)
     mt_out_init(&o, cfg.name, sizeof cfg.name, -1);
     mt_out_str(&o, "memtrail-trace");
     mt_out_cstr(&o);
-    cfg.mode = XE_PART_NONE;
-    cfg.max_memory = mt_trace_opt.buffer;
+    cfg.mode = XE_PART_PER_CPU;
+    cfg.time_order = 1;
+    /* Per-CPU buffers of at least 64 KB: ceil(2.5 x CPUs) of them (the
+     * engine's sizing rule), whatever trace_buffer says below that. */
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    uint64_t least = (uint64_t)((5 * (cpus > 0 ? cpus : 1) + 1) / 2) << 16;
+    cfg.max_memory = mt_trace_opt.buffer > least ? mt_trace_opt.buffer : least;
     cfg.retention = mt_trace_opt.wait ? XE_NO_EVENT_LOSS : XE_ALLOW_SINGLE_EVENT_LOSS;
     cfg.max_dispatch_latency_ns = 500000000u; /* with the writer's chunk age: a kill loses ~1 s */
     cfg.event_mask =
@@ -426,7 +534,11 @@ void mt_trace_start(void)
      * earlier image's: keep its trace, and write PATH.1 (.2, ...). */
     uint64_t started = process_start_realtime_ns();
     size_t len = strlen(trace_path);
+    if (!getcwd(start_dir, sizeof start_dir))
+        start_dir[0] = '\0';
+    began = "start";
     for (unsigned k = 1; written_by_earlier_image(trace_path, started) && k < 1000; k++) {
+        began = "exec";
         mt_out o;
         mt_out_init(&o, trace_path + len, sizeof trace_path - len, -1);
         mt_out_char(&o, '.');
@@ -538,6 +650,7 @@ int mt_trace_out_of_memory(void)
         return 0;
     }
     int saved_errno = errno;
+    ended = "out-of-memory";
     mt_t.in_agent++;
     release_stop_reserve();
     xe_session_stop(s);
@@ -561,6 +674,7 @@ void mt_trace_before_exec(void)
     xe_session *s = trace_session;
     if (!s || !mt_own_process())
         return;
+    ended = "exec";
     int saved_errno = errno;
     mt_t.in_agent++;
     xe_session_stop(s);
@@ -571,11 +685,15 @@ void mt_trace_before_exec(void)
 
 /* A crash: finish the file (the chunks buffered so far), unless the crash
  * is on the thread that writes it. From the crash handler. */
-void mt_trace_crash(void)
+void mt_trace_crash(const char *why)
 {
     xe_session *s = trace_session;
     if (!s || !mt_own_process() || xe_session_on_dispatcher(s))
         return;
+    mt_out o;
+    mt_out_init(&o, ended_buf, sizeof ended_buf, -1);
+    mt_out_str(&o, why);
+    ended = mt_out_cstr(&o);
     mt_t.in_agent++;
     xe_session_stop(s);
     mt_trace_report();
@@ -604,6 +722,7 @@ void mt_trace_after_failed_exec(void)
     if (!s || !mt_own_process())
         return;
     int saved_errno = errno;
+    ended = "exit";
     mt_t.in_agent++;
     (void)xe_session_start(s);
     mt_t.in_agent--;
@@ -619,6 +738,20 @@ void mt_trace_after_fork_child(void)
         return;
     files_written = files_bytes = 0;
     atomic_store(&mt_trace_unrecorded, 0);
+    /* The child's trace begins at the fork; the blocks it inherited are in
+     * the parent's trace, up to the fork (the analysis reads them there). */
+    began = "fork";
+    ended = "exit";
+    fork_ns = mt_clock_ns(CLOCK_MONOTONIC);
+    fork_last_id = atomic_load(&mt_trace_last_id);
+    mt_out po;
+    mt_out_init(&po, parent_trace, sizeof parent_trace, -1);
+    if (trace_path[0] != '/' && start_dir[0]) {
+        mt_out_str(&po, start_dir);
+        mt_out_char(&po, '/');
+    }
+    mt_out_str(&po, trace_path);
+    mt_out_cstr(&po);
     session_counts(&process_lost0, &file_fired0);
     file_lost0 = process_lost0;
     process_fired0 = file_fired0;
@@ -688,6 +821,10 @@ int mt_trace_record_start(const char *path, mt_out *reply)
     if (!trace_start_ns)
         mt_trace_init(); /* a detail-mode process: the encoder for event_file targets */
     memcpy(trace_path, tmp, sizeof tmp);
+    began = "query";
+    ended = "exit";
+    if (!start_dir[0] && !getcwd(start_dir, sizeof start_dir))
+        start_dir[0] = '\0';
     path_given = path != NULL;
     int saved_errno = errno;
     mt_t.in_agent++;
@@ -715,6 +852,7 @@ void mt_trace_record_stop(mt_out *reply, int drained)
     if (!s)
         return;
     int saved_errno = errno;
+    ended = "query";
     mt_t.in_agent++;
     xe_session_stop(s); /* every event fired is written, the file finished */
     char msg[2 * MT_PATH_MAX + 512];

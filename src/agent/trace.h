@@ -5,10 +5,11 @@
  * The hooks take stacks as detail mode does (site ids name stacks) and
  * number allocations: the block header carries the allocation's id where
  * detail mode keeps its site, so a free names its allocation without a
- * lookup. The session has one current buffer (memory_partition_mode=none),
- * so the dispatcher hands events to the event_file target in the order
- * they were fired, and the trace writer (src/trace) packs them there, off
- * the program's threads. */
+ * lookup. The session's buffers are per CPU, so threads on different CPUs
+ * never share one; the session is time-ordered (xe_config.time_order), and
+ * the trace's encoder merges the CPUs' events by time (trace_merge.h)
+ * before the trace writer (src/trace) packs them, off the program's
+ * threads, on encoder threads of its own (trace_threads). */
 #ifndef MT_AGENT_TRACE_H
 #define MT_AGENT_TRACE_H
 
@@ -17,13 +18,15 @@
 #include "agent/agent.h"
 #include "common/out.h"
 
-/* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait). */
+/* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait,
+ * trace_threads=N, ...). */
 typedef struct mt_trace_opts {
     uint64_t buffer;       /* the session's max_memory; default 64 MB */
     int wait;              /* no_event_loss instead of allow_single_event_loss */
     uint32_t time_unit_ns; /* event times are kept to this resolution; default 10000 (10 us) */
     int level;             /* zstd level; 0: the writer's default */
     uint32_t chunk_events; /* events per chunk; 0: the writer's default */
+    uint32_t threads;      /* encoder threads; 0: min(CPUs, 4) */
 } mt_trace_opts;
 extern mt_trace_opts mt_trace_opt;
 
@@ -58,8 +61,9 @@ void mt_trace_report(void);
  * (in a new file) if the exec failed. */
 void mt_trace_before_exec(void);
 void mt_trace_after_failed_exec(void);
-/* From the crash handler: the file finished with what was buffered. */
-void mt_trace_crash(void);
+/* From the crash handler (why: "signal NAME"), or a raw exit ("exit"):
+ * the file finished with what was buffered. */
+void mt_trace_crash(const char *why);
 /* setid.c: before an id change, the trace file is opened (by delivering
  * what is buffered) while it still may be created. */
 void mt_trace_before_setid(void);

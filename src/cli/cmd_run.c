@@ -1,5 +1,5 @@
 /* cmd_run.c — `memtrail run [--mode summary|detail|trace] [--depth N] [--unwind U] [-o FILE]
- * [--trace-buffer SIZE] [--no-loss] [--follow-exec] [--session DEF]... [--] CMD ARGS...`:
+ * [--trace-buffer SIZE] [--no-loss|--allow-loss] [--follow-exec] [--session DEF]... [--] CMD ARGS...`:
  * starts CMD with the agent (libmemtrail.so) preloaded and its options in
  * MEMTRAIL_OPTIONS (event sessions in MEMTRAIL_SESSIONS), waits for it, says where its report or trace went,
  * and exits with CMD's own status (128+N when signal N killed it). */
@@ -495,7 +495,7 @@ static const struct cli_command run_cmd = {
     .name = "run",
     .usage =
         "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-        "                    [-o FILE] [--trace-buffer SIZE] [--no-loss] [--follow-exec]\n"
+        "                    [-o FILE] [--trace-buffer SIZE] [--no-loss|--allow-loss] [--follow-exec]\n"
         "                    [--session DEF]... [--] CMD [ARGS...]\n",
     .about = run_about,
     .more = run_more,
@@ -509,7 +509,7 @@ static const struct cli_command run_cmd = {
 int cmd_run(int argc, char **argv)
 {
     const char *mode = "summary", *output = NULL, *depth = NULL, *unwind = NULL, *trace_buffer = NULL;
-    bool follow_exec = false, no_loss = false;
+    bool follow_exec = false, no_loss = false, allow_loss = false;
     const char *session_defs[argc + 1];
     struct cli_list sessions = {session_defs, 0};
     /* The flags that become agent options take their values, help and
@@ -542,9 +542,14 @@ int cmd_run(int argc, char **argv)
         {.kind = CLI_OPT_FLAG,
          .name = "no-loss",
          .value = &no_loss,
-         .help =
-             "trace mode: when that buffer is full, the program waits rather than losing events (they are "
-             "counted and shown); agent option trace_loss=wait"},
+         .help = "trace mode: when that buffer is full, the program waits rather than losing events; the "
+                 "default (agent option trace_loss=wait)"},
+        {.kind = CLI_OPT_FLAG,
+         .name = "allow-loss",
+         .value = &allow_loss,
+         .help = "trace mode, for production runs: when that buffer is full, the event is lost rather than "
+                 "the program waiting (lost events are counted, shown at exit and in the analysis); agent "
+                 "option trace_loss=drop"},
         {.kind = CLI_OPT_FLAG,
          .name = "follow-exec",
          .value = &follow_exec,
@@ -582,9 +587,13 @@ int cmd_run(int argc, char **argv)
     bool trace = strcmp(mode, "trace") == 0;
     if (!output)
         output = trace ? "memtrail.%p.mtt" : "memtrail.%p.mtr";
-    if ((trace_buffer || no_loss) && !trace)
+    if ((trace_buffer || no_loss || allow_loss) && !trace)
         return cli_usage_error("run", "%s is for trace mode: add --mode trace",
-                               trace_buffer ? "--trace-buffer" : "--no-loss");
+                               trace_buffer ? "--trace-buffer"
+                               : no_loss    ? "--no-loss"
+                                            : "--allow-loss");
+    if (no_loss && allow_loss)
+        return cli_usage_error("run", "--no-loss and --allow-loss: choose one");
     if (check_template(output) != 0)
         return CLI_USAGE;
     if (follow_exec && !run_template_has_pid(output))
@@ -599,7 +608,9 @@ int cmd_run(int argc, char **argv)
     int dlen = snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s", depth ? ":depth=" : "",
                         depth ? depth : "", unwind ? ":unwind=" : "", unwind ? unwind : "",
                         trace_buffer ? ":trace_buffer=" : "", trace_buffer ? trace_buffer : "",
-                        no_loss ? ":trace_loss=wait" : "");
+                        no_loss      ? ":trace_loss=wait"
+                        : allow_loss ? ":trace_loss=drop"
+                                     : "");
     if (dlen < 0 || (size_t)dlen >= sizeof detail_opts) /* a cut value would reach the agent as another */
         return cli_usage_error(
             "run", "--depth, --unwind and --trace-buffer: values too long (%d bytes in all)", dlen);

@@ -70,7 +70,7 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                              "a size from 192KB to 64GB, a number of MB or with a unit", "64MB",
                              "trace mode: the event buffer between the program's threads and the thread that "
                              "packs and writes"},
-    [MT_OPT_TRACE_LOSS] = {"trace_loss", MT_OPTT_CHOICE, losses, 0, 0, NULL, "drop",
+    [MT_OPT_TRACE_LOSS] = {"trace_loss", MT_OPTT_CHOICE, losses, 0, 0, NULL, "wait",
                            "trace mode: what a full buffer does"},
     [MT_OPT_TRACE_TIME_UNIT] = {"trace_time_unit", MT_OPTT_INT, NULL, 1, 1000000000,
                                 "nanoseconds from 1 to 1000000000", "10000",
@@ -80,6 +80,8 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_TRACE_CHUNK] = {"trace_chunk", MT_OPTT_INT, NULL, 1024, 1 << 20,
                             "events per chunk, 1024 to 1048576", "131072",
                             "trace mode: events per compressed chunk"},
+    [MT_OPT_TRACE_THREADS] = {"trace_threads", MT_OPTT_INT, NULL, 0, 64, "0 to 64; 0: min(CPUs, 4)", "0",
+                              "trace mode: threads that encode and compress chunks"},
     [MT_OPT_ON_ERROR] = {"on_error", MT_OPTT_CHOICE, on_errors, 0, 0, NULL, "report",
                          "a heap error (double free, overwritten canary)"},
     [MT_OPT_CRASH_REPORT] = {"crash_report", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "on",

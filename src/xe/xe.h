@@ -50,6 +50,8 @@ typedef struct xe_event {
     uint32_t cpu;
     uint32_t data_len; /* bytes at data (copied into the buffer) */
     uint64_t time_ns;  /* CLOCK_MONOTONIC */
+    uint64_t tsc;      /* the engine's clock (xe_clock_ns converts it): asynchronous targets'
+                          events carry it, to order events across partitions */
     uint64_t size;
     uint64_t address;
     uint64_t old_address;
@@ -151,6 +153,10 @@ typedef struct xe_target_ops {
     void (*view_json)(xe_target *t, mt_json *j);
     /* When the session stops, after the last flush (may be NULL). */
     void (*stop)(xe_target *t);
+    /* Time-ordered sessions (xe_config.time_order): every event fired
+     * before engine time `tsc` has been delivered; the ones delivered from
+     * now on are later (may be NULL). UINT64_MAX: everything fired. */
+    void (*watermark)(xe_target *t, uint64_t tsc);
 } xe_target_ops;
 
 struct xe_target {
@@ -197,6 +203,7 @@ typedef struct xe_file_encoder {
     void (*end)(void *st);   /* the file is about to close: finish it */
     void (*destroy)(void *st);
     void (*forked)(void *st); /* in a fork child: forget the parent's file and pending data */
+    void (*watermark)(void *st, uint64_t tsc); /* the target's watermark (may be NULL) */
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
 /* In a fork child, before the engine's fork handling (xe_atfork_child):
@@ -243,6 +250,14 @@ typedef struct xe_config {
         char params[512];
     } targets[XE_MAX_TARGETS];
     unsigned cpus, nodes; /* 0: this machine's */
+    /* Internal (trace mode; not in the options text): the session's
+     * partitions are merged by time for its asynchronous targets. Each
+     * event's clock is read after its buffer room is claimed; every few
+     * milliseconds the dispatcher seals every partition's buffer and, once
+     * each buffer sealed by then is delivered, gives the targets a
+     * watermark: no event fired before it is still to come. Needs a
+     * retention other than ALLOW_MULTIPLE_EVENT_LOSS. */
+    int time_order;
 } xe_config;
 
 /* The defaults: 4 MB, NONE, ALLOW_SINGLE_EVENT_LOSS, 30 s, all events. */
@@ -349,5 +364,7 @@ void xe_atfork_child(void);
 
 /* Time: the engine's clock (CLOCK_MONOTONIC ns). */
 uint64_t xe_now_ns(void);
+/* The engine's clock (xe_event.tsc) in CLOCK_MONOTONIC ns. */
+uint64_t xe_clock_ns(uint64_t tsc);
 
 #endif /* MT_XE_H */

@@ -37,6 +37,11 @@ uint64_t xe_now_ns(void)
     return mono_ns();
 }
 
+uint64_t xe_clock_ns(uint64_t tsc)
+{
+    return xe_ticks_to_ns(tsc);
+}
+
 void xe_clock_init(void)
 {
     int expect = 0;
@@ -120,6 +125,7 @@ void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev)
     ev->cpu = r->cpu;
     ev->data_len = r->data_len;
     ev->time_ns = xe_ticks_to_ns(r->tsc);
+    ev->tsc = r->tsc;
     ev->size = r->size;
     ev->address = r->address;
     ev->old_address = r->old_address;
@@ -138,14 +144,36 @@ static void deliver(xe_session *s, const xe_rec *r)
 }
 
 /* Deliver a sealed buffer's events; 1 when it can be used again. */
+void xe_mark_walked(xe_session *s, uint64_t seq)
+{
+    if (seq < s->walked_low)
+        return;
+    uint64_t d = seq - s->walked_low;
+    if (d >= XE_WALKED_WINDOW)
+        return; /* cannot happen: fewer buffers than the window */
+    uint64_t at = seq % XE_WALKED_WINDOW;
+    s->walked_bits[at / 64] |= 1ull << (at % 64);
+    for (;;) {
+        at = s->walked_low % XE_WALKED_WINDOW;
+        if (!(s->walked_bits[at / 64] >> (at % 64) & 1))
+            break;
+        s->walked_bits[at / 64] &= ~(1ull << (at % 64));
+        s->walked_low++;
+    }
+}
+
 static int process(xe_session *s, uint32_t idx)
 {
+    xe_bufhdr *b = xe_buf(s, idx);
+    if (s->time_order)
+        xe_mark_walked(s, atomic_load_explicit(&b->sealseq, memory_order_acquire));
     /* A retargeted fork child: what was buffered before the fork is the
      * parent's (its file gets it), and buffers the child fills are new. */
-    if ((int32_t)(xe_buf(s, idx)->fork_gen - s->deliver_gen) < 0)
+    if ((int32_t)(b->fork_gen - s->deliver_gen) < 0)
         return 1;
     int abandoned = 0;
-    uint64_t n = xe_walk(s, xe_buf(s, idx), s->nasync ? deliver : NULL, &abandoned);
+    uint64_t n = xe_walk(s, b, s->nasync ? deliver : NULL, &abandoned);
+    s->since_mark += n;
     for (int i = 0; i < s->nasync; i++)
         if (s->async[i]->ops->flush)
             s->async[i]->ops->flush(s->async[i]);
@@ -235,6 +263,8 @@ static int drain(xe_session *s)
                 xe_recycle(s, idx);
             at = next;
         }
+        if (s->time_order)
+            return any; /* a busy queue must not hold the sweeps off */
     }
 }
 
@@ -246,10 +276,85 @@ static void seal_current(xe_session *s, xe_part *p, int force)
     if (idx < 0)
         return;
     xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
-    if (!force && atomic_load(&b->first_tsc) == 0)
+    if (!force && atomic_load(&b->first_tsc) == 0 &&
+        (!s->time_order || (atomic_load(&b->reserved) & XE_OFF_MASK) == 0))
         return;
     if (xe_seal(s, (uint32_t)idx))
         xe_replace(s, p, (uint32_t)idx, 0);
+}
+
+/* ---- time-ordered sessions ----------------------------------------------- */
+
+#define SWEEP_NS 5000000u             /* how often a time-ordered session's partitions are sealed */
+#define SWEEP_PATIENCE_NS 1000000000u /* how long a sweep waits for a sealer before going on */
+
+static void give_watermark(xe_session *s, uint64_t tsc)
+{
+    for (int i = 0; i < s->nasync; i++)
+        if (s->async[i]->ops->watermark)
+            s->async[i]->ops->watermark(s->async[i], tsc);
+    s->since_mark = 0;
+}
+
+/* Seals every partition's buffer that holds claims, waits until every
+ * buffer sealed so far has been walked, then tells the targets that no
+ * event older than the sweep's start is still to come: events are stamped
+ * after their claim, and every claim after a partition's seal lands in a
+ * later buffer. A buffer sealed by a producer that has not numbered its
+ * seal yet is waited for (its number may be above the one read). */
+static void sweep(xe_session *s)
+{
+    uint64_t w = xe_ticks_after();
+    for (uint32_t i = 0; i < s->nparts; i++) {
+        xe_part *p = &s->parts[i];
+        uint64_t seen = atomic_load_explicit(&p->cur, memory_order_acquire);
+        int32_t idx = xe_cur_idx(seen);
+        if (idx < 0)
+            continue;
+        xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
+        uint64_t r = atomic_load(&b->reserved);
+        if ((r & XE_OPENING) || (!(r & XE_SEAL_MASK) && (r & XE_OFF_MASK) == 0))
+            continue; /* no claim yet: the next one is later than w */
+        if (xe_seal(s, (uint32_t)idx)) {
+            xe_replace(s, p, (uint32_t)idx, 0);
+            continue;
+        }
+        /* Sealed by someone else: wait until it is numbered (or replaced,
+         * which its sealer does after numbering it). */
+        while (atomic_load(&p->cur) == seen && atomic_load(&b->sealseq) == 0)
+            sched_yield();
+    }
+    uint64_t target = atomic_load(&s->seal_seq);
+    uint64_t t0 = 0;
+    while (s->walked_low <= target) {
+        if (drain(s))
+            continue;
+        uint64_t now = mono_ns();
+        if (!t0)
+            t0 = now;
+        if (now - t0 > SWEEP_PATIENCE_NS) {
+            /* A sealer stopped (SIGSTOP, a debugger): go on; events of its
+             * buffer may come after later ones. */
+            atomic_fetch_add(&s->unsure, 1);
+            break;
+        }
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    give_watermark(s, w);
+    s->last_sweep = xe_ticks();
+}
+
+/* Is any partition's current buffer holding claims? */
+static int any_claims(xe_session *s)
+{
+    for (uint32_t i = 0; i < s->nparts; i++) {
+        int32_t idx = xe_cur_idx(atomic_load(&s->parts[i].cur));
+        if (idx >= 0 && (atomic_load(&xe_buf(s, (uint32_t)idx)->reserved) & XE_OFF_MASK) != 0 &&
+            !(atomic_load(&xe_buf(s, (uint32_t)idx)->reserved) & XE_OPENING))
+            return 1;
+    }
+    return 0;
 }
 
 static void wait_producers(xe_session *s)
@@ -271,19 +376,31 @@ static void *dispatcher(void *arg)
         int stop = atomic_load(&s->disp_stop);
         uint64_t now = xe_ticks(), deadline = UINT64_MAX;
         if (stop || freq != atomic_load(&s->flush_done)) {
+            uint64_t w = xe_ticks_after();
             for (uint32_t i = 0; i < s->nparts; i++)
                 seal_current(s, &s->parts[i], stop);
             wait_producers(s);
             drain(s);
             if (stop && s->ordered)
                 deliver_held(s, 1);
+            if (s->time_order) /* every sealer has handed its buffer on */
+                give_watermark(s, stop ? UINT64_MAX : w);
             atomic_store(&s->flush_done, freq);
             xe_futex_wake(&s->flush_done);
             if (stop)
                 break;
             continue;
         }
-        if (s->latency_tsc) {
+        if (s->time_order) {
+            if (s->since_mark || any_claims(s)) {
+                uint64_t due = s->last_sweep + xe_ns_to_ticks(SWEEP_NS);
+                if (now >= due) {
+                    sweep(s);
+                    continue;
+                }
+                deadline = due;
+            }
+        } else if (s->latency_tsc) {
             for (uint32_t i = 0; i < s->nparts; i++) {
                 int32_t idx = xe_cur_idx(atomic_load(&s->parts[i].cur));
                 if (idx < 0)
@@ -427,6 +544,11 @@ void xe_dispatch_after_fork(xe_session *s)
             xe_enqueue(s, (uint32_t)idx);
         atomic_store(&s->parts[i].cur, xe_cur_next(seen, -1));
     }
+    /* Seals before now (the parent's, the ones just made) are walked or
+     * skipped by the child: none is waited for. */
+    s->walked_low = atomic_load(&s->seal_seq) + 1;
+    memset(s->walked_bits, 0, sizeof s->walked_bits);
+    s->since_mark = 0;
     if (!s->disp_running)
         return;
     s->disp_running = 0;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,6 +153,8 @@ int xe_seal(xe_session *s, uint32_t idx)
         return 0;
     uint64_t off = r & XE_OFF_MASK, cap = xe_buf_cap(s, b);
     b->end = off < cap ? off : cap;
+    if (s->time_order)
+        atomic_store_explicit(&b->sealseq, atomic_fetch_add(&s->seal_seq, 1) + 1, memory_order_release);
     return 1;
 }
 
@@ -163,6 +166,7 @@ static void prepare_buffer(xe_session *s, xe_bufhdr *b, uint32_t part)
     b->fork_gen = atomic_load_explicit(&s->fork_gen, memory_order_relaxed);
     b->end = 0;
     b->seq = 0;
+    atomic_store_explicit(&b->sealseq, 0, memory_order_relaxed);
     atomic_store_explicit(&b->first_tsc, 0, memory_order_relaxed);
     atomic_store_explicit(&b->reserved, XE_SEALED | XE_OPENING, memory_order_release);
 }
@@ -179,8 +183,8 @@ static void unopen_buffer(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
     if (!xe_seal(s, idx))
-        return;                     /* a claim filled and sealed it: its sealer hands it on */
-    if (b->end == 0 && !s->ordered) /* ordered: its seq must reach the dispatcher */
+        return; /* a claim filled and sealed it: its sealer hands it on */
+    if (b->end == 0 && !s->ordered && !s->time_order) /* (time) ordered: its seq must reach the dispatcher */
         xe_stack_push(s, &s->free_pool, idx);
     else
         xe_enqueue(s, idx);
@@ -462,6 +466,8 @@ static int fire(xe_session *s, const xe_event *ev)
             if (__builtin_expect(!(r & XE_SEAL_MASK), 1)) {
                 uint64_t off = r & XE_OFF_MASK;
                 if (__builtin_expect(off + len <= s->cap, 1)) {
+                    if (s->time_order)
+                        tsc = xe_ticks_after(); /* after the claim: later than a seal before it */
                     write_record(xe_buf_data(b) + off, len, ev, tsc, cpu);
                     if (__builtin_expect(off == 0, 0))
                         note_first(s, b, tsc);
@@ -547,12 +553,31 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
     return n;
 }
 
+/* Time-ordered sessions (trace mode) keep this much of a recycled buffer
+ * resident and give the rest back: memory is committed only while events
+ * are in flight. */
+#define XE_KEEP_RESIDENT (1u << 20)
+
 void xe_recycle(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
     uint64_t cap = xe_buf_cap(s, b);
     uint64_t used = b->end + sizeof(uint64_t); /* an end marker may follow */
-    memset(xe_buf_data(b), 0, used < cap ? used : cap);
+    if (used > cap)
+        used = cap;
+    char *data = xe_buf_data(b);
+    if (s->time_order && used > XE_KEEP_RESIDENT + 65536) {
+        /* Page-aligned from the buffer's start (buffers are page-aligned). */
+        /* Whole pages inside the data only (the next buffer's header
+         * follows this one's end). */
+        uintptr_t from = ((uintptr_t)data + XE_KEEP_RESIDENT + 4095) & ~(uintptr_t)4095;
+        uintptr_t to = ((uintptr_t)data + used) & ~(uintptr_t)4095;
+        if (madvise((void *)from, to - from, MADV_DONTNEED) == 0) {
+            memset((void *)to, 0, (uintptr_t)data + used - to); /* these read back as zeros */
+            used = from - (uintptr_t)data;
+        }
+    }
+    memset(data, 0, used);
     b->end = 0;
     atomic_store(&b->first_tsc, 0);
     xe_stack_push(s, b->large ? &s->large_pool : &s->free_pool, idx);

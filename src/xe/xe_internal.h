@@ -69,6 +69,10 @@ static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint
     r->pad = 0;
 }
 
+/* Seals a time-ordered session tracks past the oldest unwalked one (more
+ * than it has buffers). */
+#define XE_WALKED_WINDOW 8192u
+
 /* Buffers an ordered session can hold back (its regular and large ones). */
 #define XE_HELD_MAX 8
 
@@ -79,9 +83,10 @@ typedef struct xe_bufhdr {
     _Atomic uint32_t next;      /* link in a pool or the dispatch queue (index + 1) */
     uint32_t index;
     uint32_t large;
-    uint32_t part;     /* partition it was current in */
-    uint32_t fork_gen; /* the session's fork generation when it was opened */
-    uint64_t seq;      /* ordered sessions: 1, 2, ... in the order buffers opened; 0 large */
+    uint32_t part;            /* partition it was current in */
+    uint32_t fork_gen;        /* the session's fork generation when it was opened */
+    uint64_t seq;             /* ordered sessions: 1, 2, ... in the order buffers opened; 0 large */
+    _Atomic uint64_t sealseq; /* time-ordered sessions: 1, 2, ... in the order buffers sealed; 0 not yet */
 } xe_bufhdr;
 _Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
 
@@ -154,6 +159,16 @@ struct xe_session {
     _Atomic int stopper_in_fire; /* the stop runs in a handler that interrupted a fire */
     _Atomic uint32_t fork_gen;   /* forks this session went through */
     uint32_t deliver_gen;        /* buffers opened in an earlier fork generation are not delivered */
+    /* Time-ordered sessions (cfg.time_order): seals are numbered; the
+     * dispatcher knows every seal below walked_low was walked (and which
+     * above it, in a window of XE_WALKED_WINDOW). */
+    int time_order;
+    _Atomic uint64_t seal_seq;
+    uint64_t walked_low;
+    uint64_t walked_bits[XE_WALKED_WINDOW / 64];
+    uint64_t last_sweep;     /* ticks */
+    uint64_t since_mark;     /* events delivered since the last watermark */
+    _Atomic uint64_t unsure; /* watermarks given without every buffer walked (a sealer stuck > 1 s) */
     pthread_t disp;
     int disp_running;
     int released; /* xe_session_release_buffers: no buffers, no restart */
@@ -221,6 +236,9 @@ void xe_dispatch_stop(xe_session *s);
 void xe_dispatch_flush(xe_session *s);
 void xe_wake_dispatcher(xe_session *s);
 void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev);
+
+/* Time-ordered sessions: buffer seal number seq was walked (xe_dispatch.c). */
+void xe_mark_walked(xe_session *s, uint64_t seq);
 
 /* Clock (xe_dispatch.c): converting raw ticks (xe_thread.h's xe_ticks). */
 uint64_t xe_ticks_to_ns(uint64_t ticks);

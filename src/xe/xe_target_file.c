@@ -351,6 +351,17 @@ static void file_flush(xe_target *t)
     s->open_tried = 0;
 }
 
+/* Time-ordered sessions: the encoder writes what is older than tsc. */
+static void file_watermark(xe_target *t, uint64_t tsc)
+{
+    file_state *s = t->state;
+    if (s->est && s->fd >= 0 && s->enc->watermark) {
+        s->enc->watermark(s->est, tsc);
+        if (s->file_bytes >= s->max_file_size)
+            (void)file_open_next(s);
+    }
+}
+
 /* A stopped session's file is finished and closed; a restart opens the next. */
 static void file_stop(xe_target *t)
 {
@@ -501,4 +512,5 @@ const xe_target_ops xe_target_event_file = {
     .close = file_close,
     .view_json = file_view,
     .stop = file_stop,
+    .watermark = file_watermark,
 };

@@ -113,7 +113,7 @@ expect_eq "trace: fork of a busy process: each child's trace has its 9 allocatio
 
 # The same with a small buffer that loses the parent's events: the children's
 # traces do not count the parent's losses.
-run_mt "$MT" run --mode trace --trace-buffer 192KB -o "$T/fl.%p.mtt" -- "$TR" forkbusy
+run_mt "$MT" run --mode trace --allow-loss --trace-buffer 192KB -o "$T/fl.%p.mtt" -- "$TR" forkbusy
 flparent=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
 fllost=""
 for f in "$T"/fl.*.mtt; do
@@ -133,7 +133,7 @@ expect_eq "trace: exec: the exec'd program's trace goes to FILE.1, with its 13 l
     "$(json_get "$T/ex1.json" "'%s %d' % (j['complete'], j['leaks']['live_count'])")"
 
 # --- losses are counted and shown -------------------------------------------------
-run_mt "$MT" run --mode trace --trace-buffer 192KB -o "$T/flood.mtt" -- "$TR" flood 3000000
+run_mt "$MT" run --mode trace --allow-loss --trace-buffer 192KB -o "$T/flood.mtt" -- "$TR" flood 3000000
 lost=$(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, \([0-9]*\) lost.*/\1/p')
 if [ -n "$lost" ] && [ "$lost" -gt 0 ]; then pass "trace: a small buffer loses events, and says so ($lost)"
 else fail "trace: a small buffer loses events, and says so" "no loss reported: $err"; fi

@@ -51,7 +51,7 @@ static void rec_deliver(xe_target *t, const xe_event *ev)
         noise_count++;
     }
 }
-static const xe_target_ops recorder = {"recorder", 0, rec_init, rec_deliver, NULL, NULL, NULL, NULL};
+static const xe_target_ops recorder = {"recorder", 0, rec_init, rec_deliver, NULL, NULL, NULL, NULL, NULL};
 
 static xe_session *sess;
 static _Atomic unsigned seals;

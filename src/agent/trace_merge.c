@@ -1,0 +1,165 @@
+/* trace_merge.c — the per-CPU runs of trace mode's events and their merge
+ * by time (trace_merge.h). */
+#include "agent/trace_merge.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MAX_RUNS 64u
+#define RUN_FIRST (256u << 10) /* bytes a run maps first (5461 events) */
+#define RUN_KEEP (256u << 10)  /* bytes of a drained run kept resident */
+#define PAGE 4096u
+
+typedef struct run {
+    mt_trace_event *ev;
+    size_t n, head;   /* events staged; the first not yet emitted */
+    size_t cap_bytes; /* mapped */
+    size_t touched;   /* bytes that may be resident */
+} run;
+
+struct trace_merge {
+    unsigned nruns;
+    uint64_t staged;
+    run runs[MAX_RUNS];
+    unsigned heap[MAX_RUNS];
+};
+
+static void *map_anon(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+trace_merge *trace_merge_create(unsigned nruns)
+{
+    trace_merge *m = map_anon(sizeof *m);
+    if (!m)
+        return NULL;
+    m->nruns = nruns == 0 ? 1 : nruns > MAX_RUNS ? MAX_RUNS : nruns;
+    return m;
+}
+
+void trace_merge_destroy(trace_merge *m)
+{
+    if (!m)
+        return;
+    for (unsigned i = 0; i < m->nruns; i++)
+        if (m->runs[i].ev)
+            munmap(m->runs[i].ev, m->runs[i].cap_bytes);
+    munmap(m, sizeof *m);
+}
+
+static int grow(run *r)
+{
+    size_t want = r->cap_bytes ? 2 * r->cap_bytes : RUN_FIRST;
+    void *p = r->ev ? mremap(r->ev, r->cap_bytes, want, MREMAP_MAYMOVE) : map_anon(want);
+    if (p == MAP_FAILED || !p)
+        return -ENOMEM;
+    r->ev = p;
+    r->cap_bytes = want;
+    return 0;
+}
+
+int trace_merge_add(trace_merge *m, unsigned which, const mt_trace_event *ev)
+{
+    run *r = &m->runs[which % m->nruns];
+    if ((r->n + 1) * sizeof *ev > r->cap_bytes && grow(r) != 0)
+        return -ENOMEM;
+    /* Nearly sorted already (a buffer's events in claim order, stamped
+     * just after the claim): step back over the few that are later. */
+    size_t at = r->n;
+    while (at > r->head && r->ev[at - 1].time_ns > ev->time_ns)
+        at--;
+    if (at < r->n)
+        memmove(&r->ev[at + 1], &r->ev[at], (r->n - at) * sizeof *ev);
+    r->ev[at] = *ev;
+    r->n++;
+    size_t end = r->n * sizeof *ev;
+    if (end > r->touched)
+        r->touched = end;
+    m->staged++;
+    return 0;
+}
+
+/* Heap order: the earlier head first, then the lower run. */
+static int before(const trace_merge *m, unsigned a, unsigned b)
+{
+    uint64_t ka = m->runs[a].ev[m->runs[a].head].time_ns, kb = m->runs[b].ev[m->runs[b].head].time_ns;
+    return ka < kb || (ka == kb && a < b);
+}
+
+static void sift_down(trace_merge *m, unsigned n, unsigned i)
+{
+    for (;;) {
+        unsigned l = 2 * i + 1, best = i;
+        if (l < n && before(m, m->heap[l], m->heap[best]))
+            best = l;
+        if (l + 1 < n && before(m, m->heap[l + 1], m->heap[best]))
+            best = l + 1;
+        if (best == i)
+            return;
+        unsigned t = m->heap[i];
+        m->heap[i] = m->heap[best];
+        m->heap[best] = t;
+        i = best;
+    }
+}
+
+/* After a run's emitted events: the rest to the front, and pages past
+ * what it holds (and a small reserve) given back. */
+static void compact(run *r)
+{
+    if (r->head == 0)
+        return;
+    size_t left = r->n - r->head;
+    memmove(r->ev, &r->ev[r->head], left * sizeof *r->ev);
+    r->n = left;
+    r->head = 0;
+    size_t keep = (left * sizeof *r->ev + PAGE - 1) & ~(size_t)(PAGE - 1);
+    if (keep < RUN_KEEP)
+        keep = RUN_KEEP;
+    if (r->touched > keep + 16 * PAGE && madvise((char *)r->ev + keep, r->touched - keep, MADV_DONTNEED) == 0)
+        r->touched = keep;
+}
+
+uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, const mt_trace_event *ev),
+                          void *ctx)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < m->nruns; i++) {
+        run *r = &m->runs[i];
+        if (r->head < r->n && r->ev[r->head].time_ns < mark)
+            m->heap[n++] = i;
+    }
+    for (unsigned i = n / 2; i-- > 0;)
+        sift_down(m, n, i);
+    uint64_t out = 0;
+    while (n) {
+        run *r = &m->runs[m->heap[0]];
+        fn(ctx, &r->ev[r->head]);
+        r->head++;
+        out++;
+        if (r->head >= r->n || r->ev[r->head].time_ns >= mark)
+            m->heap[0] = m->heap[--n];
+        sift_down(m, n, 0);
+    }
+    for (unsigned i = 0; i < m->nruns; i++)
+        compact(&m->runs[i]);
+    m->staged -= out;
+    return out;
+}
+
+void trace_merge_clear(trace_merge *m)
+{
+    for (unsigned i = 0; i < m->nruns; i++) {
+        m->runs[i].head = m->runs[i].n;
+        compact(&m->runs[i]);
+    }
+    m->staged = 0;
+}
+
+uint64_t trace_merge_staged(const trace_merge *m)
+{
+    return m->staged;
+}

@@ -1,0 +1,43 @@
+/* trace_merge.h — trace mode's merge of the per-CPU event streams.
+ *
+ * The trace session's buffers are per CPU (no producer shares a buffer
+ * with a thread on another CPU), so their events reach the trace's
+ * encoder out of global order. The encoder stages them here, one run per
+ * CPU, each run kept sorted by the engine's clock (events come nearly
+ * sorted: an insertion from the end), and when the session gives a
+ * watermark (xe_config.time_order: no event before it is still to come)
+ * it takes every staged event older than the mark, in clock order, from
+ * a heap over the runs. An allocation is stamped before its block is
+ * returned, a free after the block was handed over, so an allocation
+ * always comes out before its free and its realloc, whichever threads
+ * made them.
+ *
+ * Runs are mmap'd, grow by mremap and give their pages back once drained
+ * (memory is committed only while events are in flight). Agent-safe: no
+ * malloc, no locks (one thread, the session's dispatcher, uses it). */
+#ifndef MT_AGENT_TRACE_MERGE_H
+#define MT_AGENT_TRACE_MERGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/trace_event.h"
+
+typedef struct trace_merge trace_merge;
+
+/* A merge of `nruns` runs (at most 64), or NULL. */
+trace_merge *trace_merge_create(unsigned nruns);
+void trace_merge_destroy(trace_merge *m);
+/* Stages ev (its time_ns holds the engine clock, the sort key) in run
+ * `run` (taken modulo the runs). 0, or -ENOMEM (nothing staged). */
+int trace_merge_add(trace_merge *m, unsigned run, const mt_trace_event *ev);
+/* Hands fn every staged event whose key is below `mark`, in key order
+ * (equal keys: run order, then staging order); returns how many. */
+uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, const mt_trace_event *ev),
+                          void *ctx);
+/* Forgets every staged event (a fork child: they are the parent's). */
+void trace_merge_clear(trace_merge *m);
+/* Events staged now. */
+uint64_t trace_merge_staged(const trace_merge *m);
+
+#endif

@@ -1,0 +1,180 @@
+/* test_time_order.c — a time-ordered session (xe_config.time_order, what
+ * trace mode uses) with per-CPU buffers: no event stamped before a
+ * watermark arrives after it, so a target that sorts what it holds by the
+ * engine's clock and passes on what is older than each watermark passes
+ * every event on in an order that respects causality.
+ *
+ * A token passes between threads (its holder fires an event carrying the
+ * token's number, then hands the token on, so each token event happens
+ * before the next, on whatever CPU), while other producers fire freely
+ * into small buffers, and every 8th sealer stalls between sealing and
+ * queueing (a test hook). The target checks: no event arrives stamped
+ * before the last watermark; in the merged order token numbers increase
+ * and each producer's own sequence too; every event arrives once under
+ * NO_EVENT_LOSS; watermarks came during the run, not only at the stop.
+ * Runs under alarm(). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "xe/xe.h"
+#include "xe/xe_internal.h"
+
+#define TOKENS 3
+#define NOISE 3
+#define TOKEN_EVENTS 20000u
+#define NOISE_EVENTS 150000u
+#define TOTAL (TOKEN_EVENTS + NOISE * NOISE_EVENTS)
+
+typedef struct held {
+    uint64_t tsc, key, site, value;
+} held;
+
+static held *pending; /* delivered, not yet past a watermark */
+static size_t npending;
+static uint64_t last_mark, late, marks, marks_before_stop;
+static uint64_t last_token, token_bad, tokens;
+static uint64_t last_noise[NOISE], noise_bad, noises;
+static _Atomic int stopping;
+
+static int rec_init(xe_target *t, const char *p, char *w, size_t wl)
+{
+    (void)t, (void)p, (void)w, (void)wl;
+    return 0;
+}
+
+static void rec_deliver(xe_target *t, const xe_event *ev)
+{
+    (void)t;
+    if (ev->tsc < last_mark)
+        late++;
+    pending[npending++] = (held){ev->tsc, ev->key, ev->site, ev->value};
+}
+
+static int by_tsc(const void *a, const void *b)
+{
+    const held *x = a, *y = b;
+    return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
+}
+
+static void pass_on(const held *h)
+{
+    if (h->key == 1) {
+        if (h->value != last_token + 1)
+            token_bad++;
+        last_token = h->value;
+        tokens++;
+    } else if (h->site < NOISE) {
+        if (h->value != last_noise[h->site] + 1)
+            noise_bad++;
+        last_noise[h->site] = h->value;
+        noises++;
+    }
+}
+
+static void rec_watermark(xe_target *t, uint64_t tsc)
+{
+    (void)t;
+    qsort(pending, npending, sizeof *pending, by_tsc);
+    size_t n = 0;
+    while (n < npending && pending[n].tsc < tsc)
+        pass_on(&pending[n++]);
+    memmove(pending, pending + n, (npending - n) * sizeof *pending);
+    npending -= n;
+    if (tsc > last_mark)
+        last_mark = tsc;
+    marks++;
+    if (!atomic_load(&stopping))
+        marks_before_stop++;
+}
+
+static const xe_target_ops recorder = {
+    .name = "recorder", .init = rec_init, .deliver = rec_deliver, .watermark = rec_watermark};
+
+static xe_session *sess;
+static _Atomic unsigned seals;
+
+static void slow_sealer(void)
+{
+    if (atomic_fetch_add(&seals, 1) % 8 == 7)
+        usleep(3000);
+}
+static _Atomic uint64_t token = 1;
+
+static void *token_thread(void *arg)
+{
+    uint64_t me = (uint64_t)(uintptr_t)arg;
+    for (;;) {
+        uint64_t t = atomic_load(&token);
+        if (t > TOKEN_EVENTS)
+            return NULL;
+        if ((t - 1) % TOKENS != me) {
+            sched_yield();
+            continue;
+        }
+        xe_event ev = {.type = XE_EV_USER, .key = 1, .value = t};
+        xe_fire(sess, &ev);
+        atomic_store(&token, t + 1);
+    }
+}
+
+static void *noise_thread(void *arg)
+{
+    uint64_t me = (uint64_t)(uintptr_t)arg;
+    for (uint64_t i = 1; i <= NOISE_EVENTS; i++) {
+        xe_event ev = {.type = XE_EV_USER, .key = 2, .site = me, .value = i};
+        xe_fire(sess, &ev);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    alarm(120);
+    pending = malloc(sizeof *pending * (TOTAL + 16));
+    xe_config c;
+    xe_config_defaults(&c);
+    strcpy(c.name, "time_order");
+    c.mode = XE_PART_PER_CPU;
+    c.cpus = 2;               /* 5 buffers */
+    c.max_memory = 5 * 65536; /* of 64 KB - 205: ~800 events each */
+    c.time_order = 1;
+    c.retention = XE_NO_EVENT_LOSS;
+    c.max_dispatch_latency_ns = 500000000u;
+    c.ntargets = 1;
+    c.targets[0].ops = &recorder;
+    char why[256] = "";
+    if (xe_session_create(&c, &sess, why, sizeof why) < 0) {
+        printf("FAIL create: %s\n", why);
+        return 1;
+    }
+    xe_test_before_enqueue = slow_sealer;
+    xe_session_start(sess);
+    pthread_t th[TOKENS + NOISE];
+    for (unsigned i = 0; i < TOKENS; i++)
+        pthread_create(&th[i], NULL, token_thread, (void *)(uintptr_t)i);
+    for (unsigned i = 0; i < NOISE; i++)
+        pthread_create(&th[TOKENS + i], NULL, noise_thread, (void *)(uintptr_t)i);
+    for (unsigned i = 0; i < TOKENS + NOISE; i++)
+        pthread_join(th[i], NULL);
+    atomic_store(&stopping, 1);
+    xe_session_stop(sess);
+    CHECK("time order: no event arrives stamped before a watermark given", late == 0);
+    CHECK("time order: every token event passed on", tokens == TOKEN_EVENTS);
+    CHECK("time order: every other event passed on", noises == (uint64_t)NOISE * NOISE_EVENTS);
+    CHECK("time order: token events (each after the one before, on any CPU) in order", token_bad == 0);
+    CHECK("time order: each producer's events in its order", noise_bad == 0);
+    CHECK("time order: watermarks came while the producers ran", marks_before_stop > 2);
+    CHECK("time order: nothing left held after the stop", npending == 0);
+    printf(
+        "# late %lu, token out of order %lu, noise out of order %lu, %lu watermarks (%lu before the stop)\n",
+        (unsigned long)late, (unsigned long)token_bad, (unsigned long)noise_bad, (unsigned long)marks,
+        (unsigned long)marks_before_stop);
+    xe_session_drop(sess);
+    free(pending);
+    return failures != 0;
+}
