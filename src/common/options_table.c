@@ -68,8 +68,8 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
          "`memtrail run --mode trace` gives `memtrail.%p.mtt`"},
     [MT_OPT_TRACE_BUFFER] = {"trace_buffer", MT_OPTT_SIZE, NULL, 192 << 10, 64ll << 30,
                              "a size from 192KB to 64GB, a number of MB or with a unit", "64MB",
-                             "trace mode: the event buffer between the program's threads and the thread that "
-                             "packs and writes"},
+                             "trace mode: the per-CPU event buffers between the program's threads and the "
+                             "thread that merges them (at least 64KB x ceil(2.5 x CPUs))"},
     [MT_OPT_TRACE_LOSS] = {"trace_loss", MT_OPTT_CHOICE, losses, 0, 0, NULL, "wait",
                            "trace mode: what a full buffer does"},
     [MT_OPT_TRACE_TIME_UNIT] = {"trace_time_unit", MT_OPTT_INT, NULL, 1, 1000000000,
