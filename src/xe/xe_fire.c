@@ -453,9 +453,9 @@ static int fire(xe_session *s, const xe_event *ev)
 {
     uint64_t len = xe_event_bytes(ev->data_len);
     uint32_t cpu = xe_this_cpu();
-    uint64_t tsc = xe_ticks();
+    uint64_t tsc = s->time_order ? 0 : xe_ticks(); /* time-ordered: read after the claim */
     if (__builtin_expect(len > s->cap, 0))
-        return fire_large(s, ev, len, tsc, cpu);
+        return fire_large(s, ev, len, tsc ? tsc : xe_ticks(), cpu);
     xe_part *p = &s->parts[s->nparts == 1 ? 0 : s->cpu_part[cpu < s->ncpu_map ? cpu : cpu % s->ncpu_map]];
     for (;;) {
         int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
