@@ -467,7 +467,8 @@ static int fire(xe_session *s, const xe_event *ev)
                 uint64_t off = r & XE_OFF_MASK;
                 if (__builtin_expect(off + len <= s->cap, 1)) {
                     if (s->time_order)
-                        tsc = xe_ticks_after(); /* after the claim: later than a seal before it */
+                        tsc = xe_ticks(); /* after the claim: later than a seal before it (xe_dispatch.c's
+                                             margin) */
                     write_record(xe_buf_data(b) + off, len, ev, tsc, cpu);
                     if (__builtin_expect(off == 0, 0))
                         note_first(s, b, tsc);

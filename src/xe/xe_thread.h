@@ -39,17 +39,4 @@ static inline uint64_t xe_ticks(void)
 #endif
 }
 
-/* The clock read after everything before it (a claim's atomic add):
- * time-ordered sessions stamp an event after its room is claimed, so an
- * event claimed after a seal is later than the seal. */
-static inline uint64_t xe_ticks_after(void)
-{
-#if defined(__x86_64__)
-    _mm_lfence();
-    return __rdtsc();
-#else
-    return xe_ticks();
-#endif
-}
-
 #endif /* MT_XE_THREAD_H */
