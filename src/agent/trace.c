@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -685,10 +686,21 @@ void mt_trace_before_exec(void)
 
 /* A crash: finish the file (the chunks buffered so far), unless the crash
  * is on the thread that writes it. From the crash handler. */
+/* Is this one of the trace's own threads (the dispatcher, an encoder)? A
+ * crash there cannot wait for the trace to finish: it would wait for
+ * itself. */
+static int on_trace_thread(xe_session *s)
+{
+    char name[16] = "";
+    if (xe_session_on_dispatcher(s))
+        return 1;
+    return prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && strcmp(name, "memtrail-enc") == 0;
+}
+
 void mt_trace_crash(const char *why)
 {
     xe_session *s = trace_session;
-    if (!s || !mt_own_process() || xe_session_on_dispatcher(s))
+    if (!s || !mt_own_process() || on_trace_thread(s))
         return;
     mt_out o;
     mt_out_init(&o, ended_buf, sizeof ended_buf, -1);

@@ -328,8 +328,11 @@ static void sweep(xe_session *s)
             continue;
         }
         /* Sealed by someone else: wait until it is numbered (or replaced,
-         * which its sealer does after numbering it). */
-        while (atomic_load(&p->cur) == seen && atomic_load(&b->sealseq) == 0)
+         * which its sealer does after numbering it). Not for ever: the
+         * sealer may be the thread a stopping signal handler interrupted. */
+        uint64_t since = mono_ns();
+        while (atomic_load(&p->cur) == seen && atomic_load(&b->sealseq) == 0 &&
+               mono_ns() - since < SWEEP_PATIENCE_NS)
             sched_yield();
     }
     uint64_t target = atomic_load(&s->seal_seq);
