@@ -137,6 +137,8 @@ TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/trace
 $(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/trace/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread -lm
+# The order checker of traces of threaded programs (test_trace_threads.sh).
+tests: $(BUILD)/asan/tests/trace/trace_order
 
 # The analyzer's tests (ASan+UBSan): traces written with the real writer,
 # read with the real reader, checked against a brute-force model.
@@ -169,6 +171,17 @@ $(TRACEGEN): bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS)
 .PHONY: tracegen
 tracegen: $(TRACEGEN)
 tests: $(TRACEGEN)
+
+# The threaded workload with a known ledger (bench/tthreads.c): timed by
+# bench/trace.sh, run by tests/agent/test_trace_threads.sh. Plain C, none of
+# memtrail's code; -fno-builtin keeps malloc/free pairs from being elided.
+TTHREADS := $(BUILD)/bench/tthreads
+$(TTHREADS): bench/tthreads.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O2 -g -fno-builtin -o $@ $< -lpthread
+.PHONY: tthreads
+tthreads: $(TTHREADS)
+tests: $(TTHREADS)
 
 $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) $(wildcard tests/*.h tests/report/*.h)
 	@mkdir -p $(dir $@)
