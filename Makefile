@@ -249,10 +249,11 @@ bench-readers: all
 	BUILD=$(BUILD) bash bench/readers.sh
 
 # Trace mode against heaptrack (bench/trace.sh): recording overhead, file
-# size per event, analysis speed and RSS, and a synthetic trace analysed
-# within the memory bound (bench/tracegen, when its source is there).
+# size per event, analysis speed and RSS, a synthetic trace analysed
+# within the memory bound (bench/tracegen, when its source is there), and
+# threads (bench/tthreads).
 .PHONY: bench-trace
-bench-trace: all $(if $(wildcard bench/tracegen.c),$(TRACEGEN))
+bench-trace: all $(if $(wildcard bench/tracegen.c),$(TRACEGEN)) $(TTHREADS)
 	BUILD=$(BUILD) bash bench/trace.sh
 
 # The event engine's benchmark (bench/xe.sh): the engine built -O2 with its

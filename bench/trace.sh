@@ -656,9 +656,9 @@ threads_count() {
     if [ -n "$h_min" ]; then
         local mh
         mh=$(ratio "$m_min" "$h_min")
-        line+=$(printf ', %.2fx heaptrack (heaptrack %.2fx bare)' "$mh" "$(ratio "$h_min" "$b_min")")
+        line+=$(printf ', %.3fx heaptrack (heaptrack %.2fx bare)' "$mh" "$(ratio "$h_min" "$b_min")")
         if [ "$n" = 8 ]; then
-            echo "   goal at 8 threads: memtrail <= 0.35x heaptrack's time: $(printf '%.2f' "$mh")x, $(goal "$mh" "<=" 0.35)"
+            echo "   goal at 8 threads: memtrail <= 0.35x heaptrack's time: ${mh}x, $(goal "$mh" "<=" 0.35)"
             line+=" (goal <= 0.35: $(goal "$mh" "<=" 0.35))"
         fi
     fi
@@ -696,11 +696,11 @@ mbench_rss() {
     rb=$(max_of "${r_b[@]}"); rm=$(max_of "${r_m[@]}")
     if [ -n "$rb" ] && [ -n "$rm" ]; then beyond=$((rm - rb)); fi
     x=$(ratio "$m_min" "$b_min")
-    printf '   bare %.3f s (median %.3f), memtrail trace %.3f s (median %.3f): %.2fx bare (goal <= 2.5x: %s)\n' \
+    printf '   bare %.3f s (median %.3f), memtrail trace %.3f s (median %.3f): %.3fx bare (goal <= 2.5x: %s)\n' \
         "$b_min" "$b_med" "$m_min" "$m_med" "$x" "$(goal "$x" "<=" 2.5)"
     echo "   peak RSS: bare $(mb_of_kb "$rb") MB, traced $(mb_of_kb "$rm") MB: $(mb_of_kb "$beyond") MB beyond bare" \
         "(goal <= 16 MB: $(goal "$(mb_of_kb "$beyond")" "<=" 16)); events lost per run: ${lost[*]}"
-    summary_lines+=("mbench: memtrail trace $(printf '%.2f' "$x")x bare (goal <= 2.5: $(goal "$x" "<=" 2.5)), RSS +$(mb_of_kb "$beyond") MB (goal <= 16: $(goal "$(mb_of_kb "$beyond")" "<=" 16)), lost $(IFS=+; echo "${lost[*]}")")
+    summary_lines+=("mbench: memtrail trace ${x}x bare (goal <= 2.5: $(goal "$x" "<=" 2.5)), RSS +$(mb_of_kb "$beyond") MB (goal <= 16: $(goal "$(mb_of_kb "$beyond")" "<=" 16)), lost $(IFS=+; echo "${lost[*]}")")
 }
 
 # encoder_speedup N: tthreads N PAIRS traced with trace_threads=1 and =2.
@@ -718,8 +718,8 @@ encoder_speedup() {
         for k in 1 2; do
             f=$TMP/enc.mtt
             run_traced "$TMP/mt.err" "$f" "trace_threads=$k" "$TTHREADS_BIN" "$n" "$pairs"
-            if [ "$rc" -ne 0 ]; then
-                echo "   FAILED: status $rc with trace_threads=$k (run $i)"; show_err "$TMP/mt.err"
+            if [ "$rc" -ne 0 ] || [ ! -s "$f" ]; then
+                echo "   FAILED: status $rc with trace_threads=$k (run $i), or no trace"; show_err "$TMP/mt.err"
                 status=1; summary_lines+=("encoders: FAILED"); return
             fi
             t[$k]+="$elapsed "
