@@ -137,8 +137,10 @@ TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/trace
 $(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/trace/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread -lm
-# The order checker of traces of threaded programs (test_trace_threads.sh).
+# The order checker of traces of threaded programs (test_trace_threads.sh),
+# and its own test, which includes it.
 tests: $(BUILD)/asan/tests/trace/trace_order
+$(BUILD)/asan/tests/trace/test_trace_order: tests/trace/trace_order.c
 
 # The analyzer's tests (ASan+UBSan): traces written with the real writer,
 # read with the real reader, checked against a brute-force model.

@@ -100,43 +100,24 @@ static const char *type_name(unsigned t)
     return "?";
 }
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: trace_order [--max-back UNITS] TRACE\n");
-    return 2;
-}
+/* What order_check found wrong (bits of its result). */
+#define ORDER_IDS 1  /* a free or realloc of an id not live, or an alloc of a live one */
+#define ORDER_TIME 2 /* a time more than max_back units before an earlier event's */
+#define ORDER_READ 4 /* the trace could not be read to its end record */
 
-int main(int argc, char **argv)
+/* Reads every event of r, prints the counts and one line each on ids,
+ * times and (if it failed) reading to out; name names the trace. Returns
+ * the ORDER_* bits of what went wrong (0: all well), or -ENOMEM. */
+static int order_check(mt_trace_reader *r, const char *name, uint64_t max_back_units, FILE *out)
 {
-    uint64_t max_back_units = 0;
-    int a = 1;
-    if (a + 1 < argc && strcmp(argv[a], "--max-back") == 0) {
-        char *end;
-        max_back_units = strtoull(argv[a + 1], &end, 10);
-        if (*end || end == argv[a + 1])
-            return usage();
-        a += 2;
-    }
-    if (a + 1 != argc)
-        return usage();
-    const char *path = argv[a];
-
-    char err[MT_TRACE_ERR_MAX];
-    mt_trace_reader *r;
-    if (mt_trace_open(path, MT_TRACE_PREFETCH, &r, err, sizeof err) < 0) {
-        fprintf(stderr, "trace_order: %s\n", err);
-        return 1;
-    }
     uint64_t unit = mt_trace_info(r)->time_unit_ns;
     struct id_set live = {calloc(1024, sizeof(uint32_t)), 1024, 0};
-    if (!live.slot) {
-        fprintf(stderr, "trace_order: out of memory\n");
-        return 1;
-    }
+    if (!live.slot)
+        return -ENOMEM;
     uint64_t n = 0, allocs = 0, frees = 0, reallocs = 0, prev_ns = 0, back_max = 0;
     uint64_t id_bad = 0, time_bad = 0;
     char id_first[512] = "", time_first[512] = "";
-    int status = 0, got;
+    int got;
     mt_trace_event ev;
     while ((got = mt_trace_next(r, &ev)) == 1) {
         n++;
@@ -178,8 +159,8 @@ int main(int argc, char **argv)
                              "): that id is live already (its free came later, or was lost)",
                              n, type_name(ev.type), ev.id, ev.thread);
             } else if (id_add(&live, ev.id) < 0) {
-                fprintf(stderr, "trace_order: out of memory\n");
-                return 1;
+                free(live.slot);
+                return -ENOMEM;
             }
             if (ev.type == MT_TRACE_ALLOC)
                 allocs++;
@@ -187,30 +168,65 @@ int main(int argc, char **argv)
                 reallocs++;
         }
     }
-    printf("trace_order: %s: %" PRIu64 " events (%" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
-           " reallocs, %zu live at the end)\n",
-           path, n, allocs, frees, reallocs, live.count);
-    if (id_bad)
-        printf("ids: %" PRIu64 " events out of order, the first: %s\n", id_bad, id_first);
-    else
-        printf("ids: ok, every free and realloc after its allocation\n");
-    if (time_bad)
-        printf("time: %" PRIu64 " events back in time by more than %" PRIu64 " units, the first: %s\n",
-               time_bad, max_back_units, time_first);
-    else
-        printf("time: ok, never back by more than %" PRIu64 " units (largest step back %" PRIu64
-               " ns, time unit %" PRIu64 " ns)\n",
-               max_back_units, back_max, unit);
-    if (got < 0) {
-        printf("read: %s\n", mt_trace_error(r));
-        status = 1;
-    } else if (!mt_trace_complete(r)) {
-        printf("read: %s: no end record (the writer did not finish)\n", path);
-        status = 1;
-    }
-    if (id_bad || time_bad)
-        status = 1;
+    fprintf(out,
+            "trace_order: %s: %" PRIu64 " events (%" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
+            " reallocs, %zu live at the end)\n",
+            name, n, allocs, frees, reallocs, live.count);
     free(live.slot);
-    mt_trace_close(r);
-    return status;
+    if (id_bad)
+        fprintf(out, "ids: %" PRIu64 " events out of order, the first: %s\n", id_bad, id_first);
+    else
+        fprintf(out, "ids: ok, every free and realloc after its allocation\n");
+    if (time_bad)
+        fprintf(out, "time: %" PRIu64 " events back in time by more than %" PRIu64 " units, the first: %s\n",
+                time_bad, max_back_units, time_first);
+    else
+        fprintf(out,
+                "time: ok, never back by more than %" PRIu64 " units (largest step back %" PRIu64
+                " ns, time unit %" PRIu64 " ns)\n",
+                max_back_units, back_max, unit);
+    int bad = (id_bad ? ORDER_IDS : 0) | (time_bad ? ORDER_TIME : 0);
+    if (got < 0) {
+        fprintf(out, "read: %s\n", mt_trace_error(r));
+        bad |= ORDER_READ;
+    } else if (!mt_trace_complete(r)) {
+        fprintf(out, "read: %s: no end record (the writer did not finish)\n", name);
+        bad |= ORDER_READ;
+    }
+    return bad;
 }
+
+#ifndef TRACE_ORDER_NO_MAIN /* tests/trace/test_trace_order.c includes this file */
+static int usage(void)
+{
+    fprintf(stderr, "usage: trace_order [--max-back UNITS] TRACE\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t max_back_units = 0;
+    int a = 1;
+    if (a + 1 < argc && strcmp(argv[a], "--max-back") == 0) {
+        char *end;
+        max_back_units = strtoull(argv[a + 1], &end, 10);
+        if (*end || end == argv[a + 1])
+            return usage();
+        a += 2;
+    }
+    if (a + 1 != argc)
+        return usage();
+
+    char err[MT_TRACE_ERR_MAX];
+    mt_trace_reader *r;
+    if (mt_trace_open(argv[a], MT_TRACE_PREFETCH, &r, err, sizeof err) < 0) {
+        printf("read: %s\n", err);
+        return 1;
+    }
+    int bad = order_check(r, argv[a], max_back_units, stdout);
+    mt_trace_close(r);
+    if (bad < 0)
+        fprintf(stderr, "trace_order: out of memory\n");
+    return bad ? 1 : 0;
+}
+#endif
