@@ -25,10 +25,12 @@
  *   ledger mode=M threads=N allocs=A frees=F reallocs=R leaked_blocks=L
  *          leaked_bytes=B [min_peak_bytes=P max_peak_bytes=Q]
  * allocs counts malloc calls, reallocs realloc calls (each frees one block
- * and makes one), frees free calls: leaked_blocks = allocs - frees. The
- * peak depends on how threads interleave, so only bounds are given (plain
- * and --fork): the largest peak of one thread (the others may have run
- * before or after it) and the sum of the threads' peaks. */
+ * and makes one), frees free calls: leaked_blocks = allocs - frees (but in
+ * the --fork child, whose frees include 32 inherited blocks). --pool's
+ * counts depend on how threads interleave; the others' are fixed. The peak
+ * depends on it in every mode, so only bounds are given (plain and --fork):
+ * the largest peak of one thread (the others may have run before or after
+ * it) and the sum of the threads' peaks. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
