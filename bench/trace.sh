@@ -35,14 +35,15 @@
 #              realloc's old block included). heaptrack's B/event is also
 #              given per memtrail's event count of the same workload.
 #
-# Usage: bench/trace.sh [--runs N] [--quick] [--only mbench|sqlite|python]
+# Usage: bench/trace.sh [--runs N] [--quick] [--only mbench|sqlite|python|threads]
 #                       [--no-heaptrack] [--no-synthetic]
 #                       [--synthetic-events N] [--synthetic-live N]
 #                       [--threads LIST] [--no-threads] [--pairs N]
 #                       [--trace-options OPTS]
 #   --runs N              timed runs per column (default 5)
 #   --quick               2 runs, mbench 2x200000 ops, a synthetic trace of
-#                         2 M events / 100 k live: a smoke test, not a result
+#                         2 M events / 100 k live, 200000 pairs a thread in
+#                         part 4: a smoke test, not a result
 #   --only W              one workload (the synthetic part and part 4 still
 #                         run); --only threads: part 4 alone
 #   --no-heaptrack        skip heaptrack and heaptrack_print
@@ -673,7 +674,8 @@ mbench_rss() {
     if [ "$quick" = 1 ]; then ops=200000; fi
     mb=$(mbench_binary)
     echo
-    echo "-- mbench 2 $ops 4096: time and peak RSS, bare / memtrail trace (default options), $runs runs each, interleaved"
+    echo "-- mbench 2 $ops 4096: time and peak RSS, bare / memtrail trace (default options${trace_opts:+, plus $trace_opts})," \
+        "$runs runs each, interleaved"
     run_measured "$TMP/bare.err" "$mb" 2 "$ops" 4096
     if [ "$rc" -ne 0 ]; then bare_failed "mbench (RSS)" "; skipped"; return; fi
     for ((i = 1; i <= runs; i++)); do
@@ -746,7 +748,7 @@ encoder_speedup() {
 if [ "$use_threads" = 1 ]; then
     echo
     echo "== 4. Threads: bench/tthreads (N threads x PAIRS malloc/free pairs, 256-slot tables, 16-527 B)," \
-        "bare / memtrail trace (default options$([ -n "$trace_opts" ] && echo ", plus $trace_opts")) / heaptrack -o FILE"
+        "bare / memtrail trace (default options${trace_opts:+, plus $trace_opts}) / heaptrack -o FILE"
     TTHREADS_BIN=${TTHREADS:-$BUILD_DIR/bench/tthreads}
     if [ -z "${TTHREADS:-}" ] && [ -f "$ROOT/bench/tthreads.c" ]; then
         make -s -C "$ROOT" BUILD="$BUILD_DIR" tthreads >"$TMP/make.log" 2>&1 ||
