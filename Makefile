@@ -137,6 +137,10 @@ TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/trace
 $(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/trace/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread -lm
+# The order checker of traces of threaded programs (test_trace_threads.sh),
+# and its own test, which includes it.
+tests: $(BUILD)/asan/tests/trace/trace_order
+$(BUILD)/asan/tests/trace/test_trace_order: tests/trace/trace_order.c
 
 # The analyzer's tests (ASan+UBSan): traces written with the real writer,
 # read with the real reader, checked against a brute-force model.
@@ -169,6 +173,17 @@ $(TRACEGEN): bench/tracegen.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS)
 .PHONY: tracegen
 tracegen: $(TRACEGEN)
 tests: $(TRACEGEN)
+
+# The threaded workload with a known ledger (bench/tthreads.c): timed by
+# bench/trace.sh, run by tests/agent/test_trace_threads.sh. Plain C, none of
+# memtrail's code; -fno-builtin keeps malloc/free pairs from being elided.
+TTHREADS := $(BUILD)/bench/tthreads
+$(TTHREADS): bench/tthreads.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O2 -g -fno-builtin -o $@ $< -lpthread
+.PHONY: tthreads
+tthreads: $(TTHREADS)
+tests: $(TTHREADS)
 
 $(BUILD)/asan/tests/%: tests/%.c $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(HDRS) $(wildcard tests/*.h tests/report/*.h)
 	@mkdir -p $(dir $@)
@@ -236,10 +251,11 @@ bench-readers: all
 	BUILD=$(BUILD) bash bench/readers.sh
 
 # Trace mode against heaptrack (bench/trace.sh): recording overhead, file
-# size per event, analysis speed and RSS, and a synthetic trace analysed
-# within the memory bound (bench/tracegen, when its source is there).
+# size per event, analysis speed and RSS, a synthetic trace analysed
+# within the memory bound (bench/tracegen, when its source is there), and
+# threads (bench/tthreads).
 .PHONY: bench-trace
-bench-trace: all $(if $(wildcard bench/tracegen.c),$(TRACEGEN))
+bench-trace: all $(if $(wildcard bench/tracegen.c),$(TRACEGEN)) $(TTHREADS)
 	BUILD=$(BUILD) bash bench/trace.sh
 
 # The event engine's benchmark (bench/xe.sh): the engine built -O2 with its

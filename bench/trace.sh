@@ -12,6 +12,18 @@
 #     1's): wall time, events/s, peak RSS (/usr/bin/time -f %M).
 #  3. Synthetic: a trace of >= 100 M events with >= 1 M blocks live at once
 #     (bench/tracegen), analysed against the bound 32 MiB + 12 B x max live.
+#  4. Threads (issue 18): bench/tthreads (each of N threads makes PAIRS
+#     malloc/free pairs on a 256-slot table, sizes 16-527 B) at each thread
+#     count: bare / memtrail trace with the default options / heaptrack,
+#     interleaved, min and median; events written and lost (the goal: 0 at
+#     every count); events/s, and per encoder thread; peak RSS (VmHWM of
+#     the traced process itself: the agent is preloaded directly, as
+#     `memtrail run` does, under /usr/bin/time -f %M) beyond the bare run's;
+#     mbench bare / traced the same way (time and RSS); and the encoders'
+#     speed-up, trace_threads=1 against trace_threads=2 (skipped with a
+#     note when the agent does not know the option). Goals are printed
+#     beside the figures: 8 threads <= 0.35x heaptrack's time, mbench <=
+#     2.5x bare, RSS <= 16 MB beyond bare on mbench.
 # It prints figures and asserts nothing about them.
 #
 # How events are counted (bytes per event):
@@ -23,20 +35,32 @@
 #              realloc's old block included). heaptrack's B/event is also
 #              given per memtrail's event count of the same workload.
 #
-# Usage: bench/trace.sh [--runs N] [--quick] [--only mbench|sqlite|python]
+# Usage: bench/trace.sh [--runs N] [--quick] [--only mbench|sqlite|python|threads]
 #                       [--no-heaptrack] [--no-synthetic]
 #                       [--synthetic-events N] [--synthetic-live N]
+#                       [--threads LIST] [--no-threads] [--pairs N]
+#                       [--trace-options OPTS]
 #   --runs N              timed runs per column (default 5)
 #   --quick               2 runs, mbench 2x200000 ops, a synthetic trace of
-#                         2 M events / 100 k live: a smoke test, not a result
-#   --only W              one workload (the synthetic part still runs)
+#                         2 M events / 100 k live, 200000 pairs a thread in
+#                         part 4: a smoke test, not a result
+#   --only W              one workload (the synthetic part and part 4 still
+#                         run); --only threads: part 4 alone
 #   --no-heaptrack        skip heaptrack and heaptrack_print
 #   --no-synthetic        skip part 3 (it takes a minute and ~400 MB of disk)
 #   --synthetic-events N  events in the synthetic trace (default 100000000)
 #   --synthetic-live N    blocks kept live in it (default 1000000)
+#   --threads LIST        part 4's thread counts (default 1,2,4,8,32)
+#   --no-threads          skip part 4
+#   --pairs N             part 4: malloc/free pairs per thread (default
+#                         2000000; --quick: 200000)
+#   --trace-options OPTS  part 4: agent options added to every memtrail run
+#                         (MEMTRAIL_OPTIONS syntax, e.g. trace_loss=wait)
 # Environment: MT_SHARED (default ROOT/../shared), BUILD (default build),
 #   TRACEGEN (the generator; default BUILD/bench/tracegen, built with
-#   `make tracegen` when bench/tracegen.c is there), TMPDIR.
+#   `make tracegen` when bench/tracegen.c is there), TTHREADS (part 4's
+#   workload; default BUILD/bench/tthreads, built with `make tthreads`),
+#   TMPDIR.
 # Exit status: 0; 1 when a workload or an analysis fails under memtrail (or
 # bare), or memtrail is not built; 2 on bad usage.
 set -euo pipefail
@@ -47,6 +71,7 @@ die() { echo "trace.sh: $*" >&2; exit 1; }
 
 runs=5 quick=0 only="" use_heaptrack=1 use_synthetic=1
 syn_events=100000000 syn_live=1000000 syn_set=0
+use_threads=1 thread_list=1,2,4,8,32 pairs=2000000 pairs_set=0 trace_opts=""
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 bad_usage() { echo "trace.sh: $*" >&2; echo "try: bench/trace.sh --help" >&2; exit 2; }
@@ -65,6 +90,13 @@ while [ $# -gt 0 ]; do
         --synthetic-events=*) syn_events=${1#*=}; syn_set=1 ;;
         --synthetic-live) need_arg $# "$1"; syn_live=$2; syn_set=1; shift ;;
         --synthetic-live=*) syn_live=${1#*=}; syn_set=1 ;;
+        --threads) need_arg $# "$1"; thread_list=$2; shift ;;
+        --threads=*) thread_list=${1#*=} ;;
+        --no-threads) use_threads=0 ;;
+        --pairs) need_arg $# "$1"; pairs=$2; pairs_set=1; shift ;;
+        --pairs=*) pairs=${1#*=}; pairs_set=1 ;;
+        --trace-options) need_arg $# "$1"; trace_opts=$2; shift ;;
+        --trace-options=*) trace_opts=${1#*=} ;;
         -h|--help) usage; exit 0 ;;
         *) bad_usage "unknown option '$1'" ;;
     esac
@@ -73,11 +105,17 @@ done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || bad_usage "--runs wants a positive integer, not '$runs'"
 [[ $syn_events =~ ^[1-9][0-9]*$ ]] || bad_usage "--synthetic-events wants a positive integer, not '$syn_events'"
 [[ $syn_live =~ ^[1-9][0-9]*$ ]] || bad_usage "--synthetic-live wants a positive integer, not '$syn_live'"
-case $only in ""|mbench|sqlite|python) ;; *) bad_usage "--only wants mbench, sqlite or python, not '$only'" ;; esac
+case $only in ""|mbench|sqlite|python|threads) ;; *) bad_usage "--only wants mbench, sqlite, python or threads, not '$only'" ;; esac
+[[ $thread_list =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || bad_usage "--threads wants counts like 1,2,4,8,32, not '$thread_list'"
+for n in ${thread_list//,/ }; do [ "$n" -le 256 ] || bad_usage "--threads: at most 256 threads, not $n"; done
+[[ $pairs =~ ^[1-9][0-9]*$ ]] || bad_usage "--pairs wants a positive integer, not '$pairs'"
+if [ "$only" = threads ] && [ "$use_threads" = 0 ]; then bad_usage "--only threads and --no-threads leave nothing to run"; fi
 if [ "$quick" = 1 ]; then
     runs=2
     if [ "$syn_set" = 0 ]; then syn_events=2000000 syn_live=100000; fi
+    if [ "$pairs_set" = 0 ]; then pairs=200000; fi
 fi
+if [ "$only" = threads ]; then use_synthetic=0; fi
 [ -d "$BENCH_SRC" ] || die "workloads not found: $BENCH_SRC (set MT_SHARED to the shared directory)"
 if [ ! -x "$MEMTRAIL" ] || [ ! -f "$AGENT" ]; then
     die "memtrail is not built ($MEMTRAIL, $AGENT): run 'make' first"
@@ -184,7 +222,7 @@ if [ "$use_heaptrack" = 1 ]; then
 fi
 echo "   wall time of whole runs (EPOCHREALTIME), $runs timed runs per column, interleaved; min is the headline, median beside it"
 echo "   peak RSS: $(if [ "$have_time" = 1 ]; then echo '/usr/bin/time -f %M'; elif [ "$have_python" = 1 ]; then echo 'getrusage(RUSAGE_CHILDREN) via python3'; else echo 'not measured'; fi)"
-if [ "$quick" = 1 ]; then echo "   --quick: a smoke test (2 runs, mbench 2x200000 ops, small synthetic trace), not a result"; fi
+if [ "$quick" = 1 ]; then echo "   --quick: a smoke test (2 runs, mbench 2x200000 ops, small synthetic trace, 200000 pairs a thread), not a result"; fi
 
 # ---- 1. recording -----------------------------------------------------------
 
@@ -334,10 +372,13 @@ record_workload() {
 }
 
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+if [ "$only" = threads ]; then echo; echo "== 1.-3. skipped (--only threads)"; fi
 workloads=()
 
+if [ "$only" != threads ]; then
 echo
 echo "== 1. Recording: bare / memtrail run --mode trace [--no-loss] -o FILE / heaptrack -o FILE"
+fi
 if want mbench; then
     mbench=$(mbench_binary)
     ops=2000000
@@ -370,9 +411,11 @@ fi
 
 # ---- 2. analysis ------------------------------------------------------------
 
+if [ "$only" != threads ]; then
 echo
 echo "== 2. Analysis: memtrail analyze --json TRACE >/dev/null vs heaptrack_print FILE >/dev/null (full default analysis)"
 echo "   events/s = each tool's own event count (as in part 1) / its wall time"
+fi
 for name in "${workloads[@]}"; do
     [ -n "${mt_file[$name]:-}" ] || continue
     local_ht=${ht_file[$name]:-}
@@ -429,9 +472,13 @@ done
 
 # ---- 3. synthetic -----------------------------------------------------------
 
+if [ "$only" != threads ]; then
 echo
 echo "== 3. Synthetic trace: bench/tracegen, analysed in bounded memory"
-if [ "$use_synthetic" = 0 ]; then
+fi
+if [ "$only" = threads ]; then
+    : # part 4 alone
+elif [ "$use_synthetic" = 0 ]; then
     echo "   skipped (--no-synthetic)"
 else
     tracegen=${TRACEGEN:-$BUILD_DIR/bench/tracegen}
@@ -489,6 +536,238 @@ else
                 fi
             fi
         fi
+    fi
+fi
+
+# ---- 4. threads -------------------------------------------------------------
+
+# traced_opts OUT [MORE]: MEMTRAIL_OPTIONS of a traced run, as `memtrail
+# run --mode trace -o OUT` makes it: the caller's MEMTRAIL_OPTIONS, part
+# 4's --trace-options, MORE, then mode and output (later keys win).
+traced_opts() {
+    local o=${MEMTRAIL_OPTIONS:-}
+    if [ -n "$trace_opts" ]; then o=${o:+$o:}$trace_opts; fi
+    if [ -n "${2:-}" ]; then o=${o:+$o:}$2; fi
+    echo "${o:+$o:}mode=trace:output=$1"
+}
+# run_traced LOG OUT MORE CMD...: run_measured of CMD with the agent
+# preloaded directly, so that the peak RSS is the traced process's own.
+run_traced() {
+    local log=$1 out=$2 more=$3; shift 3
+    run_measured "$log" env MEMTRAIL_OPTIONS="$(traced_opts "$out" "$more")" LD_PRELOAD="$AGENT" "$@"
+}
+mb_of_kb() { if [[ $1 =~ ^-?[0-9]+$ ]]; then awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; else echo "?"; fi; }
+goal() { # VALUE OP LIMIT: "met" or "NOT met" ("?" when VALUE is not a number)
+    awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN {
+        if (v !~ /^-?[0-9.]+$/) { print "?"; exit }
+        ok = (op == "<=") ? (v + 0 <= l + 0) : (v + 0 == l + 0)
+        print ok ? "met" : "NOT met" }'
+}
+all_zero() { local x; for x in "$@"; do [ "$x" = 0 ] || return 1; done; }
+
+# Does the agent know trace_threads? An unknown key makes it say so and run
+# untracked: then the encoder part is skipped.
+have_trace_threads=0
+probe_trace_threads() {
+    rm -f "$TMP/probe.mtt"
+    run_timed "$TMP/probe.err" env MEMTRAIL_OPTIONS="mode=trace:output=$TMP/probe.mtt:trace_threads=2" \
+        LD_PRELOAD="$AGENT" "$TTHREADS_BIN" 1 10
+    if [ "$rc" = 0 ] && [ -s "$TMP/probe.mtt" ] && ! grep -q 'trace_threads' "$TMP/probe.err"; then
+        have_trace_threads=1
+    fi
+    rm -f "$TMP/probe.mtt"
+}
+
+# The encoder threads a default run has, and why (for events/s per encoder).
+encoders() {
+    local k
+    k=$(printf '%s' "$trace_opts" | tr ':' '\n' | sed -n 's/^trace_threads=\([0-9]*\)$/\1/p' | tail -n 1)
+    if [ -n "$k" ]; then enc=$k enc_why="trace_threads=$k"
+    elif [ "$have_trace_threads" = 1 ]; then
+        enc=$(nproc 2>/dev/null || echo 1); [ "$enc" -le 4 ] || enc=4
+        enc_why="the default trace_threads, min(nproc, 4)"
+    else enc=1 enc_why="one dispatcher thread: this agent has no trace_threads option"; fi
+}
+
+# threads_count N: bare / memtrail trace / heaptrack of tthreads N PAIRS.
+threads_count() {
+    local n=$1 i f w l ht=$use_heaptrack
+    local -a t_b=() t_m=() t_h=() r_b=() r_m=() r_h=() lost=() written=()
+    echo
+    echo "-- tthreads $n x $(group "$pairs") pairs: $runs timed runs each, interleaved (bare, memtrail trace$(
+        [ "$ht" = 1 ] && echo ", heaptrack")), after one untimed bare warm-up"
+    run_measured "$TMP/bare.err" "$TTHREADS_BIN" "$n" "$pairs"
+    if [ "$rc" -ne 0 ]; then bare_failed "threads $n" "; skipped"; return; fi
+    for ((i = 1; i <= runs; i++)); do
+        run_measured "$TMP/bare.err" "$TTHREADS_BIN" "$n" "$pairs"
+        if [ "$rc" -ne 0 ]; then bare_failed "threads $n" " (run $i)"; return; fi
+        t_b+=("$elapsed"); r_b+=("$rss_kb")
+        f=$TMP/tt-$n.mtt
+        run_traced "$TMP/mt.err" "$f" "" "$TTHREADS_BIN" "$n" "$pairs"
+        if [ "$rc" -ne 0 ] || [ ! -s "$f" ]; then
+            echo "   FAILED: tthreads exited with status $rc under memtrail trace (run $i), or wrote no trace"
+            show_err "$TMP/mt.err"
+            status=1; summary_lines+=("threads $n: FAILED under memtrail trace (status $rc)"); return
+        fi
+        t_m+=("$elapsed"); r_m+=("$rss_kb")
+        read -r w l < <(trace_line "$TMP/mt.err")
+        written+=("$w"); lost+=("$l")
+        rm -f "$f"
+        if [ "$ht" = 1 ]; then
+            rm -rf "$TMP/ht-tt"; mkdir "$TMP/ht-tt"
+            run_measured "$TMP/ht.err" heaptrack -o "$TMP/ht-tt/trace" "$TTHREADS_BIN" "$n" "$pairs"
+            if [ "$rc" -ne 0 ] || [ -z "$(compgen -G "$TMP/ht-tt/trace.*" || true)" ]; then
+                echo "   note: tthreads exited with status $rc under heaptrack (or it wrote no file); heaptrack column dropped"
+                show_err "$TMP/ht.err"; ht=0; t_h=()
+            else
+                t_h+=("$elapsed"); r_h+=("$rss_kb")
+            fi
+            rm -rf "$TMP/ht-tt"
+        fi
+    done
+    local b_min b_med m_min m_med h_min="" h_med="" rb rm rh beyond
+    read -r b_min b_med < <(min_median "${t_b[@]}")
+    read -r m_min m_med < <(min_median "${t_m[@]}")
+    if [ "${#t_h[@]}" -gt 0 ]; then read -r h_min h_med < <(min_median "${t_h[@]}"); fi
+    rb=$(max_of "${r_b[@]}"); rm=$(max_of "${r_m[@]}"); rh=$(max_of "${r_h[@]+"${r_h[@]}"}")
+    beyond="?"
+    if [ -n "$rb" ] && [ -n "$rm" ]; then beyond=$((rm - rb)); fi
+    printf '   %-15s %8s %8s %8s %8s %9s %9s %9s %10s\n' "" "min s" "med s" "x bare" "x bare" "x htrack" "x htrack" \
+        "peak RSS" "beyond"
+    printf '   %-15s %8s %8s %8s %8s %9s %9s %9s %10s\n' "" "" "" "(min)" "(med)" "(min)" "(med)" "MB" "bare MB"
+    trow() { # LABEL MIN MED RSS_KB BEYOND_KB
+        local hm="" hd=""
+        if [ -n "$h_min" ]; then hm=$(printf '%.2f' "$(ratio "$2" "$h_min")"); hd=$(printf '%.2f' "$(ratio "$3" "$h_med")"); fi
+        printf '   %-15s %8.3f %8.3f %8.2f %8.2f %9s %9s %9s %10s\n' "$1" "$2" "$3" "$(ratio "$2" "$b_min")" \
+            "$(ratio "$3" "$b_med")" "$hm" "$hd" "$(mb_of_kb "${4:-?}")" "$5"
+    }
+    trow bare "$b_min" "$b_med" "$rb" ""
+    trow "memtrail trace" "$m_min" "$m_med" "$rm" "$(mb_of_kb "$beyond")"
+    if [ -n "$h_min" ]; then trow heaptrack "$h_min" "$h_med" "$rh" "(tree)"; fi
+    echo "   peak RSS: VmHWM of the process (/usr/bin/time -f %M), the largest of the runs; heaptrack's is its largest process"
+    local lost_ok evs
+    lost_ok=$(all_zero "${lost[@]}" && echo met || echo "NOT met")
+    echo "   memtrail events written per run: $(for w in "${written[@]}"; do printf '%s ' "$(group "$w")"; done)"
+    echo "   memtrail events lost per run: ${lost[*]} (goal: 0 at every thread count: $lost_ok)"
+    evs=$(mevs "${written[0]}" "$m_min")
+    echo "   memtrail: $evs M events/s (run 1's events / the min time), $(awk -v e="$evs" -v k="$enc" \
+        'BEGIN { if (e ~ /^[0-9.]+$/) printf "%.2f", e / k; else print "?" }') M events/s per encoder thread ($enc: $enc_why)"
+    local line
+    line="threads $n: memtrail $(printf '%.2f' "$(ratio "$m_min" "$b_min")")x bare"
+    if [ -n "$h_min" ]; then
+        local mh
+        mh=$(ratio "$m_min" "$h_min")
+        line+=$(printf ', %.3fx heaptrack (heaptrack %.2fx bare)' "$mh" "$(ratio "$h_min" "$b_min")")
+        if [ "$n" = 8 ]; then
+            echo "   goal at 8 threads: memtrail <= 0.35x heaptrack's time: ${mh}x, $(goal "$mh" "<=" 0.35)"
+            line+=" (goal <= 0.35: $(goal "$mh" "<=" 0.35))"
+        fi
+    fi
+    line+=", $evs M ev/s, lost $(IFS=+; echo "${lost[*]}") (goal 0: $lost_ok), RSS +$(mb_of_kb "$beyond") MB"
+    summary_lines+=("$line")
+}
+
+# mbench_rss: mbench bare / traced, time and peak RSS (the issue's goals).
+mbench_rss() {
+    local mb ops=2000000 i f w l
+    local -a t_b=() t_m=() r_b=() r_m=() lost=()
+    if [ "$quick" = 1 ]; then ops=200000; fi
+    mb=$(mbench_binary)
+    echo
+    echo "-- mbench 2 $ops 4096: time and peak RSS, bare / memtrail trace (default options${trace_opts:+, plus $trace_opts})," \
+        "$runs runs each, interleaved"
+    run_measured "$TMP/bare.err" "$mb" 2 "$ops" 4096
+    if [ "$rc" -ne 0 ]; then bare_failed "mbench (RSS)" "; skipped"; return; fi
+    for ((i = 1; i <= runs; i++)); do
+        run_measured "$TMP/bare.err" "$mb" 2 "$ops" 4096
+        if [ "$rc" -ne 0 ]; then bare_failed "mbench (RSS)" " (run $i)"; return; fi
+        t_b+=("$elapsed"); r_b+=("$rss_kb")
+        f=$TMP/mbench-rss.mtt
+        run_traced "$TMP/mt.err" "$f" "" "$mb" 2 "$ops" 4096
+        if [ "$rc" -ne 0 ]; then
+            echo "   FAILED: mbench exited with status $rc under memtrail trace (run $i)"; show_err "$TMP/mt.err"
+            status=1; summary_lines+=("mbench (RSS): FAILED under memtrail trace"); return
+        fi
+        t_m+=("$elapsed"); r_m+=("$rss_kb")
+        read -r w l < <(trace_line "$TMP/mt.err"); lost+=("$l")
+        rm -f "$f"
+    done
+    local b_min b_med m_min m_med rb rm beyond="?" x
+    read -r b_min b_med < <(min_median "${t_b[@]}")
+    read -r m_min m_med < <(min_median "${t_m[@]}")
+    rb=$(max_of "${r_b[@]}"); rm=$(max_of "${r_m[@]}")
+    if [ -n "$rb" ] && [ -n "$rm" ]; then beyond=$((rm - rb)); fi
+    x=$(ratio "$m_min" "$b_min")
+    printf '   bare %.3f s (median %.3f), memtrail trace %.3f s (median %.3f): %.3fx bare (goal <= 2.5x: %s)\n' \
+        "$b_min" "$b_med" "$m_min" "$m_med" "$x" "$(goal "$x" "<=" 2.5)"
+    echo "   peak RSS: bare $(mb_of_kb "$rb") MB, traced $(mb_of_kb "$rm") MB: $(mb_of_kb "$beyond") MB beyond bare" \
+        "(goal <= 16 MB: $(goal "$(mb_of_kb "$beyond")" "<=" 16)); events lost per run: ${lost[*]}"
+    summary_lines+=("mbench: memtrail trace ${x}x bare (goal <= 2.5: $(goal "$x" "<=" 2.5)), RSS +$(mb_of_kb "$beyond") MB (goal <= 16: $(goal "$(mb_of_kb "$beyond")" "<=" 16)), lost $(IFS=+; echo "${lost[*]}")")
+}
+
+# encoder_speedup N: tthreads N PAIRS traced with trace_threads=1 and =2.
+encoder_speedup() {
+    local n=$1 i k f w l
+    local -A t=() ev=()
+    echo
+    echo "-- encoder threads: tthreads $n x $(group "$pairs") pairs traced with trace_threads=1 and trace_threads=2, $runs runs each, interleaved"
+    if [ "$have_trace_threads" = 0 ]; then
+        echo "   skipped: this agent does not know trace_threads (MEMTRAIL_OPTIONS: unknown key); it comes with issue 18's encoder threads"
+        summary_lines+=("encoders: skipped (no trace_threads option)")
+        return
+    fi
+    for ((i = 1; i <= runs; i++)); do
+        for k in 1 2; do
+            f=$TMP/enc.mtt
+            run_traced "$TMP/mt.err" "$f" "trace_threads=$k" "$TTHREADS_BIN" "$n" "$pairs"
+            if [ "$rc" -ne 0 ] || [ ! -s "$f" ]; then
+                echo "   FAILED: status $rc with trace_threads=$k (run $i), or no trace"; show_err "$TMP/mt.err"
+                status=1; summary_lines+=("encoders: FAILED"); return
+            fi
+            t[$k]+="$elapsed "
+            read -r w l < <(trace_line "$TMP/mt.err")
+            ev[$k]=$w
+            if [ "$l" != 0 ]; then echo "   note: trace_threads=$k lost $l events in run $i"; fi
+            rm -f "$f"
+        done
+    done
+    local m1 d1 m2 d2 e1 e2 sp
+    # shellcheck disable=SC2086 # the lists of times
+    read -r m1 d1 < <(min_median ${t[1]})
+    # shellcheck disable=SC2086
+    read -r m2 d2 < <(min_median ${t[2]})
+    e1=$(mevs "${ev[1]}" "$m1"); e2=$(mevs "${ev[2]}" "$m2")
+    sp=$(ratio "$m1" "$m2")
+    printf '   trace_threads=1: %.3f s (median %.3f), %s M events/s, %s per encoder thread\n' "$m1" "$d1" "$e1" "$e1"
+    printf '   trace_threads=2: %.3f s (median %.3f), %s M events/s, %s per encoder thread\n' "$m2" "$d2" "$e2" \
+        "$(awk -v e="$e2" 'BEGIN { printf "%.2f", e / 2 }')"
+    printf '   speed-up from 1 to 2 encoder threads: %.2fx (min times)\n' "$sp"
+    summary_lines+=("encoders: 1 -> 2 trace_threads: $(printf '%.2f' "$sp")x ($e1 -> $e2 M ev/s at $n threads)")
+}
+
+if [ "$use_threads" = 1 ]; then
+    echo
+    echo "== 4. Threads: bench/tthreads (N threads x PAIRS malloc/free pairs, 256-slot tables, 16-527 B)," \
+        "bare / memtrail trace (default options${trace_opts:+, plus $trace_opts}) / heaptrack -o FILE"
+    TTHREADS_BIN=${TTHREADS:-$BUILD_DIR/bench/tthreads}
+    if [ -z "${TTHREADS:-}" ] && [ -f "$ROOT/bench/tthreads.c" ]; then
+        make -s -C "$ROOT" BUILD="$BUILD_DIR" tthreads >"$TMP/make.log" 2>&1 ||
+            { echo "   note: make tthreads failed:"; show_err "$TMP/make.log"; }
+    fi
+    if [ ! -x "$TTHREADS_BIN" ]; then
+        echo "   skipped: no workload ($TTHREADS_BIN; bench/tthreads.c + make tthreads, or set TTHREADS)"
+        summary_lines+=("threads: skipped (no tthreads)")
+    else
+        echo "   the agent is preloaded directly (MEMTRAIL_OPTIONS=...mode=trace:output=FILE, what memtrail run sets)," \
+            "each run under /usr/bin/time for its peak RSS; nproc $(nproc 2>/dev/null || echo '?')"
+        probe_trace_threads
+        encoders
+        for n in ${thread_list//,/ }; do threads_count "$n"; done
+        if want mbench || [ "$only" = threads ]; then mbench_rss; fi
+        enc_n=8
+        # shellcheck disable=SC2086 # the list's numbers
+        if [[ ",$thread_list," != *,8,* ]]; then enc_n=$(max_of ${thread_list//,/ }); fi
+        encoder_speedup "$enc_n"
     fi
 fi
 
