@@ -557,7 +557,7 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
 /* Time-ordered sessions (trace mode) keep this much of a recycled buffer
  * resident and give the rest back: memory is committed only while events
  * are in flight. */
-#define XE_KEEP_RESIDENT (1u << 20)
+#define XE_KEEP_RESIDENT (256u << 10)
 
 void xe_recycle(xe_session *s, uint32_t idx)
 {
