@@ -542,14 +542,12 @@ int cmd_run(int argc, char **argv)
         {.kind = CLI_OPT_FLAG,
          .name = "no-loss",
          .value = &no_loss,
-         .help = "trace mode: when that buffer is full, the program waits rather than losing events; the "
-                 "default (agent option trace_loss=wait)"},
+         .help = "trace mode: a full buffer makes the program wait (the default; trace_loss=wait)"},
         {.kind = CLI_OPT_FLAG,
          .name = "allow-loss",
          .value = &allow_loss,
-         .help = "trace mode, for production runs: when that buffer is full, the event is lost rather than "
-                 "the program waiting (lost events are counted, shown at exit and in the analysis); agent "
-                 "option trace_loss=drop"},
+         .help = "trace mode, for production: a full buffer loses the event (counted) rather than wait "
+                 "(trace_loss=drop)"},
         {.kind = CLI_OPT_FLAG,
          .name = "follow-exec",
          .value = &follow_exec,
