@@ -153,19 +153,17 @@ static int defs_add_meta(mt_trace_writer *w)
     return 0;
 }
 
-uint32_t trace_w_take_defs(mt_trace_writer *w, wbuf *d)
+int trace_w_take_defs(mt_trace_writer *w, wbuf *d, uint32_t *count)
 {
-    uint32_t n = 0;
-    d->len = 0;
-    if (defs_add_meta(w) == 0) { /* without memory the meta waits for the next DEFS */
-        wbuf t = *d;
-        *d = w->defs;
-        w->defs = t;
-        n = w->ndefs;
-    }
+    if (defs_add_meta(w) < 0)
+        return -ENOMEM; /* they stay pending */
+    wbuf t = *d;
+    *d = w->defs;
+    w->defs = t;
     w->defs.len = 0;
+    *count = w->ndefs;
     w->ndefs = 0;
-    return n;
+    return 0;
 }
 
 /* The pending definitions (and meta not yet in this file) as a DEFS chunk. */
@@ -331,11 +329,13 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
     uint32_t known = trace_map_get(&w->threads_map, ev->thread + 1);
     int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, ev->thread);
     int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
-    if (ti < 0 || !(w->cat_defined[ev->category >> 6] >> (ev->category & 63) & 1 ||
-                    trace_w_define_category(w, ev->category) == 0) ||
+    if (ti < 0 ||
+        !(w->cat_defined[ev->category >> 6] >> (ev->category & 63) & 1 ||
+          trace_w_define_category(w, ev->category) == 0) ||
         (alloc && ev->stack && !trace_map_get(&w->stacks, ev->stack + 1) &&
          trace_w_define_stack(w, ev->stack) < 0) ||
-        (w->threads <= 1 && trace_enc_threads(w->enc, w->nthreads) < 0)) {
+        (w->nthreads > w->enc->nthreads_cap && w->threads <= 1 &&
+         trace_enc_threads(w->enc, w->nthreads) < 0)) {
         w->stats.events_lost_to_errors++; /* out of memory: the event is dropped, and counted */
         return -ENOMEM;
     }

@@ -108,7 +108,8 @@ void trace_enc_trim(trace_enc *e)
 {
     for (int s = 0; s < TRACE_NSTREAMS; s++) {
         size_t used = ((size_t)(e->cur[s] - e->stream[s]) + 8 + PAGE - 1) & ~(size_t)(PAGE - 1);
-        if (e->stream_touched[s] > 2 * used + (256u << 10)) { /* an unusual chunk: give its extra pages back */
+        if (e->stream_touched[s] >
+            2 * used + (256u << 10)) { /* an unusual chunk: give its extra pages back */
             madvise(e->stream[s] + used, e->stream_touched[s] - used, MADV_DONTNEED);
             e->stream_touched[s] = used;
         } else if (used > e->stream_touched[s])

@@ -1,6 +1,8 @@
 /* trace_write_int.h — the writer's internals shared by its files:
- * trace_write.c (events, chunks, the file) and trace_write_defs.c (its
- * mmap'd buffers and maps, the definitions). Agent-safe. */
+ * trace_write.c (events in, chunks out, the file), trace_write_defs.c (its
+ * mmap'd buffers and maps, the definitions), trace_write_enc.c (the column
+ * coder of one events chunk) and trace_write_pool.c (the encoder threads,
+ * cfg.threads > 1). Agent-safe. */
 #ifndef MT_TRACE_WRITE_INT_H
 #define MT_TRACE_WRITE_INT_H
 
@@ -10,7 +12,7 @@
 #include <sys/types.h>
 #include <zstd.h>
 
-#define UNKNOWN_CACHE 256 /* frames the host's modules did not cover */
+#define UNKNOWN_CACHE 256           /* frames the host's modules did not cover */
 #define DEFS_FLUSH_BYTES (8u << 20) /* a DEFS chunk goes out early past this */
 /* Threads a file can have (an index fits in an encoder thread's record;
  * Linux's pid_max is at most 2^22). */
@@ -121,9 +123,9 @@ struct mt_trace_writer {
     uint32_t pid;
     int failed; /* a write failed: nothing more goes to this file */
     int begun;
-    unsigned force_flags; /* config.chunk_flags */
-    unsigned packed_run;  /* chunks in a row without TRACE_F_ALIGNED */
-    int first_chunk;      /* no chunk written yet: the coding is a guess */
+    unsigned force_flags;   /* config.chunk_flags */
+    unsigned packed_run;    /* chunks in a row without TRACE_F_ALIGNED */
+    int first_chunk;        /* no chunk written yet: the coding is a guess */
     uint64_t chunk_open_ns; /* monotonic time of the open chunk's first event */
     uint64_t chunk_gen;     /* the open chunk's generation (tags the coders' per-chunk state) */
     uint32_t last_id;       /* the last allocation's id (with the pool; else the coder's) */
@@ -216,8 +218,8 @@ int trace_repetitive(const mt_trace_writer *w, size_t stored, size_t raw);
  * numbering and indexing it: 0 or a negative errno. */
 int trace_w_emit(mt_trace_writer *w, unsigned char *out, const trace_chunk_out *co);
 /* The pending definitions and meta, moved into d (whose old buffer becomes
- * the writer's next); the count. */
-uint32_t trace_w_take_defs(mt_trace_writer *w, wbuf *d);
+ * the writer's next), their count in *count: 0 or -ENOMEM. */
+int trace_w_take_defs(mt_trace_writer *w, wbuf *d, uint32_t *count);
 
 /* The encoder threads (trace_write_pool.c). */
 int trace_pool_create(mt_trace_writer *w);

@@ -33,9 +33,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define REC_MAX 36           /* bytes of the largest record (a realloc by a thread of index >= TIDX_ESC) */
-#define TIDX_ESC 0x1fffffu   /* a record's thread index this big or bigger follows its head */
-#define REPETITIVE_LEVEL 9   /* trace_write_enc.c's */
+#define REC_MAX 36         /* bytes of the largest record (a realloc by a thread of index >= TIDX_ESC) */
+#define TIDX_ESC 0x1fffffu /* a record's thread index this big or bigger follows its head */
+#define REPETITIVE_LEVEL 9 /* trace_write_enc.c's */
 
 enum { W_IDLE, W_BUSY, W_DONE };
 
@@ -179,8 +179,7 @@ static unsigned char *rec_put(unsigned char *q, const mt_trace_event *ev, uint32
         q = put32(q, tidx);
     q = put64(q, (uint64_t)t);
     switch (ev->type) {
-    case MT_TRACE_FREE:
-        return put32(q, ev->id);
+    case MT_TRACE_FREE: return put32(q, ev->id);
     case MT_TRACE_REALLOC:
         q = put32(q, ev->old_id);
         /* fallthrough */
@@ -188,9 +187,7 @@ static unsigned char *rec_put(unsigned char *q, const mt_trace_event *ev, uint32
         q = put64(q, ev->size);
         q = put32(q, ev->id);
         return put32(q, ev->stack);
-    default:
-        q = put64(q, ev->size);
-        return put64(q, ev->address);
+    default: q = put64(q, ev->size); return put64(q, ev->address);
     }
 }
 
@@ -204,9 +201,7 @@ static const unsigned char *rec_get(const unsigned char *q, trace_rec *r)
         r->tidx = get32(&q);
     r->t = (int64_t)get64(&q);
     switch (r->type) {
-    case MT_TRACE_FREE:
-        r->id = get32(&q);
-        break;
+    case MT_TRACE_FREE: r->id = get32(&q); break;
     case MT_TRACE_REALLOC:
         r->old_id = get32(&q);
         /* fallthrough */
@@ -215,9 +210,7 @@ static const unsigned char *rec_get(const unsigned char *q, trace_rec *r)
         r->id = get32(&q);
         r->stack = get32(&q);
         break;
-    default:
-        r->size = get64(&q);
-        r->address = get64(&q);
+    default: r->size = get64(&q); r->address = get64(&q);
     }
     return q;
 }
@@ -385,11 +378,14 @@ static int hand_off(mt_trace_writer *w)
     uint64_t k = p->handed;
     worker *x = &p->workers[k % p->n];
     int rc = k >= p->n ? collect(w, k - p->n + 1) : 0; /* chunk k - N is written: x is free */
-    if (w->failed) {
+    /* Without memory for its definitions the batch is lost (its events
+     * would come before them); they stay pending for the next. */
+    int defs_rc = w->failed ? w->failed : trace_w_take_defs(w, &x->defs, &x->ndefs);
+    if (defs_rc < 0) {
         w->stats.events_lost_to_errors += p->fill_events;
         p->fill_events = 0;
         p->fill_len = 0;
-        return rc;
+        return rc < 0 ? rc : defs_rc;
     }
     w->first_chunk = k < p->n;
     unsigned f = trace_pick_flags(w, k >= p->n ? &x->stats : NULL);
@@ -400,7 +396,6 @@ static int hand_off(mt_trace_writer *w)
     x->gen = ++w->chunk_gen;
     x->base_id = p->fill_base_id;
     x->nthreads = w->nthreads;
-    x->ndefs = trace_w_take_defs(w, &x->defs);
     unsigned char *raw = x->raw;
     x->raw = p->fill;
     x->raw_len = p->fill_len;

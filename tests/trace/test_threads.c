@@ -19,9 +19,9 @@ typedef struct wopts {
     unsigned threads;
     uint32_t chunk_events;
     uint32_t unit;
-    int jitter;          /* the host's writes sleep now and then */
-    long fail_after;     /* > 0: writes fail past this many bytes */
-    size_t flush_every;  /* flush(1) after every this many events (0: never) */
+    int jitter;         /* the host's writes sleep now and then */
+    long fail_after;    /* > 0: writes fail past this many bytes */
+    size_t flush_every; /* flush(1) after every this many events (0: never) */
     int (*spawn)(void *, void *(*)(void *), void *, pthread_t *);
 } wopts;
 
@@ -97,7 +97,8 @@ static int read_back(const tbuf *m, mt_trace_event *out, size_t max, size_t *got
             uint64_t f[64];
             unsigned cat = 0;
             int nf = tstack_frames(ev.stack, f, 64, &cat);
-            if (!s || s->nframes != (uint32_t)nf || s->category != cat || memcmp(s->frames, f, (size_t)nf * 8))
+            if (!s || s->nframes != (uint32_t)nf || s->category != cat ||
+                memcmp(s->frames, f, (size_t)nf * 8))
                 (*bad_defs)++;
         }
     }
@@ -182,8 +183,8 @@ static void sequence(const char *name, const mt_trace_event *evs, size_t n, wopt
         o.jitter = 1;
         tbuf *b = write_file(evs, n, &o, &st, NULL);
         rc = read_back(a, back, n, &got, &bad_defs);
-        snprintf(label, sizeof label, "%s: %u threads: events and definitions as with 1, event by event", name,
-                 th);
+        snprintf(label, sizeof label, "%s: %u threads: events and definitions as with 1, event by event",
+                 name, th);
         CHECK(label, rc == 0 && got == n && same_events(back, one, n) == n && bad_defs == 0 && ok_stats);
         snprintf(label, sizeof label, "%s: %u threads: the same bytes on two runs of different timing", name,
                  th);
@@ -357,7 +358,8 @@ static void forked(const mt_trace_event *evs, size_t n)
     }
     int status = -1;
     waitpid(pid, &status, 0);
-    CHECK("a fork child destroys the writer and exits 0", pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK("a fork child destroys the writer and exits 0",
+          pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     for (size_t i = half; i < n; i++)
         mt_trace_write_event(w, &evs[i]);
     mt_trace_write_finish(w, NULL, NULL, 0);
@@ -395,8 +397,13 @@ static void big_defs(void)
     mt_trace_write_begin(w);
     size_t n = 6000;
     for (uint32_t i = 0; i < n; i++) {
-        mt_trace_event e = {.type = MT_TRACE_ALLOC, .thread = 5, .time_ns = i, .size = i, .id = i + 1,
-                            .stack = i + 1, .category = 3};
+        mt_trace_event e = {.type = MT_TRACE_ALLOC,
+                            .thread = 5,
+                            .time_ns = i,
+                            .size = i,
+                            .id = i + 1,
+                            .stack = i + 1,
+                            .category = 3};
         mt_trace_write_event(w, &e);
     }
     mt_trace_write_finish(w, NULL, NULL, 0);
@@ -420,7 +427,8 @@ static void big_defs(void)
         ok += mt_trace_error(r) != NULL;
         mt_trace_close(r);
     }
-    CHECK("2 threads: 6000 stacks of 1024 frames, DEFS chunks split, all back", got == n && ok == n && defs > 1);
+    CHECK("2 threads: 6000 stacks of 1024 frames, DEFS chunks split, all back",
+          got == n && ok == n && defs > 1);
     tbuf_delete(m);
 }
 
@@ -444,7 +452,8 @@ int main(void)
     sequence("150 threads, chunks of 64", evs, n, (wopts){.chunk_events = 64, .flush_every = 999});
     free(evs);
     evs = phases(60000);
-    sequence("phases of different coding, unit 1000", evs, 60000, (wopts){.chunk_events = 1000, .unit = 1000});
+    sequence("phases of different coding, unit 1000", evs, 60000,
+             (wopts){.chunk_events = 1000, .unit = 1000});
     sequence("phases of different coding", evs, 60000, (wopts){.chunk_events = 700});
     free(evs);
     big_defs();
