@@ -18,11 +18,15 @@
  * codes a chunk does not matter either.
  *
  * Memory, at the default 128 Ki events a chunk: the open batch and one per
- * thread, ~22 bytes an event on malloc/free pairs (2.9 MB each, mapped at
- * the worst case, 4.7 MB); per thread its coder's touched stream pages
- * (~1.5 MB on mbench's events), zstd's tables and window (~1.5 MB at most:
- * the window is one chunk's body), and its output (the compressed chunk,
- * ~0.4 MB): about 6 MB per encoder thread in all, half of it the batch.
+ * thread, ~16 bytes an event on malloc/free pairs (2.1 MB each; mapped at
+ * the worst case, 4.7 MB, touched as filled, refilled every chunk so not
+ * given back); per thread its coder's streams (~1.5 MB touched on mbench's
+ * events; trace_enc_trim gives back what an unusual chunk touched beyond
+ * twice the last one's), zstd's window and tables (~1.2 MB: the window is
+ * one chunk's body) and the compressed chunk (~0.4 MB): ~5 MB per encoder
+ * thread, plus the open batch. Measured on mbench's events: +9.8 MB
+ * resident with 2 threads, +20 MB with 4, over the 3.6 MB of the writer
+ * coding on the caller's thread. A smaller chunk_events scales it down.
  *
  * No malloc (the writer runs in the agent): everything is mmap'd. The
  * threads meet the caller once per chunk under one mutex; nothing per event. */
@@ -34,7 +38,7 @@
 #include <unistd.h>
 
 #define REC_MAX 36         /* bytes of the largest record (a realloc by a thread of index >= TIDX_ESC) */
-#define TIDX_ESC 0x1fffffu /* a record's thread index this big or bigger follows its head */
+#define TIDX_ESC 0x7ffffu  /* a record's thread index this big or bigger follows its head */
 #define REPETITIVE_LEVEL 9 /* trace_write_enc.c's */
 
 enum { W_IDLE, W_BUSY, W_DONE };
@@ -71,6 +75,7 @@ struct trace_pool {
     unsigned char *fill;
     size_t fill_len;
     uint32_t fill_events, fill_base_id;
+    int64_t fill_prev_t;      /* the time of the open batch's last record */
     uint64_t handed, written; /* events chunks of this file handed over; written (or dropped) */
     worker workers[];
 };
@@ -170,48 +175,56 @@ static inline uint64_t get64(const unsigned char **q)
     return v;
 }
 
-/* A record: head (type, category, thread index), time, then the type's fields. */
-static unsigned char *rec_put(unsigned char *q, const mt_trace_event *ev, uint32_t tidx, int64_t t)
+/* A record: head (type, category, thread index, whether the time delta
+ * and the size need 64 bits), the time against the batch's previous
+ * record's, then the type's fields: 12 bytes a free, 20 a malloc of less
+ * than 4 GiB 4 s after the previous event. */
+#define REC_T64 (1u << 11)
+#define REC_S64 (1u << 12)
+
+static unsigned char *rec_put(unsigned char *q, const mt_trace_event *ev, uint32_t tidx, int64_t dt)
 {
-    uint32_t head = ev->type | (uint32_t)ev->category << 3;
-    q = put32(q, head | (tidx < TIDX_ESC ? tidx : TIDX_ESC) << 11);
+    uint32_t head = ev->type | (uint32_t)ev->category << 3 | (tidx < TIDX_ESC ? tidx : TIDX_ESC) << 13;
+    int t64 = dt != (int32_t)dt, s64 = ev->size > UINT32_MAX;
+    q = put32(q, head | (t64 ? REC_T64 : 0) | (s64 ? REC_S64 : 0));
     if (tidx >= TIDX_ESC)
         q = put32(q, tidx);
-    q = put64(q, (uint64_t)t);
-    switch (ev->type) {
-    case MT_TRACE_FREE: return put32(q, ev->id);
-    case MT_TRACE_REALLOC:
+    q = t64 ? put64(q, (uint64_t)dt) : put32(q, (uint32_t)dt);
+    if (ev->type == MT_TRACE_FREE)
+        return put32(q, ev->id);
+    if (ev->type == MT_TRACE_REALLOC)
         q = put32(q, ev->old_id);
-        /* fallthrough */
-    case MT_TRACE_ALLOC:
-        q = put64(q, ev->size);
+    q = s64 ? put64(q, ev->size) : put32(q, (uint32_t)ev->size);
+    if (ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC) {
         q = put32(q, ev->id);
         return put32(q, ev->stack);
-    default: q = put64(q, ev->size); return put64(q, ev->address);
     }
+    return put64(q, ev->address);
 }
 
+/* The record at q into r (r->t: the previous record's time); past it. */
 static const unsigned char *rec_get(const unsigned char *q, trace_rec *r)
 {
     uint32_t head = get32(&q);
     r->type = head & 7;
     r->category = head >> 3 & 0xff;
-    r->tidx = head >> 11;
+    r->tidx = head >> 13;
     if (r->tidx == TIDX_ESC)
         r->tidx = get32(&q);
-    r->t = (int64_t)get64(&q);
-    switch (r->type) {
-    case MT_TRACE_FREE: r->id = get32(&q); break;
-    case MT_TRACE_REALLOC:
+    uint64_t dt = head & REC_T64 ? get64(&q) : (uint64_t)(int64_t)(int32_t)get32(&q);
+    r->t = (int64_t)((uint64_t)r->t + dt);
+    if (r->type == MT_TRACE_FREE) {
+        r->id = get32(&q);
+        return q;
+    }
+    if (r->type == MT_TRACE_REALLOC)
         r->old_id = get32(&q);
-        /* fallthrough */
-    case MT_TRACE_ALLOC:
-        r->size = get64(&q);
+    r->size = head & REC_S64 ? get64(&q) : get32(&q);
+    if (r->type == MT_TRACE_ALLOC || r->type == MT_TRACE_REALLOC) {
         r->id = get32(&q);
         r->stack = get32(&q);
-        break;
-    default: r->size = get64(&q); r->address = get64(&q);
-    }
+    } else
+        r->address = get64(&q);
     return q;
 }
 
@@ -415,9 +428,14 @@ static int hand_off(mt_trace_writer *w)
 int trace_pool_event(mt_trace_writer *w, const mt_trace_event *ev, uint32_t tidx, int64_t t)
 {
     trace_pool *p = w->pool;
-    if (!p->fill_events)
+    if (!p->fill_events) {
         p->fill_base_id = w->last_id;
-    p->fill_len = (size_t)(rec_put(p->fill + p->fill_len, ev, tidx, t) - p->fill);
+        p->fill_prev_t = 0;
+    }
+    p->fill_len =
+        (size_t)(rec_put(p->fill + p->fill_len, ev, tidx, (int64_t)((uint64_t)t - (uint64_t)p->fill_prev_t)) -
+                 p->fill);
+    p->fill_prev_t = t;
     if (ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC)
         w->last_id = ev->id;
     if (++p->fill_events >= w->chunk_events || w->defs.len >= DEFS_FLUSH_BYTES)

@@ -147,6 +147,28 @@ static mt_trace_event *phases(size_t n)
     return evs;
 }
 
+/* Times seconds apart (and some going back seconds), and more threads
+ * than a record's head holds: the records' escapes. */
+static mt_trace_event *far_apart(size_t n)
+{
+    mt_trace_event *evs = calloc(n, sizeof *evs);
+    uint64_t s = 0xfeed, t = 1000000;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = gen_xorshift(&s);
+        t += i % 97 == 0 ? 5000000000ull + r % 1000 : r % 300;
+        evs[i] = (mt_trace_event){.type = (uint8_t)(1 + r % 5),
+                                  .category = 2,
+                                  .thread = (uint32_t)i, /* each event a new thread */
+                                  .time_ns = i % 101 == 0 ? t - 3000000000ull : t,
+                                  .size = r % 7 == 0 ? r >> 3 : r % 5000,
+                                  .id = (uint32_t)i + 1,
+                                  .old_id = (uint32_t)i,
+                                  .stack = 1 + (uint32_t)(r >> 50) % 40,
+                                  .address = r};
+    }
+    return evs;
+}
+
 static size_t same_events(const mt_trace_event *a, const mt_trace_event *b, size_t n)
 {
     size_t same = 0;
@@ -455,6 +477,22 @@ int main(void)
     sequence("phases of different coding, unit 1000", evs, 60000,
              (wopts){.chunk_events = 1000, .unit = 1000});
     sequence("phases of different coding", evs, 60000, (wopts){.chunk_events = 700});
+    free(evs);
+    n = 530000;
+    evs = far_apart(n);
+    mt_trace_event *back = calloc(n, sizeof *back);
+    size_t same = 0, got, bad_defs;
+    mt_trace_write_stats st;
+    tbuf *m = write_file(evs, n, &(wopts){.chunk_events = 40000, .threads = 2}, &st, NULL);
+    int rc = read_back(m, back, n, &got, &bad_defs);
+    for (size_t i = 0; i < n && i < got; i++) {
+        mt_trace_event want = texpect(&evs[i], 0, 1);
+        same += tsame(&back[i], &want);
+    }
+    CHECK("2 threads: times seconds apart, 530000 threads, sizes past 4 GiB: every event back",
+          rc == 0 && got == n && same == n && bad_defs == 0);
+    tbuf_delete(m);
+    free(back);
     free(evs);
     big_defs();
     return failures != 0;
