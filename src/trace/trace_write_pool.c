@@ -1,6 +1,6 @@
 /* trace_write_pool.c — the trace writer's encoder threads (cfg.threads =
  * N > 1). The caller's thread makes each event's definitions (they need
- * the host) and appends a compact record of it (16-36 bytes) to the open
+ * the host) and appends a compact record of it (12-36 bytes) to the open
  * batch; a full batch (or one closed by a flush) goes to encoder thread
  * k % N for chunk k of the file, with the DEFS records pending when it
  * closed. That thread codes the events into the streams (its own coder:
