@@ -398,6 +398,50 @@ static void forked(const mt_trace_event *evs, size_t n)
     tbuf_delete(m);
 }
 
+/* A writer's second file: the bytes of a new writer's for the same events
+ * up to its end record (whose writer statistics count both files). */
+static void second_file(const mt_trace_event *evs, size_t n)
+{
+    tbuf *a = tbuf_new(), *b = tbuf_new();
+    mt_trace_host ha, hb;
+    tbuf_host(a, &ha);
+    tbuf_host(b, &hb);
+    mt_trace_write_config cfg = {.chunk_events = 1000, .chunk_age_ns = 3600000000000ull, .threads = 2};
+    mt_trace_writer *w = mt_trace_writer_create(&cfg, &ha);
+    mt_trace_write_begin(w);
+    for (size_t i = 0; i < n / 3; i++)
+        mt_trace_write_event(w, &evs[i]); /* batches in flight, the file not finished */
+    size_t first = a->len;
+    mt_trace_write_begin(w);
+    for (size_t i = n / 3; i < n; i++)
+        mt_trace_write_event(w, &evs[i]);
+    mt_trace_write_finish(w, NULL, NULL, 0);
+    mt_trace_writer_destroy(w);
+    w = mt_trace_writer_create(&cfg, &hb);
+    mt_trace_write_begin(w);
+    for (size_t i = n / 3; i < n; i++)
+        mt_trace_write_event(w, &evs[i]);
+    mt_trace_write_finish(w, NULL, NULL, 0);
+    mt_trace_writer_destroy(w);
+    size_t at = 0; /* the second header */
+    for (size_t i = first; i + 8 <= a->len && !at; i++)
+        if (!memcmp(a->p + i, "MTTRACE", 7))
+            at = i;
+    size_t end = 0;
+    mt_trace_reader *r;
+    char err[MT_TRACE_ERR_MAX];
+    if (mt_trace_open_mem(b->p, b->len, "b", 0, &r, err, sizeof err) == 0) {
+        for (size_t i = 0; i < mt_trace_index_count(r); i++)
+            if (mt_trace_index_get(r, i)->kind == 3)
+                end = mt_trace_index_get(r, i)->offset;
+        mt_trace_close(r);
+    }
+    CHECK("2 threads: a writer's second file has the bytes of a new writer's",
+          at && end > 64 && a->len - at >= end && !memcmp(a->p + at, b->p, end));
+    tbuf_delete(a);
+    tbuf_delete(b);
+}
+
 /* Definitions past 8 MB close a batch early; all still precede their use. */
 static int big_stack(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *cat)
 {
@@ -466,6 +510,7 @@ int main(void)
     spawning(evs, 30000);
     partial(evs, 30000);
     forked(evs, 20000);
+    second_file(evs, 30000);
     free(evs);
     evs = generate(4, 20000, 512, 1, &n);
     sequence("skewed, 4 threads", evs, n, (wopts){.chunk_events = 3000});
