@@ -4,7 +4,13 @@
  * (writer: pack + zstd) and decode (reader) ns per event, against the
  * information the events carry (the entropy floor).
  *
- * Usage: trace_codec [-t threads] [-n ops_per_thread] [-w window]
+ * With -t N the writer codes on N encoder threads (cfg.threads): the
+ * encode figure is then the wall time, with the caller's own CPU time per
+ * event and the events/s per encoder thread; -x encodes with 1 and 2
+ * threads (and N) in the same run and prints the speed-up.
+ *
+ * Usage: trace_codec [-g generated threads] [-t encoder threads] [-x]
+ *                    [-n ops_per_thread] [-w window]
  *                    [-l zstd_level] [-c chunk_events] [-u time_unit_ns]
  *                    [-o file] [-r repeats] [-s: each stream's share]
  *                    [-P: decode on one thread, no prefetch]
@@ -135,17 +141,59 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static double cpu_now(clockid_t which)
+{
+    struct timespec ts;
+    clock_gettime(which, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The best of `repeats` encodes of evs with cfg (wall seconds; the
+ * calling thread's CPU seconds in *cpu, the other threads' in *others),
+ * the file left in m. */
+static double encode(const mt_trace_write_config *cfg, const mt_trace_host *host, membuf *m,
+                     const mt_trace_event *evs, size_t n, int repeats, double *cpu, double *others)
+{
+    double best = 1e30;
+    *cpu = *others = 1e30;
+    for (int rep = 0; rep < repeats; rep++) {
+        m->len = 0;
+        mt_trace_writer *w = mt_trace_writer_create(cfg, host);
+        if (!w)
+            exit(1);
+        double t0 = now(), c0 = cpu_now(CLOCK_THREAD_CPUTIME_ID), p0 = cpu_now(CLOCK_PROCESS_CPUTIME_ID);
+        mt_trace_write_begin(w);
+        for (size_t i = 0; i < n; i++)
+            mt_trace_write_event(w, &evs[i]);
+        const char *names[] = {"events_lost"};
+        uint64_t vals[] = {0};
+        mt_trace_write_finish(w, names, vals, 1);
+        double t1 = now(), c1 = cpu_now(CLOCK_THREAD_CPUTIME_ID);
+        mt_trace_writer_destroy(w); /* its threads' CPU time is counted once they are joined */
+        double p1 = cpu_now(CLOCK_PROCESS_CPUTIME_ID);
+        if (p1 - p0 - (c1 - c0) < *others)
+            *others = p1 - p0 - (c1 - c0);
+        if (t1 - t0 < best)
+            best = t1 - t0;
+        if (c1 - c0 < *cpu)
+            *cpu = c1 - c0;
+    }
+    return best;
+}
+
 int main(int argc, char **argv)
 {
-    int threads = 2, level = 0, repeats = 3, opt, breakdown = 0, skew = 0;
+    int threads = 2, level = 0, repeats = 3, opt, breakdown = 0, skew = 0, enc_threads = 1, scaling = 0;
     unsigned rflags = MT_TRACE_PREFETCH;
     long ops = 2000000, window = 4096;
     unsigned chunk = 0, unit = 1, fflags = 0;
     size_t skip = 0;
     const char *out = NULL, *in = NULL;
-    while ((opt = getopt(argc, argv, "t:n:w:l:c:u:o:r:szPi:f:k:")) != -1) {
+    while ((opt = getopt(argc, argv, "g:t:xn:w:l:c:u:o:r:szPi:f:k:")) != -1) {
         switch (opt) {
-        case 't': threads = atoi(optarg); break;
+        case 'g': threads = atoi(optarg); break;
+        case 't': enc_threads = atoi(optarg); break;
+        case 'x': scaling = 1; break;
         case 'n': ops = atol(optarg); break;
         case 'w': window = atol(optarg); break;
         case 'l': level = atoi(optarg); break;
@@ -160,13 +208,13 @@ int main(int argc, char **argv)
         case 'k': skip = (size_t)atol(optarg); break;
         case 'f': fflags = 0x100u | (unsigned)atoi(optarg); break;
         default:
-            fprintf(stderr,
-                    "usage: trace_codec [-t threads] [-n ops] [-w window] [-l level] [-c chunk_events] "
-                    "[-u time_unit_ns] [-o file] [-r repeats]\n");
+            fprintf(stderr, "usage: trace_codec [-g threads] [-t encoder_threads] [-x] [-n ops] [-w window] "
+                            "[-l level] [-c chunk_events] "
+                            "[-u time_unit_ns] [-o file] [-r repeats]\n");
             return 2;
         }
     }
-    if (threads < 1 || ops < 1 || window < 1 || repeats < 1)
+    if (threads < 1 || ops < 1 || window < 1 || repeats < 1 || enc_threads < 1)
         return 2;
 
     mt_trace_event *evs;
@@ -229,27 +277,38 @@ have_events:;
                                  .chunk_flags = fflags};
     membuf m = {0};
     mt_trace_host host = {.ctx = &m, .write = mem_write, .stack = stack_cb, .category_name = cat_cb};
-    double best_enc = 1e30, best_dec = 1e30;
+    double best_dec = 1e30, cpu_enc, cpu_others;
+    /* -x: 1 and 2 encoder threads (and -t's), the last one's file kept. */
+    int counts[3] = {enc_threads, 0, 0}, ncounts = 1;
+    if (scaling) {
+        counts[0] = 1;
+        counts[1] = 2;
+        ncounts = 2;
+        if (enc_threads > 2)
+            counts[ncounts++] = enc_threads;
+    }
+    double rate[3] = {0}, best_enc = 0;
+    for (int c = 0; c < ncounts; c++) {
+        cfg.threads = (unsigned)counts[c];
+        best_enc = encode(&cfg, &host, &m, evs, n, repeats, &cpu_enc, &cpu_others);
+        rate[c] = n / best_enc;
+        printf(
+            "encoder threads %d: %.1f M events/s (%.1f ns/event wall), %.1f M events/s per encoder thread; "
+            "CPU: the caller %.1f ns/event",
+            counts[c], rate[c] / 1e6, best_enc * 1e9 / n, rate[c] / counts[c] / 1e6, cpu_enc * 1e9 / n);
+        if (counts[c] > 1)
+            printf(", the encoder threads %.1f ns/event (%.1f M events/s per second of an encoder thread)",
+                   cpu_others * 1e9 / n, n / cpu_others / 1e6);
+        printf("\n");
+    }
+    if (scaling)
+        for (int c = 1; c < ncounts; c++)
+            printf("speed-up 1 -> %d encoder threads: %.2fx (%ld cores online)\n", counts[c],
+                   rate[c] / rate[0], sysconf(_SC_NPROCESSORS_ONLN));
     for (int rep = 0; rep < repeats; rep++) {
-        m.len = 0;
-        mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
-        if (!w)
-            return 1;
-        double t0 = now();
-        mt_trace_write_begin(w);
-        for (size_t i = 0; i < n; i++)
-            mt_trace_write_event(w, &evs[i]);
-        const char *names[] = {"events_lost"};
-        uint64_t vals[] = {0};
-        mt_trace_write_finish(w, names, vals, 1);
-        double t1 = now();
-        mt_trace_writer_destroy(w);
-        if (t1 - t0 < best_enc)
-            best_enc = t1 - t0;
-
         mt_trace_reader *r;
         char err[MT_TRACE_ERR_MAX];
-        t0 = now();
+        double t0 = now();
         if (mt_trace_open_mem(m.p, m.len, "bench", rflags, &r, err, sizeof err) < 0) {
             fprintf(stderr, "%s\n", err);
             return 1;
@@ -263,7 +322,7 @@ have_events:;
                 bad++;
             got++;
         }
-        t1 = now();
+        double t1 = now();
         if (mt_trace_error(r) || got != n || bad) {
             fprintf(stderr, "decode mismatch: %zu of %zu events, %zu differ, %s\n", got, n, bad,
                     mt_trace_error(r) ? mt_trace_error(r) : "");

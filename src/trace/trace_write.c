@@ -1,17 +1,17 @@
-/* trace_write.c — the trace writer (docs/trace-format.md). Events are
- * appended to per-field streams (ops, threads, time deltas, sizes, ...),
- * each one byte plane of homogeneous values so zstd's entropy stage sees
- * one distribution at a time; a full (or old) chunk is laid out as one
- * body, compressed into one zstd frame and written with its header in one
- * host->write. Definitions a chunk's events use go out first in a DEFS
- * chunk. Runs inside the agent: every buffer is mmap'd, zstd works in a
- * static context on an mmap'd workspace, nothing locks. */
-#define ZSTD_STATIC_LINKING_ONLY
+/* trace_write.c — the trace writer (docs/trace-format.md): the file
+ * (header, chunks numbered and indexed as they are written, end record,
+ * index, trailer) and the events' way in. Each event's definitions (its
+ * thread, stack, category: they need the host) are made here, on the
+ * caller's thread; the event itself goes to the column coder
+ * (trace_write_enc.c) on this thread, or with cfg.threads > 1 into a batch
+ * coded by an encoder thread (trace_write_pool.c). A chunk goes out with
+ * one host->write, after a DEFS chunk with the definitions it uses. */
 #include "trace/trace_write_int.h"
 
 #include <errno.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <zstd.h>
 
 /* zstd levels when the configuration leaves it to the writer: 9 for the
@@ -20,35 +20,20 @@
  * fast on such input), else 1 (mbench's random values: level 3 is bigger
  * and slower there, higher levels gain ~1.5% for 1.7-2.5x the time). */
 #define DEFAULT_LEVEL 1
-#define REPETITIVE_LEVEL 9
-#define REPETITIVE_TABLE_LOG                                                                                 \
-    16 /* its hash and chain tables (256 KiB each): as small as level 9 with its                             \
-           own (up to 8 MiB each, +14 MB of the agent's RSS on mbench) */
+#define REPETITIVE_LEVEL 9 /* trace_write_enc.c's */
 #define DEFAULT_CHUNK_EVENTS (128u << 10)
 #define MAX_CHUNK_EVENTS (1u << 20)
 #define DEFAULT_AGE_NS 1000000000ull
-#define DEFS_FLUSH_BYTES (8u << 20) /* a DEFS chunk goes out early past this */
-
-/* Worst-case bytes one event adds to each stream. */
-static const unsigned stream_max[TRACE_NSTREAMS] = {
-    [TRACE_S_OPS] = 1,   [TRACE_S_XOPS] = 1,  [TRACE_S_THREADS] = 5, [TRACE_S_TIMES] = 1,
-    [TRACE_S_SIZES] = 1, [TRACE_S_FREES] = 1, [TRACE_S_BITS] = 28,   [TRACE_S_STACKS] = 5,
-    [TRACE_S_IDS] = 5,   [TRACE_S_CATS] = 1,  [TRACE_S_ADDRS] = 10,  [TRACE_S_RUNS] = 5,
-};
-
-static void *map_anon(size_t n)
-{
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
+#define MAX_THREADS 64
 
 mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const mt_trace_host *host)
 {
-    mt_trace_writer *w = map_anon(sizeof *w);
+    mt_trace_writer *w = trace_w_map(sizeof *w);
     if (!w)
         return NULL;
     if (host)
         w->host = *host;
+    w->creator = getpid();
     w->level = cfg && cfg->zstd_level ? cfg->zstd_level : DEFAULT_LEVEL;
     if (w->level > ZSTD_maxCLevel())
         w->level = ZSTD_maxCLevel();
@@ -59,27 +44,18 @@ mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const 
     w->chunk_age_ns = cfg && cfg->chunk_age_ns ? cfg->chunk_age_ns : DEFAULT_AGE_NS;
     w->time_unit = cfg && cfg->time_unit_ns ? cfg->time_unit_ns : 1;
     w->force_flags = cfg ? cfg->chunk_flags : 0;
+    w->threads = cfg && cfg->threads > 1 ? (cfg->threads < MAX_THREADS ? cfg->threads : MAX_THREADS) : 1;
     if (cfg) {
         w->pid = cfg->pid;
         w->start_ns = cfg->start_ns;
         w->start_realtime_ns = cfg->start_realtime_ns;
     }
-    int ok = 1;
-    for (int s = 0; s < TRACE_NSTREAMS && ok; s++) {
-        w->stream_cap[s] = (size_t)w->chunk_events * stream_max[s];
-        w->stream[s] = w->cur[s] = map_anon(w->stream_cap[s]);
-        ok = w->stream[s] != NULL;
-    }
-    if (ok) {
-        w->zwork_size = ZSTD_estimateCStreamSize(w->auto_level ? REPETITIVE_LEVEL : w->level);
-        w->zwork = map_anon(w->zwork_size);
-        w->cctx = w->zwork ? ZSTD_initStaticCCtx(w->zwork, w->zwork_size) : NULL;
-        ok = w->cctx != NULL;
-    }
+    w->enc = trace_enc_create(w->chunk_events, w->auto_level ? REPETITIVE_LEVEL : w->level);
     /* Room for the end record (and a small index) now: a writer out of
      * memory later still finishes its file. */
-    if (ok)
-        ok = trace_wbuf_reserve(&w->body, 4096) == 0 && trace_wbuf_reserve(&w->out, 64u << 10) == 0;
+    int ok = w->enc && trace_wbuf_reserve(&w->body, 4096) == 0 && trace_wbuf_reserve(&w->out, 64u << 10) == 0;
+    if (ok && w->threads > 1)
+        ok = trace_pool_create(w) == 0;
     if (!ok) {
         mt_trace_writer_destroy(w);
         return NULL;
@@ -91,14 +67,11 @@ void mt_trace_writer_destroy(mt_trace_writer *w)
 {
     if (!w)
         return;
-    for (int s = 0; s < TRACE_NSTREAMS; s++)
-        if (w->stream[s])
-            munmap(w->stream[s], w->stream_cap[s]);
-    if (w->zwork)
-        munmap(w->zwork, w->zwork_size);
-    trace_map_free(&w->threads);
+    trace_pool_destroy(w); /* first: its threads may still code */
+    trace_enc_destroy(w->enc);
+    trace_map_free(&w->threads_map);
     trace_map_free(&w->stacks);
-    wbuf *bufs[] = {&w->thread_states, &w->modules, &w->defs, &w->meta, &w->index, &w->body, &w->out};
+    wbuf *bufs[] = {&w->modules, &w->defs, &w->meta, &w->index, &w->body, &w->out};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         trace_wbuf_free(bufs[i]);
     munmap(w, sizeof *w);
@@ -136,210 +109,161 @@ static int index_add(mt_trace_writer *w, unsigned kind, uint64_t offset, uint32_
     return 0;
 }
 
-typedef struct seg {
-    const unsigned char *p;
-    size_t n;
-} seg;
-
-/* Compresses segs[0..nseg) into out (one zstd frame, a block boundary
- * after each segment so each zstd block holds one stream's values and
- * its entropy tables fit them): the stored size, 0 on failure. */
-static size_t compress_segs(mt_trace_writer *w, unsigned char *out, size_t cap, const seg *segs, int nseg,
-                            size_t n, int bits_seg)
-{
-    int rep = bits_seg >= 0 && w->repetitive;
-    if (ZSTD_isError(ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters)) ||
-        ZSTD_isError(
-            ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, rep ? REPETITIVE_LEVEL : w->level)) ||
-        (rep && (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, REPETITIVE_TABLE_LOG)) ||
-                 ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, REPETITIVE_TABLE_LOG)))) ||
-        ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(w->cctx, n)))
-        return 0;
-    ZSTD_outBuffer o = {out, cap, 0};
-    for (int i = 0; i < nseg; i++) {
-        ZSTD_inBuffer in = {segs[i].p, segs[i].n, 0};
-        size_t before = o.pos;
-        ZSTD_EndDirective mode = i == nseg - 1 ? ZSTD_e_end : ZSTD_e_flush;
-        if (!in.size && mode != ZSTD_e_end)
-            continue;
-        size_t rc;
-        do {
-            rc = ZSTD_compressStream2(w->cctx, &o, &in, mode);
-            if (ZSTD_isError(rc) || (rc && o.pos == o.size))
-                return 0;
-        } while (rc || in.pos < in.size);
-        if (i == bits_seg)
-            w->bits_out = o.pos - before;
-    }
-    return o.pos;
-}
-
-/* Writes segs[0..nseg), concatenated, as one chunk of `kind`. */
-static int write_chunk_segs(mt_trace_writer *w, unsigned kind, const seg *segs, int nseg, uint32_t count,
-                            int64_t t0, int64_t t1, int bits_seg)
+int trace_w_emit(mt_trace_writer *w, unsigned char *h, const trace_chunk_out *co)
 {
     if (w->failed)
         return w->failed;
-    size_t n = 0;
-    for (int i = 0; i < nseg; i++)
-        n += segs[i].n;
-    size_t bound = ZSTD_compressBound(n) + 16 * (size_t)nseg + 64;
-    w->out.len = 0;
-    if (trace_wbuf_reserve(&w->out, TRACE_CHUNK_HEADER_SIZE + bound) < 0)
-        return -ENOMEM;
-    unsigned char *h = w->out.p, *payload = h + TRACE_CHUNK_HEADER_SIZE;
-    unsigned codec = TRACE_CODEC_ZSTD;
-    size_t stored = compress_segs(w, payload, bound, segs, nseg, n, bits_seg);
-    if (!stored || stored >= n) {
-        codec = TRACE_CODEC_NONE;
-        stored = 0;
-        for (int i = 0; i < nseg; i++)
-            if (segs[i].n) {
-                memcpy(payload + stored, segs[i].p, segs[i].n);
-                stored += segs[i].n;
-            }
-    }
-    trace_chunk_header(h, kind, codec, w->seq, (uint32_t)stored, (uint32_t)n, count,
-                       trace_crc32c(0, payload, stored));
+    trace_chunk_header(h, co->kind, co->codec, w->seq, (uint32_t)co->stored, (uint32_t)co->raw, co->count,
+                       co->crc);
     uint64_t at = w->offset;
-    w->last_stored = stored;
-    w->last_raw = n;
-    int rc = write_out(w, h, TRACE_CHUNK_HEADER_SIZE + stored);
+    int rc = write_out(w, h, TRACE_CHUNK_HEADER_SIZE + co->stored);
     if (rc < 0)
         return rc;
     w->seq++;
     w->stats.chunks++;
-    w->stats.raw_bytes += n;
-    if (kind != TRACE_CHUNK_INDEX && index_add(w, kind, at, count, t0, t1) < 0)
+    w->stats.raw_bytes += co->raw;
+    if (co->kind != TRACE_CHUNK_INDEX && index_add(w, co->kind, at, co->count, co->t0, co->t1) < 0)
         w->index_lost = 1; /* the chunk is written; the file goes without an index */
     return 0;
 }
 
-static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *body, size_t n, uint32_t count,
-                       int64_t t0, int64_t t1)
+/* body[0..n) as one chunk of `kind`, compressed on this thread. */
+static int write_chunk(mt_trace_writer *w, unsigned kind, const unsigned char *body, size_t n, uint32_t count)
 {
-    seg one = {body, n};
-    return write_chunk_segs(w, kind, &one, 1, count, t0, t1, -1);
+    if (w->failed)
+        return w->failed;
+    trace_chunk_out co;
+    int rc = trace_enc_pack(w->enc, w->level, &w->out, 0, kind, body, n, count, &co);
+    return rc < 0 ? rc : trace_w_emit(w, w->out.p, &co);
+}
+
+/* Appends the meta records not yet in this file to the pending DEFS. */
+static int defs_add_meta(mt_trace_writer *w)
+{
+    size_t meta_more = w->meta.len - w->meta_written;
+    if (!meta_more)
+        return 0;
+    if (trace_wbuf_reserve(&w->defs, meta_more) < 0)
+        return -ENOMEM;
+    memcpy(w->defs.p + w->defs.len, w->meta.p + w->meta_written, meta_more);
+    w->defs.len += meta_more;
+    w->ndefs += w->nmeta - w->nmeta_written;
+    w->nmeta_written = w->nmeta;
+    w->meta_written = w->meta.len;
+    return 0;
+}
+
+int trace_w_take_defs(mt_trace_writer *w, wbuf *d, uint32_t *count)
+{
+    if (defs_add_meta(w) < 0)
+        return -ENOMEM; /* they stay pending */
+    wbuf t = *d;
+    *d = w->defs;
+    w->defs = t;
+    w->defs.len = 0;
+    *count = w->ndefs;
+    w->ndefs = 0;
+    return 0;
 }
 
 /* The pending definitions (and meta not yet in this file) as a DEFS chunk. */
 static int flush_defs(mt_trace_writer *w)
 {
-    size_t meta_more = w->meta.len - w->meta_written;
-    if (!w->ndefs && !meta_more)
+    if (!w->ndefs && w->meta.len == w->meta_written)
         return 0;
-    if (meta_more) {
-        if (trace_wbuf_reserve(&w->defs, meta_more) < 0)
-            return -ENOMEM;
-        memcpy(w->defs.p + w->defs.len, w->meta.p + w->meta_written, meta_more);
-        w->defs.len += meta_more;
-        w->ndefs += w->nmeta - w->nmeta_written;
-        w->nmeta_written = w->nmeta;
-        w->meta_written = w->meta.len;
-    }
-    int rc = write_chunk(w, TRACE_CHUNK_DEFS, w->defs.p, w->defs.len, w->ndefs, 0, 0);
+    int rc = defs_add_meta(w);
+    if (rc < 0)
+        return rc;
+    rc = write_chunk(w, TRACE_CHUNK_DEFS, w->defs.p, w->defs.len, w->ndefs);
     w->defs.len = 0;
     w->ndefs = 0;
     return rc;
 }
 
-/* The next chunk's coding, from how the last one went. Zero time deltas
- * go as runs when most deltas were zero (a coarse unit, a fast program:
- * the ops stream then stays as repetitive as the program). The low bits
- * go byte-aligned (zstd then finds the repeats of real programs' sizes
- * and free references) unless that made them bigger than packed: random
- * low bits (mbench's) go packed, probing aligned again every 64 chunks or
- * as soon as zstd finds structure in the packed ones. */
-static unsigned pick_flags(mt_trace_writer *w)
+/* The next chunk's coding, from how the last one went (`last`: the one
+ * cfg.threads chunks back, whose coding is surely finished). Zero time
+ * deltas go as runs when most deltas were zero (a coarse unit, a fast
+ * program: the ops stream then stays as repetitive as the program). The
+ * low bits go byte-aligned (zstd then finds the repeats of real programs'
+ * sizes and free references) unless that made them bigger than packed:
+ * random low bits (mbench's) go packed, probing aligned again every 64
+ * chunks or as soon as zstd finds structure in the packed ones. */
+unsigned trace_pick_flags(const mt_trace_writer *w, const trace_chunk_stats *last)
 {
     if (w->force_flags)
         return w->force_flags & TRACE_F_KNOWN;
-    if (w->first_chunk)
+    if (w->first_chunk || !last)
         return TRACE_F_ALIGNED | (w->time_unit >= 1000 ? TRACE_F_TIME_RUNS : 0);
-    if (!w->nevents) /* an empty chunk (an early flush): nothing learnt */
-        return w->flags;
+    if (!last->nevents) /* an empty chunk (an early flush): nothing learnt */
+        return last->flags;
     unsigned f = 0;
-    if (w->zeros >= w->nevents / 4 * 3)
+    if (last->zeros >= last->nevents / 4 * 3)
         f |= TRACE_F_TIME_RUNS;
-    if (w->bits_packed) {
-        uint64_t ratio = (uint64_t)w->bits_out * 1024 / w->bits_packed;
-        if (w->flags & TRACE_F_ALIGNED ? ratio < 1024 : ratio < 993 || w->packed_run % 64 == 63)
+    if (last->bits_packed) {
+        uint64_t ratio = (uint64_t)last->bits_out * 1024 / last->bits_packed;
+        if (last->flags & TRACE_F_ALIGNED ? ratio < 1024 : ratio < 993 || w->packed_run % 64 == 63)
             f |= TRACE_F_ALIGNED;
     } else
-        f |= w->flags & TRACE_F_ALIGNED;
+        f |= last->flags & TRACE_F_ALIGNED;
     return f;
 }
 
-static void chunk_reset(mt_trace_writer *w)
+/* A chunk that compressed more than 8:1: the next ones at REPETITIVE_LEVEL. */
+int trace_repetitive(const mt_trace_writer *w, size_t stored, size_t raw)
 {
-    unsigned f = pick_flags(w);
-    w->packed_run = f & TRACE_F_ALIGNED ? 0 : w->packed_run + 1;
-    w->flags = f;
-    w->zrun = 0;
-    w->zeros = 0;
-    w->sumk = 0;
-    w->bits_out = 0;
-    for (int s = 0; s < TRACE_NSTREAMS; s++)
-        w->cur[s] = w->stream[s];
-    w->nevents = 0;
-    w->bacc = 0;
-    w->bn = 0;
-    w->cur_thread = 0;
-    w->ops.prev = 0;
-    w->cur_category = 0;
-    w->prev_addr = 0;
-    w->base_id = w->last_freed = w->last_id;
-    w->chunk_gen++;
+    return w->auto_level && stored < raw / 8;
 }
 
-/* Writes the open chunk (after the definitions it uses). */
+/* Opens the next chunk on this thread's coder. */
+static void chunk_reset(mt_trace_writer *w)
+{
+    trace_chunk_stats last;
+    trace_enc_stats(w->enc, &last);
+    unsigned f = trace_pick_flags(w, &last);
+    w->packed_run = f & TRACE_F_ALIGNED ? 0 : w->packed_run + 1;
+    trace_enc_open(w->enc, ++w->chunk_gen, f, w->enc->last_id);
+}
+
+/* Writes the open chunk of this thread's coder (after the definitions it uses). */
 static int flush_events(mt_trace_writer *w)
 {
+    trace_enc *e = w->enc;
     int rc = w->failed ? w->failed : flush_defs(w);
-    if (rc < 0 || !w->nevents) {
-        w->stats.events_lost_to_errors += w->nevents;
+    if (rc < 0 || !e->nevents) {
+        w->stats.events_lost_to_errors += e->nevents;
         chunk_reset(w);
         return rc;
     }
-    for (; w->bn; w->bn = w->bn > 8 ? w->bn - 8 : 0, w->bacc >>= 8) /* the last bits */
-        *w->cur[TRACE_S_BITS]++ = (unsigned char)w->bacc;
-    if (w->zrun) /* the last run of zero time deltas */
-        w->cur[TRACE_S_RUNS] = trace_put_varint(w->cur[TRACE_S_RUNS], w->zrun);
-    unsigned char *p = w->prefix;
-    p = trace_put_varint(p, trace_zigzag(w->first_t));
-    p = trace_put_varint(p, w->base_id);
-    p = trace_put_varint(p, w->flags);
-    p = trace_put_varint(p, TRACE_NSTREAMS);
-    seg segs[TRACE_NSTREAMS + 1];
-    segs[0].p = w->prefix;
-    for (int s = 0; s < TRACE_NSTREAMS; s++) {
-        segs[s + 1].p = w->stream[s];
-        segs[s + 1].n = (size_t)(w->cur[s] - w->stream[s]);
-        p = trace_put_varint(p, segs[s + 1].n);
-    }
-    segs[0].n = (size_t)(p - w->prefix);
-    uint32_t n = w->nevents;
-    w->bits_packed = (w->sumk + 7) / 8;
-    rc = write_chunk_segs(w, TRACE_CHUNK_EVENTS, segs, TRACE_NSTREAMS + 1, n, w->min_t, w->max_t,
-                          TRACE_S_BITS + 1);
+    uint32_t n = e->nevents;
+    trace_chunk_out co;
+    rc = trace_enc_close(e, w->level, w->repetitive, &w->out, 0, &co);
+    if (rc == 0)
+        rc = trace_w_emit(w, w->out.p, &co);
     w->first_chunk = 0;
-    w->repetitive = w->auto_level && w->last_stored < w->last_raw / 8;
+    w->repetitive = trace_repetitive(w, e->last_stored, e->last_raw);
     if (rc < 0)
         w->stats.events_lost_to_errors += n;
+    trace_enc_trim(e);
     chunk_reset(w);
     return rc;
+}
+
+int trace_w_flush_events(mt_trace_writer *w)
+{
+    return flush_events(w);
 }
 
 /* ---- the file ---- */
 
 int mt_trace_write_begin(mt_trace_writer *w)
 {
+    if (w->pool)
+        trace_pool_reset(w); /* chunks of an unfinished file are dropped, as the open one is */
     w->failed = 0;
     w->offset = w->seq = 0;
-    trace_map_clear(&w->threads);
+    trace_map_clear(&w->threads_map);
     trace_map_clear(&w->stacks);
     w->nthreads = 0;
-    w->thread_states.len = 0;
     memset(w->cat_defined, 0, sizeof w->cat_defined);
     memset(w->unknown, 0, sizeof w->unknown);
     w->modules_backoff = w->modules_skip = 0;
@@ -351,7 +275,7 @@ int mt_trace_write_begin(mt_trace_writer *w)
     w->index.len = 0;
     w->nindex = 0;
     w->index_lost = 0;
-    w->last_id = 0;
+    w->last_id = w->enc->last_id = 0;
     w->first_chunk = 1;
     w->repetitive = w->auto_level; /* a program starts with what it repeats */
     w->packed_run = 0;
@@ -380,46 +304,9 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Appends k <= 32 low bits of v to the bit stream. */
-static inline void put_bits(mt_trace_writer *w, uint64_t v, unsigned k)
+static uint32_t open_events(const mt_trace_writer *w)
 {
-    w->bacc |= v << w->bn;
-    w->bn += k;
-    if (w->bn >= 32) {
-        trace_put32(w->cur[TRACE_S_BITS], (uint32_t)w->bacc);
-        w->cur[TRACE_S_BITS] += 4;
-        w->bacc >>= 32;
-        w->bn -= 32;
-    }
-}
-
-/* v as a symbol (with tag: 0, or 0x80 for a v < 2^32) in `stream` and
- * its low bits in the bit stream. */
-static inline void put_sym_tag(mt_trace_writer *w, int stream, uint64_t v, unsigned tag)
-{
-    unsigned k;
-    *w->cur[stream]++ = (unsigned char)(trace_sym(v, &k) | tag);
-    w->sumk += k;
-    if (w->flags & TRACE_F_ALIGNED) {
-        if (k < 64)
-            v &= (1ull << k) - 1;
-        unsigned char *q = w->cur[TRACE_S_BITS];
-        trace_put64(q, v); /* the stream has room for 8 more (stream_max) */
-        w->cur[TRACE_S_BITS] = q + ((k + 7) >> 3);
-        return;
-    }
-    if (k > 32) {
-        put_bits(w, v & 0xffffffffu, 32);
-        v >>= 32;
-        k -= 32;
-    }
-    if (k)
-        put_bits(w, v & ((1ull << k) - 1), k);
-}
-
-static inline void put_sym(mt_trace_writer *w, int stream, uint64_t v)
-{
-    put_sym_tag(w, stream, v, 0);
+    return w->threads > 1 ? trace_pool_open_events(w) : w->enc->nevents;
 }
 
 int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
@@ -435,117 +322,37 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
     int64_t t = (int64_t)(ev->time_ns - w->start_ns);
     if (w->time_unit != 1) /* rounded down, also before the start */
         t = t >= 0 ? t / w->time_unit : -(int64_t)(((uint64_t) - (t + 1)) / w->time_unit) - 1;
-    if (!w->nevents) {
-        w->first_t = w->prev_t = w->min_t = w->max_t = t;
+    if (!open_events(w))
         w->chunk_open_ns = now_ns();
-    }
     /* What can fail (defining the thread, category, stack) comes first,
      * so a failed event leaves the streams as they were. */
-    uint32_t known = trace_map_get(&w->threads, ev->thread + 1);
+    uint32_t known = trace_map_get(&w->threads_map, ev->thread + 1);
     int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, ev->thread);
     int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
-    if (ti < 0 || (ev->category != w->cur_category && trace_w_define_category(w, ev->category) < 0) ||
+    if (ti < 0 ||
+        !(w->cat_defined[ev->category >> 6] >> (ev->category & 63) & 1 ||
+          trace_w_define_category(w, ev->category) == 0) ||
         (alloc && ev->stack && !trace_map_get(&w->stacks, ev->stack + 1) &&
-         trace_w_define_stack(w, ev->stack) < 0)) {
+         trace_w_define_stack(w, ev->stack) < 0) ||
+        (w->nthreads > w->enc->nthreads_cap && w->threads <= 1 &&
+         trace_enc_threads(w->enc, w->nthreads) < 0)) {
         w->stats.events_lost_to_errors++; /* out of memory: the event is dropped, and counted */
         return -ENOMEM;
     }
-    unsigned op = type;
-    if ((uint32_t)ti + 1 != w->cur_thread) {
-        op |= TRACE_OP_THREAD;
-        w->cur[TRACE_S_THREADS] = trace_put_varint(w->cur[TRACE_S_THREADS], (uint64_t)ti);
-        w->cur_thread = (uint32_t)ti + 1;
-    }
-    uint32_t tidx = (uint32_t)ti;
-    if (ev->category != w->cur_category) {
-        op |= TRACE_OP_CATEGORY;
-        *w->cur[TRACE_S_CATS]++ = ev->category;
-        w->cur_category = ev->category;
-    }
-    size_slot *sc = NULL;
-    int same = 0;
-    if (alloc) {
-        sc = &w->size_cache[trace_hash32(ev->stack) % TRACE_SIZE_CACHE];
-        same = sc->chunk == w->chunk_gen && sc->stack == ev->stack && sc->size == ev->size;
-        if (same)
-            op |= TRACE_OP_SAME_SIZE;
-    }
-    uint64_t dt = (uint64_t)t - (uint64_t)w->prev_t;
-    if ((int64_t)dt < 0) {
-        op |= TRACE_OP_BACK;
-        dt = -dt;
-    }
-    unsigned x = op ^ trace_op_guess(&w->ops, w->chunk_gen);
-    trace_op_seen(&w->ops, op);
-    w->zeros += !dt;
-    if (w->flags & TRACE_F_TIME_RUNS) {
-        if (x >= 32) {
-            *w->cur[TRACE_S_OPS]++ = TRACE_TC_ESCAPE << 5;
-            *w->cur[TRACE_S_XOPS]++ = (unsigned char)x;
-        } else
-            *w->cur[TRACE_S_OPS]++ = (unsigned char)x;
-        if (!dt)
-            w->zrun++;
-        else {
-            w->cur[TRACE_S_RUNS] = trace_put_varint(w->cur[TRACE_S_RUNS], w->zrun);
-            w->zrun = 0;
-            put_sym(w, TRACE_S_TIMES, dt - 1);
-        }
-    } else if (x >= 32) {
-        *w->cur[TRACE_S_OPS]++ = TRACE_TC_ESCAPE << 5;
-        *w->cur[TRACE_S_XOPS]++ = (unsigned char)x;
-        put_sym(w, TRACE_S_TIMES, dt);
-    } else if (dt < TRACE_TC_STREAM) {
-        *w->cur[TRACE_S_OPS]++ = (unsigned char)(x | dt << 5);
-    } else {
-        *w->cur[TRACE_S_OPS]++ = (unsigned char)(x | TRACE_TC_STREAM << 5);
-        put_sym(w, TRACE_S_TIMES, dt);
-    }
-    w->prev_t = t;
-    if (t < w->min_t)
-        w->min_t = t;
-    if (t > w->max_t)
-        w->max_t = t;
-
-    if (type == MT_TRACE_FREE || type == MT_TRACE_REALLOC) {
-        /* The freed id against the last allocation's, or (tagged) against
-         * the last freed one when that is shorter: blocks freed in the
-         * order they were made (a teardown) cost a few bits each. */
-        uint32_t freed = type == MT_TRACE_FREE ? ev->id : ev->old_id;
-        uint32_t back = w->last_id - freed, rel = trace_zigzag32((int32_t)(freed - w->last_freed - 1));
-        if (rel < back / 8)
-            put_sym_tag(w, TRACE_S_FREES, rel, 0x80);
-        else
-            put_sym(w, TRACE_S_FREES, back);
-        w->last_freed = freed;
-    }
-    if (type != MT_TRACE_FREE && !same)
-        put_sym(w, TRACE_S_SIZES, ev->size);
-    if (sc) {
-        sc->chunk = w->chunk_gen;
-        sc->stack = ev->stack;
-        sc->size = ev->size;
-    }
-    if (alloc) {
-        w->cur[TRACE_S_IDS] =
-            trace_put_varint(w->cur[TRACE_S_IDS], trace_zigzag32((int32_t)(ev->id - (w->last_id + 1))));
-        w->last_id = ev->id;
-        thread_state *ts = (thread_state *)w->thread_states.p + tidx;
-        if (ts->chunk != w->chunk_gen) {
-            ts->chunk = w->chunk_gen;
-            ts->last_stack[0] = ts->last_stack[1] = 0;
-        }
-        uint32_t *last = &ts->last_stack[type == MT_TRACE_REALLOC];
-        w->cur[TRACE_S_STACKS] =
-            trace_put_varint(w->cur[TRACE_S_STACKS], trace_zigzag32((int32_t)(ev->stack - *last)));
-        *last = ev->stack;
-    } else if (type != MT_TRACE_FREE) {
-        w->cur[TRACE_S_ADDRS] =
-            trace_put_varint(w->cur[TRACE_S_ADDRS], trace_zigzag((int64_t)(ev->address - w->prev_addr)));
-        w->prev_addr = ev->address;
-    }
+    if (w->threads > 1)
+        return trace_pool_event(w, ev, (uint32_t)ti, t);
+    trace_rec r = {.type = type,
+                   .category = ev->category,
+                   .tidx = (uint32_t)ti,
+                   .id = ev->id,
+                   .old_id = ev->old_id,
+                   .stack = ev->stack,
+                   .t = t,
+                   .size = ev->size,
+                   .address = ev->address};
+    trace_enc_event(w->enc, &r);
     int rc = 0;
-    if (++w->nevents >= w->chunk_events)
+    if (w->enc->nevents >= w->chunk_events)
         rc = flush_events(w);
     else if (w->defs.len >= DEFS_FLUSH_BYTES)
         rc = flush_defs(w);
@@ -554,7 +361,12 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
 
 int mt_trace_write_flush(mt_trace_writer *w, int force)
 {
-    if (!w->nevents && !force)
+    if (w->threads > 1) {
+        int old = !force && open_events(w) && now_ns() - w->chunk_open_ns >= w->chunk_age_ns;
+        int rc = trace_pool_flush(w, force || old, force);
+        return rc < 0 || !force ? rc : flush_defs(w); /* definitions without events */
+    }
+    if (!w->enc->nevents && !force)
         return 0;
     if (!force && now_ns() - w->chunk_open_ns < w->chunk_age_ns)
         return 0;
@@ -564,7 +376,7 @@ int mt_trace_write_flush(mt_trace_writer *w, int force)
 int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, const uint64_t *stat_values,
                           int nstats)
 {
-    int rc = flush_events(w);
+    int rc = w->threads > 1 ? mt_trace_write_flush(w, 1) : flush_events(w);
     if (rc < 0 && w->failed)
         return rc; /* the file takes no more */
     /* The end record: the host's statistics, then the writer's own. */
@@ -583,11 +395,11 @@ int mt_trace_write_finish(mt_trace_writer *w, const char *const *stat_names, con
         p = trace_put_varint(p, v);
         w->body.len = (size_t)(p - w->body.p);
     }
-    rc = write_chunk(w, TRACE_CHUNK_END, w->body.p, w->body.len, (uint32_t)(nstats + 3), 0, 0);
+    rc = write_chunk(w, TRACE_CHUNK_END, w->body.p, w->body.len, (uint32_t)(nstats + 3));
     if (rc < 0 || w->index_lost)
         return rc; /* without memory for the index: the end record ends the file */
     uint64_t index_at = w->offset;
-    rc = write_chunk(w, TRACE_CHUNK_INDEX, w->index.p, w->index.len, w->nindex, 0, 0);
+    rc = write_chunk(w, TRACE_CHUNK_INDEX, w->index.p, w->index.len, w->nindex);
     if (rc < 0)
         return rc;
     unsigned char t[TRACE_TRAILER_SIZE];

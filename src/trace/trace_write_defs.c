@@ -248,11 +248,8 @@ int trace_w_define_stack(mt_trace_writer *w, uint32_t id)
 int64_t trace_w_thread_new(mt_trace_writer *w, uint32_t tid)
 {
     uint32_t idx = w->nthreads;
-    if (trace_map_put(&w->threads, tid + 1, idx + 1) < 0 ||
-        trace_wbuf_reserve(&w->thread_states, sizeof(thread_state)) < 0)
+    if (idx >= TRACE_W_MAX_THREADS || trace_map_put(&w->threads_map, tid + 1, idx + 1) < 0)
         return -ENOMEM;
-    memset(w->thread_states.p + w->thread_states.len, 0, sizeof(thread_state));
-    w->thread_states.len += sizeof(thread_state);
     w->nthreads++;
     unsigned char *p = defs_room(w, 16);
     if (!p)

@@ -1,15 +1,22 @@
 /* trace_write_int.h — the writer's internals shared by its files:
- * trace_write.c (events, chunks, the file) and trace_write_defs.c (its
- * mmap'd buffers and maps, the definitions). Agent-safe. */
+ * trace_write.c (events in, chunks out, the file), trace_write_defs.c (its
+ * mmap'd buffers and maps, the definitions), trace_write_enc.c (the column
+ * coder of one events chunk) and trace_write_pool.c (the encoder threads,
+ * cfg.threads > 1). Agent-safe. */
 #ifndef MT_TRACE_WRITE_INT_H
 #define MT_TRACE_WRITE_INT_H
 
 #include "trace/trace_util.h"
 #include "trace/trace_write.h"
 
+#include <sys/types.h>
 #include <zstd.h>
 
-#define UNKNOWN_CACHE 256 /* frames the host's modules did not cover */
+#define UNKNOWN_CACHE 256           /* frames the host's modules did not cover */
+#define DEFS_FLUSH_BYTES (8u << 20) /* a DEFS chunk goes out early past this */
+/* Threads a file can have (an index fits in an encoder thread's record;
+ * Linux's pid_max is at most 2^22). */
+#define TRACE_W_MAX_THREADS (1u << 24)
 
 /* An mmap'd buffer that grows with mremap. */
 typedef struct wbuf {
@@ -40,22 +47,44 @@ typedef struct module_range {
     uint64_t start, end;
 } module_range;
 
-struct mt_trace_writer {
-    mt_trace_host host;
-    int level;
-    int auto_level; /* level not configured: REPETITIVE_LEVEL after a chunk that compressed 8:1 */
-    int repetitive;
-    size_t last_stored, last_raw; /* the last chunk written */
-    uint32_t chunk_events, time_unit;
-    uint64_t chunk_age_ns, start_ns, start_realtime_ns;
-    uint32_t pid;
-    int failed; /* a write failed: nothing more goes to this file */
-    int begun;
+/* One event as the encoder takes it: the thread already an index of the
+ * file, the time already in the file's unit. */
+typedef struct trace_rec {
+    unsigned type, category;
+    uint32_t tidx, id, old_id, stack;
+    int64_t t;
+    uint64_t size, address;
+} trace_rec;
 
-    /* The open chunk. */
+/* What one events chunk's coding left for picking the next ones' (the
+ * TRACE_F_* flags, the zstd level). */
+typedef struct trace_chunk_stats {
+    uint32_t nevents, zeros;
+    unsigned flags;
+    size_t bits_out;      /* its bits stream, compressed */
+    uint64_t bits_packed; /* its low bits, packed, in bytes */
+    size_t stored, raw;   /* its payload and body sizes */
+} trace_chunk_stats;
+
+/* A compressed chunk, but for its header (the sequence number is given
+ * when it is written). */
+typedef struct trace_chunk_out {
+    unsigned kind, codec;
+    uint32_t count, crc;
+    size_t stored, raw;
+    int64_t t0, t1;
+} trace_chunk_out;
+
+/* The column coder of one events chunk (trace_write_enc.c): the streams,
+ * the per-chunk models, a zstd context. The writer has one; with
+ * cfg.threads > 1 each encoder thread has its own. Its state is either
+ * reset per chunk or tagged with the chunk's generation, so a chunk's
+ * bytes do not depend on which coder made it. */
+typedef struct trace_enc {
     unsigned char *stream[TRACE_NSTREAMS];
     unsigned char *cur[TRACE_NSTREAMS];
     size_t stream_cap[TRACE_NSTREAMS];
+    size_t stream_touched[TRACE_NSTREAMS]; /* bytes of each stream that may be resident */
     uint32_t nevents;
     int64_t first_t, prev_t, min_t, max_t; /* in time units */
     uint32_t base_id, last_id, last_freed;
@@ -65,23 +94,55 @@ struct mt_trace_writer {
     uint8_t cur_category;
     uint64_t prev_addr;
     uint64_t chunk_gen;
-    uint64_t chunk_open_ns; /* monotonic time of the chunk's first event */
-    unsigned flags;         /* TRACE_F_* of the open chunk */
+    unsigned flags;       /* TRACE_F_* of the open chunk */
+    uint32_t zrun;        /* TRACE_F_TIME_RUNS: zero time deltas since the last nonzero one */
+    uint32_t zeros;       /* events of the chunk with a zero time delta */
+    uint64_t sumk;        /* low bits of the chunk's symbols (its bits stream packed, in bits) */
+    size_t bits_out;      /* the last chunk's bits stream, compressed */
+    uint64_t bits_packed; /* the last chunk's sumk / 8 */
+    size_t last_stored, last_raw;
+    wbuf thread_states; /* thread_state[nthreads_cap] */
+    uint32_t nthreads_cap;
+    unsigned char prefix[32 + 10 * TRACE_NSTREAMS];
+    ZSTD_CCtx *cctx;
+    void *zwork;
+    size_t zwork_size;
+    size_slot size_cache[TRACE_SIZE_CACHE];
+    trace_opmodel ops;
+} trace_enc;
+
+typedef struct trace_pool trace_pool;
+
+struct mt_trace_writer {
+    mt_trace_host host;
+    int level;
+    int auto_level; /* level not configured: REPETITIVE_LEVEL after a chunk that compressed 8:1 */
+    int repetitive;
+    uint32_t chunk_events, time_unit;
+    uint64_t chunk_age_ns, start_ns, start_realtime_ns;
+    uint32_t pid;
+    int failed; /* a write failed: nothing more goes to this file */
+    int begun;
     unsigned force_flags;   /* config.chunk_flags */
-    uint32_t zrun;          /* TRACE_F_TIME_RUNS: zero time deltas since the last nonzero one */
-    uint32_t zeros;         /* events of the chunk with a zero time delta */
-    uint64_t sumk;          /* low bits of the chunk's symbols (its bits stream packed, in bits) */
-    size_t bits_out;        /* the last chunk's bits stream, compressed */
-    uint64_t bits_packed;   /* the last chunk's sumk / 8 */
     unsigned packed_run;    /* chunks in a row without TRACE_F_ALIGNED */
     int first_chunk;        /* no chunk written yet: the coding is a guess */
+    uint64_t chunk_open_ns; /* monotonic time of the open chunk's first event */
+    uint64_t chunk_gen;     /* the open chunk's generation (tags the coders' per-chunk state) */
+    uint32_t last_id;       /* the last allocation's id (with the pool; else the coder's) */
+
+    /* Encoding on the calling thread (threads <= 1, or before and
+     * without the pool). */
+    trace_enc *enc;
+    /* cfg.threads > 1: the encoder threads (trace_write_pool.c). */
+    unsigned threads;
+    trace_pool *pool;
+    pid_t creator; /* the process that made the writer (and its threads) */
 
     /* The file. */
     uint64_t offset, seq;
-    u32map threads; /* tid + 1 -> index + 1 */
-    u32map stacks;  /* id + 1 -> 1 when defined */
+    u32map threads_map; /* tid + 1 -> index + 1 */
+    u32map stacks;      /* id + 1 -> 1 when defined */
     uint32_t nthreads;
-    wbuf thread_states; /* thread_state[nthreads] */
     uint64_t cat_defined[4];
     wbuf modules; /* module_range[], sorted by start */
     uint64_t unknown[UNKNOWN_CACHE];
@@ -98,13 +159,7 @@ struct mt_trace_writer {
 
     /* Output. */
     wbuf body, out;
-    unsigned char prefix[32 + 10 * TRACE_NSTREAMS];
-    ZSTD_CCtx *cctx;
-    void *zwork;
-    size_t zwork_size;
     uint64_t frames[TRACE_MAX_FRAMES];
-    size_slot size_cache[TRACE_SIZE_CACHE];
-    trace_opmodel ops;
 
     mt_trace_write_stats stats;
 };
@@ -135,5 +190,50 @@ int trace_w_define_stack(mt_trace_writer *w, uint32_t id);
 int64_t trace_w_thread_new(mt_trace_writer *w, uint32_t tid);
 unsigned char *trace_w_put_bytes(unsigned char *p, const void *s, size_t n);
 size_t trace_w_strlen(const char *s);
+void *trace_w_map(size_t n);
+
+/* The column coder (trace_write_enc.c). */
+trace_enc *trace_enc_create(uint32_t chunk_events, int max_level);
+void trace_enc_destroy(trace_enc *e);
+/* Opens a chunk of generation gen with these flags, ids counted from base_id. */
+void trace_enc_open(trace_enc *e, uint64_t gen, unsigned flags, uint32_t base_id);
+/* Room for the per-thread state of threads [0, n): 0 or -ENOMEM. */
+int trace_enc_threads(trace_enc *e, uint32_t n);
+void trace_enc_event(trace_enc *e, const trace_rec *r);
+/* Compresses body[0..n) (one DEFS/END/INDEX chunk) into out at `at`
+ * (after room for its header): 0 or -ENOMEM. */
+int trace_enc_pack(trace_enc *e, int level, wbuf *out, size_t at, unsigned kind, const void *body, size_t n,
+                   uint32_t count, trace_chunk_out *co);
+/* Lays out and compresses the open events chunk into out at `at`, fills
+ * *co and e's last-chunk statistics: 0 or -ENOMEM. */
+int trace_enc_close(trace_enc *e, int level, int repetitive, wbuf *out, size_t at, trace_chunk_out *co);
+/* The last chunk's statistics, for trace_pick_flags. */
+void trace_enc_stats(const trace_enc *e, trace_chunk_stats *s);
+/* Gives back stream pages far beyond what the last chunk used. */
+void trace_enc_trim(trace_enc *e);
+unsigned trace_pick_flags(const mt_trace_writer *w, const trace_chunk_stats *last);
+int trace_repetitive(const mt_trace_writer *w, size_t stored, size_t raw);
+
+/* Writes a compressed chunk (out: its header's room, then the payload),
+ * numbering and indexing it: 0 or a negative errno. */
+int trace_w_emit(mt_trace_writer *w, unsigned char *out, const trace_chunk_out *co);
+/* The pending definitions and meta, moved into d (whose old buffer becomes
+ * the writer's next), their count in *count: 0 or -ENOMEM. */
+int trace_w_take_defs(mt_trace_writer *w, wbuf *d, uint32_t *count);
+
+/* The encoder threads (trace_write_pool.c). */
+int trace_pool_create(mt_trace_writer *w);
+void trace_pool_destroy(mt_trace_writer *w);
+/* Appends one event (its definitions made) to the open batch: 0 or a
+ * negative errno (from writing finished chunks). */
+int trace_pool_event(mt_trace_writer *w, const mt_trace_event *ev, uint32_t tidx, int64_t t);
+int trace_w_flush_events(mt_trace_writer *w);
+/* Hands over the open batch (if it has events) and, if wait, writes every
+ * chunk in flight; else the finished ones. 0 or a negative errno. */
+int trace_pool_flush(mt_trace_writer *w, int force, int wait);
+/* Forgets every batch (a new file begins). */
+void trace_pool_reset(mt_trace_writer *w);
+/* Events of the open batch. */
+uint32_t trace_pool_open_events(const mt_trace_writer *w);
 
 #endif

@@ -1,7 +1,8 @@
 /* test_roundtrip.c — the trace writer and reader: every field of random
  * and mbench-like events comes back exactly (ids wrapping past 2^32,
  * sizes up to 2^47, many threads), with the stacks, modules, categories,
- * meta, end statistics and the index; with and without prefetch. */
+ * meta, end statistics and the index; with and without prefetch; coded
+ * on the caller's thread and on 2 and 4 encoder threads. */
 #include "unit.h"
 #include "trace/trace_gen.h"
 #include "trace/trace_test.h"
@@ -55,7 +56,8 @@ typedef struct rt_opts {
     uint32_t chunk_events, unit;
     int level;
     unsigned flags;
-    unsigned coding; /* config.chunk_flags: 0 the writer's pick, else 0x100 | TRACE_F_* */
+    unsigned coding;  /* config.chunk_flags: 0 the writer's pick, else 0x100 | TRACE_F_* */
+    unsigned threads; /* config.threads */
 } rt_opts;
 
 static const char *stat_names[] = {"events_lost", "custom"};
@@ -72,7 +74,8 @@ static tbuf *write_trace(const mt_trace_event *evs, size_t n, const rt_opts *o, 
                                  .start_ns = START,
                                  .start_realtime_ns = 1700000000000000000ull,
                                  .time_unit_ns = o->unit,
-                                 .chunk_flags = o->coding};
+                                 .chunk_flags = o->coding,
+                                 .threads = o->threads};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     if (!w)
         return m;
@@ -404,6 +407,15 @@ int main(void)
     size_t n = 20000;
     mt_trace_event *evs = random_events(n);
     run("random", evs, n, (rt_opts){.chunk_events = 777}, 1);
+    for (unsigned th = 2; th <= 4; th += 2) { /* encoder threads; flushes every 997 events */
+        char label[64];
+        snprintf(label, sizeof label, "random, %u encoder threads", th);
+        run(label, evs, n, (rt_opts){.chunk_events = 777, .threads = th}, 1);
+        snprintf(label, sizeof label, "random, tiny chunks, %u encoder threads", th);
+        run(label, evs, 3000, (rt_opts){.chunk_events = 1, .level = 3, .threads = th}, 0);
+        snprintf(label, sizeof label, "random, time unit 1000, %u encoder threads", th);
+        run(label, evs, n, (rt_opts){.chunk_events = 4096, .unit = 1000, .threads = th}, 0);
+    }
     run("random, one chunk", evs, n, (rt_opts){.level = 1}, 0);
     run("random, tiny chunks", evs, 3000, (rt_opts){.chunk_events = 1, .level = 19}, 0);
     run("random, time unit 1000", evs, n, (rt_opts){.chunk_events = 4096, .unit = 1000}, 0);
@@ -427,6 +439,9 @@ int main(void)
     for (size_t i = 0; i < n; i++)
         evs[i].time_ns += START;
     run("mbench-like", evs, n, (rt_opts){0}, 0);
+    run("mbench-like, 2 encoder threads", evs, n, (rt_opts){.chunk_events = 16384, .threads = 2}, 0);
+    run("mbench-like, 4 encoder threads, unit 1000", evs, n,
+        (rt_opts){.chunk_events = 8192, .unit = 1000, .threads = 4}, 0);
     run("mbench-like, 64k chunks", evs, n, (rt_opts){.chunk_events = 65536, .unit = 1000}, 0);
     run("mbench-like, 4k chunks, runs + aligned", evs, n,
         (rt_opts){.chunk_events = 4096, .unit = 1000, .coding = 0x100 | TRACE_F_TIME_RUNS | TRACE_F_ALIGNED},
@@ -440,10 +455,12 @@ int main(void)
         n++;
     gen_free(&g);
     run("200 threads", evs, n, (rt_opts){.chunk_events = 5000}, 0);
+    run("200 threads, 3 encoder threads", evs, n, (rt_opts){.chunk_events = 5000, .threads = 3}, 0);
     free(evs);
 
     /* An empty trace: header, end, index, trailer. */
     run("empty", NULL, 0, (rt_opts){0}, 0);
+    run("empty, 2 encoder threads", NULL, 0, (rt_opts){.threads = 2}, 0);
     two_files();
     return failures != 0;
 }
