@@ -555,8 +555,8 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
 }
 
 /* Time-ordered sessions (trace mode) keep this much of a recycled buffer
- * resident and give the rest back: memory is committed only while events
- * are in flight. */
+ * resident and give the rest back once the dispatcher has caught up:
+ * memory is committed only while events are in flight. */
 #define XE_KEEP_RESIDENT (256u << 10)
 
 void xe_recycle(xe_session *s, uint32_t idx)
@@ -567,7 +567,9 @@ void xe_recycle(xe_session *s, uint32_t idx)
     if (used > cap)
         used = cap;
     char *data = xe_buf_data(b);
-    if (s->time_order && used > XE_KEEP_RESIDENT + 65536) {
+    /* Only when no other buffer waits to be read: under load the pages
+     * would be faulted back at once (with 8 threads, a tenth of the run). */
+    if (s->time_order && used > XE_KEEP_RESIDENT + 65536 && atomic_load(&s->pending) == 0) {
         /* Page-aligned from the buffer's start (buffers are page-aligned). */
         /* Whole pages inside the data only (the next buffer's header
          * follows this one's end). */
