@@ -82,7 +82,7 @@ static int add_sites(const struct analyze_result *res, mt_trace_reader *tr, stru
                                          .reallocs = clamp64(s->reallocs)};
         site->allocated_bytes = clamp64(s->allocated_bytes);
         site->has_allocated = true;
-        const mt_trace_stack *st = tr && s->id ? mt_trace_stack_get(tr, s->id) : NULL;
+        const mt_trace_stack *st = analyze_stack_frames(res, tr, s->id);
         if (st && st->nframes) {
             if (!(site->frames = malloc(st->nframes * sizeof *site->frames)))
                 return -ENOMEM;
@@ -152,6 +152,21 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
                 return -ENOMEM;
             r->has |= REPORT_HAS_EXE;
         }
+        /* a process tree's columns: the parent, and how the trace ended
+         * (a summary report's reason is how it came to be written) */
+        const char *ppid = mt_trace_meta(tr, "ppid");
+        char *end;
+        long long pp = ppid && *ppid ? strtoll(ppid, &end, 10) : -1;
+        if (ppid && *ppid && !*end && pp >= 0) {
+            r->ppid = pp;
+            r->has |= REPORT_HAS_PPID;
+        }
+        const char *ended = mt_trace_meta(tr, "ended");
+        if (ended && *ended) {
+            if (!(r->reason = strdup(ended)))
+                return -ENOMEM;
+            r->has |= REPORT_HAS_REASON;
+        }
         const char *unwinder = mt_trace_meta(tr, "unwinder");
         if (unwinder && !(r->unwinder = strdup(unwinder)))
             return -ENOMEM;
@@ -198,6 +213,7 @@ int analyze_read_input(struct report_input *in, struct report *r, char *err, siz
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
+    analyze_set_file(a, path);
     int arc = analyze_run(a, tr, NULL, NULL);
     if (arc == -ENOMEM) {
         snprintf(err, errlen, "%s: out of memory analysing the trace", path);

@@ -68,7 +68,7 @@ struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace
     struct symbolizer *s = sym_open_cached(mods, n, c);
     free_modules(mods, n);
     for (size_t i = 0; s && i < res->nstacks; i++) {
-        const mt_trace_stack *st = tr && res->stacks[i].id ? mt_trace_stack_get(tr, res->stacks[i].id) : NULL;
+        const mt_trace_stack *st = analyze_stack_frames(res, tr, res->stacks[i].id);
         if (st)
             sym_prepare(s, st->frames, st->nframes);
     }

@@ -95,6 +95,7 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
         mt_trace_close(r);
         return cli_error("out of memory");
     }
+    analyze_set_file(a, path); /* a parent's trace moved with it is looked for beside it */
     const mt_trace_file_info *fi = mt_trace_info(r);
     struct progress p = {.file = path, .size = fi ? fi->file_bytes : 0};
     clock_gettime(CLOCK_MONOTONIC, &p.last);
