@@ -18,13 +18,14 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-static void add_fig(struct analyze_caveats *cv, const char *figure, uint64_t over, uint64_t under,
-                    bool bytes, bool bounded)
+static void add_fig(struct analyze_caveats *cv, const char *figure, uint64_t over, uint64_t under, bool bytes,
+                    bool bounded)
 {
     if (cv->nfig == ANALYZE_CAVEATS_MAX)
         return;
     struct analyze_caveat *c = &cv->fig[cv->nfig++];
-    *c = (struct analyze_caveat){.figure = figure, .over_count = over, .under_count = under, .bounded = bounded};
+    *c = (struct analyze_caveat){
+        .figure = figure, .over_count = over, .under_count = under, .bounded = bounded};
     if (bytes) {
         c->over_bytes = mul_sat(over, cv->max_size);
         c->under_bytes = mul_sat(under, cv->max_size);
@@ -84,7 +85,8 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
     uint64_t n = cv->lost;
     if (n) {
         fprintf(out,
-                "  CAUTION: %" PRIu64 " of %" PRIu64 " events (%.2f%%) were lost while recording; the figures "
+                "  CAUTION: %" PRIu64 " of %" PRIu64
+                " events (%.2f%%) were lost while recording; the figures "
                 "below miss them:\n",
                 n, cv->fired, cv->fired ? 100.0 * (double)n / (double)cv->fired : 100.0);
         uint64_t worst = mul_sat(n, cv->max_size), est = mul_sat(n, cv->mean_size);
@@ -94,33 +96,39 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
         size(mx, sizeof mx, cv->max_size);
         size(mean, sizeof mean, cv->mean_size);
         fprintf(out,
-                "    live at the end, leaks: each up to %" PRIu64 " blocks and %s too high (lost frees) or too "
-                "low\n      (lost allocations): %" PRIu64 " x %s, the largest block seen (~%s at the mean size, %s)\n",
+                "    live at the end, leaks: each up to %" PRIu64
+                " blocks and %s too high (lost frees) or too "
+                "low\n      (lost allocations): %" PRIu64
+                " x %s, the largest block seen (~%s at the mean size, %s)\n",
                 n, w, n, mx, e, mean);
         fprintf(out, "    peak: up to %s too high or too low (~%s at the mean size)\n", w, e);
         fprintf(out,
-                "    allocations, frees, temporary allocations: up to %" PRIu64 " too few (allocated bytes: up "
+                "    allocations, frees, temporary allocations: up to %" PRIu64
+                " too few (allocated bytes: up "
                 "to %s)\n",
                 n, w);
     }
     if (cv->unknown) {
+        char mean[MT_UNITS_MAX];
         fprintf(out,
                 "  CAUTION: %" PRIu64 " frees and %" PRIu64 " reallocs name blocks the trace does not hold "
-                "(allocated before it began, or their allocation lost): their sizes are unknown (~%s at the "
-                "mean size)",
-                res->frees_unknown, res->reallocs_unknown, size(a, sizeof a, mul_sat(cv->unknown, cv->mean_size)));
+                "(allocated\n    before it began, or their allocation lost): their sizes are unknown (~%s at "
+                "the mean size, %s)\n",
+                res->frees_unknown, res->reallocs_unknown,
+                size(a, sizeof a, mul_sat(cv->unknown, cv->mean_size)),
+                size(mean, sizeof mean, cv->mean_size));
         if (cv->unknown > n)
-            fputs(";\n    some were allocated before the trace began: those never freed are in no figure, so "
-                  "live, leaks and the peak may be lower than the program's by more than the trace can tell\n",
+            fputs("    more than the events lost, so some were allocated before the trace began: those never "
+                  "freed\n    are in no figure, and live, leaks and the peak may be lower than the program's "
+                  "by more\n    than the trace can tell\n",
                   out);
-        else
-            fputs("\n", out);
     }
     if (cv->incomplete)
-        fputs("  CAUTION: the trace is incomplete (see the end): the events after what was read, and the count "
-              "of\n    events lost, are unknown; live and leaks may hold blocks freed later, and every figure "
-              "covers\n    only the events read\n",
-              out);
+        fputs(
+            "  CAUTION: the trace is incomplete (see the end): the events after what was read, and the count "
+            "of\n    events lost, are unknown; live and leaks may hold blocks freed later, and every figure "
+            "covers\n    only the events read\n",
+            out);
 }
 
 void analyze_inherited_text(FILE *out, const struct analyze_result *res)

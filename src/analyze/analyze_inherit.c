@@ -156,7 +156,8 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
     bool has_ppid = meta_u64(child, "ppid", &in->ppid);
     const char *named = mt_trace_meta(child, "parent_trace");
     uint64_t fork_ns, last_id;
-    if (!named || !*named || !meta_u64(child, "fork_ns", &fork_ns) || !meta_u64(child, "fork_last_id", &last_id)) {
+    if (!named || !*named || !meta_u64(child, "fork_ns", &fork_ns) ||
+        !meta_u64(child, "fork_last_id", &last_id)) {
         note(in, "the trace began at a fork but does not say where its parent's trace is (meta parent_trace, "
                  "fork_ns, fork_last_id): blocks inherited at the fork are unknown");
         return 0;
@@ -171,8 +172,10 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
     const mt_trace_file_info *fi = mt_trace_info(pr);
     int rc = 0;
     if (has_ppid && fi->pid != in->ppid) {
-        note(in, "%s is pid %" PRIu32 "'s trace, not the parent's (pid %" PRIu64 "): blocks inherited at the "
-                 "fork are unknown", in->parent, fi->pid, in->ppid);
+        note(in,
+             "%s is pid %" PRIu32 "'s trace, not the parent's (pid %" PRIu64 "): blocks inherited at the "
+             "fork are unknown",
+             in->parent, fi->pid, in->ppid);
     } else if (fork_ns < fi->start_ns) {
         note(in, "the parent's trace %s began after the fork: blocks inherited at the fork are unknown",
              in->parent);
@@ -185,11 +188,15 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
         if (rc == 0 || rc == -EBADMSG) {
             in->parent_short = !past;
             if (rc == -EBADMSG)
-                note(in, "the parent's trace stops before the fork (%s): blocks it allocated after that are "
-                         "unknown", mt_trace_error(pr));
+                note(in,
+                     "the parent's trace stops before the fork (%s): blocks it allocated after that are "
+                     "unknown",
+                     mt_trace_error(pr));
             else if (!past)
-                note(in, "the parent's trace %s ends before the fork: blocks it allocated after its last "
-                         "event are unknown", in->parent);
+                note(in,
+                     "the parent's trace %s ends before the fork: blocks it allocated after its last "
+                     "event are unknown",
+                     in->parent);
             rc = analyze_take_live(a, pa);
             if (rc == 0)
                 rc = keep_frames(res, analyze_result(pa), pr);

@@ -22,8 +22,13 @@ static char dir[64];
 
 static mt_trace_event A(uint64_t t, uint32_t id, uint64_t size, uint32_t stack)
 {
-    return (mt_trace_event){.type = MT_TRACE_ALLOC, .thread = 1, .time_ns = t, .id = id, .size = size,
-                            .stack = stack, .category = (uint8_t)(stack % 3)};
+    return (mt_trace_event){.type = MT_TRACE_ALLOC,
+                            .thread = 1,
+                            .time_ns = t,
+                            .id = id,
+                            .size = size,
+                            .stack = stack,
+                            .category = (uint8_t)(stack % 3)};
 }
 static mt_trace_event F(uint64_t t, uint32_t id)
 {
@@ -35,9 +40,10 @@ static mt_trace_event F(uint64_t t, uint32_t id)
  * (after fork_last_id 6), then it frees 1 (the child keeps its copy). */
 static size_t parent_events(mt_trace_event *ev, uint64_t until)
 {
-    mt_trace_event all[] = {A(100, 1, 1000, 11), A(200, 2, 2000, 12), A(300, 3, 300, 13), A(400, 4, 400, 11),
-                            A(500, 5, 50, 12),   F(600, 2),           A(700, 6, 60, 13),  A(FORK_T, 7, 7777, 11),
-                            F(900, 1),           A(1000, 8, 8, 12)};
+    mt_trace_event all[] = {A(100, 1, 1000, 11), A(200, 2, 2000, 12),    A(300, 3, 300, 13),
+                            A(400, 4, 400, 11),  A(500, 5, 50, 12),      F(600, 2),
+                            A(700, 6, 60, 13),   A(FORK_T, 7, 7777, 11), F(900, 1),
+                            A(1000, 8, 8, 12)};
     size_t n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i].time_ns <= until)
@@ -50,10 +56,19 @@ static size_t parent_events(mt_trace_event *ev, uint64_t until)
  * {5: 50, 6: 60, 8: 4400, 9: 90}; the peak 9600 in 5 blocks after 9. */
 static size_t child_events(mt_trace_event *ev)
 {
-    mt_trace_event all[] = {F(10, 3), A(20, 7, 5000, 20), F(30, 1),
-                            {.type = MT_TRACE_REALLOC, .thread = 1, .time_ns = 40, .id = 8, .old_id = 4,
-                             .size = 4400, .stack = 20, .category = 2},
-                            A(50, 9, 90, 20), F(60, 7)};
+    mt_trace_event all[] = {F(10, 3),
+                            A(20, 7, 5000, 20),
+                            F(30, 1),
+                            {.type = MT_TRACE_REALLOC,
+                             .thread = 1,
+                             .time_ns = 40,
+                             .id = 8,
+                             .old_id = 4,
+                             .size = 4400,
+                             .stack = 20,
+                             .category = 2},
+                            A(50, 9, 90, 20),
+                            F(60, 7)};
     memcpy(ev, all, sizeof all);
     return sizeof all / sizeof all[0];
 }
@@ -64,8 +79,8 @@ static int write_file(const char *path, uint32_t pid, uint64_t start, const mt_t
     static const char *names[] = {"events_lost", "events_fired"};
     uint64_t values[] = {0, n};
     struct trace_mem tm;
-    struct trace_mem_opts o = {.pid = pid, .start_ns = start, .meta = meta, .stat_names = names,
-                               .stat_values = values, .nstats = 2};
+    struct trace_mem_opts o = {
+        .pid = pid, .start_ns = start, .meta = meta, .stat_names = names, .stat_values = values, .nstats = 2};
     int rc = trace_mem_write_opts(&tm, ev, n, &o);
     if (rc == 0)
         rc = trace_mem_save(&tm, path);
@@ -78,8 +93,8 @@ static int write_child(const char *path, const char *parent, const char *ppid)
 {
     char fork_ns[32];
     snprintf(fork_ns, sizeof fork_ns, "%llu", S + FORK_T);
-    const char *meta[] = {"ppid",         ppid,    "began", "fork", "parent_trace", parent,
-                          "fork_ns",      fork_ns, "fork_last_id", "6", "ended", "exit", NULL};
+    const char *meta[] = {"ppid",  ppid,           "began", "fork",  "parent_trace", parent, "fork_ns",
+                          fork_ns, "fork_last_id", "6",     "ended", "exit",         NULL};
     mt_trace_event ev[8];
     size_t n = child_events(ev);
     return write_file(path, 5001, S + FORK_T + 50, ev, n, meta);
@@ -144,16 +159,19 @@ static void inherited(const char *parent, const char *child)
               res->reallocs == 1);
     CHECK("fork: live and leaks at the end = the truth (4 blocks, 4600 bytes)",
           res->live_count == 4 && res->live_bytes == 4600);
-    CHECK("fork: the peak = the truth (9600 bytes in 5 blocks)", res->peak_bytes == 9600 && res->peak_count == 5);
+    CHECK("fork: the peak = the truth (9600 bytes in 5 blocks)",
+          res->peak_bytes == 9600 && res->peak_count == 5);
     const mt_trace_stack *st = analyze_stack_frames(res, x.r, 12);
     CHECK("fork: an inherited block's stack (12, only in the parent's file) has the parent's frames",
           !mt_trace_stack_get(x.r, 12) && st && st->nframes == 2 && st->frames[0] == 0x401000 + 16 * 12);
     CHECK("fork: text says what was inherited, and shows the parent's frames",
-          x.text && strstr(x.text, "inherited at the fork from pid 5000") && strstr(x.text, ": 5 blocks, 1.77KB live then") &&
-              strstr(x.text, "[0x00000000004010c0]") && !strstr(x.text, "CAUTION") && !strstr(x.text, "note:"));
-    CHECK("fork: JSON inherited", x.json && strstr(x.json, "\"replayed\": true") && strstr(x.json, "\"live_count\": 5") &&
-                                      strstr(x.json, "\"live_bytes\": 1810") && strstr(x.json, "\"ppid\": 5000") &&
-                                      strstr(x.json, "\"parent_reaches_fork\": true") && strstr(x.json, "\"caveats\": null"));
+          x.text && strstr(x.text, "inherited at the fork from pid 5000") &&
+              strstr(x.text, ": 5 blocks, 1.77KB live then") && strstr(x.text, "[0x00000000004010c0]") &&
+              !strstr(x.text, "CAUTION") && !strstr(x.text, "note:"));
+    CHECK("fork: JSON inherited",
+          x.json && strstr(x.json, "\"replayed\": true") && strstr(x.json, "\"live_count\": 5") &&
+              strstr(x.json, "\"live_bytes\": 1810") && strstr(x.json, "\"ppid\": 5000") &&
+              strstr(x.json, "\"parent_reaches_fork\": true") && strstr(x.json, "\"caveats\": null"));
     if (getenv("SHOW"))
         printf("%s\n%s\n", x.text, x.json);
     result_free(&x);
@@ -171,7 +189,8 @@ static void report_tree(const char *parent, const char *child, const char *old)
     CHECK("tree: the child's report: ppid 5000, reason exit (meta ended), the inherited figures",
           (r[1].has & REPORT_HAS_PPID) && r[1].ppid == 5000 && r[1].reason && !strcmp(r[1].reason, "exit") &&
               r[1].total.live_bytes == 4600 && r[1].total.peak_bytes == 9600);
-    CHECK("tree: a trace without the meta: no ppid, no reason", !(r[2].has & REPORT_HAS_PPID) && !r[2].reason);
+    CHECK("tree: a trace without the meta: no ppid, no reason",
+          !(r[2].has & REPORT_HAS_PPID) && !r[2].reason);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -198,12 +217,13 @@ static void no_parent(const char *path, const char *named, const char *ppid, con
     snprintf(name, sizeof name, "%s: a note, nothing inherited", says);
     CHECK(name, res->inherited.state == ANALYZE_INHERIT_FAILED && res->inherited.count == 0 &&
                     strstr(res->inherited.note, says));
-    snprintf(name, sizeof name, "%s: analysed as without a parent (2 unknown frees, 1 unknown realloc, live 4490)",
-             says);
+    snprintf(name, sizeof name,
+             "%s: analysed as without a parent (2 unknown frees, 1 unknown realloc, live 4490)", says);
     CHECK(name, res->frees_unknown == 2 && res->reallocs_unknown == 1 && res->live_bytes == 4490 &&
                     res->live_count == 2);
     snprintf(name, sizeof name, "%s: one note line in the text, replayed false in JSON", says);
-    CHECK(name, count_of(x.text, "  note: ") == 1 && strstr(x.text, says) && strstr(x.json, "\"replayed\": false"));
+    CHECK(name,
+          count_of(x.text, "  note: ") == 1 && strstr(x.text, says) && strstr(x.json, "\"replayed\": false"));
     result_free(&x);
 }
 
@@ -249,7 +269,8 @@ int main(void)
     struct result x;
     CHECK("short: analysed", analyse(child, &x) == 0);
     const struct analyze_inherited *in = &analyze_result(x.a)->inherited;
-    CHECK("short: the blocks up to its end inherited (1..5: 3750 bytes), and a note that it ends before the fork",
+    CHECK("short: the blocks up to its end inherited (1..5: 3750 bytes), and a note that it ends before the "
+          "fork",
           in->state == ANALYZE_INHERIT_DONE && in->parent_short && in->count == 5 && in->bytes == 3750 &&
               strstr(in->note, "ends before the fork") && count_of(x.text, "  note: ") == 1 &&
               strstr(x.json, "\"parent_reaches_fork\": false"));
