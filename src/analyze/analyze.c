@@ -590,7 +590,9 @@ static void take_one(void *ctx, uint32_t id, uint64_t size, uint32_t sidx)
 int analyze_take_live(struct analyzer *a, const struct analyzer *parent)
 {
     struct analyze_result *r = &a->res;
-    struct take t = {.a = a, .from = &parent->res, .h = {.live = r->live_bytes, .count = r->live_count, .epoch = a->epoch}};
+    struct take t = {.a = a,
+                     .from = &parent->res,
+                     .h = {.live = r->live_bytes, .count = r->live_count, .epoch = a->epoch}};
     analyze_live_each(&parent->live, take_one, &t);
     r->live_bytes = t.h.live;
     r->live_count = t.h.count;

@@ -79,7 +79,7 @@ struct analyze_inherited {
     uint64_t ppid;         /* the parent's pid (meta ppid), 0 when not given */
     uint64_t count, bytes; /* the blocks inherited */
     bool parent_short;     /* the parent's file ends (or stops) before the fork */
-    char parent[1024];      /* the parent's trace file as opened (or as named) */
+    char parent[1024];     /* the parent's trace file as opened (or as named) */
     char note[768];        /* FAILED: why; DONE with parent_short: what the file lacks */
 };
 
@@ -174,20 +174,20 @@ const mt_trace_stack *analyze_stack_frames(const struct analyze_result *res, con
 
 /* One figure that cannot be trusted, and by how much it may be off. */
 struct analyze_caveat {
-    const char *figure;                 /* "live", "leaks", "peak", "allocations", "frees", "temporary" */
-    uint64_t over_count, over_bytes;    /* it may be too high by up to this */
-    uint64_t under_count, under_bytes;  /* it may be too low by up to this */
-    bool bounded;                       /* false: it may be off by more (trace cut short, blocks before it) */
+    const char *figure;                /* "live", "leaks", "peak", "allocations", "frees", "temporary" */
+    uint64_t over_count, over_bytes;   /* it may be too high by up to this */
+    uint64_t under_count, under_bytes; /* it may be too low by up to this */
+    bool bounded;                      /* false: it may be off by more (trace cut short, blocks before it) */
 };
 
 #define ANALYZE_CAVEATS_MAX 6
 
 struct analyze_caveats {
-    bool any;               /* false: every figure is exact */
-    bool lost_known;        /* the end record says how many were lost */
-    uint64_t lost, fired;   /* events lost, of events fired (fired: the end record's, else read + lost) */
-    bool incomplete;        /* no end record, or reading stopped early */
-    uint64_t unknown;       /* frees and reallocs of blocks the trace does not hold */
+    bool any;             /* false: every figure is exact */
+    bool lost_known;      /* the end record says how many were lost */
+    uint64_t lost, fired; /* events lost, of events fired (fired: the end record's, else read + lost) */
+    bool incomplete;      /* no end record, or reading stopped early */
+    uint64_t unknown;     /* frees and reallocs of blocks the trace does not hold */
     uint64_t mean_size, max_size;
     struct analyze_caveat fig[ANALYZE_CAVEATS_MAX];
     size_t nfig;
