@@ -78,6 +78,11 @@ void analyze_free(struct analyzer *a)
     for (size_t i = 0; i < a->res.nparent_stacks; i++)
         free((void *)a->res.parent_stacks[i].frames);
     free(a->res.parent_stacks);
+    for (size_t i = 0; i < a->res.nparent_modules; i++) {
+        free((void *)a->res.parent_modules[i].path);
+        free((void *)a->res.parent_modules[i].build_id);
+    }
+    free(a->res.parent_modules);
     free(a->file);
     free(a->skeys);
     free(a->svals);

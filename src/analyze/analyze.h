@@ -105,6 +105,10 @@ struct analyze_result {
      * by id: analyze_stack_frames finds them. */
     mt_trace_stack *parent_stacks;
     size_t nparent_stacks;
+    /* The parent's modules (the child's file lists only those its own
+     * stacks need): analyze_modules adds the ones the child's lacks. */
+    mt_trace_module *parent_modules;
+    size_t nparent_modules;
     struct analyze_stack *stacks; /* every stack seen, in order of first use */
     size_t nstacks;
     struct analyze_category categories[ANALYZE_CATEGORIES];
@@ -167,6 +171,10 @@ struct analyze_result *analyze_result_edit(struct analyzer *a);
 const char *analyze_file_name(const struct analyzer *a);
 /* The frames of stack id: the trace's own definition, else the parent's
  * (an inherited block's stack), else NULL. */
+/* The modules to symbolize with: the trace's, then the parent's that
+ * start where none of the trace's does. A malloc'd array of *n pointers
+ * (NULL with *n = 0 on ENOMEM). res may be NULL: the trace's only. */
+const mt_trace_module **analyze_modules(const struct analyze_result *res, mt_trace_reader *r, size_t *n);
 const mt_trace_stack *analyze_stack_frames(const struct analyze_result *res, const mt_trace_reader *r,
                                            uint32_t id);
 

@@ -145,6 +145,55 @@ static int keep_frames(struct analyze_result *res, const struct analyze_result *
     return 0;
 }
 
+/* The parent's modules, copied: the inherited stacks' frames lie in them. */
+static int keep_modules(struct analyze_result *res, mt_trace_reader *pr)
+{
+    size_t n = mt_trace_module_count(pr);
+    mt_trace_module *v = calloc(n + 1, sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    res->parent_modules = v;
+    for (size_t i = 0; i < n; i++) {
+        const mt_trace_module *m = mt_trace_module_get(pr, i);
+        if (!m)
+            continue;
+        mt_trace_module *c = &v[res->nparent_modules++];
+        *c = (mt_trace_module){.start = m->start, .end = m->end, .bias = m->bias};
+        if (!(c->path = strdup(m->path ? m->path : "")))
+            return -ENOMEM;
+        if (m->build_id && m->build_id_len) {
+            unsigned char *b = malloc(m->build_id_len);
+            if (!b)
+                return -ENOMEM;
+            memcpy(b, m->build_id, m->build_id_len);
+            c->build_id = b;
+            c->build_id_len = m->build_id_len;
+        }
+    }
+    return 0;
+}
+
+const mt_trace_module **analyze_modules(const struct analyze_result *res, mt_trace_reader *r, size_t *n)
+{
+    size_t own = r ? mt_trace_module_count(r) : 0, inherited = res ? res->nparent_modules : 0;
+    const mt_trace_module **v = calloc(own + inherited + 1, sizeof *v);
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < own; i++)
+        if ((v[*n] = mt_trace_module_get(r, i)))
+            (*n)++;
+    for (size_t i = 0; i < inherited; i++) {
+        const mt_trace_module *m = &res->parent_modules[i];
+        bool known = false;
+        for (size_t k = 0; k < own && !known; k++)
+            known = v[k]->start == m->start;
+        if (!known)
+            v[(*n)++] = m;
+    }
+    return v;
+}
+
 int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
 {
     struct analyze_result *res = analyze_result_edit(a);
@@ -200,6 +249,8 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
             rc = analyze_take_live(a, pa);
             if (rc == 0)
                 rc = keep_frames(res, analyze_result(pa), pr);
+            if (rc == 0)
+                rc = keep_modules(res, pr);
             if (rc == 0)
                 in->state = ANALYZE_INHERIT_DONE;
         }

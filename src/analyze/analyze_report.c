@@ -38,28 +38,31 @@ static char *hex(const unsigned char *p, unsigned n)
     return s;
 }
 
-static int add_modules(mt_trace_reader *tr, struct report *r)
+static int add_modules(const struct analyze_result *res, mt_trace_reader *tr, struct report *r)
 {
-    size_t n = tr ? mt_trace_module_count(tr) : 0;
-    if (!n)
-        return 0;
-    if (!(r->modules = calloc(n, sizeof *r->modules)))
+    size_t n;
+    const mt_trace_module **ms = analyze_modules(res, tr, &n);
+    if (!ms)
         return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const mt_trace_module *m = mt_trace_module_get(tr, i);
-        if (!m)
-            continue;
+    if (n && !(r->modules = calloc(n, sizeof *r->modules))) {
+        free(ms);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const mt_trace_module *m = ms[i];
         struct report_module *rm = &r->modules[r->nmodules++];
         rm->id = (int64_t)i;
         rm->bias = m->bias;
         rm->start = m->start;
         rm->end = m->end;
         if (m->build_id && m->build_id_len && !(rm->buildid = hex(m->build_id, m->build_id_len)))
-            return -ENOMEM;
-        if (!(rm->path = strdup(m->path ? m->path : "")))
-            return -ENOMEM;
+            rc = -ENOMEM;
+        else if (!(rm->path = strdup(m->path ? m->path : "")))
+            rc = -ENOMEM;
     }
-    return 0;
+    free(ms);
+    return rc;
 }
 
 static int add_sites(const struct analyze_result *res, mt_trace_reader *tr, struct report *r)
@@ -173,7 +176,7 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
     }
     int rc = add_categories(res, tr, r);
     if (rc == 0)
-        rc = add_modules(tr, r);
+        rc = add_modules(res, tr, r);
     if (rc == 0)
         rc = add_sites(res, tr, r);
     return rc;

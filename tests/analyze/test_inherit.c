@@ -189,6 +189,9 @@ static void report_tree(const char *parent, const char *child, const char *old)
     CHECK("tree: the child's report: ppid 5000, reason exit (meta ended), the inherited figures",
           (r[1].has & REPORT_HAS_PPID) && r[1].ppid == 5000 && r[1].reason && !strcmp(r[1].reason, "exit") &&
               r[1].total.live_bytes == 4600 && r[1].total.peak_bytes == 9600);
+    CHECK("tree: the child's report has its own module and the parent's",
+          r[1].nmodules == 2 && !strcmp(r[1].modules[0].path, "/nonexistent/child-program") &&
+              !strcmp(r[1].modules[1].path, "/nonexistent/parent-program"));
     CHECK("tree: a trace without the meta: no ppid, no reason",
           !(r[2].has & REPORT_HAS_PPID) && !r[2].reason);
     char *buf = NULL;
@@ -243,7 +246,11 @@ int main(void)
     snprintf(shortp, sizeof shortp, "%s/short.mtt", dir);
     mt_trace_event ev[16];
     const char *pmeta[] = {"ppid", "1", "began", "start", "ended", "exit", NULL};
+    /* the parent's module is another than the child's: the child's report and symbolizer get both */
+    trace_mem_module_path = "/nonexistent/parent-program";
     CHECK("parent written", write_file(parent, 5000, S, ev, parent_events(ev, UINT64_MAX), pmeta) == 0);
+    trace_mem_module_path = "/nonexistent/child-program";
+    trace_mem_module_start = 0x3ff000;
     CHECK("child written", write_child(child, parent, "5000") == 0);
     mt_trace_event oev[2] = {A(10, 1, 10, 1), A(20, 2, 20, 2)};
     CHECK("old trace written", write_file(old, 4242, S, oev, 2, NULL) == 0);

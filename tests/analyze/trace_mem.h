@@ -58,10 +58,14 @@ static inline const char *trace_mem_category_cb(void *ctx, unsigned id)
     return id < 4 ? names[id] : NULL;
 }
 
+/* The one module written (tests of several files may name others). */
+static uint64_t trace_mem_module_start = 0x400000;
+static const char *trace_mem_module_path = "/nonexistent/test-program";
+
 static inline void trace_mem_modules_cb(void *ctx, mt_trace_writer *w)
 {
     (void)ctx;
-    mt_trace_write_module(w, 0x400000, 0x500000, 0, "/nonexistent/test-program", NULL, 0);
+    mt_trace_write_module(w, trace_mem_module_start, 0x500000, 0, trace_mem_module_path, NULL, 0);
 }
 
 /* 0, or -1. chunk_events 0: the writer's default. */
