@@ -220,6 +220,8 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
     }
     const mt_trace_file_info *fi = mt_trace_info(pr);
     int rc = 0;
+    if (!has_ppid)
+        in->ppid = fi->pid; /* without the meta, the parent's header says */
     if (has_ppid && fi->pid != in->ppid) {
         note(in,
              "%s is pid %" PRIu32 "'s trace, not the parent's (pid %" PRIu64 "): blocks inherited at the "

@@ -78,7 +78,8 @@ static bool is_report_name(const char *name)
 {
     size_t len = strlen(name);
     return name[0] != '.' && len > 4 &&
-           (strcmp(name + len - 4, ".mtr") == 0 || strcmp(name + len - 4, ".mtt") == 0) && !strstr(name, ".tmp.");
+           (strcmp(name + len - 4, ".mtr") == 0 || strcmp(name + len - 4, ".mtt") == 0) &&
+           !strstr(name, ".tmp.");
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)

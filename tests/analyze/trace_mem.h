@@ -69,7 +69,8 @@ static inline void trace_mem_modules_cb(void *ctx, mt_trace_writer *w)
 }
 
 /* 0, or -1. chunk_events 0: the writer's default. */
-static inline int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t n, uint32_t chunk_events)
+static inline int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t n,
+                                  uint32_t chunk_events)
 {
     memset(m, 0, sizeof *m);
     mt_trace_host host = {.ctx = m,
@@ -110,7 +111,7 @@ struct trace_mem_opts {
 };
 
 static inline int trace_mem_write_opts(struct trace_mem *m, const mt_trace_event *ev, size_t n,
-                                const struct trace_mem_opts *o)
+                                       const struct trace_mem_opts *o)
 {
     memset(m, 0, sizeof *m);
     mt_trace_host host = {.ctx = m,
@@ -118,7 +119,8 @@ static inline int trace_mem_write_opts(struct trace_mem *m, const mt_trace_event
                           .stack = trace_mem_stack_cb,
                           .category_name = trace_mem_category_cb,
                           .modules = trace_mem_modules_cb};
-    mt_trace_write_config cfg = {.pid = o->pid, .start_ns = o->start_ns, .start_realtime_ns = 1700000000000000000ull};
+    mt_trace_write_config cfg = {
+        .pid = o->pid, .start_ns = o->start_ns, .start_realtime_ns = 1700000000000000000ull};
     mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
     if (!w)
         return -1;
@@ -148,7 +150,7 @@ static inline int trace_mem_save(const struct trace_mem *m, const char *path)
 
 /* Writes m to a scratch file and opens it (the file is unlinked at once). */
 static inline int trace_mem_open(const struct trace_mem *m, unsigned flags, mt_trace_reader **r, char *err,
-                          size_t errlen)
+                                 size_t errlen)
 {
     char path[] = "/tmp/mt-analyze-test-XXXXXX";
     int fd = mkstemp(path);
