@@ -3,7 +3,9 @@
  * found by replaying the parent's trace (meta `parent_trace`) up to the
  * fork (`fork_ns`, `fork_last_id`) with an analysis of its own, whose live
  * set becomes the child's first one; the frames of their stacks are kept
- * from the parent's file. A parent's file that is missing, unreadable or
+ * from the parent's file. A parent that is a forked child too has its own
+ * inherited blocks first (a chain of forks, MAX_GENERATIONS back). A
+ * parent's file that is missing, unreadable or
  * another process's is a one-line note, and the child is analysed as
  * before. Semantics: docs/trace-analysis.md, "Process trees". */
 #include "analyze/analyze.h"
@@ -16,6 +18,9 @@
 #include <string.h>
 
 #define REPLAY_BATCH 4096
+#define MAX_GENERATIONS 16 /* a chain of forks followed back this far (and a cycle of files stops) */
+
+static int inherit_at(struct analyzer *a, mt_trace_reader *child, unsigned generation);
 
 /* A meta value as an unsigned decimal; false when absent or not one. */
 static bool meta_u64(mt_trace_reader *r, const char *key, uint64_t *v)
@@ -74,7 +79,8 @@ static bool after_fork_id(uint32_t id, uint32_t last)
 /* The parent's events up to the fork into pa. *past: an event after the
  * fork was seen (the file reaches the fork). 0, -ENOMEM, or -EBADMSG when
  * the file stops on an error before the fork (what was before it is in pa). */
-static int replay(struct analyzer *pa, mt_trace_reader *pr, uint64_t fork_t, uint32_t last_id, bool *past)
+static int replay(struct analyzer *pa, mt_trace_reader *pr, uint64_t fork_t, uint32_t last_id, bool *past,
+                  unsigned generation)
 {
     mt_trace_event *buf = malloc(REPLAY_BATCH * sizeof *buf);
     if (!buf)
@@ -83,7 +89,12 @@ static int replay(struct analyzer *pa, mt_trace_reader *pr, uint64_t fork_t, uin
     size_t n = 0;
     mt_trace_event ev;
     *past = false;
-    while ((nrc = mt_trace_next(pr, &ev)) > 0) {
+    /* the parent may be a forked child too: its own inherited blocks
+     * first (its meta is read with its first event) */
+    nrc = mt_trace_next(pr, &ev);
+    if (generation + 1 < MAX_GENERATIONS && inherit_at(pa, pr, generation + 1) < 0)
+        rc = -ENOMEM;
+    for (; rc == 0 && nrc > 0; nrc = mt_trace_next(pr, &ev)) {
         if (ev.time_ns > fork_t) {
             *past = true;
             break;
@@ -123,7 +134,7 @@ static int keep_frames(struct analyze_result *res, const struct analyze_result *
     size_t n = 0;
     for (size_t i = 0; i < pres->nstacks; i++) {
         const struct analyze_stack *s = &pres->stacks[i];
-        const mt_trace_stack *st = s->live_count && s->id ? mt_trace_stack_get(pr, s->id) : NULL;
+        const mt_trace_stack *st = s->live_count && s->id ? analyze_stack_frames(pres, pr, s->id) : NULL;
         bool dup = false;
         for (size_t k = 0; st && k < n && !dup; k++)
             dup = v[k].id == s->id;
@@ -146,30 +157,36 @@ static int keep_frames(struct analyze_result *res, const struct analyze_result *
 }
 
 /* The parent's modules, copied: the inherited stacks' frames lie in them. */
-static int keep_modules(struct analyze_result *res, mt_trace_reader *pr)
+static int keep_modules(struct analyze_result *res, const struct analyze_result *pres, mt_trace_reader *pr)
 {
-    size_t n = mt_trace_module_count(pr);
-    mt_trace_module *v = calloc(n + 1, sizeof *v);
-    if (!v)
+    size_t n;
+    const mt_trace_module **ms = analyze_modules(pres, pr, &n); /* its parent's too */
+    mt_trace_module *v = ms ? calloc(n + 1, sizeof *v) : NULL;
+    if (!v) {
+        free(ms);
         return -ENOMEM;
+    }
     res->parent_modules = v;
     for (size_t i = 0; i < n; i++) {
-        const mt_trace_module *m = mt_trace_module_get(pr, i);
-        if (!m)
-            continue;
+        const mt_trace_module *m = ms[i];
         mt_trace_module *c = &v[res->nparent_modules++];
         *c = (mt_trace_module){.start = m->start, .end = m->end, .bias = m->bias};
-        if (!(c->path = strdup(m->path ? m->path : "")))
+        if (!(c->path = strdup(m->path ? m->path : ""))) {
+            free(ms);
             return -ENOMEM;
+        }
         if (m->build_id && m->build_id_len) {
             unsigned char *b = malloc(m->build_id_len);
-            if (!b)
+            if (!b) {
+                free(ms);
                 return -ENOMEM;
+            }
             memcpy(b, m->build_id, m->build_id_len);
             c->build_id = b;
             c->build_id_len = m->build_id_len;
         }
     }
+    free(ms);
     return 0;
 }
 
@@ -195,6 +212,11 @@ const mt_trace_module **analyze_modules(const struct analyze_result *res, mt_tra
 }
 
 int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
+{
+    return inherit_at(a, child, 0);
+}
+
+static int inherit_at(struct analyzer *a, mt_trace_reader *child, unsigned generation)
 {
     struct analyze_result *res = analyze_result_edit(a);
     struct analyze_inherited *in = &res->inherited;
@@ -234,8 +256,10 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
         uint64_t unit = fi->time_unit_ns ? fi->time_unit_ns : 1;
         uint64_t fork_t = (fork_ns - fi->start_ns) / unit * unit; /* in the parent's time unit */
         struct analyzer *pa = analyze_new(2);
+        if (pa)
+            analyze_set_file(pa, in->parent);
         bool past = false;
-        rc = pa ? replay(pa, pr, fork_t, (uint32_t)last_id, &past) : -ENOMEM;
+        rc = pa ? replay(pa, pr, fork_t, (uint32_t)last_id, &past, generation) : -ENOMEM;
         if (rc == 0 || rc == -EBADMSG) {
             in->parent_short = !past;
             if (rc == -EBADMSG)
@@ -252,7 +276,7 @@ int analyze_inherit(struct analyzer *a, mt_trace_reader *child)
             if (rc == 0)
                 rc = keep_frames(res, analyze_result(pa), pr);
             if (rc == 0)
-                rc = keep_modules(res, pr);
+                rc = keep_modules(res, analyze_result(pa), pr);
             if (rc == 0)
                 in->state = ANALYZE_INHERIT_DONE;
         }

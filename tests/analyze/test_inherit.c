@@ -258,6 +258,30 @@ int main(void)
     inherited(parent, child);
     report_tree(parent, child, old);
 
+    /* a chain: the child forks a grandchild 35 ns into its trace (after it
+     * freed 3 and 1 and allocated 7): the grandchild inherits {4, 5, 6}
+     * from the first parent, through the child, and 7 from the child */
+    char grandchild[128], gfork[32];
+    snprintf(grandchild, sizeof grandchild, "%s/grandchild.mtt", dir);
+    snprintf(gfork, sizeof gfork, "%llu", S + FORK_T + 50 + 35);
+    const char *gmeta[] = {"ppid", "5001",         "began", "fork", "parent_trace", child, "fork_ns",
+                           gfork,  "fork_last_id", "7",     NULL};
+    mt_trace_event gev[] = {F(5, 5), F(6, 7)};
+    CHECK("chain: grandchild written", write_file(grandchild, 5002, S + FORK_T + 100, gev, 2, gmeta) == 0);
+    struct result g;
+    CHECK("chain: grandchild analysed", analyse(grandchild, &g) == 0);
+    const struct analyze_result *gres = analyze_result(g.a);
+    const mt_trace_stack *gst = analyze_stack_frames(gres, g.r, 12);
+    CHECK(
+        "chain: 4 blocks inherited through two forks (5510 bytes); its frees known; live {4, 6} = 460 bytes",
+        gres->inherited.state == ANALYZE_INHERIT_DONE && gres->inherited.count == 4 &&
+            gres->inherited.bytes == 5510 && gres->frees == 2 && gres->frees_unknown == 0 &&
+            gres->live_count == 2 && gres->live_bytes == 460);
+    CHECK("chain: a stack only the first parent's file defines is resolved",
+          gst && gst->nframes == 2 && gst->frames[0] == 0x401000 + 16 * 12);
+    result_free(&g);
+    unlink(grandchild);
+
     /* moved: the parent's trace named where it is not, found beside the child */
     CHECK("moved: child written", write_child(moved, "/nonexistent-dir/parent.mtt", "5000") == 0);
     struct report r;
