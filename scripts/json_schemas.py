@@ -124,6 +124,16 @@ ANALYZE_PROPS = dict(
     + [(k, COUNT) for k in ["allocs", "frees", "reallocs", "frees_unknown", "reallocs_unknown", "ids_reused",
                             "mmaps", "munmaps", "allocated_bytes", "first_ns", "last_ns", "live_bytes",
                             "live_count", "mapped_bytes", "mapped_peak_bytes"]]
+    + [("caveats", null(obj({
+        "events_lost": null(COUNT), "events_fired": null(COUNT),
+        "lost_percent": {"type": "number", "minimum": 0, "maximum": 100}, "incomplete": BOOL,
+        "blocks_unknown": COUNT, "mean_size_bytes": COUNT, "max_size_bytes": COUNT,
+        "figures": arr(obj({"figure": {"enum": ["live", "leaks", "peak", "allocations", "frees", "temporary"]},
+                            "over_count": COUNT, "over_bytes": COUNT, "under_count": COUNT,
+                            "under_bytes": COUNT, "bounded": BOOL}))}))),
+       ("inherited", null(obj({"replayed": BOOL, "ppid": null(COUNT), "parent_trace": null(STR),
+                               "live_count": COUNT, "live_bytes": COUNT, "parent_reaches_fork": BOOL,
+                               "note": null(STR)})))]
     + [("peak", section(["live_bytes", "live_count", "time_ns"], ["live_bytes", "live_count"])),
        ("leaks", section(["live_bytes", "live_count"], ["live_bytes", "live_count"])),
        ("temporary", section(["temporary_count", "temporary_bytes"],

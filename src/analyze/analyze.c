@@ -37,6 +37,7 @@ struct analyzer {
     unsigned shift;            /* timeline bucket width: 2^shift ns */
     size_t nbuckets, cur;      /* buckets, the last one used */
     bool started;
+    char *file; /* analyze_set_file */
 };
 
 static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
@@ -74,6 +75,15 @@ void analyze_free(struct analyzer *a)
     analyze_live_free(&a->live);
     free(a->res.stacks);
     free(a->res.timeline);
+    for (size_t i = 0; i < a->res.nparent_stacks; i++)
+        free((void *)a->res.parent_stacks[i].frames);
+    free(a->res.parent_stacks);
+    for (size_t i = 0; i < a->res.nparent_modules; i++) {
+        free((void *)a->res.parent_modules[i].path);
+        free((void *)a->res.parent_modules[i].build_id);
+    }
+    free(a->res.parent_modules);
+    free(a->file);
     free(a->skeys);
     free(a->svals);
     free(a->threads);
@@ -83,6 +93,19 @@ void analyze_free(struct analyzer *a)
 const struct analyze_result *analyze_result(const struct analyzer *a)
 {
     return &a->res;
+}
+struct analyze_result *analyze_result_edit(struct analyzer *a)
+{
+    return &a->res;
+}
+void analyze_set_file(struct analyzer *a, const char *path)
+{
+    free(a->file);
+    a->file = path ? strdup(path) : NULL;
+}
+const char *analyze_file_name(const struct analyzer *a)
+{
+    return a->file;
 }
 uint64_t analyze_map_bytes(const struct analyzer *a)
 {
@@ -299,6 +322,7 @@ static inline void histogram(struct analyze_result *r, uint64_t size)
     int k = size ? 64 - __builtin_clzll(size) : 0;
     r->hist_count[k]++;
     r->hist_bytes[k] += size;
+    r->max_size = size > r->max_size ? size : r->max_size;
 }
 
 /* The block id freed by thread t: a temporary when t's last call allocated it. */
@@ -538,6 +562,56 @@ void analyze_end(struct analyzer *a)
     analyze_live_free(&a->live); /* not needed any more: its memory goes to the report */
     r->ntimeline = a->started ? a->cur + 1 : 0;
     r->bucket_ns = a->shift < 64 ? (uint64_t)1 << a->shift : 0;
+}
+
+/* --- a forked child's first live set --------------------------------------- */
+
+struct take {
+    struct analyzer *a;
+    const struct analyze_result *from;
+    struct hot h;
+    int rc;
+};
+
+static void take_one(void *ctx, uint32_t id, uint64_t size, uint32_t sidx)
+{
+    struct take *t = ctx;
+    if (t->rc < 0)
+        return;
+    const struct analyze_stack *ps = &t->from->stacks[sidx];
+    int64_t si = stack_index(t->a, ps->id, ps->category);
+    uint64_t osize;
+    uint32_t ostack;
+    int rc = si < 0 ? -ENOMEM : analyze_live_put(&t->a->live, id, size, (uint32_t)si, &osize, &ostack);
+    if (rc < 0) {
+        t->rc = rc;
+        return;
+    }
+    if (rc == 1) /* not in one map: ids are unique there; kept safe all the same */
+        drop_reused(t->a, &t->h, osize, ostack);
+    stack_add(t->a, &t->h, &t->a->res.stacks[si], size);
+}
+
+int analyze_take_live(struct analyzer *a, const struct analyzer *parent)
+{
+    struct analyze_result *r = &a->res;
+    struct take t = {.a = a,
+                     .from = &parent->res,
+                     .h = {.live = r->live_bytes, .count = r->live_count, .epoch = a->epoch}};
+    analyze_live_each(&parent->live, take_one, &t);
+    r->live_bytes = t.h.live;
+    r->live_count = t.h.count;
+    r->inherited.count = t.h.count;
+    r->inherited.bytes = t.h.live;
+    if (r->live_bytes > r->peak_bytes) {
+        /* the blocks the child starts with: its first peak, at time 0 */
+        r->peak_bytes = r->live_bytes;
+        r->peak_count = r->live_count;
+        r->peak_time_ns = 0;
+        a->epoch = t.h.epoch + 1;
+    }
+    r->timeline[a->cur] = (struct analyze_bucket){.live_bytes = r->live_bytes, .max_bytes = r->live_bytes};
+    return t.rc;
 }
 
 struct analyze_live *analyze_live_of(struct analyzer *a)

@@ -65,6 +65,24 @@ struct analyze_bucket {
     uint64_t max_bytes;  /* the most live in it */
 };
 
+/* What a forked child's trace (meta `began fork`) took over from its
+ * parent's trace: the blocks live in the parent at the fork, replayed from
+ * the parent's file (analyze_inherit.c; docs/trace-analysis.md). */
+enum analyze_inherit_state {
+    ANALYZE_INHERIT_NONE,   /* not a forked child's trace (or one written before the meta) */
+    ANALYZE_INHERIT_DONE,   /* the parent's blocks at the fork are the child's first live set */
+    ANALYZE_INHERIT_FAILED, /* the parent's trace could not be used: note says why */
+};
+
+struct analyze_inherited {
+    int state;             /* ANALYZE_INHERIT_* */
+    uint64_t ppid;         /* the parent's pid (meta ppid), 0 when not given */
+    uint64_t count, bytes; /* the blocks inherited */
+    bool parent_short;     /* the parent's file ends (or stops) before the fork */
+    char parent[1024];     /* the parent's trace file as opened (or as named) */
+    char note[768];        /* FAILED: why; DONE with parent_short: what the file lacks */
+};
+
 struct analyze_result {
     uint64_t events;
     uint64_t allocs;           /* ALLOC events */
@@ -81,6 +99,16 @@ struct analyze_result {
     uint64_t mapped_bytes, mapped_peak; /* mmap - munmap (not in live bytes) */
     uint64_t first_ns, last_ns;         /* the events' time range */
     uint64_t hist_count[ANALYZE_HIST], hist_bytes[ANALYZE_HIST];
+    uint64_t max_size; /* the largest size an allocation or realloc asked for */
+    struct analyze_inherited inherited;
+    /* Frames of stacks only the parent's trace defines (inherited blocks'),
+     * by id: analyze_stack_frames finds them. */
+    mt_trace_stack *parent_stacks;
+    size_t nparent_stacks;
+    /* The parent's modules (the child's file lists only those its own
+     * stacks need): analyze_modules adds the ones the child's lacks. */
+    mt_trace_module *parent_modules;
+    size_t nparent_modules;
     struct analyze_stack *stacks; /* every stack seen, in order of first use */
     size_t nstacks;
     struct analyze_category categories[ANALYZE_CATEGORIES];
@@ -123,6 +151,69 @@ int analyze_run_peek(struct analyzer *a, mt_trace_reader *r,
                      analyze_peek_fn *peek, void *peek_ctx);
 /* The live map, for analyze_run's prefetching. */
 struct analyze_live *analyze_live_of(struct analyzer *a);
+/* The trace's file name, when it is a file: a parent's trace that is not
+ * where the child's meta says is looked for beside it (analyze_inherit). */
+void analyze_set_file(struct analyzer *a, const char *path);
+
+/* --- process trees (analyze_inherit.c) ------------------------------------ */
+
+/* Before the first event of `child` (its meta read so far: the first
+ * definitions): when it is a forked child's trace, its parent's trace is
+ * read up to the fork and the blocks live there become a's first live
+ * set (res->inherited says what happened). analyze_run calls it. 0, or
+ * -ENOMEM (a problem with the parent's file is not an error: a note). */
+int analyze_inherit(struct analyzer *a, mt_trace_reader *child);
+/* Before any event: the blocks live in `parent` (an analysis not ended)
+ * become a's live set, at a first peak at time 0 (analyze.c). */
+int analyze_take_live(struct analyzer *a, const struct analyzer *parent);
+/* For analyze_inherit.c: the result to fill in, the file's name (or NULL). */
+struct analyze_result *analyze_result_edit(struct analyzer *a);
+const char *analyze_file_name(const struct analyzer *a);
+/* The frames of stack id: the trace's own definition, else the parent's
+ * (an inherited block's stack), else NULL. */
+/* The modules to symbolize with: the trace's, then the parent's that
+ * start where none of the trace's does. A malloc'd array of *n pointers
+ * (NULL with *n = 0 on ENOMEM). res may be NULL: the trace's only. */
+const mt_trace_module **analyze_modules(const struct analyze_result *res, mt_trace_reader *r, size_t *n);
+const mt_trace_stack *analyze_stack_frames(const struct analyze_result *res, const mt_trace_reader *r,
+                                           uint32_t id);
+
+/* --- what lost events do to the figures (analyze_caveats.c) -------------- */
+
+/* One figure that cannot be trusted, and by how much it may be off. */
+struct analyze_caveat {
+    const char *figure;                /* "live", "leaks", "peak", "allocations", "frees", "temporary" */
+    uint64_t over_count, over_bytes;   /* it may be too high by up to this */
+    uint64_t under_count, under_bytes; /* it may be too low by up to this */
+    bool bounded;                      /* false: it may be off by more (trace cut short, blocks before it) */
+};
+
+#define ANALYZE_CAVEATS_MAX 6
+
+struct analyze_caveats {
+    bool any;             /* false: every figure is exact */
+    bool lost_known;      /* the end record says how many were lost */
+    uint64_t lost, fired; /* events lost, of events fired (fired: the end record's, else read + lost) */
+    bool incomplete;      /* no end record, or reading stopped early */
+    uint64_t unknown;     /* frees and reallocs of blocks the trace does not hold */
+    uint64_t mean_size, max_size;
+    struct analyze_caveat fig[ANALYZE_CAVEATS_MAX];
+    size_t nfig;
+};
+
+/* The caveats of a result read through r (NULL: none known), incomplete
+ * when reading stopped early or the trace has no end record. */
+void analyze_caveats(const struct analyze_result *res, const mt_trace_reader *r, bool incomplete,
+                     struct analyze_caveats *cv);
+/* Text: the lines to print before the figures (nothing when all exact),
+ * the inherited blocks' line (a forked child's trace). */
+void analyze_caveats_text(FILE *out, const struct analyze_result *res, const struct analyze_caveats *cv);
+void analyze_inherited_text(FILE *out, const struct analyze_result *res);
+/* JSON: "caveats" (null when every figure is exact) and "inherited"
+ * (null when the trace is not a forked child's). */
+struct mt_json;
+void analyze_caveats_json(struct mt_json *j, const struct analyze_caveats *cv);
+void analyze_inherited_json(struct mt_json *j, const struct analyze_result *res);
 
 /* --- output (analyze_print.c) --------------------------------------------- */
 

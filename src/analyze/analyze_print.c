@@ -80,9 +80,10 @@ static const char *category_of(const struct analyze_view *v, unsigned id, char *
     return buf;
 }
 
-static const mt_trace_stack *frames_of(const struct analyze_view *v, const struct analyze_stack *s)
+static const mt_trace_stack *frames_of(const struct analyze_result *res, const struct analyze_view *v,
+                                       const struct analyze_stack *s)
 {
-    return v->reader && s->id ? mt_trace_stack_get(v->reader, s->id) : NULL;
+    return analyze_stack_frames(res, v->reader, s->id);
 }
 
 /* --- text ----------------------------------------------------------------- */
@@ -102,9 +103,10 @@ static void text_time(FILE *out, uint64_t ns)
     fputs(mt_duration(buf, sizeof buf, ns), out);
 }
 
-static void text_frames(FILE *out, const struct analyze_view *v, const struct analyze_stack *s)
+static void text_frames(FILE *out, const struct analyze_result *res, const struct analyze_view *v,
+                        const struct analyze_stack *s)
 {
-    const mt_trace_stack *st = frames_of(v, s);
+    const mt_trace_stack *st = frames_of(res, v, s);
     if (!st || !st->nframes) {
         fprintf(out, "      [%s]\n", s->id ? "stack not defined in the trace" : "no stack");
         return;
@@ -154,7 +156,7 @@ static int text_list(FILE *out, const struct analyze_result *res, const struct a
             fprintf(out, " in %" PRIu64 " block%s", c, c == 1 ? "" : "s");
         }
         fprintf(out, " (%s, stack %" PRIu32 ")\n", category_of(v, s->category, cb, sizeof cb), s->id);
-        text_frames(out, v, s);
+        text_frames(out, res, v, s);
         fputc('\n', out);
     }
     free(list);
@@ -248,6 +250,10 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
         fputs(" after the start", out);
     }
     fputs(v->error ? ", stopped early (see the end)\n" : "\n", out);
+    struct analyze_caveats cv;
+    analyze_caveats(res, v->reader, v->error != NULL, &cv);
+    analyze_caveats_text(out, res, &cv); /* before the figures they concern */
+    analyze_inherited_text(out, res);
     fprintf(out, "  allocations %" PRIu64 ", frees %" PRIu64 ", reallocs %" PRIu64 "; allocated ",
             res->allocs, res->frees, res->reallocs);
     text_bytes(out, res->allocated_bytes);
@@ -265,10 +271,6 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
         text_bytes(out, res->mapped_peak);
         fputc('\n', out);
     }
-    int found = 0;
-    uint64_t lost = v->reader ? mt_trace_stat(v->reader, "events_lost", &found) : 0;
-    if (found && lost)
-        fprintf(out, "  events lost while recording: %" PRIu64 " (the figures miss them)\n", lost);
     fputs("  live at the end: ", out);
     text_bytes(out, res->live_bytes);
     fprintf(out, " in %" PRIu64 " blocks\n\n", res->live_count);
@@ -364,7 +366,7 @@ static int json_list(mt_json *j, const struct analyze_result *res, const struct 
         mt_json_ku64(j, "stack_id", s->id);
         mt_json_kstr(j, "category", category_of(v, s->category, cb, sizeof cb));
         json_figures(j, s, k);
-        const mt_trace_stack *st = frames_of(v, s);
+        const mt_trace_stack *st = frames_of(res, v, s);
         mt_json_key(j, "frames");
         detail_json_frames(j, v->sym, st ? st->frames : NULL, st ? st->nframes : 0);
         mt_json_object_end(j);
@@ -442,6 +444,10 @@ int analyze_print_json(FILE *out, const struct analyze_result *res, const struct
     mt_json_ku64(&j, "live_count", res->live_count);
     mt_json_ku64(&j, "mapped_bytes", res->mapped_bytes);
     mt_json_ku64(&j, "mapped_peak_bytes", res->mapped_peak);
+    struct analyze_caveats cv;
+    analyze_caveats(res, v->reader, v->error != NULL, &cv);
+    analyze_caveats_json(&j, &cv);
+    analyze_inherited_json(&j, res);
     int rc = 0;
     if (v->show & ANALYZE_SHOW_PEAK) {
         mt_json_key(&j, "peak");

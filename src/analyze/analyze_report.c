@@ -38,28 +38,31 @@ static char *hex(const unsigned char *p, unsigned n)
     return s;
 }
 
-static int add_modules(mt_trace_reader *tr, struct report *r)
+static int add_modules(const struct analyze_result *res, mt_trace_reader *tr, struct report *r)
 {
-    size_t n = tr ? mt_trace_module_count(tr) : 0;
-    if (!n)
-        return 0;
-    if (!(r->modules = calloc(n, sizeof *r->modules)))
+    size_t n;
+    const mt_trace_module **ms = analyze_modules(res, tr, &n);
+    if (!ms)
         return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const mt_trace_module *m = mt_trace_module_get(tr, i);
-        if (!m)
-            continue;
+    if (n && !(r->modules = calloc(n, sizeof *r->modules))) {
+        free(ms);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const mt_trace_module *m = ms[i];
         struct report_module *rm = &r->modules[r->nmodules++];
         rm->id = (int64_t)i;
         rm->bias = m->bias;
         rm->start = m->start;
         rm->end = m->end;
         if (m->build_id && m->build_id_len && !(rm->buildid = hex(m->build_id, m->build_id_len)))
-            return -ENOMEM;
-        if (!(rm->path = strdup(m->path ? m->path : "")))
-            return -ENOMEM;
+            rc = -ENOMEM;
+        else if (!(rm->path = strdup(m->path ? m->path : "")))
+            rc = -ENOMEM;
     }
-    return 0;
+    free(ms);
+    return rc;
 }
 
 static int add_sites(const struct analyze_result *res, mt_trace_reader *tr, struct report *r)
@@ -82,7 +85,7 @@ static int add_sites(const struct analyze_result *res, mt_trace_reader *tr, stru
                                          .reallocs = clamp64(s->reallocs)};
         site->allocated_bytes = clamp64(s->allocated_bytes);
         site->has_allocated = true;
-        const mt_trace_stack *st = tr && s->id ? mt_trace_stack_get(tr, s->id) : NULL;
+        const mt_trace_stack *st = analyze_stack_frames(res, tr, s->id);
         if (st && st->nframes) {
             if (!(site->frames = malloc(st->nframes * sizeof *site->frames)))
                 return -ENOMEM;
@@ -152,13 +155,28 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
                 return -ENOMEM;
             r->has |= REPORT_HAS_EXE;
         }
+        /* a process tree's columns: the parent, and how the trace ended
+         * (a summary report's reason is how it came to be written) */
+        const char *ppid = mt_trace_meta(tr, "ppid");
+        char *end;
+        long long pp = ppid && *ppid ? strtoll(ppid, &end, 10) : -1;
+        if (ppid && *ppid && !*end && pp >= 0) {
+            r->ppid = pp;
+            r->has |= REPORT_HAS_PPID;
+        }
+        const char *ended = mt_trace_meta(tr, "ended");
+        if (ended && *ended) {
+            if (!(r->reason = strdup(ended)))
+                return -ENOMEM;
+            r->has |= REPORT_HAS_REASON;
+        }
         const char *unwinder = mt_trace_meta(tr, "unwinder");
         if (unwinder && !(r->unwinder = strdup(unwinder)))
             return -ENOMEM;
     }
     int rc = add_categories(res, tr, r);
     if (rc == 0)
-        rc = add_modules(tr, r);
+        rc = add_modules(res, tr, r);
     if (rc == 0)
         rc = add_sites(res, tr, r);
     return rc;
@@ -198,6 +216,7 @@ int analyze_read_input(struct report_input *in, struct report *r, char *err, siz
         snprintf(err, errlen, "%s: out of memory", path);
         return -ENOMEM;
     }
+    analyze_set_file(a, path);
     int arc = analyze_run(a, tr, NULL, NULL);
     if (arc == -ENOMEM) {
         snprintf(err, errlen, "%s: out of memory analysing the trace", path);

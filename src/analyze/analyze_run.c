@@ -3,7 +3,10 @@
  * another, MT_TRACE_PREFETCH) into batches the analyzer takes in turn, so
  * decoding and analysing overlap on two cores. Within a batch, each
  * event's live-map entry is prefetched ahead of its analysis, so the
- * random accesses of frees overlap instead of stalling one by one. */
+ * random accesses of frees overlap instead of stalling one by one.
+ * Before the reading starts, the first event is read here: the
+ * definitions before it carry the meta that says whether the trace is a
+ * forked child's, whose inherited blocks come first (analyze_inherit). */
 #include "analyze/analyze.h"
 
 #include <errno.h>
@@ -30,6 +33,8 @@ struct pipe {
     int rc;
     analyze_peek_fn *peek; /* NULL, or until it returns false */
     void *peek_ctx;
+    int first_rc; /* the first event's mt_trace_next, read before the thread started */
+    mt_trace_event first;
 };
 
 static void *reading(void *arg)
@@ -47,7 +52,12 @@ static void *reading(void *arg)
             return NULL;
         int rc = 1;
         size_t n = 0;
-        while (n < BATCH && (rc = mt_trace_next(p->r, &b->ev[n])) > 0)
+        if (p->filled == 0) { /* the first event, read already */
+            rc = p->first_rc;
+            if (rc > 0)
+                b->ev[n++] = p->first;
+        }
+        while (rc > 0 && n < BATCH && (rc = mt_trace_next(p->r, &b->ev[n])) > 0)
             n++;
         b->n = n;
         b->offset = mt_trace_offset(p->r);
@@ -80,6 +90,11 @@ int analyze_run_peek(struct analyzer *a, mt_trace_reader *r,
     pthread_t th;
     if (!p.b)
         return -ENOMEM;
+    p.first_rc = mt_trace_next(r, &p.first);
+    if (analyze_inherit(a, r) < 0) {
+        free(p.b);
+        return -ENOMEM;
+    }
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
     if (pthread_create(&th, NULL, reading, &p) != 0) {

@@ -28,26 +28,28 @@ static char *hex_of(const mt_trace_module *m)
     return s;
 }
 
-/* The reader's modules so far as the symbolizer takes them; their
- * build-ids are malloc'd (free_modules), their paths the reader's. */
-static struct sym_module *modules_of(mt_trace_reader *tr, size_t *n)
+/* The modules so far (the reader's, and a forked child's parent's) as the
+ * symbolizer takes them; their build-ids are malloc'd (free_modules),
+ * their paths the reader's or the result's. */
+static struct sym_module *modules_of(const struct analyze_result *res, mt_trace_reader *tr, size_t *n)
 {
-    size_t count = tr ? mt_trace_module_count(tr) : 0;
-    struct sym_module *mods = calloc(count + 1, sizeof *mods);
+    size_t count;
+    const mt_trace_module **ms = analyze_modules(res, tr, &count);
+    struct sym_module *mods = ms ? calloc(count + 1, sizeof *mods) : NULL;
     *n = 0;
     for (size_t i = 0; mods && i < count; i++) {
-        const mt_trace_module *m = mt_trace_module_get(tr, i);
-        if (!m)
-            continue;
+        const mt_trace_module *m = ms[i];
         mods[*n] = (struct sym_module){.path = m->path, .bias = m->bias, .start = m->start, .end = m->end};
         if (m->build_id && m->build_id_len && !(mods[*n].buildid = hex_of(m))) {
             for (size_t k = 0; k < *n; k++)
                 free((char *)mods[k].buildid);
             free(mods);
-            return NULL;
+            mods = NULL;
+            break;
         }
         (*n)++;
     }
+    free(ms);
     return mods;
 }
 
@@ -62,13 +64,13 @@ struct symbolizer *analyze_symbolizer(const struct analyze_result *res, mt_trace
                                       struct sym_cache *c)
 {
     size_t n;
-    struct sym_module *mods = modules_of(tr, &n);
+    struct sym_module *mods = modules_of(res, tr, &n);
     if (!mods)
         return NULL;
     struct symbolizer *s = sym_open_cached(mods, n, c);
     free_modules(mods, n);
     for (size_t i = 0; s && i < res->nstacks; i++) {
-        const mt_trace_stack *st = tr && res->stacks[i].id ? mt_trace_stack_get(tr, res->stacks[i].id) : NULL;
+        const mt_trace_stack *st = analyze_stack_frames(res, tr, res->stacks[i].id);
         if (st)
             sym_prepare(s, st->frames, st->nframes);
     }
@@ -158,7 +160,7 @@ static void start(struct analyze_preload *p, mt_trace_reader *r)
         total += st ? st->nframes : 0;
     }
     /* The paths copied too: the thread outlives nothing of the reader's. */
-    p->mods = modules_of(r, &p->nmods);
+    p->mods = modules_of(NULL, r, &p->nmods); /* the trace's own: the preload is a guess */
     for (size_t i = 0; p->mods && i < p->nmods; i++) {
         char *path = strdup(p->mods[i].path ? p->mods[i].path : "");
         if (!path) {

@@ -31,6 +31,9 @@ static const char analyze_about[] =
     "  histogram    requested sizes by power of two\n"
     "  timeline     live bytes over time (256 buckets at most; the text shows 24\n"
     "               rows unless --timeline is the only section asked for)\n"
+    "When events were lost, blocks predate the trace or it is incomplete, CAUTION\n"
+    "lines before the figures say which cannot be trusted and by how much. A forked\n"
+    "child's trace starts with the blocks live in its parent's trace at the fork.\n"
     "Stacks are symbolized from the recorded modules' files and debug info.\n";
 
 struct progress {
@@ -95,6 +98,7 @@ static int analyze_file(const char *file, bool json, unsigned show, int top)
         mt_trace_close(r);
         return cli_error("out of memory");
     }
+    analyze_set_file(a, path); /* a parent's trace moved with it is looked for beside it */
     const mt_trace_file_info *fi = mt_trace_info(r);
     struct progress p = {.file = path, .size = fi ? fi->file_bytes : 0};
     clock_gettime(CLOCK_MONOTONIC, &p.last);

@@ -71,12 +71,15 @@ static int list_add(struct file_list *l, char *path)
     return 0;
 }
 
-/* A report file of a directory: NAME.mtr, but not a writer's temporary
- * (PATH.tmp, or a *.tmp.* name). */
+/* A report file of a directory: NAME.mtr, or a trace NAME.mtt (its
+ * process is in the tree too), but not a writer's temporary (PATH.tmp, or
+ * a *.tmp.* name). */
 static bool is_report_name(const char *name)
 {
     size_t len = strlen(name);
-    return name[0] != '.' && len > 4 && strcmp(name + len - 4, ".mtr") == 0 && !strstr(name, ".tmp.");
+    return name[0] != '.' && len > 4 &&
+           (strcmp(name + len - 4, ".mtr") == 0 || strcmp(name + len - 4, ".mtt") == 0) &&
+           !strstr(name, ".tmp.");
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -111,7 +114,7 @@ static int add_directory(struct file_list *l, const char *dir, bool *failed)
             else {
                 struct stat st;
                 if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                    free(path); /* a directory named *.mtr: not a report */
+                    free(path); /* a directory named *.mtr or *.mtt: not a report */
                 } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
                     /* A FIFO or a device found in the directory (not named
                      * by the user): opening it could wait for ever. */

@@ -127,6 +127,11 @@ expect_eq "report of a trace: the sites' live bytes sum to the leaks" "$(exp lea
 run_mt "$MT" report "$TR"
 contains "report of a trace (text): its sites, symbolized" "tracegen_cache_insert" "$out"
 contains "report of a trace (text): mode trace" "mode trace" "$out"
+mkdir "$T/tdir" && cp "$TR" "$T/tdir/t.mtt"
+run_mt "$MT" report "$T/tdir"
+expect_eq "report DIR holding a trace: exit 0, the trace is a process of the tree" "0 1" \
+    "$rc $(printf '%s\n' "$out" | grep -c "^ *$(json_get "$T/a.json" "j['pid']") ")"
+contains "report DIR holding a trace: one report" "memtrail process tree: 1 report" "$out"
 run_mt "$MT" export "$TR" --format folded
 expect_eq "export --format folded of a trace: exit 0" 0 "$rc"
 expect_eq "export --format folded of a trace: live bytes sum to the leaks" "$(exp leak_bytes)" \

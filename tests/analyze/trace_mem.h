@@ -22,7 +22,7 @@ struct trace_mem {
     size_t len, cap;
 };
 
-static int trace_mem_write_cb(void *ctx, const void *p, size_t n)
+static inline int trace_mem_write_cb(void *ctx, const void *p, size_t n)
 {
     struct trace_mem *m = ctx;
     if (m->len + n > m->cap) {
@@ -40,7 +40,7 @@ static int trace_mem_write_cb(void *ctx, const void *p, size_t n)
     return 0;
 }
 
-static int trace_mem_stack_cb(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *category)
+static inline int trace_mem_stack_cb(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *category)
 {
     (void)ctx;
     if (max < 2)
@@ -51,21 +51,26 @@ static int trace_mem_stack_cb(void *ctx, uint32_t id, uint64_t *out, int max, un
     return 2;
 }
 
-static const char *trace_mem_category_cb(void *ctx, unsigned id)
+static inline const char *trace_mem_category_cb(void *ctx, unsigned id)
 {
     (void)ctx;
     static const char *names[] = {"malloc", "other", "strings", "cat3"};
     return id < 4 ? names[id] : NULL;
 }
 
-static void trace_mem_modules_cb(void *ctx, mt_trace_writer *w)
+/* The one module written (tests of several files may name others). */
+static uint64_t trace_mem_module_start = 0x400000;
+static const char *trace_mem_module_path = "/nonexistent/test-program";
+
+static inline void trace_mem_modules_cb(void *ctx, mt_trace_writer *w)
 {
     (void)ctx;
-    mt_trace_write_module(w, 0x400000, 0x500000, 0, "/nonexistent/test-program", NULL, 0);
+    mt_trace_write_module(w, trace_mem_module_start, 0x500000, 0, trace_mem_module_path, NULL, 0);
 }
 
 /* 0, or -1. chunk_events 0: the writer's default. */
-static int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t n, uint32_t chunk_events)
+static inline int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t n,
+                                  uint32_t chunk_events)
 {
     memset(m, 0, sizeof *m);
     mt_trace_host host = {.ctx = m,
@@ -94,9 +99,58 @@ static int trace_mem_write(struct trace_mem *m, const mt_trace_event *ev, size_t
     return rc == 0 ? 0 : -1;
 }
 
+/* A trace with the header, meta and end statistics given: times in ev
+ * are from start_ns; meta is key, value, ..., NULL. 0, or -1. */
+struct trace_mem_opts {
+    uint32_t pid;
+    uint64_t start_ns;
+    const char *const *meta;
+    const char *const *stat_names;
+    const uint64_t *stat_values;
+    unsigned nstats;
+};
+
+static inline int trace_mem_write_opts(struct trace_mem *m, const mt_trace_event *ev, size_t n,
+                                       const struct trace_mem_opts *o)
+{
+    memset(m, 0, sizeof *m);
+    mt_trace_host host = {.ctx = m,
+                          .write = trace_mem_write_cb,
+                          .stack = trace_mem_stack_cb,
+                          .category_name = trace_mem_category_cb,
+                          .modules = trace_mem_modules_cb};
+    mt_trace_write_config cfg = {
+        .pid = o->pid, .start_ns = o->start_ns, .start_realtime_ns = 1700000000000000000ull};
+    mt_trace_writer *w = mt_trace_writer_create(&cfg, &host);
+    if (!w)
+        return -1;
+    int rc = mt_trace_write_begin(w);
+    for (size_t i = 0; o->meta && o->meta[i] && o->meta[i + 1] && rc == 0; i += 2)
+        rc = mt_trace_write_meta(w, o->meta[i], o->meta[i + 1]);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        mt_trace_event e = ev[i];
+        e.time_ns += o->start_ns;
+        rc = mt_trace_write_event(w, &e);
+    }
+    if (rc == 0)
+        rc = mt_trace_write_finish(w, o->stat_names, o->stat_values, o->nstats);
+    mt_trace_writer_destroy(w);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Writes m to path. 0, or -1. */
+static inline int trace_mem_save(const struct trace_mem *m, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t k = fwrite(m->buf, 1, m->len, f);
+    return fclose(f) == 0 && k == m->len ? 0 : -1;
+}
+
 /* Writes m to a scratch file and opens it (the file is unlinked at once). */
-static int trace_mem_open(const struct trace_mem *m, unsigned flags, mt_trace_reader **r, char *err,
-                          size_t errlen)
+static inline int trace_mem_open(const struct trace_mem *m, unsigned flags, mt_trace_reader **r, char *err,
+                                 size_t errlen)
 {
     char path[] = "/tmp/mt-analyze-test-XXXXXX";
     int fd = mkstemp(path);
@@ -118,7 +172,7 @@ static int trace_mem_open(const struct trace_mem *m, unsigned flags, mt_trace_re
     return rc;
 }
 
-static void trace_mem_free(struct trace_mem *m)
+static inline void trace_mem_free(struct trace_mem *m)
 {
     free(m->buf);
     memset(m, 0, sizeof *m);
