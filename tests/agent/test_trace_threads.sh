@@ -156,6 +156,18 @@ for who in parent child; do
         "$(json_get "$T/fk.json" "'%s %s' % (j['complete'], j['events_lost'])")"
 done
 check_order "trace_threads: --fork: the parent" "$T/fork.$parent.mtt"
+# The child's frees of the 32 blocks it inherited are known (its trace names
+# the parent's, whose events up to the fork the analysis replays): no unknown
+# frees, at least the 64 inherited, 32 of them still live at the end
+# (inherited - 32 freed), and fork_child's 5 leaks.
+"$MT" analyze --json "$child" >"$T/fkc.json" 2>/dev/null
+expect_eq "trace_threads: --fork: the child's frees of inherited blocks are all known" "0 True 1 1 5" \
+    "$(json_get "$T/fkc.json" "'%d %s %d %d %d' % (j['frees_unknown'], j['inherited']['replayed'], int(j['inherited']['live_count'] >= 64), int(j['leaks']['live_count'] >= j['inherited']['live_count'] - 32 + 5), sum(x['live_count'] for x in j['leaks']['stacks'] if any(f['function'] == 'fork_child' for f in x['frames'])))")"
+"$MT" report "$T/fork.$parent.mtt" "$child" >"$T/fk.tree" 2>&1
+cpid=${child##*fork.}
+cpid=${cpid%.mtt}
+expect_eq "trace_threads: --fork: the report tree has the child under its parent, both ended by exit" \
+    "$cpid $parent exit \\_" "$(awk -v c="$cpid" '$1 == c {print $1, $2, $3, $(NF-1)}' "$T/fk.tree")"
 
 # --- peak RSS: traced minus bare ------------------------------------------------------
 # The traced process itself is measured (the agent preloaded directly, no
