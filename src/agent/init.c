@@ -247,6 +247,7 @@ static int resolve_real(void)
 /* A fork must not leave the category lock held in the child. */
 static void before_fork(void)
 {
+    mt_trace_before_fork();
     mt_category_lock();
     mt_vm_before_fork();
 }

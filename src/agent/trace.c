@@ -60,10 +60,14 @@ static struct enc_state *trace_enc;   /* the encoder's state (one session) */
 static const char *began = "start";
 static const char *ended = "exit";
 static char ended_buf[64];
-/* A fork child's: the parent's trace, and the fork's time and last id. */
+/* A fork child's: the parent's trace, and the fork's time and last id
+ * (taken before the fork: the parent's events after that time are not
+ * the child's), and the parent's pid (its getppid() may be init's by the
+ * time its file opens). */
 static char parent_trace[MT_PATH_MAX];
 static uint64_t fork_ns;
 static uint32_t fork_last_id;
+static pid_t fork_parent;
 /* The start-up directory: a relative trace path is under it. */
 static char start_dir[MT_PATH_MAX];
 /* Held while a trace session is made or dropped on demand, and by the
@@ -244,7 +248,7 @@ static int enc_begin(void *st)
     char num[24];
     mt_out o;
     mt_out_init(&o, num, sizeof num, -1);
-    mt_out_u64(&o, (uint64_t)getppid());
+    mt_out_u64(&o, (uint64_t)(strcmp(began, "fork") == 0 && fork_parent ? fork_parent : getppid()));
     mt_trace_write_meta(e->w, "ppid", mt_out_cstr(&o));
     mt_trace_write_meta(e->w, "began", began);
     if (strcmp(began, "fork") == 0) {
@@ -269,7 +273,7 @@ static void enc_event(void *st, const xe_event *ev)
     mt_trace_event t = {
         .category = (uint8_t)ev->category,
         .thread = ev->tid,
-        .time_ns = ev->tsc, /* the merge's key; the writer gets ns (emit_one) */
+        .time_ns = ev->time_ns,
         .size = ev->size,
         .id = (uint32_t)ev->key,
     };
@@ -297,6 +301,13 @@ static void enc_event(void *st, const xe_event *ev)
         break;
     default: return;
     }
+    if (!ev->tsc) {
+        /* A session that is not time-ordered (an event_file target of the
+         * program's own sessions): no watermark will come; as delivered. */
+        (void)mt_trace_write_event(e->w, &t);
+        return;
+    }
+    t.time_ns = ev->tsc; /* the merge's key; the writer gets ns (emit_one) */
     if (trace_merge_add(e->merge, ev->cpu, &t) != 0)
         e->unstaged++;
 }
@@ -735,10 +746,20 @@ void mt_trace_after_failed_exec(void)
         return;
     int saved_errno = errno;
     ended = "exit";
+    began = "start"; /* (not a fork: its blocks are not a parent's to replay) */
     mt_t.in_agent++;
     (void)xe_session_start(s);
     mt_t.in_agent--;
     errno = saved_errno;
+}
+
+void mt_trace_before_fork(void)
+{
+    if (!trace_session)
+        return;
+    fork_ns = mt_clock_ns(CLOCK_MONOTONIC);
+    fork_last_id = atomic_load(&mt_trace_last_id);
+    fork_parent = getpid();
 }
 
 void mt_trace_after_fork_child(void)
@@ -753,9 +774,7 @@ void mt_trace_after_fork_child(void)
     /* The child's trace begins at the fork; the blocks it inherited are in
      * the parent's trace, up to the fork (the analysis reads them there). */
     began = "fork";
-    ended = "exit";
-    fork_ns = mt_clock_ns(CLOCK_MONOTONIC);
-    fork_last_id = atomic_load(&mt_trace_last_id);
+    ended = "exit"; /* fork_ns, fork_last_id, fork_parent: mt_trace_before_fork's */
     mt_out po;
     mt_out_init(&po, parent_trace, sizeof parent_trace, -1);
     if (trace_path[0] != '/' && start_dir[0]) {

@@ -67,6 +67,9 @@ void mt_trace_crash(const char *why);
 /* setid.c: before an id change, the trace file is opened (by delivering
  * what is buffered) while it still may be created. */
 void mt_trace_before_setid(void);
+/* Before a fork (the prepare handler): notes the fork's time, the parent's
+ * pid and last allocation id, for the child's trace. */
+void mt_trace_before_fork(void);
 /* In a fork child, before the sessions' own fork handling: the child's
  * events go to a file of its own. */
 void mt_trace_after_fork_child(void);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define REPLAY_BATCH 4096
 #define MAX_GENERATIONS 16 /* a chain of forks followed back this far (and a cycle of files stops) */
@@ -45,13 +46,25 @@ static void note(struct analyze_inherited *in, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A trace named by another file's meta: only a regular file (a FIFO's
+ * open would wait for a writer, a device is no trace). */
+static int open_named(const char *path, mt_trace_reader **pr, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -EINVAL;
+    }
+    return mt_trace_open(path, MT_TRACE_PREFETCH, pr, err, errlen);
+}
+
 /* The parent's trace: where the child's meta says, else a file of the
  * same name beside the child's (the traces moved together). */
 static int open_parent(const char *named, const char *child_file, mt_trace_reader **pr, char *err,
                        size_t errlen, char *opened, size_t openedlen)
 {
     snprintf(opened, openedlen, "%s", named);
-    int rc = mt_trace_open(named, MT_TRACE_PREFETCH, pr, err, errlen);
+    int rc = open_named(named, pr, err, errlen);
     const char *base = strrchr(named, '/');
     const char *slash = child_file ? strrchr(child_file, '/') : NULL;
     if (rc == -ENOENT && base && child_file) {
@@ -60,7 +73,7 @@ static int open_parent(const char *named, const char *child_file, mt_trace_reade
                          slash ? child_file : ".", base);
         if (n > 0 && (size_t)n < sizeof beside && strcmp(beside, named) != 0) {
             char err2[MT_TRACE_ERR_MAX];
-            if (mt_trace_open(beside, MT_TRACE_PREFETCH, pr, err2, sizeof err2) == 0) {
+            if (open_named(beside, pr, err2, sizeof err2) == 0) {
                 snprintf(opened, openedlen, "%s", beside);
                 return 0;
             }

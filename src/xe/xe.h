@@ -50,8 +50,9 @@ typedef struct xe_event {
     uint32_t cpu;
     uint32_t data_len; /* bytes at data (copied into the buffer) */
     uint64_t time_ns;  /* CLOCK_MONOTONIC */
-    uint64_t tsc;      /* the engine's clock (xe_clock_ns converts it): asynchronous targets'
-                          events carry it, to order events across partitions */
+    uint64_t tsc;      /* the engine's clock (xe_clock_ns converts it): asynchronous targets of
+                          time-ordered sessions get it, to order events across partitions
+                          (others: 0) */
     uint64_t size;
     uint64_t address;
     uint64_t old_address;

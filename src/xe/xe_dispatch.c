@@ -118,14 +118,13 @@ void xe_wake_dispatcher(xe_session *s)
 
 void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev)
 {
-    (void)s;
     ev->type = r->type;
     ev->category = r->category;
     ev->tid = r->tid;
     ev->cpu = r->cpu;
     ev->data_len = r->data_len;
     ev->time_ns = xe_ticks_to_ns(r->tsc);
-    ev->tsc = r->tsc;
+    ev->tsc = s->time_order ? r->tsc : 0;
     ev->size = r->size;
     ev->address = r->address;
     ev->old_address = r->old_address;
@@ -301,6 +300,10 @@ static void give_watermark(xe_session *s, uint64_t tsc)
     for (int i = 0; i < s->nasync; i++)
         if (s->async[i]->ops->watermark)
             s->async[i]->ops->watermark(s->async[i], tsc);
+    /* Events delivered since the last watermark and stamped after this one
+     * stay with the targets: one more sweep (5 ms on) passes them on, even
+     * if the program falls idle. */
+    s->follow_up = s->since_mark != 0;
     s->since_mark = 0;
 }
 
@@ -323,17 +326,19 @@ static void sweep(xe_session *s)
         uint64_t r = atomic_load(&b->reserved);
         if ((r & XE_OPENING) || (!(r & XE_SEAL_MASK) && (r & XE_OFF_MASK) == 0))
             continue; /* no claim yet: the next one is later than w */
-        if (xe_seal(s, (uint32_t)idx)) {
+        if (xe_seal(s, (uint32_t)idx))
             xe_replace(s, p, (uint32_t)idx, 0);
-            continue;
+    }
+    /* Buffers sealed by others may not be numbered yet (a sealer between
+     * its seal and its number, perhaps descheduled, perhaps the thread a
+     * stopping signal handler interrupted): wait for them, not for ever. */
+    uint64_t since = mono_ns();
+    while (atomic_load(&s->sealing) != 0) {
+        if (mono_ns() - since > SWEEP_PATIENCE_NS) {
+            atomic_fetch_add(&s->unsure, 1);
+            break;
         }
-        /* Sealed by someone else: wait until it is numbered (or replaced,
-         * which its sealer does after numbering it). Not for ever: the
-         * sealer may be the thread a stopping signal handler interrupted. */
-        uint64_t since = mono_ns();
-        while (atomic_load(&p->cur) == seen && atomic_load(&b->sealseq) == 0 &&
-               mono_ns() - since < SWEEP_PATIENCE_NS)
-            sched_yield();
+        sched_yield();
     }
     uint64_t target = atomic_load(&s->seal_seq);
     uint64_t t0 = 0;
@@ -403,7 +408,7 @@ static void *dispatcher(void *arg)
             continue;
         }
         if (s->time_order) {
-            if (s->since_mark || any_claims(s)) {
+            if (s->since_mark || s->follow_up || any_claims(s)) {
                 uint64_t due = s->last_sweep + xe_ns_to_ticks(SWEEP_NS);
                 if (now >= due) {
                     sweep(s);
@@ -560,6 +565,8 @@ void xe_dispatch_after_fork(xe_session *s)
     s->walked_low = atomic_load(&s->seal_seq) + 1;
     memset(s->walked_bits, 0, sizeof s->walked_bits);
     s->since_mark = 0;
+    s->follow_up = 0;
+    atomic_store(&s->sealing, 0); /* sealers that were between seal and number are gone */
     if (!s->disp_running)
         return;
     s->disp_running = 0;

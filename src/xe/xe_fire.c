@@ -148,13 +148,22 @@ void xe_enqueue(xe_session *s, uint32_t idx)
 int xe_seal(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
+    /* Time-ordered: a sweep waits for seals begun before it to be numbered
+     * (their buffers may hold events older than its watermark). */
+    if (s->time_order)
+        atomic_fetch_add(&s->sealing, 1);
     uint64_t r = atomic_fetch_or_explicit(&b->reserved, XE_SEALED, memory_order_seq_cst);
-    if (r & XE_SEAL_MASK)
+    if (r & XE_SEAL_MASK) {
+        if (s->time_order)
+            atomic_fetch_sub(&s->sealing, 1);
         return 0;
+    }
     uint64_t off = r & XE_OFF_MASK, cap = xe_buf_cap(s, b);
     b->end = off < cap ? off : cap;
-    if (s->time_order)
+    if (s->time_order) {
         atomic_store_explicit(&b->sealseq, atomic_fetch_add(&s->seal_seq, 1) + 1, memory_order_release);
+        atomic_fetch_sub(&s->sealing, 1);
+    }
     return 1;
 }
 
@@ -466,9 +475,17 @@ static int fire(xe_session *s, const xe_event *ev)
             if (__builtin_expect(!(r & XE_SEAL_MASK), 1)) {
                 uint64_t off = r & XE_OFF_MASK;
                 if (__builtin_expect(off + len <= s->cap, 1)) {
-                    if (s->time_order)
-                        tsc = xe_ticks(); /* after the claim: later than a seal before it (xe_dispatch.c's
-                                             margin) */
+                    if (s->time_order) {
+                        /* After the claim: later than a seal before it
+                         * (xe_dispatch.c's margin covers a read run ahead).
+                         * A free or realloc is stamped after everything
+                         * before it is done, the load of the block it got
+                         * from another thread included: later than that
+                         * block's allocation. */
+                        if (ev->type == XE_EV_FREE || ev->type == XE_EV_REALLOC)
+                            xe_fence();
+                        tsc = xe_ticks();
+                    }
                     write_record(xe_buf_data(b) + off, len, ev, tsc, cpu);
                     if (__builtin_expect(off == 0, 0))
                         note_first(s, b, tsc);

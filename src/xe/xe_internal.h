@@ -166,9 +166,11 @@ struct xe_session {
     _Atomic uint64_t seal_seq;
     uint64_t walked_low;
     uint64_t walked_bits[XE_WALKED_WINDOW / 64];
-    uint64_t last_sweep;     /* ticks */
-    uint64_t since_mark;     /* events delivered since the last watermark */
-    _Atomic uint64_t unsure; /* watermarks given without every buffer walked (a sealer stuck > 1 s) */
+    uint64_t last_sweep;      /* ticks */
+    uint64_t since_mark;      /* events delivered since the last watermark */
+    int follow_up;            /* the last watermark may have left events with the targets */
+    _Atomic uint32_t sealing; /* seals begun and not yet numbered */
+    _Atomic uint64_t unsure;  /* watermarks given without every buffer walked (a sealer stuck > 1 s) */
     pthread_t disp;
     int disp_running;
     int released; /* xe_session_release_buffers: no buffers, no restart */

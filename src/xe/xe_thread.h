@@ -39,4 +39,15 @@ static inline uint64_t xe_ticks(void)
 #endif
 }
 
+/* Waits for everything before it to complete (loads included) before the
+ * next clock read. */
+static inline void xe_fence(void)
+{
+#if defined(__x86_64__)
+    _mm_lfence();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 #endif /* MT_XE_THREAD_H */
