@@ -2,11 +2,12 @@
 # memtrail's trace mode against heaptrack, measured side by side in one run,
 # on the shared workloads (../shared/bench: the mbench malloc microbenchmark,
 # SQLite, CPython):
-#  1. Recording: wall time bare / `memtrail run --mode trace` (default
-#     retention: the program never waits for the disk, losses counted) /
-#     the same with --no-loss / heaptrack; min and median of interleaved runs
-#     (bare, trace, trace --no-loss, heaptrack, bare, ...) after one untimed
-#     bare warm-up; events recorded and lost; file sizes and bytes per event.
+#  1. Recording: wall time bare / `memtrail run --mode trace --allow-loss`
+#     (the program never waits for the disk, losses counted) / the default
+#     (--no-loss: nothing lost) / heaptrack; min and median of interleaved
+#     runs (bare, trace --allow-loss, trace, heaptrack, bare, ...) after one
+#     untimed bare warm-up; events recorded and lost; file sizes and bytes
+#     per event.
 #  2. Analysis: `memtrail analyze --json` against `heaptrack_print` (its full
 #     default analysis, output to /dev/null) on each workload's traces (run
 #     1's): wall time, events/s, peak RSS (/usr/bin/time -f %M).
@@ -234,7 +235,7 @@ record_workload() {
     local name=$1 label=$2; shift 2
     local -a t_bare=() t_tr=() t_nl=() t_ht=() lost_tr=() lost_nl=()
     local -A size=() line_events=()
-    local i f n m ht=$use_heaptrack cols="bare, trace, trace --no-loss"
+    local i f n m ht=$use_heaptrack cols="bare, trace --allow-loss, trace --no-loss (the default)"
     if [ "$ht" = 1 ]; then cols+=", heaptrack"; fi
     echo
     echo "-- $name: $label"
@@ -252,7 +253,7 @@ record_workload() {
         for kind in tr nl; do
             f=$TMP/$name-$kind-$i.mtt
             local -a extra=()
-            if [ "$kind" = nl ]; then extra=(--no-loss); fi
+            if [ "$kind" = nl ]; then extra=(--no-loss); else extra=(--allow-loss); fi
             run_timed "$TMP/mt.err" "$MEMTRAIL" run --mode trace "${extra[@]}" -o "$f" -- "$@"
             local what="memtrail trace${extra[*]:+ ${extra[*]}}"
             if [ "$rc" -ne 0 ]; then
@@ -309,8 +310,8 @@ record_workload() {
     }
     if [ "${#t_ht[@]}" -gt 0 ]; then read -r h_min h_med < <(min_median "${t_ht[@]}"); fi
     row bare "$b_min" "$b_med"
-    row "trace (default)" "$r_min" "$r_med"
-    row "trace --no-loss" "$n_min" "$n_med"
+    row "trace --allow-loss" "$r_min" "$r_med"
+    row "trace (no loss)" "$n_min" "$n_med"
     if [ "${#t_ht[@]}" -gt 0 ]; then row heaptrack "$h_min" "$h_med"; fi
 
     # Events: from the analysis of run 1's traces.
@@ -332,7 +333,7 @@ record_workload() {
     if [ "${lost_tr[0]}" = 0 ]; then
         mt_file[$name]=$TMP/$name-tr-1.mtt; mt_events[$name]=$ev_tr; mt_which[$name]="default retention"
     else
-        mt_file[$name]=$TMP/$name-nl-1.mtt; mt_events[$name]=$ev_nl; mt_which[$name]="--no-loss (the default one lost events)"
+        mt_file[$name]=$TMP/$name-nl-1.mtt; mt_events[$name]=$ev_nl; mt_which[$name]="--no-loss (the default; --allow-loss lost events)"
     fi
 
     # Sizes.
@@ -377,7 +378,7 @@ workloads=()
 
 if [ "$only" != threads ]; then
 echo
-echo "== 1. Recording: bare / memtrail run --mode trace [--no-loss] -o FILE / heaptrack -o FILE"
+echo "== 1. Recording: bare / memtrail run --mode trace [--allow-loss|--no-loss (the default)] -o FILE / heaptrack -o FILE"
 fi
 if want mbench; then
     mbench=$(mbench_binary)
