@@ -148,10 +148,7 @@ static int keep_frames(struct analyze_result *res, const struct analyze_result *
     for (size_t i = 0; i < pres->nstacks; i++) {
         const struct analyze_stack *s = &pres->stacks[i];
         const mt_trace_stack *st = s->live_count && s->id ? analyze_stack_frames(pres, pr, s->id) : NULL;
-        bool dup = false;
-        for (size_t k = 0; st && k < n && !dup; k++)
-            dup = v[k].id == s->id;
-        if (!st || dup || !st->nframes)
+        if (!st || !st->nframes)
             continue;
         uint64_t *f = malloc(st->nframes * sizeof *f);
         if (!f) {
@@ -163,9 +160,19 @@ static int keep_frames(struct analyze_result *res, const struct analyze_result *
         memcpy(f, st->frames, st->nframes * sizeof *f);
         v[n++] = (mt_trace_stack){.id = s->id, .category = st->category, .nframes = st->nframes, .frames = f};
     }
+    /* Sorted, then each id once (a stack may be several of the parent's
+     * entries): n log n, not a scan per stack. */
     qsort(v, n, sizeof *v, by_id);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept && v[kept - 1].id == v[i].id) {
+            free((void *)v[i].frames);
+            continue;
+        }
+        v[kept++] = v[i];
+    }
     res->parent_stacks = v;
-    res->nparent_stacks = n;
+    res->nparent_stacks = kept;
     return 0;
 }
 
