@@ -38,7 +38,7 @@
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
-mt_trace_opts mt_trace_opt = {.buffer = 8ull << 20, .wait = 1, .time_unit_ns = 10000};
+mt_trace_opts mt_trace_opt = {.buffer = 2ull << 20, .wait = 1, .time_unit_ns = 10000};
 _Atomic uint32_t mt_trace_last_id;
 
 /* Read once per function (a stop on the control thread may clear it while
