@@ -161,6 +161,12 @@ void xe_mark_walked(xe_session *s, uint64_t seq)
     }
 }
 
+void xe_walked_reset(xe_session *s)
+{
+    s->walked_low = atomic_load(&s->seal_seq) + 1;
+    memset(s->walked_bits, 0, sizeof s->walked_bits);
+}
+
 static int process(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
@@ -269,6 +275,13 @@ static int drain(xe_session *s)
 
 /* Seal a partition's current buffer (when `force`, even empty) and hand it
  * to the queue; the partition gets a free buffer, or none once stopping. */
+/* Has a current buffer (its `reserved`) taken a claim? (OPENING: not yet
+ * open.) */
+static int holds_claims(uint64_t reserved)
+{
+    return !(reserved & XE_OPENING) && (reserved & XE_OFF_MASK) != 0;
+}
+
 static void seal_current(xe_session *s, xe_part *p, int force)
 {
     int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
@@ -276,7 +289,7 @@ static void seal_current(xe_session *s, xe_part *p, int force)
         return;
     xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
     if (!force && atomic_load(&b->first_tsc) == 0 &&
-        (!s->time_order || (atomic_load(&b->reserved) & XE_OFF_MASK) == 0))
+        (!s->time_order || !holds_claims(atomic_load(&b->reserved))))
         return;
     if (xe_seal(s, (uint32_t)idx))
         xe_replace(s, p, (uint32_t)idx, 0);
@@ -318,13 +331,8 @@ static void sweep(xe_session *s)
     uint64_t w = xe_ticks();
     for (uint32_t i = 0; i < s->nparts; i++) {
         xe_part *p = &s->parts[i];
-        uint64_t seen = atomic_load_explicit(&p->cur, memory_order_acquire);
-        int32_t idx = xe_cur_idx(seen);
-        if (idx < 0)
-            continue;
-        xe_bufhdr *b = xe_buf(s, (uint32_t)idx);
-        uint64_t r = atomic_load(&b->reserved);
-        if ((r & XE_OPENING) || (!(r & XE_SEAL_MASK) && (r & XE_OFF_MASK) == 0))
+        int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
+        if (idx < 0 || !holds_claims(atomic_load(&xe_buf(s, (uint32_t)idx)->reserved)))
             continue; /* no claim yet: the next one is later than w */
         if (xe_seal(s, (uint32_t)idx))
             xe_replace(s, p, (uint32_t)idx, 0);
@@ -366,8 +374,7 @@ static int any_claims(xe_session *s)
 {
     for (uint32_t i = 0; i < s->nparts; i++) {
         int32_t idx = xe_cur_idx(atomic_load(&s->parts[i].cur));
-        if (idx >= 0 && (atomic_load(&xe_buf(s, (uint32_t)idx)->reserved) & XE_OFF_MASK) != 0 &&
-            !(atomic_load(&xe_buf(s, (uint32_t)idx)->reserved) & XE_OPENING))
+        if (idx >= 0 && holds_claims(atomic_load(&xe_buf(s, (uint32_t)idx)->reserved)))
             return 1;
     }
     return 0;
@@ -562,8 +569,7 @@ void xe_dispatch_after_fork(xe_session *s)
     }
     /* Seals before now (the parent's, the ones just made) are walked or
      * skipped by the child: none is waited for. */
-    s->walked_low = atomic_load(&s->seal_seq) + 1;
-    memset(s->walked_bits, 0, sizeof s->walked_bits);
+    xe_walked_reset(s);
     s->since_mark = 0;
     s->follow_up = 0;
     atomic_store(&s->sealing, 0); /* sealers that were between seal and number are gone */

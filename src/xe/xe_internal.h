@@ -239,8 +239,10 @@ void xe_dispatch_flush(xe_session *s);
 void xe_wake_dispatcher(xe_session *s);
 void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev);
 
-/* Time-ordered sessions: buffer seal number seq was walked (xe_dispatch.c). */
+/* Time-ordered sessions: buffer seal number seq was walked; every seal so
+ * far counts as walked (a start after a stop, a fork child) (xe_dispatch.c). */
 void xe_mark_walked(xe_session *s, uint64_t seq);
+void xe_walked_reset(xe_session *s);
 
 /* Clock (xe_dispatch.c): converting raw ticks (xe_thread.h's xe_ticks). */
 uint64_t xe_ticks_to_ns(uint64_t ticks);

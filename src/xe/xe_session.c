@@ -274,10 +274,10 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
     s->large_cap = plan.large_buffer_size;
     s->regular_stride = plan.regular_buffer_alloc;
     s->large_stride = plan.large_buffer_alloc;
-    /* One current buffer: its events reach the targets in firing order
-     * (not when a full buffer is dropped and reused). */
     s->time_order = cfg->time_order && cfg->retention != XE_ALLOW_MULTIPLE_EVENT_LOSS &&
                     plan.total_regular_buffers + plan.total_large_buffers < XE_WALKED_WINDOW;
+    /* One current buffer: its events reach the targets in firing order
+     * (not when a full buffer is dropped and reused). */
     s->ordered = !s->time_order && cfg->mode == XE_PART_NONE &&
                  cfg->retention != XE_ALLOW_MULTIPLE_EVENT_LOSS && s->nbuf + s->nlarge <= XE_HELD_MAX;
     s->regular_base = map_buffers((size_t)s->nbuf * s->regular_stride, 1);
@@ -327,8 +327,7 @@ static int start_locked(xe_session *s)
     if (s->released)
         return -ENOMEM;
     /* Every seal before now was walked (a stop drains them all). */
-    s->walked_low = atomic_load(&s->seal_seq) + 1;
-    memset(s->walked_bits, 0, sizeof s->walked_bits);
+    xe_walked_reset(s);
     int rc = xe_dispatch_start(s);
     if (rc < 0)
         return rc;
