@@ -25,8 +25,7 @@
 #define TOKEN_EVENTS 20000u
 #define NOISE_EVENTS 150000u
 
-static uint64_t last_token_seen, token_out_of_order, token_count;
-static uint64_t last_noise_seen[NOISE], noise_out_of_order, noise_count;
+#include "order_producers.h"
 
 static int rec_init(xe_target *t, const char *p, char *w, size_t wl)
 {
@@ -36,62 +35,9 @@ static int rec_init(xe_target *t, const char *p, char *w, size_t wl)
 static void rec_deliver(xe_target *t, const xe_event *ev)
 {
     (void)t;
-    if (ev->key == 1) { /* token event: value = token number, from 1 */
-        if (ev->value != last_token_seen + 1)
-            token_out_of_order++;
-        last_token_seen = ev->value;
-        token_count++;
-    } else {
-        unsigned n = (unsigned)ev->site;
-        if (n < NOISE) {
-            if (ev->value != last_noise_seen[n] + 1)
-                noise_out_of_order++;
-            last_noise_seen[n] = ev->value;
-        }
-        noise_count++;
-    }
+    order_seen(ev->key, ev->site, ev->value);
 }
 static const xe_target_ops recorder = {"recorder", 0, rec_init, rec_deliver, NULL, NULL, NULL, NULL, NULL};
-
-static xe_session *sess;
-static _Atomic unsigned seals;
-
-/* Every 8th sealer stalls 3 ms between sealing and queueing: producers
- * give up waiting, detach its buffer and fill the next, which then
- * reaches the queue first. */
-static void slow_sealer(void)
-{
-    if (atomic_fetch_add(&seals, 1) % 8 == 7)
-        usleep(3000);
-}
-static _Atomic uint64_t token = 1; /* the next token number; holder = (token - 1) % TOKENS */
-
-static void *token_thread(void *arg)
-{
-    uint64_t me = (uint64_t)(uintptr_t)arg;
-    for (;;) {
-        uint64_t t = atomic_load(&token);
-        if (t > TOKEN_EVENTS)
-            return NULL;
-        if ((t - 1) % TOKENS != me) {
-            sched_yield();
-            continue;
-        }
-        xe_event ev = {.type = XE_EV_USER, .key = 1, .value = t};
-        xe_fire(sess, &ev);
-        atomic_store(&token, t + 1);
-    }
-}
-
-static void *noise_thread(void *arg)
-{
-    uint64_t me = (uint64_t)(uintptr_t)arg;
-    for (uint64_t i = 1; i <= NOISE_EVENTS; i++) {
-        xe_event ev = {.type = XE_EV_USER, .key = 2, .site = me, .value = i};
-        xe_fire(sess, &ev);
-    }
-    return NULL;
-}
 
 int main(void)
 {

@@ -30,6 +30,8 @@
 #define NOISE_EVENTS 150000u
 #define TOTAL (TOKEN_EVENTS + NOISE * NOISE_EVENTS)
 
+#include "order_producers.h"
+
 typedef struct held {
     uint64_t tsc, key, site, value;
 } held;
@@ -37,8 +39,6 @@ typedef struct held {
 static held *pending; /* delivered, not yet past a watermark */
 static size_t npending;
 static uint64_t last_mark, late, marks, marks_before_stop;
-static uint64_t last_token, token_bad, tokens;
-static uint64_t last_noise[NOISE], noise_bad, noises;
 static _Atomic int stopping;
 
 static int rec_init(xe_target *t, const char *p, char *w, size_t wl)
@@ -61,28 +61,13 @@ static int by_tsc(const void *a, const void *b)
     return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
 }
 
-static void pass_on(const held *h)
-{
-    if (h->key == 1) {
-        if (h->value != last_token + 1)
-            token_bad++;
-        last_token = h->value;
-        tokens++;
-    } else if (h->site < NOISE) {
-        if (h->value != last_noise[h->site] + 1)
-            noise_bad++;
-        last_noise[h->site] = h->value;
-        noises++;
-    }
-}
-
 static void rec_watermark(xe_target *t, uint64_t tsc)
 {
     (void)t;
     qsort(pending, npending, sizeof *pending, by_tsc);
     size_t n = 0;
-    while (n < npending && pending[n].tsc < tsc)
-        pass_on(&pending[n++]);
+    for (; n < npending && pending[n].tsc < tsc; n++)
+        order_seen(pending[n].key, pending[n].site, pending[n].value);
     memmove(pending, pending + n, (npending - n) * sizeof *pending);
     npending -= n;
     if (tsc > last_mark)
@@ -94,43 +79,6 @@ static void rec_watermark(xe_target *t, uint64_t tsc)
 
 static const xe_target_ops recorder = {
     .name = "recorder", .init = rec_init, .deliver = rec_deliver, .watermark = rec_watermark};
-
-static xe_session *sess;
-static _Atomic unsigned seals;
-
-static void slow_sealer(void)
-{
-    if (atomic_fetch_add(&seals, 1) % 8 == 7)
-        usleep(3000);
-}
-static _Atomic uint64_t token = 1;
-
-static void *token_thread(void *arg)
-{
-    uint64_t me = (uint64_t)(uintptr_t)arg;
-    for (;;) {
-        uint64_t t = atomic_load(&token);
-        if (t > TOKEN_EVENTS)
-            return NULL;
-        if ((t - 1) % TOKENS != me) {
-            sched_yield();
-            continue;
-        }
-        xe_event ev = {.type = XE_EV_USER, .key = 1, .value = t};
-        xe_fire(sess, &ev);
-        atomic_store(&token, t + 1);
-    }
-}
-
-static void *noise_thread(void *arg)
-{
-    uint64_t me = (uint64_t)(uintptr_t)arg;
-    for (uint64_t i = 1; i <= NOISE_EVENTS; i++) {
-        xe_event ev = {.type = XE_EV_USER, .key = 2, .site = me, .value = i};
-        xe_fire(sess, &ev);
-    }
-    return NULL;
-}
 
 int main(void)
 {
@@ -164,16 +112,17 @@ int main(void)
     atomic_store(&stopping, 1);
     xe_session_stop(sess);
     CHECK("time order: no event arrives stamped before a watermark given", late == 0);
-    CHECK("time order: every token event passed on", tokens == TOKEN_EVENTS);
-    CHECK("time order: every other event passed on", noises == (uint64_t)NOISE * NOISE_EVENTS);
-    CHECK("time order: token events (each after the one before, on any CPU) in order", token_bad == 0);
-    CHECK("time order: each producer's events in its order", noise_bad == 0);
+    CHECK("time order: every token event passed on", token_count == TOKEN_EVENTS);
+    CHECK("time order: every other event passed on", noise_count == (uint64_t)NOISE * NOISE_EVENTS);
+    CHECK("time order: token events (each after the one before, on any CPU) in order",
+          token_out_of_order == 0);
+    CHECK("time order: each producer's events in its order", noise_out_of_order == 0);
     CHECK("time order: watermarks came while the producers ran", marks_before_stop > 2);
     CHECK("time order: nothing left held after the stop", npending == 0);
     printf(
         "# late %lu, token out of order %lu, noise out of order %lu, %lu watermarks (%lu before the stop)\n",
-        (unsigned long)late, (unsigned long)token_bad, (unsigned long)noise_bad, (unsigned long)marks,
-        (unsigned long)marks_before_stop);
+        (unsigned long)late, (unsigned long)token_out_of_order, (unsigned long)noise_out_of_order,
+        (unsigned long)marks, (unsigned long)marks_before_stop);
     xe_session_drop(sess);
     free(pending);
     return failures != 0;
