@@ -80,6 +80,8 @@ struct trace_pool {
     worker workers[];
 };
 
+static int start_threads(mt_trace_writer *w);
+
 int trace_pool_create(mt_trace_writer *w)
 {
     size_t size = sizeof(trace_pool) + w->threads * sizeof(worker);
@@ -97,6 +99,14 @@ int trace_pool_create(mt_trace_writer *w)
         return -ENOMEM;
     }
     w->pool = p;
+    /* The threads start now, on the thread that makes the writer, not at
+     * the first batch: in the agent that is the dispatcher, and a
+     * pthread_create there waits for the loader's lock, which a program
+     * thread may hold while it waits for the dispatcher (a new thread's
+     * TLS allocated through a hook). If they cannot start, the writer
+     * encodes inline. */
+    if (start_threads(w) < 0)
+        p->start_failed = 1;
     return 0;
 }
 
