@@ -5,7 +5,9 @@
 # (a server whose workers drop root, for the output tests), Prometheus (it
 # scrapes `memtrail exporter` in the tests), jemalloc,
 # tcmalloc, mimalloc and Redis (the agent over other allocators), rustc and
-# go (the hostile-program tests) and heaptrack. Prints nothing and touches
+# go (the hostile-program tests), Chromium with its driver and Selenium (the
+# HTML report's browser tests), tmux (`memtrail top`'s test), scdoc (the man
+# pages) and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -127,6 +129,16 @@ check() {
     if have_cmd dpkg-query; then
         have_pkg python3-jsonschema || want python3-jsonschema
     fi
+    # tests/html: `memtrail html` pages opened in a real headless Chromium,
+    # driven by Selenium.
+    have_cmd chromium || want chromium
+    have_cmd chromedriver || want chromium-driver
+    if have_cmd dpkg-query; then
+        have_pkg python3-selenium || want python3-selenium
+    fi
+    # tests/cli: `memtrail top` under tmux; the man pages are built with scdoc.
+    have_cmd tmux || want tmux
+    have_cmd scdoc || want scdoc
 }
 
 SUDO=()
