@@ -68,8 +68,9 @@ typedef struct mt_tls {
     unsigned char span_depth;     /* request spans open on this thread (span.c) */
     uint32_t events;              /* memory events this thread raised (meminfo.c) */
     uint64_t mem_ticks;           /* ticks inside timed allocator and mapping calls, cumulative */
-    unsigned char cat;            /* category of new allocations */
-    unsigned char depth;          /* tag stack depth */
+    uint32_t id_base, id_next, id_gen; /* this thread's block of trace allocation ids (trace.h) */
+    unsigned char cat;                 /* category of new allocations */
+    unsigned char depth;               /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];
 } mt_tls;
 extern MT_TLS mt_tls mt_t;

@@ -159,6 +159,7 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
     /* Ids from here on are this trace's: a free of an older block is
      * written with id 0 (docs/trace-analysis.md, frees_unknown). */
     atomic_store(&mt_rec_first_id, atomic_load(&mt_trace_last_id) + 1);
+    atomic_fetch_add(&mt_trace_id_gen, 1); /* blocks taken before are not this trace's */
     atomic_store(&mt_rec, MT_REC_TRACE);
     mt_out_str(o, "ok trace recording on: every event from now on ('stop' finishes the file)\n");
 }

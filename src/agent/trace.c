@@ -38,8 +38,31 @@
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
-mt_trace_opts mt_trace_opt = {.buffer = 2ull << 20, .wait = 1, .time_unit_ns = 10000};
-_Atomic uint32_t mt_trace_last_id;
+mt_trace_opts mt_trace_opt = {.buffer = 2ull << 20, .wait = 1, .time_unit_ns = 10000, .chunk_events = 32768};
+/* Each on a cache line of its own: read on every free (last id) and every
+ * allocation (generation), written once per block or per fork. */
+_Alignas(64) _Atomic uint32_t mt_trace_last_id;
+_Alignas(64) _Atomic uint32_t mt_trace_id_gen = 1; /* a new thread's 0 is stale */
+
+uint32_t mt_trace_new_id_block(uint32_t gen)
+{
+    for (;;) {
+        uint32_t base = atomic_fetch_add_explicit(&mt_trace_last_id, MT_ID_BLOCK, memory_order_relaxed) + 1;
+        /* In this order: a signal handler's malloc nested here finds a
+         * next that is not in the block (and takes a block of its own),
+         * or this block with the generation it was taken for. */
+        mt_t.id_base = base;
+        __asm__ volatile("" ::: "memory");
+        mt_t.id_next = base + 1;
+        __asm__ volatile("" ::: "memory");
+        mt_t.id_gen = gen;
+        if (MT_LIKELY(base != 0))
+            return base;
+        uint32_t id = mt_trace_new_id(); /* the block wrapped to 0: its next id */
+        if (id != 0)
+            return id;
+    }
+}
 
 /* Read once per function (a stop on the control thread may clear it while
  * the exit or crash path runs; the session itself is never unmapped). */
@@ -52,9 +75,9 @@ static uint64_t trace_start_ns, trace_start_real_ns;
  * events in whole chunks written, and bytes. */
 static uint64_t files_written, files_bytes;
 /* Out of memory (mt_trace_out_of_memory): recording stopped for good. */
-_Atomic int mt_trace_stopped;         /* out of memory: 0, 1 stopping, 2 stopped */
-_Atomic uint64_t mt_trace_unrecorded; /* events fired after that */
-static struct enc_state *trace_enc;   /* the encoder's state (one session) */
+_Alignas(64) _Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
+_Atomic uint64_t mt_trace_unrecorded;      /* events fired after that */
+static struct enc_state *trace_enc;        /* the encoder's state (one session) */
 /* Why the current trace began and (once known) ended: the trace's meta
  * records `began` and `ended` (docs/trace-format.md). */
 static const char *began = "start";
@@ -758,7 +781,10 @@ void mt_trace_before_fork(void)
     if (!trace_session)
         return;
     fork_ns = mt_clock_ns(CLOCK_MONOTONIC);
+    /* Read, then the generation moved: every thread takes a new block,
+     * above this id, for its next allocation. */
     fork_last_id = atomic_load(&mt_trace_last_id);
+    atomic_fetch_add(&mt_trace_id_gen, 1);
     fork_parent = getpid();
 }
 

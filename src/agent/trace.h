@@ -25,21 +25,39 @@ typedef struct mt_trace_opts {
     int wait;              /* no_event_loss instead of allow_single_event_loss */
     uint32_t time_unit_ns; /* event times are kept to this resolution; default 10000 (10 us) */
     int level;             /* zstd level; 0: the writer's default */
-    uint32_t chunk_events; /* events per chunk; 0: the writer's default */
+    uint32_t chunk_events; /* events per chunk; default 32 Ki (an encoder thread then holds ~2 MB) */
     uint32_t threads;      /* encoder threads; 0: min(CPUs, 4) */
 } mt_trace_opts;
 extern mt_trace_opts mt_trace_opt;
 
+/* Allocation ids are handed to threads in blocks of MT_ID_BLOCK, so that
+ * threads on different CPUs do not write one shared counter (a cache line
+ * passed between cores on every allocation) and a free's check of its tag
+ * (site.h's mt_tag_id) reads a line that rarely changes.
+ * mt_trace_last_id is the last id reserved by any thread. A thread takes a
+ * new block when its own is used up or when mt_trace_id_gen has changed
+ * since it took it: the generation moves at a trace's start and in a fork's
+ * prepare handler, so that the ids handed out after either are above the
+ * last one reserved before it (mt_rec_first_id, fork_last_id). */
+#define MT_ID_BLOCK 256u
 extern _Atomic uint32_t mt_trace_last_id;
+extern _Atomic uint32_t mt_trace_id_gen;
+/* A thread's block is used up or stale: a new one (trace.c). */
+uint32_t mt_trace_new_id_block(uint32_t gen);
 
-/* A new allocation id: 1, 2, ... wrapping past 0 (which means "none"). */
+/* A new allocation id: 1, 2, ... wrapping past 0 (which means "none");
+ * unique across threads, increasing within a thread's block. */
 static MT_INLINE uint32_t mt_trace_new_id(void)
 {
-    uint32_t id;
-    do
-        id = atomic_fetch_add_explicit(&mt_trace_last_id, 1, memory_order_relaxed) + 1;
-    while (MT_UNLIKELY(id == 0));
-    return id;
+    uint32_t gen = atomic_load_explicit(&mt_trace_id_gen, memory_order_acquire);
+    uint32_t id = 1;
+    /* One instruction without a lock prefix: a signal handler's malloc
+     * nested on this thread cannot take the same id (an interrupt comes
+     * between instructions), and no other thread writes this word. */
+    __asm__ volatile("xaddl %0, %1" : "+r"(id), "+m"(mt_t.id_next));
+    if (MT_LIKELY(id - mt_t.id_base < MT_ID_BLOCK && mt_t.id_gen == gen && id != 0))
+        return id;
+    return mt_trace_new_id_block(gen);
 }
 
 /* At start-up (mt_init_slow), in trace mode, once stacks can be taken:

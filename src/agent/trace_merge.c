@@ -106,8 +106,11 @@ static void sift_down(trace_merge *m, unsigned n, unsigned i)
     }
 }
 
-/* After a run's emitted events: the rest to the front, and pages past
- * what it holds (and a small reserve) given back. */
+/* After a run's emitted events: the rest to the front, and, once the run
+ * is empty (the program paused, or this CPU fell quiet), its pages past a
+ * small reserve given back. Not while events stay: under load they would
+ * be faulted straight back, and each give-back flushes the TLB of every
+ * CPU the program runs on. */
 static void compact(run *r)
 {
     if (r->head == 0)
@@ -116,11 +119,9 @@ static void compact(run *r)
     memmove(r->ev, &r->ev[r->head], left * sizeof *r->ev);
     r->n = left;
     r->head = 0;
-    size_t keep = (left * sizeof *r->ev + PAGE - 1) & ~(size_t)(PAGE - 1);
-    if (keep < RUN_KEEP)
-        keep = RUN_KEEP;
-    if (r->touched > keep + 16 * PAGE && madvise((char *)r->ev + keep, r->touched - keep, MADV_DONTNEED) == 0)
-        r->touched = keep;
+    if (left == 0 && r->touched > RUN_KEEP + 16 * PAGE &&
+        madvise((char *)r->ev + RUN_KEEP, r->touched - RUN_KEEP, MADV_DONTNEED) == 0)
+        r->touched = RUN_KEEP;
 }
 
 uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, const mt_trace_event *ev),

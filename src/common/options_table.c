@@ -78,7 +78,7 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_TRACE_LEVEL] = {"trace_level", MT_OPTT_INT, NULL, 1, 19, "a zstd level from 1 to 19", "1",
                             "trace mode: how hard chunks are compressed"},
     [MT_OPT_TRACE_CHUNK] = {"trace_chunk", MT_OPTT_INT, NULL, 1024, 1 << 20,
-                            "events per chunk, 1024 to 1048576", "131072",
+                            "events per chunk, 1024 to 1048576", "32768",
                             "trace mode: events per compressed chunk"},
     [MT_OPT_TRACE_THREADS] = {"trace_threads", MT_OPTT_INT, NULL, 0, 64, "0 to 64; 0: min(CPUs, 4)", "0",
                               "trace mode: threads that encode and compress chunks"},

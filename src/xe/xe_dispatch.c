@@ -369,6 +369,23 @@ static void sweep(xe_session *s)
     s->last_sweep = xe_ticks();
 }
 
+/* Nothing in flight: the free buffers' pages go back, and a current buffer
+ * that still has a former life's pages resident (and no claim) is swapped
+ * for a trimmed one; it comes back through the queue and is trimmed at the
+ * next idle turn. */
+static void trim_idle(xe_session *s)
+{
+    xe_trim_free(s);
+    for (uint32_t i = 0; i < s->nparts; i++) {
+        xe_part *p = &s->parts[i];
+        int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
+        if (idx < 0 || !xe_trim_wanted(xe_buf(s, (uint32_t)idx)))
+            continue;
+        if (!holds_claims(atomic_load(&xe_buf(s, (uint32_t)idx)->reserved)) && xe_seal(s, (uint32_t)idx))
+            xe_replace(s, p, (uint32_t)idx, 0);
+    }
+}
+
 /* Is any partition's current buffer holding claims? */
 static int any_claims(xe_session *s)
 {
@@ -440,6 +457,10 @@ static void *dispatcher(void *arg)
         }
         if (atomic_load(&s->queue.head) & 0xffffffffu)
             continue;
+        if (s->time_order && deadline == UINT64_MAX && s->trim_wanted) {
+            trim_idle(s);
+            continue;
+        }
         if (now - last_refine > xe_ns_to_ticks(1000000000u)) {
             clock_refine();
             last_refine = now;

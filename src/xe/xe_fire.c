@@ -571,10 +571,11 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
     return n;
 }
 
-/* Time-ordered sessions (trace mode) keep this much of a recycled buffer
- * resident and give the rest back once the dispatcher has caught up:
- * memory is committed only while events are in flight. */
-#define XE_KEEP_RESIDENT (256u << 10)
+/* Trimming at idle: xe_internal.h says why. */
+int xe_trim_wanted(const xe_bufhdr *b)
+{
+    return b->resident > XE_KEEP_RESIDENT + XE_TRIM_SLACK;
+}
 
 void xe_recycle(xe_session *s, uint32_t idx)
 {
@@ -584,23 +585,43 @@ void xe_recycle(xe_session *s, uint32_t idx)
     if (used > cap)
         used = cap;
     char *data = xe_buf_data(b);
-    /* Only when no other buffer waits to be read: under load the pages
-     * would be faulted back at once (with 8 threads, a tenth of the run). */
-    if (s->time_order && used > XE_KEEP_RESIDENT + 65536 && atomic_load(&s->pending) == 0) {
-        /* Page-aligned from the buffer's start (buffers are page-aligned). */
-        /* Whole pages inside the data only (the next buffer's header
-         * follows this one's end). */
-        uintptr_t from = ((uintptr_t)data + XE_KEEP_RESIDENT + 4095) & ~(uintptr_t)4095;
-        uintptr_t to = ((uintptr_t)data + used) & ~(uintptr_t)4095;
-        if (madvise((void *)from, to - from, MADV_DONTNEED) == 0) {
-            memset((void *)to, 0, (uintptr_t)data + used - to); /* these read back as zeros */
-            used = from - (uintptr_t)data;
-        }
+    if (s->time_order && !b->large) {
+        if (used > b->resident)
+            b->resident = used;
+        if (xe_trim_wanted(b))
+            s->trim_wanted = 1;
     }
     memset(data, 0, used);
     b->end = 0;
     atomic_store(&b->first_tsc, 0);
     xe_stack_push(s, b->large ? &s->large_pool : &s->free_pool, idx);
+    atomic_fetch_add(&s->free_seq, 1);
+    if (atomic_load(&s->free_waiters))
+        xe_futex_wake(&s->free_seq);
+}
+
+void xe_trim_free(xe_session *s)
+{
+    s->trim_wanted = 0;
+    /* Out of the pool while their pages go: a producer that needs one
+     * meanwhile waits (or, allowed to lose events, drops) for a few µs. */
+    uint32_t at = xe_stack_take_all(s, &s->free_pool);
+    while (at != 0) {
+        xe_bufhdr *b = xe_buf(s, at - 1);
+        uint32_t next = atomic_load_explicit(&b->next, memory_order_relaxed);
+        if (xe_trim_wanted(b)) {
+            /* Whole pages inside the data only (buffers are page-aligned;
+             * the next buffer's header follows this one's end). The data
+             * was zeroed at its recycling: the pages read back as zeros. */
+            uintptr_t data = (uintptr_t)xe_buf_data(b);
+            uintptr_t from = (data + XE_KEEP_RESIDENT + 4095) & ~(uintptr_t)4095;
+            uintptr_t to = (data + b->resident) & ~(uintptr_t)4095;
+            if (to <= from || madvise((void *)from, to - from, MADV_DONTNEED) == 0)
+                b->resident = XE_KEEP_RESIDENT;
+        }
+        xe_stack_push(s, &s->free_pool, at - 1);
+        at = next;
+    }
     atomic_fetch_add(&s->free_seq, 1);
     if (atomic_load(&s->free_waiters))
         xe_futex_wake(&s->free_seq);

@@ -87,6 +87,7 @@ typedef struct xe_bufhdr {
     uint32_t fork_gen;        /* the session's fork generation when it was opened */
     uint64_t seq;             /* ordered sessions: 1, 2, ... in the order buffers opened; 0 large */
     _Atomic uint64_t sealseq; /* time-ordered sessions: 1, 2, ... in the order buffers sealed; 0 not yet */
+    uint64_t resident;        /* time-ordered sessions: data bytes that may still be resident once zeroed */
 } xe_bufhdr;
 _Static_assert(sizeof(xe_bufhdr) <= XE_DATA_OFF, "buffer header fits its overhead");
 
@@ -176,6 +177,7 @@ struct xe_session {
     int released; /* xe_session_release_buffers: no buffers, no restart */
     pid_t pid;
     uint64_t latency_tsc; /* max_dispatch_latency in clock units; 0 = infinite */
+    int trim_wanted;      /* time-ordered: free buffers hold pages to give back (dispatcher only) */
 
     /* The view's counters. */
     _Alignas(64) _Atomic uint64_t pending;
@@ -231,6 +233,18 @@ typedef void (*xe_rec_fn)(xe_session *s, const xe_rec *r);
 uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned);
 /* Zero the used part of a walked buffer and return it to its pool. */
 void xe_recycle(xe_session *s, uint32_t idx);
+/* Time-ordered sessions keep XE_KEEP_RESIDENT of a buffer resident and
+ * give the rest back when the dispatcher falls idle (no event in flight):
+ * memory is committed only while events flow. Not at every recycle: under
+ * load the pages would be faulted straight back, and each give-back costs
+ * every CPU running the program a TLB flush. */
+#define XE_KEEP_RESIDENT (256u << 10)
+#define XE_TRIM_SLACK (64u << 10)
+/* Has buffer b more than that resident? */
+int xe_trim_wanted(const xe_bufhdr *b);
+/* From the idle dispatcher: the free buffers' pages past the reserve go
+ * back to the system. */
+void xe_trim_free(xe_session *s);
 
 /* Dispatcher (xe_dispatch.c). */
 int xe_dispatch_start(xe_session *s);

@@ -280,7 +280,10 @@ int xe_session_create(const xe_config *cfg, xe_session **out, char *why, size_t 
      * (not when a full buffer is dropped and reused). */
     s->ordered = !s->time_order && cfg->mode == XE_PART_NONE &&
                  cfg->retention != XE_ALLOW_MULTIPLE_EVENT_LOSS && s->nbuf + s->nlarge <= XE_HELD_MAX;
-    s->regular_base = map_buffers((size_t)s->nbuf * s->regular_stride, 1);
+    /* Committed up front, as the seed's sessions are, except time-ordered
+     * ones (trace mode): their pages come as events fill them and go back
+     * when the dispatcher falls idle (xe_trim_free). */
+    s->regular_base = map_buffers((size_t)s->nbuf * s->regular_stride, !s->time_order);
     if (s->nlarge)
         s->large_base = map_buffers((size_t)s->nlarge * s->large_stride, 0);
     if (!s->regular_base || (s->nlarge && !s->large_base)) {

@@ -14,6 +14,7 @@
  * NO_EVENT_LOSS; watermarks came during the run, not only at the stop.
  * Runs under alarm(). */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -80,6 +81,77 @@ static void rec_watermark(xe_target *t, uint64_t tsc)
 static const xe_target_ops recorder = {
     .name = "recorder", .init = rec_init, .deliver = rec_deliver, .watermark = rec_watermark};
 
+/* ---- pages given back when the dispatcher falls idle ---------------------- */
+
+static _Atomic uint64_t counted;
+static void count_deliver(xe_target *t, const xe_event *ev)
+{
+    (void)t, (void)ev;
+    atomic_fetch_add(&counted, 1);
+}
+static const xe_target_ops counter = {.name = "counter", .init = rec_init, .deliver = count_deliver};
+
+/* Resident pages of the session's regular buffers, as the kernel says. */
+static size_t resident_kb(const xe_session *s)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t bytes = (size_t)s->nbuf * s->regular_stride, pages = (bytes + (size_t)page - 1) / (size_t)page;
+    unsigned char *vec = malloc(pages);
+    size_t n = 0;
+    if (vec && mincore(s->regular_base, bytes, vec) == 0)
+        for (size_t i = 0; i < pages; i++)
+            n += vec[i] & 1;
+    free(vec);
+    return n * (size_t)page / 1024;
+}
+
+/* A burst fills every buffer (1 MB each); once the events are through and
+ * nothing more comes, each free buffer keeps at most 256 KB (+ its header
+ * page) resident. */
+static void idle_trim(void)
+{
+    xe_config c;
+    xe_config_defaults(&c);
+    strcpy(c.name, "idle_trim");
+    c.mode = XE_PART_PER_CPU;
+    c.cpus = 2; /* 5 buffers */
+    c.max_memory = 5u << 20;
+    c.time_order = 1;
+    c.retention = XE_NO_EVENT_LOSS;
+    c.ntargets = 1;
+    c.targets[0].ops = &counter;
+    char why[256] = "";
+    xe_session *s = NULL;
+    if (xe_session_create(&c, &s, why, sizeof why) < 0) {
+        printf("FAIL idle trim: create: %s\n", why);
+        failures++;
+        return;
+    }
+    xe_session_start(s);
+    const uint64_t burst = 400000; /* ~32 MB of records: every buffer filled several times */
+    xe_event ev = {.type = XE_EV_ALLOC, .size = 16};
+    for (uint64_t i = 0; i < burst; i++) {
+        ev.key = i;
+        xe_fire(s, &ev);
+    }
+    size_t after_burst = resident_kb(s), kb = after_burst;
+    size_t bound = (size_t)s->nbuf * (256 + 4 + 4);
+    /* The dispatcher trims once it has nothing in flight: a few sweeps. */
+    for (int i = 0; i < 400 && (kb > bound || atomic_load(&counted) < burst); i++) {
+        usleep(5000);
+        kb = resident_kb(s);
+    }
+    CHECK("idle trim: every event of the burst passed on", atomic_load(&counted) == burst);
+    CHECK("idle trim: the burst made the buffers resident", after_burst > bound);
+    char name[200];
+    snprintf(name, sizeof name,
+             "idle trim: idle buffers keep <= %zu KB resident (kernel: %zu KB, %zu KB after the burst)",
+             bound, kb, after_burst);
+    CHECK(name, kb <= bound);
+    xe_session_stop(s);
+    xe_session_drop(s);
+}
+
 int main(void)
 {
     alarm(120);
@@ -125,5 +197,7 @@ int main(void)
         (unsigned long)marks, (unsigned long)marks_before_stop);
     xe_session_drop(sess);
     free(pending);
+    xe_test_before_enqueue = NULL;
+    idle_trim();
     return failures != 0;
 }
