@@ -137,7 +137,7 @@
 
     /* The system graph by process or by category: stepped lines (the value
      * after each change), a drag selects the viewport. */
-    function chart(box, id, title, d, labels, values, onSelect) {
+    function chart(box, id, title, d, labels, values, onSelect, shown) {
         var tl = d.timeline, endS = d.duration_s;
         var xs = tl.map(function (p) { return p.time_ns / 1e9; });
         var data = [xs], series = [{label: "seconds"}];
@@ -161,7 +161,16 @@
             cursor: {drag: {x: true, y: false, setScale: false}},
             axes: [{label: "seconds since the recording's start"},
                 {size: 80, values: function (u, vals) { return vals.map(MT.bytes); }}],
-            hooks: {setSelect: [function (u) {
+            hooks: {draw: [function (u) {
+                if (shown.t0 === null)
+                    return;
+                /* the viewport shown, shaded */
+                var a = u.valToPos(shown.t0 / 1e9, "x", true), b = u.valToPos(shown.t1 / 1e9, "x", true);
+                u.ctx.save();
+                u.ctx.fillStyle = "rgba(224, 138, 30, 0.13)";
+                u.ctx.fillRect(a, u.bbox.top, Math.max(1, b - a), u.bbox.height);
+                u.ctx.restore();
+            }], setSelect: [function (u) {
                 if (u.select.width < 2)
                     return;
                 var a = u.posToVal(u.select.left, "x"), b = u.posToVal(u.select.left + u.select.width, "x");
@@ -235,9 +244,18 @@
             }));
         }
 
+        var shown = {t0: null, t1: null};
         function view(t0, t1) {
             if (t1 <= t0)
                 t1 = t0;
+            shown.t0 = t0;
+            shown.t1 = t1;
+            [MT.charts.byProcess, MT.charts.byCategory].forEach(function (u) {
+                if (u) {
+                    u.setSelect({left: 0, top: 0, width: 0, height: 0}, false);
+                    u.redraw(false);
+                }
+            });
             t0in.value = fmtSeconds(t0);
             t1in.value = fmtSeconds(t1);
             err.textContent = "";
@@ -258,9 +276,9 @@
         var catNames = d.categories.map(function (c) { return c.name; });
         MT.charts.byProcess = chart(gbox, "mt-rs-by-process", "By process", d,
             d.processes.map(function (p) { return p.pid + " " + p.program; }),
-            function (p, k) { return p.by_process[k]; }, view);
+            function (p, k) { return p.by_process[k]; }, view, shown);
         MT.charts.byCategory = chart(gbox, "mt-rs-by-category", "By category", d, catNames,
-            function (p, k) { return p.by_category[catNames[k]]; }, view);
+            function (p, k) { return p.by_category[catNames[k]]; }, view, shown);
         if (exact)
             view(d.viewport.start_ns, d.viewport.end_ns);
         else
