@@ -17,8 +17,8 @@ struct html_page {
     size_t datalen;
 };
 
-/* Writes the page to f: the libraries, common.js and page_KIND.js (when
- * the binary carries one; the page then shows the JSON as text), the
+/* Writes the page to f: the libraries, common.js and every page_*.js
+ * (MT.pages[kind] draws it; without one the page shows the JSON as text), the
  * envelope {"memtrail_html": 1, "kind", "title", "inputs", "data"} in
  * <script type="application/json" id="mt-data"> with every '<' written
  * as \u003c, and the libraries' licenses. 0, -ENOMEM or -EIO. */

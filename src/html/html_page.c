@@ -171,9 +171,13 @@ int html_write_page(FILE *f, const struct html_page *p)
     for (int i = 0; vendor_js[i]; i++)
         put_asset(f, vendor_js[i], "script");
     put_asset(f, "src/common.js", "script");
-    char page[64];
-    snprintf(page, sizeof page, "src/page_%s.js", p->kind);
-    put_asset(f, page, "script");
+    /* Every page file: pages share parts (the detail page draws the
+     * summary's categories); the kind picks the one that runs. */
+    for (const struct html_asset *a = mt_web_assets; a->name; a++) {
+        size_t l = strlen(a->name);
+        if (strncmp(a->name, "src/page_", 9) == 0 && l > 3 && strcmp(a->name + l - 3, ".js") == 0)
+            put_asset(f, a->name, "script");
+    }
     fputs("<script>MT.start();</script>\n</body>\n</html>\n", f);
     return ferror(f) ? -EIO : 0;
 }

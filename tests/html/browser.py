@@ -137,9 +137,9 @@ def table_checks(d, name, table_id, key, values, filter_text, filter_count):
     col = js(d, "return Array.prototype.indexOf.call(arguments[0].parentNode.children, arguments[0]);", th)
 
     def column():
-        return [int(x) for x in js(d, """var r = [];
-            document.querySelectorAll('#' + arguments[0] + ' tbody tr').forEach(function (tr) {
-                r.push(tr.children[arguments[1]].dataset.value); });
+        return [int(x) for x in js(d, """var r = [], id = arguments[0], col = arguments[1];
+            document.querySelectorAll('#' + id + ' tbody tr').forEach(function (tr) {
+                r.push(tr.children[col].dataset.value); });
             return r;""", table_id, col)]
     th.click()
     first = column()
@@ -195,14 +195,27 @@ def check_detail(d, name, j):
     flame_checks(d, name + " live", "mt-flame-live", live, topname or "main")
     d.find_element(By.CSS_SELECTOR, "button[data-tab='mt-tab-allocated']").click()
     time.sleep(0.5)
-    flame_checks(d, name + " allocated", "mt-flame-allocated", alloc, "main")
-    d.find_element(By.CSS_SELECTOR, "button[data-tab='mt-tab-sites']").click()
-    time.sleep(0.2)
-    some = top["frames"][0].get("function", "")
-    nf = sum(1 for s in sites if any(some.lower() in (f.get("function") or "").lower() or
-                                     some.lower() in (f.get("module") or "").lower() for f in s["frames"])
-             or some.lower() in s["category"].lower())
+    top_alloc = max(sites, key=lambda s: s.get("allocated_bytes", 0))
+    flame_checks(d, name + " allocated", "mt-flame-allocated", alloc, frame_name(top_alloc["frames"][0]))
+    d.find_element(By.CSS_SELECTOR, "button[data-tab='mt-tab-live']").click()
+    # The filter keeps the sites whose function, category, source or stack
+    # holds the text: counted here from the JSON.
+    some = (topname or "main").lower()
+    nf = sum(1 for s in sites if any(some in frame_name(f).lower() for f in s["frames"]) or
+             some in s["category"].lower() or (s["frames"] and some in frame_source(s["frames"][0]).lower()))
     table_checks(d, name, "mt-sites", "live_bytes", [s["live_bytes"] for s in sites], some, nf)
+
+
+def frame_name(f):
+    if f.get("function"):
+        return f["function"]
+    return (f.get("module") or "?").split("/")[-1] + "+" + (f.get("offset") or f.get("address") or "?")
+
+
+def frame_source(f):
+    if f.get("file"):
+        return f["file"].split("/")[-1] + ":" + str(f["line"]) + (" (inlined)" if f.get("inlined") else "")
+    return (f.get("module") or "?").split("/")[-1] + "+" + (f.get("offset") or "?")
 
 
 def check_diff(d, name, j):

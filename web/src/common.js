@@ -60,26 +60,29 @@ var MT = (function () {
     };
     /* Grouped digits: 1,234,567. */
     MT.count = function (n) { return Number(n).toLocaleString("en-US"); };
-    MT.signed = function (n, fmt) { return (n > 0 ? "+" : n < 0 ? "−" : "±") + (fmt || MT.count)(Math.abs(n)); };
+    MT.signed = function (n, fmt) { return (n > 0 ? "+" : n < 0 ? "-" : "±") + (fmt || MT.count)(Math.abs(n)); };
     MT.percent = function (part, whole) {
         return whole ? (100 * part / whole).toFixed(1) + "%" : "—";
     };
-    MT.seconds = function (ns) { return (ns / 1e9).toFixed(3) + " s"; };
+    MT.seconds = function (ns) {
+        return ns >= 1e9 ? (ns / 1e9).toFixed(3) + " s" : ns >= 1e6 ? (ns / 1e6).toFixed(1) + " ms" : (ns / 1e3).toFixed(0) + " µs";
+    };
     MT.date = function (ns) { return ns ? new Date(ns / 1e6).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "—"; };
 
     /* --- figure cards --------------------------------------------------- */
 
-    /* cards(parent, [{key, label, value, unit: "bytes"|"count", note}]):
-     * the human figure large, the exact one below it. */
+    /* cards(parent, [{key, label, value, unit: "bytes"|"count", signed,
+     * note}]): the human figure large, the exact one below it. */
     MT.cards = function (parent, items) {
         var box = MT.el("div", { class: "mt-cards" });
         items.forEach(function (it) {
-            var bytes = it.unit !== "count";
-            box.appendChild(MT.el("div", { class: "mt-card", data: { key: it.key } }, [
+            var bytes = it.unit !== "count", human = bytes ? MT.bytes : MT.count;
+            var cls = "mt-card" + (it.signed && it.value > 0 ? " mt-up" : it.signed && it.value < 0 ? " mt-down" : "");
+            box.appendChild(MT.el("div", { class: cls, data: { key: it.key } }, [
                 MT.el("div", { class: "mt-card-label", text: it.label }),
-                MT.el("div", { class: "mt-card-value", text: bytes ? MT.bytes(it.value) : MT.count(it.value) }),
+                MT.el("div", { class: "mt-card-value", text: it.signed ? MT.signed(it.value, human) : human(it.value) }),
                 MT.el("div", { class: "mt-exact", data: { value: String(it.value) },
-                               text: MT.count(it.value) + (bytes ? " bytes" : "") }),
+                               text: (it.signed ? MT.signed(it.value) : MT.count(it.value)) + (bytes ? " bytes" : "") }),
                 it.note ? MT.el("div", { class: "mt-card-note", text: it.note }) : null,
             ]));
         });
@@ -90,14 +93,17 @@ var MT = (function () {
     /* --- tables --------------------------------------------------------- */
 
     /* table(parent, {id, columns: [{key, label, unit: "bytes"|"count"|
-     * "signed-bytes"|"text", value: row => x, title}], rows, sort: key,
-     * limit}): click a heading to sort (again: reverse); the filter box
+     * "signed-bytes"|"signed"|"id" (a number, not grouped)|"text", value: row => x, sortValue: row => x, title}],
+     * rows, sort: key (null: the rows' own order until a heading is
+     * clicked), name: row => tr's data-name, limit}): click a heading to
+     * sort, largest first (again: reverse); the filter box
      * keeps the rows whose text cells hold what is typed. Shows `limit`
      * rows (default 500) and says how many more there are. */
     MT.table = function (parent, opt) {
         var cols = opt.columns, limit = opt.limit || 500;
-        var sortKey = opt.sort || cols[0].key, desc = true, filter = "";
+        var sortKey = opt.sort === undefined ? cols[0].key : opt.sort, desc = true, filter = "";
         var get = function (c, r) { return c.value ? c.value(r) : r[c.key]; };
+        var order = function (c, r) { return c.sortValue ? c.sortValue(r) : get(c, r); };
         var input = MT.el("input", { type: "search", class: "mt-filter", placeholder: "filter rows (any text column)",
                                      "aria-label": "filter rows" });
         var status = MT.el("span", { class: "mt-table-status" });
@@ -118,8 +124,9 @@ var MT = (function () {
         function cell(c, r) {
             var v = get(c, r);
             if (c.unit === "text") return MT.el("td", { class: "mt-text", title: v }, [String(v)]);
-            var txt = c.unit === "bytes" ? MT.count(v) : c.unit === "signed-bytes" ? MT.signed(v) : MT.count(v);
-            return MT.el("td", { class: "mt-numcol" + (c.unit === "signed-bytes" ? (v > 0 ? " mt-up" : v < 0 ? " mt-down" : "") : ""),
+            var signed = c.unit === "signed-bytes" || c.unit === "signed";
+            var txt = signed ? MT.signed(v) : c.unit === "id" ? String(v) : MT.count(v);
+            return MT.el("td", { class: "mt-numcol" + (signed ? (v > 0 ? " mt-up" : v < 0 ? " mt-down" : "") : ""),
                                  data: { value: String(v) },
                                  title: c.unit === "bytes" || c.unit === "signed-bytes" ? MT.bytes(v) : null }, [txt]);
         }
@@ -131,8 +138,8 @@ var MT = (function () {
                     return c.unit === "text" && String(get(c, r)).toLowerCase().indexOf(filter) >= 0;
                 });
             });
-            rows.sort(function (a, b) {
-                var x = get(col, a), y = get(col, b);
+            if (col) rows.sort(function (a, b) {
+                var x = order(col, a), y = order(col, b);
                 var d = typeof x === "number" ? x - y : String(x).localeCompare(String(y));
                 return desc ? -d : d;
             });
@@ -301,7 +308,8 @@ var MT = (function () {
             .attr("text-anchor", "end").text(function (d) { return opt.name(d); })
             .append("title").text(function (d) { return opt.name(d); });
         series.forEach(function (s, k) {
-            var g = row.append("g").attr("class", "mt-bar " + (s.cls || ""))
+            var g = row.append("g")
+                .attr("class", function (d) { var v = d[s.key] || 0; return "mt-bar " + (opt.signed ? (v > 0 ? "up" : "down") : s.cls || ""); })
                 .attr("data-name", function (d) { return opt.name(d); })
                 .attr("data-series", s.key)
                 .attr("data-value", function (d) { return String(d[s.key] || 0); });

@@ -44,8 +44,14 @@ MT.categoryColumns = [
     { key: "mappings", label: "mappings", unit: "count" },
 ];
 
-/* Totals, category bars and treemap, RSS and the table: shared with the detail page. */
+/* Totals, category bars and treemap, RSS and the table (the detail page
+ * draws all but the totals). */
 MT.summaryParts = function (root, j) {
+    MT.summaryTotals(root, j);
+    MT.categoryParts(root, j);
+};
+
+MT.summaryTotals = function (root, j) {
     var t = j.total || {}, p = j.process;
     MT.section(root, "Totals", "Live: bytes allocated and not yet freed when the report was written. Peak: the most live at once. " +
         "Committed: mapped memory the process may touch (what counts against overcommit). Resident: what sits in RAM now.");
@@ -58,7 +64,10 @@ MT.summaryParts = function (root, j) {
     if (p) cards.push({ key: "rss_bytes", label: "RSS", value: p.rss_bytes, note: "peak RSS " + MT.bytes(p.peak_rss_bytes) });
     cards.push({ key: "allocs", label: "allocations", value: t.allocs, unit: "count", note: MT.count(t.frees) + " frees, " + MT.count(t.reallocs) + " reallocs" });
     MT.cards(root, cards);
+};
 
+MT.categoryParts = function (root, j) {
+    var p = j.process;
     var cats = (j.categories || []).slice();
     var shown = cats.filter(function (c) { return c.live_bytes || c.peak_bytes || c.committed_bytes || c.resident_bytes; });
     shown.sort(function (a, b) { return (b.live_bytes + b.committed_bytes) - (a.live_bytes + a.committed_bytes); });
