@@ -38,6 +38,8 @@ struct analyzer {
     size_t nbuckets, cur;      /* buckets, the last one used */
     bool started;
     char *file; /* analyze_set_file */
+    uint8_t cat_used[ANALYZE_CATEGORIES]; /* the categories used, in order of first use */
+    unsigned ncat_used;
 };
 
 static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
@@ -182,7 +184,10 @@ static inline int64_t stack_index(struct analyzer *a, uint32_t stack, unsigned c
     a->svals[j] = (uint32_t)r->nstacks;
     a->skey_cache[c] = key;
     a->sidx_cache[c] = (uint32_t)r->nstacks;
-    r->categories[category & 0xff].used = true;
+    if (!r->categories[category & 0xff].used) {
+        r->categories[category & 0xff].used = true;
+        a->cat_used[a->ncat_used++] = (uint8_t)category;
+    }
     return (int64_t)r->nstacks++;
 }
 
@@ -234,12 +239,13 @@ static inline uint64_t *cat_row(struct analyzer *a, size_t i)
     return &a->res.timeline_cat[i * ANALYZE_CATEGORIES];
 }
 
-/* The categories' live bytes now, as bucket i's at its end. */
-static void cat_row_save(struct analyzer *a, size_t i)
+/* The categories' live bytes now, as bucket i's at its end (only those
+ * used: the others are 0 in every row). Off the hot path. */
+static __attribute__((noinline, cold)) void cat_row_save(struct analyzer *a, size_t i)
 {
     uint64_t *row = cat_row(a, i);
-    for (unsigned c = 0; c < ANALYZE_CATEGORIES; c++)
-        row[c] = a->res.categories[c].live_bytes;
+    for (unsigned k = 0; k < a->ncat_used; k++)
+        row[a->cat_used[k]] = a->res.categories[a->cat_used[k]].live_bytes;
 }
 
 /* Halves the timeline's resolution: bucket pairs merged. */
