@@ -70,10 +70,10 @@ fi
 # --- memory info and spans: spans.c counts its own requests by name.
 MEMTRAIL_OPTIONS=peak_step=4KB "$MT" run -o spans.mtr -- "$TBIN/spans" server 2 3000 >spans.out 2>/dev/null
 "$MT" info --json spans.mtr >info.json
-run_mt "$MT" html --kind info spans.mtr -o info.html
-expect_eq "html info: page written" "0 memtrail: wrote info.html (info page)" "$rc $err"
+run_mt "$MT" html --kind info spans.mtr -o spans.html
+expect_eq "html info: page written" "0 memtrail: wrote spans.html (info page)" "$rc $err"
 awk '/^count /{n[$2]=$3} END{printf "{\"by_name\": {\"get\": %d, \"put\": %d}}\n", n["get"], n["put"]}' spans.out >info.truth
-jobs+=(info:info.html:info.json:info.truth)
+jobs+=(info:spans.html:info.json:info.truth)
 
 # --- the browser ---------------------------------------------------------
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then

@@ -273,15 +273,23 @@
         });
         whole.addEventListener("click", function () { view(0, endNs); });
 
+        /* a drag recomputes only when the page has the page groups */
+        var select = function (t0, t1) {
+            if (exact)
+                view(t0, t1);
+        };
         var catNames = d.categories.map(function (c) { return c.name; });
         MT.charts.byProcess = chart(gbox, "mt-rs-by-process", "By process", d,
             d.processes.map(function (p) { return p.pid + " " + p.program; }),
-            function (p, k) { return p.by_process[k]; }, view, shown);
+            function (p, k) { return p.by_process[k]; }, select, shown);
         MT.charts.byCategory = chart(gbox, "mt-rs-by-category", "By category", d, catNames,
-            function (p, k) { return p.by_category[catNames[k]]; }, view, shown);
-        if (exact)
+            function (p, k) { return p.by_category[catNames[k]]; }, select, shown);
+        if (exact) {
             view(d.viewport.start_ns, d.viewport.end_ns);
-        else
+        } else {
+            shown.t0 = d.viewport.start_ns;
+            shown.t1 = d.viewport.end_ns;
             draw(fromReport(d), d.viewport.start_ns, d.viewport.end_ns);
+        }
     };
 })();

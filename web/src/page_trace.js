@@ -72,7 +72,7 @@
             }]}
         }, data, graph);
         box.appendChild(MT.el("p", {"class": "mt-note", id: "mt-timeline-note",
-            text: b.length + " buckets of " + seconds(tl.bucket_ns) + "." + (peakX == null ? "" :
+            text: !b.length ? "No events." : b.length + " buckets of " + seconds(tl.bucket_ns) + "." + (peakX == null ? "" :
                 " Dashed red line: the peak, " + MT.bytes(d.peak.live_bytes) + ", first reached at " + seconds(d.peak.time_ns) + ".")}));
         return plot;
     }
