@@ -166,6 +166,12 @@ def check_summary(d, name, j):
     if j.get("process"):
         p = j["process"]
         expect(name + ": RSS shown", card(d, "rss_bytes") == p["rss_bytes"], "card %s, JSON %s" % (card(d, "rss_bytes"), p["rss_bytes"]))
+        parts = js(d, """var r = {};
+            document.querySelectorAll('#mt-rss div[data-name]').forEach(function (e) { r[e.dataset.name] = +e.dataset.value; });
+            return r;""")
+        explained = sum(v for k, v in parts.items() if k != "other")
+        expect(name + ": RSS explained: the parts drawn add up to explained_bytes", explained == p["explained_bytes"],
+               "parts %r add up to %d, JSON %d" % (parts, explained, p["explained_bytes"]))
     bars = js(d, """var r = {};
         document.querySelectorAll('#mt-categories g.mt-bar[data-series="live_bytes"]').forEach(function (g) {
             r[g.dataset.name] = +g.dataset.value; });
@@ -174,7 +180,7 @@ def check_summary(d, name, j):
     shown = {k: v for k, v in bars.items()}
     expect(name + ": each category's live bytes drawn", all(shown.get(k) == v for k, v in want.items() if k in shown)
            and len(shown) > 0, "bars %r, JSON %r" % (shown, want))
-    top = max(j["categories"], key=lambda c: c["committed_bytes"] + c["live_bytes"])
+    top = max(j["categories"], key=lambda c: (c["kind"] != "overhead", c["committed_bytes"] + c["live_bytes"]))
     first = js(d, "var r = document.querySelector('#mt-category-table tbody tr'); return r ? r.dataset.name : null;")
     expect(name + ": top category first", first == top["name"], "first row %r, expected %r" % (first, top["name"]))
 
