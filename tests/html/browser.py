@@ -145,8 +145,9 @@ def table_checks(d, name, table_id, key, values, filter_text, filter_count):
     first = column()
     th.click()
     second = column()
-    asc, desc = sorted(values), sorted(values, reverse=True)
-    expect(name + ": table sorts by " + key, (first == asc and second == desc) or (first == desc and second == asc),
+    # (a long table shows its first rows only: the first of the sorted values)
+    asc, desc = sorted(values)[:len(first)], sorted(values, reverse=True)[:len(second)]
+    expect(name + ": table sorts by " + key, first and ((first == asc and second == desc) or (first == desc and second == asc)),
            "column after two clicks: %r then %r; values %r" % (first[:8], second[:8], desc[:8]))
     f = d.find_element(By.CSS_SELECTOR, "#%s" % table_id).find_element(By.XPATH, "../..").find_element(
         By.CSS_SELECTOR, ".mt-filter")
@@ -311,7 +312,9 @@ def main():
             if not wait_ready(d, name):
                 continue
             ms = (time.time() - t0) * 1000
-            ok("%s: drawn in %.0f ms" % (name, ms))
+            size = os.path.getsize(page) / 1e6
+            expect("%s: a %.1f MB page opens and draws in under 2 s (%.2f s)" % (name, size, ms / 1000), ms < 2000,
+                   "%.0f ms" % ms)
             expect(name + ": page drew without error", not js(d, "return document.body.dataset.error === '1'"),
                    js(d, "var e = document.querySelector('.mt-error'); return e ? e.textContent : '';"))
             try:
