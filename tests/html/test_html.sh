@@ -54,6 +54,19 @@ run_mt "$MT" html s.mtr -o -
 expect_match "html: -o - writes the page to stdout" '^<!DOCTYPE html>' "$out"
 [ -n "$SQLITE" ] && [ -s sql.mtr ] && { "$MT" html sql.mtr -o sql.html 2>/dev/null || fail "html: sqlite page" "exit $?"; }
 
+# A report cut short: a page of what it holds, the reason, exit 1.
+head -c "$(($(wc -c <d1.mtr) / 2))" d1.mtr >cut.mtr
+run_mt "$MT" html cut.mtr -o cut.html
+expect_match "html: a report cut short is named" "^memtrail: cut.mtr: truncated after line [0-9]+" "$err"
+expect_eq "html: ... its page is written, exit 1" "1 yes" "$rc $([ -s cut.html ] && echo yes)"
+# The ASan+UBSan build on every kind (the capture of each command's output).
+if [ -x "$MT_ASAN" ]; then
+    for args in "s.mtr" "d1.mtr" "d1.mtr d2.mtr" "tree/" "t.mtt" "--kind info s.mtr"; do
+        run_mt "$MT_ASAN" html $args -o asan.html
+        expect_match "html (ASan+UBSan): $args" "^0 memtrail: wrote asan.html \\([a-z]+ page\\)$" "$rc $err"
+    done
+fi
+
 # Errors: one line each, nothing written.
 echo "hello" >notreport.txt
 run_mt "$MT" html notreport.txt -o bad.html
