@@ -77,6 +77,13 @@ expect_eq "html: a missing file" "1 memtrail: missing.mtr: cannot open: No such 
 run_mt "$MT" html s.mtr --kind diff
 expect_match "html: --kind diff needs two inputs" "^memtrail: --kind diff: needs two inputs" "$err"
 expect_eq "html: usage error status" 2 "$rc"
+cp s.mtr s2.mtr
+run_mt "$MT" html s2.mtr -o s2.mtr
+expect_match "html: -o naming an input is refused" "^memtrail: -o s2.mtr: that is an input" "$err"
+cmp -s s.mtr s2.mtr && pass "html: ... and the input is left alone" || fail "html: -o an input" "s2.mtr changed"
+run_mt sh -c "cd tree && '$MT' html ."
+expect_eq "html: a directory given as . is named by its own name" "0 memtrail: wrote tree.html (tree page)" "$rc $err"
+rm -f tree/tree.html
 run_mt "$MT" html - -o x.html
 expect_match "html: stdin is refused with a reason" "must be files" "$err"
 n=$("$MT" html --help | wc -c)
