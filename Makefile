@@ -229,6 +229,13 @@ $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS) $(REFSET_TESTS)
 tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS) $(BUILD)/tests/agent/jemalloc/allocx $(REFSET_PROGS)
 
+# The html test's large detail report (tests/html/many_sites.c): 2^N
+# sites, each leaf of a recursion reached by its own return addresses.
+$(BUILD)/tests/html/many_sites: tests/html/many_sites.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g -fno-optimize-sibling-calls -fno-inline -fno-builtin -o $@ $<
+tests: $(BUILD)/tests/html/many_sites
+
 # A program linked with jemalloc (Debian's libjemalloc2, which scripts/deps.sh
 # installs), calling its own API: tests/agent/test_allocators.sh.
 $(BUILD)/tests/agent/jemalloc/allocx: tests/agent/jemalloc/allocx.c tests/agent/ledger.h $(STUB)

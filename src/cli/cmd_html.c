@@ -63,8 +63,10 @@ static const struct cli_command html_cmd = {
 };
 
 /* Runs a command as `memtrail ARGV...` would, its standard output caught
- * in *buf (malloc'd, *len bytes). Its errors go to stderr as usual. The
- * command's exit code, or CLI_FAILED when memory ran out. */
+ * in *buf (malloc'd, *len bytes): the commands print to stdout, so
+ * pointing stdout at a memory stream for the call runs them unchanged. Its
+ * errors go to stderr as usual. The command's exit code, or CLI_FAILED
+ * when memory ran out. */
 static int capture(int (*cmd)(int, char **), int argc, char **argv, char **buf, size_t *len)
 {
     *buf = NULL;
@@ -124,6 +126,14 @@ static char *default_output(const char *path, const char *suffix)
     while (l > 1 && copy[l - 1] == '/')
         copy[--l] = '\0';
     char *base = basename(copy);
+    if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0) { /* the directory's own name */
+        char *real = realpath(path, NULL);
+        if (real) {
+            free(copy);
+            copy = real;
+            base = strcmp(real, "/") == 0 ? "root" : basename(real);
+        }
+    }
     char *dot = strrchr(base, '.');
     if (dot && dot != base)
         *dot = '\0';
@@ -217,6 +227,13 @@ int cmd_html(int argc, char **argv)
     char *derived = NULL;
     if (!output && !(output = derived = default_output(in[npos - 1], npos == 2 ? "-diff" : "")))
         return cli_error("out of memory");
+    struct stat ost;
+    if (strcmp(output, "-") != 0 && stat(output, &ost) == 0)
+        for (int i = 0; i < npos; i++)
+            if (stat(in[i], &st) == 0 && st.st_dev == ost.st_dev && st.st_ino == ost.st_ino) {
+                free(derived);
+                return cli_usage_error("html", "-o %s: that is an input; the page would replace it", output);
+            }
     /* The output first: a target that cannot be written is refused before any work. */
     struct cli_out out;
     if (cli_out_open(&out, output) != CLI_OK) {

@@ -65,6 +65,17 @@ def wait_ready(d, name, timeout=20):
     return False
 
 
+def poll(get, cond, timeout=5.0):
+    """get() until cond(value) holds or timeout seconds pass (transitions
+    and debounced inputs take their time on a busy machine); the last value."""
+    end = time.time() + timeout
+    v = get()
+    while not cond(v) and time.time() < end:
+        time.sleep(0.05)
+        v = get()
+    return v
+
+
 def console_errors(d):
     return [e for e in d.get_log("browser") if e.get("level") in ("SEVERE", "ERROR")]
 
@@ -102,33 +113,32 @@ def flame_checks(d, name, box_id, expect_root, search_term):
     tname = target.get_attribute("name")
     width = js(d, "return document.querySelector('#' + arguments[0] + ' svg').getAttribute('width');", box_id)
     js(d, "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}));", target)
-    time.sleep(0.8)
-    w = js(d, "return arguments[0].querySelector('rect').getAttribute('width');", target)
+    width_of = lambda: js(d, "return arguments[0].querySelector('rect').getAttribute('width');", target)
+    w = poll(width_of, lambda v: v is not None and float(v) >= float(width) * 0.97)
     expect(name + ": clicking a frame zooms to it", w is not None and float(w) >= float(width) * 0.97,
            "frame %r is %s wide after the click, the graph %s" % (tname, w, width))
     js(d, "document.querySelector('#' + arguments[0] + ' .mt-reset').click();", box_id)
-    time.sleep(0.6)
-    w = js(d, "return arguments[0].querySelector('rect').getAttribute('width');", target)
+    w = poll(width_of, lambda v: v is not None and float(v) < float(width) * 0.97)
     expect(name + ": reset zoom", w is not None and float(w) < float(width) * 0.97,
            "frame %r still %s wide after reset" % (tname, w))
     box = d.find_element(By.ID, box_id)
     field = box.find_element(By.CSS_SELECTOR, ".mt-search")
     field.clear()
     field.send_keys(search_term)
-    time.sleep(0.5)
-    matched = js(d, """var r = [];
-        document.querySelectorAll('#' + arguments[0] + ' g.frame.mt-match').forEach(function (g) { r.push(g.getAttribute('name')); });
-        return r;""", box_id)
     names = js(d, """var r = [];
         document.querySelectorAll('#' + arguments[0] + ' g.frame').forEach(function (g) { r.push(g.getAttribute('name')); });
         return r;""", box_id)
     want = [n for n in names if search_term.lower() in n.lower()]
+    matched = poll(lambda: js(d, """var r = [];
+        document.querySelectorAll('#' + arguments[0] + ' g.frame.mt-match').forEach(function (g) { r.push(g.getAttribute('name')); });
+        return r;""", box_id), lambda v: sorted(v) == sorted(want))
     expect(name + ": search highlights the matching frames",
            matched and sorted(matched) == sorted(want),
            "search %r highlighted %r; frames holding it: %r" % (search_term, matched, want))
     field.clear()
     field.send_keys(" \b")
-    time.sleep(0.3)
+    poll(lambda: js(d, "return document.querySelectorAll('#' + arguments[0] + ' g.frame.mt-match').length;", box_id),
+         lambda v: v == 0)
 
 
 def table_checks(d, name, table_id, key, values, filter_text, filter_count):
@@ -145,16 +155,17 @@ def table_checks(d, name, table_id, key, values, filter_text, filter_count):
     first = column()
     th.click()
     second = column()
-    asc, desc = sorted(values), sorted(values, reverse=True)
-    expect(name + ": table sorts by " + key, (first == asc and second == desc) or (first == desc and second == asc),
+    # (a long table shows its first rows only: the first of the sorted values)
+    asc, desc = sorted(values)[:len(first)], sorted(values, reverse=True)[:len(second)]
+    expect(name + ": table sorts by " + key, first and ((first == asc and second == desc) or (first == desc and second == asc)),
            "column after two clicks: %r then %r; values %r" % (first[:8], second[:8], desc[:8]))
     f = d.find_element(By.CSS_SELECTOR, "#%s" % table_id).find_element(By.XPATH, "../..").find_element(
         By.CSS_SELECTOR, ".mt-filter")
     f.send_keys(filter_text)
-    time.sleep(0.2)
-    n = js(d, "return document.querySelectorAll('#' + arguments[0] + ' tbody tr').length;", table_id)
-    expect(name + ": table filter %r keeps %d rows" % (filter_text, filter_count), n == filter_count,
-           "%d rows shown" % n)
+    shown = min(filter_count, 500)  # (500 rows at a time)
+    n = poll(lambda: js(d, "return document.querySelectorAll('#' + arguments[0] + ' tbody tr').length;", table_id),
+             lambda v: v == shown)
+    expect(name + ": table filter %r keeps %d rows" % (filter_text, filter_count), n == shown, "%d rows shown" % n)
     f.clear()
     f.send_keys(" \b")
 
@@ -166,6 +177,12 @@ def check_summary(d, name, j):
     if j.get("process"):
         p = j["process"]
         expect(name + ": RSS shown", card(d, "rss_bytes") == p["rss_bytes"], "card %s, JSON %s" % (card(d, "rss_bytes"), p["rss_bytes"]))
+        parts = js(d, """var r = {};
+            document.querySelectorAll('#mt-rss div[data-name]').forEach(function (e) { r[e.dataset.name] = +e.dataset.value; });
+            return r;""")
+        explained = sum(v for k, v in parts.items() if k != "other")
+        expect(name + ": RSS explained: the parts drawn add up to explained_bytes", explained == p["explained_bytes"],
+               "parts %r add up to %d, JSON %d" % (parts, explained, p["explained_bytes"]))
     bars = js(d, """var r = {};
         document.querySelectorAll('#mt-categories g.mt-bar[data-series="live_bytes"]').forEach(function (g) {
             r[g.dataset.name] = +g.dataset.value; });
@@ -174,7 +191,7 @@ def check_summary(d, name, j):
     shown = {k: v for k, v in bars.items()}
     expect(name + ": each category's live bytes drawn", all(shown.get(k) == v for k, v in want.items() if k in shown)
            and len(shown) > 0, "bars %r, JSON %r" % (shown, want))
-    top = max(j["categories"], key=lambda c: c["committed_bytes"] + c["live_bytes"])
+    top = max(j["categories"], key=lambda c: (c["kind"] != "overhead", c["committed_bytes"] + c["live_bytes"]))
     first = js(d, "var r = document.querySelector('#mt-category-table tbody tr'); return r ? r.dataset.name : null;")
     expect(name + ": top category first", first == top["name"], "first row %r, expected %r" % (first, top["name"]))
 
@@ -194,7 +211,6 @@ def check_detail(d, name, j):
            "first row %r, JSON's top site %r" % (first, topname))
     flame_checks(d, name + " live", "mt-flame-live", live, topname or "main")
     d.find_element(By.CSS_SELECTOR, "button[data-tab='mt-tab-allocated']").click()
-    time.sleep(0.5)
     top_alloc = max(sites, key=lambda s: s.get("allocated_bytes", 0))
     flame_checks(d, name + " allocated", "mt-flame-allocated", alloc, frame_name(top_alloc["frames"][0]))
     d.find_element(By.CSS_SELECTOR, "button[data-tab='mt-tab-live']").click()
@@ -305,7 +321,9 @@ def main():
             if not wait_ready(d, name):
                 continue
             ms = (time.time() - t0) * 1000
-            ok("%s: drawn in %.0f ms" % (name, ms))
+            size = os.path.getsize(page) / 1e6
+            expect("%s: a %.1f MB page opens and draws in under 2 s (%.2f s)" % (name, size, ms / 1000), ms < 2000,
+                   "%.0f ms" % ms)
             expect(name + ": page drew without error", not js(d, "return document.body.dataset.error === '1'"),
                    js(d, "var e = document.querySelector('.mt-error'); return e ? e.textContent : '';"))
             try:

@@ -7,12 +7,13 @@
 # input (no console errors; totals, peak, top site; flame graph root, zoom,
 # search; table sort and filter). Also: the command's defaults, its errors,
 # and that every kind of input makes a page (those without a page file yet
-# show their JSON). Screenshots go to $BUILD/html-screens/.
+# show their JSON); every page, a 15 MB one of 4,096 sites too, is drawn in
+# under 2 s. Screenshots go to $BUILD/html-screens/.
 . "$(dirname "$0")/../lib.sh"
 
 SCREENS=$BUILD/html-screens
 PY=/usr/bin/python3 # Debian's, with python3-selenium (not a pyenv shim)
-for f in "$MT" "$TBIN/detail" "$TBIN/exact"; do
+for f in "$MT" "$TBIN/detail" "$TBIN/exact" "$BUILD/tests/html/many_sites"; do
     [ -e "$f" ] || { fail html-build "$f missing (make tests)"; exit 1; }
 done
 
@@ -29,7 +30,9 @@ SQL=${MT_SHARED:-/work/shared}/bench/workload.sql
 if [ -n "$SQLITE" ] && [ -f "$SQL" ]; then
     "$MT" run --mode detail -o sql.mtr -- "$SQLITE" :memory: <"$SQL" >/dev/null 2>&1
 fi
-for f in s.mtr d1.mtr d2.mtr t.mtt; do
+# A large detail report: 4,096 sites of 16-frame stacks (a 15 MB page).
+"$MT" run --mode detail --depth 16 -o big.mtr -- "$BUILD/tests/html/many_sites" 12 >/dev/null 2>&1
+for f in s.mtr d1.mtr d2.mtr t.mtt big.mtr; do
     [ -s "$f" ] || { fail "html inputs" "memtrail run did not write $f"; exit 1; }
 done
 
@@ -51,6 +54,19 @@ run_mt "$MT" html s.mtr -o -
 expect_match "html: -o - writes the page to stdout" '^<!DOCTYPE html>' "$out"
 [ -n "$SQLITE" ] && [ -s sql.mtr ] && { "$MT" html sql.mtr -o sql.html 2>/dev/null || fail "html: sqlite page" "exit $?"; }
 
+# A report cut short: a page of what it holds, the reason, exit 1.
+head -c "$(($(wc -c <d1.mtr) / 2))" d1.mtr >cut.mtr
+run_mt "$MT" html cut.mtr -o cut.html
+expect_match "html: a report cut short is named" "^memtrail: cut.mtr: truncated after line [0-9]+" "$err"
+expect_eq "html: ... its page is written, exit 1" "1 yes" "$rc $([ -s cut.html ] && echo yes)"
+# The ASan+UBSan build on every kind (the capture of each command's output).
+if [ -x "$MT_ASAN" ]; then
+    for args in "s.mtr" "d1.mtr" "d1.mtr d2.mtr" "tree/" "t.mtt" "--kind info s.mtr"; do
+        run_mt "$MT_ASAN" html $args -o asan.html
+        expect_match "html (ASan+UBSan): $args" "^0 memtrail: wrote asan.html \\([a-z]+ page\\)$" "$rc $err"
+    done
+fi
+
 # Errors: one line each, nothing written.
 echo "hello" >notreport.txt
 run_mt "$MT" html notreport.txt -o bad.html
@@ -61,6 +77,13 @@ expect_eq "html: a missing file" "1 memtrail: missing.mtr: cannot open: No such 
 run_mt "$MT" html s.mtr --kind diff
 expect_match "html: --kind diff needs two inputs" "^memtrail: --kind diff: needs two inputs" "$err"
 expect_eq "html: usage error status" 2 "$rc"
+cp s.mtr s2.mtr
+run_mt "$MT" html s2.mtr -o s2.mtr
+expect_match "html: -o naming an input is refused" "^memtrail: -o s2.mtr: that is an input" "$err"
+cmp -s s.mtr s2.mtr && pass "html: ... and the input is left alone" || fail "html: -o an input" "s2.mtr changed"
+run_mt sh -c "cd tree && '$MT' html ."
+expect_eq "html: a directory given as . is named by its own name" "0 memtrail: wrote tree.html (tree page)" "$rc $err"
+rm -f tree/tree.html
 run_mt "$MT" html - -o x.html
 expect_match "html: stdin is refused with a reason" "must be files" "$err"
 n=$("$MT" html --help | wc -c)
@@ -86,6 +109,9 @@ fi
 "$MT" info --json s.mtr >info.json
 jobs=(summary:s.html:s.json detail:d1.html:d1.json diff:d2-diff.html:diff.json tree:tree.html:tree.json
       trace:t.html:t.json info:info.html:info.json)
+"$MT" html big.mtr 2>/dev/null
+"$MT" report detail --json big.mtr >big.json
+jobs+=(detail:big.html:big.json)
 if [ -s sql.html ]; then
     "$MT" report detail --json sql.mtr >sql.json 2>/dev/null
     jobs+=(detail:sql.html:sql.json)

@@ -299,7 +299,12 @@ var MT = (function () {
         var band = 16, gap = 10, rowH = series.length * band + gap;
         var vals = [0];
         items.forEach(function (it) { series.forEach(function (s) { vals.push(it[s.key] || 0); }); });
-        var x = d3.scaleLinear().domain(d3.extent(vals)).nice().range([labelW, width - valueW]);
+        /* Ticks at round numbers of the unit shown (KB, MB...), not of bytes. */
+        var ext = d3.extent(vals), unit = 1, nticks = Math.max(2, Math.floor((width - labelW) / 110));
+        if (opt.unit !== "count") while (Math.max(-ext[0], ext[1]) / unit >= 1024) unit *= 1024;
+        var inUnits = d3.scaleLinear().domain([ext[0] / unit, ext[1] / unit]).nice(nticks);
+        var x = d3.scaleLinear().domain(inUnits.domain().map(function (v) { return v * unit; })).range([labelW, width - valueW]);
+        var ticks = inUnits.ticks(nticks).map(function (v) { return v * unit; });
         var svg = d3.select(box).append("svg").attr("width", width).attr("height", items.length * rowH + 40)
             .attr("role", "img").attr("aria-label", opt.title || "bar chart");
         var row = svg.selectAll("g.mt-row").data(items).join("g").attr("class", "mt-row")
@@ -322,7 +327,7 @@ var MT = (function () {
                 .text(function (d) { var v = d[s.key] || 0; return opt.signed ? MT.signed(v, fmt) : fmt(v); });
         });
         svg.append("g").attr("class", "mt-axis").attr("transform", "translate(0," + (items.length * rowH + 6) + ")")
-            .call(d3.axisBottom(x).ticks(Math.max(2, Math.floor((width - labelW) / 110))).tickFormat(function (v) { return fmt(v); }));
+            .call(d3.axisBottom(x).tickValues(ticks).tickFormat(function (v) { return fmt(v); }));
         if (series.length > 1) {
             box.appendChild(MT.el("div", { class: "mt-legend" }, series.map(function (s) {
                 return MT.el("span", { class: "mt-key " + (s.cls || "") }, [MT.el("i"), s.label]);

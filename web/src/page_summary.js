@@ -5,8 +5,9 @@
  *
  * Test hooks: .mt-card[data-key] for live_bytes, peak_bytes,
  * committed_bytes, resident_bytes, rss_bytes (common.js); #mt-categories
- * (bars, g.mt-bar[data-series]); #mt-category-table (sorted by live +
- * committed, as the CLI lists them); #mt-rss. */
+ * (live and peak bars, g.mt-bar[data-series]); #mt-mappings (committed
+ * and resident); #mt-category-table (in the CLI's order: live + committed,
+ * largest first, memtrail's own last); #mt-rss (div[data-name][data-value]). */
 MT.processInfo = function (root, j) {
     var rows = [
         ["program", j.exe || "—"],
@@ -68,20 +69,28 @@ MT.summaryTotals = function (root, j) {
 
 MT.categoryParts = function (root, j) {
     var p = j.process;
-    var cats = (j.categories || []).slice();
-    var shown = cats.filter(function (c) { return c.live_bytes || c.peak_bytes || c.committed_bytes || c.resident_bytes; });
-    shown.sort(function (a, b) { return (b.live_bytes + b.committed_bytes) - (a.live_bytes + a.committed_bytes); });
-    var s = MT.section(root, "Categories", "Each category's live and peak bytes (allocations) and committed and resident bytes (mappings), " +
-        "largest first. Categories with nothing are left out of the chart; the table lists them all.");
-    MT.bars(s, shown, {
-        id: "mt-categories", title: "categories", name: function (c) { return c.name; },
-        series: [{ key: "live_bytes", label: "live" }, { key: "peak_bytes", label: "peak", cls: "peak" },
-                 { key: "committed_bytes", label: "committed", cls: "committed" }, { key: "resident_bytes", label: "resident", cls: "resident" }],
+    /* The CLI's order: largest (live + committed) first, memtrail's own last. */
+    var cats = (j.categories || []).slice().sort(function (a, b) {
+        return ((a.kind === "overhead") - (b.kind === "overhead")) ||
+            (b.live_bytes + b.committed_bytes) - (a.live_bytes + a.committed_bytes);
     });
-
+    var allocs = cats.filter(function (c) { return c.live_bytes || c.peak_bytes; });
+    var s = MT.section(root, "Allocations by category", "Live and peak bytes of each category's allocations (malloc and " +
+        "the program's own pools; memtrail's own last). Categories with none are left out; the table below lists them all.");
+    MT.bars(s, allocs, {
+        id: "mt-categories", title: "allocations by category", name: function (c) { return c.name; },
+        series: [{ key: "live_bytes", label: "live" }, { key: "peak_bytes", label: "peak", cls: "peak" }],
+    });
+    var maps = cats.filter(function (c) { return c.committed_bytes || c.resident_bytes; });
+    s = MT.section(root, "Mappings by category", "Committed and resident bytes of the address space, by what it holds " +
+        "(heap arenas, thread stacks, code, files, anonymous mappings, memtrail's own).");
+    MT.bars(s, maps, {
+        id: "mt-mappings", title: "mappings by category", name: function (c) { return c.name; },
+        series: [{ key: "committed_bytes", label: "committed", cls: "committed" }, { key: "resident_bytes", label: "resident", cls: "resident" }],
+    });
     if (p) MT.rssParts(root, j);
-    var ts = MT.section(root, "All figures by category", "Click a heading to sort; type to filter.");
-    MT.table(ts, { id: "mt-category-table", rows: cats, columns: MT.categoryColumns, sort: "size", name: function (c) { return c.name; } });
+    var ts = MT.section(root, "All figures by category", "In the CLI's order; click a heading to sort, type to filter.");
+    MT.table(ts, { id: "mt-category-table", rows: cats, columns: MT.categoryColumns, sort: null, name: function (c) { return c.name; } });
 };
 
 /* What the RSS is made of: each category's resident bytes, as a share of
@@ -90,10 +99,11 @@ MT.rssParts = function (root, j) {
     var p = j.process;
     var s = MT.section(root, "RSS explained", null, "mt-rss-section");
     var share = MT.percent(p.explained_bytes, p.rss_bytes);
-    s.appendChild(MT.el("p", { class: "mt-note", text: "The process's RSS (resident set, what the kernel counts in RAM) was " +
+    s.appendChild(MT.el("p", { class: "mt-note", text: "The process's RSS (resident set: its pages the kernel holds in RAM) was " +
         MT.bytes(p.rss_bytes) + " (" + MT.count(p.rss_bytes) + " bytes). The categories' resident pages explain " +
-        MT.bytes(p.explained_bytes) + " of it (" + share + "); the rest is memory memtrail cannot place (category \"other\": " +
-        "anonymous mappings it did not see made, the kernel's vdso/vvar pages)." }));
+        MT.bytes(p.explained_bytes) + " of it (" + share + "): every category but \"other\", which holds the mappings " +
+        "memtrail cannot place (made before it started or by the kernel, such as vdso and vvar). The bar below is the RSS; " +
+        "the treemap shows the same parts by area." }));
     var cats = (j.categories || []).filter(function (c) { return c.resident_bytes > 0; })
         .sort(function (a, b) { return b.resident_bytes - a.resident_bytes; });
     var color = d3.scaleOrdinal(d3.schemeTableau10);
@@ -109,7 +119,7 @@ MT.rssParts = function (root, j) {
                                                  title: "not in any category: " + MT.bytes(rest) }, ["unexplained"]));
     s.appendChild(bar);
     /* The treemap: the area of each category is its resident bytes. */
-    var w = Math.min(900, Math.max(480, s.clientWidth || 900)), h = 260;
+    var w = Math.min(900, Math.max(480, s.clientWidth || 900)), h = 180;
     var tree = d3.hierarchy({ children: cats }).sum(function (c) { return c.resident_bytes || 0; });
     d3.treemap().size([w, h]).padding(2)(tree);
     var svg = d3.select(s).append("svg").attr("class", "mt-treemap").attr("width", w).attr("height", h)
