@@ -37,7 +37,7 @@ struct analyzer {
     unsigned shift;            /* timeline bucket width: 2^shift ns */
     size_t nbuckets, cur;      /* buckets, the last one used */
     bool started;
-    char *file; /* analyze_set_file */
+    char *file;                           /* analyze_set_file */
     uint8_t cat_used[ANALYZE_CATEGORIES]; /* the categories used, in order of first use */
     unsigned ncat_used;
 };

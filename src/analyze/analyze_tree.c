@@ -148,7 +148,8 @@ static void emit(mt_json *j, struct tree *t, uint32_t i, uint64_t min, uint32_t 
             emit(j, t, c, min, next);
 }
 
-int analyze_tree_json(mt_json *j, const struct analyze_result *res, mt_trace_reader *r, struct symbolizer *sym)
+int analyze_tree_json(mt_json *j, const struct analyze_result *res, mt_trace_reader *r,
+                      struct symbolizer *sym)
 {
     struct tree t = {.cap = 256};
     t.n = calloc(t.cap, sizeof *t.n);

@@ -94,8 +94,12 @@ int rs_print_page_data(mt_json *j, const struct rs_model *m)
     mt_json_object_begin(j);
     for (size_t i = 0; i < m->nrefs; i++) {
         const struct rs_pref *r = &m->refs[i];
-        g[i] = (struct group){.a = r->t_ref, .b = r->t_rel, .proc = r->proc, .cat = r->cat,
-                              .zero = r->id_kind == RS_ID_ZERO, .pages = 1};
+        g[i] = (struct group){.a = r->t_ref,
+                              .b = r->t_rel,
+                              .proc = r->proc,
+                              .cat = r->cat,
+                              .zero = r->id_kind == RS_ID_ZERO,
+                              .pages = 1};
     }
     json_groups(j, "references", g, merge(g, m->nrefs), true);
     for (size_t i = 0; i < m->nspans; i++) {
