@@ -41,7 +41,7 @@ def expect(name, cond, why):
 def start_browser():
     opts = webdriver.ChromeOptions()
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1400,1000", "--allow-file-access-from-files"):
+              "--window-size=1400,1000"):
         opts.add_argument(a)
     opts.binary_location = "/usr/bin/chromium"
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -324,6 +324,8 @@ def main():
             size = os.path.getsize(page) / 1e6
             expect("%s: a %.1f MB page opens and draws in under 2 s (%.2f s)" % (name, size, ms / 1000), ms < 2000,
                    "%.0f ms" % ms)
+            fetched = js(d, "return performance.getEntriesByType('resource').map(function (e) { return e.name; });")
+            expect(name + ": loads nothing (every script, style and datum inline)", not fetched, "fetched %r" % fetched)
             expect(name + ": page drew without error", not js(d, "return document.body.dataset.error === '1'"),
                    js(d, "var e = document.querySelector('.mt-error'); return e ? e.textContent : '';"))
             try:
