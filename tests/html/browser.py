@@ -41,7 +41,7 @@ def expect(name, cond, why):
 def start_browser():
     opts = webdriver.ChromeOptions()
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1400,1000", "--allow-file-access-from-files"):
+              "--window-size=1400,1000"):
         opts.add_argument(a)
     opts.binary_location = "/usr/bin/chromium"
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -93,7 +93,10 @@ def card(d, key):
 
 def flame_checks(d, name, box_id, expect_root, search_term):
     """Root value, click-to-zoom, search highlight and reset of one flame graph."""
-    root = js(d, "var b = document.getElementById(arguments[0]); return b ? b.dataset.rootValue : null;", box_id)
+    # The root frame's value as d3-flame-graph computed it (its bound datum).
+    root = js(d, """var v = null;
+        d3.select('#' + arguments[0] + ' svg').selectAll('g.frame').each(function (n) { if (n.depth === 0) v = n.value; });
+        return v;""", box_id)
     expect(name + ": flame graph root equals the total", root is not None and int(root) == expect_root,
            "root %s, expected %d" % (root, expect_root))
     # Click the widest frame below the root: it must fill the width after zooming.
@@ -324,6 +327,8 @@ def main():
             size = os.path.getsize(page) / 1e6
             expect("%s: a %.1f MB page opens and draws in under 2 s (%.2f s)" % (name, size, ms / 1000), ms < 2000,
                    "%.0f ms" % ms)
+            fetched = js(d, "return performance.getEntriesByType('resource').map(function (e) { return e.name; });")
+            expect(name + ": loads nothing (every script, style and datum inline)", not fetched, "fetched %r" % fetched)
             expect(name + ": page drew without error", not js(d, "return document.body.dataset.error === '1'"),
                    js(d, "var e = document.querySelector('.mt-error'); return e ? e.textContent : '';"))
             try:

@@ -109,6 +109,14 @@ fi
 "$MT" info --json s.mtr >info.json
 jobs=(summary:s.html:s.json detail:d1.html:d1.json diff:d2-diff.html:diff.json tree:tree.html:tree.json
       trace:t.html:t.json info:info.html:info.json)
+# Two summary reports (no sites: the diff page without its site parts),
+# and a trace shown as a detail report (its stacks are the sites).
+"$MT" run -o s3.mtr -- "$TBIN/detail" threads 1 >/dev/null 2>&1
+"$MT" html s.mtr s3.mtr -o sdiff.html 2>/dev/null
+"$MT" diff --json s.mtr s3.mtr >sdiff.json
+"$MT" html --kind detail t.mtt -o tdetail.html 2>/dev/null
+"$MT" report detail --json t.mtt >tdetail.json 2>/dev/null
+jobs+=(diff:sdiff.html:sdiff.json detail:tdetail.html:tdetail.json)
 "$MT" html big.mtr 2>/dev/null
 "$MT" report detail --json big.mtr >big.json
 jobs+=(detail:big.html:big.json)

@@ -303,8 +303,11 @@ var MT = (function () {
         var ext = d3.extent(vals), unit = 1, nticks = Math.max(2, Math.floor((width - labelW) / 110));
         if (opt.unit !== "count") while (Math.max(-ext[0], ext[1]) / unit >= 1024) unit *= 1024;
         var inUnits = d3.scaleLinear().domain([ext[0] / unit, ext[1] / unit]).nice(nticks);
-        var x = d3.scaleLinear().domain(inUnits.domain().map(function (v) { return v * unit; })).range([labelW, width - valueW]);
-        var ticks = inUnits.ticks(nticks).map(function (v) { return v * unit; });
+        var dom = inUnits.domain().map(function (v) { return v * unit; });
+        /* A small change down next to large ones up: no whole tick step of room for it. */
+        if (ext[0] < 0 && -ext[0] < 0.05 * ext[1]) dom[0] = ext[0];
+        var x = d3.scaleLinear().domain(dom).range([labelW, width - valueW]);
+        var ticks = inUnits.ticks(nticks).map(function (v) { return v * unit; }).filter(function (v) { return v >= dom[0]; });
         var svg = d3.select(box).append("svg").attr("width", width).attr("height", items.length * rowH + 40)
             .attr("role", "img").attr("aria-label", opt.title || "bar chart");
         var row = svg.selectAll("g.mt-row").data(items).join("g").attr("class", "mt-row")
