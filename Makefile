@@ -46,6 +46,19 @@ CLI_SRC    += $(TRACE_SRC) $(ANALYZE_SRC)
 # Reference sets (src/refset): the recorder and the report run in the CLI.
 REFSET_SRC := $(wildcard src/refset/*.c)
 CLI_SRC    += $(REFSET_SRC)
+# `memtrail html` (src/html): the page code and the vendored libraries
+# (web/src, web/vendor; docs/html.md) are built into the binary by an
+# assembler file of .incbin lines, regenerated when a file or the list of
+# files changes.
+WEB_FILES  := $(sort $(patsubst web/%,%,$(wildcard web/src/*.js web/src/*.css web/vendor/*/*.js \
+                web/vendor/*/*.css web/vendor/*/LICENSE web/vendor/*/VERSION)))
+WEB_ASM    := $(BUILD)/gen/web_assets.S
+WEB_STAMP  := $(BUILD)/.webfiles
+$(shell mkdir -p $(BUILD) && (echo '$(WEB_FILES)' | cmp -s - $(WEB_STAMP) || echo '$(WEB_FILES)' > $(WEB_STAMP)))
+$(WEB_ASM): $(addprefix web/,$(WEB_FILES)) $(WEB_STAMP) scripts/web_embed.sh
+	@mkdir -p $(dir $@)
+	bash scripts/web_embed.sh $@ $(abspath web) $(WEB_FILES)
+CLI_SRC    += $(wildcard src/html/*.c) $(WEB_ASM)
 CLI_LIBS   += -lzstd -lpthread
 AGENT_SRC  := $(wildcard src/agent/*.c) $(COMMON_SRC) $(OPTIONS_SRC) $(XE_SRC) $(TRACE_W_SRC)
 HDRS       := $(wildcard include/*.h src/*/*.h)
@@ -215,6 +228,13 @@ $(DETAIL_DIR)/libmtplugin.stripped.so: $(DETAIL_DIR)/libmtplugin.so
 
 asan: $(ASAN_BIN) $(UNIT_TESTS) $(XE_TESTS) $(TRACE_TESTS) $(ANALYZE_TESTS) $(REFSET_TESTS)
 tests: all asan $(AGENT_TESTS) $(DETAIL_TESTS) $(BUILD)/tests/agent/jemalloc/allocx $(REFSET_PROGS)
+
+# The html test's large detail report (tests/html/many_sites.c): 2^N
+# sites, each leaf of a recursion reached by its own return addresses.
+$(BUILD)/tests/html/many_sites: tests/html/many_sites.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O1 -g -fno-optimize-sibling-calls -fno-inline -fno-builtin -o $@ $<
+tests: $(BUILD)/tests/html/many_sites
 
 # A program linked with jemalloc (Debian's libjemalloc2, which scripts/deps.sh
 # installs), calling its own API: tests/agent/test_allocators.sh.

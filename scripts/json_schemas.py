@@ -134,7 +134,9 @@ ANALYZE_PROPS = dict(
        ("inherited", null(obj({"replayed": BOOL, "ppid": null(COUNT), "parent_trace": null(STR),
                                "live_count": COUNT, "live_bytes": COUNT, "parent_reaches_fork": BOOL,
                                "note": null(STR)})))]
-    + [("peak", section(["live_bytes", "live_count", "time_ns"], ["live_bytes", "live_count"])),
+    + [("peak", obj(dict(list(section(["live_bytes", "live_count", "time_ns"],
+                                      ["live_bytes", "live_count"])["properties"].items())
+                         + [("tree", arr(obj({"name": STR, "value": COUNT, "parent": null(COUNT)})))]))),
        ("leaks", section(["live_bytes", "live_count"], ["live_bytes", "live_count"])),
        ("temporary", section(["temporary_count", "temporary_bytes"],
                              ["temporary_bytes", "temporary_count", "allocs"])),
@@ -142,8 +144,9 @@ ANALYZE_PROPS = dict(
                     "by_bytes": obj(dict(stack_list(["allocated_bytes", "allocs", "reallocs"])))})),
        ("histogram", arr(obj({"min_bytes": COUNT, "max_bytes": COUNT, "count": COUNT,
                               "allocated_bytes": COUNT}))),
-       ("timeline", obj({"bucket_ns": COUNT, "buckets": arr(obj({"time_ns": COUNT, "live_bytes": COUNT,
-                                                                 "max_live_bytes": COUNT}))}))])
+       ("timeline", obj({"bucket_ns": COUNT, "categories": arr(STR),
+                         "buckets": arr(obj({"time_ns": COUNT, "live_bytes": COUNT, "max_live_bytes": COUNT,
+                                             "by_category": arr(COUNT)}))}))])
 
 XE_SHAPE = {"partition_mode": {"enum": ["none", "per_node", "per_cpu"]}, "cpus": COUNT, "nodes": COUNT,
             "strict": BOOL, "max_event_size_bytes": null(COUNT)}
@@ -195,6 +198,10 @@ REFSET_REPORT = dict([
     ("stacks", obj({"impacting": arr(RS_STACK), "allocation": arr(RS_STACK)})),
     ("timeline", arr(obj({"time_s": SECONDS, "time_ns": COUNT, "bytes": COUNT, "by_process": arr(COUNT),
                           "by_category": obj({k: COUNT for k in RS_CATEGORY_NAMES})}))),
+    # [process, category, t_ref, t_rel, zero, pages] and [process, category, start, end, pages];
+    # a null time is before the recording (t_ref, start) or never (t_rel, end)
+    ("page_data", obj({"references": null(arr(dict(arr(null(INT)), minItems=6, maxItems=6))),
+                       "spans": null(arr(dict(arr(null(INT)), minItems=5, maxItems=5)))})),
 ])
 
 # memtrail info --json (docs/info.md): the last snapshot of each kind of

@@ -37,7 +37,9 @@ struct analyzer {
     unsigned shift;            /* timeline bucket width: 2^shift ns */
     size_t nbuckets, cur;      /* buckets, the last one used */
     bool started;
-    char *file; /* analyze_set_file */
+    char *file;                           /* analyze_set_file */
+    uint8_t cat_used[ANALYZE_CATEGORIES]; /* the categories used, in order of first use */
+    unsigned ncat_used;
 };
 
 static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
@@ -60,7 +62,8 @@ struct analyzer *analyze_new(unsigned timeline_buckets)
         return NULL;
     a->nbuckets = timeline_buckets >= 2 ? timeline_buckets : ANALYZE_TIMELINE;
     a->res.timeline = calloc(a->nbuckets, sizeof *a->res.timeline);
-    if (!a->res.timeline || analyze_live_init(&a->live) < 0) {
+    a->res.timeline_cat = calloc(a->nbuckets * ANALYZE_CATEGORIES, sizeof *a->res.timeline_cat);
+    if (!a->res.timeline || !a->res.timeline_cat || analyze_live_init(&a->live) < 0) {
         analyze_free(a);
         return NULL;
     }
@@ -75,6 +78,7 @@ void analyze_free(struct analyzer *a)
     analyze_live_free(&a->live);
     free(a->res.stacks);
     free(a->res.timeline);
+    free(a->res.timeline_cat);
     for (size_t i = 0; i < a->res.nparent_stacks; i++)
         free((void *)a->res.parent_stacks[i].frames);
     free(a->res.parent_stacks);
@@ -180,7 +184,10 @@ static inline int64_t stack_index(struct analyzer *a, uint32_t stack, unsigned c
     a->svals[j] = (uint32_t)r->nstacks;
     a->skey_cache[c] = key;
     a->sidx_cache[c] = (uint32_t)r->nstacks;
-    r->categories[category & 0xff].used = true;
+    if (!r->categories[category & 0xff].used) {
+        r->categories[category & 0xff].used = true;
+        a->cat_used[a->ncat_used++] = (uint8_t)category;
+    }
     return (int64_t)r->nstacks++;
 }
 
@@ -226,6 +233,21 @@ static inline struct thread *thread_of(struct analyzer *a, uint32_t tid)
 
 /* --- the timeline --------------------------------------------------------- */
 
+/* Bucket i's live bytes by category: row i of timeline_cat. */
+static inline uint64_t *cat_row(struct analyzer *a, size_t i)
+{
+    return &a->res.timeline_cat[i * ANALYZE_CATEGORIES];
+}
+
+/* The categories' live bytes now, as bucket i's at its end (only those
+ * used: the others are 0 in every row). Off the hot path. */
+static __attribute__((noinline, cold)) void cat_row_save(struct analyzer *a, size_t i)
+{
+    uint64_t *row = cat_row(a, i);
+    for (unsigned k = 0; k < a->ncat_used; k++)
+        row[a->cat_used[k]] = a->res.categories[a->cat_used[k]].live_bytes;
+}
+
 /* Halves the timeline's resolution: bucket pairs merged. */
 static void timeline_merge(struct analyzer *a)
 {
@@ -233,6 +255,8 @@ static void timeline_merge(struct analyzer *a)
     size_t n = a->nbuckets;
     for (size_t i = 0; i < n / 2; i++) {
         struct analyze_bucket x = b[2 * i], y = b[2 * i + 1];
+        size_t end = 2 * i + 1 > a->cur ? 2 * i : 2 * i + 1; /* the half whose end is the pair's end */
+        memmove(cat_row(a, i), cat_row(a, end), ANALYZE_CATEGORIES * sizeof(uint64_t));
         if (2 * i + 1 > a->cur)
             b[i] = x; /* its second half has not started */
         else
@@ -241,6 +265,7 @@ static void timeline_merge(struct analyzer *a)
                                         .max_bytes = x.max_bytes > y.max_bytes ? x.max_bytes : y.max_bytes};
     }
     memset(b + n / 2, 0, (n - n / 2) * sizeof *b);
+    memset(cat_row(a, n / 2), 0, (n - n / 2) * ANALYZE_CATEGORIES * sizeof(uint64_t));
     a->cur /= 2;
     a->shift++;
 }
@@ -257,8 +282,10 @@ static struct analyze_bucket *timeline_at(struct analyzer *a, uint64_t t)
         i = a->shift < 64 ? t >> a->shift : 0;
     }
     uint64_t live = a->res.timeline[a->cur].live_bytes;
-    for (size_t k = a->cur + 1; k <= i; k++)
+    for (size_t k = a->cur + 1; k <= i; k++) {
         a->res.timeline[k] = (struct analyze_bucket){.live_bytes = live, .max_bytes = live};
+        memcpy(cat_row(a, k), cat_row(a, a->cur), ANALYZE_CATEGORIES * sizeof(uint64_t));
+    }
     a->cur = (size_t)i;
     return &a->res.timeline[i];
 }
@@ -487,6 +514,7 @@ int analyze_events(struct analyzer *a, const mt_trace_event *ev, size_t n)
         if (__builtin_expect(t >= b_end, 0)) {
             b->live_bytes = h.live;
             b->max_bytes = b_max;
+            cat_row_save(a, a->cur);
             b = timeline_at(a, t);
             b_max = b->max_bytes;
             b_end = timeline_end(a);
@@ -534,6 +562,7 @@ int analyze_events(struct analyzer *a, const mt_trace_event *ev, size_t n)
     }
     b->live_bytes = h.live;
     b->max_bytes = b_max;
+    cat_row_save(a, a->cur);
     r->events += rc < 0 ? i + 1 : n;
     r->live_bytes = h.live;
     r->live_count = h.count;
@@ -611,6 +640,7 @@ int analyze_take_live(struct analyzer *a, const struct analyzer *parent)
         a->epoch = t.h.epoch + 1;
     }
     r->timeline[a->cur] = (struct analyze_bucket){.live_bytes = r->live_bytes, .max_bytes = r->live_bytes};
+    cat_row_save(a, a->cur);
     return t.rc;
 }
 

@@ -113,6 +113,9 @@ struct analyze_result {
     size_t nstacks;
     struct analyze_category categories[ANALYZE_CATEGORIES];
     struct analyze_bucket *timeline; /* ntimeline buckets of bucket_ns from time 0 */
+    /* Each category's live bytes at each bucket's end: bucket i's are
+     * timeline_cat[i * ANALYZE_CATEGORIES + category]. */
+    uint64_t *timeline_cat;
     size_t ntimeline;
     uint64_t bucket_ns;
 };
@@ -239,6 +242,12 @@ struct analyze_view {
 
 int analyze_print_text(FILE *out, const struct analyze_result *res, const struct analyze_view *v);
 int analyze_print_json(FILE *out, const struct analyze_result *res, const struct analyze_view *v);
+
+/* "tree": the stacks live at the peak as one call tree, outermost frame
+ * first, a flat array of {name, value, parent} (analyze_tree.c); nodes under
+ * 1/5000 of the peak are left out. 0 or -ENOMEM. */
+int analyze_tree_json(struct mt_json *j, const struct analyze_result *res, mt_trace_reader *r,
+                      struct symbolizer *sym);
 
 /* --- a trace as a detail report (analyze_report.c) ------------------------ */
 

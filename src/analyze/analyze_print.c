@@ -396,11 +396,23 @@ static void json_histogram(mt_json *j, const struct analyze_result *res)
     mt_json_array_end(j);
 }
 
-static void json_timeline(mt_json *j, const struct analyze_result *res)
+static void json_timeline(mt_json *j, const struct analyze_result *res, const struct analyze_view *v)
 {
+    unsigned used[ANALYZE_CATEGORIES], nused = 0;
+    for (unsigned c = 0; c < ANALYZE_CATEGORIES; c++)
+        if (res->categories[c].used)
+            used[nused++] = c;
     mt_json_key(j, "timeline");
     mt_json_object_begin(j);
     mt_json_ku64(j, "bucket_ns", res->bucket_ns);
+    mt_json_key(j, "categories");
+    mt_json_oneline(j);
+    mt_json_array_begin(j);
+    for (unsigned k = 0; k < nused; k++) {
+        char cb[32];
+        mt_json_str(j, category_of(v, used[k], cb, sizeof cb));
+    }
+    mt_json_array_end(j);
     mt_json_key(j, "buckets");
     mt_json_array_begin(j);
     for (size_t i = 0; i < res->ntimeline; i++) {
@@ -409,6 +421,11 @@ static void json_timeline(mt_json *j, const struct analyze_result *res)
         mt_json_ku64(j, "time_ns", res->bucket_ns * i);
         mt_json_ku64(j, "live_bytes", res->timeline[i].live_bytes);
         mt_json_ku64(j, "max_live_bytes", res->timeline[i].max_bytes);
+        mt_json_key(j, "by_category");
+        mt_json_array_begin(j);
+        for (unsigned k = 0; k < nused; k++)
+            mt_json_u64(j, res->timeline_cat[i * ANALYZE_CATEGORIES + used[k]]);
+        mt_json_array_end(j);
         mt_json_object_end(j);
     }
     mt_json_array_end(j);
@@ -456,6 +473,7 @@ int analyze_print_json(FILE *out, const struct analyze_result *res, const struct
         mt_json_ku64(&j, "live_count", res->peak_count);
         mt_json_ku64(&j, "time_ns", res->peak_time_ns);
         rc = rc ? rc : json_list(&j, res, v, RANK_PEAK);
+        rc = rc ? rc : analyze_tree_json(&j, res, v->reader, v->sym);
         mt_json_object_end(&j);
     }
     if (v->show & ANALYZE_SHOW_LEAKS) {
@@ -490,7 +508,7 @@ int analyze_print_json(FILE *out, const struct analyze_result *res, const struct
     if (v->show & ANALYZE_SHOW_HISTOGRAM)
         json_histogram(&j, res);
     if (v->show & ANALYZE_SHOW_TIMELINE)
-        json_timeline(&j, res);
+        json_timeline(&j, res, v);
     int jrc = mt_json_document_end(&j);
     return rc < 0 ? rc : jrc;
 }

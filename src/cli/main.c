@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"query", cmd_query, "ask a running tracked process for its summary, a baseline, or a diff"},
     {"info", cmd_info, "memory events, time in memory management, and requests' tail latency"},
     {"exporter", cmd_exporter, "serve tracked processes' metrics (Prometheus) and heap profiles (pprof)"},
+    {"html", cmd_html, "write a self-contained HTML page (charts, flame graphs, tables) of any input"},
     {"export", cmd_export, "export a detail report's or a trace's sites as folded stacks, pprof or JSON"},
     {"analyze", cmd_analyze, "analyse a trace: peak, leaks, temporary allocations, hot stacks, timeline"},
     {"sessions", cmd_sessions, "show a running tracked process's event sessions (as dm_xe_sessions)"},

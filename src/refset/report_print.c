@@ -479,5 +479,7 @@ int rs_print_json(FILE *out, const struct rs_model *m, const struct rs_view *v, 
     syms_close(&cache);
 
     json_timeline(&j, m, v);
-    return mt_json_document_end(&j);
+    int rc = rs_print_page_data(&j, m);
+    int jrc = mt_json_document_end(&j);
+    return rc < 0 ? rc : jrc;
 }

@@ -25,4 +25,11 @@ extern const char *const rs_class_names[2];
 int rs_print_text(FILE *out, const struct rs_model *m, const struct rs_view *v, const struct rs_print *p);
 int rs_print_json(FILE *out, const struct rs_model *m, const struct rs_view *v, const struct rs_print *p);
 
+/* "page_data": the page references and the system view's spans grouped by
+ * process, category and times, with page counts, from which any viewport's
+ * figures follow (report_pages.c); null arrays past 200000 groups.
+ * 0 or -ENOMEM. */
+struct mt_json;
+int rs_print_page_data(struct mt_json *j, const struct rs_model *m);
+
 #endif

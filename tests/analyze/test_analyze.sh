@@ -48,6 +48,10 @@ expect_eq "analyze --json: histogram counts every allocation and realloc" "True"
     "$(json_get "$T/a.json" "sum(b['count'] for b in j['histogram']) == j['allocs'] + j['reallocs']")"
 expect_eq "analyze --json: timeline buckets in order, within 256" "True" \
     "$(json_get "$T/a.json" "0 < len(j['timeline']['buckets']) <= 256 and all(b['max_live_bytes'] >= b['live_bytes'] for b in j['timeline']['buckets']) and j['timeline']['buckets'][-1]['live_bytes'] == j['live_bytes']")"
+expect_eq "analyze --json: timeline by category adds up to live bytes in every bucket" "True" \
+    "$(json_get "$T/a.json" "len(j['timeline']['categories']) > 0 and all(len(b['by_category']) == len(j['timeline']['categories']) and sum(b['by_category']) == b['live_bytes'] for b in j['timeline']['buckets'])")"
+expect_eq "analyze --json: the tree at the peak: root all = the peak, children within their parent, leaves' sum = the stacks'" "True" \
+    "$(json_get "$T/a.json" "(lambda t: t[0]['name'] == 'all' and t[0]['parent'] is None and t[0]['value'] == j['peak']['live_bytes'] and all(n['parent'] < i for i, n in enumerate(t) if i) and all(sum(c['value'] for c in t if c['parent'] == i) <= n['value'] for i, n in enumerate(t)))(j['peak']['tree'])")"
 expect_eq "analyze --json: hot stacks by count and by bytes" "True" \
     "$(json_get "$T/a.json" "len(j['hot']['by_count']['stacks']) > 0 and len(j['hot']['by_bytes']['stacks']) > 0")"
 

@@ -42,6 +42,49 @@ expect_eq "json: the timeline's points add up" "ok" \
 expect_eq "json: stacks symbolized" "touch_buffers touch_heap" \
     "$(json_get "$T/v12.json" '" ".join(s["frames"][0]["function"] or "?" for s in j["stacks"]["impacting"])')"
 
+# page_data (what memtrail html recomputes viewports from): the whole
+# recording's report, recomputed here for 1:2 and 2.4:3 by the documented
+# rules, equals the report made for each viewport.
+"$MT" refset report "$R" --json >"$T/all.json"
+"$MT" refset report "$R" --viewport 2.4:3 --json >"$T/v243.json"
+for v in "1 2 v12" "2.4 3 v243"; do
+    set -- $v
+    expect_eq "json: page_data recomputes viewport $1:$2 as refset report --viewport does" "ok" "$(python3 - "$T/all.json" "$T/$3.json" "$1" "$2" <<'PYEOF'
+import json, sys
+a, want = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+t0, t1 = round(float(sys.argv[3]) * 1e9), round(float(sys.argv[4]) * 1e9)
+ps, inf = a["page_size_bytes"], float("inf")
+def zero():
+    return dict(size_bytes=0, graph_start_bytes=0, graph_end_bytes=0, zero_page_bytes=0,
+                impacting_bytes=0, transient_bytes=0, persistent_bytes=0)
+total, procs, cats = zero(), [zero() for _ in a["processes"]], [zero() for _ in a["categories"]]
+for p, c, ref, rel, z, n in a["page_data"]["references"]:
+    ref = -inf if ref is None else ref
+    rel = inf if rel is None else rel
+    if ref > t1 or rel <= t0:
+        continue
+    kind = "transient" if ref > t0 and rel <= t1 else "persistent" if ref <= t0 and rel > t1 else "impacting"
+    for f in (total, procs[p], cats[c]):
+        f["size_bytes"] += n * ps
+        f[kind + "_bytes"] += n * ps
+        f["zero_page_bytes"] += n * ps if z else 0
+for p, c, start, end, n in a["page_data"]["spans"]:
+    start = -inf if start is None else start
+    end = inf if end is None else end
+    for f in (total, procs[p], cats[c]):
+        f["graph_start_bytes"] += n * ps if start <= t0 < end else 0
+        f["graph_end_bytes"] += n * ps if start <= t1 < end else 0
+def theirs(r):
+    f = {k: r[k] for k in ("size_bytes", "graph_start_bytes", "graph_end_bytes", "zero_page_bytes")}
+    f.update(r["impact_types"])
+    return f
+rows = [(total, want)] + list(zip(procs, want["processes"])) + list(zip(cats, want["categories"]))
+bad = [(m, theirs(r)) for m, r in rows if m != theirs(r)]
+print("ok" if not bad and a["page_data"]["references"] else bad[:2])
+PYEOF
+)"
+done
+
 # Sharing (no PFNs: the file's device, inode and offset): 2:3
 "$MT" refset report "$R" --viewport 2:3 --json >"$T/v23.json"
 expect_eq "share: Size in each process" "$((20 * MB + 40960)) 40960" \
