@@ -217,6 +217,8 @@ int cmd_html(int argc, char **argv)
             return cli_usage_error("html", "--kind %s: %s is a directory (its page is the tree)",
                                    kind_name(kind), in[0]);
         kind = KIND_TREE;
+    } else if (kind == KIND_TREE) {
+        return cli_usage_error("html", "--kind tree: needs a directory of reports (%s is not one)", in[0]);
     } else if (kind == KIND_AUTO) {
         enum html_kind k = KIND_SUMMARY;
         if (file_kind(in[0], &k) != CLI_OK)

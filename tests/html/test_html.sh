@@ -77,6 +77,8 @@ expect_eq "html: a missing file" "1 memtrail: missing.mtr: cannot open: No such 
 run_mt "$MT" html s.mtr --kind diff
 expect_match "html: --kind diff needs two inputs" "^memtrail: --kind diff: needs two inputs" "$err"
 expect_eq "html: usage error status" 2 "$rc"
+run_mt "$MT" html --kind tree s.mtr -o kt.html
+expect_match "html: --kind tree needs a directory" "^memtrail: --kind tree: needs a directory of reports" "$err"
 cp s.mtr s2.mtr
 run_mt "$MT" html s2.mtr -o s2.mtr
 expect_match "html: -o naming an input is refused" "^memtrail: -o s2.mtr: that is an input" "$err"
