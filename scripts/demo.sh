@@ -67,3 +67,6 @@ step "running: $BUILD/bin/memtrail run --mode detail --depth 8 -o $BUILD/demo-de
 detail=$(newest "$BUILD/demo-detail")
 step "$BUILD/bin/memtrail report detail $detail --sort allocated --top 5 (the sites after the summary)"
 "$BUILD/bin/memtrail" report detail "$detail" --sort allocated --top 5 | sed -n '/^Allocation sites/,$p'
+
+step "$BUILD/bin/memtrail html $detail -o $BUILD/demo-detail.html (the same report as a page: open it in a browser)"
+"$BUILD/bin/memtrail" html "$detail" -o "$BUILD/demo-detail.html"
