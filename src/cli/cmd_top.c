@@ -94,7 +94,7 @@ static const struct cli_command top_cmd = {
              "\n"
              "When standard input or output is not a terminal, top prints --iterations\n"
              "frames (default 1), --interval apart, and exits.\n",
-    .more = "Categories are listed program's first (sorted), then address space by\n"
+    .more = "The program's categories come first (sorted), then address space by\n"
             "resident bytes, then memtrail's own overhead. Only your own processes can be\n"
             "watched. Exit status: 0 ok (q, or the process exited), 1 the process cannot\n"
             "be asked (no such process, not tracked, another user's), 2 bad usage.\n",
