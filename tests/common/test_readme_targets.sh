@@ -1,9 +1,10 @@
 # Every make target the README tells a user to run (`make X` in its text,
 # or a "make X" line of a code block) installs what it needs first: in its
 # dry run (make -n, which also dry-runs the $(MAKE) lines it recurses
-# into), scripts/deps.sh is the first command, before any compiler (CC,
-# CXX, FUZZ_CC, RUSTC and GO are set to a marker so that every compile is
-# seen) — a fresh machine has neither the headers nor the tools. The check
+# into), scripts/deps.sh comes before any compiler (CC, CXX, FUZZ_CC,
+# RUSTC and GO are set to a marker so that every compile is seen) and
+# before any other tool — a fresh machine has neither the headers nor the
+# tools. The check
 # is also run on copies of the Makefile broken on purpose, which it must
 # refuse.
 source "$(dirname "$0")/../lib.sh"
@@ -13,8 +14,11 @@ targets=$( (grep -oE '`make [a-z][a-z0-9_-]*' "$MT_ROOT/README.md"; grep -oE '^m
     sed -E 's/^`?make //' | sort -u)
 expect_match "the README names make targets (demo and check among them)" "check.*demo|demo.*check" "$(echo $targets)"
 
-# order MAKEFILE TARGET: "ok" when the dry run of TARGET starts with
-# scripts/deps.sh (and so runs it before any compiler), else what is wrong.
+# order MAKEFILE TARGET: "ok" when, in the dry run of TARGET, the first
+# command that needs more than the base system (anything but rm, rmdir,
+# mkdir, ln, cp, install, touch, echo, printf: a compiler, clang-format, a
+# script...) is scripts/deps.sh, so that it runs before any compiler; else
+# what is wrong. (`make uninstall` only removes files: it needs nothing.)
 order() {
     local out deps comp first
     if ! out=$(make -C "$MT_ROOT" -f "$1" -n "$2" BUILD="$T/build" CC=mt-compiler CXX=mt-compiler \
@@ -22,16 +26,19 @@ order() {
         echo "make -n $2 failed: $(printf '%s\n' "$out" | tail -2)"
         return
     fi
-    out=$(printf '%s\n' "$out" | grep -vE '^make(\[[0-9]+\])?: ')
+    # one line per command: continuation lines joined, make's own lines left out
+    out=$(printf '%s\n' "$out" | sed -e ':a' -e '/\\$/{N;s/\\\n//;ba' -e '}' | grep -vE '^make(\[[0-9]+\])?: ')
     deps=$(printf '%s\n' "$out" | grep -n 'scripts/deps\.sh' | head -1 | cut -d: -f1)
     comp=$(printf '%s\n' "$out" | grep -nE '(^|[^a-z-])mt-compiler ' | head -1)
-    first=$(printf '%s\n' "$out" | head -1)
-    if [ -z "$deps" ]; then
+    first=$(printf '%s\n' "$out" | grep -nvE '^-?(rm|rmdir|mkdir|ln|cp|install|touch|echo|printf)( |$)' | head -1)
+    if [ -z "$first" ]; then
+        echo ok
+    elif [ -z "$deps" ]; then
         echo "never runs scripts/deps.sh${comp:+; compiles at: ${comp#*:}}"
     elif [ -n "$comp" ] && [ "${comp%%:*}" -lt "$deps" ]; then
         echo "compiles before deps: ${comp#*:}"
-    elif [ "$deps" != 1 ]; then
-        echo "runs '$first' before deps"
+    elif [ "${first%%:*}" != "$deps" ]; then
+        echo "runs '${first#*:}' before deps"
     else
         echo ok
     fi
