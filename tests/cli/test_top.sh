@@ -177,21 +177,27 @@ expect_eq "top (tmux): the screen is given back (top's view is gone)" "" "$(pane
 
 # Ctrl-C and SIGTERM end it too, the terminal restored.
 mkdir -p "$T/p2"
-MEMTRAIL_OPTIONS="mode=detail:output=$T/prog2.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/topprog" "$T/p2" >/dev/null 2>&1 &
+# (this one in summary mode: categories, no sites)
+MEMTRAIL_OPTIONS="output=$T/prog2.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/topprog" "$T/p2" >/dev/null 2>&1 &
 pid=$!; pids+=("$pid")
 wait_file "$T/p2/ready"
+run_mt "$MT" top "$pid"
+expect_eq "top on a summary-mode process: its categories (big 400KB in 4 blocks), no sites, exit 0" \
+    "0 big 400KB 4 yes" \
+    "$rc $(printf '%s\n' "$out" | awk '$1 == "big" { print $1, $2, $3 }') $(printf '%s\n' "$out" | grep -q '^No allocation sites: the process runs in summary mode' && echo yes)"
 start_top int int
-wait_pane int '^Sites: '
+wait_pane int '^No allocation sites'
 tm send-keys -t int C-c
 wait_file "$T/int.after"
 expect_eq "top (tmux): Ctrl-C quits (status 130), the terminal's mode restored" "130 yes" \
     "$(cat "$T/int.rc" 2>/dev/null) $(cmp -s "$T/int.before" "$T/int.after" && echo yes)"
 start_top term term
-wait_pane term '^Sites: '
+wait_pane term '^No allocation sites'
 toppid=$(pgrep -P "$(tm display-message -p -t term '#{pane_pid}')" -x memtrail)
 kill -TERM "$toppid" 2>/dev/null
 wait_file "$T/term.after"
 expect_eq "top (tmux): SIGTERM ends it (status 143), the terminal's mode restored" "143 yes" \
     "$(cat "$T/term.rc" 2>/dev/null) $(cmp -s "$T/term.before" "$T/term.after" && echo yes)"
 touch "$T/p2/stop"
+wait "$pid" 2>/dev/null
 tm kill-server 2>/dev/null
