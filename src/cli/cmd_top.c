@@ -150,6 +150,11 @@ static int fetch(struct top *t, bool quiet)
         if (failure == -ETIMEDOUT)
             snprintf(t->status, sizeof t->status, "process %ld did not answer within %d seconds (stopped?)",
                      t->pid, QUERY_TIMEOUT_MS / 1000);
+        else if (failure == -ENOENT || failure == -ECONNREFUSED) /* the agent closes it at exit */
+            snprintf(t->status, sizeof t->status,
+                     "process %ld no longer answers (its control socket is gone: "
+                     "exiting?)",
+                     t->pid);
         else
             snprintf(t->status, sizeof t->status, "process %ld could not be asked (%s)", t->pid,
                      strerror(failure < 0 ? -failure : EIO));
