@@ -6,7 +6,8 @@
 # program's own design: 4 x 100 KiB kept in "big" from big_live, a 4 MiB
 # spike in "spike", 2000 allocations in "churny" from many_small. The
 # terminal's mode is compared (stty -g) before and after top, on each way
-# out: q after the process exited, Ctrl-C, SIGTERM.
+# out: q after the process exited, Ctrl-C, SIGTERM; Ctrl-Z and fg under a
+# shell with job control.
 source "$(dirname "$0")/../lib.sh"
 [ -x "$MT" ] && [ -f "$AGENT" ] && [ -x "$TBIN/topprog" ] || { fail setup "build first: $MT / $AGENT / $TBIN/topprog missing"; exit 1; }
 command -v tmux >/dev/null || { fail setup "tmux is not installed (scripts/deps.sh installs it)"; exit 1; }
@@ -198,6 +199,25 @@ kill -TERM "$toppid" 2>/dev/null
 wait_file "$T/term.after"
 expect_eq "top (tmux): SIGTERM ends it (status 143), the terminal's mode restored" "143 yes" \
     "$(cat "$T/term.rc" 2>/dev/null) $(cmp -s "$T/term.before" "$T/term.after" && echo yes)"
+
+# Ctrl-Z under a shell with job control: the screen is given back while top
+# is stopped (the shell's own screen, not top's view), fg takes it again.
+tm new-session -d -s job -x 120 -y 40 "env -i PATH=\"$PATH\" HOME=\"$T\" TERM=screen PS1='job$ ' bash --norc --noprofile -i"
+wait_pane job '^job\$'
+tm send-keys -t job "$MT top $pid" Enter
+wait_pane job '^No allocation sites'
+tm send-keys -t job C-z
+wait_pane job 'Stopped'
+expect_eq "top (tmux): Ctrl-Z stops it with the screen given back (the shell's, not top's view)" "Stopped no-view" \
+    "$(pane job | grep -o 'Stopped' | head -1) $(pane job | grep -qE '^CATEGORY|q quit' && echo view || echo no-view)"
+tm send-keys -t job "fg" Enter
+if wait_pane job 'q quit'; then pass "top (tmux): fg: top takes the screen again"
+else fail "top (tmux): fg: top takes the screen again" "$(pane job)"; fi
+tm send-keys -t job q
+tm send-keys -t job "echo rc=\$?" Enter
+if wait_pane job '^rc=0'; then pass "top (tmux): after Ctrl-Z and fg, q quits with status 0"
+else fail "top (tmux): after Ctrl-Z and fg, q quits with status 0" "$(pane job)"; fi
+
 touch "$T/p2/stop"
 wait "$pid" 2>/dev/null
 tm kill-server 2>/dev/null
