@@ -218,6 +218,6 @@ tm send-keys -t job "echo rc=\$?" Enter
 if wait_pane job '^rc=0'; then pass "top (tmux): after Ctrl-Z and fg, q quits with status 0"
 else fail "top (tmux): after Ctrl-Z and fg, q quits with status 0" "$(pane job)"; fi
 
-touch "$T/p2/stop"
+touch "$T/p2/go" "$T/p2/stop"
 wait "$pid" 2>/dev/null
 tm kill-server 2>/dev/null
