@@ -4,6 +4,8 @@
 # DESTDIR, PREFIX, LIBDIR, CPPFLAGS, CFLAGS and LDFLAGS.
 PREFIX   ?= /usr/local
 LIBDIR   ?= $(PREFIX)/lib
+MANDIR   ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 # The preload agent lives apart from the linkable libraries, so that
 # -lmemtrail can never link an interposer into a program.
 AGENTDIR := $(LIBDIR)/memtrail
@@ -81,8 +83,8 @@ UNIT_TESTS  := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/commo
 XE_TESTS    := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/xe/*.c))
 ASAN_BIN    := $(BUILD)/asan/bin/memtrail
 
-.PHONY: all check deps install uninstall clean asan tests demo bench
-all: $(BIN) $(AGENT) $(STUB) $(PC)
+.PHONY: all check deps install uninstall clean asan tests demo bench man completion
+all: $(BIN) $(AGENT) $(STUB) $(PC) man completion
 
 # Where `memtrail run` finds the agent when it is not beside the binary
 # (../lib/memtrail/ or, in the build tree, ../lib/): rebuilt when it changes.
@@ -109,6 +111,28 @@ $(STUB).$(STUB_SOVERSION): src/stub/stub.c include/memtrail.h include/memtrail_s
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -shared -Wl,-soname,libmemtrail-stub.so.$(STUB_SOVERSION) $(LDFLAGS) -o $@ $<
 $(STUB): $(STUB).$(STUB_SOVERSION)
 	ln -sf libmemtrail-stub.so.$(STUB_SOVERSION) $@
+
+# The man pages and the bash completion, made from the memtrail just built
+# (scripts/helpdoc.py reads every command's --help, so neither can drift
+# from what the commands accept): memtrail(1) from docs/man/memtrail.1.scd
+# with the command list filled in, memtrail-CMD(1) per command, and the
+# hand-written pages of docs/man (libmemtrail(3)); scdoc renders them.
+MAN_DIR    := $(BUILD)/man
+MAN_STAMP  := $(MAN_DIR)/.stamp
+COMPLETION := $(BUILD)/completion/memtrail
+MAN_SRC    := $(wildcard docs/man/*.scd)
+$(MAN_STAMP): $(BIN) scripts/helpdoc.py $(MAN_SRC)
+	@rm -rf $(MAN_DIR) && mkdir -p $(MAN_DIR)/scd
+	python3 scripts/helpdoc.py man $(BIN) docs/man $(MAN_DIR)/scd
+	cp $(filter-out docs/man/memtrail.1.scd,$(MAN_SRC)) $(MAN_DIR)/scd/
+	for f in $(MAN_DIR)/scd/*.scd; do n=$${f##*/}; scdoc <$$f >$(MAN_DIR)/$${n%.scd} || exit 1; done
+	@touch $@
+man: $(MAN_STAMP)
+
+$(COMPLETION): $(BIN) scripts/helpdoc.py
+	@mkdir -p $(dir $@)
+	python3 scripts/helpdoc.py completion $(BIN) $@.tmp && mv $@.tmp $@
+completion: $(COMPLETION)
 
 # pkg-config metadata for $(PREFIX); `make install` writes it again for the
 # PREFIX it installs to.
@@ -251,8 +275,10 @@ check: deps
 deps:
 	bash scripts/deps.sh
 
-# demo.sh installs what is missing, then builds: nothing is compiled first.
-demo:
+# Every target the README names runs deps before it builds anything
+# (tests/common/test_readme_targets.sh checks it): a fresh machine has
+# neither the headers nor the tools.
+demo: deps
 	BUILD=$(BUILD) bash scripts/demo.sh
 
 bench:
@@ -267,7 +293,8 @@ bench:
 # detail report (report detail, query detail, diff, export) and a million
 # categories, each held to 5 s.
 .PHONY: bench-readers
-bench-readers: all
+bench-readers: deps
+	$(MAKE) all
 	BUILD=$(BUILD) bash bench/readers.sh
 
 # Trace mode against heaptrack (bench/trace.sh): recording overhead, file
@@ -275,7 +302,9 @@ bench-readers: all
 # within the memory bound (bench/tracegen, when its source is there), and
 # threads (bench/tthreads).
 .PHONY: bench-trace
-bench-trace: all $(if $(wildcard bench/tracegen.c),$(TRACEGEN)) $(TTHREADS)
+bench-trace:
+	bash scripts/deps.sh --bench
+	$(MAKE) all $(if $(wildcard bench/tracegen.c),$(TRACEGEN)) $(TTHREADS)
 	BUILD=$(BUILD) bash bench/trace.sh
 
 # The event engine's benchmark (bench/xe.sh): the engine built -O2 with its
@@ -304,19 +333,25 @@ install: deps
 	ln -sf libmemtrail-stub.so.$(STUB_SOVERSION) $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so
 	$(call write_pc,$(PREFIX),$(DESTDIR)$(LIBDIR)/pkgconfig/memtrail.pc,$(LIBDIR))
 	install -m 644 include/memtrail.h include/memtrail_alloc.h include/memtrail_sessions.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 $(MAN_DIR)/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(MAN_DIR)/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/memtrail
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/memtrail $(DESTDIR)$(AGENTDIR)/libmemtrail.so \
 	  $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so $(DESTDIR)$(LIBDIR)/libmemtrail-stub.so.$(STUB_SOVERSION) \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/memtrail.pc \
 	  $(DESTDIR)$(PREFIX)/include/memtrail.h $(DESTDIR)$(PREFIX)/include/memtrail_alloc.h \
-	  $(DESTDIR)$(PREFIX)/include/memtrail_sessions.h
+	  $(DESTDIR)$(PREFIX)/include/memtrail_sessions.h \
+	  $(DESTDIR)$(MANDIR)/man1/memtrail.1 $(DESTDIR)$(MANDIR)/man1/memtrail-*.1 $(DESTDIR)$(MANDIR)/man3/libmemtrail.3 \
+	  $(DESTDIR)$(BASHCOMPDIR)/memtrail
 	-rmdir $(DESTDIR)$(AGENTDIR) 2>/dev/null
 
 # The C sources in the layout of .clang-format (tests/common/test_format.sh
 # checks it in `make check`).
 FORMAT_FILES = $(shell git ls-files -- 'src/*.[ch]' 'include/*.h' 'tests/*.[ch]' 'tests/*.cc' 'bench/*.[ch]' 2>/dev/null)
-format:
+format: deps
 	clang-format -i $(FORMAT_FILES)
 .PHONY: format
 
@@ -472,7 +507,8 @@ fuzz-build: $(FUZZ_TARGETS)
 # The hand-made seeds of the text targets (tests/fuzz/mkseeds.py).
 fuzz-seeds:
 	python3 tests/fuzz/mkseeds.py
-fuzz: fuzz-build
+fuzz: deps
+	$(MAKE) fuzz-build
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz.sh
 
 # The fuzz corpus's seeds (tests/trace/mkcorpus.c): `make trace-corpus`

@@ -6,8 +6,8 @@
 # scrapes `memtrail exporter` in the tests), jemalloc,
 # tcmalloc, mimalloc and Redis (the agent over other allocators), rustc and
 # go (the hostile-program tests), Chromium with its driver and Selenium (the
-# HTML report's browser tests), tmux (`memtrail top`'s test), scdoc (the man
-# pages) and heaptrack. Prints nothing and touches
+# HTML report's browser tests), tmux (`memtrail top`'s test), scdoc and man-db
+# (the man pages, built and checked) and heaptrack. Prints nothing and touches
 # nothing when all is there; otherwise runs apt-get update + install,
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
@@ -139,6 +139,8 @@ check() {
     # tests/cli: `memtrail top` under tmux; the man pages are built with scdoc.
     have_cmd tmux || want tmux
     have_cmd scdoc || want scdoc
+    # tests/cli/test_man.sh renders the pages with man (groff comes with it).
+    have_cmd man || want man-db
 }
 
 SUDO=()

@@ -28,6 +28,7 @@ int cmd_refset(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* "memtrail: <message>" on stderr; returns CLI_FAILED. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"report", cmd_report, "print a summary report (.mtr) as NMT-like text or JSON"},
     {"diff", cmd_diff, "compare two summary reports, category by category"},
     {"query", cmd_query, "ask a running tracked process for its summary, a baseline, or a diff"},
+    {"top", cmd_top, "a live view of a running tracked process: its categories and top sites"},
     {"info", cmd_info, "memory events, time in memory management, and requests' tail latency"},
     {"exporter", cmd_exporter, "serve tracked processes' metrics (Prometheus) and heap profiles (pprof)"},
     {"html", cmd_html, "write a self-contained HTML page (charts, flame graphs, tables) of any input"},

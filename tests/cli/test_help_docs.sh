@@ -23,7 +23,7 @@ help_options() { help_lines "$1" | names; }
 # The options the section's tables name: the first cell of each row.
 doc_table_options() { section "$1" | grep -E '^\| *`?-' | cut -d'|' -f2 | names; }
 
-commands=(run report diff query exporter info html export analyze sessions options "xe plan" "refset record" "refset report")
+commands=(run report diff query top exporter info html export analyze sessions options "xe plan" "refset record" "refset report")
 for cmd in "${commands[@]}"; do
     [ -n "$(section "$cmd")" ] || { fail "docs: $cmd" "no section '## \`memtrail $cmd\`' in docs/cli.md"; continue; }
     expect_eq "$cmd: the synopsis of --help is docs/cli.md's" "$(doc_usage "$cmd" | squash)" "$(help_usage "$cmd" | squash)"

@@ -12,9 +12,21 @@ if ! make -C "$MT_ROOT" -s install DESTDIR="$R" PREFIX=/usr BUILD="$T/build" >"$
     exit 0
 fi
 pass "make install DESTDIR PREFIX=/usr"
-expect_eq "install: the layout" \
+expect_eq "install: the layout (outside share/)" \
     "usr/bin/memtrail usr/include/memtrail.h usr/include/memtrail_alloc.h usr/include/memtrail_sessions.h usr/lib/libmemtrail-stub.so usr/lib/libmemtrail-stub.so.0 usr/lib/memtrail/libmemtrail.so usr/lib/pkgconfig/memtrail.pc" \
-    "$(cd "$R" && find . -type f -o -type l | sed 's|^\./||' | sort | tr '\n' ' ' | sed 's/ $//')"
+    "$(cd "$R" && find . -type f -o -type l | sed 's|^\./||' | grep -v '^usr/share/' | sort | tr '\n' ' ' | sed 's/ $//')"
+# share/: memtrail(1), a page per command of memtrail --help, libmemtrail(3), the bash completion.
+want=$( (echo usr/share/bash-completion/completions/memtrail usr/share/man/man1/memtrail.1 usr/share/man/man3/libmemtrail.3
+    "$MT" --help | awk '/^Commands:$/ { on = 1; next } on && /^$/ { exit } on { print "usr/share/man/man1/memtrail-" $1 ".1" }') |
+    tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')
+expect_eq "install: the man pages and the completion under share/" "$want" \
+    "$(cd "$R" && find usr/share -type f -o -type l | sort | tr '\n' ' ' | sed 's/ $//')"
+page=$(MANWIDTH=80 man -M "$R/usr/share/man" memtrail-top 2>&1)
+contains "install: man -M PREFIX/share/man memtrail-top shows the installed page" "memtrail top - a live view" "$page"
+expect_eq "install: the installed completion is the build's" "" \
+    "$(cmp "$R/usr/share/bash-completion/completions/memtrail" "$T/build/completion/memtrail" 2>&1)"
+expect_eq "install: the completion completes from the installed tree" "query" \
+    "$(bash -c 'source "$1"; COMP_WORDS=(memtrail qu); COMP_CWORD=1; _memtrail; echo "${COMPREPLY[*]}"' _ "$R/usr/share/bash-completion/completions/memtrail")"
 expect_eq "install: libmemtrail-stub.so is a link to the versioned name" "libmemtrail-stub.so.0" "$(readlink "$R/usr/lib/libmemtrail-stub.so")"
 expect_eq "install: the stub's soname is versioned" "libmemtrail-stub.so.0" \
     "$(objdump -p "$R/usr/lib/libmemtrail-stub.so.0" | awk '$1 == "SONAME" {print $2}')"
@@ -46,3 +58,11 @@ expect_eq "install: the installed memtrail run finds its agent under lib/memtrai
 "$R/usr/bin/memtrail" report --json "$T/app.mtr" >"$T/app.json" 2>/dev/null
 expect_eq "install: the tag's allocation is in the report" "12345" \
     "$(json_get "$T/app.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='app'][0]")"
+
+# make uninstall takes back everything install put there.
+if make -C "$MT_ROOT" -s uninstall DESTDIR="$R" PREFIX=/usr BUILD="$T/build" >"$T/uninstall.log" 2>&1; then
+    expect_eq "make uninstall: no file of memtrail's left (man pages and completion too)" "" \
+        "$(cd "$R" && find . -type f -o -type l | sed 's|^\./||' | tr '\n' ' ')"
+else
+    fail "make uninstall DESTDIR PREFIX=/usr" "$(tail -5 "$T/uninstall.log")"
+fi
