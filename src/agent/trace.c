@@ -48,12 +48,14 @@ uint32_t mt_trace_new_id_block(uint32_t gen)
 {
     for (;;) {
         uint32_t base = atomic_fetch_add_explicit(&mt_trace_last_id, MT_ID_BLOCK, memory_order_relaxed) + 1;
-        /* In this order: a signal handler's malloc nested here finds a
-         * next that is not in the block (and takes a block of its own),
-         * or this block with the generation it was taken for. */
-        mt_t.id_base = base;
-        __asm__ volatile("" ::: "memory");
+        /* In this order: a signal handler's malloc nested here finds the
+         * old block with a next past its end (and takes a block of its
+         * own), or this block with the generation it was taken for. The
+         * other order fails: the old next, already drawn one past the old
+         * block's end, is inside this block when it follows the old one. */
         mt_t.id_next = base + 1;
+        __asm__ volatile("" ::: "memory");
+        mt_t.id_base = base;
         __asm__ volatile("" ::: "memory");
         mt_t.id_gen = gen;
         if (MT_LIKELY(base != 0))

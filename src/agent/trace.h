@@ -50,12 +50,19 @@ uint32_t mt_trace_new_id_block(uint32_t gen);
 static MT_INLINE uint32_t mt_trace_new_id(void)
 {
     uint32_t gen = atomic_load_explicit(&mt_trace_id_gen, memory_order_acquire);
+    /* The block is read before the id is taken: a signal handler's malloc
+     * nested after the xadd may replace the block with the next one, which
+     * starts at the very id this call drew past the old block's end (read
+     * after, that id would pass the check and be handed out twice). */
+    uint32_t base = *(volatile uint32_t *)&mt_t.id_base;
+    uint32_t block_gen = *(volatile uint32_t *)&mt_t.id_gen;
     uint32_t id = 1;
     /* One instruction without a lock prefix: a signal handler's malloc
      * nested on this thread cannot take the same id (an interrupt comes
-     * between instructions), and no other thread writes this word. */
-    __asm__ volatile("xaddl %0, %1" : "+r"(id), "+m"(mt_t.id_next));
-    if (MT_LIKELY(id - mt_t.id_base < MT_ID_BLOCK && mt_t.id_gen == gen && id != 0))
+     * between instructions), and no other thread writes this word. The
+     * block's fields are inputs, so they are read before it. */
+    __asm__ volatile("xaddl %0, %1" : "+r"(id), "+m"(mt_t.id_next) : "r"(base), "r"(block_gen));
+    if (MT_LIKELY(id - base < MT_ID_BLOCK && block_gen == gen && id != 0))
         return id;
     return mt_trace_new_id_block(gen);
 }

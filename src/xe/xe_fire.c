@@ -616,8 +616,12 @@ void xe_trim_free(xe_session *s)
             uintptr_t data = (uintptr_t)xe_buf_data(b);
             uintptr_t from = (data + XE_KEEP_RESIDENT + 4095) & ~(uintptr_t)4095;
             uintptr_t to = (data + b->resident) & ~(uintptr_t)4095;
-            if (to <= from || madvise((void *)from, to - from, MADV_DONTNEED) == 0)
-                b->resident = XE_KEEP_RESIDENT;
+            /* A failure is not tried again (locked pages, after the
+             * program's mlockall, refuse with EINVAL): else the idle
+             * dispatcher would seal, recycle and retry without end. */
+            if (to > from)
+                (void)madvise((void *)from, to - from, MADV_DONTNEED);
+            b->resident = XE_KEEP_RESIDENT;
         }
         xe_stack_push(s, &s->free_pool, at - 1);
         at = next;

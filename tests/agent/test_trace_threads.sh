@@ -191,3 +191,26 @@ if [[ $bare =~ ^[0-9]+$ ]] && [[ $traced =~ ^[0-9]+$ ]] && [ $((traced - bare)) 
     pass "trace_threads: peak RSS traced - bare = $((traced - bare)) KiB <= $BOUND_KB KiB (4 threads; events written, lost: $lost)"
 else fail "trace_threads: peak RSS traced - bare <= $BOUND_KB KiB" "bare '$bare' KiB, traced '$traced' KiB (events written, lost: $lost)"; fi
 expect_eq "trace_threads: the RSS run lost nothing" 0 "${lost#* }"
+
+# --- allocation ids under a signal handler's malloc nested in the id's take -----
+# tests/agent/idstep single-steps its mallocs and mallocs in the SIGTRAP
+# handler right after the agent's per-thread xadd: every block keeps an id of
+# its own (a handler's block taking the id the interrupted malloc drew past its
+# block's end showed as ids_reused and frees_unknown).
+run_mt "$MT" run --mode trace --no-loss -o "$T/idstep.mtt" -- "$TBIN/idstep" 600
+expect_match "trace_threads: idstep nested mallocs in the id's xadd" "600 mallocs, [1-9][0-9]* nested" "$out"
+run_mt "$MT" analyze --json "$T/idstep.mtt"
+printf '%s' "$out" >"$T/idstep.json"
+expect_eq "trace_threads: nested ids unique (ids_reused, frees_unknown, allocs - frees - leaks)" "0 0 0" \
+    "$(json_get "$T/idstep.json" "'%d %d %d' % (j['ids_reused'], j['frees_unknown'], j['allocs'] - j['frees'] - j['leaks']['live_count'])")"
+
+# --- an idle dispatcher stays idle when its pages cannot be given back -------------
+# tests/agent/mlocked locks its memory (mlockall: MADV_DONTNEED fails with
+# EINVAL), makes bursts, then sleeps 1.5 s and counts the dispatcher's clock
+# ticks meanwhile (a failed trim retried at every idle turn spun it at 100%).
+run_mt "$MT" run --mode trace -o "$T/mlocked.mtt" -- "$TBIN/mlocked"
+if [ "$out" = skip ]; then
+    echo "SKIP trace_threads: mlockall refused (RLIMIT_MEMLOCK)"
+elif [[ $out =~ ticks:\ ([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -le 30 ]; then
+    pass "trace_threads: locked memory: the idle dispatcher used ${BASH_REMATCH[1]} ticks in 1.5 s (<= 30)"
+else fail "trace_threads: locked memory: the idle dispatcher stays idle" "$out"; fi
