@@ -15,6 +15,10 @@ CC       ?= cc
 VERSION  := $(shell sed -n 's/^\#define MT_VERSION "\(.*\)"/\1/p' include/memtrail.h)
 STUB_SOVERSION := 0
 
+# `make` alone builds everything (scripts/demo.sh runs it so), whatever
+# rule comes first below.
+.DEFAULT_GOAL := all
+
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
 BASEFLAGS := -std=gnu11 $(WARN) -Iinclude -Isrc -D_GNU_SOURCE -DMT_VERSION_STR='"$(VERSION)"' $(CPPFLAGS)

@@ -603,26 +603,38 @@ void xe_recycle(xe_session *s, uint32_t idx)
 void xe_trim_free(xe_session *s)
 {
     s->trim_wanted = 0;
-    /* Out of the pool while their pages go: a producer that needs one
-     * meanwhile waits (or, allowed to lose events, drops) for a few µs. */
-    uint32_t at = xe_stack_take_all(s, &s->free_pool);
+    /* The buffers with nothing to give back go straight back to the pool,
+     * the others one by one, each after its madvise: a producer that needs
+     * a buffer meanwhile finds one unless every free buffer was being
+     * trimmed (then it waits, or in a session allowed to lose events
+     * drops, for one madvise). */
+    uint32_t at = xe_stack_take_all(s, &s->free_pool), todo = 0;
     while (at != 0) {
         xe_bufhdr *b = xe_buf(s, at - 1);
         uint32_t next = atomic_load_explicit(&b->next, memory_order_relaxed);
         if (xe_trim_wanted(b)) {
-            /* Whole pages inside the data only (buffers are page-aligned;
-             * the next buffer's header follows this one's end). The data
-             * was zeroed at its recycling: the pages read back as zeros. */
-            uintptr_t data = (uintptr_t)xe_buf_data(b);
-            uintptr_t from = (data + XE_KEEP_RESIDENT + 4095) & ~(uintptr_t)4095;
-            uintptr_t to = (data + b->resident) & ~(uintptr_t)4095;
-            /* A failure is not tried again (locked pages, after the
-             * program's mlockall, refuse with EINVAL): else the idle
-             * dispatcher would seal, recycle and retry without end. */
-            if (to > from)
-                (void)madvise((void *)from, to - from, MADV_DONTNEED);
-            b->resident = XE_KEEP_RESIDENT;
+            atomic_store_explicit(&b->next, todo, memory_order_relaxed); /* a chain of our own */
+            todo = at;
+        } else {
+            xe_stack_push(s, &s->free_pool, at - 1);
         }
+        at = next;
+    }
+    for (at = todo; at != 0;) {
+        xe_bufhdr *b = xe_buf(s, at - 1);
+        uint32_t next = atomic_load_explicit(&b->next, memory_order_relaxed);
+        /* Whole pages inside the data only (buffers are page-aligned;
+         * the next buffer's header follows this one's end). The data was
+         * zeroed at its recycling: the pages read back as zeros. */
+        uintptr_t data = (uintptr_t)xe_buf_data(b);
+        uintptr_t from = (data + XE_KEEP_RESIDENT + 4095) & ~(uintptr_t)4095;
+        uintptr_t to = (data + b->resident) & ~(uintptr_t)4095;
+        /* A failure is not tried again (locked pages, after the program's
+         * mlockall, refuse with EINVAL): else the idle dispatcher would
+         * seal, recycle and retry without end. */
+        if (to > from)
+            (void)madvise((void *)from, to - from, MADV_DONTNEED);
+        b->resident = XE_KEEP_RESIDENT;
         xe_stack_push(s, &s->free_pool, at - 1);
         at = next;
     }

@@ -58,3 +58,11 @@ expect_match "a copy whose check skips deps is refused" "^never runs scripts/dep
     "$(order "$T/no-deps.mk" check)"
 expect_match "a copy whose demo builds before deps is refused" "^compiles before deps: mt-compiler" \
     "$(order "$T/late-deps.mk" demo)"
+
+# scripts/demo.sh (make demo) runs deps, then a bare `make`: the default
+# goal must build the CLI and the agent, whatever rule comes first in the
+# Makefile (a generated file's rule once did, and the demo then found no
+# memtrail to run).
+bare=$(cd "$MT_ROOT" && make -n BUILD="$T/bare" 2>/dev/null | tr '\n' ' ')
+expect_match "a bare make (what scripts/demo.sh runs) builds bin/memtrail" "-o $T/bare/bin/memtrail " "$bare"
+expect_match "a bare make (what scripts/demo.sh runs) builds the agent" "-o $T/bare/lib/libmemtrail.so " "$bare"

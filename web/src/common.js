@@ -245,7 +245,7 @@ var MT = (function () {
         var width = Math.max(400, graph.clientWidth || parent.clientWidth || 960);
         var chart = flamegraph()
             .width(width).cellHeight(20).inverted(true).selfValue(true).sort(true).minFrameSize(2)
-            .transitionDuration(250).tooltip(false)
+            .transitionDuration(0).tooltip(false) /* drawn at once: the page is ready with its labels */
             .setSearchMatch(function (d, term) {
                 return !!term && String(d.data.name).toLowerCase().indexOf(term.toLowerCase()) >= 0;
             })
@@ -266,6 +266,7 @@ var MT = (function () {
         rootValue = svg.selectAll("g.frame").data().reduce(function (m, d) { return d.depth === 0 ? d.value : m; }, 0);
         box.dataset.rootValue = String(rootValue);
         chart.update(); /* labels with the shares of the root */
+        chart.transitionDuration(250); /* zooms from here on are animated */
         function marks() {
             svg.selectAll("g.frame").classed("mt-match", function (d) { return !!d.highlight; });
         }
