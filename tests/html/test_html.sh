@@ -122,6 +122,16 @@ jobs+=(diff:sdiff.html:sdiff.json detail:tdetail.html:tdetail.json)
 "$MT" html big.mtr 2>/dev/null
 "$MT" report detail --json big.mtr >big.json
 jobs+=(detail:big.html:big.json)
+# A command line that would end the data block or the page's script if it
+# were pasted in raw (and the JavaScript line separators, and non-ASCII):
+# the page must still parse, draw and hold the same JSON.
+hostile=$(printf '</script><!--<script>alert(1)</script>"\x27 \xe2\x80\xa8\xe2\x80\xa9 \xc3\xa9')
+"$MT" run -o hostile.mtr -- sh -c 'exit 0' "$hostile" >/dev/null 2>&1
+"$MT" html hostile.mtr -o hostile.html 2>/dev/null
+"$MT" report --json hostile.mtr >hostile.json
+grep -q 'alert(1)' hostile.json && pass "html: the hostile command line is in the report" ||
+    fail "html: hostile command line" "not in the report's JSON"
+jobs+=(summary:hostile.html:hostile.json)
 if [ -s sql.html ]; then
     "$MT" report detail --json sql.mtr >sql.json 2>/dev/null
     jobs+=(detail:sql.html:sql.json)

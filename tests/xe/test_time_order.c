@@ -137,7 +137,7 @@ static void idle_trim(void)
     size_t after_burst = resident_kb(s), kb = after_burst;
     size_t bound = (size_t)s->nbuf * (256 + 4 + 4);
     /* The dispatcher trims once it has nothing in flight: a few sweeps. */
-    for (int i = 0; i < 400 && (kb > bound || atomic_load(&counted) < burst); i++) {
+    for (int i = 0; i < 2000 && (kb > bound || atomic_load(&counted) < burst); i++) { /* up to 10 s */
         usleep(5000);
         kb = resident_kb(s);
     }
