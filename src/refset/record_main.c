@@ -230,13 +230,20 @@ static int finish(struct recorder *r)
         return cli_error("refset record: writing %s: %s (the records before are readable)", r->path,
                          strerror(-rc));
     uint64_t page = r->h.page_size;
+    /* Throttled ticks lose samples without a count of them (the kernel
+     * stops sampling for the rest of a tick): said, so that a recording
+     * missing references says why. */
+    uint64_t throttles = rec_perf_throttles(r->perf);
+    char thr[64] = "";
+    if (throttles)
+        snprintf(thr, sizeof thr, ", sampling throttled %llu times", (unsigned long long)throttles);
     fprintf(stderr,
-            "memtrail: refset: %llu pages referenced (%.1f MB), %llu released, %llu samples lost; %s (%llu "
+            "memtrail: refset: %llu pages referenced (%.1f MB), %llu released, %llu samples lost%s; %s (%llu "
             "bytes)\n",
             (unsigned long long)r->st.out.pages_referenced,
             (double)(r->st.out.pages_referenced * page) / (1024.0 * 1024.0),
-            (unsigned long long)r->st.out.pages_released, (unsigned long long)r->st.out.samples_lost, r->path,
-            (unsigned long long)bytes);
+            (unsigned long long)r->st.out.pages_released, (unsigned long long)r->st.out.samples_lost, thr,
+            r->path, (unsigned long long)bytes);
     return 0;
 }
 

@@ -41,13 +41,30 @@ report() {
         fail "$name: report --viewport $v0:$v1" "$(cat "$T/$name.rerr")"; return 1; }
 }
 
+# complete NAME: did the recording see every sample? The kernel may lose
+# samples (counted) or throttle sampling for the rest of a tick (said,
+# uncounted) on a loaded machine: such a recording misses references, and
+# exact figures can only be checked on a complete one.
+complete() {
+    grep -q ' 0 samples lost;' "$T/$1.err" && ! grep -q 'sampling throttled' "$T/$1.err"
+}
+
 mark() { sed -n "s/^$2 //p" "$T/$1.out" | head -1; } # NAME KEY: the value after "KEY "
 cat_get() { json_get "$T/$1.json" "[c for c in j['categories'] if c['name']=='$2'][0]$3"; }
 
 # ---- the seed's example ----
 seed() { # LABEL RECORD-OPTIONS...
     local n=$1; shift
-    record "$n" "$@" -- "$RBIN/rs_seed" munmap 300 || return
+    local try
+    for try in 1 2 3; do
+        record "$n" "$@" -- "$RBIN/rs_seed" munmap 300 || return
+        complete "$n" && break
+        echo "# $n: recording $try incomplete ($(tail -1 "$T/$n.err")): recorded again"
+    done
+    if ! complete "$n"; then
+        echo "SKIP $n: the kernel lost or throttled samples in 3 recordings: $(tail -1 "$T/$n.err")"
+        return
+    fi
     local t0 t1
     t0=$(mark "$n" T0) t1=$(mark "$n" T1)
     report "$n" "$t0" "$t1" || return
