@@ -175,6 +175,21 @@ static int json_command(enum html_kind kind, char **in, int nin, char **argv, in
     return n;
 }
 
+/* A name cut to fit ends on a whole UTF-8 character, not on part of one
+ * (the page would show a replacement character). */
+static void utf8_whole(char *s)
+{
+    size_t n = strlen(s), lead = n;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0 || (unsigned char)s[lead - 1] < 0xC0)
+        return; /* ASCII last, or no lead byte */
+    unsigned char c = (unsigned char)s[lead - 1];
+    size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if (n - (lead - 1) < want)
+        s[lead - 1] = '\0';
+}
+
 int cmd_html(int argc, char **argv)
 {
     const char *output = NULL;
@@ -261,6 +276,7 @@ int cmd_html(int argc, char **argv)
         snprintf(title, sizeof title, "memtrail diff: %s → %s", in[0], in[1]);
     else
         snprintf(title, sizeof title, "memtrail %s: %s", kind_name(kind), in[0]);
+    utf8_whole(title);
     const struct html_page page = {.kind = kind_name(kind),
                                    .title = title,
                                    .inputs = (const char *const *)in,

@@ -20,7 +20,7 @@
 
     function seconds(ns) {
         return ns >= 1e9 ? (ns / 1e9).toFixed(3) + " s" : ns >= 1e6 ? (ns / 1e6).toFixed(3) + " ms" :
-            ns >= 1e3 ? (ns / 1e3).toFixed(3) + " us" : ns + " ns";
+            ns >= 1e3 ? (ns / 1e3).toFixed(3) + " µs" : ns + " ns";
     }
 
     function eventsTimeline(box, d) {
