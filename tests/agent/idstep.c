@@ -60,7 +60,8 @@ static void find_agent(void)
     while (f && fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
         char perm[8];
-        if (strstr(line, "libmemtrail.so") && sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 && perm[2] == 'x')
+        if (strstr(line, "libmemtrail.so") && sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 &&
+            perm[2] == 'x')
             agent_lo = lo, agent_hi = hi;
     }
     if (f)
