@@ -8,6 +8,7 @@
 #define MT_CLI_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "cli/parse_options.h"
@@ -223,7 +224,14 @@ struct query_target {
                     -EPERM another uid's, -ENOENT not tracked (no socket, or
                     one not private), -ECONNREFUSED nothing listens (a stale
                     socket), -ETIMEDOUT no answer in time, -EPROTO the
-                    process's "error ..." reply, -ENODATA no answer; 0 */
+                    process's "error ..." reply, -ENODATA no answer,
+                    -ECANCELED given up for the caller (below, nothing said); 0 */
+    /* Set after query_open by a caller that must not wait on an answer
+     * (memtrail top): query_ask gives up when *cancel becomes nonzero (a
+     * signal) or, with watch_input, when standard input has something to
+     * read (a key, left unread). */
+    volatile sig_atomic_t *cancel;
+    int watch_input;
 };
 /* A pid (or a count of seconds): digits, 1 to INT_MAX. 0 or -1. */
 int query_parse_pid(const char *s, long *pid);

@@ -133,6 +133,10 @@ static void set_clock(struct top *t)
 /* Asks for the process's report (its sites too, in detail mode) and keeps
  * it in t->r. 0, or CLI_FAILED with t->status saying why (and, unless
  * quiet, the usual error line on stderr). */
+static volatile sig_atomic_t got_stop_signal, got_resize, got_tstp; /* set by on_signal */
+
+/* 0: the figures are new; -ECANCELED: given up for a key or a signal that
+ * came first (the figures stay); CLI_FAILED: t->status says why. */
 static int fetch(struct top *t, bool quiet)
 {
     struct query_target q;
@@ -140,13 +144,20 @@ static int fetch(struct top *t, bool quiet)
     size_t len = 0;
     cli_quiet = quiet;
     int rc = query_open(t->pid, "top", &q);
-    if (rc == 0)
+    if (rc == 0) {
+        /* A process that does not answer (stopped) must not hold the keys
+         * and Ctrl-C for the query's 5 s. */
+        q.cancel = &got_stop_signal;
+        q.watch_input = t->interactive && quiet; /* in the loop, not the first answer */
         rc = query_ask(&q, "detail\n", QUERY_TIMEOUT_MS, &buf, &len);
+    }
     cli_quiet = 0;
     int failure = q.failure;
     query_close(&q);
     if (rc != 0) {
         free(buf);
+        if (failure == -ECANCELED)
+            return -ECANCELED;
         if (failure == -ETIMEDOUT)
             snprintf(t->status, sizeof t->status, "process %ld did not answer within %d seconds (stopped?)",
                      t->pid, QUERY_TIMEOUT_MS / 1000);
@@ -432,7 +443,6 @@ static int render(struct top *t, char **text, size_t *len)
 
 static struct termios saved_tty;
 static volatile sig_atomic_t tty_taken;
-static volatile sig_atomic_t got_stop_signal, got_resize, got_tstp;
 
 static void on_signal(int sig)
 {
@@ -649,7 +659,14 @@ static int run_interactive(struct top *t)
         }
         if (t->iterations > 0 && frames >= t->iterations)
             break;
-        if (fetch(t, true) != 0)
+        int f = fetch(t, true);
+        if (f == -ECANCELED) {
+            /* A key or a signal came first: the loop takes it (the poll
+             * above, now with time left), and asks again after a period. */
+            next = now_ms() + t->interval_ms;
+            continue;
+        }
+        if (f != 0)
             refresh_failed(t);
         frames++;
         next = now_ms() + t->interval_ms;
@@ -668,9 +685,10 @@ static int run_batch(struct top *t)
         if (i > 0) {
             struct timespec ts = {t->interval_ms / 1000, (long)(t->interval_ms % 1000) * 1000000};
             nanosleep(&ts, NULL);
-            if (fetch(t, false) != 0) {
+            /* Quietly: a process that exited is said once, on stdout. */
+            if (fetch(t, true) != 0) {
                 if (!process_gone(t->pid))
-                    return CLI_FAILED; /* said why on stderr */
+                    return cli_error("%s", t->status);
                 printf("process %ld has exited\n", t->pid);
                 return cli_write_status(0);
             }

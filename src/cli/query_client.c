@@ -202,8 +202,14 @@ static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **b
     int64_t deadline = now_ms() + timeout_ms;
     for (;;) {
         int64_t left = deadline - now_ms();
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = STDIN_FILENO, .events = POLLIN}};
+        int pr = left > 0 ? poll(p, t->watch_input ? 2 : 1, (int)left) : 0;
+        if ((t->cancel && *t->cancel) || (pr > 0 && t->watch_input && !(p[0].revents & (POLLIN | POLLHUP)) &&
+                                          (p[1].revents & (POLLIN | POLLHUP)))) {
+            close(fd);
+            t->failure = -ECANCELED;
+            return CLI_FAILED;
+        }
         if (pr < 0 && errno == EINTR)
             continue;
         if (pr == 0) {

@@ -200,6 +200,30 @@ wait_file "$T/term.after"
 expect_eq "top (tmux): SIGTERM ends it (status 143), the terminal's mode restored" "143 yes" \
     "$(cat "$T/term.rc" 2>/dev/null) $(cmp -s "$T/term.before" "$T/term.after" && echo yes)"
 
+# A process that stops answering (SIGSTOP) does not hold the keys: the
+# refresh waiting on it is given up for the key (which takes effect with no
+# "did not answer" first, as it would after the query's 5 s), then q quits.
+# (a program of its own: topprog ends its wait when a signal cuts it short)
+mkdir -p "$T/p3"
+MEMTRAIL_OPTIONS="output=$T/prog3.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/topprog" "$T/p3" >/dev/null 2>&1 &
+pid2=$pid pid=$!
+pids+=("$pid")
+wait_file "$T/p3/ready"
+start_top stopped stopped
+wait_pane stopped '^No allocation sites'
+kill -STOP "$pid"
+sleep 1.5 # a refresh now waits on the stopped process
+tm send-keys -t stopped a
+wait_pane stopped 'sort: allocs'
+expect_eq "top (tmux): a key is taken while the process does not answer (no 5 s wait first)" "allocs no-timeout" \
+    "$(pane stopped | grep -o 'sort: allocs' | head -1 | cut -d' ' -f2) $(pane stopped | grep -q 'did not answer' && echo timeout || echo no-timeout)"
+tm send-keys -t stopped q
+wait_file "$T/stopped.after"
+expect_eq "top (tmux): ... and q quits it (status 0), the terminal's mode restored" "0 yes" \
+    "$(cat "$T/stopped.rc" 2>/dev/null) $(cmp -s "$T/stopped.before" "$T/stopped.after" && echo yes)"
+kill -CONT "$pid"
+pid=$pid2
+
 # Ctrl-Z under a shell with job control: the screen is given back while top
 # is stopped (the shell's own screen, not top's view), fg takes it again.
 tm new-session -d -s job -x 120 -y 40 "env -i PATH=\"$PATH\" HOME=\"$T\" TERM=screen PS1='job$ ' bash --norc --noprofile -i"
