@@ -48,6 +48,17 @@ def start_browser():
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
 
 
+def browser_or_skip(screens):
+    """The screenshots' directory made and a headless Chromium started, or
+    None after a SKIP line when no usable Chromium starts."""
+    os.makedirs(screens, exist_ok=True)
+    try:
+        return start_browser()
+    except Exception as e:  # no usable Chromium
+        print("SKIP html browser: cannot start headless Chromium: %s" % str(e).splitlines()[0])
+        return None
+
+
 def page_data(path):
     """The envelope embedded in the page, read from the file's text."""
     html = open(path, encoding="utf-8").read()
@@ -303,11 +314,8 @@ CHECKS = {"summary": check_summary, "detail": check_detail, "diff": check_diff, 
 
 def main():
     screens, jobs = sys.argv[1], sys.argv[2:]
-    os.makedirs(screens, exist_ok=True)
-    try:
-        d = start_browser()
-    except Exception as e:  # no usable Chromium
-        print("SKIP html browser: cannot start headless Chromium: %s" % str(e).splitlines()[0])
+    d = browser_or_skip(screens)
+    if d is None:
         return 0
     try:
         for job in jobs:

@@ -20,8 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from browser import (By, bad, card, console_errors, expect, flame_checks, js, ok, page_data,  # noqa: E402
-                     screenshot, start_browser, wait_ready)
+from browser import (By, bad, browser_or_skip, card, console_errors, expect, flame_checks, js, ok, page_data,  # noqa: E402
+                     screenshot, wait_ready)
 
 
 def frame_name(f):
@@ -241,11 +241,8 @@ def check_info(d, name, j, truth):
 
 def main():
     screens, jobs = sys.argv[1], sys.argv[2:]
-    os.makedirs(screens, exist_ok=True)
-    try:
-        d = start_browser()
-    except Exception as e:  # no usable Chromium
-        print("SKIP html browser: cannot start headless Chromium: %s" % str(e).splitlines()[0])
+    d = browser_or_skip(screens)
+    if d is None:
         return 0
     try:
         for job in jobs:
