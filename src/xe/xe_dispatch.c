@@ -558,6 +558,7 @@ static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
 void xe_dispatch_after_fork(xe_session *s)
 {
     atomic_fetch_add(&s->fork_gen, 1); /* writers of buffers opened before now may be gone */
+    xe_trim_forked(s);
     atomic_store(&s->disp_idle, 0);
     atomic_store(&s->free_waiters, 0);
     atomic_store(&s->inflight, 0);

@@ -620,9 +620,14 @@ void xe_trim_free(xe_session *s)
         }
         at = next;
     }
+    /* Known to the session while out of the pool: a fork now leaves the
+     * child without this thread, and xe_trim_forked puts them back. */
+    atomic_store(&s->trim_chain, todo);
     for (at = todo; at != 0;) {
         xe_bufhdr *b = xe_buf(s, at - 1);
         uint32_t next = atomic_load_explicit(&b->next, memory_order_relaxed);
+        atomic_store(&s->trim_cur, at);
+        atomic_store(&s->trim_chain, next);
         /* Whole pages inside the data only (buffers are page-aligned;
          * the next buffer's header follows this one's end). The data was
          * zeroed at its recycling: the pages read back as zeros. */
@@ -635,10 +640,39 @@ void xe_trim_free(xe_session *s)
         if (to > from)
             (void)madvise((void *)from, to - from, MADV_DONTNEED);
         b->resident = XE_KEEP_RESIDENT;
+        /* Let go of it before it is in the pool: a fork in between loses
+         * this one buffer to the child, never puts it there twice (once
+         * popped and in use). */
+        atomic_store(&s->trim_cur, 0);
         xe_stack_push(s, &s->free_pool, at - 1);
         at = next;
     }
     atomic_fetch_add(&s->free_seq, 1);
     if (atomic_load(&s->free_waiters))
         xe_futex_wake(&s->free_seq);
+}
+
+/* Is buffer at (index + 1) in the free pool? (A fork child, alone.) */
+static int in_free_pool(xe_session *s, uint32_t at)
+{
+    for (uint32_t p = (uint32_t)atomic_load(&s->free_pool.head); p != 0;
+         p = atomic_load_explicit(&xe_buf(s, p - 1)->next, memory_order_relaxed))
+        if (p == at)
+            return 1;
+    return 0;
+}
+
+void xe_trim_forked(xe_session *s)
+{
+    /* The parent's dispatcher was trimming: its buffers out of the pool
+     * go back (the one it was at may have been pushed already). */
+    uint32_t cur = atomic_exchange(&s->trim_cur, 0), at = atomic_exchange(&s->trim_chain, 0);
+    if (cur && !in_free_pool(s, cur))
+        xe_stack_push(s, &s->free_pool, cur - 1);
+    while (at != 0) {
+        uint32_t next = atomic_load_explicit(&xe_buf(s, at - 1)->next, memory_order_relaxed);
+        if (!in_free_pool(s, at))
+            xe_stack_push(s, &s->free_pool, at - 1);
+        at = next;
+    }
 }

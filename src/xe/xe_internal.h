@@ -178,6 +178,9 @@ struct xe_session {
     pid_t pid;
     uint64_t latency_tsc; /* max_dispatch_latency in clock units; 0 = infinite */
     int trim_wanted;      /* time-ordered: free buffers hold pages to give back (dispatcher only) */
+    /* xe_trim_free's buffers out of the free pool (the one being trimmed,
+     * then a chain, index + 1): a fork child puts them back. */
+    _Atomic uint32_t trim_cur, trim_chain;
 
     /* The view's counters. */
     _Alignas(64) _Atomic uint64_t pending;
@@ -245,6 +248,8 @@ int xe_trim_wanted(const xe_bufhdr *b);
 /* From the idle dispatcher: the free buffers' pages past the reserve go
  * back to the system. */
 void xe_trim_free(xe_session *s);
+/* In a fork child: the buffers a trim had out of the pool go back. */
+void xe_trim_forked(xe_session *s);
 
 /* Dispatcher (xe_dispatch.c). */
 int xe_dispatch_start(xe_session *s);
