@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Overhead of memtrail's summary and detail modes against the bare program and
-# against heaptrack, on the shared workloads (../shared/bench): the mbench malloc
-# microbenchmark, SQLite and CPython. Runs are interleaved (bare, memtrail,
-# heaptrack, bare, ...) so machine noise hits every column alike; the headline
-# figure is min-of-runs, the median is shown beside it.
+# Overhead of memtrail's summary, detail and sampled modes against the bare
+# program, with the peers in the same table: heaptrack, and jemalloc's own
+# sampling profiler (jemalloc with MALLOC_CONF=prof:true,lg_prof_sample:19,
+# one sample per 512 KiB, against jemalloc alone). Workloads are the shared
+# ones (../shared/bench): the mbench malloc microbenchmark, SQLite and
+# CPython. Runs are interleaved (bare, memtrail, ..., bare, ...) so machine
+# noise hits every column alike; the headline figure is min-of-runs, the
+# median is shown beside it.
 #
 # Usage: bench/overhead.sh [--runs N] [--quick] [--only mbench|sqlite|python]
 #                          [--direct] [--no-heaptrack] [--no-memtrail]
-#                          [--no-detail] [--no-summary]
+#                          [--no-detail] [--no-summary] [--no-sample]
+#                          [--no-jemalloc]
 #   --runs N        timed runs per column (default 5)
 #   --quick         2 runs, mbench with fewer ops: a smoke test, not a result
 #   --only W        one workload
@@ -17,6 +21,9 @@
 #   --no-memtrail   time bare and heaptrack only (memtrail need not be built)
 #   --no-detail     skip the detail-mode column (memtrail run --mode detail)
 #   --no-summary    skip the summary-mode column
+#   --no-sample     skip the sampled-mode column (memtrail run --mode sample,
+#                   default rate 512 KiB)
+#   --no-jemalloc   skip the jemalloc and jemalloc+prof columns
 # Environment: MT_SHARED (default ROOT/../shared), BUILD (default build).
 # Exit status: 0, or 1 when a workload fails under memtrail (or bare), or
 # memtrail is not built.
@@ -25,7 +32,8 @@ die() { echo "overhead.sh: $*" >&2; exit 1; }
 # shellcheck source=bench/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-runs=5 quick=0 only="" direct=0 use_heaptrack=1 use_memtrail=1 use_summary=1 use_detail=1
+runs=5 quick=0 only="" direct=0 use_heaptrack=1 use_memtrail=1 use_summary=1 use_detail=1 use_sample=1
+use_jemalloc=1
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 bad_usage() { echo "overhead.sh: $*" >&2; echo "try: bench/overhead.sh --help" >&2; exit 2; }
@@ -44,6 +52,8 @@ while [ $# -gt 0 ]; do
         --no-memtrail) use_memtrail=0 ;;
         --no-detail) use_detail=0 ;;
         --no-summary) use_summary=0 ;;
+        --no-sample) use_sample=0 ;;
+        --no-jemalloc) use_jemalloc=0 ;;
         -h|--help) usage; exit 0 ;;
         *) bad_usage "unknown option '$1'" ;;
     esac
@@ -54,8 +64,8 @@ case $only in ""|mbench|sqlite|python) ;; *) bad_usage "--only wants mbench, sql
 if [ "$quick" = 1 ]; then runs=2; fi
 [ -d "$BENCH_SRC" ] || die "workloads not found: $BENCH_SRC (set MT_SHARED to the shared directory)"
 
-if [ "$use_memtrail" = 0 ]; then use_summary=0 use_detail=0; fi
-if [ "$use_summary" = 0 ] && [ "$use_detail" = 0 ]; then use_memtrail=0; fi
+if [ "$use_memtrail" = 0 ]; then use_summary=0 use_detail=0 use_sample=0; fi
+if [ "$use_summary" = 0 ] && [ "$use_detail" = 0 ] && [ "$use_sample" = 0 ]; then use_memtrail=0; fi
 if [ "$use_memtrail" = 1 ]; then
     if [ ! -x "$MEMTRAIL" ] || [ ! -f "$AGENT" ]; then
         die "memtrail is not built ($MEMTRAIL, $AGENT): run 'make' first (or pass --no-memtrail)"
@@ -65,6 +75,17 @@ if [ "$use_heaptrack" = 1 ] && ! command -v heaptrack >/dev/null 2>&1; then
     echo "note: heaptrack is not installed (apt install heaptrack, or scripts/deps.sh): its column is skipped"
     use_heaptrack=0
 fi
+JEMALLOC=""
+if [ "$use_jemalloc" = 1 ]; then
+    for f in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2; do
+        if [ -f "$f" ]; then JEMALLOC=$f; break; fi
+    done
+    if [ -z "$JEMALLOC" ]; then
+        echo "note: libjemalloc.so.2 is not installed (apt install libjemalloc2, or scripts/deps.sh --bench): its columns are skipped"
+        use_jemalloc=0
+    fi
+fi
+JE_PROF_CONF="prof:true,prof_active:true,lg_prof_sample:19"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mt-bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 130' INT
@@ -86,6 +107,9 @@ col_memtrail() { # MODE REPORT_PREFIX CMD...
         run_timed "$TMP/memtrail.err" "$MEMTRAIL" run --mode "$mode" -o "$prefix.%p.mtr" -- "$@"
     fi
 }
+
+col_jemalloc() { run_timed "$TMP/jemalloc.err" env LD_PRELOAD="$JEMALLOC" "$@"; }
+col_jeprof() { run_timed "$TMP/jemalloc.err" env LD_PRELOAD="$JEMALLOC" MALLOC_CONF="$JE_PROF_CONF" "$@"; }
 
 col_heaptrack() {
     rm -rf "$TMP/ht"; mkdir "$TMP/ht"
@@ -145,118 +169,121 @@ print(f("allocs"), f("reallocs"), f("frees"), "memtrail report --json")
 
 summary_lines=()
 
-# bench_workload NAME TARGET DETAIL_TARGET LABEL CMD...: the targets are
-# the ratios to bare that summary and detail mode must stay under ("" for
-# none).
+# bench_workload NAME TARGET DETAIL_TARGET SAMPLE_TARGET LABEL CMD...: the
+# targets are the ratios to bare that summary, detail and sampled mode must
+# stay under ("" for none). The jemalloc+prof column's ratio is to jemalloc
+# alone: the peer's own cost of sampling.
 bench_workload() {
-    local name=$1 target=$2 dtarget=$3 label=$4; shift 4
-    local -a t_bare=() t_mt=() t_dt=() t_ht=()
-    local i prefix cols="bare"
-    if [ "$use_summary" = 1 ]; then cols+=", memtrail summary"; fi
-    if [ "$use_detail" = 1 ]; then cols+=", memtrail detail"; fi
-    if [ "$use_heaptrack" = 1 ]; then cols+=", heaptrack"; fi
+    local name=$1 target=$2 dtarget=$3 starget=$4 label=$5; shift 5
+    local -a cols=(bare)
+    local i prefix col
+    if [ "$use_summary" = 1 ]; then cols+=(summary); fi
+    if [ "$use_detail" = 1 ]; then cols+=(detail); fi
+    if [ "$use_sample" = 1 ]; then cols+=(sample); fi
+    if [ "$use_jemalloc" = 1 ]; then cols+=(jemalloc jemalloc+prof); fi
+    if [ "$use_heaptrack" = 1 ]; then cols+=(heaptrack); fi
+    local -A times=()
 
     echo
     echo "== $name: $label"
-    echo "   $runs timed runs each, interleaved ($cols), after one untimed warm-up"
+    echo "   $runs timed runs each, interleaved ($(IFS=,; echo "${cols[*]}" | sed 's/,/, /g')), after one untimed warm-up"
 
     # Warm-up: page cache, and a first check that the workload runs at all.
     col_bare "$@"
     if [ "$rc" -ne 0 ]; then bare_failed "$name" "; workload skipped"; return; fi
-    local ht=$use_heaptrack
+    local -A dropped=()
     for ((i = 1; i <= runs; i++)); do
-        col_bare "$@"
-        if [ "$rc" -ne 0 ]; then bare_failed "$name" " (run $i)"; return; fi
-        t_bare+=("$elapsed")
-
-        local mode
-        for mode in summary detail; do
-            if [ "$mode" = summary ] && [ "$use_summary" = 0 ]; then continue; fi
-            if [ "$mode" = detail ] && [ "$use_detail" = 0 ]; then continue; fi
-            prefix=$TMP/mt-$mode-$name-$i
-            col_memtrail "$mode" "$prefix" "$@"
-            if [ "$rc" -ne 0 ]; then
-                echo "   FAILED: the workload exited with status $rc under memtrail $mode (run $i; bare runs exit 0)"
-                show_err "$TMP/memtrail.err"
-                status=1; summary_lines+=("$name: FAILED under memtrail $mode (status $rc)"); return
-            fi
-            if ! compgen -G "$prefix.*.mtr" >/dev/null; then
-                echo "   FAILED: memtrail $mode wrote no report ($prefix.PID.mtr) in run $i"
-                show_err "$TMP/memtrail.err"
-                status=1; summary_lines+=("$name: FAILED under memtrail $mode (no report)"); return
-            fi
-            if [ "$mode" = summary ]; then t_mt+=("$elapsed"); else t_dt+=("$elapsed"); fi
+        for col in "${cols[@]}"; do
+            if [ -n "${dropped[$col]:-}" ]; then continue; fi
+            case $col in
+            bare)
+                col_bare "$@"
+                if [ "$rc" -ne 0 ]; then bare_failed "$name" " (run $i)"; return; fi ;;
+            summary|detail|sample)
+                prefix=$TMP/mt-$col-$name-$i
+                col_memtrail "$col" "$prefix" "$@"
+                if [ "$rc" -ne 0 ]; then
+                    echo "   FAILED: the workload exited with status $rc under memtrail $col (run $i; bare runs exit 0)"
+                    show_err "$TMP/memtrail.err"
+                    status=1; summary_lines+=("$name: FAILED under memtrail $col (status $rc)"); return
+                fi
+                if ! compgen -G "$prefix.*.mtr" >/dev/null; then
+                    echo "   FAILED: memtrail $col wrote no report ($prefix.PID.mtr) in run $i"
+                    show_err "$TMP/memtrail.err"
+                    status=1; summary_lines+=("$name: FAILED under memtrail $col (no report)"); return
+                fi ;;
+            jemalloc|jemalloc+prof|heaptrack)
+                case $col in
+                jemalloc) col_jemalloc "$@" ;;
+                jemalloc+prof) col_jeprof "$@" ;;
+                heaptrack) col_heaptrack "$@" ;;
+                esac
+                if [ "$rc" -ne 0 ]; then
+                    echo "   note: the workload exited with status $rc under $col; its column dropped"
+                    show_err "$TMP/${col%%+*}.err"
+                    dropped[$col]=1; times[$col]=""; continue
+                fi ;;
+            esac
+            times[$col]+="$elapsed "
         done
-
-        if [ "$ht" = 1 ]; then
-            col_heaptrack "$@"
-            if [ "$rc" -ne 0 ]; then
-                echo "   note: the workload exited with status $rc under heaptrack; heaptrack column dropped"
-                show_err "$TMP/heaptrack.err"
-                ht=0; t_ht=()
-            else
-                t_ht+=("$elapsed")
-            fi
-        fi
     done
 
-    local b_min b_med m_min m_med h_min h_med
-    read -r b_min b_med < <(min_median "${t_bare[@]}")
-    printf '   %-10s %10s %10s %14s %14s\n' "" "min s" "median s" "x bare (min)" "x bare (med)"
-    printf '   %-10s %10.3f %10.3f %14s %14s\n' bare "$b_min" "$b_med" 1.00 1.00
-    local r_min="" r_med="" d_min d_med dr_min="" dr_med=""
-    if [ "${#t_mt[@]}" -gt 0 ]; then
-        read -r m_min m_med < <(min_median "${t_mt[@]}")
-        r_min=$(ratio "$m_min" "$b_min"); r_med=$(ratio "$m_med" "$b_med")
-        printf '   %-10s %10.3f %10.3f %14.2f %14.2f\n' summary "$m_min" "$m_med" "$r_min" "$r_med"
-    fi
-    if [ "${#t_dt[@]}" -gt 0 ]; then
-        read -r d_min d_med < <(min_median "${t_dt[@]}")
-        dr_min=$(ratio "$d_min" "$b_min"); dr_med=$(ratio "$d_med" "$b_med")
-        printf '   %-10s %10.3f %10.3f %14.2f %14.2f\n' detail "$d_min" "$d_med" "$dr_min" "$dr_med"
-    fi
-    local hr_min="" hr_med=""
-    if [ "${#t_ht[@]}" -gt 0 ]; then
-        read -r h_min h_med < <(min_median "${t_ht[@]}")
-        hr_min=$(ratio "$h_min" "$b_min"); hr_med=$(ratio "$h_med" "$b_med")
-        printf '   %-10s %10.3f %10.3f %14.2f %14.2f\n' heaptrack "$h_min" "$h_med" "$hr_min" "$hr_med"
+    local -A mins=() meds=()
+    for col in "${cols[@]}"; do
+        if [ -z "${times[$col]:-}" ]; then continue; fi
+        # shellcheck disable=SC2086
+        read -r "mins[$col]" "meds[$col]" < <(min_median ${times[$col]})
+    done
+    printf '   %-14s %10s %10s %14s %14s\n' "" "min s" "median s" "x bare (min)" "x bare (med)"
+    local -A rmin=() rmed=()
+    for col in "${cols[@]}"; do
+        if [ -z "${mins[$col]:-}" ]; then continue; fi
+        rmin[$col]=$(ratio "${mins[$col]}" "${mins[bare]}"); rmed[$col]=$(ratio "${meds[$col]}" "${meds[bare]}")
+        printf '   %-14s %10.3f %10.3f %14.2f %14.2f\n' "$col" "${mins[$col]}" "${meds[$col]}" "${rmin[$col]}" "${rmed[$col]}"
+    done
+    local je_min="" je_med=""
+    if [ -n "${mins[jemalloc+prof]:-}" ] && [ -n "${mins[jemalloc]:-}" ]; then
+        je_min=$(ratio "${mins[jemalloc+prof]}" "${mins[jemalloc]}")
+        je_med=$(ratio "${meds[jemalloc+prof]}" "${meds[jemalloc]}")
+        printf '   jemalloc+prof x jemalloc: %.2f (min), %.2f (median): the peer sampling profiler'"'"'s own cost\n' \
+            "$je_min" "$je_med"
     fi
 
-    local line="$name:" sep=" "
-    if [ -n "$r_min" ]; then
-        line+=$(printf ' summary %.2fx (median %.2fx)' "$r_min" "$r_med")
-        if [ -n "$target" ]; then
-            local verdict
-            verdict=$(awk -v r="$r_min" -v t="$target" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
-            printf '   target: summary mode <= %sx bare: %s (%.2fx by min, %.2fx by median)\n' \
-                "$target" "$verdict" "$r_min" "$r_med"
-            line+=", target <= ${target}x $verdict"
+    local line="$name:" sep=" " verdict mode tgt
+    for mode in summary detail sample; do
+        if [ -z "${rmin[$mode]:-}" ]; then continue; fi
+        line+=$sep$(printf '%s %.2fx (median %.2fx)' "$mode" "${rmin[$mode]}" "${rmed[$mode]}")
+        sep="; "
+        case $mode in summary) tgt=$target ;; detail) tgt=$dtarget ;; sample) tgt=$starget ;; esac
+        if [ -n "$tgt" ]; then
+            verdict=$(awk -v r="${rmin[$mode]}" -v t="$tgt" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
+            printf '   target: %s mode <= %sx bare: %s (%.2fx by min, %.2fx by median)\n' \
+                "$mode" "$tgt" "$verdict" "${rmin[$mode]}" "${rmed[$mode]}"
+            line+=", target <= ${tgt}x $verdict"
         fi
-        local allocs reallocs frees src
+    done
+    if [ -n "${rmin[summary]:-}" ]; then
+        local allocs reallocs frees src what
         read -r allocs reallocs frees src < <(report_allocs "$(compgen -G "$TMP/mt-summary-$name-1.*.mtr" | head -n 1)")
-        local what
         what="$(group "$allocs") allocations"
         if [ "$reallocs" != "?" ]; then what+=" + $(group "$reallocs") reallocs"; fi
         echo "   memtrail tracked: $what, $(group "$frees") frees (run 1, from $src)"
-        line+=", $(group "$allocs") allocs tracked"
     fi
-    if [ -n "$dr_min" ]; then
-        if [ -n "$r_min" ]; then line+="; "; fi
-        line+=$(printf 'detail %.2fx (median %.2fx)' "$dr_min" "$dr_med")
-        if [ -n "$dtarget" ]; then
-            local dverdict sites
-            dverdict=$(awk -v r="$dr_min" -v t="$dtarget" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
-            printf '   target: detail mode <= %sx bare: %s (%.2fx by min, %.2fx by median)\n' \
-                "$dtarget" "$dverdict" "$dr_min" "$dr_med"
-            line+=", target <= ${dtarget}x $dverdict"
+    local sites samples
+    for mode in detail sample; do
+        if [ -z "${rmin[$mode]:-}" ]; then continue; fi
+        sites=$(awk '$1 == "sites" { sub(/^count=/, "", $2); print $2 }' "$(compgen -G "$TMP/mt-$mode-$name-1.*.mtr" | head -n 1)")
+        if [ "$mode" = sample ]; then
+            samples=$(awk '$1 == "site" { for (i = 2; i <= NF; i++) if ($i ~ /^samples=/) { sub(/^samples=/, "", $i); n += $i } }
+                           END { print n + 0 }' "$(compgen -G "$TMP/mt-sample-$name-1.*.mtr" | head -n 1)")
+            echo "   memtrail sample recorded ${sites:-?} allocation sites from $(group "${samples:-0}") sampled allocations (run 1)"
+        else
+            echo "   memtrail detail recorded ${sites:-?} allocation sites (run 1)"
         fi
-        sites=$(awk '$1 == "sites" { sub(/^count=/, "", $2); print $2 }' "$(compgen -G "$TMP/mt-detail-$name-1.*.mtr" | head -n 1)")
-        echo "   memtrail detail recorded ${sites:-?} allocation sites (run 1)"
-        sep="; "
-    fi
-    if [ -n "$hr_min" ]; then
-        if [ -n "$r_min" ]; then sep="; "; fi
-        line+=$sep$(printf 'heaptrack %.2fx (median %.2fx)' "$hr_min" "$hr_med")
+    done
+    if [ -n "$je_min" ]; then line+=$sep$(printf 'jemalloc+prof %.2fx of jemalloc (median %.2fx)' "$je_min" "$je_med"); sep="; "; fi
+    if [ -n "${rmin[heaptrack]:-}" ]; then
+        line+=$sep$(printf 'heaptrack %.2fx (median %.2fx)' "${rmin[heaptrack]}" "${rmed[heaptrack]}")
     fi
     summary_lines+=("$line")
 }
@@ -264,19 +291,22 @@ bench_workload() {
 # ---- the workloads ----------------------------------------------------------
 
 host_cpus=$(nproc 2>/dev/null || echo "?")
-echo "memtrail overhead benchmark: summary and detail mode vs bare vs heaptrack"
+echo "memtrail overhead benchmark: summary, detail and sampled mode vs bare; heaptrack; jemalloc+prof vs jemalloc"
 echo "   machine: $(uname -srm), $host_cpus CPUs; wall time of whole runs, min-of-runs is the headline"
 if [ "$use_memtrail" = 1 ]; then
     if [ "$direct" = 1 ]; then
-        echo "   memtrail timed as the agent alone: LD_PRELOAD=$AGENT MEMTRAIL_OPTIONS=mode=summary|detail:output=..."
+        echo "   memtrail timed as the agent alone: LD_PRELOAD=$AGENT MEMTRAIL_OPTIONS=mode=summary|detail|sample:output=..."
     else
-        echo "   memtrail timed through the CLI: $MEMTRAIL run --mode summary|detail -o FILE -- CMD (detail: default depth 4)"
+        echo "   memtrail timed through the CLI: $MEMTRAIL run --mode summary|detail|sample -o FILE -- CMD (default depth 4, sample rate 512 KiB)"
     fi
 else
     echo "   memtrail column skipped (--no-memtrail)"
 fi
 if [ "$use_heaptrack" = 1 ]; then
     echo "   heaptrack: $(command -v heaptrack) -o TMPFILE CMD ($(heaptrack --version 2>/dev/null | head -n 1))"
+fi
+if [ "$use_jemalloc" = 1 ]; then
+    echo "   jemalloc: LD_PRELOAD=$JEMALLOC; jemalloc+prof: the same with MALLOC_CONF=$JE_PROF_CONF"
 fi
 if [ "$quick" = 1 ]; then echo "   --quick: a smoke test (2 runs, mbench 2x200000 ops), not a result"; fi
 
@@ -286,14 +316,14 @@ if want mbench; then
     mbench=$(mbench_binary)
     ops=2000000
     if [ "$quick" = 1 ]; then ops=200000; fi
-    bench_workload mbench 1.5 2.5 "mbench 2 $ops 4096 (gcc -O2 -pthread)" "$mbench" 2 "$ops" 4096
+    bench_workload mbench 1.15 2.5 1.20 "mbench 2 $ops 4096 (gcc -O2 -pthread)" "$mbench" 2 "$ops" 4096
 fi
 
 if want sqlite; then
     if command -v sqlite3 >/dev/null 2>&1; then
         sqlite=$(command -v sqlite3)
         sql=$(sqlite_read_arg)
-        bench_workload sqlite 1.03 1.3 "sqlite3 :memory: \"$sql\"" "$sqlite" :memory: "$sql"
+        bench_workload sqlite 1.03 1.3 1.04 "sqlite3 :memory: \"$sql\"" "$sqlite" :memory: "$sql"
     else
         echo; echo "== sqlite: skipped, sqlite3 is not installed (apt install sqlite3, or scripts/deps.sh)"
         summary_lines+=("sqlite: skipped (no sqlite3)")
@@ -303,7 +333,7 @@ fi
 if want python; then
     if [ "$have_python" = 1 ]; then
         python=$(python_binary)
-        bench_workload python "" "" "$python $BENCH_SRC/pyalloc.py" "$python" "$BENCH_SRC/pyalloc.py"
+        bench_workload python "" "" "" "$python $BENCH_SRC/pyalloc.py" "$python" "$BENCH_SRC/pyalloc.py"
     else
         echo; echo "== python: skipped, python3 is not installed (apt install python3, or scripts/deps.sh)"
         summary_lines+=("python: skipped (no python3)")

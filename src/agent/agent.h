@@ -54,6 +54,29 @@ extern _Atomic int mt_hot;  /* READY && mt_tracking: the hooks' one fast-path te
 extern uint64_t mt_secret;  /* keys the header checks; from AT_RANDOM */
 extern int64_t mt_start_ns; /* CLOCK_REALTIME at start-up */
 
+/* What the malloc hooks must do beyond the block's header and the summary
+ * counters, one bit per feature (hooks.c's fast path tests the word
+ * alone; the full path reads each feature's own state). A bit may be set
+ * while its feature is off (the full path then finds nothing to do), never
+ * clear while it is on: mt_extra_on sets it before and after the feature's
+ * state goes on, mt_extra_off clears it after the state went off and sets
+ * it again if the state came back meanwhile. */
+enum { MT_EXTRA_REFSET = 1, MT_EXTRA_RECORD = 2, MT_EXTRA_SESSIONS = 4 };
+extern _Atomic unsigned mt_hooks_extra;
+static inline void mt_extra_on(unsigned bit, _Atomic int *state, int value)
+{
+    atomic_fetch_or(&mt_hooks_extra, bit);
+    atomic_store(state, value);
+    atomic_fetch_or(&mt_hooks_extra, bit);
+}
+static inline void mt_extra_off(unsigned bit, _Atomic int *state)
+{
+    atomic_store(state, 0);
+    atomic_fetch_and(&mt_hooks_extra, ~bit);
+    if (atomic_load(state))
+        atomic_fetch_or(&mt_hooks_extra, bit);
+}
+
 struct mt_shard;
 /* Per-thread state. initial-exec TLS: no allocation on first touch. */
 typedef struct mt_tls {

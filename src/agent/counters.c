@@ -13,6 +13,7 @@ mt_cglobal mt_glob[MT_NSLOT];
 mt_catinfo mt_cats[MT_NCAT];
 _Atomic int mt_ncats;
 _Atomic int64_t mt_err_double_free, mt_err_bad_canary, mt_err_foreign_free;
+_Atomic int mt_cat_solo = 1;
 
 static mt_shard *_Atomic shard_list;
 static _Atomic int shards_in_use, shards_most; /* threads holding a shard: now, and the most at once */
@@ -61,6 +62,14 @@ static void tune(mt_cglobal *g)
     atomic_store_explicit(&g->flush_at, f, memory_order_relaxed);
 }
 
+/* Whether g holds the program's total: the total's slot, or while there
+ * is no user category, malloc's (counters.h). */
+static int is_total(const mt_cglobal *g)
+{
+    return g == &mt_glob[MT_SLOT_TOTAL] ||
+           (g == &mt_glob[MT_CAT_MALLOC] && atomic_load_explicit(&mt_cat_solo, memory_order_relaxed));
+}
+
 /* Retuned when the peak has doubled: a flush_at from a smaller peak is
  * only stricter. */
 void mt_raise_peak(mt_cglobal *g, int64_t candidate)
@@ -69,9 +78,15 @@ void mt_raise_peak(mt_cglobal *g, int64_t candidate)
     if (candidate > 2 * mt_ld(&g->tuned_peak))
         tune(g);
     /* memory info: the next PEAK mark, or the limit (meminfo.h) */
-    if (MT_UNLIKELY(g == &mt_glob[MT_SLOT_TOTAL]) &&
+    if (MT_UNLIKELY(is_total(g)) &&
         candidate > atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed))
         mt_info_live_check(candidate);
+}
+
+int64_t mt_total_peak(void)
+{
+    int64_t t = mt_ld(&mt_glob[MT_SLOT_TOTAL].peak_bytes), m = mt_ld(&mt_glob[MT_CAT_MALLOC].peak_bytes);
+    return atomic_load_explicit(&mt_cat_solo, memory_order_relaxed) && m > t ? m : t;
 }
 
 /* Up to this many shards, a flush sums them all for the peak. */
@@ -79,15 +94,28 @@ void mt_raise_peak(mt_cglobal *g, int64_t candidate)
 
 void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
 {
+    mt_cglobal *go = &mt_glob[MT_CAT_OVERHEAD];
+    /* This thread's overhead goes along, unchecked till now (counters.h). */
+    mt_shard *own = mt_t.shard;
+    int64_t ovh = own ? mt_ld(&own->slot[MT_CAT_OVERHEAD].live_bytes) : 0;
+    if (ovh) {
+        atomic_store_explicit(&own->slot[MT_CAT_OVERHEAD].live_bytes, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&go->live_bytes, ovh, memory_order_relaxed);
+    }
     int64_t now = atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed) + local;
+    int64_t now_ovh = mt_ld(&go->live_bytes);
     if (atomic_load_explicit(&shards_in_use, memory_order_relaxed) <= EXACT_SUM_SHARDS) {
         int k = 0;
-        for (mt_shard *sh = atomic_load(&shard_list); sh && k < EXACT_SUM_SHARDS; sh = sh->next, k++)
+        for (mt_shard *sh = atomic_load(&shard_list); sh && k < EXACT_SUM_SHARDS; sh = sh->next, k++) {
             now += mt_ld(&sh->slot[slot].live_bytes);
+            now_ovh += mt_ld(&sh->slot[MT_CAT_OVERHEAD].live_bytes);
+        }
     }
     if (now > mt_ld(&g->peak_bytes))
         mt_raise_peak(g, now);
-    if (slot == MT_SLOT_TOTAL) /* memory info: PEAK, LIMIT, the break's moves */
+    if (now_ovh > mt_ld(&go->peak_bytes))
+        mt_raise_peak(go, now_ovh);
+    if (is_total(g)) /* memory info: PEAK, LIMIT, the break's moves */
         mt_info_live_check(now);
 }
 
@@ -199,29 +227,30 @@ void mt_counters_after_fork_child(void)
     }
 }
 
+/* Into the globals directly, each peak checked. */
+static void count_global(unsigned slot, int64_t d, int grows)
+{
+    mt_cglobal *g = &mt_glob[slot];
+    int64_t now = atomic_fetch_add(&g->live_bytes, d) + d;
+    if (grows)
+        mt_raise_peak(g, now);
+}
+
 void mt_count_block_slow(unsigned cat, int64_t size, int64_t ovh, int sign)
 {
-    unsigned slots[3] = {cat, MT_SLOT_TOTAL, MT_CAT_OVERHEAD};
-    int64_t bytes[3] = {size, size, ovh};
-    for (int i = 0; i < 3; i++) {
-        mt_cglobal *g = &mt_glob[slots[i]];
-        int64_t now = atomic_fetch_add(&g->live_bytes, sign * bytes[i]) + sign * bytes[i];
-        if (sign > 0)
-            mt_raise_peak(g, now);
-    }
+    count_global(cat, sign * size, sign > 0);
+    if (!atomic_load(&mt_cat_solo))
+        count_global(MT_SLOT_TOTAL, sign * size, sign > 0);
+    count_global(MT_CAT_OVERHEAD, sign * ovh, sign > 0);
     atomic_fetch_add(sign > 0 ? &mt_glob[cat].allocs : &mt_glob[cat].frees, 1);
 }
 
 void mt_count_resize_slow(unsigned cat, int64_t dsize, int64_t dovh)
 {
-    unsigned slots[3] = {cat, MT_SLOT_TOTAL, MT_CAT_OVERHEAD};
-    int64_t d[3] = {dsize, dsize, dovh};
-    for (int i = 0; i < 3; i++) {
-        mt_cglobal *g = &mt_glob[slots[i]];
-        int64_t now = atomic_fetch_add(&g->live_bytes, d[i]) + d[i];
-        if (d[i] > 0)
-            mt_raise_peak(g, now);
-    }
+    count_global(cat, dsize, dsize > 0);
+    if (!atomic_load(&mt_cat_solo))
+        count_global(MT_SLOT_TOTAL, dsize, dsize > 0);
+    count_global(MT_CAT_OVERHEAD, dovh, dovh > 0);
     atomic_fetch_add(&mt_glob[cat].reallocs, 1);
 }
 
@@ -247,14 +276,16 @@ void mt_counters_sum(mt_catsum out[MT_NSLOT])
     /* Counts of the total and of the overhead (one header per block) are
      * sums over the program's categories. */
     mt_catsum *t = &out[MT_SLOT_TOTAL], *o = &out[MT_CAT_OVERHEAD];
-    t->allocs = t->frees = t->reallocs = 0;
+    t->allocs = t->frees = t->reallocs = t->live_bytes = 0;
     for (int i = 0; i < MT_NCAT; i++) {
         if (i == MT_CAT_OVERHEAD)
             continue;
         t->allocs += out[i].allocs;
         t->frees += out[i].frees;
         t->reallocs += out[i].reallocs;
+        t->live_bytes += out[i].live_bytes; /* the total's own slot is not kept while solo */
     }
+    t->peak_bytes = mt_total_peak();
     o->allocs = t->allocs;
     o->frees = t->frees;
     o->reallocs = 0;
@@ -283,6 +314,23 @@ static int find_category(const char *name, int n)
     return -ENOENT;
 }
 
+/* The first user category: from now on the total has its own slot,
+ * which starts as malloc's (what the total was till now). A hook that
+ * read mt_cat_solo just before may count one block into malloc alone:
+ * the total's slot is then off by that block for its peak checks (the
+ * total's live bytes in a sum are the categories', always exact). */
+static void seed_total(void)
+{
+    atomic_store(&mt_cat_solo, 0);
+    mt_cglobal *t = &mt_glob[MT_SLOT_TOTAL], *m = &mt_glob[MT_CAT_MALLOC];
+    int64_t live = mt_ld(&m->live_bytes);
+    for (mt_shard *sh = atomic_load(&shard_list); sh; sh = sh->next)
+        live += mt_ld(&sh->slot[MT_CAT_MALLOC].live_bytes) - mt_ld(&sh->slot[MT_SLOT_TOTAL].live_bytes);
+    atomic_store(&t->live_bytes, live);
+    mt_raise_peak_i64(&t->peak_bytes, mt_ld(&m->peak_bytes));
+    tune(t);
+}
+
 int mt_category_get(const char *name)
 {
     size_t len = 0;
@@ -303,6 +351,8 @@ int mt_category_get(const char *name)
     id = find_category(name, n); /* another thread may have just made it */
     if (id == -ENOENT)
         id = n < MT_CAT_FIRST_USER + MT_MAX_USER_CATEGORIES ? -ENOENT : -ENOSPC;
+    if (id == -ENOENT && atomic_load(&mt_cat_solo))
+        seed_total();
     if (id == -ENOENT) {
         set_category(n, name, MT_KIND_MALLOC);
         atomic_store_explicit(&mt_ncats, n + 1, memory_order_release);

@@ -11,7 +11,18 @@
  * any number of threads (between MT_FLUSH_MIN and MT_FLUSH_BYTES). A
  * flush also checks the peak against the exact sum of every shard, which
  * takes in threads that sit idle on a delta. Readers sum the globals and
- * every shard. */
+ * every shard.
+ *
+ * What the hot path leaves out, because it can be had otherwise:
+ * - The total (MT_SLOT_TOTAL) while the program has no category of its
+ *   own (mt_cat_solo): it is then the malloc category, whose slot is
+ *   counted and whose peak is the total's. The first user category seeds
+ *   the total's slot from malloc's and from then on both are counted.
+ *   The total's live bytes in a sum are always the sum of the categories.
+ * - The peak of the agent's overhead (per-block headers): a block adds its
+ *   overhead to the shard's delta with no check; the delta goes to the
+ *   global, and the overhead's peak is checked, whenever a flush of the
+ *   program's bytes happens on that thread, and at every sum. */
 #ifndef MT_AGENT_COUNTERS_H
 #define MT_AGENT_COUNTERS_H
 
@@ -31,7 +42,7 @@
 #define MT_SLOT_TOTAL MT_NCAT /* the program's allocations, all categories */
 #define MT_NSLOT (MT_NCAT + 1)
 #define MT_FLUSH_BYTES (256 * 1024)
-#define MT_FLUSH_MIN 256
+#define MT_FLUSH_MIN 1024
 #define MT_PEAK_PARTS 128 /* flush_at = peak / (MT_PEAK_PARTS * most threads) */
 
 typedef struct mt_cslot {
@@ -106,27 +117,33 @@ static inline void mt_bump(_Atomic int64_t *p, int64_t d)
     atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d, memory_order_relaxed);
 }
 
+/* 1 while only the built-in categories exist (see above). */
+extern _Atomic int mt_cat_solo;
+/* The program's all-time peak of live bytes (the total's). */
+int64_t mt_total_peak(void);
+
 /* A delta passed flush_at: into the global, with the peak checked
  * against every shard's delta (counters.c). */
 void mt_flush_slot(mt_cglobal *g, int slot, int64_t local);
 
 /* Adds d to a slot's live bytes, checking the peak when growing. */
-static inline void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
+static MT_INLINE void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
 {
     int64_t local = mt_ld(&c->live_bytes) + d;
-    if (d > 0) {
-        int64_t now = mt_ld(&g->live_bytes) + local;
-        if (now > mt_ld(&g->peak_bytes))
-            mt_raise_peak(g, now);
-    }
     int64_t f = mt_ld(&g->flush_at);
-    /* |local| > f, in one comparison */
+    /* |local| > f, in one comparison; the flush checks the peak */
     if (MT_UNLIKELY((uint64_t)(local + f) > 2 * (uint64_t)f)) {
         atomic_store_explicit(&c->live_bytes, 0, memory_order_relaxed);
         mt_flush_slot(g, (int)(g - mt_glob), local);
         return;
     }
+    /* Stored first: what a peak's memory info event sums includes it. */
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    if (d > 0) {
+        int64_t now = mt_ld(&g->live_bytes) + local;
+        if (now > mt_ld(&g->peak_bytes))
+            mt_raise_peak(g, now);
+    }
 }
 
 static inline mt_shard *mt_my_shard(void)
@@ -141,7 +158,7 @@ static inline mt_shard *mt_my_shard(void)
  * counts are allocs - frees, and the total's and the overhead's counts are
  * sums over the categories (mt_counters_sum). */
 void mt_count_block_slow(unsigned cat, int64_t size, int64_t ovh, int sign);
-static inline void mt_count_block(unsigned cat, int64_t size, int64_t ovh, int sign)
+static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, int sign)
 {
     mt_shard *sh = mt_my_shard();
     if (MT_UNLIKELY(sh == NULL)) {
@@ -149,9 +166,10 @@ static inline void mt_count_block(unsigned cat, int64_t size, int64_t ovh, int s
         return;
     }
     mt_cslot *c = &sh->slot[cat];
+    mt_bump(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
     mt_count_bytes(c, &mt_glob[cat], sign * size);
-    mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], sign * size);
-    mt_count_bytes(&sh->slot[MT_CAT_OVERHEAD], &mt_glob[MT_CAT_OVERHEAD], sign * ovh);
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
+        mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], sign * size);
     mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
 }
 
@@ -164,10 +182,10 @@ static inline void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)
         mt_count_resize_slow(cat, dsize, dovh);
         return;
     }
+    mt_bump(&sh->slot[MT_CAT_OVERHEAD].live_bytes, dovh);
     mt_count_bytes(&sh->slot[cat], &mt_glob[cat], dsize);
-    mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], dsize);
-    if (dovh)
-        mt_count_bytes(&sh->slot[MT_CAT_OVERHEAD], &mt_glob[MT_CAT_OVERHEAD], dovh);
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
+        mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], dsize);
     mt_bump(&sh->slot[cat].reallocs, 1);
 }
 

@@ -158,7 +158,7 @@ static inline mt_hdr *fast_header(void *p)
     return NULL;
 }
 
-static int tail_intact(void *p, const mt_hdr *h, uint64_t size)
+static MT_INLINE int tail_intact(void *p, const mt_hdr *h, uint64_t size)
 {
     if (size >= MT_TAIL_MAX)
         return 1;
@@ -167,13 +167,16 @@ static int tail_intact(void *p, const mt_hdr *h, uint64_t size)
     return t == mt_tail_value(h->check);
 }
 
-static void check_tail(void *p, const mt_hdr *h, uint64_t size)
+static __attribute__((noinline, cold)) void report_bad_tail(void *p, const mt_hdr *h, uint64_t size)
 {
-    if (MT_UNLIKELY(!tail_intact(p, h, size))) {
-        atomic_fetch_add(&mt_err_bad_canary, 1);
-        mt_heap_error("heap overflow: the canary after the block was overwritten", p, size,
-                      mt_word_cat(h->word));
-    }
+    atomic_fetch_add(&mt_err_bad_canary, 1);
+    mt_heap_error("heap overflow: the canary after the block was overwritten", p, size, mt_word_cat(h->word));
+}
+
+static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
+{
+    if (MT_UNLIKELY(!tail_intact(p, h, size)))
+        report_bad_tail(p, h, size);
 }
 
 static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, const char *call)
@@ -212,7 +215,18 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
     return p;
 }
 
-static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+/* Whether a hook has nothing to do beyond header and counters: no
+ * refset recording, no recording of sites or a trace, no event session.
+ * Blocks of MT_INFO_MAPPED_MIN or more take the full path too (memory
+ * info's GROW and TRIM). The full paths are out of line, so the common
+ * one saves few registers and has no stack-walk buffer in its frame. */
+static MT_INLINE int hooks_plain(uint64_t size)
+{
+    return MT_LIKELY(atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) == 0) &&
+           MT_LIKELY(size < MT_INFO_MAPPED_MIN);
+}
+
+static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     if (mt_rs_active()) /* a block the allocator mapped for itself: to `memtrail refset record` */
         mt_rs_block_new(real);
@@ -235,6 +249,15 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     return p;
 }
 
+static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+{
+    if (MT_UNLIKELY(!hooks_plain(size)))
+        return track_new_full(real, size, cat, shift);
+    char *p = fill_header(real, size, cat, shift, MT_REC_NONE, 0);
+    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    return p;
+}
+
 /* Marks a block freed (header and tombstone) and gives it back. */
 static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
 {
@@ -249,7 +272,7 @@ static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat
         mt_info_block_mapped(size, 0);
 }
 
-static void release(void *p, mt_hdr *h)
+static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
 {
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
@@ -268,6 +291,23 @@ static void release(void *p, mt_hdr *h)
     mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), id, rec);
     mt_rec_leave(rec, busy);
     free_block(p, h, size, cat, shift);
+}
+
+/* release_full when hooks_plain: counted, marked freed, given back. */
+static MT_INLINE void release(void *p, mt_hdr *h)
+{
+    uint64_t word = h->word, size = mt_word_size(word);
+    if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain(size))) {
+        release_full(p, h);
+        return;
+    }
+    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
+    check_tail(p, h, size);
+    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
+    h->check ^= MT_FREED_XOR;
+    uint64_t tomb = mt_tombstone(p, size, cat);
+    memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+    mt_real_fn.free((char *)p - (1ull << shift));
 }
 
 /* The real malloc, and once more if it failed and trace mode gave back

@@ -230,7 +230,7 @@ static void fill(struct mt_memory_info *s, int may_sample, uint64_t frag_before)
     /* The peak since the last event: the all-time peak if it rose since
      * then, else the highest the flushes saw; never below now. */
     int64_t before = atomic_exchange(&window_peak, (int64_t)s->live_after);
-    int64_t alltime = mt_ld(&mt_glob[MT_SLOT_TOTAL].peak_bytes);
+    int64_t alltime = mt_total_peak();
     if (alltime > alltime_seen && alltime > before)
         before = alltime;
     alltime_seen = alltime;

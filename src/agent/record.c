@@ -27,12 +27,22 @@
 
 _Atomic int mt_rec;
 _Atomic long mt_rec_busy;
+_Atomic unsigned mt_hooks_extra;
+
+/* Every change of mt_rec: with the hooks' bit (agent.h). */
+static void rec_set(int rec)
+{
+    if (rec != MT_REC_NONE)
+        mt_extra_on(MT_EXTRA_RECORD, &mt_rec, rec);
+    else
+        mt_extra_off(MT_EXTRA_RECORD, &mt_rec);
+}
 _Atomic uint32_t mt_rec_first_id = 1;
 
 void mt_rec_init(int mode, int start)
 {
     int rec = mode == MT_MODE_TRACE ? MT_REC_TRACE : mode == MT_MODE_DETAIL ? MT_REC_DETAIL : MT_REC_NONE;
-    atomic_store(&mt_rec, start ? rec : MT_REC_NONE);
+    rec_set(start ? rec : MT_REC_NONE);
 }
 
 void mt_rec_after_fork_child(void)
@@ -106,7 +116,7 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
             mt_out_str(o, "error 'start detail' takes no path (its sites go to the report)\n");
             return;
         }
-        atomic_store(&mt_rec, MT_REC_DETAIL);
+        rec_set(MT_REC_DETAIL);
         mt_out_str(
             o, "ok detail recording on: call sites from now on ('memtrail query PID detail' shows them)\n");
         return;
@@ -160,7 +170,7 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
      * written with id 0 (docs/trace-analysis.md, frees_unknown). */
     atomic_store(&mt_rec_first_id, atomic_load(&mt_trace_last_id) + 1);
     atomic_fetch_add(&mt_trace_id_gen, 1); /* blocks taken before are not this trace's */
-    atomic_store(&mt_rec, MT_REC_TRACE);
+    rec_set(MT_REC_TRACE);
     mt_out_str(o, "ok trace recording on: every event from now on ('stop' finishes the file)\n");
 }
 
@@ -181,7 +191,7 @@ static void stop(int from_signal, mt_out *o)
         mt_out_str(o, "error stopping a trace needs the control thread (MEMTRAIL_OPTIONS=query=thread)\n");
         return;
     }
-    atomic_store(&mt_rec, MT_REC_NONE);
+    rec_set(MT_REC_NONE);
     if (now == MT_REC_DETAIL) {
         mt_out_str(o, "ok detail recording off: summary counting only; the sites keep what they recorded\n");
         return;

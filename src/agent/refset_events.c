@@ -167,8 +167,8 @@ void mt_rs_start(void)
     rs_fd = fd;
     rs_glibc = mt_alloc_kind == MT_ALLOC_GLIBC;
     rs_frames = mt_site_opt.depth < MT_RS_AGENT_MAX_FRAMES ? mt_site_opt.depth : MT_RS_AGENT_MAX_FRAMES;
-    mt_site_walk_init(); /* done already in detail and trace modes */
-    atomic_store_explicit(&mt_rs_on, 1, memory_order_release);
+    mt_site_walk_init();                        /* done already in detail and trace modes */
+    mt_extra_on(MT_EXTRA_REFSET, &mt_rs_on, 1); /* stays set after an error turns it off: harmless */
     mt_rs_send_range(MT_RS_AG_HELLO, 0, 0);
 }
 

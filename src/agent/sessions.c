@@ -62,7 +62,10 @@ void mt_xe_set_trace_session(xe_session *s)
 {
     atomic_store(&trace_session, s);
     /* With no session left, the hooks go back to not calling here. */
-    atomic_store(&mt_xe_on, s != NULL || atomic_load(&agent_count) > 0);
+    if (s != NULL || atomic_load(&agent_count) > 0)
+        mt_extra_on(MT_EXTRA_SESSIONS, &mt_xe_on, 1);
+    else
+        mt_extra_off(MT_EXTRA_SESSIONS, &mt_xe_on);
 }
 
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
@@ -223,7 +226,7 @@ void mt_xe_start_agent_sessions(void)
         p += len + (nl != NULL);
     }
     if (atomic_load(&agent_count) > 0)
-        atomic_store(&mt_xe_on, 1);
+        mt_extra_on(MT_EXTRA_SESSIONS, &mt_xe_on, 1);
     mt_t.in_agent--;
     errno = saved_errno;
 }
