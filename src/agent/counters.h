@@ -175,7 +175,7 @@ static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, in
 
 /* A live block of category cat changed size. */
 void mt_count_resize_slow(unsigned cat, int64_t dsize, int64_t dovh);
-static inline void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)
+static MT_INLINE void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)
 {
     mt_shard *sh = mt_my_shard();
     if (MT_UNLIKELY(sh == NULL)) {

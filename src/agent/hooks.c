@@ -497,6 +497,28 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
     return np;
 }
 
+/* realloc_recorded's work for a plain block of no recording when
+ * hooks_plain: the old block gets its tombstone for the moment the real
+ * realloc may free it, then the new one its header. */
+static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
+{
+    size_t at = mt_tomb_off(size);
+    uint64_t saved, tomb = mt_tombstone(p, size, cat);
+    memcpy(&saved, (char *)p + at, sizeof saved);
+    memcpy((char *)p + at, &tomb, sizeof tomb);
+    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
+    char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
+    uint64_t keep = real ? n : size;         /* and how many */
+    if (at < keep)
+        memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
+    if (MT_UNLIKELY(!real))
+        return NULL; /* the old block is as it was */
+    char *np = fill_header(real, n, cat, MT_PLAIN_SHIFT, MT_REC_NONE, 0);
+    mt_count_resize(cat, (int64_t)n - (int64_t)size,
+                    mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT));
+    return np;
+}
+
 static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
 {
     uint64_t word = h->word, size = mt_word_size(word);
@@ -507,6 +529,8 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         errno = ENOMEM;
         return NULL;
     }
+    if (MT_LIKELY(okind == MT_REC_NONE && shift == MT_PLAIN_SHIFT && hooks_plain(size > n ? size : n)))
+        return realloc_plain(p, size, cat, n);
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
     char *np = realloc_recorded(p, h, n, rec, cat, shift, size, okind, old_tag);
