@@ -200,3 +200,15 @@ expect_eq "diff --json: each side's sampling" "524288 65536" \
 "$MT_ASAN" diff "$T/d.mtr" "$T/d.mtr" --json >"$T/diffd.json"
 expect_eq "diff --json exact: sampling null on both sides" "None None" \
     "$(json_get "$T/diffd.json" "'%s %s' % (j['base']['sampling'], j['new']['sampling'])")"
+
+# --- a report the agent wrote in sample mode (once the agent has it) ----------------------
+MEMTRAIL_OPTIONS="mode=sample:sample_rate=4096:sample_seed=7:output=$T/agent.mtr" LD_PRELOAD=$AGENT \
+    "$TBIN/detail" threads 2 >/dev/null 2>&1
+if grep -qx 'mode sample' "$T/agent.mtr" 2>/dev/null; then
+    run_mt "$MT_ASAN" report detail "$T/agent.mtr" --json
+    expect_eq "agent's sampled report: read, rate 4096" "0 4096" "$rc $(json_get "$T/out" "j['sampling']['rate_bytes']")"
+    expect_eq "agent's sampled report: every site's samples as in the file" "True []" \
+        "$(python3 -c "$py_sites" "$T/out" "$T/agent.mtr")"
+else
+    echo "SKIP sampled: the agent does not write sample-mode reports yet (mode=sample)"
+fi
