@@ -51,8 +51,10 @@ TOTAL = null(obj(dict(list(COUNTS.items()) + [
 PROCESS = null(obj({"rss_bytes": INT, "peak_rss_bytes": INT, "reserved_bytes": INT, "committed_bytes": INT,
                     "resident_bytes": INT, "explained_bytes": INT}))
 ERRORS = null(obj({"double_free": INT, "bad_canary": INT, "foreign_free": INT}))
+# A sampled report's rate (docs/sampling.md); null for an exact report.
+SAMPLING = null(obj({"rate_bytes": {"type": "integer", "minimum": 1}}))
 SUMMARY = dict(list(WHO.items()) + [
-    ("mode", null(STR)), ("reason", null(STR)), ("start_ns", null(INT)), ("end_ns", null(INT)),
+    ("mode", null(STR)), ("sampling", SAMPLING), ("reason", null(STR)), ("start_ns", null(INT)), ("end_ns", null(INT)),
     ("complete", BOOL), ("categories", arr(CATEGORY)), ("total", TOTAL), ("process", PROCESS), ("errors", ERRORS)])
 
 FRAME = obj({"function": null(STR), "file": null(STR), "line": null(COUNT), "module": null(STR),
@@ -60,7 +62,8 @@ FRAME = obj({"function": null(STR), "file": null(STR), "line": null(COUNT), "mod
 FRAMES = arr(FRAME)
 WARNINGS = arr(STR)
 SITE = obj(dict([("stack_id", INT), ("merged_sites", COUNT), ("category", STR)] + list(COUNTS.items()) + [
-    ("allocated_bytes", null(INT)), ("frames", FRAMES)]))
+    ("allocated_bytes", null(INT)), ("samples", COUNT), ("live_samples", COUNT), ("frames", FRAMES)]))
+SITE["required"] = [k for k in SITE["required"] if k not in ("samples", "live_samples")]  # sampled reports only
 DETAIL = dict(list(SUMMARY.items()) + [
     ("stack_depth", INT), ("unwinder", null(STR)), ("sites_dropped", INT), ("sites_total", COUNT),
     ("sorted_by", {"enum": ["live_bytes", "allocated_bytes", "allocs"]}), ("symbol_warnings", WARNINGS),
@@ -77,7 +80,7 @@ def pairs(names):
 
 VM = ["reserved_bytes", "committed_bytes", "resident_bytes"]
 SIDE = obj(dict(list(WHO.items()) + [("reason", null(STR)), ("start_ns", null(INT)), ("end_ns", null(INT)),
-                                     ("complete", BOOL)]))
+                                     ("complete", BOOL), ("sampling", SAMPLING)]))
 DIFF_CATEGORY = obj(dict([("name", STR), ("kind", STR), ("status", {"enum": ["new", "gone", "both"]})]
                          + pairs(list(COUNTS) + VM + ["mappings"])))
 DIFF = {

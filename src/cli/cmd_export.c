@@ -4,6 +4,7 @@
  * (go tool pprof, Pyroscope, Parca). The formats are src/export's. */
 #include "analyze/analyze.h"
 #include "cli/cli.h"
+#include "common/units.h"
 #include "export/export.h"
 #include "report/detail.h"
 #include "report/report.h"
@@ -180,6 +181,14 @@ int cmd_export(int argc, char **argv)
         int len = nl ? (int)(nl - w) : (int)strlen(w);
         fprintf(stderr, "memtrail: warning: %.*s\n", len, w);
         w = nl ? nl + 1 : w + len;
+    }
+    if (status == CLI_OK && format == FORMAT_FOLDED && report_is_sampled(&r)) {
+        /* folded stacks have no place for a comment: the caveat goes to stderr */
+        char rate[MT_UNITS_MAX];
+        fprintf(
+            stderr,
+            "memtrail: %s is sampled (one sample per %s allocated on average): the values are estimates\n",
+            from_stdin ? "(stdin)" : file, mt_size(rate, sizeof rate, r.sample_rate));
     }
     if (status == CLI_OK && format == FORMAT_PPROF && !to_stdout)
         fprintf(stderr, "memtrail: wrote %s (%zu sites)\n", output, r.nsites);

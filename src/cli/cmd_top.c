@@ -391,7 +391,12 @@ static void print_sites(FILE *f, struct top *t, size_t room)
     }
     size_t shown = r->nsites < room ? r->nsites : room;
     struct symbolizer *s = symbolizer_for(t, order, shown);
-    fprintf(f, "\nSites: %zu of %zu, by %s\n", shown, r->nsites, sort_words[t->sort]);
+    fprintf(f, "\nSites: %zu of %zu, by %s", shown, r->nsites, sort_words[t->sort]);
+    if (report_is_sampled(r)) { /* mode sample (docs/sampling.md): the sites' figures are estimates */
+        char rate[MT_UNITS_MAX];
+        fprintf(f, " (sampled, one sample per %s: estimates)", mt_size(rate, sizeof rate, r->sample_rate));
+    }
+    fputc('\n', f);
     fprintf(f, "%9s %8s %9s %10s  %-12s %s\n", "LIVE", "BLOCKS", "PEAK", "ALLOCS", "CATEGORY", "SITE");
     for (size_t i = 0; i < shown; i++) {
         const struct report_site *site = &r->sites[order[i]];

@@ -370,7 +370,9 @@ static int add_header(struct builder *b, enum export_value default_type, const c
             rc = value_type(b, PROFILE_SAMPLE_TYPE, sample_types[t].type, sample_types[t].unit);
     if (rc == 0)
         rc = value_type(b, PROFILE_PERIOD_TYPE, "space", "bytes");
-    pb_int64(&b->out, PROFILE_PERIOD, 1);
+    /* A sampled report's period is its rate, as in jemalloc's and Go's heap
+     * profiles; its values are already the estimates (pprof scales none). */
+    pb_int64(&b->out, PROFILE_PERIOD, report_is_sampled(r) ? r->sample_rate : 1);
     if (r->has & REPORT_HAS_START)
         pb_int64(&b->out, PROFILE_TIME_NANOS, r->start_ns);
     if ((r->has & REPORT_HAS_START) && (r->has & REPORT_HAS_END_NS) && r->end_ns >= r->start_ns) {
@@ -395,6 +397,14 @@ static int add_header(struct builder *b, enum export_value default_type, const c
         rc =
             add_comment(b, strdup("no alloc_space: the report's sites have no allocated_bytes (written by an "
                                   "older memtrail)"));
+    if (rc == 0 && report_is_sampled(r))
+        rc =
+            add_comment(b, asprintf(&text,
+                                    "sampled: one sample per %lld bytes allocated on average; the values are "
+                                    "estimates",
+                                    (long long)r->sample_rate) < 0
+                               ? NULL
+                               : text);
     if (rc == 0 && !r->complete)
         rc = add_comment(b, strdup("the report was cut short: these are the sites it holds"));
     return rc;

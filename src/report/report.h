@@ -83,6 +83,8 @@ enum {
     REPORT_HAS_SPANS = 1u << 14,   /* a spans line (span_name/span lines may precede it) */
     /* the memory_time line (r->memory_time holds it) */
     REPORT_HAS_MEMORY_TIME = 1u << 15,
+    /* sampled detail mode: the sample_rate line (r->sample_rate holds it) */
+    REPORT_HAS_SAMPLE_RATE = 1u << 16,
 };
 
 /* Detail mode (docs/report-format.md "Detail mode"): the ELF objects the
@@ -103,6 +105,11 @@ struct report_site {
     size_t nframes;
     int64_t allocated_bytes; /* every byte allocated here over the run; 0 unless has_allocated */
     bool has_allocated;      /* the line carried allocated_bytes= (older reports lack it) */
+    /* Sampled reports (docs/sampling.md): the counters above are estimates;
+     * these are the sampled allocations behind them. */
+    int64_t samples;      /* sampled allocations that came to this site */
+    int64_t live_samples; /* ... still live */
+    bool has_samples;     /* the line carried samples= and live_samples= */
 };
 
 /* Memory info (docs/report-format.md "Memory info"): one `info` line per
@@ -176,6 +183,7 @@ struct report {
     struct report_process process; /* zeros unless REPORT_HAS_PROCESS */
     int64_t stack_depth;           /* detail mode: frames per stack; 0 otherwise */
     char *unwinder;                /* "libunwind", "fp", or NULL */
+    int64_t sample_rate;           /* mode sample: mean bytes between samples; 0 for an exact report */
     struct report_module *modules;
     size_t nmodules;
     struct report_site *sites; /* in file order */
@@ -192,6 +200,9 @@ struct report {
     bool complete;                /* the end marker was read */
     long lines_read;              /* complete lines accepted so far */
 };
+
+/* Whether r's sites are sampled estimates (mode sample, docs/sampling.md). */
+bool report_is_sampled(const struct report *r);
 
 /* Whether every site of `r` carries allocated_bytes (true when it has none). */
 bool report_sites_have_allocated(const struct report *r);
@@ -309,6 +320,8 @@ struct mt_json;
 void report_json_cmdline(struct mt_json *j, const struct report *r);
 /* The six counters (live_bytes ... reallocs), into an open object. */
 void report_json_counts(struct mt_json *j, const struct report_counts *c);
+/* "sampling": {"rate_bytes": R} for a sampled report, null for an exact one. */
+void report_json_sampling(struct mt_json *j, const struct report *r);
 /* The summary document's keys after "schema" (pid ... errors), into the
  * open top-level object, so that the detail document can add its own. */
 void report_json_summary(struct mt_json *j, const struct report *r);

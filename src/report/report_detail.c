@@ -41,6 +41,8 @@ struct group {
     struct report_counts n; /* summed; peak_bytes is the sum of the members' peaks */
     int64_t allocated;      /* summed allocated_bytes; meaningful when has_allocated */
     bool has_allocated;     /* every member carried allocated_bytes */
+    int64_t samples;        /* sampled reports: summed samples= and live_samples= */
+    int64_t live_samples;
     size_t nsites;
     int64_t first_id;
     const char *key; /* diff: the symbolized stack (kept by the key table) */
@@ -264,6 +266,8 @@ static int group_sites(const struct report *r, struct symbolizer *s, struct key_
         add_counts(&g->n, &k[i].site->n);
         g->allocated = report_add(g->allocated, k[i].site->allocated_bytes);
         g->has_allocated &= k[i].site->has_allocated;
+        g->samples = report_add(g->samples, k[i].site->samples);
+        g->live_samples = report_add(g->live_samples, k[i].site->live_samples);
         g->nsites++;
     }
     free(k);
@@ -323,7 +327,7 @@ static void text_frames(FILE *out, struct symbolizer *s, const uint64_t *frames,
     }
 }
 
-static void text_counts(FILE *out, const struct group *g, const struct report_scale *sc)
+static void text_counts(FILE *out, const struct group *g, bool sampled, const struct report_scale *sc)
 {
     fprintf(out,
             "%*s(%s: live=%s (%" PRId64 " blocks), peak=%s, allocs=%" PRId64 ", frees=%" PRId64
@@ -332,6 +336,8 @@ static void text_counts(FILE *out, const struct group *g, const struct report_sc
             report_size(g->n.peak_bytes, sc), g->n.allocs, g->n.frees, g->n.reallocs);
     if (g->has_allocated)
         fprintf(out, ", allocated=%s", report_size(g->allocated, sc));
+    if (sampled) /* the estimates' basis: few samples, a wide error */
+        fprintf(out, ", samples=%" PRId64 " (%" PRId64 " live)", g->samples, g->live_samples);
     if (g->nsites > 1)
         fprintf(out, "; %zu sites merged", g->nsites);
     fputs(")\n\n", out);
@@ -374,7 +380,7 @@ int detail_print_text(FILE *out, const struct report *r, struct symbolizer *s, c
     fputs("):\n\n", out);
     for (size_t i = 0; i < shown; i++) {
         text_frames(out, s, gr.g[i].frames, gr.g[i].nframes);
-        text_counts(out, &gr.g[i], sc);
+        text_counts(out, &gr.g[i], report_is_sampled(r), sc);
     }
     if (r->sites_dropped)
         fprintf(out,
@@ -463,6 +469,10 @@ int detail_print_json(FILE *out, const struct report *r, struct symbolizer *s, c
         mt_json_kstr(&j, "category", g->category);
         report_json_counts(&j, &g->n);
         mt_json_ki64_or_null(&j, "allocated_bytes", g->has_allocated, g->allocated);
+        if (report_is_sampled(r)) {
+            mt_json_ki64(&j, "samples", g->samples);
+            mt_json_ki64(&j, "live_samples", g->live_samples);
+        }
         mt_json_key(&j, "frames");
         detail_json_frames(&j, s, g->frames, g->nframes);
         mt_json_object_end(&j);

@@ -288,6 +288,34 @@ static void text_process(FILE *out, const struct report *base, const struct repo
     fputc('\n', out);
 }
 
+/* Sampled reports' sites are estimates: say so, and warn when the two
+ * sides' sites are not estimates of the same kind (one exact, or two
+ * rates: the errors differ). The categories are exact either way. */
+static void text_sampling(FILE *out, const struct report *base, const struct report *cur)
+{
+    bool sb = report_is_sampled(base), sc = report_is_sampled(cur);
+    char rb[MT_UNITS_MAX], rc[MT_UNITS_MAX];
+    if (sb)
+        mt_size(rb, sizeof rb, base->sample_rate);
+    if (sc)
+        mt_size(rc, sizeof rc, cur->sample_rate);
+    if (sb && sc && base->sample_rate == cur->sample_rate)
+        fprintf(out,
+                "Sampled: both reports, one sample per %s allocated on average; site figures are estimates "
+                "(the category totals are exact)\n",
+                rb);
+    else if (sb && sc)
+        fprintf(out,
+                "Warning: the reports are sampled at different rates (base one sample per %s, new one per "
+                "%s): site figures are estimates with different errors, not directly comparable\n",
+                rb, rc);
+    else if (sb || sc)
+        fprintf(out,
+                "Warning: the %s report is sampled (one sample per %s) and the %s one exact: site figures "
+                "are not directly comparable (the category totals are exact in both)\n",
+                sb ? "base" : "new", sb ? rb : rc, sb ? "new" : "base");
+}
+
 int report_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
                            const struct report_scale *scale)
 {
@@ -309,6 +337,7 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
     if ((base->has & REPORT_HAS_VM) != (cur->has & REPORT_HAS_VM))
         fprintf(out, "(the %s report has no virtual memory fields: only heap figures are compared)\n",
                 (base->has & REPORT_HAS_VM) ? "new" : "base");
+    text_sampling(out, base, cur);
     fputc('\n', out);
     text_total(out, base, cur, vm, scale);
 
@@ -391,6 +420,7 @@ static void j_side(mt_json *j, const char *key, const struct report *r)
     mt_json_ki64_or_null(j, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
     mt_json_ki64_or_null(j, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);
     mt_json_kbool(j, "complete", r->complete);
+    report_json_sampling(j, r);
     mt_json_object_end(j);
 }
 

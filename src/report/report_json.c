@@ -52,6 +52,19 @@ static void category(mt_json *j, const struct report_category *c)
     mt_json_object_end(j);
 }
 
+void report_json_sampling(mt_json *j, const struct report *r)
+{
+    mt_json_key(j, "sampling");
+    if (!report_is_sampled(r)) {
+        mt_json_null(j);
+        return;
+    }
+    mt_json_oneline(j);
+    mt_json_object_begin(j);
+    mt_json_ki64(j, "rate_bytes", r->sample_rate);
+    mt_json_object_end(j);
+}
+
 void report_json_summary(mt_json *j, const struct report *r)
 {
     mt_json_ki64_or_null(j, "pid", r->has & REPORT_HAS_PID, r->pid);
@@ -60,6 +73,7 @@ void report_json_summary(mt_json *j, const struct report *r)
     mt_json_key(j, "cmdline");
     report_json_cmdline(j, r);
     mt_json_kstr(j, "mode", r->mode);
+    report_json_sampling(j, r);
     mt_json_kstr(j, "reason", r->reason);
     mt_json_ki64_or_null(j, "start_ns", r->has & REPORT_HAS_START, r->start_ns);
     mt_json_ki64_or_null(j, "end_ns", r->has & REPORT_HAS_END_NS, r->end_ns);

@@ -365,6 +365,13 @@ int report_print_text(FILE *out, const struct report *r, const struct report_sca
         }
         fputc('\n', out);
     }
+    if (report_is_sampled(r)) {
+        char rate[MT_UNITS_MAX];
+        fprintf(out,
+                "Sampled: one sample per %s allocated on average; site figures are estimates "
+                "(the category totals above are exact)\n\n",
+                mt_size(rate, sizeof rate, r->sample_rate));
+    }
     if (!r->complete && r->mode && strcmp(r->mode, "trace") == 0)
         fprintf(out,
                 "Incomplete: the trace stopped early after %ld events; "

@@ -545,6 +545,15 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
         return report_rd_fail(rd, -EBADMSG, "no total line");
     if ((r->has & REPORT_HAS_SITES) && !rd->sites_seen)
         return report_rd_fail(rd, -EBADMSG, "no sites line (the stack_depth line says detail mode)");
+    /* A sampled report's sites are estimates at its rate: without the rate
+     * they cannot be read as what they are. */
+    bool mode_sample = r->mode && strcmp(r->mode, "sample") == 0;
+    if (mode_sample && !(r->has & REPORT_HAS_SAMPLE_RATE))
+        return report_rd_fail(rd, -EBADMSG, "no sample_rate line (the mode line says sample)");
+    if (!mode_sample && (r->has & REPORT_HAS_SAMPLE_RATE))
+        return report_rd_fail(rd, -EBADMSG,
+                              "a sample_rate line in a report of mode %s (expected mode sample)",
+                              r->mode ? r->mode : "unknown");
     if (r->nspans && !rd->spans_seen)
         return report_rd_fail(rd, -EBADMSG, "no spans line after the span_name lines");
     return 0;
@@ -603,6 +612,11 @@ void report_free(struct report *r)
     free(r->sites);
     report_info_free(r);
     memset(r, 0, sizeof *r);
+}
+
+bool report_is_sampled(const struct report *r)
+{
+    return (r->has & REPORT_HAS_SAMPLE_RATE) && r->sample_rate > 0;
 }
 
 bool report_sites_have_allocated(const struct report *r)

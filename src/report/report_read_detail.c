@@ -1,9 +1,9 @@
 /* report_read_detail.c — the detail-mode lines of a .mtr report
- * (docs/report-format.md "Detail mode"): stack_depth, unwinder, the
- * modules (ELF objects the frames lie in) and the allocation sites with
- * their frames, checked as strictly as the summary lines (report_read.c).
- * IDs are checked for duplicates through hash indexes, so a report of a
- * million sites reads in linear time. */
+ * (docs/report-format.md "Detail mode"): stack_depth, unwinder, a sampled
+ * report's sample_rate (docs/sampling.md), the modules (ELF objects the
+ * frames lie in) and the allocation sites with their frames, checked as strictly as the summary lines
+ * (report_read.c). IDs are checked for duplicates through hash indexes, so a report of a million sites reads
+ * in linear time. */
 #include "report/report_read_int.h"
 
 #include <errno.h>
@@ -14,7 +14,8 @@
 #include <string.h>
 
 /* Fields of a site line: the counters, then allocated_bytes (optional:
- * reports written before it lack it). */
+ * reports written before it lack it), then a sampled report's samples and
+ * live_samples (docs/sampling.md; exact reports lack them). */
 #define SITE_COUNT(f, req)                                                                                   \
     {                                                                                                        \
 #f, offsetof(struct report_site, n) + offsetof(struct report_counts, f), req                         \
@@ -27,10 +28,14 @@ static const struct field site_fields[] = {
     SITE_COUNT(frees, true),
     SITE_COUNT(reallocs, false),
     {"allocated_bytes", offsetof(struct report_site, allocated_bytes), false},
+    {"samples", offsetof(struct report_site, samples), false},
+    {"live_samples", offsetof(struct report_site, live_samples), false},
 };
-#define SITE_ALLOCATED_BIT (1u << 6) /* allocated_bytes' index in site_fields */
+#define SITE_ALLOCATED_BIT (1u << 6)    /* allocated_bytes' index in site_fields */
+#define SITE_SAMPLES_BIT (1u << 7)      /* samples' */
+#define SITE_LIVE_SAMPLES_BIT (1u << 8) /* live_samples' */
 
-/* --- detail mode: stack_depth, unwinder, module, site, sites -------------- */
+/* --- detail mode: stack_depth, unwinder, sample_rate, module, site, sites -- */
 
 /* "0x" then 1 to 16 significant hex digits (either case): 0, -EBADMSG
  * (not that) or -ERANGE (more than 64 bits). No message: frames are parsed
@@ -287,6 +292,30 @@ static int parse_frames(struct reader *rd, const char *value, struct report_site
     return 0;
 }
 
+/* A sampled report's site counts its samples (both fields, as the writer
+ * writes them); an exact report's may not, as older reports do not. */
+static int check_samples(struct reader *rd, const struct report *r, const char *line_key,
+                         struct report_site *site, unsigned seen)
+{
+    unsigned both = SITE_SAMPLES_BIT | SITE_LIVE_SAMPLES_BIT;
+    if ((seen & both) == both) {
+        site->has_samples = true;
+    } else if (seen & both) {
+        return report_rd_fail(rd, -EBADMSG, "%s line lacks field %s (it has %s)", line_key,
+                              seen & SITE_SAMPLES_BIT ? "live_samples" : "samples",
+                              seen & SITE_SAMPLES_BIT ? "samples" : "live_samples");
+    } else if (r->has & REPORT_HAS_SAMPLE_RATE) {
+        return report_rd_fail(rd, -EBADMSG, "%s line lacks field samples (the report is sampled)", line_key);
+    }
+    if (site->has_samples &&
+        (site->samples < 0 || site->live_samples < 0 || site->live_samples > site->samples))
+        return report_rd_fail(rd, -EBADMSG,
+                              "%s line has live_samples=%" PRId64 " and samples=%" PRId64
+                              " (expected 0 <= live_samples <= samples)",
+                              line_key, site->live_samples, site->samples);
+    return 0;
+}
+
 static int parse_site(struct reader *rd, struct report *r, char *value)
 {
     struct report_site site = {0};
@@ -315,6 +344,8 @@ static int parse_site(struct reader *rd, struct report *r, char *value)
     if (rc == 0)
         rc = report_rd_fields(rd, line_key, rest, site_fields, NFIELDS(site_fields), &site, NULL, &seen);
     site.has_allocated = (seen & SITE_ALLOCATED_BIT) != 0;
+    if (rc == 0)
+        rc = check_samples(rd, r, line_key, &site, seen);
     if (rc == 0)
         rc = parse_frames(rd, frames, &site);
     if (rc == 0 && r->stack_depth > 0 && site.nframes > (size_t)r->stack_depth)
@@ -366,6 +397,23 @@ int report_rd_detail_line(struct reader *rd, struct report *r, const char *key, 
         if (*value == '\0')
             return report_rd_fail(rd, -EBADMSG, "empty unwinder line");
         return report_rd_string(rd, &r->unwinder, value);
+    }
+    if (strcmp(key, "sample_rate") == 0) {
+        if (r->has & REPORT_HAS_SAMPLE_RATE)
+            return report_rd_fail(rd, -EBADMSG, "duplicate sample_rate line");
+        if (r->nsites)
+            return report_rd_fail(rd, -EBADMSG, "sample_rate line after the first site line");
+        int64_t rate;
+        int rc = report_rd_int(rd, key, value, &rate);
+        if (rc < 0)
+            return rc;
+        if (rate < 1)
+            return report_rd_fail(
+                rd, -EBADMSG, "sample_rate %" PRId64 " out of range (expected a positive number of bytes)",
+                rate);
+        r->sample_rate = rate;
+        r->has |= REPORT_HAS_SAMPLE_RATE;
+        return 0;
     }
     if (strcmp(key, "module") == 0)
         return parse_module(rd, r, value);

@@ -142,6 +142,19 @@ run_json detail-diff "diff --json (detail reports)" "$MT" diff "$T/det.mtr" "$T/
 expect_eq "diff --json (detail): base and new stack_id of a site are the same site" True \
     "$(json_get "$last" "all(s['base']['stack_id'] == s['new']['stack_id'] and s['status'] == 'unchanged' for s in j['sites'])")"
 
+# A sampled report (docs/sampling.md), made from det.mtr as the agent writes
+# one (tests/report/mksampled.py): "sampling" and each site's samples.
+python3 "$MT_ROOT/tests/report/mksampled.py" "$T/det.mtr" "$T/samp.mtr" 524288
+run_json report "report --json (sampled)" "$MT" report "$T/samp.mtr" --json
+expect_eq "report --json (sampled): sampling.rate_bytes; null for an exact report" "524288 None" \
+    "$(json_get "$last" "j['sampling']['rate_bytes']") $(json_get "$T/doc1.json" "j['sampling']")"
+run_json detail "report detail --json (sampled)" "$MT" report detail "$T/samp.mtr" --json
+expect_eq "report detail --json (sampled): samples and live_samples on every site" True \
+    "$(json_get "$last" "all(isinstance(s['samples'], int) and 0 <= s['live_samples'] <= s['samples'] for s in j['sites'])")"
+run_json detail-diff "diff --json (sampled against exact)" "$MT" diff "$T/det.mtr" "$T/samp.mtr" --json
+expect_eq "diff --json (sampled against exact): each side's sampling" "None 524288" \
+    "$(json_get "$last" "'%s %s' % (j['base']['sampling'], j['new']['sampling']['rate_bytes'])")"
+
 run_json xe-plan "xe plan --json" "$MT" xe plan --max-memory 4MB --mode per_cpu --cpus 2 --json
 expect_eq "xe plan --json: the partition mode as --mode spells it; 5 buffers (ceil(2.5 x 2))" "per_cpu 5 None" \
     "$(json_get "$last" "'%s %s %s' % (j['partition_mode'], j['total_regular_buffers'], j['max_event_size_bytes'])")"

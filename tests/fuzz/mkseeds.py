@@ -3,7 +3,8 @@
 their corpora (committed; `make fuzz-seeds` runs this again):
 
   tests/report/fuzz/corpus/seed-*.mtr        reports: every line and field of
-      docs/report-format.md, detail mode, extreme integers, files cut short,
+      docs/report-format.md, detail mode, sampled detail mode (docs/sampling.md),
+      extreme integers, files cut short,
       duplicates, escapes, modules that overlap or are empty
   tests/agent/fuzz/corpus/seed-*             MEMTRAIL_OPTIONS strings: each key
       with good and bad values, escapes, empty fields
@@ -78,8 +79,40 @@ def detail(**kw):
     return summary(tail=detail_part(**kw) + "end\n").replace("mode summary", "mode detail")
 
 
+def sampled(rate="524288", samples=((3, 1), (1, 0), (1, 1)), **kw):
+    """A sampled detail report (docs/sampling.md): mode sample, a sample_rate
+    line after unwinder (none when rate is None), samples= and live_samples=
+    on each default site (a pair (n, None) writes samples= alone)."""
+    part = detail_part(**kw)
+    if rate is not None:
+        part = part.replace("unwinder cfi\n", "unwinder cfi\nsample_rate %s\n" % rate)
+    lines = part.split("\n")
+    k = 0
+    for i, line in enumerate(lines):
+        if line.startswith("site ") and k < len(samples):
+            n, live = samples[k]
+            extra = " samples=%s" % n + ("" if live is None else " live_samples=%s" % live)
+            lines[i] = line.replace(" frames=", extra + " frames=")
+            k += 1
+    return summary(tail="\n".join(lines) + "end\n").replace("mode summary", "mode sample")
+
+
+def sampled_seeds(d):
+    write(d, "seed-sample.mtr", sampled())
+    write(d, "seed-sample-no-rate.mtr", sampled(rate=None))
+    write(d, "seed-sample-bad-rate.mtr", sampled(rate="0"))
+    write(d, "seed-sample-rate-not-int.mtr", sampled(rate="512KiB"))
+    write(d, "seed-sample-extreme.mtr", sampled(rate=str(I64_MAX), samples=((I64_MAX, I64_MAX), (I64_MAX, 0),
+                                                                            (1, 1))))
+    write(d, "seed-sample-half-fields.mtr", sampled(samples=((3, None),)))
+    write(d, "seed-sample-live-over.mtr", sampled(samples=((1, 2),)))
+    write(d, "seed-sample-rate-in-detail.mtr", sampled().replace("mode sample", "mode detail"))
+    write(d, "seed-sample-cut.mtr", sampled()[: sampled().index("site 2")])
+
+
 def reports():
     d = os.path.join(ROOT, "tests/report/fuzz/corpus")
+    sampled_seeds(d)
     write(d, "seed-summary.mtr", summary())
     write(d, "seed-detail.mtr", detail())
     write(d, "seed-old-format.mtr",    # no VM fields, no reallocs, no process line

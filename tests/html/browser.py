@@ -210,7 +210,26 @@ def check_summary(d, name, j):
     expect(name + ": top category first", first == top["name"], "first row %r, expected %r" % (first, top["name"]))
 
 
+def sampled_note(d, name, rates):
+    """The #mt-sampling label: present exactly when a report of the JSON is
+    sampled (docs/sampling.md), naming its rate; for two reports at one rate
+    it says the sites are estimates, else that they are not comparable.
+    rates: each report's rate_bytes, or None for an exact one."""
+    note = js(d, "var e = document.getElementById('mt-sampling'); return e ? e.textContent : null;")
+    if not any(rates):
+        expect(name + ": no sampled label on exact reports", note is None, "label %r" % note)
+        return
+    # the rate as the page writes sizes ("512 KB", "1 MB")
+    per = ["%d MB" % (r >> 20) if r % (1 << 20) == 0 else "%d KB" % (r >> 10) for r in rates if r]
+    same = len(rates) == len(per) and len(set(rates)) == 1
+    ok = note is not None and all(p in note for p in per) and (
+        note.startswith("sampled, one sample per " + per[0]) and "site figures are estimates" in note if same
+        else "not directly comparable" in note)
+    expect(name + ": sampled label", ok, "label %r, rates %r" % (note, rates))
+
+
 def check_detail(d, name, j):
+    sampled_note(d, name, [(j.get("sampling") or {}).get("rate_bytes")])
     sites = j["sites"]
     live = sum(s["live_bytes"] for s in sites)
     alloc = sum(s.get("allocated_bytes", 0) for s in sites)
@@ -249,6 +268,7 @@ def frame_source(f):
 
 
 def check_diff(d, name, j):
+    sampled_note(d, name, [(j[k].get("sampling") or {}).get("rate_bytes") for k in ("base", "new")])
     t = j["total"]
     expect(name + ": live bytes change shown", card(d, "live_bytes_delta") == t["live_bytes_delta"],
            "card %s, JSON %s" % (card(d, "live_bytes_delta"), t["live_bytes_delta"]))

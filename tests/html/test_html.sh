@@ -132,6 +132,18 @@ hostile=$(printf '</script><!--<script>alert(1)</script>"\x27 \xe2\x80\xa8\xe2\x
 grep -q 'alert(1)' hostile.json && pass "html: the hostile command line is in the report" ||
     fail "html: hostile command line" "not in the report's JSON"
 jobs+=(summary:hostile.html:hostile.json)
+# Sampled reports (docs/sampling.md), made from d1.mtr and d2.mtr as the
+# agent writes them (tests/report/mksampled.py): the detail page's label,
+# and the diff page's for one rate and for a sampled against an exact report.
+python3 "$MT_ROOT/tests/report/mksampled.py" d1.mtr ds1.mtr 524288
+python3 "$MT_ROOT/tests/report/mksampled.py" d2.mtr ds2.mtr 524288
+"$MT" html ds1.mtr -o ds1.html 2>/dev/null
+"$MT" report detail --json ds1.mtr >ds1.json
+"$MT" html ds1.mtr ds2.mtr -o dsdiff.html 2>/dev/null
+"$MT" diff --json ds1.mtr ds2.mtr >dsdiff.json
+"$MT" html d1.mtr ds2.mtr -o dxdiff.html 2>/dev/null
+"$MT" diff --json d1.mtr ds2.mtr >dxdiff.json
+jobs+=(detail:ds1.html:ds1.json diff:dsdiff.html:dsdiff.json diff:dxdiff.html:dxdiff.json)
 if [ -s sql.html ]; then
     "$MT" report detail --json sql.mtr >sql.json 2>/dev/null
     jobs+=(detail:sql.html:sql.json)

@@ -1,6 +1,7 @@
 /* test_detail_read.c — unit tests of the reader's detail-mode lines
  * (stack_depth, unwinder, module, site, sites; docs/report-format.md
- * "Detail mode"): every field of a good file, unknown fields ignored, each
+ * "Detail mode"; sample_rate, samples= and live_samples= of a sampled
+ * report, docs/sampling.md): every field of a good file, unknown fields ignored, each
  * kind of bad line named with its file and line, and a file cut short
  * keeping the sites before the cut. Built with ASan+UBSan, so report_free
  * releasing everything is checked by LeakSanitizer. Prints PASS/FAIL lines. */
@@ -213,6 +214,87 @@ static void test_allocated(void)
                       "line 15: field allocated_bytes given twice");
 }
 
+/* A sampled report (docs/sampling.md): mode sample, the sample_rate line,
+ * samples= and live_samples= on every site. */
+#define STOTAL "total live_bytes=1 live_count=1 peak_bytes=1 allocs=1 frees=0\n"
+#define SHEAD(mode) "memtrail-report 1\npid 7\nmode " mode "\n" STOTAL
+#define SSITE(id, rest)                                                                                      \
+    "site " #id " category=malloc live_bytes=1048576 live_count=32768 peak_bytes=2097152 allocs=65536 "      \
+    "frees=32768 reallocs=0 allocated_bytes=2097152 " rest " frames=0x1\n"
+static void test_sampled(void)
+{
+    struct report r;
+    char err[REPORT_ERR_MAX];
+    int rc = read_text("s.mtr",
+                       SHEAD("sample") "stack_depth 4\nunwinder cfi\nsample_rate 524288\n" SSITE(
+                           1, "samples=4 live_samples=2")
+                           SSITE(2, "live_samples=0 samples=1 future=3") "sites count=2 dropped=0\nend\n",
+                       &r, err);
+    CHECK("sampled: reads", rc == 0);
+    if (rc)
+        printf("    %s\n", err);
+    CHECK("sampled: rate", report_is_sampled(&r) && r.sample_rate == 524288 &&
+                               (r.has & REPORT_HAS_SAMPLE_RATE) && strcmp(r.mode, "sample") == 0);
+    CHECK("sampled: site fields", r.nsites == 2 && r.sites[0].has_samples && r.sites[0].samples == 4 &&
+                                      r.sites[0].live_samples == 2 && r.sites[0].n.allocs == 65536 &&
+                                      r.sites[1].has_samples && r.sites[1].samples == 1 &&
+                                      r.sites[1].live_samples == 0);
+    report_free(&r);
+    /* An exact report: no rate, no samples, not sampled. */
+    rc = read_text("e.mtr", SHEAD("detail") "stack_depth 4\n" SSITE(1, "") "sites count=1 dropped=0\nend\n",
+                   &r, err);
+    CHECK("exact: not sampled", rc == 0 && !report_is_sampled(&r) && r.sample_rate == 0 && r.nsites == 1 &&
+                                    !r.sites[0].has_samples);
+    report_free(&r);
+
+    expect_read_error("sampled ", "no sample_rate line",
+                      SHEAD("sample") "stack_depth 4\n" SSITE(
+                          1, "samples=1 live_samples=1") "sites count=1 dropped=0\nend\n",
+                      -EBADMSG, "bad.mtr: no sample_rate line (the mode line says sample)");
+    expect_read_error("sampled ", "rate zero", SHEAD("sample") "stack_depth 4\nsample_rate 0\nend\n",
+                      -EBADMSG,
+                      "bad.mtr: line 6: sample_rate 0 out of range (expected a positive number of bytes)");
+    expect_read_error("sampled ", "rate negative", SHEAD("sample") "sample_rate -512\nend\n", -EBADMSG,
+                      "bad.mtr: line 5: sample_rate -512 out of range");
+    expect_read_error("sampled ", "rate with a unit", SHEAD("sample") "sample_rate 512KiB\nend\n", -EBADMSG,
+                      "bad.mtr: line 5: bad value '512KiB' for sample_rate (expected an integer)");
+    expect_read_error("sampled ", "rate empty", SHEAD("sample") "sample_rate\nend\n", -EBADMSG,
+                      "bad.mtr: line 5: bad value '' for sample_rate");
+    expect_read_error("sampled ", "rate overflow", SHEAD("sample") "sample_rate 9223372036854775808\nend\n",
+                      -ERANGE, "line 5: value '9223372036854775808' for sample_rate does not fit");
+    expect_read_error("sampled ", "rate twice", SHEAD("sample") "sample_rate 1\nsample_rate 1\nend\n",
+                      -EBADMSG, "line 6: duplicate sample_rate line");
+    expect_read_error("sampled ", "rate in an exact report", SHEAD("detail") "sample_rate 4096\nend\n",
+                      -EBADMSG,
+                      "bad.mtr: a sample_rate line in a report of mode detail (expected mode sample)");
+    expect_read_error("sampled ", "site without samples",
+                      SHEAD("sample") "stack_depth 4\nsample_rate 4096\n" SSITE(3, "") "end\n", -EBADMSG,
+                      "line 7: site 3 line lacks field samples (the report is sampled)");
+    expect_read_error("sampled ", "samples without live_samples",
+                      SHEAD("sample") "stack_depth 4\nsample_rate 4096\n" SSITE(3, "samples=2") "end\n",
+                      -EBADMSG, "line 7: site 3 line lacks field live_samples (it has samples)");
+    expect_read_error(
+        "sampled ", "more live samples than samples",
+        SHEAD("sample") "stack_depth 4\nsample_rate 4096\n" SSITE(3, "samples=2 live_samples=3") "end\n",
+        -EBADMSG,
+        "line 7: site 3 line has live_samples=3 and samples=2 (expected 0 <= live_samples <= samples)");
+    expect_read_error(
+        "sampled ", "samples not a number",
+        SHEAD("sample") "stack_depth 4\nsample_rate 4096\n" SSITE(3, "samples=x live_samples=0") "end\n",
+        -EBADMSG, "line 7: bad value 'x' for samples (expected an integer)");
+    expect_read_error(
+        "sampled ", "rate after a site",
+        SHEAD("sample") "stack_depth 4\n" SSITE(3, "samples=1 live_samples=0") "sample_rate 4096\nend\n",
+        -EBADMSG, "line 7: sample_rate line after the first site line");
+    /* Cut short: what was read is kept, the rate with it; no complaint about a missing rate. */
+    rc = read_text("cut.mtr",
+                   SHEAD("sample") "stack_depth 4\nsample_rate 65536\n" SSITE(1, "samples=1 live_samples=1"),
+                   &r, err);
+    CHECK("sampled truncated: -ENODATA, rate and site kept",
+          rc == -ENODATA && r.sample_rate == 65536 && r.nsites == 1 && r.sites[0].samples == 1);
+    report_free(&r);
+}
+
 static void test_truncated(void)
 {
     struct report r;
@@ -241,6 +323,7 @@ int main(void)
     test_good();
     test_errors();
     test_allocated();
+    test_sampled();
     test_truncated();
     rmdir(dir);
     return failures ? 1 : 0;

@@ -8,8 +8,9 @@
  * sites; tabs button[data-tab=mt-tab-live|mt-tab-allocated] showing
  * #mt-flame-live and #mt-flame-allocated (.mt-flame, common.js);
  * #mt-sites, the table (rows tr[data-name] = the innermost frame's name;
- * text columns function, category, stack, source). */
-MT.siteColumns = function (withAllocated) {
+ * text columns function, category, stack, source); #mt-sampling, the
+ * label of a sampled report (docs/sampling.md). */
+MT.siteColumns = function (withAllocated, sampled) {
     var cols = [
         { key: "function", label: "function", unit: "text", value: function (s) { return MT.frameName(s.frames[0] || {}); },
           title: "the innermost frame: where the allocation was made" },
@@ -22,6 +23,8 @@ MT.siteColumns = function (withAllocated) {
     ];
     if (withAllocated)
         cols.push({ key: "allocated_bytes", label: "allocated", unit: "bytes", title: "bytes allocated over the run (the first size, then each growth)" });
+    if (sampled)
+        cols.push({ key: "samples", label: "samples", unit: "count", title: "sampled allocations behind this site's estimates (few samples: a wide error)" });
     cols.push({ key: "source", label: "source", unit: "text", value: function (s) { return MT.frameSource(s.frames[0] || {}); } });
     cols.push({ key: "stack", label: "stack (outermost first)", unit: "text", value: function (s) { return MT.stackText(s.frames); } });
     return cols;
@@ -52,6 +55,9 @@ MT.pages.detail = function (root, env) {
     var sum = function (k) { return sites.reduce(function (a, s) { return a + (s[k] || 0); }, 0); };
     var liveSum = sum("live_bytes"), allocSum = hasAllocated ? sum("allocated_bytes") : sum("allocs");
     MT.processInfo(root, j);
+    if (j.sampling)
+        root.appendChild(MT.el("p", { class: "mt-note", id: "mt-sampling", text: "sampled, one sample per " +
+            MT.bytes(j.sampling.rate_bytes) + ": site figures are estimates (the category totals are exact)" }));
     MT.section(root, "Totals", "Live: allocated and not yet freed when the report was written. Allocated: every byte the " +
         "sites allocated over the run (a realloc counts its growth).");
     MT.cards(root, [
@@ -83,7 +89,7 @@ MT.pages.detail = function (root, env) {
 
     var ts = MT.section(root, "Sites", "One row per allocation site (call stack and category), largest live bytes first. " +
         "Click a heading to sort; type to keep the rows whose function, category, source or stack holds the text.");
-    MT.table(ts, { id: "mt-sites", rows: sites, columns: MT.siteColumns(hasAllocated), sort: "live_bytes",
+    MT.table(ts, { id: "mt-sites", rows: sites, columns: MT.siteColumns(hasAllocated, !!j.sampling), sort: "live_bytes",
                    name: function (x) { return MT.frameName(x.frames[0] || {}); } });
     MT.categoryParts(root, j);
 };

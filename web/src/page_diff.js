@@ -9,7 +9,7 @@
  * non-zero live-byte changes, g.mt-bar[data-name][data-value]);
  * #mt-diff-category-table; #mt-diff-site-bars; #mt-flame-diff (.mt-flame);
  * #mt-diff-sites (rows tr[data-name] = innermost frame, sorted by the size
- * of the live-byte change). */
+ * of the live-byte change); #mt-sampling, the note when a side is sampled. */
 MT.pages.diff = function (root, env) {
     var j = env.data, t = j.total || {}, p = j.process;
     var side = function (label, r) {
@@ -24,6 +24,14 @@ MT.pages.diff = function (root, env) {
         return dl;
     };
     root.appendChild(MT.el("div", { class: "mt-sides" }, [side("BASE", j.base || {}), side("NEW", j.new || {})]));
+    /* Sampled sides (docs/sampling.md): the sites are estimates, comparable
+     * only at one rate. */
+    var sb = (j.base || {}).sampling, sn = (j.new || {}).sampling, per = function (x) { return MT.bytes(x.rate_bytes); };
+    if (sb || sn)
+        root.appendChild(MT.el("p", { class: "mt-note", id: "mt-sampling", text:
+            sb && sn && sb.rate_bytes === sn.rate_bytes ? "sampled, one sample per " + per(sb) + ": site figures are estimates" :
+            sb && sn ? "sampled at different rates (BASE one sample per " + per(sb) + ", NEW per " + per(sn) + "): site figures are not directly comparable" :
+            (sb ? "BASE" : "NEW") + " is sampled (one sample per " + per(sb || sn) + "), the other exact: site figures are not directly comparable" }));
 
     MT.section(root, "What changed", "NEW minus BASE. Live: allocated and not freed when each report was written; " +
         "committed and RSS: the process's mapped and resident memory.");
