@@ -72,6 +72,9 @@ typedef struct mt_tls {
     unsigned char cat;                 /* category of new allocations */
     unsigned char depth;               /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];
+    unsigned char sample_seeded; /* sample mode: sample_rng is set up (sample.c) */
+    int64_t sample_left;         /* sample mode: bytes until this thread's next sample */
+    uint64_t sample_rng;         /* sample mode: this thread's generator */
 } mt_tls;
 extern MT_TLS mt_tls mt_t;
 

@@ -22,6 +22,7 @@
 #include "agent/meminfo.h"
 #include "agent/record.h"
 #include "agent/refset_events.h"
+#include "agent/sample.h"
 #include "agent/sessions.h"
 #include "agent/span.h"
 #include "agent/site_capture.h"
@@ -218,16 +219,19 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
         mt_rs_block_new(real);
     uint32_t site = 0, tag = 0;
     _Atomic long *busy = NULL;
-    int rec = mt_rec_enter(&busy);
+    int rec = mt_rec_enter(&busy), kind = MT_REC_NONE;
     if (MT_UNLIKELY(rec != MT_REC_NONE)) {
-        site = mt_site_here(cat, 1);
-        /* Trace: the header names the allocation, its events the stack. */
-        tag = mt_tag_new(rec, site);
+        kind = mt_sample_kind(rec, size); /* sampling: DETAIL if this one is sampled, else NONE */
+        if (kind != MT_REC_NONE) {
+            site = mt_site_here(cat, 1);
+            /* Trace: the header names the allocation, its events the stack. */
+            tag = mt_tag_new(kind, site);
+        }
     }
-    char *p = fill_header(real, size, cat, shift, (unsigned)rec, tag);
+    char *p = fill_header(real, size, cat, shift, (unsigned)kind, tag);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-    if (MT_UNLIKELY(rec == MT_REC_DETAIL))
-        mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
+    if (MT_UNLIKELY(kind == MT_REC_DETAIL))
+        mt_site_count_new(site, size);
     mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
     if (MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped(real)) /* memory info: GROW */
@@ -259,7 +263,7 @@ static void release(void *p, mt_hdr *h)
     /* A site keeps counting the blocks detail recording gave it, recording
      * or not, so its live bytes stay exact. */
     if (MT_UNLIKELY(kind == MT_REC_DETAIL))
-        mt_site_count(h->tag, -(int64_t)size, MT_SITE_FREE);
+        mt_site_count_gone(h->tag, size);
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
     _Atomic long *busy = NULL;
@@ -395,11 +399,12 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
      * the same allocation), any other tag is dropped. */
     uint32_t site = 0, tag = 0;
     unsigned kind = MT_REC_NONE;
-    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
+    if (MT_UNLIKELY(rec != MT_REC_NONE))
+        kind = (unsigned)mt_sample_kind(rec, n); /* sampling: the new block is sampled afresh */
+    if (kind != MT_REC_NONE) {
         site = mt_site_here(cat, 3);
-        tag = mt_tag_new(rec, site);
-        kind = (unsigned)rec;
-    } else if (okind == MT_REC_DETAIL) {
+        tag = mt_tag_new((int)kind, site);
+    } else if (okind == MT_REC_DETAIL && rec == MT_REC_NONE && !mt_site_opt.sample) {
         site = tag = old_tag;
         kind = MT_REC_DETAIL;
     }
