@@ -616,7 +616,7 @@ int cmd_run(int argc, char **argv)
             depth ? "--depth" : "--unwind");
     if (sample_rate && !sample)
         return cli_usage_error("run", "--sample-rate is for sample mode: add --mode sample");
-    char detail_opts[224] = "";
+    char detail_opts[160] = "";
     int dlen = snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s%s%s", depth ? ":depth=" : "",
                         depth ? depth : "", unwind ? ":unwind=" : "", unwind ? unwind : "",
                         sample_rate ? ":sample_rate=" : "", sample_rate ? sample_rate : "",

@@ -62,14 +62,6 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                       "detail, sample and trace modes: frames per stack"},
     [MT_OPT_UNWIND] = {"unwind", MT_OPTT_CHOICE, unwinders, 0, 0, NULL, "auto",
                        "detail, sample and trace modes: how stacks are taken"},
-    [MT_OPT_SAMPLE_RATE] = {"sample_rate", MT_OPTT_SIZE, NULL, 1, 1ll << 30,
-                            "a size from 1 byte to 1GiB: bytes, or with a unit (KiB, MiB, GiB)", "512KiB",
-                            "sample mode: mean bytes allocated between two sampled allocations "
-                            "(docs/sampling.md)",
-                            1},
-    [MT_OPT_SAMPLE_SEED] = {"sample_seed", MT_OPTT_INT, NULL, 0, INT64_MAX, "0 to 2^63-1; 0: random", "0",
-                            "sample mode: the seed of the sampling; a fixed one samples the same allocations "
-                            "of a single-threaded run every time"},
     [MT_OPT_OUTPUT] =
         {"output", MT_OPTT_PATH, NULL, 1, MT_OUTPUT_MAX,
          "a file path, at most 3800 bytes; %p = pid, %e = program name", "memtrail.%p.mtr",
@@ -101,6 +93,14 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_START] = {"start", MT_OPTT_CHOICE, starts, 0, 0, NULL, "on",
                       "detail, sample and trace modes: when recording (call sites, the trace) starts; "
                       "`memtrail query PID start` and `stop` switch it at any time"},
+    [MT_OPT_SAMPLE_RATE] = {"sample_rate", MT_OPTT_SIZE, NULL, 1, 1ll << 30,
+                            "a size from 1 byte to 1GiB: bytes, or with a unit (KiB, MiB, GiB)", "512KiB",
+                            "sample mode: mean bytes allocated between two sampled allocations "
+                            "(docs/sampling.md)",
+                            1},
+    [MT_OPT_SAMPLE_SEED] = {"sample_seed", MT_OPTT_INT, NULL, 0, INT64_MAX, "0 to 2^63-1; 0: random", "0",
+                            "sample mode: the seed of the sampling; a fixed one samples the same allocations "
+                            "of a single-threaded run every time"},
     [MT_OPT_REFSET_FD] =
         {"refset_fd", MT_OPTT_INT, NULL, -1, 2147483647,
          "an open SOCK_SEQPACKET socket's descriptor, or -1 (off)", "-1",

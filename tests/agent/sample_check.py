@@ -21,6 +21,9 @@ and sampleprog's ledger (the program's own books), and prints one
   sample_check.py same A B LABEL
       the site lines of two reports equal, frames taken relative to their
       modules (the runs' addresses differ).
+  sample_check.py rate1 SAMPLED EXACT LABEL
+      a report sampled at rate 1 (every block sampled, weight 1) has the
+      exact report's sites, figure for figure, and samples = allocs.
   sample_check.py sites REPORT LEDGER LABEL NAME PRESENT
       site function NAME has sampled sites (PRESENT=1) or none (0).
 """
@@ -251,6 +254,27 @@ def same(argv):
         "%d lines differ, e.g. %s" % (len(diff), diff[:2]))
 
 
+def rate1(argv):
+    a, b, label = argv[:3]
+
+    def table(path, sampled):
+        rep = parse_report(path)
+        res = {}
+        for s in rep["sites"]:
+            key = ",".join(relative(rep, x) for x in s.get("frames", [])) + " " + s.get("category", "")
+            if sampled and s.get("samples") != s.get("allocs"):
+                res[key] = "samples %s != allocs %s" % (s.get("samples"), s.get("allocs"))
+                continue
+            res[key] = " ".join("%s=%s" % (k, v) for k, v in sorted(s.items())
+                                if k not in ("id", "frames", "samples", "live_samples"))
+        return res
+
+    ta, tb = table(a, True), table(b, False)
+    diff = sorted(k for k in set(ta) | set(tb) if ta.get(k) != tb.get(k))
+    out(ta == tb and ta, "%s: sampled at rate 1, the sites are the exact run's" % label,
+        "%d of %d sites differ, e.g. %s" % (len(diff), len(ta), [(k, ta.get(k), tb.get(k)) for k in diff[:2]]))
+
+
 def sites(argv):
     report, ledger, label, name, present = argv[:5]
     rep = parse_report(report)
@@ -263,5 +287,5 @@ def sites(argv):
 
 
 if __name__ == "__main__":
-    {"estimates": estimates, "exact": exact, "summary": summary, "same": same, "sites": sites}[sys.argv[1]](
+    {"estimates": estimates, "exact": exact, "rate1": rate1, "summary": summary, "same": same, "sites": sites}[sys.argv[1]](
         sys.argv[2:])

@@ -47,6 +47,14 @@ done
 expect_eq "the exact report's site lines have no samples=" "" "$(grep '^site .*samples=' "$(report_of exact)")"
 expect_eq "the exact report has no sample_rate line" "" "$(grep '^sample_rate' "$(report_of exact)")"
 
+# Rate 1: every block sampled with weight 1, so the sites are exact
+# detail's, to the byte (the program's, libc's, and custom-API blocks).
+run rate1 "mode=sample:sample_rate=1" one
+$CHECK rate1 "$(report_of rate1)" "$(report_of exact)" "sampleprog"
+MEMTRAIL_OPTIONS="output=$T/cp1.mtr:mode=sample:sample_rate=1" LD_PRELOAD=$AGENT "$TBIN/custompool" "$T/cp1.ledger" >/dev/null
+MEMTRAIL_OPTIONS="output=$T/cp2.mtr:mode=detail" LD_PRELOAD=$AGENT "$TBIN/custompool" "$T/cp2.ledger" >/dev/null
+$CHECK rate1 "$T/cp1.mtr" "$T/cp2.mtr" "custom allocator API"
+
 # The same seed twice: the same sites, the same estimates.
 run again "mode=sample:sample_rate=64KiB:sample_seed=5" one
 $CHECK same "$(report_of s65536)" "$(report_of again)" "seed 5"
