@@ -395,8 +395,10 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
 {
     /* Recording detail: the block goes to the realloc call's site;
      * recording a trace: it is a new allocation (id), taken at the realloc
-     * call's stack. Recording nothing: a block stays at its site (it is
-     * the same allocation), any other tag is dropped. */
+     * call's stack; sampling: the new block is sampled afresh there, the
+     * old one leaves its site (docs/sampling.md). Recording nothing: a
+     * block stays at its site (it is the same allocation), except a
+     * sampled one, whose weight is its size's; any other tag is dropped. */
     uint32_t site = 0, tag = 0;
     unsigned kind = MT_REC_NONE;
     if (MT_UNLIKELY(rec != MT_REC_NONE))
