@@ -61,7 +61,7 @@ extern int64_t mt_start_ns; /* CLOCK_REALTIME at start-up */
  * clear while it is on: mt_extra_on sets it before and after the feature's
  * state goes on, mt_extra_off clears it after the state went off and sets
  * it again if the state came back meanwhile. */
-enum { MT_EXTRA_REFSET = 1, MT_EXTRA_RECORD = 2, MT_EXTRA_SESSIONS = 4 };
+enum { MT_EXTRA_REFSET = 1, MT_EXTRA_RECORD = 2, MT_EXTRA_SESSIONS = 4, MT_EXTRA_SAMPLE = 8 };
 extern _Atomic unsigned mt_hooks_extra;
 static inline void mt_extra_on(unsigned bit, _Atomic int *state, int value)
 {
@@ -95,6 +95,9 @@ typedef struct mt_tls {
     unsigned char cat;                 /* category of new allocations */
     unsigned char depth;               /* tag stack depth */
     unsigned char stack[MT_TAG_DEPTH];
+    unsigned char sample_seeded; /* sample mode: sample_rng is set up (sample.c) */
+    int64_t sample_left;         /* sample mode: bytes until this thread's next sample */
+    uint64_t sample_rng;         /* sample mode: this thread's generator */
 } mt_tls;
 extern MT_TLS mt_tls mt_t;
 

@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/counters.h"
 #include "agent/sessions.h"
+#include "agent/sample.h"
 #include "agent/site.h"
 #include "agent/site_capture.h"
 #include "agent/trace.h"
@@ -113,13 +114,15 @@ static void say_full(void)
 
 /* The new block's site and tag under recording `rec`, as hooks.c's
  * track_new takes them. */
-static void new_tag(int rec, unsigned cat, uint32_t *site, uint32_t *tag, int frames)
+static unsigned new_tag(int rec, uint64_t size, unsigned cat, uint32_t *site, uint32_t *tag, int frames)
 {
     *site = *tag = 0;
-    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
+    int kind = mt_sample_kind(rec, size); /* sampling: DETAIL if sampled, else NONE */
+    if (MT_UNLIKELY(kind != MT_REC_NONE)) {
         *site = mt_site_here(cat, frames);
-        *tag = mt_tag_new(rec, *site);
+        *tag = mt_tag_new(kind, *site);
     }
+    return (unsigned)kind;
 }
 
 MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
@@ -136,14 +139,14 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     uint32_t site, tag;
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
-    new_tag(rec, cat, &site, &tag, 1);
+    unsigned kind = new_tag(rec, size, cat, &site, &tag, 1);
     s->size = size;
     s->cat = (unsigned char)cat;
-    s->kind = (unsigned char)rec;
+    s->kind = (unsigned char)kind;
     s->tag = tag;
     mt_count_block(cat, (int64_t)size, 0, +1);
-    if (rec == MT_REC_DETAIL)
-        mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
+    if (kind == MT_REC_DETAIL)
+        mt_site_count_new(site, size);
     mt_event_alloc(ptr, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
 }
@@ -162,7 +165,7 @@ MT_EXPORT void mt_free_report(const void *ptr)
         return; /* another thread freed it meanwhile */
     mt_count_block(cat, (int64_t)size, 0, -1);
     if (kind == MT_REC_DETAIL)
-        mt_site_count(tag, -(int64_t)size, MT_SITE_FREE);
+        mt_site_count_gone(tag, size);
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
     uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0;
@@ -193,10 +196,10 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     int rec = mt_rec_enter(&busy);
     /* As hooks.c's realloc: not recording, a block stays at its site. */
     uint32_t site = 0, tag = 0;
-    unsigned kind = (unsigned)rec;
+    unsigned kind = MT_REC_NONE;
     if (rec != MT_REC_NONE)
-        new_tag(rec, cat, &site, &tag, 1);
-    else if (okind == MT_REC_DETAIL)
+        kind = new_tag(rec, size, cat, &site, &tag, 1);
+    else if (okind == MT_REC_DETAIL && !mt_site_opt.sample) /* a sampled block is sampled afresh */
         site = tag = old_tag, kind = MT_REC_DETAIL;
     if (ptr != old) {
         uintptr_t k = (uintptr_t)old;

@@ -22,6 +22,7 @@
 #include "agent/meminfo.h"
 #include "agent/record.h"
 #include "agent/refset_events.h"
+#include "agent/sample.h"
 #include "agent/sessions.h"
 #include "agent/span.h"
 #include "agent/site_capture.h"
@@ -219,29 +220,53 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
  * refset recording, no recording of sites or a trace, no event session.
  * Blocks of MT_INFO_MAPPED_MIN or more take the full path too (memory
  * info's GROW and TRIM). The full paths are out of line, so the common
- * one saves few registers and has no stack-walk buffer in its frame. */
-static MT_INLINE int hooks_plain(uint64_t size)
+ * one saves few registers and has no stack-walk buffer in its frame.
+ * `big`: the largest block the call handles. Sampling alone asks nothing
+ * of the free of a block it did not sample. */
+static MT_INLINE int hooks_plain_free(uint64_t big)
 {
-    return MT_LIKELY(atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) == 0) &&
-           MT_LIKELY(size < MT_INFO_MAPPED_MIN);
+    return MT_LIKELY((atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) &
+                      ~(unsigned)MT_EXTRA_SAMPLE) == 0) &&
+           MT_LIKELY(big < MT_INFO_MAPPED_MIN);
 }
 
-static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size, unsigned cat, unsigned shift)
+/* For a new block of `size` bytes (`big`: the largest block the call
+ * handles): NEW_PLAIN, nothing beyond header and counters (sampling on,
+ * this one not sampled: drawn here); NEW_SAMPLED, the full path with the
+ * block sampled (drawn here, so not again); NEW_FULL, the full path, which
+ * finds its recording itself. */
+enum { NEW_PLAIN, NEW_FULL, NEW_SAMPLED };
+static MT_INLINE int hooks_new(uint64_t big, uint64_t size)
+{
+    unsigned x = atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed);
+    if (MT_LIKELY(x == 0) && MT_LIKELY(big < MT_INFO_MAPPED_MIN))
+        return NEW_PLAIN;
+    if (x == MT_EXTRA_SAMPLE && big < MT_INFO_MAPPED_MIN)
+        return mt_sample_take(size) ? NEW_SAMPLED : NEW_PLAIN;
+    return NEW_FULL;
+}
+
+static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size, unsigned cat, unsigned shift,
+                                                      int sampled)
 {
     if (mt_rs_active()) /* a block the allocator mapped for itself: to `memtrail refset record` */
         mt_rs_block_new(real);
     uint32_t site = 0, tag = 0;
     _Atomic long *busy = NULL;
-    int rec = mt_rec_enter(&busy);
-    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
+    int rec = mt_rec_enter(&busy), kind = MT_REC_NONE;
+    if (sampled) /* drawn by hooks_new */
+        kind = MT_REC_DETAIL;
+    else if (MT_UNLIKELY(rec != MT_REC_NONE))
+        kind = mt_sample_kind(rec, size); /* sampling: DETAIL if this one is sampled, else NONE */
+    if (MT_UNLIKELY(kind != MT_REC_NONE)) {
         site = mt_site_here(cat, 1);
         /* Trace: the header names the allocation, its events the stack. */
-        tag = mt_tag_new(rec, site);
+        tag = mt_tag_new(kind, site);
     }
-    char *p = fill_header(real, size, cat, shift, (unsigned)rec, tag);
+    char *p = fill_header(real, size, cat, shift, (unsigned)kind, tag);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-    if (MT_UNLIKELY(rec == MT_REC_DETAIL))
-        mt_site_count(site, (int64_t)size, MT_SITE_ALLOC);
+    if (MT_UNLIKELY(kind == MT_REC_DETAIL))
+        mt_site_count_new(site, size);
     mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
     if (MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped(real)) /* memory info: GROW */
@@ -251,8 +276,9 @@ static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size,
 
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
-    if (MT_UNLIKELY(!hooks_plain(size)))
-        return track_new_full(real, size, cat, shift);
+    int how = hooks_new(size, size);
+    if (MT_UNLIKELY(how != NEW_PLAIN))
+        return track_new_full(real, size, cat, shift, how == NEW_SAMPLED);
     char *p = fill_header(real, size, cat, shift, MT_REC_NONE, 0);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
     return p;
@@ -282,7 +308,7 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     /* A site keeps counting the blocks detail recording gave it, recording
      * or not, so its live bytes stay exact. */
     if (MT_UNLIKELY(kind == MT_REC_DETAIL))
-        mt_site_count(h->tag, -(int64_t)size, MT_SITE_FREE);
+        mt_site_count_gone(h->tag, size);
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
     _Atomic long *busy = NULL;
@@ -293,11 +319,11 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     free_block(p, h, size, cat, shift);
 }
 
-/* release_full when hooks_plain: counted, marked freed, given back. */
+/* release_full when hooks_plain_free: counted, marked freed, given back. */
 static MT_INLINE void release(void *p, mt_hdr *h)
 {
     uint64_t word = h->word, size = mt_word_size(word);
-    if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain(size))) {
+    if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain_free(size))) {
         release_full(p, h);
         return;
     }
@@ -427,19 +453,24 @@ static void *move_from_arena(void *p, void *np, size_t n)
 /* realloc_tracked's work once it knows the recording `rec`. */
 static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size_t n, int rec, unsigned cat,
                                                         unsigned shift, uint64_t size, unsigned okind,
-                                                        uint32_t old_tag)
+                                                        uint32_t old_tag, int sampled)
 {
     /* Recording detail: the block goes to the realloc call's site;
      * recording a trace: it is a new allocation (id), taken at the realloc
-     * call's stack. Recording nothing: a block stays at its site (it is
-     * the same allocation), any other tag is dropped. */
+     * call's stack; sampling: the new block is sampled afresh there, the
+     * old one leaves its site (docs/sampling.md). Recording nothing: a
+     * block stays at its site (it is the same allocation), except a
+     * sampled one, whose weight is its size's; any other tag is dropped. */
     uint32_t site = 0, tag = 0;
     unsigned kind = MT_REC_NONE;
-    if (MT_UNLIKELY(rec != MT_REC_NONE)) {
+    if (sampled) /* drawn by hooks_new */
+        kind = MT_REC_DETAIL;
+    else if (MT_UNLIKELY(rec != MT_REC_NONE))
+        kind = (unsigned)mt_sample_kind(rec, n); /* sampling: the new block is sampled afresh */
+    if (kind != MT_REC_NONE) {
         site = mt_site_here(cat, 3);
-        tag = mt_tag_new(rec, site);
-        kind = (unsigned)rec;
-    } else if (okind == MT_REC_DETAIL) {
+        tag = mt_tag_new((int)kind, site);
+    } else if (okind == MT_REC_DETAIL && rec == MT_REC_NONE && !mt_site_opt.sample) {
         site = tag = old_tag;
         kind = MT_REC_DETAIL;
     }
@@ -498,7 +529,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
 }
 
 /* realloc_recorded's work for a plain block of no recording when
- * hooks_plain: the old block gets its tombstone for the moment the real
+ * hooks_new says NEW_PLAIN: the old block gets its tombstone for the moment the real
  * realloc may free it, then the new one its header. */
 static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
 {
@@ -529,11 +560,15 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
         errno = ENOMEM;
         return NULL;
     }
-    if (MT_LIKELY(okind == MT_REC_NONE && shift == MT_PLAIN_SHIFT && hooks_plain(size > n ? size : n)))
-        return realloc_plain(p, size, cat, n);
+    int how = NEW_FULL;
+    if (MT_LIKELY(okind == MT_REC_NONE && shift == MT_PLAIN_SHIFT)) {
+        how = hooks_new(size > n ? size : n, n);
+        if (MT_LIKELY(how == NEW_PLAIN))
+            return realloc_plain(p, size, cat, n);
+    }
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
-    char *np = realloc_recorded(p, h, n, rec, cat, shift, size, okind, old_tag);
+    char *np = realloc_recorded(p, h, n, rec, cat, shift, size, okind, old_tag, how == NEW_SAMPLED);
     mt_rec_leave(rec, busy);
     return np;
 }

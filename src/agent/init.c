@@ -22,6 +22,7 @@
 #include "agent/span.h"
 #include "agent/refset_events.h"
 #include "agent/sessions.h"
+#include "agent/sample.h"
 #include "agent/site.h"
 #include "agent/trace.h"
 #include "agent/vm.h"
@@ -136,6 +137,8 @@ static int parse_options(const char *s)
     memcpy(o.output, mt_opt.output, sizeof o.output);
     o.depth = mt_site_opt.depth;
     o.unwind = mt_site_opt.unwind;
+    o.sample_rate = (uint64_t)mt_site_opt.sample_rate;
+    o.sample_seed = mt_site_opt.sample_seed;
     o.trace_buffer = mt_trace_opt.buffer;
     o.trace_time_unit_ns = mt_trace_opt.time_unit_ns;
     o.trace_level = mt_trace_opt.level;
@@ -161,6 +164,8 @@ static int parse_options(const char *s)
     memcpy(mt_opt.output, o.output, sizeof mt_opt.output);
     mt_site_opt.depth = o.depth;
     mt_site_opt.unwind = o.unwind;
+    mt_site_opt.sample_rate = (int64_t)o.sample_rate;
+    mt_site_opt.sample_seed = o.sample_seed;
     mt_trace_opt.buffer = o.trace_buffer;
     mt_trace_opt.time_unit_ns = o.trace_time_unit_ns;
     mt_trace_opt.level = o.trace_level;
@@ -262,6 +267,7 @@ static void after_fork_child(void)
     mt_category_unlock();
     mt_counters_after_fork_child();
     mt_site_after_fork_child();
+    mt_sample_after_fork_child();
     mt_exec_note_pid();
     mt_report_after_fork_child();
     mt_control_after_fork_child();
@@ -314,8 +320,13 @@ void mt_init_slow(void)
     absolutize_output();
     mt_tracking = ok && mt_opt.mode != MT_MODE_OFF;
     mt_exec_init(env);
-    if (mt_tracking && mt_opt.mode == MT_MODE_DETAIL && mt_site_init() == 0)
+    if (mt_tracking && mt_opt.mode == MT_MODE_SAMPLE)
+        mt_site_opt.sample = 1; /* before mt_site_init: it maps the sample counters */
+    if (mt_tracking && (mt_opt.mode == MT_MODE_DETAIL || mt_opt.mode == MT_MODE_SAMPLE) &&
+        mt_site_init() == 0)
         mt_site_opt.detail = 1;
+    else
+        mt_site_opt.sample = 0;
     if (mt_tracking && mt_opt.mode == MT_MODE_TRACE && mt_site_init() == 0 && mt_trace_init() == 0) {
         mt_site_opt.detail = 1;
         mt_site_opt.trace = 1;

@@ -19,6 +19,8 @@ static void store(mt_env_options *opt, int k, int64_t v, const char *val)
     case MT_OPT_MODE: opt->mode = (int)v; break;
     case MT_OPT_DEPTH: opt->depth = (int)v; break;
     case MT_OPT_UNWIND: opt->unwind = (int)v; break;
+    case MT_OPT_SAMPLE_RATE: opt->sample_rate = (uint64_t)v; break;
+    case MT_OPT_SAMPLE_SEED: opt->sample_seed = (uint64_t)v; break;
     case MT_OPT_OUTPUT: memcpy(opt->output, val, (size_t)v + 1); break;
     case MT_OPT_TRACE_BUFFER: opt->trace_buffer = (uint64_t)v; break;
     case MT_OPT_TRACE_LOSS: opt->trace_wait = (int)v; break;

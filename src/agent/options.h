@@ -16,6 +16,8 @@ typedef struct mt_env_options {
     char output[MT_PATH_MAX]; /* the report's path template */
     int depth;                /* frames per stack, 1..MT_DEPTH_MAX */
     int unwind;               /* MT_UNWIND_* */
+    uint64_t sample_rate;     /* sample mode: mean bytes between samples */
+    uint64_t sample_seed;     /* sample mode: 0 = random */
     uint64_t trace_buffer;    /* bytes */
     uint32_t trace_time_unit_ns;
     int trace_level;         /* zstd level */

@@ -2,13 +2,16 @@
  * and the control socket's requests that switch it.
  *
  *   start detail        call sites from now on (detail's site table)
+ *   start sample        sampled call sites from now on (sample mode's)
  *   start trace [PATH]  every event from now on, in a trace file at PATH
  *                       (absolute; default: the configured output)
  *   stop                summary counting only; a trace is finished
  *
- * Which processes can: those started in detail or trace mode (their site
- * table is set up at start-up; a summary-mode process has none, and it
- * cannot be made from a signal handler). A trace needs its writer thread
+ * Which processes can: those started in detail, sample or trace mode
+ * (their site table is set up at start-up; a summary-mode process has
+ * none, and it cannot be made from a signal handler). A sample-mode
+ * process samples and never records exact sites, a detail or trace one
+ * never samples: a site table holds one kind of counts. A trace needs its writer thread
  * started and, at stop, joined: that is not for a signal handler, so trace
  * requests are served only by the control thread (query=thread, which
  * trace-mode processes use by default). */
@@ -29,19 +32,23 @@ _Atomic int mt_rec;
 _Atomic long mt_rec_busy;
 _Atomic unsigned mt_hooks_extra;
 
-/* Every change of mt_rec: with the hooks' bit (agent.h). */
+/* Every change of mt_rec: with the hooks' bit (agent.h). Sampling has a
+ * bit of its own: the hooks' fast path draws the sample itself. */
 static void rec_set(int rec)
 {
     if (rec != MT_REC_NONE)
-        mt_extra_on(MT_EXTRA_RECORD, &mt_rec, rec);
+        mt_extra_on(rec == MT_REC_SAMPLE ? MT_EXTRA_SAMPLE : MT_EXTRA_RECORD, &mt_rec, rec);
     else
-        mt_extra_off(MT_EXTRA_RECORD, &mt_rec);
+        mt_extra_off(MT_EXTRA_RECORD | MT_EXTRA_SAMPLE, &mt_rec);
 }
 _Atomic uint32_t mt_rec_first_id = 1;
 
 void mt_rec_init(int mode, int start)
 {
-    int rec = mode == MT_MODE_TRACE ? MT_REC_TRACE : mode == MT_MODE_DETAIL ? MT_REC_DETAIL : MT_REC_NONE;
+    int rec = mode == MT_MODE_TRACE    ? MT_REC_TRACE
+              : mode == MT_MODE_DETAIL ? MT_REC_DETAIL
+              : mode == MT_MODE_SAMPLE ? MT_REC_SAMPLE
+                                       : MT_REC_NONE;
     rec_set(start ? rec : MT_REC_NONE);
 }
 
@@ -63,7 +70,8 @@ static int hooks_busy(void)
     return 0;
 }
 
-static const char *const rec_names[] = {"summary counting", "detail recording", "trace recording"};
+static const char *const rec_names[] = {"summary counting", "detail recording", "trace recording",
+                                        "sampled recording"};
 
 /* Waits until no hook is between its read of the state (trace) and its
  * event: then the trace holds every allocation that saw it on. A hook
@@ -111,6 +119,27 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
                       "detail or trace mode (with start=off to begin with summary counting only)\n");
         return;
     }
+    if (strcmp(what, "sample") == 0) {
+        if (path) {
+            mt_out_str(o, "error 'start sample' takes no path (its sites go to the report)\n");
+            return;
+        }
+        if (!mt_site_opt.sample) {
+            mt_out_str(o,
+                       "error this process records exact sites (detail mode): sampled and exact sites do not "
+                       "mix; use 'start detail', or start it in sample mode\n");
+            return;
+        }
+        rec_set(MT_REC_SAMPLE);
+        mt_out_str(o, "ok sampled recording on: sampled call sites from now on ('memtrail query PID detail' "
+                      "shows their estimates)\n");
+        return;
+    }
+    if (mt_site_opt.sample) {
+        mt_out_str(o, "error this process samples (sample mode): exact and sampled sites do not mix; use "
+                      "'start sample'\n");
+        return;
+    }
     if (strcmp(what, "detail") == 0) {
         if (path) {
             mt_out_str(o, "error 'start detail' takes no path (its sites go to the report)\n");
@@ -124,7 +153,7 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
     if (strcmp(what, "trace") != 0) {
         mt_out_str(o, "error cannot start '");
         mt_out_shown(o, what, strlen(what) < 32 ? strlen(what) : 32);
-        mt_out_str(o, "' (accepted: detail, trace)\n");
+        mt_out_str(o, "' (accepted: detail, sample, trace)\n");
         return;
     }
     if (from_signal) {
@@ -183,8 +212,10 @@ static void stop(int from_signal, mt_out *o)
         return;
     }
     if (now == MT_REC_NONE) {
-        mt_out_str(o, "error nothing is being recorded (summary counting only); 'start detail' or "
-                      "'start trace' first\n");
+        mt_out_str(o, mt_site_opt.sample ? "error nothing is being recorded (summary counting only); "
+                                           "'start sample' first\n"
+                                         : "error nothing is being recorded (summary counting only); "
+                                           "'start detail' or 'start trace' first\n");
         return;
     }
     if (now == MT_REC_TRACE && from_signal) {
@@ -192,8 +223,12 @@ static void stop(int from_signal, mt_out *o)
         return;
     }
     rec_set(MT_REC_NONE);
-    if (now == MT_REC_DETAIL) {
-        mt_out_str(o, "ok detail recording off: summary counting only; the sites keep what they recorded\n");
+    if (now == MT_REC_DETAIL || now == MT_REC_SAMPLE) {
+        mt_out_str(o,
+                   now == MT_REC_DETAIL
+                       ? "ok detail recording off: summary counting only; the sites keep what they recorded\n"
+                       : "ok sampled recording off: summary counting only; the sites keep what they "
+                         "recorded\n");
         return;
     }
     mt_trace_record_stop(o, wait_hooks());
@@ -223,6 +258,6 @@ void mt_rec_request(const char *req, int from_signal, mt_out *o)
     } else if (n >= 2 && strcmp(words[0], "start") == 0) {
         start(words[1], n == 3 ? words[2] : NULL, from_signal, o);
     } else {
-        mt_out_str(o, "error usage: 'start detail', 'start trace [PATH]' or 'stop'\n");
+        mt_out_str(o, "error usage: 'start detail', 'start sample', 'start trace [PATH]' or 'stop'\n");
     }
 }

@@ -27,8 +27,10 @@
 #include "common/out.h"
 
 /* The recording of new allocations; also a block's tag kind (block.h):
- * NONE a tag of 0, DETAIL a call site's index, TRACE an allocation id. */
-enum { MT_REC_NONE, MT_REC_DETAIL, MT_REC_TRACE };
+ * NONE a tag of 0, DETAIL a call site's index, TRACE an allocation id.
+ * SAMPLE is a recording only (sample mode, sample.h): the blocks it
+ * samples are tagged DETAIL, the others NONE. */
+enum { MT_REC_NONE, MT_REC_DETAIL, MT_REC_TRACE, MT_REC_SAMPLE };
 extern _Atomic int mt_rec;
 /* Hooks between reading mt_rec == MT_REC_TRACE and firing their event:
  * counted in the thread's shard (its own cache line: no contention), or
@@ -79,7 +81,7 @@ void mt_rec_init(int mode, int start);
 /* In a fork child: hooks of threads that did not survive the fork no
  * longer count as in flight. */
 void mt_rec_after_fork_child(void);
-/* control.c: answers "start detail", "start trace [PATH]" and "stop"
+/* control.c: answers "start detail", "start sample", "start trace [PATH]" and "stop"
  * (`req` is the request line) into o: "ok ..." or "error ...". Not from
  * a signal handler for trace recording (it starts and joins a thread):
  * `from_signal` says so, and such a request gets an error. */

@@ -213,6 +213,10 @@ static void write_sites(mt_out *o, int in_handler)
     mt_out_i64(o, mt_site_opt.depth);
     mt_out_str(o, "\nunwinder ");
     mt_out_str(o, mt_site_unwinder());
+    if (mt_site_opt.sample) { /* docs/sampling.md: the counts below are estimates */
+        mt_out_str(o, "\nsample_rate ");
+        mt_out_i64(o, mt_site_opt.sample_rate);
+    }
     int nm = mt_module_count();
     for (int i = 0; i < nm; i++) {
         const mt_module *m = mt_module_get(i);
@@ -252,6 +256,10 @@ static void write_sites(mt_out *o, int in_handler)
         mt_out_field(o, "frees", s.frees);
         mt_out_field(o, "reallocs", s.reallocs);
         mt_out_field(o, "allocated_bytes", s.allocated_bytes);
+        if (mt_site_opt.sample) {
+            mt_out_field(o, "samples", s.samples);
+            mt_out_field(o, "live_samples", s.live_samples);
+        }
         mt_out_str(o, " frames=");
         const uintptr_t *f = mt_site_frames(id);
         for (unsigned k = 0; k < site->nframes; k++) {
@@ -290,7 +298,9 @@ static void write_report(mt_out *o, const char *reason)
     }
     mt_out_str(o, "\ncmdline ");
     write_cmdline(o);
-    mt_out_str(o, mt_site_opt.detail ? "\nmode detail\nstart_ns " : "\nmode summary\nstart_ns ");
+    mt_out_str(o, mt_site_opt.sample   ? "\nmode sample\nstart_ns "
+                  : mt_site_opt.detail ? "\nmode detail\nstart_ns "
+                                       : "\nmode summary\nstart_ns ");
     mt_out_i64(o, mt_start_ns);
     mt_out_str(o, "\nend_ns ");
     mt_out_i64(o, (int64_t)mt_clock_ns(CLOCK_REALTIME));

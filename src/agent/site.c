@@ -11,11 +11,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "agent/sample.h"
 #include "agent/vm.h"
 #include "common/out.h"
 
-mt_site_opts mt_site_opt = {.detail = 0, .depth = MT_DEPTH_DEFAULT, .unwind = MT_UNWIND_AUTO};
+mt_site_opts mt_site_opt = {
+    .detail = 0, .depth = MT_DEPTH_DEFAULT, .unwind = MT_UNWIND_AUTO, .sample_rate = MT_SAMPLE_RATE_DEFAULT};
 mt_site *mt_sites;
+/* Sample mode: exited threads' sample counts per site (the slots hold the
+ * live threads'). NULL in other modes. */
+typedef struct sample_sum {
+    _Atomic int64_t samples, frees;
+} sample_sum;
+static sample_sum *sample_sums;
 
 #define NBUCKETS (2 * MT_SITES_MAX) /* at most half full: probes stay short */
 static _Atomic uint32_t *buckets;   /* site id, 0 = empty */
@@ -58,7 +66,9 @@ int mt_site_init(void)
     mt_sites = map_table(sizeof(mt_site) * MT_SITES_MAX);
     buckets = map_table(sizeof(uint32_t) * NBUCKETS);
     frames = map_table(sizeof(uintptr_t) * depth * MT_SITES_MAX);
-    if (!mt_sites || !buckets || !frames) {
+    if (mt_site_opt.sample)
+        sample_sums = map_table(sizeof(sample_sum) * MT_SITES_MAX);
+    if (!mt_sites || !buckets || !frames || (mt_site_opt.sample && !sample_sums)) {
         mt_say("detail mode: cannot map the site table; running in summary mode");
         return -1;
     }
@@ -321,7 +331,7 @@ void mt_site_flush_unwind_caches(void)
 
 /* ---- counters ----------------------------------------------------------- */
 
-static void count_global(uint32_t id, int64_t bytes, int what)
+static void count_global(uint32_t id, int64_t bytes, int64_t n, int what)
 {
     mt_site *site = &mt_sites[id];
     int64_t now = atomic_fetch_add(&site->live_bytes, bytes) + bytes;
@@ -330,13 +340,13 @@ static void count_global(uint32_t id, int64_t bytes, int what)
     atomic_fetch_add(what == MT_SITE_ALLOC  ? &site->allocs
                      : what == MT_SITE_FREE ? &site->frees
                                             : &site->reallocs,
-                     1);
+                     n);
     if (bytes > 0)
         atomic_fetch_add(&site->allocated_bytes, bytes);
     atomic_store_explicit(&site->used, 1, memory_order_relaxed);
 }
 
-void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int what)
+void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int64_t n, int what)
 {
     if (sh && !sh->site_chunks) {
         mt_t.in_agent++;
@@ -349,9 +359,24 @@ void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int what)
         mt_t.in_agent--;
     }
     if (sh && sh->site_chunks && sh->site_chunks[id / MT_SITE_CHUNK])
-        mt_site_count(id, bytes, what);
+        mt_site_count_n(id, bytes, n, what);
     else
-        count_global(id, bytes, what); /* exited thread, or no memory for slots */
+        count_global(id, bytes, n, what); /* exited thread, or no memory for slots */
+}
+
+void mt_site_count_sampled(uint32_t id, uint64_t size, int what)
+{
+    int64_t bytes, n;
+    mt_sample_weight(size, &bytes, &n);
+    mt_site_count_n(id, what == MT_SITE_FREE ? -bytes : bytes, n, what);
+    mt_shard *sh = mt_t.shard;
+    mt_site_slot *chunk = sh && sh->site_chunks ? sh->site_chunks[id / MT_SITE_CHUNK] : NULL;
+    if (chunk)
+        mt_bump(what == MT_SITE_FREE ? &chunk[id % MT_SITE_CHUNK].sample_frees
+                                     : &chunk[id % MT_SITE_CHUNK].samples,
+                1);
+    else if (sample_sums)
+        atomic_fetch_add(what == MT_SITE_FREE ? &sample_sums[id].frees : &sample_sums[id].samples, 1);
 }
 
 void mt_site_fold_shard(mt_shard *sh)
@@ -369,6 +394,10 @@ void mt_site_fold_shard(mt_shard *sh)
             atomic_fetch_add(&site->frees, mt_ld(&s->frees));
             atomic_fetch_add(&site->reallocs, mt_ld(&s->reallocs));
             atomic_fetch_add(&site->allocated_bytes, mt_ld(&s->allocated_bytes));
+            if (sample_sums) {
+                atomic_fetch_add(&sample_sums[c * MT_SITE_CHUNK + k].samples, mt_ld(&s->samples));
+                atomic_fetch_add(&sample_sums[c * MT_SITE_CHUNK + k].frees, mt_ld(&s->sample_frees));
+            }
             memset((void *)s, 0, sizeof *s);
         }
     }
@@ -396,6 +425,11 @@ int mt_site_sum_of(uint32_t id, mt_site_sum *out)
                          .frees = mt_ld(&site->frees),
                          .reallocs = mt_ld(&site->reallocs),
                          .allocated_bytes = mt_ld(&site->allocated_bytes)};
+    int64_t sample_frees = 0;
+    if (sample_sums) {
+        out->samples = mt_ld(&sample_sums[id].samples);
+        sample_frees = mt_ld(&sample_sums[id].frees);
+    }
     for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next) {
         mt_site_slot **chunks = sh->site_chunks;
         mt_site_slot *chunk = chunks ? chunks[id / MT_SITE_CHUNK] : NULL;
@@ -407,6 +441,13 @@ int mt_site_sum_of(uint32_t id, mt_site_sum *out)
         out->frees += mt_ld(&s->frees);
         out->reallocs += mt_ld(&s->reallocs);
         out->allocated_bytes += mt_ld(&s->allocated_bytes);
+        out->samples += mt_ld(&s->samples);
+        sample_frees += mt_ld(&s->sample_frees);
+    }
+    out->live_samples = out->samples - sample_frees;
+    if (sample_sums) { /* the counts are in 1/65536ths of an allocation: rounded */
+        out->allocs = mt_sample_round(out->allocs);
+        out->frees = mt_sample_round(out->frees);
     }
     out->live_count = out->allocs - out->frees;
     if (out->peak_bytes < out->live_bytes)

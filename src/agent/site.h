@@ -32,10 +32,13 @@
 #define MT_SITE_CHUNK 128 /* slots per page of a thread's site slots */
 
 typedef struct mt_site_opts {
-    int detail; /* mode=detail or mode=trace: stacks can be taken (the site table is set up) */
-    int trace;  /* mode=trace: the process's output is its trace (what is recorded now: record.h) */
-    int depth;  /* frames per stack, 1..MT_DEPTH_MAX */
-    int unwind; /* MT_UNWIND_*: as asked */
+    int detail;           /* mode=detail, sample or trace: stacks can be taken (the site table is set up) */
+    int trace;            /* mode=trace: the process's output is its trace (what is recorded now: record.h) */
+    int sample;           /* mode=sample: every site holds estimates from sampled blocks (sample.h) */
+    int depth;            /* frames per stack, 1..MT_DEPTH_MAX */
+    int unwind;           /* MT_UNWIND_*: as asked */
+    int64_t sample_rate;  /* sample mode: mean bytes between samples (option sample_rate) */
+    uint64_t sample_seed; /* sample mode: 0 = random (option sample_seed) */
 } mt_site_opts;
 extern mt_site_opts mt_site_opt;
 
@@ -61,6 +64,8 @@ typedef struct mt_site_slot {
     _Atomic int64_t frees;
     _Atomic int64_t reallocs;
     _Atomic int64_t allocated_bytes; /* bytes of blocks that came here, and realloc growth */
+    _Atomic int64_t samples;         /* sample mode: sampled blocks counted here */
+    _Atomic int64_t sample_frees;    /* sample mode: and freed */
 } mt_site_slot;
 
 typedef struct mt_site {
@@ -122,14 +127,15 @@ extern _Atomic unsigned mt_code_gen;
 int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max);
 
 enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };
-/* Counts `bytes` (signed) into site `id` as an alloc, free or resize. */
-void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int what);
-static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
+/* Counts `bytes` (signed) into site `id` as `n` allocs, frees or resizes
+ * (n is 1, or in sample mode a weight in 1/65536ths: sample.h). */
+void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int64_t n, int what);
+static inline void mt_site_count_n(uint32_t id, int64_t bytes, int64_t n, int what)
 {
     mt_shard *sh = mt_t.shard;
     mt_site_slot *chunk = sh && sh->site_chunks ? sh->site_chunks[id / MT_SITE_CHUNK] : NULL;
     if (MT_UNLIKELY(chunk == NULL)) {
-        mt_site_count_slow(sh, id, bytes, what);
+        mt_site_count_slow(sh, id, bytes, n, what);
         return;
     }
     mt_site_slot *s = &chunk[id % MT_SITE_CHUNK];
@@ -145,11 +151,37 @@ static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
         local = 0;
     }
     atomic_store_explicit(&s->live_bytes, local, memory_order_relaxed);
-    mt_bump(what == MT_SITE_ALLOC ? &s->allocs : what == MT_SITE_FREE ? &s->frees : &s->reallocs, 1);
+    mt_bump(what == MT_SITE_ALLOC ? &s->allocs : what == MT_SITE_FREE ? &s->frees : &s->reallocs, n);
     if (bytes > 0)
         mt_bump(&s->allocated_bytes, bytes);
     if (MT_UNLIKELY(!atomic_load_explicit(&site->used, memory_order_relaxed)))
         atomic_store_explicit(&site->used, 1, memory_order_relaxed);
+}
+static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
+{
+    mt_site_count_n(id, bytes, 1, what);
+}
+
+/* Sample mode (sample.h): a sampled block of `size` bytes comes to site
+ * `id` (what = MT_SITE_ALLOC) or leaves it (MT_SITE_FREE), counted with
+ * its weight; the free takes away exactly what the allocation added. */
+void mt_site_count_sampled(uint32_t id, uint64_t size, int what);
+
+/* A new block of `size` bytes tagged with site `id` (kind DETAIL), and
+ * the free of one: exact in detail mode, weighted in sample mode. */
+static inline void mt_site_count_new(uint32_t id, uint64_t size)
+{
+    if (MT_UNLIKELY(mt_site_opt.sample))
+        mt_site_count_sampled(id, size, MT_SITE_ALLOC);
+    else
+        mt_site_count(id, (int64_t)size, MT_SITE_ALLOC);
+}
+static inline void mt_site_count_gone(uint32_t id, uint64_t size)
+{
+    if (MT_UNLIKELY(mt_site_opt.sample))
+        mt_site_count_sampled(id, size, MT_SITE_FREE);
+    else
+        mt_site_count(id, -(int64_t)size, MT_SITE_FREE);
 }
 
 /* A block of `was` bytes, tag kind `okind` with tag `old`, is now `now`
@@ -161,6 +193,16 @@ static inline void mt_site_count(uint32_t id, int64_t bytes, int what)
 static inline void mt_site_count_resize(unsigned okind, uint32_t old, unsigned kind, uint32_t tag,
                                         int64_t was, int64_t now)
 {
+    if (mt_site_opt.sample) {
+        /* Sampled: the free of the old block, the allocation of the new
+         * one (sampled afresh), even at the same site: their weights
+         * differ (docs/sampling.md). */
+        if (okind == MT_REC_DETAIL)
+            mt_site_count_sampled(old, (uint64_t)was, MT_SITE_FREE);
+        if (kind == MT_REC_DETAIL)
+            mt_site_count_sampled(tag, (uint64_t)now, MT_SITE_ALLOC);
+        return;
+    }
     if (okind == MT_REC_DETAIL && kind == MT_REC_DETAIL && tag == old) {
         mt_site_count(tag, now - was, MT_SITE_REALLOC);
         return;
@@ -177,6 +219,7 @@ void mt_site_fold_shard(mt_shard *sh);
 /* report_write.c's view: the sum of one site, and the table's extent. */
 typedef struct mt_site_sum {
     int64_t live_bytes, live_count, peak_bytes, allocs, frees, reallocs, allocated_bytes;
+    int64_t samples, live_samples; /* sample mode; then the counts above are rounded estimates */
 } mt_site_sum;
 uint32_t mt_site_count_ids(void);                  /* ids in use are below this */
 int mt_site_sum_of(uint32_t id, mt_site_sum *out); /* 0 when the site has no blocks */

@@ -24,8 +24,8 @@ static const char query_about[] =
     "\n"
     "  summary   its summary now, laid out as 'memtrail report' does (default)\n"
     "  detail    its allocation sites now, symbolized, as 'memtrail report detail'\n"
-    "            shows them (the process must run in detail mode; --depth, --top\n"
-    "            and --sort as there)\n"
+    "            shows them (the process must run in detail or sample mode;\n"
+    "            --depth, --top and --sort as there)\n"
     "  baseline  keep its summary now as the baseline (in the process) and print it\n"
     "  diff      what changed, category by category, since the baseline\n"
     "  metrics   its summary now in Prometheus's text format, as 'memtrail exporter'\n"
@@ -33,10 +33,12 @@ static const char query_about[] =
     "  info      its memory events and the tail-latency report of its request spans,\n"
     "            as 'memtrail info PID' prints them (--kind and --percentiles as there)\n"
     "  start detail  record call sites from now on (summary counting goes on)\n"
+    "  start sample  record sampled call sites from now on (a sample-mode process)\n"
     "  start trace   record every event from now on, in a trace file: FILE, or the\n"
     "                process's output when it runs in trace mode\n"
     "  stop      back to summary counting; a trace is finished, and its path said\n"
-    "            (the process must run in detail or trace mode, e.g. with start=off)\n";
+    "            (the process must run in detail, sample or trace mode, e.g. with\n"
+    "            start=off)\n";
 
 /* Parses one report from buf[0..len). */
 static int parse(const char *buf, size_t len, const char *name, struct report *r)
@@ -119,7 +121,7 @@ static const struct cli_command query_cmd = {
              "                          [--scale KB|MB|GB] [--timeout SECONDS] [--depth N] [--top N]\n"
              "                          [--sort live|allocated]\n"
              "       memtrail query PID info [--json] [--kind K] [--percentiles LIST] [--timeout SECONDS]\n"
-             "       memtrail query PID start detail|trace [-o FILE]\n"
+             "       memtrail query PID start detail|sample|trace [-o FILE]\n"
              "       memtrail query PID stop\n",
     .about = query_about,
     .more = "Only your own processes can be queried. The process listens on\n"
@@ -135,8 +137,9 @@ static const struct cli_command query_cmd = {
  * our directory (the process's may differ). */
 static int start_request(const char *mode, const char *file, char *line, size_t cap)
 {
-    if (strcmp(mode, "detail") != 0 && strcmp(mode, "trace") != 0)
-        return cli_usage_error("query", "start: unknown recording '%s' (accepted: detail, trace)", mode);
+    if (strcmp(mode, "detail") != 0 && strcmp(mode, "sample") != 0 && strcmp(mode, "trace") != 0)
+        return cli_usage_error("query", "start: unknown recording '%s' (accepted: detail, sample, trace)",
+                               mode);
     if (file && strcmp(mode, "trace") != 0)
         return cli_usage_error("query", "-o FILE applies to 'start trace' only");
     if (file && (!*file || strchr(file, '\n') || strchr(file, ',')))

@@ -494,9 +494,10 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
 static const struct cli_command run_cmd = {
     .name = "run",
     .usage =
-        "usage: memtrail run [--mode summary|detail|trace] [--depth N] [--unwind auto|cfi|libunwind|fp]\n"
-        "                    [-o FILE] [--trace-buffer SIZE] [--no-loss|--allow-loss] [--follow-exec]\n"
-        "                    [--session DEF]... [--] CMD [ARGS...]\n",
+        "usage: memtrail run [--mode summary|detail|sample|trace] [--depth N] [--unwind "
+        "auto|cfi|libunwind|fp]\n"
+        "                    [--sample-rate BYTES] [-o FILE] [--trace-buffer SIZE] [--no-loss|--allow-loss]\n"
+        "                    [--follow-exec] [--session DEF]... [--] CMD [ARGS...]\n",
     .about = run_about,
     .more = run_more,
     .stop_at_argument = true,
@@ -509,6 +510,7 @@ static const struct cli_command run_cmd = {
 int cmd_run(int argc, char **argv)
 {
     const char *mode = "summary", *output = NULL, *depth = NULL, *unwind = NULL, *trace_buffer = NULL;
+    const char *sample_rate = NULL;
     bool follow_exec = false, no_loss = false, allow_loss = false;
     const char *session_defs[argc + 1];
     struct cli_list sessions = {session_defs, 0};
@@ -522,9 +524,15 @@ int cmd_run(int argc, char **argv)
          .agent = MT_OPT_MODE,
          .except = "off",
          .noun = "mode",
-         .help = "Read a detail report with memtrail report detail, a trace with memtrail analyze."},
+         .help =
+             "Read a detail or sample report with memtrail report detail, a trace with memtrail analyze."},
         {.kind = CLI_OPT_AGENT, .name = "depth", .arg = "N", .value = &depth, .agent = MT_OPT_DEPTH},
         {.kind = CLI_OPT_AGENT, .name = "unwind", .arg = "U", .value = &unwind, .agent = MT_OPT_UNWIND},
+        {.kind = CLI_OPT_AGENT,
+         .name = "sample-rate",
+         .arg = "BYTES",
+         .value = &sample_rate,
+         .agent = MT_OPT_SAMPLE_RATE},
         {.kind = CLI_OPT_STRING,
          .name = "output",
          .short_name = 'o',
@@ -599,19 +607,27 @@ int cmd_run(int argc, char **argv)
                                "--follow-exec: -o '%s' has no %%p, but every process of the tree writes "
                                "its own report (e.g. -o memtrail.%%p.mtr)",
                                output);
-    if ((depth || unwind) && strcmp(mode, "detail") != 0 && !trace)
-        return cli_usage_error("run", "%s is for detail and trace modes: add --mode detail or --mode trace",
-                               depth ? "--depth" : "--unwind");
+    bool sample = strcmp(mode, "sample") == 0;
+    if ((depth || unwind) && strcmp(mode, "detail") != 0 && !trace && !sample)
+        return cli_usage_error(
+            "run",
+            "%s is for detail, sample and trace modes: add --mode detail, --mode sample or "
+            "--mode trace",
+            depth ? "--depth" : "--unwind");
+    if (sample_rate && !sample)
+        return cli_usage_error("run", "--sample-rate is for sample mode: add --mode sample");
     char detail_opts[160] = "";
-    int dlen = snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s", depth ? ":depth=" : "",
+    int dlen = snprintf(detail_opts, sizeof detail_opts, "%s%s%s%s%s%s%s%s%s", depth ? ":depth=" : "",
                         depth ? depth : "", unwind ? ":unwind=" : "", unwind ? unwind : "",
+                        sample_rate ? ":sample_rate=" : "", sample_rate ? sample_rate : "",
                         trace_buffer ? ":trace_buffer=" : "", trace_buffer ? trace_buffer : "",
                         no_loss      ? ":trace_loss=wait"
                         : allow_loss ? ":trace_loss=drop"
                                      : "");
     if (dlen < 0 || (size_t)dlen >= sizeof detail_opts) /* a cut value would reach the agent as another */
         return cli_usage_error(
-            "run", "--depth, --unwind and --trace-buffer: values too long (%d bytes in all)", dlen);
+            "run", "--depth, --unwind, --sample-rate and --trace-buffer: values too long (%d bytes in all)",
+            dlen);
     char **cmd = argv;
 
     char *path = NULL;

@@ -341,4 +341,9 @@ void cli_print_help(FILE *f, const struct cli_command *c, const struct cli_optio
     print_option(f, &help);
     if (c->more)
         fprintf(f, "\n%s", c->more);
+    /* A help longer than stdout's buffer is written as it goes: tell a
+     * failed write now, while errno is still its own (at exit it is gone
+     * and only EIO could be said). */
+    if (f == stdout && ferror(f) && errno)
+        cli_stdout_failed(errno);
 }

@@ -11,6 +11,7 @@
 static const mt_optchoice modes[] = {
     {"summary", MT_MODE_SUMMARY, "counters per category"},
     {"detail", MT_MODE_DETAIL, "also call stacks per allocation site"},
+    {"sample", MT_MODE_SAMPLE, "call stacks of a sample of allocations, chosen by bytes: estimated sites"},
     {"trace", MT_MODE_TRACE, "every event, in a trace file"},
     {"off", MT_MODE_OFF, "the agent does nothing"},
     {NULL, 0, NULL},
@@ -58,9 +59,9 @@ static const mt_optchoice alloc_timings[] = {
 const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_MODE] = {"mode", MT_OPTT_CHOICE, modes, 0, 0, NULL, "summary", "what to record"},
     [MT_OPT_DEPTH] = {"depth", MT_OPTT_INT, NULL, 1, MT_DEPTH_MAX, "1 to 64 frames", "4",
-                      "detail and trace modes: frames per stack"},
+                      "detail, sample and trace modes: frames per stack"},
     [MT_OPT_UNWIND] = {"unwind", MT_OPTT_CHOICE, unwinders, 0, 0, NULL, "auto",
-                       "detail and trace modes: how stacks are taken"},
+                       "detail, sample and trace modes: how stacks are taken"},
     [MT_OPT_OUTPUT] =
         {"output", MT_OPTT_PATH, NULL, 1, MT_OUTPUT_MAX,
          "a file path, at most 3800 bytes; %p = pid, %e = program name", "memtrail.%p.mtr",
@@ -90,8 +91,16 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_QUERY] = {"query", MT_OPTT_CHOICE, queries, 0, 0, NULL, "on",
                       "the control socket of `memtrail query`"},
     [MT_OPT_START] = {"start", MT_OPTT_CHOICE, starts, 0, 0, NULL, "on",
-                      "detail and trace modes: when recording (call sites, the trace) starts; "
+                      "detail, sample and trace modes: when recording (call sites, the trace) starts; "
                       "`memtrail query PID start` and `stop` switch it at any time"},
+    [MT_OPT_SAMPLE_RATE] = {"sample_rate", MT_OPTT_SIZE, NULL, 1, 1ll << 30,
+                            "a size from 1 byte to 1GiB: bytes, or with a unit (KiB, MiB, GiB)", "512KiB",
+                            "sample mode: mean bytes allocated between two sampled allocations "
+                            "(docs/sampling.md)",
+                            1},
+    [MT_OPT_SAMPLE_SEED] = {"sample_seed", MT_OPTT_INT, NULL, 0, INT64_MAX, "0 to 2^63-1; 0: random", "0",
+                            "sample mode: the seed of the sampling; a fixed one samples the same allocations "
+                            "of a single-threaded run every time"},
     [MT_OPT_REFSET_FD] =
         {"refset_fd", MT_OPTT_INT, NULL, -1, 2147483647,
          "an open SOCK_SEQPACKET socket's descriptor, or -1 (off)", "-1",
@@ -122,6 +131,23 @@ int mt_opt_find(const char *key, size_t klen)
     return -1;
 }
 
+/* "64KiB" as "64KB" (both mean 65536 here), into buf; 0 when val is not
+ * so spelled. */
+static int strip_iec(const char *val, char *buf, size_t cap)
+{
+    size_t n = strlen(val);
+    if (n < 4 || n >= cap || (val[n - 2] != 'i' && val[n - 2] != 'I') ||
+        (val[n - 1] != 'B' && val[n - 1] != 'b'))
+        return 0;
+    char u = val[n - 3];
+    if (!strchr("kKmMgG", u))
+        return 0;
+    memcpy(buf, val, n - 2);
+    buf[n - 2] = val[n - 1];
+    buf[n - 1] = '\0';
+    return 1;
+}
+
 int mt_opt_value(int k, const char *val, int64_t *out)
 {
     const mt_optdef *d = &mt_optdefs[k];
@@ -143,7 +169,11 @@ int mt_opt_value(int k, const char *val, int64_t *out)
     }
     case MT_OPTT_SIZE: {
         uint64_t v;
-        if (xe_parse_size(val, 1u << 20, &v) < 0 || v < (uint64_t)d->min || v > (uint64_t)d->max)
+        char iec[32];
+        if (strip_iec(val, iec, sizeof iec))
+            val = iec;
+        if (xe_parse_size(val, d->bare_unit ? d->bare_unit : 1u << 20, &v) < 0 || v < (uint64_t)d->min ||
+            v > (uint64_t)d->max)
             return -EINVAL;
         *out = (int64_t)v;
         return 0;

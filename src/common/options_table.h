@@ -13,7 +13,7 @@
 #include "common/out.h"
 
 /* The values of the choice options, as the agent keeps them. */
-enum { MT_MODE_OFF, MT_MODE_SUMMARY, MT_MODE_DETAIL, MT_MODE_TRACE };
+enum { MT_MODE_OFF, MT_MODE_SUMMARY, MT_MODE_DETAIL, MT_MODE_TRACE, MT_MODE_SAMPLE };
 enum { MT_ON_ERROR_REPORT, MT_ON_ERROR_ABORT };
 enum { MT_QUERY_OFF, MT_QUERY_SIGNAL, MT_QUERY_THREAD };
 enum { MT_ALLOC_TIMING_SPANS, MT_ALLOC_TIMING_ALL };
@@ -38,6 +38,8 @@ enum {
     MT_OPT_FOLLOW_EXEC,
     MT_OPT_QUERY,
     MT_OPT_START,
+    MT_OPT_SAMPLE_RATE,
+    MT_OPT_SAMPLE_SEED,
     MT_OPT_REFSET_FD,
     MT_OPT_PEAK_STEP,
     MT_OPT_LIMIT,
@@ -63,6 +65,7 @@ typedef struct mt_optdef {
     const char *accepted;        /* MT_OPTT_INT/SIZE/PATH: the accepted values, in words */
     const char *dflt;            /* the default, as written */
     const char *doc;             /* what it does, for the docs */
+    uint64_t bare_unit;          /* MT_OPTT_SIZE: what a number without a unit counts; 0 = MB */
 } mt_optdef;
 
 extern const mt_optdef mt_optdefs[MT_NOPT];

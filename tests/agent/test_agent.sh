@@ -161,7 +161,7 @@ badopt() { # MEMTRAIL_OPTIONS value, expected message regex
     expect_eq "bad option '$1': one line" "1" "$(printf '%s\n' "$err" | grep -c memtrail)"
     expect_eq "bad option '$1': untracked (no report)" "" "$(cd "$T" && ls memtrail.*.mtr 2>/dev/null)"
 }
-badopt "mode=bogus" "bad value 'bogus' for mode \(accepted: summary, detail, trace, off\); running untracked"
+badopt "mode=bogus" "bad value 'bogus' for mode \(accepted: summary, detail, sample, trace, off\); running untracked"
 badopt "output=x.mtr:colour=red" "unknown key 'colour' \(accepted: mode, depth, unwind, output, trace_buffer, [^)]*\); running untracked"
 badopt "on_error=explode" "bad value 'explode' for on_error \(accepted: report, abort\)"
 badopt "mode" "'mode' is not key=value"

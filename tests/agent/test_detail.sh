@@ -115,7 +115,7 @@ expect_eq "run --depth 6: stack_depth line" "stack_depth 6" "$(grep '^stack_dept
 $CHECK ledger "$T/cli.mtr" "$T/cli.out" | grep -qv ' ok$' && fail "run --mode detail: ledger" "$($CHECK ledger "$T/cli.mtr" "$T/cli.out")" || pass "run --mode detail: ledger"
 err=$("$MT" run --depth 5 -- true 2>&1); rc=$?
 expect_eq "run --depth without detail mode: usage error" "2" "$rc"
-expect_match "run --depth without detail mode: says so" "--depth is for detail and trace modes: add --mode detail or --mode trace" "$err"
+expect_match "run --depth without detail mode: says so" "--depth is for detail, sample and trace modes: add --mode detail, --mode sample or --mode trace" "$err"
 err=$("$MT" run --mode detail --depth 65 -- true 2>&1); rc=$?
 expect_eq "run --depth 65: usage error" "2" "$rc"
 expect_match "run --depth 65: names the range" "--depth: bad value '65' \(accepted: 1 to 64 frames\)" "$err"

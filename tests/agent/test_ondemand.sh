@@ -226,7 +226,7 @@ expect_match "start trace into a missing directory: refused before recording" \
     "$rc $out"
 out=$("$MT" query "$pid" start everything 2>&1); rc=$?
 expect_eq "start of an unknown recording: usage error, exit 2" "2" "$rc"
-contains "start of an unknown recording: names the accepted ones" "accepted: detail, trace" "$out"
+contains "start of an unknown recording: names the accepted ones" "accepted: detail, sample, trace" "$out"
 out=$("$MT" query "$pid" start 2>&1); rc=$?
 expect_eq "start without what: usage error, exit 2" "2" "$rc"
 out=$("$MT" query "$pid" start detail -o x.mtt 2>&1); rc=$?

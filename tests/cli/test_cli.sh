@@ -49,7 +49,7 @@ expect_eq "usage: bad --scale exits 2" 2 "$rc"
 contains "usage: bad --scale message" "memtrail: --scale: unknown scale 'XB' (accepted: KB, MB, GB)" "$err"
 run_mt "$MT_ASAN" run --mode flame -- true
 expect_eq "usage: run --mode flame exits 2" 2 "$rc"
-contains "usage: run --mode message" "memtrail: --mode: unknown mode 'flame' (accepted: summary, detail, trace)" "$err"
+contains "usage: run --mode message" "memtrail: --mode: unknown mode 'flame' (accepted: summary, detail, sample, trace)" "$err"
 run_mt "$MT_ASAN" run --frob -- true
 expect_eq "usage: run unknown option exits 2" 2 "$rc"
 run_mt "$MT_ASAN" run

@@ -52,7 +52,7 @@ done
 
 # Option values: the choices the usage gives; none for a number.
 expect_eq "completion: top --sort <TAB>" "allocs live peak" "$(comp top --sort "")"
-expect_eq "completion: run --mode <TAB>" "detail summary trace" "$(comp run --mode "")"
+expect_eq "completion: run --mode <TAB>" "detail sample summary trace" "$(comp run --mode "")"
 expect_eq "completion: report --scale <TAB>" "GB KB MB" "$(comp report --scale "")"
 expect_eq "completion: xe plan --mode <TAB>" "none per_cpu per_node" "$(comp xe plan --mode "")"
 expect_eq "completion: top --top <TAB>: a number, nothing offered" "" "$(comp top --top "")"
@@ -78,7 +78,7 @@ for c in top query sessions info; do
 done
 expect_eq "completion: query PID <TAB> = its requests" "baseline detail diff info metrics start stop summary" \
     "$(comp query "$pid" "")"
-expect_eq "completion: query PID start <TAB>" "detail trace" "$(comp query "$pid" start "")"
+expect_eq "completion: query PID start <TAB>" "detail sample trace" "$(comp query "$pid" start "")"
 expect_eq "completion: query --timeout 3 PID <TAB>: an option's value is not a positional word" \
     "baseline detail diff info metrics start stop summary" "$(comp query --timeout 3 "$pid" "")"
 touch "$D/go" "$D/stop"

@@ -94,7 +94,7 @@ usage_error "int with a noun (xe)" "--cpus: '0' is not a count from 1 to 1048576
 # run's flags that become agent options: the agent's table gives the range.
 usage_error "run --depth 65: the option table's range" "--depth: bad value '65' (accepted: 1 to 64 frames)" run \
     run --mode detail --depth 65 -- /bin/true
-usage_error "run --mode off: not a mode of run" "--mode: unknown mode 'off' (accepted: summary, detail, trace)" run \
+usage_error "run --mode off: not a mode of run" "--mode: unknown mode 'off' (accepted: summary, detail, sample, trace)" run \
     run --mode off -- /bin/true
 usage_error "run --unwind: the table's choices" "--unwind: bad value 'dwarf' (accepted: auto, cfi, libunwind, fp)" run \
     run --mode detail --unwind=dwarf -- /bin/true

@@ -2,7 +2,7 @@
 # games, signal games, resource limits, thread and fork storms, the rest of
 # the malloc API, other allocators preloaded beside the agent, Rust and cgo)
 # is run bare, then under LD_PRELOAD of the agent in each mode (summary,
-# detail, trace), and each agent run must match the bare one: the same
+# detail, sample at a 64-byte rate so that most blocks are sampled, trace), and each agent run must match the bare one: the same
 # stdout, the same exit status, no crash, no hang (every run is killed after
 # 60 s). In summary mode the report must exist and `memtrail report` must
 # read it. One PASS/FAIL line per (program, mode); "SKIP name: why" where
@@ -10,7 +10,10 @@
 source "$(dirname "$0")/../lib.sh"
 [ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
 H=$BUILD/tests/hostile
-MODES="summary detail trace"
+MODES="summary detail sample trace"
+# The options of mode $1: sample mode samples about every 64 bytes, so its
+# stack walks run in the programs' signal handlers, threads and forks too.
+mode_opts() { if [ "$1" = sample ]; then echo "mode=sample:sample_rate=64"; else echo "mode=$1"; fi; }
 
 skip() { echo "SKIP $1: $2"; }
 
@@ -83,7 +86,7 @@ hostile() {
     run_case "$T/$name.bare" "" "" "$@"
     local m
     for m in $MODES; do
-        run_case "$T/$name.$m" "$AGENT" "mode=$m:output=$(out_for "$m" "$T/$name.$m")" "$@"
+        run_case "$T/$name.$m" "$AGENT" "$(mode_opts "$m"):output=$(out_for "$m" "$T/$name.$m")" "$@"
         local n=$note
         [ "$m" = trace ] || n=
         compare "hostile: $name [$m]" "$T/$name.bare" "$T/$name.$m" "$m" "$n"
@@ -159,7 +162,7 @@ allocator_case() { # LABEL LIB NAME CMD...
     for order in agent-first agent-second; do
         if [ "$order" = agent-first ]; then preload="$AGENT $lib"; else preload="$lib $AGENT"; fi
         for m in $MODES; do
-            run_case "$base.$order.$m" "$preload" "mode=$m:output=$(out_for "$m" "$base.$order.$m")" "$@"
+            run_case "$base.$order.$m" "$preload" "$(mode_opts "$m"):output=$(out_for "$m" "$base.$order.$m")" "$@"
             if [ "$order" = agent-first ]; then
                 compare "allocators: $name with $label, $order [$m]" "$base.ref" "$base.$order.$m" "$m"
             else
