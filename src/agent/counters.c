@@ -315,10 +315,13 @@ static int find_category(const char *name, int n)
 }
 
 /* The first user category: from now on the total has its own slot,
- * which starts as malloc's (what the total was till now). A hook that
- * read mt_cat_solo just before may count one block into malloc alone:
- * the total's slot is then off by that block for its peak checks (the
- * total's live bytes in a sum are the categories', always exact). */
+ * which starts as malloc's (what the total was till now). Threads count
+ * on meanwhile: one that read mt_cat_solo just before may count a block
+ * into malloc alone, and one that flushes its total delta between the two
+ * stores below loses it to the store. The total's slot is then off by up
+ * to flush_at per such thread, for its peak checks and memory info's
+ * marks only: the total's live bytes in a sum are the categories',
+ * always exact. */
 static void seed_total(void)
 {
     atomic_store(&mt_cat_solo, 0);

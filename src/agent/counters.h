@@ -19,10 +19,13 @@
  *   counted and whose peak is the total's. The first user category seeds
  *   the total's slot from malloc's and from then on both are counted.
  *   The total's live bytes in a sum are always the sum of the categories.
- * - The peak of the agent's overhead (per-block headers): a block adds its
- *   overhead to the shard's delta with no check; the delta goes to the
- *   global, and the overhead's peak is checked, whenever a flush of the
- *   program's bytes happens on that thread, and at every sum. */
+ * - The peak of the agent's overhead (per-block headers): a block no
+ *   larger than its own size adds its overhead to the shard's delta with
+ *   no check; the delta goes to the global, and the overhead's peak is
+ *   checked, whenever a flush of the program's bytes happens on that
+ *   thread (so what goes unchecked is below flush_at), and at every sum.
+ *   Blocks with more overhead than bytes (malloc(0), aligned ones) are
+ *   counted and checked like the program's bytes. */
 #ifndef MT_AGENT_COUNTERS_H
 #define MT_AGENT_COUNTERS_H
 
@@ -166,7 +169,13 @@ static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, in
         return;
     }
     mt_cslot *c = &sh->slot[cat];
-    mt_bump(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
+    /* A block whose overhead passes its size (malloc(0), aligned blocks)
+     * checks the overhead's peak itself: its program bytes would not
+     * bring a flush soon enough. */
+    if (MT_LIKELY(ovh <= size))
+        mt_bump(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
+    else
+        mt_count_bytes(&sh->slot[MT_CAT_OVERHEAD], &mt_glob[MT_CAT_OVERHEAD], sign * ovh);
     mt_count_bytes(c, &mt_glob[cat], sign * size);
     if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
         mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], sign * size);
@@ -182,7 +191,12 @@ static MT_INLINE void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)
         mt_count_resize_slow(cat, dsize, dovh);
         return;
     }
-    mt_bump(&sh->slot[MT_CAT_OVERHEAD].live_bytes, dovh);
+    if (MT_UNLIKELY(dovh != 0)) {
+        if (dovh <= (dsize > 0 ? dsize : -dsize))
+            mt_bump(&sh->slot[MT_CAT_OVERHEAD].live_bytes, dovh);
+        else
+            mt_count_bytes(&sh->slot[MT_CAT_OVERHEAD], &mt_glob[MT_CAT_OVERHEAD], dovh);
+    }
     mt_count_bytes(&sh->slot[cat], &mt_glob[cat], dsize);
     if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
         mt_count_bytes(&sh->slot[MT_SLOT_TOTAL], &mt_glob[MT_SLOT_TOTAL], dsize);

@@ -211,6 +211,8 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
         if (!s) {
             say_full();
             mt_count_block(cat, (int64_t)was, 0, -1);
+            if (okind == MT_REC_DETAIL) /* it leaves its site too */
+                mt_site_count_gone(old_tag, was);
             mt_rec_leave(rec, busy);
             return;
         }

@@ -76,19 +76,23 @@ static int64_t draw(void)
     return c > 0 ? c : 1;
 }
 
-int mt_sample_slow(uint64_t size)
+int mt_sample_slow(uint64_t size, int64_t left)
 {
+    /* `left` is this call's count after it, as mt_sample_take stored it: a
+     * signal handler's malloc nested here may change mt_t.sample_left,
+     * and this call's answer must not depend on that. */
     int64_t s = (int64_t)size;
     if (MT_UNLIKELY(!mt_t.sample_seeded)) {
         /* The thread's first allocation: its count is drawn before it. */
         seed_thread();
-        mt_t.sample_left = draw() - s;
+        left = draw() - s;
+        mt_t.sample_left = left;
     }
     if (s >= mt_site_opt.sample_rate) {
         mt_t.sample_left += s; /* large blocks are counted exactly, apart */
         return 1;
     }
-    if (mt_t.sample_left > 0)
+    if (left > 0)
         return 0;
     mt_t.sample_left = draw();
     return 1;

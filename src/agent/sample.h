@@ -23,11 +23,13 @@
 #include "agent/site.h"
 
 #define MT_SAMPLE_RATE_DEFAULT (512 * 1024)
-#define MT_SAMPLE_ONE 65536 /* one allocation, in the site counters' fixed point */
+/* One allocation, in the site counters' fixed point: a site's count
+ * overflows past 2^51 estimated allocations. */
+#define MT_SAMPLE_ONE 4096
 
 /* The slow half of mt_sample_take: the thread's first draw, an
  * allocation that crossed its count, or one of R bytes or more. */
-int mt_sample_slow(uint64_t size);
+int mt_sample_slow(uint64_t size, int64_t left);
 
 /* Is this allocation of `size` bytes sampled? */
 static MT_INLINE int mt_sample_take(uint64_t size)
@@ -36,7 +38,7 @@ static MT_INLINE int mt_sample_take(uint64_t size)
     mt_t.sample_left = left;
     if (MT_LIKELY(left > 0) && MT_LIKELY((int64_t)size < mt_site_opt.sample_rate))
         return 0;
-    return mt_sample_slow(size);
+    return mt_sample_slow(size, left);
 }
 
 /* What a new block does under recording `rec` (record.h): the block's tag

@@ -444,8 +444,14 @@ int mt_site_sum_of(uint32_t id, mt_site_sum *out)
         out->samples += mt_ld(&s->samples);
         sample_frees += mt_ld(&s->sample_frees);
     }
+    /* The shards are read one after another while threads sample and free:
+     * a free seen without its sample must not make the figure negative. */
     out->live_samples = out->samples - sample_frees;
-    if (sample_sums) { /* the counts are in 1/65536ths of an allocation: rounded */
+    if (out->live_samples < 0)
+        out->live_samples = 0;
+    if (out->live_samples > out->samples)
+        out->live_samples = out->samples;
+    if (sample_sums) { /* the counts are in 1/MT_SAMPLE_ONE of an allocation: rounded */
         out->allocs = mt_sample_round(out->allocs);
         out->frees = mt_sample_round(out->frees);
     }

@@ -128,7 +128,7 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
 
 enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };
 /* Counts `bytes` (signed) into site `id` as `n` allocs, frees or resizes
- * (n is 1, or in sample mode a weight in 1/65536ths: sample.h). */
+ * (n is 1, or in sample mode a weight in 1/MT_SAMPLE_ONE: sample.h). */
 void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int64_t n, int what);
 static inline void mt_site_count_n(uint32_t id, int64_t bytes, int64_t n, int what)
 {
@@ -194,6 +194,14 @@ static inline void mt_site_count_resize(unsigned okind, uint32_t old, unsigned k
                                         int64_t was, int64_t now)
 {
     if (mt_site_opt.sample) {
+        /* Blocks of the rate or more have weight 1 (always sampled): one
+         * that stays at its site is resized there as in detail mode, so
+         * such sites stay exact. */
+        if (okind == MT_REC_DETAIL && kind == MT_REC_DETAIL && tag == old && was >= mt_site_opt.sample_rate &&
+            now >= mt_site_opt.sample_rate) {
+            mt_site_count(tag, now - was, MT_SITE_REALLOC);
+            return;
+        }
         /* Sampled: the free of the old block, the allocation of the new
          * one (sampled afresh), even at the same site: their weights
          * differ (docs/sampling.md). */

@@ -546,9 +546,10 @@ static int read_lines(struct reader *rd, FILE *f, struct report *r)
     if ((r->has & REPORT_HAS_SITES) && !rd->sites_seen)
         return report_rd_fail(rd, -EBADMSG, "no sites line (the stack_depth line says detail mode)");
     /* A sampled report's sites are estimates at its rate: without the rate
-     * they cannot be read as what they are. */
+     * they cannot be read as what they are. (A summary-only report of a
+     * sample-mode process, a live query's, has no sites and needs none.) */
     bool mode_sample = r->mode && strcmp(r->mode, "sample") == 0;
-    if (mode_sample && !(r->has & REPORT_HAS_SAMPLE_RATE))
+    if (mode_sample && (r->has & REPORT_HAS_SITES) && !(r->has & REPORT_HAS_SAMPLE_RATE))
         return report_rd_fail(rd, -EBADMSG, "no sample_rate line (the mode line says sample)");
     if (!mode_sample && (r->has & REPORT_HAS_SAMPLE_RATE))
         return report_rd_fail(rd, -EBADMSG,

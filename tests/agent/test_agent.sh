@@ -225,3 +225,15 @@ for n in 2 8 64; do
         fail "peak, $n threads at a barrier" "$got, true $want"
     fi
 done
+
+# --- the agent's own overhead: its peak, when blocks are mostly overhead ----
+# zeroalloc: 100000 malloc(0) live at once (a 16-byte header and 8 bytes of
+# room each: 2400000 bytes of overhead), while the program's bytes stay 0.
+MEMTRAIL_OPTIONS="output=$T/za.mtr" LD_PRELOAD=$AGENT "$TBIN/zeroalloc"
+"$MT" report --json "$T/za.mtr" >"$T/za.json"
+got=$(json_get "$T/za.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='memtrail'][0]")
+if [ "$got" -ge 2400000 ]; then
+    pass "overhead peak: $got >= the 100000 malloc(0) blocks' 2400000 bytes"
+else
+    fail "overhead peak" "$got < 2400000 (the 100000 malloc(0) blocks' headers)"
+fi

@@ -117,6 +117,13 @@ touch "$T/ph/go2"
 for _ in $(seq 500); do [ -f "$T/ph/ready2" ] && break; sleep 0.01; done
 live=$("$MT" query "$pid" detail --json 2>&1); rc=$?
 expect_eq "sample mode: live 'query PID detail' answers" "0" "$rc"
+expect_eq "sample mode: live 'query PID detail' has the rate" "{'rate_bytes': 4096}" \
+    "$(printf '%s' "$live" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sampling"])' 2>&1)"
+# The summary replies (summary, metrics, baseline) carry no sites, so no rate.
+for q in summary metrics baseline; do
+    out=$("$MT" query "$pid" $q 2>&1); rc=$?
+    expect_eq "sample mode: live 'query PID $q' answers" "0 0" "$rc $(printf '%s' "$out" | grep -c 'sample_rate')"
+done
 out=$("$MT" query "$pid" stop 2>&1); rc=$?
 expect_match "sample mode: 'stop'" "^0 sampled recording off" "$rc $out"
 touch "$T/ph/go3"
@@ -151,3 +158,17 @@ expect_match "run --sample-rate 2GiB: out of range" "^2 memtrail: --sample-rate:
     "$rc $(echo "$err" | head -1)"
 err=$(MEMTRAIL_OPTIONS="output=$T/o.mtr:mode=sample:sample_rate=0" LD_PRELOAD=$AGENT /bin/true 2>&1)
 expect_match "sample_rate=0 refused by the agent" "bad value '0' for sample_rate" "$err"
+
+# Blocks of the rate or more are exact: bigrealloc has only such blocks,
+# one of them resized three times at one site, so the sampled run's sites
+# carry the exact run's counters, site for site (matched by their counter
+# tuples: the two runs' addresses differ).
+sites_of() { # REPORT: the sites' counters, sorted
+    grep '^site ' "$1" | sed -E 's/ (samples|live_samples|frames)=[^ ]*//g; s/^site [0-9]+ //' | sort
+}
+MEMTRAIL_OPTIONS="output=$T/bx.mtr:mode=detail" LD_PRELOAD=$AGENT "$TBIN/bigrealloc"
+MEMTRAIL_OPTIONS="output=$T/bs.mtr:mode=sample:sample_seed=3" LD_PRELOAD=$AGENT "$TBIN/bigrealloc"
+expect_eq "blocks >= rate: the exact run has the program's three sites" 3 "$(sites_of "$T/bx.mtr" | grep -c .)"
+expect_eq "blocks >= rate: site_grow's 20 blocks grew by 2 MiB each in 40 reallocs there" 1 \
+    "$(sites_of "$T/bx.mtr" | grep -c 'allocs=20 frees=20 reallocs=40 allocated_bytes=83886080$')"
+expect_eq "blocks >= rate: every sampled site equals the exact run's" "$(sites_of "$T/bx.mtr")" "$(sites_of "$T/bs.mtr")"
