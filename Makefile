@@ -289,6 +289,7 @@ bench:
 	bash scripts/deps.sh --bench
 	$(MAKE) all
 	bash bench/overhead.sh
+	BUILD=$(BUILD) bash bench/hotpath.sh
 	bash bench/xe.sh
 	BUILD=$(BUILD) bash bench/trace.sh
 	BUILD=$(BUILD) bash bench/readers.sh

@@ -12,7 +12,8 @@
 # non-interactively, through sudo when not root.
 # Usage: scripts/deps.sh [--bench]   (exit 0 when everything is there afterwards)
 #   --bench  also the peers the benchmarks compare against: heaptrack
-#            (bench/overhead.sh), LTTng-UST and its tools (bench/xe.sh);
+#            (bench/overhead.sh), valgrind (bench/hotpath.sh's callgrind),
+#            LTTng-UST and its tools (bench/xe.sh);
 #            the tests do not need them
 set -euo pipefail
 
@@ -71,6 +72,7 @@ check() {
     have_cmd sqlite3 || want sqlite3
     if [ "$bench" = 1 ]; then
         have_cmd heaptrack || want heaptrack
+        have_cmd valgrind || want valgrind # bench/hotpath.sh counts instructions with callgrind
         have_cmd lttng || want lttng-tools
         have_cmd lttng-sessiond || want lttng-tools
         if have_cmd dpkg-query; then have_pkg liblttng-ust-dev || want liblttng-ust-dev; fi

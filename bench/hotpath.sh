@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Instructions per malloc+free pair that the agent adds to glibc's, counted
+# by callgrind (valgrind): bench/hotpath.c run bare and under the agent in
+# the same invocation. Instruction counts do not depend on the machine's
+# load, so a change to the hot path can be compared exactly with --base.
+#
+# Usage: bench/hotpath.sh [--pairs N] [--mode summary|sample|detail|trace]
+#                         [--base LIB]
+#   --pairs N   malloc+free pairs (default 1000000)
+#   --mode M    the agent's mode (default summary)
+#   --base LIB  another libmemtrail.so (say, an older build) counted beside
+#               this tree's, with its ratio
+# Environment: BUILD (default build): the agent measured is
+# $BUILD/lib/libmemtrail.so. Needs valgrind (apt install valgrind, or
+# scripts/deps.sh --bench).
+set -euo pipefail
+die() { echo "hotpath.sh: $*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+pairs=1000000 mode=summary base=""
+bad_usage() { echo "hotpath.sh: $*" >&2; echo "try: bench/hotpath.sh --help" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        --pairs) [ $# -ge 2 ] || bad_usage "--pairs needs a number"; pairs=$2; shift ;;
+        --mode) [ $# -ge 2 ] || bad_usage "--mode needs summary, sample, detail or trace"; mode=$2; shift ;;
+        --base) [ $# -ge 2 ] || bad_usage "--base needs a library"; base=$2; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) bad_usage "unknown option '$1'" ;;
+    esac
+    shift
+done
+[[ $pairs =~ ^[1-9][0-9]*$ ]] || bad_usage "--pairs wants a positive integer, not '$pairs'"
+case $mode in summary|sample|detail|trace) ;; *) bad_usage "--mode wants summary, sample, detail or trace, not '$mode'" ;; esac
+command -v valgrind >/dev/null 2>&1 || die "valgrind is not installed (apt install valgrind, or scripts/deps.sh --bench)"
+[ -f "$AGENT" ] || die "the agent is not built ($AGENT): run 'make' first"
+if [ -n "$base" ] && [ ! -f "$base" ]; then die "--base: no such library: $base"; fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mt-hotpath.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+cc -O2 -o "$TMP/hotpath" "$ROOT/bench/hotpath.c" || die "cannot build bench/hotpath.c"
+
+# irefs [LIB]: the program's instructions (all its threads), bare or under LIB.
+# follow_exec=on: the agent would otherwise leave valgrind's exec of the
+# program untracked.
+irefs() {
+    local out
+    if [ $# -eq 0 ]; then
+        out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$TMP/hotpath" "$pairs" 2>&1)
+    else
+        out=$(LD_PRELOAD=$1 MEMTRAIL_OPTIONS="mode=$mode:follow_exec=on:output=$TMP/r.%p.out" \
+            valgrind --tool=callgrind --callgrind-out-file=/dev/null "$TMP/hotpath" "$pairs" 2>&1)
+    fi
+    printf '%s\n' "$out" | awk '/I +refs:/ { gsub(",", "", $NF); print $NF; found = 1 } END { if (!found) exit 1 }' ||
+        die "callgrind printed no instruction count: $(printf '%s\n' "$out" | tail -n 3)"
+}
+
+echo "hotpath: instructions per malloc+free pair (callgrind), $(group "$pairs") pairs of 16-215 bytes, mode=$mode"
+bare=$(irefs)
+echo "   bare (glibc)       $(awk -v a="$bare" -v n="$pairs" 'BEGIN { printf "%8.1f", a / n }') per pair"
+now=$(irefs "$AGENT")
+added=$(awk -v a="$now" -v b="$bare" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
+echo "   this tree's agent  $(awk -v a="$now" -v n="$pairs" 'BEGIN { printf "%8.1f", a / n }') per pair: $added added ($AGENT)"
+if [ -n "$base" ]; then
+    old=$(irefs "$base")
+    oadded=$(awk -v a="$old" -v b="$bare" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
+    echo "   --base agent       $(awk -v a="$old" -v n="$pairs" 'BEGIN { printf "%8.1f", a / n }') per pair: $oadded added ($base)"
+    echo "   this tree adds $(awk -v a="$added" -v b="$oadded" 'BEGIN { printf "%.2f", a / b }')x the instructions --base adds"
+fi
