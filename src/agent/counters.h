@@ -23,9 +23,11 @@
  *   larger than its own size adds its overhead to the shard's delta with
  *   no check; the delta goes to the global, and the overhead's peak is
  *   checked, whenever a flush of the program's bytes happens on that
- *   thread (so what goes unchecked is below flush_at), and at every sum.
- *   Blocks with more overhead than bytes (malloc(0), aligned ones) are
- *   counted and checked like the program's bytes. */
+ *   thread, and at every sum: a thread that trades a few large blocks for
+ *   many small ones without moving its bytes may hold overhead unchecked
+ *   meanwhile (never more than the bytes of those blocks). Blocks with
+ *   more overhead than bytes (malloc(0), aligned ones) are counted and
+ *   checked like the program's bytes. */
 #ifndef MT_AGENT_COUNTERS_H
 #define MT_AGENT_COUNTERS_H
 
