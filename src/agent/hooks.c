@@ -284,12 +284,19 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     return p;
 }
 
-/* Marks a block freed (header and tombstone) and gives it back. */
-static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
+/* Marks a block freed: its header, and the tombstone a later free of the
+ * same pointer is known by. */
+static MT_INLINE void mark_freed(void *p, mt_hdr *h, uint64_t size, unsigned cat)
 {
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone(p, size, cat);
     memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+}
+
+/* Marks a block freed and gives it back. */
+static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
+{
+    mark_freed(p, h, size, cat);
     if (mt_rs_active())
         mt_rs_block_free((char *)p - (1ull << shift));
     int mapped = MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped((char *)p - (1ull << shift));
@@ -330,9 +337,7 @@ static MT_INLINE void release(void *p, mt_hdr *h)
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     check_tail(p, h, size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
-    h->check ^= MT_FREED_XOR;
-    uint64_t tomb = mt_tombstone(p, size, cat);
-    memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+    mark_freed(p, h, size, cat);
     mt_real_fn.free((char *)p - (1ull << shift));
 }
 
@@ -450,6 +455,27 @@ static void *move_from_arena(void *p, void *np, size_t n)
     return np;
 }
 
+/* The real realloc of a plain block (p, `size` bytes) to `n` bytes. If the
+ * block moves, the real realloc frees the old one: a tombstone goes there
+ * first, so a later free of the old pointer is known for what it is, and
+ * the program's bytes under it are put back where they are now. Returns
+ * the new real block, or NULL with the old block as it was. */
+static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, size_t n)
+{
+    size_t at = mt_tomb_off(size);
+    uint64_t saved, tomb = mt_tombstone(p, size, cat);
+    memcpy(&saved, (char *)p + at, sizeof saved);
+    memcpy((char *)p + at, &tomb, sizeof tomb);
+    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
+    if (!real && mt_trace_out_of_memory())
+        real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
+    char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
+    uint64_t keep = real ? n : size;         /* and how many */
+    if (at < keep)
+        memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
+    return real;
+}
+
 /* realloc_tracked's work once it knows the recording `rec`. */
 static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size_t n, int rec, unsigned cat,
                                                         unsigned shift, uint64_t size, unsigned okind,
@@ -486,26 +512,13 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         memcpy(np, p, size < n ? size : n);
         free_block(p, h, size, cat, shift);
     } else {
-        /* If the block moves, the real realloc frees the old one: leave a
-         * tombstone there first, so a later free of the old pointer is
-         * known for what it is, and give the program its bytes back. */
-        size_t at = mt_tomb_off(size);
-        uint64_t saved, tomb = mt_tombstone(p, size, cat);
         uintptr_t rs_start = 0;
         uint64_t rs_len = 0, rs_before = 0; /* the old block's mapping, if the allocator mapped it */
         int to_rs = mt_rs_active();
         if (to_rs && mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len))
             rs_before = mt_clock_ns(CLOCK_MONOTONIC);
         int was_mapped = size >= MT_INFO_MAPPED_MIN && mt_glibc_is_mapped((char *)p - MT_HDR_SIZE);
-        memcpy(&saved, (char *)p + at, sizeof saved);
-        memcpy((char *)p + at, &tomb, sizeof tomb);
-        char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
-        if (!real && mt_trace_out_of_memory())
-            real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, shift));
-        char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
-        uint64_t keep = real ? n : size;         /* and how many */
-        if (at < keep)
-            memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
+        char *real = realloc_tombstoned(p, size, cat, n);
         if (!real)
             return NULL; /* the old block is as it was */
         if (to_rs)
@@ -529,19 +542,11 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
 }
 
 /* realloc_recorded's work for a plain block of no recording when
- * hooks_new says NEW_PLAIN: the old block gets its tombstone for the moment the real
- * realloc may free it, then the new one its header. */
+ * hooks_new says NEW_PLAIN: the real realloc, then the new block's header
+ * and the counters. */
 static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
 {
-    size_t at = mt_tomb_off(size);
-    uint64_t saved, tomb = mt_tombstone(p, size, cat);
-    memcpy(&saved, (char *)p + at, sizeof saved);
-    memcpy((char *)p + at, &tomb, sizeof tomb);
-    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
-    char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
-    uint64_t keep = real ? n : size;         /* and how many */
-    if (at < keep)
-        memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
+    char *real = realloc_tombstoned(p, size, cat, n);
     if (MT_UNLIKELY(!real))
         return NULL; /* the old block is as it was */
     char *np = fill_header(real, n, cat, MT_PLAIN_SHIFT, MT_REC_NONE, 0);
