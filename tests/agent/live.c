@@ -20,6 +20,7 @@
 
 #include "ledger.h"
 #include "memtrail.h"
+#include "pidfile.h"
 
 static const char *dir;
 
@@ -31,17 +32,9 @@ static void path_of(char *out, size_t cap, const char *name)
 /* Writes our pid to DIR/name, atomically. */
 static void signal_ready(const char *name)
 {
-    char tmp[PATH_MAX], path[PATH_MAX], pid[32];
+    char path[PATH_MAX];
     path_of(path, sizeof path, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        _exit(98);
-    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    if (write(fd, pid, (size_t)n) != n)
-        _exit(98);
-    close(fd);
-    rename(tmp, path);
+    pidfile_write(path);
 }
 
 /* Waits until the script creates DIR/name (at most about a minute). */

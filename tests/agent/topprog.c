@@ -11,7 +11,6 @@
  * Nothing else allocates while it waits (access() and nanosleep).
  *
  * Usage: topprog DIR */
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "memtrail.h"
+#include "pidfile.h"
 
 #define BLOCK (100 * 1024)
 #define BARRIER() __asm__ volatile("" ::: "memory")
@@ -62,20 +62,12 @@ __attribute__((noinline)) static void many_small(void)
     }
 }
 
-/* DIR/name holding our pid, written with open/write (no stdio buffer). */
+/* DIR/name holding our pid. */
 static void signal_ready(const char *dir, const char *name)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 8], pid[32];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        _exit(98);
-    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    if (write(fd, pid, (size_t)n) != n)
-        _exit(98);
-    close(fd);
-    rename(tmp, path);
+    pidfile_write(path);
 }
 
 static void wait_for(const char *dir, const char *name)
