@@ -45,7 +45,12 @@ for mode in summary detail trace; do
     expect_eq "$mode: the program exits as its exec'd image does (3)" "EXIT 3" "$(tail -1 "$T/$mode.msgs")"
     expect_eq "$mode: every message keeps the contract (magic, size, time)" "" "$(grep '^BAD' "$T/$mode.msgs")"
     want=$(grep -v '^FN ' "$T/$mode.prog")
-    got=$(grep -v -e '^EXIT' -e '^BAD' "$T/$mode.msgs" | cut -d' ' -f1-5)
+    # Where the program could not read a block's range cleanly it says
+    # "? ?"; the message at that place may carry any range there.
+    got=$(grep -v -e '^EXIT' -e '^BAD' "$T/$mode.msgs" | cut -d' ' -f1-5 |
+        awk 'NR == FNR { w[FNR] = $0; next }
+             { split(w[FNR], f, " "); if (f[3] == "?" && f[4] == "?") { $3 = "?"; $4 = "?" } print }' \
+            <(printf '%s\n' "$want") -)
     n=$(printf '%s\n' "$want" | wc -l)
     [ "$n" -ge 22 ] && pass "$mode: the program did all it does ($n messages due)" ||
         fail "$mode: the program did all it does" "only $n: $(cat "$T/$mode.prog")"
