@@ -19,8 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +32,38 @@
 
 _Atomic int mt_rec;
 _Atomic long mt_rec_busy;
+int mt_rec_membarrier;
+
+/* The hooks count themselves in flight (a store to their shard) and then
+ * read the state; a stop stores the state and then reads the counts. Each
+ * side must order its store before its load (else a hook may miss the
+ * stop while the stop misses the hook). With membarrier, the hooks'
+ * side is a compiler barrier only, and the stop, between its store and
+ * its loads, makes every thread of the process run a full barrier (one
+ * running is interrupted for it; one not running passed one when it was
+ * switched out): after it, a hook's count stored before its read of the
+ * state is seen, or that read sees the stop. Registered before the state
+ * says trace (the registration is the process's, kept across fork and
+ * asked again in a fork child all the same). */
+static void membarrier_register(void)
+{
+    if (!mt_rec_membarrier)
+        mt_rec_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* The stop's side, after the state's store: 1 when every thread has run
+ * a barrier since. If the call fails (it cannot once registered, short of
+ * a seccomp filter put in since), the hooks go back to fenced counts from
+ * now on, and the stop waits 10 ms for hooks that did not fence: a store
+ * leaves a CPU's store buffer within microseconds. */
+static void membarrier_all(void)
+{
+    if (!mt_rec_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
+    mt_rec_membarrier = 0;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
 _Atomic unsigned mt_hooks_extra;
 
 /* Every change of mt_rec: with the hooks' bit (agent.h). Sampling has a
@@ -45,6 +79,8 @@ _Atomic uint32_t mt_rec_first_id = 1;
 
 void mt_rec_init(int mode, int start)
 {
+    if (mode == MT_MODE_TRACE)
+        membarrier_register();
     int rec = mode == MT_MODE_TRACE    ? MT_REC_TRACE
               : mode == MT_MODE_DETAIL ? MT_REC_DETAIL
               : mode == MT_MODE_SAMPLE ? MT_REC_SAMPLE
@@ -54,6 +90,10 @@ void mt_rec_init(int mode, int start)
 
 void mt_rec_after_fork_child(void)
 {
+    if (mt_rec_membarrier) {
+        mt_rec_membarrier = 0;
+        membarrier_register();
+    }
     atomic_store(&mt_rec_busy, 0);
     for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
         atomic_store(&sh->rec_busy, 0);
@@ -81,6 +121,7 @@ static const char *const rec_names[] = {"summary counting", "detail recording", 
  * must stay mapped. */
 static int wait_hooks(void)
 {
+    membarrier_all();
     for (int spins = 0; hooks_busy() && spins < 20000; spins++) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
@@ -199,6 +240,7 @@ static void start(const char *what, const char *path, int from_signal, mt_out *o
      * written with id 0 (docs/trace-analysis.md, frees_unknown). */
     atomic_store(&mt_rec_first_id, atomic_load(&mt_trace_last_id) + 1);
     atomic_fetch_add(&mt_trace_id_gen, 1); /* blocks taken before are not this trace's */
+    membarrier_register();
     rec_set(MT_REC_TRACE);
     mt_out_str(o, "ok trace recording on: every event from now on ('stop' finishes the file)\n");
 }

@@ -36,6 +36,11 @@ extern _Atomic int mt_rec;
  * counted in the thread's shard (its own cache line: no contention), or
  * here for a thread that has none yet. */
 extern _Atomic long mt_rec_busy;
+/* 1 when the stop's side of the handshake below is a membarrier(2) (the
+ * process registered for it, record.c): a hook's count in its shard then
+ * needs no fence of its own (x86's locked store costs ~20 cycles a hook),
+ * only the compiler's. 0: the count is a seq_cst store. */
+extern int mt_rec_membarrier;
 
 static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
 {
@@ -61,7 +66,17 @@ static MT_INLINE int mt_rec_enter(_Atomic long **busy)
      * on it puts back what it took): a store, not a locked add. */
     if (MT_LIKELY(sh != NULL)) {
         *busy = &sh->rec_busy;
-        atomic_store(*busy, atomic_load_explicit(*busy, memory_order_relaxed) + 1);
+        long v = atomic_load_explicit(*busy, memory_order_relaxed) + 1;
+        if (MT_LIKELY(mt_rec_membarrier)) {
+            /* The stop's membarrier is this store's fence (record.c). */
+            atomic_store_explicit(*busy, v, memory_order_relaxed);
+            atomic_signal_fence(memory_order_seq_cst);
+            rec = atomic_load_explicit(&mt_rec, memory_order_relaxed);
+            if (rec != MT_REC_TRACE)
+                mt_rec_leave(MT_REC_TRACE, *busy);
+            return rec;
+        }
+        atomic_store(*busy, v);
     } else {
         *busy = &mt_rec_busy;
         atomic_fetch_add(*busy, 1);

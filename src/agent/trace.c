@@ -290,64 +290,71 @@ static int enc_begin(void *st)
     return 0;
 }
 
+/* The trace event of an engine event; 0 for a type the trace has none of. */
+static unsigned trace_type(unsigned xe_type)
+{
+    switch (xe_type) {
+    case XE_EV_ALLOC: return MT_TRACE_ALLOC;
+    case XE_EV_FREE: return MT_TRACE_FREE;
+    case XE_EV_REALLOC: return MT_TRACE_REALLOC;
+    case XE_EV_MMAP: return MT_TRACE_MMAP;
+    case XE_EV_MUNMAP: return MT_TRACE_MUNMAP;
+    default: return 0;
+    }
+}
+
+/* ev as a trace event, written field by field into t (a merge run's
+ * slot: no event-sized copy on the way, which would read back what was
+ * just stored in other widths). t->time_ns is the caller's. */
+static void fill_event(mt_trace_event *t, unsigned type, const xe_event *ev)
+{
+    int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
+    int map = type == MT_TRACE_MMAP || type == MT_TRACE_MUNMAP;
+    t->type = (uint8_t)type;
+    t->category = (uint8_t)ev->category;
+    t->thread = ev->tid;
+    t->size = type == MT_TRACE_FREE ? 0 : ev->size;
+    t->id = (uint32_t)ev->key;
+    t->old_id = type == MT_TRACE_REALLOC ? (uint32_t)ev->value : 0;
+    t->stack = alloc ? (uint32_t)ev->site : 0;
+    t->address = map ? ev->address : 0;
+}
+
 static void enc_event(void *st, const xe_event *ev)
 {
     enc_state *e = st;
-    if (!e->w)
+    unsigned type = trace_type(ev->type);
+    if (!e->w || !type)
         return;
-    mt_trace_event t = {
-        .category = (uint8_t)ev->category,
-        .thread = ev->tid,
-        .time_ns = ev->time_ns,
-        .size = ev->size,
-        .id = (uint32_t)ev->key,
-    };
-    switch (ev->type) {
-    case XE_EV_ALLOC:
-        t.type = MT_TRACE_ALLOC;
-        t.stack = (uint32_t)ev->site;
-        break;
-    case XE_EV_FREE:
-        t.type = MT_TRACE_FREE;
-        t.size = 0;
-        break;
-    case XE_EV_REALLOC:
-        t.type = MT_TRACE_REALLOC;
-        t.stack = (uint32_t)ev->site;
-        t.old_id = (uint32_t)ev->value;
-        break;
-    case XE_EV_MMAP:
-        t.type = MT_TRACE_MMAP;
-        t.address = ev->address;
-        break;
-    case XE_EV_MUNMAP:
-        t.type = MT_TRACE_MUNMAP;
-        t.address = ev->address;
-        break;
-    default: return;
-    }
     if (!ev->tsc) {
         /* A session that is not time-ordered (an event_file target of the
          * program's own sessions): no watermark will come; as delivered. */
+        mt_trace_event t;
+        fill_event(&t, type, ev);
+        t.time_ns = ev->time_ns;
         (void)mt_trace_write_event(e->w, &t);
         return;
     }
-    t.time_ns = ev->tsc; /* the merge's key; the writer gets ns (emit_one) */
-    if (trace_merge_add(e->merge, ev->cpu, &t) != 0)
+    /* time_ns holds the engine clock, the merge's key; the writer gets
+     * ns (emit_one). */
+    mt_trace_event *t = trace_merge_put(e->merge, ev->cpu, ev->tsc);
+    if (t)
+        fill_event(t, type, ev);
+    else
         e->unstaged++;
 }
 
 /* One merged event to the writer, its clock in ns (never earlier than the
  * event before: the clock's rate is refined as the run goes). */
-static void emit_one(void *ctx, const mt_trace_event *ev)
+static void emit_one(void *ctx, mt_trace_event *ev)
 {
     enc_state *e = ctx;
-    mt_trace_event t = *ev;
-    t.time_ns = xe_clock_ns(ev->time_ns);
-    if (t.time_ns < e->last_ns)
-        t.time_ns = e->last_ns;
-    e->last_ns = t.time_ns;
-    (void)mt_trace_write_event(e->w, &t);
+    uint64_t ns = xe_clock_ns(ev->time_ns);
+    if (ns < e->last_ns)
+        ns = e->last_ns;
+    e->last_ns = ns;
+    ev->time_ns = ns;
+    (void)mt_trace_write_event(e->w, ev);
 }
 
 static void enc_watermark(void *st, uint64_t tsc)

@@ -61,25 +61,25 @@ static int grow(run *r)
     return 0;
 }
 
-int trace_merge_add(trace_merge *m, unsigned which, const mt_trace_event *ev)
+mt_trace_event *trace_merge_put(trace_merge *m, unsigned which, uint64_t key)
 {
     run *r = &m->runs[which % m->nruns];
-    if ((r->n + 1) * sizeof *ev > r->cap_bytes && grow(r) != 0)
-        return -ENOMEM;
+    if ((r->n + 1) * sizeof *r->ev > r->cap_bytes && grow(r) != 0)
+        return NULL;
     /* Nearly sorted already (a buffer's events in claim order, stamped
      * just after the claim): step back over the few that are later. */
     size_t at = r->n;
-    while (at > r->head && r->ev[at - 1].time_ns > ev->time_ns)
+    while (at > r->head && r->ev[at - 1].time_ns > key)
         at--;
     if (at < r->n)
-        memmove(&r->ev[at + 1], &r->ev[at], (r->n - at) * sizeof *ev);
-    r->ev[at] = *ev;
+        memmove(&r->ev[at + 1], &r->ev[at], (r->n - at) * sizeof *r->ev);
     r->n++;
-    size_t end = r->n * sizeof *ev;
+    size_t end = r->n * sizeof *r->ev;
     if (end > r->touched)
         r->touched = end;
     m->staged++;
-    return 0;
+    r->ev[at].time_ns = key;
+    return &r->ev[at];
 }
 
 /* Heap order: the earlier head first, then the lower run. */
@@ -124,8 +124,7 @@ static void compact(run *r)
         r->touched = RUN_KEEP;
 }
 
-uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, const mt_trace_event *ev),
-                          void *ctx)
+uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, mt_trace_event *ev), void *ctx)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < m->nruns; i++) {

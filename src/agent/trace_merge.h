@@ -28,12 +28,16 @@ typedef struct trace_merge trace_merge;
 /* A merge of `nruns` runs (at most 64), or NULL. */
 trace_merge *trace_merge_create(unsigned nruns);
 void trace_merge_destroy(trace_merge *m);
-/* Stages ev (its time_ns holds the engine clock, the sort key) in run
- * `run` (taken modulo the runs). 0, or -ENOMEM (nothing staged). */
-int trace_merge_add(trace_merge *m, unsigned run, const mt_trace_event *ev);
+/* Stages an event of engine clock `key` (the sort key) in run `run`
+ * (taken modulo the runs): its slot, time_ns set to the key, the other
+ * fields for the caller to fill in before the next call; NULL when out
+ * of memory (nothing staged). The caller writes the event in place: no
+ * copy of it is made on the way. */
+mt_trace_event *trace_merge_put(trace_merge *m, unsigned run, uint64_t key);
 /* Hands fn every staged event whose key is below `mark`, in key order
- * (equal keys: run order, then staging order); returns how many. */
-uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, const mt_trace_event *ev),
+ * (equal keys: run order, then staging order); returns how many. fn may
+ * change the event it is given (it is emitted and no longer staged). */
+uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, mt_trace_event *ev),
                           void *ctx);
 /* Forgets every staged event (a fork child: they are the parent's). */
 void trace_merge_clear(trace_merge *m);

@@ -43,6 +43,7 @@ mt_trace_writer *mt_trace_writer_create(const mt_trace_write_config *cfg, const 
         w->chunk_events = MAX_CHUNK_EVENTS;
     w->chunk_age_ns = cfg && cfg->chunk_age_ns ? cfg->chunk_age_ns : DEFAULT_AGE_NS;
     w->time_unit = cfg && cfg->time_unit_ns ? cfg->time_unit_ns : 1;
+    w->unit_magic = trace_div_magic(w->time_unit, &w->unit_shift);
     w->force_flags = cfg ? cfg->chunk_flags : 0;
     w->threads = cfg && cfg->threads > 1 ? (cfg->threads < MAX_THREADS ? cfg->threads : MAX_THREADS) : 1;
     if (cfg) {
@@ -321,7 +322,9 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
     }
     int64_t t = (int64_t)(ev->time_ns - w->start_ns);
     if (w->time_unit != 1) /* rounded down, also before the start */
-        t = t >= 0 ? t / w->time_unit : -(int64_t)(((uint64_t) - (t + 1)) / w->time_unit) - 1;
+        t = t >= 0
+                ? (int64_t)trace_div((uint64_t)t, w->time_unit, w->unit_magic, w->unit_shift)
+                : -(int64_t)trace_div((uint64_t) - (t + 1), w->time_unit, w->unit_magic, w->unit_shift) - 1;
     if (!open_events(w))
         w->chunk_open_ns = now_ns();
     /* What can fail (defining the thread, category, stack) comes first,

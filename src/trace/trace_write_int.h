@@ -119,6 +119,9 @@ struct mt_trace_writer {
     int auto_level; /* level not configured: REPETITIVE_LEVEL after a chunk that compressed 8:1 */
     int repetitive;
     uint32_t chunk_events, time_unit;
+    /* Division by time_unit as a multiply (trace_util.h: trace_div). */
+    uint64_t unit_magic;
+    unsigned unit_shift;
     uint64_t chunk_age_ns, start_ns, start_realtime_ns;
     uint32_t pid;
     int failed; /* a write failed: nothing more goes to this file */

@@ -302,8 +302,43 @@ static void two_files(void)
 }
 
 /* The format's primitives against known values. */
+/* trace_div against the division, for units from 1 ns to 4 s: n around
+ * multiples of d, around powers of two, and at the bound 2^62 and past it. */
+static void division(void)
+{
+    uint32_t units[] = {1,    2,    3,    7,       10,         100,         999,
+                        1000, 1001, 4096, 1000000, 999999937u, 4000000000u, UINT32_MAX};
+    uint64_t bad = 0, tried = 0;
+    for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+        uint32_t d = units[u];
+        unsigned shift;
+        uint64_t magic = trace_div_magic(d, &shift);
+        uint64_t top = (1ull << TRACE_DIV_BITS) - 1;
+        uint64_t ns[] = {0,       1,       d - 1,      d,           (uint64_t)d + 1, top,
+                         top - 1, top + 1, UINT64_MAX, top / d * d, top / d * d - 1};
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++, tried++)
+            bad += trace_div(ns[i], d, magic, shift) != ns[i] / d;
+        for (unsigned b = 0; b < 64; b++)
+            for (int k = -2; k <= 2; k++, tried++) {
+                uint64_t n = (1ull << b) + (uint64_t)(int64_t)k;
+                bad += trace_div(n, d, magic, shift) != n / d;
+            }
+        uint64_t x = 0x9E3779B97F4A7C15ull * (u + 1);
+        for (int i = 0; i < 200000; i++, tried++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t q = (x >> (i % 40)) % ((top / d) + 1), n = q * d + (x >> 3) % d; /* n / d = q */
+            bad += trace_div(n, d, magic, shift) != q || trace_div(n, d, magic, shift) != n / d;
+        }
+    }
+    char label[128];
+    snprintf(label, sizeof label, "division by the time unit as a multiply equals the division (%llu cases)",
+             (unsigned long long)tried);
+    CHECK(label, bad == 0);
+}
+
 static void primitives(void)
 {
+    division();
     CHECK("CRC32C of \"123456789\" is 0xE3069283", trace_crc32c(0, "123456789", 9) == 0xE3069283u);
     CHECK("CRC32C in pieces", trace_crc32c(trace_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
     int ok = 1;
