@@ -32,7 +32,7 @@
 
 _Atomic int mt_rec;
 _Atomic long mt_rec_busy;
-int mt_rec_membarrier;
+_Atomic int mt_rec_membarrier;
 
 /* The hooks count themselves in flight (a store to their shard) and then
  * read the state; a stop stores the state and then reads the counts. Each
@@ -47,23 +47,28 @@ int mt_rec_membarrier;
  * asked again in a fork child all the same). */
 static void membarrier_register(void)
 {
-    if (!mt_rec_membarrier)
-        mt_rec_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    if (!atomic_load(&mt_rec_membarrier))
+        atomic_store(&mt_rec_membarrier,
+                     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0);
 }
 
-/* The stop's side, after the state's store: 1 when every thread has run
- * a barrier since. If the call fails (it cannot once registered, short of
- * a seccomp filter put in since), the hooks go back to fenced counts from
- * now on, and the stop waits 10 ms for hooks that did not fence: a store
- * leaves a CPU's store buffer within microseconds. */
+/* The stop's side, after the state's store: when it returns, every
+ * thread has run a barrier since. If the call fails (it cannot once
+ * registered, short of a seccomp filter put in since that answers with an
+ * error; one that kills on the call would have killed the registration
+ * first), the hooks go back to fenced counts from now on, and the stop
+ * waits 10 ms for hooks that did not fence: a store leaves a CPU's store
+ * buffer within microseconds. */
 static void membarrier_all(void)
 {
-    if (!mt_rec_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    if (!atomic_load(&mt_rec_membarrier) ||
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
-    mt_rec_membarrier = 0;
+    atomic_store(&mt_rec_membarrier, 0);
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
 }
+
 _Atomic unsigned mt_hooks_extra;
 
 /* Every change of mt_rec: with the hooks' bit (agent.h). Sampling has a
@@ -90,8 +95,8 @@ void mt_rec_init(int mode, int start)
 
 void mt_rec_after_fork_child(void)
 {
-    if (mt_rec_membarrier) {
-        mt_rec_membarrier = 0;
+    if (atomic_load(&mt_rec_membarrier)) {
+        atomic_store(&mt_rec_membarrier, 0);
         membarrier_register();
     }
     atomic_store(&mt_rec_busy, 0);

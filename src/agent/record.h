@@ -40,7 +40,7 @@ extern _Atomic long mt_rec_busy;
  * process registered for it, record.c): a hook's count in its shard then
  * needs no fence of its own (x86's locked store costs ~20 cycles a hook),
  * only the compiler's. 0: the count is a seq_cst store. */
-extern int mt_rec_membarrier;
+extern _Atomic int mt_rec_membarrier;
 
 static MT_INLINE void mt_rec_leave(int rec, _Atomic long *busy)
 {
@@ -60,18 +60,21 @@ static MT_INLINE int mt_rec_enter(_Atomic long **busy)
     if (MT_LIKELY(rec != MT_REC_TRACE))
         return rec;
     struct mt_shard *sh = mt_t.shard;
-    /* Counted before the state is read again (both seq_cst): a stop that
-     * switched it off after this read sees this hook in the count. A
+    /* Counted before the state is read again (a seq_cst store, or a
+     * plain one with the stop's membarrier): a stop that switched it off
+     * after this read sees this hook in the count. A
      * shard's count has one writer, its thread (a signal handler nested
      * on it puts back what it took): a store, not a locked add. */
     if (MT_LIKELY(sh != NULL)) {
         *busy = &sh->rec_busy;
         long v = atomic_load_explicit(*busy, memory_order_relaxed) + 1;
-        if (MT_LIKELY(mt_rec_membarrier)) {
-            /* The stop's membarrier is this store's fence (record.c). */
+        if (MT_LIKELY(atomic_load_explicit(&mt_rec_membarrier, memory_order_relaxed))) {
+            /* The stop's membarrier is this store's fence (record.c); the
+             * read pairs with the state's store as before (acquire: what
+             * `start` stored before it is seen). */
             atomic_store_explicit(*busy, v, memory_order_relaxed);
             atomic_signal_fence(memory_order_seq_cst);
-            rec = atomic_load_explicit(&mt_rec, memory_order_relaxed);
+            rec = atomic_load_explicit(&mt_rec, memory_order_acquire);
             if (rec != MT_REC_TRACE)
                 mt_rec_leave(MT_REC_TRACE, *busy);
             return rec;
