@@ -69,17 +69,12 @@ static MT_INLINE int mt_rec_enter(_Atomic long **busy)
         *busy = &sh->rec_busy;
         long v = atomic_load_explicit(*busy, memory_order_relaxed) + 1;
         if (MT_LIKELY(atomic_load_explicit(&mt_rec_membarrier, memory_order_relaxed))) {
-            /* The stop's membarrier is this store's fence (record.c); the
-             * read pairs with the state's store as before (acquire: what
-             * `start` stored before it is seen). */
+            /* The stop's membarrier is this store's fence (record.c). */
             atomic_store_explicit(*busy, v, memory_order_relaxed);
             atomic_signal_fence(memory_order_seq_cst);
-            rec = atomic_load_explicit(&mt_rec, memory_order_acquire);
-            if (rec != MT_REC_TRACE)
-                mt_rec_leave(MT_REC_TRACE, *busy);
-            return rec;
+        } else {
+            atomic_store(*busy, v);
         }
-        atomic_store(*busy, v);
     } else {
         *busy = &mt_rec_busy;
         atomic_fetch_add(*busy, 1);
