@@ -90,8 +90,10 @@ DIFF = {
         ["rss_bytes", "peak_rss_bytes"] + VM + ["explained_bytes"])))),
     "errors": null(obj(dict([("present_in_base", BOOL)] + pairs(["double_free", "bad_canary", "foreign_free"])))),
 }
-SITE_SIDE = null(obj(dict([("stack_id", INT)] + list(COUNTS.items()) + [
-    ("allocated_bytes", null(INT)), ("merged_sites", COUNT)])))
+SITE_SIDE = obj(dict([("stack_id", INT)] + list(COUNTS.items()) + [
+    ("allocated_bytes", null(INT)), ("merged_sites", COUNT), ("samples", COUNT), ("live_samples", COUNT)]))
+SITE_SIDE["required"] = [k for k in SITE_SIDE["required"] if k not in ("samples", "live_samples")]  # sampled side only
+SITE_SIDE = null(SITE_SIDE)
 DIFF_SITE = obj({"status": {"enum": ["new", "gone", "changed", "unchanged"]},
                  "category": STR, "stack_key": STR, "base": SITE_SIDE, "new": SITE_SIDE,
                  "delta": obj(dict(list(COUNTS.items()) + [("allocated_bytes", null(INT))])), "frames": FRAMES})

@@ -657,8 +657,9 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
     return ferror(out) ? -EIO : 0;
 }
 
-/* One side of a site's diff: its figures in that report, or null. */
-static void j_side(mt_json *j, const char *key, const struct group *g)
+/* One side of a site's diff: its figures in that report (and, from a
+ * sampled report, the samples behind them), or null. */
+static void j_side(mt_json *j, const char *key, const struct group *g, bool sampled)
 {
     mt_json_key(j, key);
     if (!g) {
@@ -671,6 +672,10 @@ static void j_side(mt_json *j, const char *key, const struct group *g)
     report_json_counts(j, &g->n);
     mt_json_ki64_or_null(j, "allocated_bytes", g->has_allocated, g->allocated);
     mt_json_ku64(j, "merged_sites", g->nsites);
+    if (sampled) {
+        mt_json_ki64(j, "samples", g->samples);
+        mt_json_ki64(j, "live_samples", g->live_samples);
+    }
     mt_json_object_end(j);
 }
 
@@ -709,8 +714,8 @@ int detail_diff_print_json(FILE *out, const struct report *base, const struct re
         mt_json_kstr(&j, "status", status_of(w));
         mt_json_kstr(&j, "category", g->category);
         mt_json_kstr(&j, "stack_key", g->key);
-        j_side(&j, "base", w->b);
-        j_side(&j, "new", w->c);
+        j_side(&j, "base", w->b, report_is_sampled(base));
+        j_side(&j, "new", w->c, report_is_sampled(cur));
         mt_json_key(&j, "delta");
         mt_json_oneline(&j);
         mt_json_object_begin(&j);

@@ -197,6 +197,36 @@ lacks "diff exact: no warning" "Warning:" "$out"
 "$MT_ASAN" diff "$T/s.mtr" "$T/s64.mtr" --json >"$T/diff.json"
 expect_eq "diff --json: each side's sampling" "524288 65536" \
     "$(json_get "$T/diff.json" "'%d %d' % (j['base']['sampling']['rate_bytes'], j['new']['sampling']['rate_bytes'])")"
+# Each side's site rows carry that report's samples (the file's own
+# samples= fields), an exact side none.
+py_diff_sides='
+import json, sys
+j = json.load(open(sys.argv[1]))
+def samples_of(path):
+    out = {}
+    for line in open(path):
+        w = line.split()
+        if w and w[0] == "site":
+            f = dict(x.split("=", 1) for x in w[2:])
+            out[int(w[1])] = (int(f["samples"]), int(f["live_samples"])) if "samples" in f else None
+    return out
+sides = {"base": samples_of(sys.argv[2]), "new": samples_of(sys.argv[3])}
+bad, seen = [], 0
+for s in j["sites"]:
+    for side, want in sides.items():
+        row = s[side]
+        if row is None:
+            continue
+        seen += 1
+        got = (row["samples"], row["live_samples"]) if "samples" in row else None
+        if row["merged_sites"] != 1 or got != want[row["stack_id"]]:
+            bad.append((side, row["stack_id"], got))
+print(seen > 0, bad)'
+expect_eq "diff --json at two rates: each side's samples and live_samples, as in its file" "True []" \
+    "$(python3 -c "$py_diff_sides" "$T/diff.json" "$T/s.mtr" "$T/s64.mtr")"
+"$MT_ASAN" diff "$T/d.mtr" "$T/s.mtr" --json >"$T/diffds.json"
+expect_eq "diff --json exact against sampled: samples on the new side only, as in its file" "True []" \
+    "$(python3 -c "$py_diff_sides" "$T/diffds.json" "$T/d.mtr" "$T/s.mtr")"
 "$MT_ASAN" diff "$T/d.mtr" "$T/d.mtr" --json >"$T/diffd.json"
 expect_eq "diff --json exact: sampling null on both sides" "None None" \
     "$(json_get "$T/diffd.json" "'%s %s' % (j['base']['sampling'], j['new']['sampling'])")"
