@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages memtrail needs to build, test and
 # benchmark: gcc and make (with libc headers), the ASan/UBSan runtimes used by
 # `make check`, zstd, json-c, clang's libFuzzer, python3, sqlite3, nginx and curl
-# (a server whose workers drop root, for the output tests), Prometheus (it
+# (a server whose workers drop root, for the output tests), strace (the
+# agent's system calls counted), Prometheus (it
 # scrapes `memtrail exporter` in the tests), jemalloc,
 # tcmalloc, mimalloc and Redis (the agent over other allocators), rustc and
 # go (the hostile-program tests), Chromium with its driver and Selenium (the
@@ -96,6 +97,7 @@ check() {
     have_cmd clang-format || want clang-format # tests/common/test_format.sh
     have_cmd eu-addr2line || want elfutils
     have_cmd strip || want binutils
+    have_cmd strace || want strace # tests/agent/test_agent.sh counts the agent's system calls on free
     # memtrail export's tests read the pprof output back with protoc and go tool pprof.
     have_cmd protoc || want protobuf-compiler
     # tests/cli/test_install.sh builds a program against the installed tree.

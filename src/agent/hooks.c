@@ -19,6 +19,7 @@
 #include "agent/allocator.h"
 #include "agent/block.h"
 #include "agent/counters.h"
+#include "agent/edge.h"
 #include "agent/meminfo.h"
 #include "agent/record.h"
 #include "agent/refset_events.h"
@@ -90,10 +91,11 @@ static int readable(uintptr_t a, size_t n)
 
 /* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
  * 0 when page-aligned): after a free, such a block is unmapped and reading
- * its header would fault. Pointers at those two offsets are probed first. */
+ * its header would fault. Pointers at those two offsets are probed first,
+ * unless the edge set knows them for live blocks of ours (edge.h). */
 static inline int needs_probe(uintptr_t a)
 {
-    return (a & (4095 & ~32)) == 0;
+    return mt_edge_pointer(a);
 }
 
 /* Sets *hp for OURS and for FREED blocks whose header survived, *tomb for
@@ -146,12 +148,12 @@ static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
 }
 
 /* The header of a live block of ours when that can be told without a
- * probe: a 16-byte aligned pointer that needs none, with a valid check.
- * NULL: ask classify(). */
+ * probe: a 16-byte aligned pointer that needs none (or that the edge set
+ * holds), with a valid check. NULL: ask classify(). */
 static inline mt_hdr *fast_header(void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    if (MT_LIKELY((a & 15) == 0 && !needs_probe(a))) {
+    if (MT_LIKELY((a & 15) == 0) && (MT_LIKELY(!needs_probe(a)) || mt_edge_has(p))) {
         mt_hdr *h = (mt_hdr *)p - 1;
         if (MT_LIKELY(h->check == mt_hash(p, h->word, h->tag) && mt_word_sane(h->word)))
             return h;
@@ -204,6 +206,8 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
                                    uint32_t tag)
 {
     char *p = (char *)real + (1ull << shift);
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
+        mt_edge_add(p);
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = mt_word(size, cat, shift, kind);
     h->word = word;
@@ -285,9 +289,11 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
 }
 
 /* Marks a block freed: its header, and the tombstone a later free of the
- * same pointer is known by. */
+ * same pointer is known by; out of the edge set, before it goes back. */
 static MT_INLINE void mark_freed(void *p, mt_hdr *h, uint64_t size, unsigned cat)
 {
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
+        mt_edge_remove(p);
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone(p, size, cat);
     memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
@@ -466,9 +472,14 @@ static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, 
     uint64_t saved, tomb = mt_tombstone(p, size, cat);
     memcpy(&saved, (char *)p + at, sizeof saved);
     memcpy((char *)p + at, &tomb, sizeof tomb);
+    int edge = needs_probe((uintptr_t)p); /* out of the set while it may go; fill_header adds the new one */
+    if (MT_UNLIKELY(edge))
+        mt_edge_remove(p);
     char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
     if (!real && mt_trace_out_of_memory())
         real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
+    if (MT_UNLIKELY(edge) && !real)
+        mt_edge_add(p);
     char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
     uint64_t keep = real ? n : size;         /* and how many */
     if (at < keep)

@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "agent/allocator.h"
 #include "agent/counters.h"
+#include "agent/edge.h"
 #include "agent/options.h"
 #include "agent/record.h"
 #include "agent/meminfo.h"
@@ -301,6 +302,7 @@ void mt_init_slow(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     mt_start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     mt_counters_init();
+    mt_edge_init();
     mt_xe_init();
 
     mt_opt.mode = MT_MODE_SUMMARY;

@@ -121,6 +121,34 @@ report_json "$T/he.mtr" "$T/he.json"
 expect_eq "foreign blocks: 3 foreign frees, none counted as allocs or frees of ours" "3 0 0" \
     "$(json_get "$T/he.json" "'%d %d %d' % ((j['errors']['foreign_free'],) + tuple(sum(c[k] for c in j['categories'] if c['name']=='victim') for k in ('allocs','frees')))")"
 
+# --- blocks at page offsets 0 and 32 (src/agent/edge.h) ------------------------
+# free asks the kernel (mincore of 1 page, a 16-byte process_vm_readv) before
+# reading a header there, unless the block is a live one the agent handed
+# out. strace counts those probes: only the program's two double frees may
+# need them, against the hundreds of blocks that sit at those offsets.
+if command -v strace >/dev/null 2>&1; then
+    strace -f -o "$T/edge.strace" -e trace=mincore,process_vm_readv -E LD_PRELOAD="$AGENT" \
+        -E MEMTRAIL_OPTIONS="output=$T/edge.mtr" "$TBIN/edgeprog" 20000 20 >"$T/edge.out" 2>"$T/edge.err"
+    expect_eq "edge blocks: the program runs to its end" "0" "$?"
+    edges=$(awk '/^edge /{print $2}' "$T/edge.out")
+    if [ "${edges:-0}" -ge 100 ]; then pass "edge blocks: at least 100 of the pointers sit at offset 0 or 32 ($edges)"
+    else fail "edge blocks: enough pointers at offset 0 or 32" "only '${edges:-none}'"; fi
+    # (the probe reads the 16-byte header below a page-aligned pointer;
+    # the exit report's own reads of whole pages are not probes)
+    probes=$(grep -c -E 'mincore\(0x[0-9a-f]+, 1,|process_vm_readv\(.*\[\{iov_base=0x[0-9a-f]*ff0, iov_len=16\}\], 1, 0\)' "$T/edge.strace")
+    if [ "$probes" -le 4 ]; then pass "edge blocks: frees of live blocks ask the kernel nothing ($probes probes, for the 2 double frees)"
+    else fail "edge blocks: probes" "$probes mincore/process_vm_readv probes for $edges edge pointers (at most 4 expected)"; fi
+    expect_eq "edge blocks: both double frees reported (the unmapped block's and the heap block's)" "2 2" \
+        "$(grep -c 'memtrail: double free' "$T/edge.err") $(grep -c 'already unmapped\|category edge' "$T/edge.err")"
+    read -r _ _ allocs _ frees _ reallocs _ double < <(grep '^ledger ' "$T/edge.out")
+    report_json "$T/edge.mtr" "$T/edge.json"
+    expect_eq "edge blocks: the report's edge category equals the program's ledger, errors counted" \
+        "0 $allocs $frees $reallocs $double" \
+        "$(json_get "$T/edge.json" "' '.join(str(c[k]) for c in j['categories'] if c['name']=='edge' for k in ('live_bytes','allocs','frees','reallocs')) + ' %d' % j['errors']['double_free']")"
+else
+    echo "SKIP edge blocks: strace is not installed (scripts/deps.sh installs it)"
+fi
+
 # --- ways out of the process ---------------------------------------------------
 MEMTRAIL_OPTIONS="output=$T/alt.mtr" LD_PRELOAD=$AGENT "$TBIN/exit_paths" altstack; rc=$?
 expect_eq "_exit from a handler on an 8 KiB alternate stack: exit status kept" "3" "$rc"
