@@ -11,8 +11,8 @@ void mt_edge_init(void)
     if (mt_edge_tab)
         return;
     size_t bytes = ((size_t)1 << MT_EDGE_LINE_BITS) * MT_EDGE_SLOTS * sizeof(uintptr_t);
-    /* Counted as the agent's own memory; its pages are only touched (made
-     * resident) as edge blocks come. */
+    /* Counted whole as the agent's own memory (reserved); its pages
+     * become resident only as edge blocks land on them. */
     mt_edge_tab = mt_os_alloc(bytes);
 }
 
@@ -23,7 +23,8 @@ void mt_edge_add(const void *p)
     _Atomic uintptr_t *line = mt_edge_line((uintptr_t)p);
     for (int i = 0; i < MT_EDGE_SLOTS; i++) {
         uintptr_t v = atomic_load_explicit(&line[i], memory_order_relaxed);
-        /* release: a thread that finds p finds the block's header written */
+        /* release: a thread that finds p finds the block's header written
+         * (fill_header adds p last) */
         while ((v == 0 || v == MT_EDGE_TOMB) &&
                !atomic_compare_exchange_weak_explicit(&line[i], &v, (uintptr_t)p, memory_order_release,
                                                       memory_order_relaxed)) {

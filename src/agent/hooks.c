@@ -206,8 +206,6 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
                                    uint32_t tag)
 {
     char *p = (char *)real + (1ull << shift);
-    if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
-        mt_edge_add(p);
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = mt_word(size, cat, shift, kind);
     h->word = word;
@@ -217,6 +215,8 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
         uint16_t t = mt_tail_value(h->check);
         memcpy(p + size, &t, sizeof t);
     }
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p))) /* once its header is whole (edge.h) */
+        mt_edge_add(p);
     return p;
 }
 
@@ -462,10 +462,12 @@ static void *move_from_arena(void *p, void *np, size_t n)
 }
 
 /* The real realloc of a plain block (p, `size` bytes) to `n` bytes. If the
- * block moves, the real realloc frees the old one: a tombstone goes there
- * first, so a later free of the old pointer is known for what it is, and
- * the program's bytes under it are put back where they are now. Returns
- * the new real block, or NULL with the old block as it was. */
+ * block moves, the real realloc frees the old one: its header is marked
+ * freed and a tombstone goes there first, so a later free of the old
+ * pointer is known for what it is (glibc may leave the header as it was:
+ * a chunk merged into the top), and the program's bytes under the
+ * tombstone are put back where they are now. Returns the new real block
+ * (fill_header rewrites its header), or NULL with the old block as it was. */
 static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, size_t n)
 {
     size_t at = mt_tomb_off(size);
@@ -475,11 +477,16 @@ static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, 
     int edge = needs_probe((uintptr_t)p); /* out of the set while it may go; fill_header adds the new one */
     if (MT_UNLIKELY(edge))
         mt_edge_remove(p);
+    mt_hdr *h = (mt_hdr *)p - 1;
+    h->check ^= MT_FREED_XOR;
     char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
     if (!real && mt_trace_out_of_memory())
         real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
-    if (MT_UNLIKELY(edge) && !real)
-        mt_edge_add(p);
+    if (MT_UNLIKELY(!real)) {
+        h->check ^= MT_FREED_XOR;
+        if (MT_UNLIKELY(edge))
+            mt_edge_add(p);
+    }
     char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
     uint64_t keep = real ? n : size;         /* and how many */
     if (at < keep)

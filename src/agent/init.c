@@ -302,7 +302,6 @@ void mt_init_slow(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     mt_start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     mt_counters_init();
-    mt_edge_init();
     mt_xe_init();
 
     mt_opt.mode = MT_MODE_SUMMARY;
@@ -338,6 +337,7 @@ void mt_init_slow(void)
     if (mt_tracking)
         mt_rs_start();
     if (mt_tracking) {
+        mt_edge_init();
         mt_info_init();
         mt_span_init();
     }

@@ -4,14 +4,18 @@
  *
  * 4 threads allocate HEAP blocks of 16 to 1015 bytes each and BIG blocks of
  * 300 KiB (glibc maps those: their pointers sit at offset 32); the main
- * thread frees them all (cross-thread frees), some through realloc. Then
- * two double frees: a mapped block (unmapped by then) and a heap block at
- * an edge offset, if there is one. Prints
+ * thread frees them all (cross-thread frees), every 7th after a realloc.
+ * Then up to four double frees (see below). Every block is in category
+ * "edge". Prints
  *     edge E of N
- *     ledger allocs A frees F reallocs R
- * E: the blocks at edge offsets among the N handed out (the frees the set
- * spares a probe). The test counts the probes with strace.
+ *     ledger allocs A frees F reallocs R double D unmapped U
+ * E: the pointers at edge offsets among the N handed out (each a free or
+ * realloc the set spares a probe); A, F, R: what the report's "edge"
+ * category must count; D: the double frees it must report, U of them of
+ * blocks glibc had mapped (unmapped by the first free). The test
+ * counts the probes with strace.
  * Usage: edgeprog HEAP BIG */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +60,10 @@ int main(int argc, char **argv)
     big_n = atol(argv[2]);
     if (heap_n < 1 || big_n < 1)
         return 2;
+    /* A fixed threshold: glibc maps every block of 128 KiB or more (it
+     * would otherwise raise the threshold at the first free of one). */
+    if (mallopt(M_MMAP_THRESHOLD, 128 * 1024) != 1)
+        return 3;
     pthread_t th[THREADS];
     for (long t = 0; t < THREADS; t++) {
         blocks[t] = calloc((size_t)(heap_n + big_n), sizeof(char *));
@@ -94,20 +102,51 @@ int main(int argc, char **argv)
             free(p);
             frees++;
         }
+    /* Double frees, each of which the agent must probe, and report:
+     * - a mapped block, unmapped by its free;
+     * - the old pointer of a mapped block that realloc moved (mremap),
+     *   when it moved;
+     * - a page-aligned block (offset 0: its header is on the page below);
+     * - a heap block at an edge offset (its tombstone tells it). */
+    int doubles = 0, unmapped = 0; /* unmapped: of those, blocks glibc had mapped */
     char *big = malloc(5u << 20);
     big[0] = 1;
+    e += edge(big);
     free(big);
-    free(big); /* unmapped: the agent must probe, and report */
-    allocs++;
-    frees++;
+    free(big);
+    allocs++, frees++, doubles++, unmapped++;
+    char *old = malloc(300 * 1024), *moved;
+    e += edge(old);
+    old[0] = 1;
+    char *keep = malloc(64); /* a neighbour, so the mapping cannot grow in place as easily */
+    moved = realloc(old, 16u << 20);
+    if (!moved)
+        return 6;
+    e += edge(moved);
+    allocs += 2, reallocs++;
+    if (moved != old) {
+        free(old); /* realloc freed it */
+        doubles++, unmapped++;
+    }
+    free(moved);
+    free(keep);
+    frees += 2;
+    char *aligned = memalign(4096, 1u << 20);
+    if (!aligned)
+        return 7;
+    e += edge(aligned);
+    free(aligned);
+    free(aligned);
+    allocs++, frees++, doubles++, unmapped++;
     if (heap_edge) {
         free(heap_edge);
-        free(heap_edge); /* its tombstone tells it */
-        frees++;
+        free(heap_edge);
+        frees++, doubles++;
     }
     mt_tag_pop();
     printf("edge %ld of %ld\n", e, allocs + reallocs);
-    printf("ledger allocs %ld frees %ld reallocs %ld double %d\n", allocs, frees, reallocs, heap_edge ? 2 : 1);
+    printf("ledger allocs %ld frees %ld reallocs %ld double %d unmapped %d\n", allocs, frees, reallocs,
+           doubles, unmapped);
     for (long t = 0; t < THREADS; t++)
         free(blocks[t]);
     return 0;

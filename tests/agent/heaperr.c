@@ -3,8 +3,9 @@
  * already unmapped), an overwritten canary, and frees/reallocs of blocks
  * the agent never handed out, and the cases where glibc overwrites the
  * header of a freed block: a tiny block, a chunk glibc sorted into a large
- * bin, and the old pointer of a realloc that moved.
- * Usage: heaperr double|double-big|tiny|largebin|realloc-old|overflow|foreign */
+ * bin, and the old pointer of a realloc that moved (from a small bin, and
+ * merged back into glibc's top chunk).
+ * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|overflow|foreign */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,15 @@ int main(int argc, char **argv)
         void *sort = malloc(5000); /* sorts p's chunk into a large bin */
         free(p);
         (void)g1, (void)g2, (void)sort;
+    } else if (strcmp(what, "realloc-top") == 0) {
+        /* glibc merges the old chunk into the top chunk and leaves the
+         * agent's header under it as it was */
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
+        char *p = malloc(300 * 1024);
+        char *q = realloc(p, 4u << 20); /* mapped: the old chunk goes back to the top */
+        EXPECT(q != p, "realloc did not move the block");
+        free(p);
+        free(q);
     } else if (strcmp(what, "realloc-old") == 0) {
         char *p = malloc(100);
         char *guard = malloc(100); /* p cannot grow in place */
