@@ -184,6 +184,55 @@ static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, in
     mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
 }
 
+/* For mt_count_block_quick: *local, the slot's delta after sign * n, when
+ * that needs neither a flush nor (growing) a peak raised; else 0. (A block
+ * of 0 bytes that finds the slot at its peak goes the general way too,
+ * which raises nothing: exact all the same.) */
+static MT_INLINE int mt_quick_delta(mt_cslot *c, mt_cglobal *g, int sign, int64_t n, int64_t *local)
+{
+    int64_t l = mt_ld(&c->live_bytes) + sign * n, f = mt_ld(&g->flush_at);
+    if (MT_UNLIKELY((uint64_t)(l + f) > 2 * (uint64_t)f))
+        return 0;
+    if (sign > 0 && MT_UNLIKELY(mt_ld(&g->live_bytes) + l > mt_ld(&g->peak_bytes)))
+        return 0;
+    *local = l;
+    return 1;
+}
+
+/* mt_count_block's common case whole, or nothing: 1 when it counted; 0,
+ * with nothing stored, when the caller must call mt_count_block instead
+ * (no shard yet, a flush due, a peak to raise). It calls nothing, so the
+ * hooks' common paths that use it need no stack frame of their own. Its
+ * loads and stores of the shard are a few instructions further apart
+ * than mt_count_block's: a signal handler that allocates on this thread
+ * in between (which POSIX does not allow) loses its count either way. */
+static MT_INLINE int mt_count_block_quick(unsigned cat, int64_t size, int64_t ovh, int sign)
+{
+    mt_shard *sh = mt_t.shard;
+    if (MT_UNLIKELY(sh == NULL))
+        return 0;
+    mt_cslot *c = &sh->slot[cat], *o = &sh->slot[MT_CAT_OVERHEAD], *t = &sh->slot[MT_SLOT_TOTAL];
+    int64_t local, lo = 0, lt = 0;
+    if (!mt_quick_delta(c, &mt_glob[cat], sign, size, &local))
+        return 0;
+    /* overhead beyond the block's size: checked like the program's bytes */
+    int big_ovh = ovh > size;
+    if (MT_UNLIKELY(big_ovh) && !mt_quick_delta(o, &mt_glob[MT_CAT_OVERHEAD], sign, ovh, &lo))
+        return 0;
+    int solo = atomic_load_explicit(&mt_cat_solo, memory_order_relaxed);
+    if (MT_UNLIKELY(!solo) && !mt_quick_delta(t, &mt_glob[MT_SLOT_TOTAL], sign, size, &lt))
+        return 0;
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    if (MT_UNLIKELY(big_ovh))
+        atomic_store_explicit(&o->live_bytes, lo, memory_order_relaxed);
+    else
+        mt_bump(&o->live_bytes, sign * ovh);
+    if (MT_UNLIKELY(!solo))
+        atomic_store_explicit(&t->live_bytes, lt, memory_order_relaxed);
+    mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
+    return 1;
+}
+
 /* A live block of category cat changed size. */
 void mt_count_resize_slow(unsigned cat, int64_t dsize, int64_t dovh);
 static MT_INLINE void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)

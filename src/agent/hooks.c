@@ -4,8 +4,11 @@
  * the calling thread is not inside the agent; otherwise (start-up, calls
  * the agent's own work makes) it goes straight to the real allocator, or to
  * the bootstrap arena before dlsym has found it. The fast path is: ask the
- * real allocator for header + size + canary, fill the header, count the
- * block in this thread's shard. No locks, no system calls. */
+ * real allocator for header + size + canary, count the block in this
+ * thread's shard, fill the header; free checks the header and the canary,
+ * counts, leaves a tombstone and gives the block back. No locks, no
+ * system calls, and in the common cases no call but the real allocator's
+ * (so no stack frame to set up): anything else goes out of line. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -201,11 +204,10 @@ static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, cons
 
 /* ---- tracked blocks ---------------------------------------------------- */
 
-/* Writes header and canary for a block of `size` bytes in `real`. */
-static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, unsigned kind,
+/* Writes header and canary for a block of `size` bytes at p. */
+static MT_INLINE void write_header(char *p, uint64_t size, unsigned cat, unsigned shift, unsigned kind,
                                    uint32_t tag)
 {
-    char *p = (char *)real + (1ull << shift);
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = mt_word(size, cat, shift, kind);
     h->word = word;
@@ -215,7 +217,16 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
         uint16_t t = mt_tail_value(h->check);
         memcpy(p + size, &t, sizeof t);
     }
-    if (MT_UNLIKELY(needs_probe((uintptr_t)p))) /* once its header is whole (edge.h) */
+}
+
+/* Writes header and canary for a block of `size` bytes in `real`; a block
+ * at an edge offset joins the edge set once its header is whole. */
+static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsigned shift, unsigned kind,
+                                   uint32_t tag)
+{
+    char *p = (char *)real + (1ull << shift);
+    write_header(p, size, cat, shift, kind, tag);
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
         mt_edge_add(p);
     return p;
 }
@@ -278,13 +289,49 @@ static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size,
     return p;
 }
 
-static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+/* track_new when its common case does not do: hooks_new to ask (unless
+ * `plain`: new_plain_quick said NEW_PLAIN, and took the sampling count
+ * down already), an edge block, or whatever mt_count_block_quick leaves
+ * to mt_count_block (no shard yet, a flush, a peak, the overhead of a
+ * block smaller than it). */
+static __attribute__((noinline)) void *track_new_slow(void *real, uint64_t size, unsigned cat, unsigned shift,
+                                                      int plain)
 {
-    int how = hooks_new(size, size);
+    int how = plain ? NEW_PLAIN : hooks_new(size, size);
     if (MT_UNLIKELY(how != NEW_PLAIN))
         return track_new_full(real, size, cat, shift, how == NEW_SAMPLED);
     char *p = fill_header(real, size, cat, shift, MT_REC_NONE, 0);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    return p;
+}
+
+/* Whether hooks_new would say NEW_PLAIN, told without a call: nothing
+ * extra to do, or sampling whose count this block does not cross (the
+ * count is then taken down here, and only then). */
+static MT_INLINE int new_plain_quick(uint64_t size)
+{
+    unsigned x = atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed);
+    if (MT_LIKELY(x == 0) && MT_LIKELY(size < MT_INFO_MAPPED_MIN))
+        return 1;
+    if (x != MT_EXTRA_SAMPLE || size >= MT_INFO_MAPPED_MIN)
+        return 0;
+    int64_t left = mt_t.sample_left - (int64_t)size;
+    if (MT_UNLIKELY(left <= 0) || MT_UNLIKELY((int64_t)size >= mt_site_opt.sample_rate))
+        return 0; /* track_new_slow draws */
+    mt_t.sample_left = left;
+    return 1;
+}
+
+/* The common case calls nothing (so needs no stack frame): header and
+ * counters for a block nothing else wants; track_new_slow does the rest. */
+static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
+{
+    char *p = (char *)real + (1ull << shift);
+    int plain = new_plain_quick(size);
+    if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
+        MT_UNLIKELY(!mt_count_block_quick(cat, (int64_t)size, mt_overhead(size, shift), +1)))
+        return track_new_slow(real, size, cat, shift, plain);
+    write_header(p, size, cat, shift, MT_REC_NONE, 0);
     return p;
 }
 
@@ -332,17 +379,19 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     free_block(p, h, size, cat, shift);
 }
 
-/* release_full when hooks_plain_free: counted, marked freed, given back. */
+/* release_full's common case (hooks_plain_free, an intact canary, no edge
+ * block, no flush): counted, marked freed, given back, with no call but
+ * the real free's, in tail position; everything else is release_full's. */
 static MT_INLINE void release(void *p, mt_hdr *h)
 {
     uint64_t word = h->word, size = mt_word_size(word);
-    if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain_free(size))) {
+    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
+    if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain_free(size)) ||
+        MT_UNLIKELY(!tail_intact(p, h, size)) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
+        MT_UNLIKELY(!mt_count_block_quick(cat, (int64_t)size, mt_overhead(size, shift), -1))) {
         release_full(p, h);
         return;
     }
-    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
-    check_tail(p, h, size);
-    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     mark_freed(p, h, size, cat);
     mt_real_fn.free((char *)p - (1ull << shift));
 }
@@ -399,6 +448,7 @@ static MT_INLINE void *malloc_call(size_t n)
     return alloc_plain(n, mt_t.cat);
 }
 
+static void free_unknown(void *p);
 static MT_INLINE void free_call(void *p)
 {
     if (!p)
@@ -408,8 +458,26 @@ static MT_INLINE void free_call(void *p)
             mt_real_fn.free(p);
         return;
     }
+    /* The common block: plain (shift 4) and of no recording (kind 0), the
+     * header's top byte says both at once, and sane with them. */
+    uintptr_t a = (uintptr_t)p;
+    if (MT_LIKELY((a & 15) == 0) && MT_LIKELY(!needs_probe(a))) {
+        mt_hdr *h = (mt_hdr *)p - 1;
+        uint64_t word = h->word;
+        if (MT_LIKELY(word >> 56 == MT_PLAIN_SHIFT) && MT_LIKELY(h->check == mt_hash(p, word, h->tag))) {
+            release(p, h);
+            return;
+        }
+    }
+    free_unknown(p);
+}
+
+/* free_call of any other pointer: out of line, so that free's common path
+ * needs no stack frame. */
+static __attribute__((noinline)) void free_unknown(void *p)
+{
     mt_hdr *h = fast_header(p);
-    if (MT_LIKELY(h != NULL)) {
+    if (h) {
         release(p, h);
         return;
     }
@@ -749,11 +817,30 @@ static __attribute__((noinline)) void *timed_malloc(size_t n)
     return r;
 }
 
-MT_EXPORT void *malloc(size_t n)
+/* malloc's real malloc failed: once more if trace mode gave memory back. */
+static __attribute__((noinline)) void *malloc_retried(size_t n)
+{
+    void *real = retry_malloc(mt_request(n, MT_PLAIN_SHIFT));
+    return real ? track_new(real, n, mt_t.cat, MT_PLAIN_SHIFT) : NULL;
+}
+
+/* malloc but for its common case: timed, not hot, too large. */
+static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
     if (MT_UNLIKELY(mt_t.timed))
         return timed_malloc(n);
     return malloc_call(n);
+}
+
+/* The common case: no call but the real malloc's, and its own tail calls. */
+MT_EXPORT void *malloc(size_t n)
+{
+    if (MT_UNLIKELY(mt_t.timed) || MT_UNLIKELY(!HOT) || MT_UNLIKELY(n > MT_SIZE_LIMIT))
+        return malloc_slow(n);
+    void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
+    if (MT_UNLIKELY(real == NULL))
+        return malloc_retried(n);
+    return track_new(real, n, mt_t.cat, MT_PLAIN_SHIFT);
 }
 
 static __attribute__((noinline)) void timed_free(void *p)
