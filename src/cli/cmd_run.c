@@ -29,10 +29,17 @@ static const char run_about[] = "Run CMD with the memtrail agent preloaded (LD_P
                                 "memtrail's exit status is CMD's own (128+N when signal N killed it).\n"
                                 "The options end at CMD: what follows it is CMD's own.\n";
 
+/* Where make install puts the agent (the Makefile passes its own). */
+#ifndef MT_AGENT_PATH
+#define MT_AGENT_PATH "/usr/local/lib/memtrail/libmemtrail.so"
+#endif
+
 static const char run_more[] =
     "Environment:\n"
-    "  MEMTRAIL_LIB      the agent to preload (default: ../lib/libmemtrail.so\n"
-    "                    next to this memtrail binary)\n"
+    "  MEMTRAIL_LIB      the agent to preload (default: ../lib/memtrail/libmemtrail.so\n"
+    "                    next to this memtrail binary when installed, ../lib/\n"
+    "                    libmemtrail.so in the build tree, else\n"
+    "                    " MT_AGENT_PATH ")\n"
     "  MEMTRAIL_OPTIONS  agent options ('memtrail options' lists them); memtrail's\n"
     "                    own keys are appended, so they win\n"
     "  MEMTRAIL_SESSIONS event sessions, one definition per line; --session adds lines\n"
@@ -114,14 +121,11 @@ static void put_option_value(FILE *m, const char *v)
     }
 }
 
-/* The agent: $MEMTRAIL_LIB, or ../lib/libmemtrail.so beside this binary
- * (build/bin -> build/lib, PREFIX/bin -> PREFIX/lib). Returns an absolute,
+/* The agent: $MEMTRAIL_LIB, or ../lib/memtrail/libmemtrail.so beside this
+ * binary (PREFIX/bin -> PREFIX/lib/memtrail), or ../lib/libmemtrail.so
+ * (build/bin -> build/lib), else MT_AGENT_PATH. Returns an absolute,
  * resolved path (LD_PRELOAD must not depend on the program's cwd) or NULL
  * after printing why. */
-#ifndef MT_AGENT_PATH
-#define MT_AGENT_PATH "/usr/local/lib/memtrail/libmemtrail.so"
-#endif
-
 char *run_find_agent(void)
 {
     const char *env = getenv("MEMTRAIL_LIB");

@@ -97,7 +97,8 @@ static const struct cli_command top_cmd = {
     .more = "The program's categories come first (sorted), then address space by\n"
             "resident bytes, then memtrail's own overhead. Only your own processes can be\n"
             "watched. Exit status: 0 ok (q, or the process exited), 1 the process cannot\n"
-            "be asked (no such process, not tracked, another user's), 2 bad usage.\n",
+            "be asked (no such process, not tracked, another user's), 2 bad usage,\n"
+            "128+N when signal N ended it (130 for Ctrl-C, 143 for SIGTERM).\n",
     .min_args = 1,
     .max_args = 1,
     .missing = "missing the PID of the process to watch",
