@@ -315,11 +315,7 @@ static MT_INLINE int new_plain_quick(uint64_t size)
         return 1;
     if (x != MT_EXTRA_SAMPLE || size >= MT_INFO_MAPPED_MIN)
         return 0;
-    int64_t left = mt_t.sample_left - (int64_t)size;
-    if (MT_UNLIKELY(left <= 0) || MT_UNLIKELY((int64_t)size >= mt_site_opt.sample_rate))
-        return 0; /* track_new_slow draws */
-    mt_t.sample_left = left;
-    return 1;
+    return mt_sample_skip(size); /* else track_new_slow draws */
 }
 
 /* The common case calls nothing (so needs no stack frame): header and
@@ -539,20 +535,16 @@ static void *move_from_arena(void *p, void *np, size_t n)
 static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, size_t n)
 {
     size_t at = mt_tomb_off(size);
-    uint64_t saved, tomb = mt_tombstone(p, size, cat);
+    uint64_t saved;
     memcpy(&saved, (char *)p + at, sizeof saved);
-    memcpy((char *)p + at, &tomb, sizeof tomb);
-    int edge = needs_probe((uintptr_t)p); /* out of the set while it may go; fill_header adds the new one */
-    if (MT_UNLIKELY(edge))
-        mt_edge_remove(p);
     mt_hdr *h = (mt_hdr *)p - 1;
-    h->check ^= MT_FREED_XOR;
+    mark_freed(p, h, size, cat); /* and out of the edge set; fill_header adds the new block */
     char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
     if (!real && mt_trace_out_of_memory())
         real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
-    if (MT_UNLIKELY(!real)) {
+    if (MT_UNLIKELY(!real)) { /* live again, as it was (its bytes below) */
         h->check ^= MT_FREED_XOR;
-        if (MT_UNLIKELY(edge))
+        if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
             mt_edge_add(p);
     }
     char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */

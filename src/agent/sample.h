@@ -31,13 +31,26 @@
  * allocation that crossed its count, or one of R bytes or more. */
 int mt_sample_slow(uint64_t size, int64_t left);
 
+/* mt_sample_take's common answer, told without a call: 1 when this
+ * allocation of `size` bytes is not sampled and does not cross the count
+ * (taken down); 0, with nothing changed, when the slow half must decide. */
+static MT_INLINE int mt_sample_skip(uint64_t size)
+{
+    int64_t left = mt_t.sample_left - (int64_t)size;
+    if (MT_LIKELY(left > 0) && MT_LIKELY((int64_t)size < mt_site_opt.sample_rate)) {
+        mt_t.sample_left = left;
+        return 1;
+    }
+    return 0;
+}
+
 /* Is this allocation of `size` bytes sampled? */
 static MT_INLINE int mt_sample_take(uint64_t size)
 {
+    if (MT_LIKELY(mt_sample_skip(size)))
+        return 0;
     int64_t left = mt_t.sample_left - (int64_t)size;
     mt_t.sample_left = left;
-    if (MT_LIKELY(left > 0) && MT_LIKELY((int64_t)size < mt_site_opt.sample_rate))
-        return 0;
     return mt_sample_slow(size, left);
 }
 
