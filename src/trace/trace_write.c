@@ -264,6 +264,8 @@ int mt_trace_write_begin(mt_trace_writer *w)
     w->offset = w->seq = 0;
     trace_map_clear(&w->threads_map);
     trace_map_clear(&w->stacks);
+    memset(w->tcache_tid, 0, sizeof w->tcache_tid);
+    memset(w->scache, 0, sizeof w->scache);
     w->nthreads = 0;
     memset(w->cat_defined, 0, sizeof w->cat_defined);
     memset(w->unknown, 0, sizeof w->unknown);
@@ -310,6 +312,33 @@ static uint32_t open_events(const mt_trace_writer *w)
     return w->threads > 1 ? trace_pool_open_events(w) : w->enc->nevents;
 }
 
+/* The file's index of thread tid, defining it if new; negative on error. */
+static inline int64_t thread_index(mt_trace_writer *w, uint32_t tid)
+{
+    uint32_t at = tid % TW_TCACHE;
+    if (w->tcache_tid[at] == tid + 1)
+        return w->tcache_idx[at];
+    uint32_t known = trace_map_get(&w->threads_map, tid + 1);
+    int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, tid);
+    if (ti >= 0) {
+        w->tcache_tid[at] = tid + 1;
+        w->tcache_idx[at] = (uint32_t)ti;
+    }
+    return ti;
+}
+
+/* Stack id defined in the file (now, if it was not); negative on error. */
+static inline int define_stack(mt_trace_writer *w, uint32_t id)
+{
+    uint32_t at = id % TW_SCACHE;
+    if (w->scache[at] == id + 1)
+        return 0;
+    if (!trace_map_get(&w->stacks, id + 1) && trace_w_define_stack(w, id) < 0)
+        return -1;
+    w->scache[at] = id + 1;
+    return 0;
+}
+
 int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
 {
     unsigned type = ev->type;
@@ -329,14 +358,12 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
         w->chunk_open_ns = now_ns();
     /* What can fail (defining the thread, category, stack) comes first,
      * so a failed event leaves the streams as they were. */
-    uint32_t known = trace_map_get(&w->threads_map, ev->thread + 1);
-    int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, ev->thread);
+    int64_t ti = thread_index(w, ev->thread);
     int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
     if (ti < 0 ||
         !(w->cat_defined[ev->category >> 6] >> (ev->category & 63) & 1 ||
           trace_w_define_category(w, ev->category) == 0) ||
-        (alloc && ev->stack && !trace_map_get(&w->stacks, ev->stack + 1) &&
-         trace_w_define_stack(w, ev->stack) < 0) ||
+        (alloc && ev->stack && define_stack(w, ev->stack) < 0) ||
         (w->nthreads > w->enc->nthreads_cap && w->threads <= 1 &&
          trace_enc_threads(w->enc, w->nthreads) < 0)) {
         w->stats.events_lost_to_errors++; /* out of memory: the event is dropped, and counted */

@@ -26,6 +26,9 @@ typedef struct wbuf {
 
 /* An open-addressing map of nonzero-valued uint32 keys to uint32 values,
  * mmap'd; value 0 means empty. */
+#define TW_TCACHE 16u
+#define TW_SCACHE 1024u
+
 typedef struct u32map {
     uint32_t *slots; /* key, value pairs */
     uint32_t mask, used;
@@ -145,6 +148,13 @@ struct mt_trace_writer {
     uint64_t offset, seq;
     u32map threads_map; /* tid + 1 -> index + 1 */
     u32map stacks;      /* id + 1 -> 1 when defined */
+    /* In front of the maps, for the events of a few threads and stacks
+     * in a row (each lookup there is a hash and a probe): the last tid +
+     * 1 (0 empty) seen in each of TW_TCACHE slots with its index, and a
+     * defined stack's id + 1 in each of TW_SCACHE slots. Emptied with the
+     * maps. */
+    uint32_t tcache_tid[TW_TCACHE], tcache_idx[TW_TCACHE];
+    uint32_t scache[TW_SCACHE];
     uint32_t nthreads;
     uint64_t cat_defined[4];
     wbuf modules; /* module_range[], sorted by start */
