@@ -63,7 +63,9 @@ static int grow(run *r)
 
 mt_trace_event *trace_merge_put(trace_merge *m, unsigned which, uint64_t key)
 {
-    run *r = &m->runs[which % m->nruns];
+    /* which is a CPU, below nruns but on machines with more than
+     * MAX_RUNS CPUs: no division for every event. */
+    run *r = &m->runs[which < m->nruns ? which : which % m->nruns];
     if ((r->n + 1) * sizeof *r->ev > r->cap_bytes && grow(r) != 0)
         return NULL;
     /* Nearly sorted already (a buffer's events in claim order, stamped

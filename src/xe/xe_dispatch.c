@@ -107,6 +107,11 @@ void xe_futex_wake(_Atomic uint32_t *addr)
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+void xe_futex_wake_one(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 void xe_wake_dispatcher(xe_session *s)
 {
     atomic_fetch_add(&s->wake_seq, 1);
@@ -561,6 +566,7 @@ void xe_dispatch_after_fork(xe_session *s)
     xe_trim_forked(s);
     atomic_store(&s->disp_idle, 0);
     atomic_store(&s->free_waiters, 0);
+    atomic_store(&s->large_waiters, 0);
     atomic_store(&s->inflight, 0);
     for (uint32_t at = atomic_exchange(&s->batch, 0); at;) {
         uint32_t next = atomic_load(&xe_buf(s, at - 1)->next);

@@ -323,10 +323,15 @@ static int32_t wait_free(xe_session *s, xe_stack *pool)
             break;
         /* Holding no buffer while asleep: not in flight, so a flush or a
          * stop does not wait for this producer while it waits for them. */
+        int large = pool == &s->large_pool;
         atomic_fetch_add(&s->free_waiters, 1);
+        if (large)
+            atomic_fetch_add(&s->large_waiters, 1);
         inflight_leave(s);
         xe_futex_wait(&s->free_seq, seq, 10 * 1000 * 1000);
         inflight_enter(s);
+        if (large)
+            atomic_fetch_sub(&s->large_waiters, 1);
         atomic_fetch_sub(&s->free_waiters, 1);
     }
     uint64_t t1 = xe_ticks();
@@ -524,6 +529,8 @@ int xe_fire(xe_session *s, const xe_event *ev)
 
 /* ---- reading a sealed buffer ----------------------------------------------- */
 
+#define XE_WALK_PREFETCH 512 /* bytes ahead of the record being read */
+
 uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
 {
     char *data = xe_buf_data(b);
@@ -532,6 +539,9 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
     while (pos < end) {
         xe_rec *r = (xe_rec *)(data + pos);
         uint32_t len;
+        /* Written on another CPU: asked for a few records ahead, so the
+         * lines are on their way while this one is delivered. */
+        __builtin_prefetch((const char *)r + XE_WALK_PREFETCH);
         /* A claim being written: wait for it, however long its writer is
          * preempted. Two writers may never come back: a thread that was
          * not forked with the process (buffer opened before the fork),
@@ -596,8 +606,17 @@ void xe_recycle(xe_session *s, uint32_t idx)
     atomic_store(&b->first_tsc, 0);
     xe_stack_push(s, b->large ? &s->large_pool : &s->free_pool, idx);
     atomic_fetch_add(&s->free_seq, 1);
-    if (atomic_load(&s->free_waiters))
-        xe_futex_wake(&s->free_seq);
+    /* One buffer: one waiter woken, not all of them to find it taken and
+     * sleep again (each a context switch on the CPUs the dispatcher needs).
+     * Unless one may wait for the other pool: then all. A waiter that
+     * finds the buffer taken meanwhile waits for the next recycling (or
+     * its 10 ms timeout): the buffer went to a producer either way. */
+    if (atomic_load(&s->free_waiters)) {
+        if (b->large || atomic_load(&s->large_waiters))
+            xe_futex_wake(&s->free_seq);
+        else
+            xe_futex_wake_one(&s->free_seq);
+    }
 }
 
 void xe_trim_free(xe_session *s)

@@ -140,6 +140,7 @@ struct xe_session {
     /* Producers waiting for a free buffer (NO_EVENT_LOSS). */
     _Alignas(64) _Atomic uint32_t free_seq;
     _Atomic uint32_t free_waiters;
+    _Atomic uint32_t large_waiters; /* of them, waiting for a large buffer */
     /* Producers between leaving the fast path and finishing their slow path. */
     _Atomic uint32_t inflight;
 
@@ -271,6 +272,7 @@ void xe_clock_init(void);
 /* Futex helpers (xe_dispatch.c). */
 void xe_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 void xe_futex_wake(_Atomic uint32_t *addr);
+void xe_futex_wake_one(_Atomic uint32_t *addr);
 
 /* This thread's slow-path fires in progress on s (xe_fire.c). */
 uint32_t xe_fire_inflight_here(const xe_session *s);
