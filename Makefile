@@ -178,6 +178,8 @@ TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/asan/tests/%,$(wildcard tests/trace
 $(BUILD)/asan/tests/trace/%: tests/trace/%.c $(TRACE_SRC) $(COMMON_SRC) $(HDRS) tests/unit.h $(wildcard tests/trace/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O1 -g $(SAN) -Itests -o $@ $< $(TRACE_SRC) $(COMMON_SRC) -lzstd -lpthread -lm
+# trace mode's merge of per-CPU runs (the agent's), which its test includes.
+$(BUILD)/asan/tests/trace/test_merge: src/agent/trace_merge.c
 # The order checker of traces of threaded programs (test_trace_threads.sh),
 # and its own test, which includes it.
 tests: $(BUILD)/asan/tests/trace/trace_order

@@ -16,6 +16,7 @@ typedef struct run {
     size_t n, head;   /* events staged; the first not yet emitted */
     size_t cap_bytes; /* mapped */
     size_t touched;   /* bytes that may be resident */
+    int fed;          /* took an event since the last emit */
 } run;
 
 struct trace_merge {
@@ -80,6 +81,7 @@ mt_trace_event *trace_merge_put(trace_merge *m, unsigned which, uint64_t key)
     if (end > r->touched)
         r->touched = end;
     m->staged++;
+    r->fed = 1;
     r->ev[at].time_ns = key;
     return &r->ev[at];
 }
@@ -108,22 +110,26 @@ static void sift_down(trace_merge *m, unsigned n, unsigned i)
     }
 }
 
-/* After a run's emitted events: the rest to the front, and, once the run
- * is empty (the program paused, or this CPU fell quiet), its pages past a
- * small reserve given back. Not while events stay: under load they would
- * be faulted straight back, and each give-back flushes the TLB of every
- * CPU the program runs on. */
+/* After an emit: a run's remaining events to the front, and the pages
+ * past a small reserve given back once the run has stayed empty from one
+ * emit to the next, taking no event in between (the program paused, or
+ * this CPU fell quiet, for a whole sweep). Not as soon as it is empty:
+ * under load every sweep empties it, and the pages were faulted straight
+ * back (a hundred thousand faults a second with eight busy threads, on
+ * the dispatcher that every producer waits for), and each give-back
+ * flushes the TLB of every CPU the program runs on. */
 static void compact(run *r)
 {
-    if (r->head == 0)
-        return;
-    size_t left = r->n - r->head;
-    memmove(r->ev, &r->ev[r->head], left * sizeof *r->ev);
-    r->n = left;
-    r->head = 0;
-    if (left == 0 && r->touched > RUN_KEEP + 16 * PAGE &&
+    if (r->head > 0) {
+        size_t left = r->n - r->head;
+        memmove(r->ev, &r->ev[r->head], left * sizeof *r->ev);
+        r->n = left;
+        r->head = 0;
+    }
+    if (r->n == 0 && !r->fed && r->touched > RUN_KEEP + 16 * PAGE &&
         madvise((char *)r->ev + RUN_KEEP, r->touched - RUN_KEEP, MADV_DONTNEED) == 0)
         r->touched = RUN_KEEP;
+    r->fed = 0;
 }
 
 uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, mt_trace_event *ev), void *ctx)
