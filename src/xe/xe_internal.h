@@ -273,6 +273,9 @@ void xe_clock_init(void);
 void xe_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns);
 void xe_futex_wake(_Atomic uint32_t *addr);
 void xe_futex_wake_one(_Atomic uint32_t *addr);
+/* Waiting for another thread, the n-th time (from 0): a yield, later a
+ * short sleep (xe_fire.c). */
+void xe_backoff(unsigned n);
 
 /* This thread's slow-path fires in progress on s (xe_fire.c). */
 uint32_t xe_fire_inflight_here(const xe_session *s);
