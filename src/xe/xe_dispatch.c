@@ -302,7 +302,14 @@ static void seal_current(xe_session *s, xe_part *p, int force)
 
 /* ---- time-ordered sessions ----------------------------------------------- */
 
-#define SWEEP_NS 5000000u             /* how often a time-ordered session's partitions are sealed */
+#define SWEEP_NS 5000000u /* how often a time-ordered session's partitions are sealed */
+/* ... and how often while events flow fast: when SWEEP_BUSY_EVENTS or more
+ * came since the last watermark, the next sweep is due after SWEEP_BUSY_NS,
+ * so what the targets stage until it (trace mode's merge runs) stays small
+ * enough to be in cache; a program that allocates slowly still wakes the
+ * dispatcher at most every SWEEP_NS. */
+#define SWEEP_BUSY_NS 1000000u
+#define SWEEP_BUSY_EVENTS 16384u
 #define SWEEP_PATIENCE_NS 1000000000u /* how long a sweep waits for a sealer before going on */
 /* Producers read the clock after their claim, without a fence (an lfence
  * costs a third of a fire): the read may run ahead of the claim by what
@@ -438,7 +445,8 @@ static void *dispatcher(void *arg)
         }
         if (s->time_order) {
             if (s->since_mark || s->follow_up || any_claims(s)) {
-                uint64_t due = s->last_sweep + xe_ns_to_ticks(SWEEP_NS);
+                uint64_t due = s->last_sweep +
+                               xe_ns_to_ticks(s->since_mark >= SWEEP_BUSY_EVENTS ? SWEEP_BUSY_NS : SWEEP_NS);
                 if (now >= due) {
                     sweep(s);
                     continue;
