@@ -170,8 +170,14 @@ int main(int argc, char **argv)
     printf("%s stress: each reader read at least %ld times\n", ok ? "PASS" : "FAIL", min_reads);
     ok = c[0] == c[1] + c[2] + c[3] + c[4] + c[5];
     printf("%s stress: ANY counts every event (%llu)\n", ok ? "PASS" : "FAIL", U(c[0]));
-    ok = c[1] >= 50 && c[2] >= 50 && c[3] >= 50;
-    printf("%s stress: the writers raised PEAK, GROW and TRIM (%llu %llu %llu)\n", ok ? "PASS" : "FAIL",
-           U(c[1]), U(c[2]), U(c[3]));
+    /* GROW and TRIM come once a round; PEAK marks are passed as the
+     * working sets grow, fewer when a flush carries the total past
+     * several at once, which depends on how the threads interleave
+     * (200 rounds with PERIODIC events every millisecond: 35 to 90 PEAK
+     * events seen on 2 CPUs). At least one in 8 rounds for each. */
+    uint64_t least = (uint64_t)rounds / 8;
+    ok = c[1] >= least && c[2] >= least && c[3] >= least;
+    printf("%s stress: the writers raised PEAK, GROW and TRIM (%llu %llu %llu, each >= %llu)\n",
+           ok ? "PASS" : "FAIL", U(c[1]), U(c[2]), U(c[3]), U(least));
     return 0;
 }
