@@ -110,25 +110,34 @@ static void sift_down(trace_merge *m, unsigned n, unsigned i)
     }
 }
 
-/* After an emit: a run's remaining events to the front, and the pages
- * past a small reserve given back once the run has stayed empty from one
- * emit to the next, taking no event in between (the program paused, or
- * this CPU fell quiet, for a whole sweep). Not as soon as it is empty:
- * under load every sweep empties it, and the pages were faulted straight
- * back (a hundred thousand faults a second with eight busy threads, on
- * the dispatcher that every producer waits for), and each give-back
- * flushes the TLB of every CPU the program runs on. */
+/* After an emit: a run's remaining events to the front, and pages given
+ * back. All but a small reserve once the run is empty and took no event
+ * since the emit before (the program paused, or this CPU fell quiet, for
+ * a whole sweep). Not as soon as an emit empties it: under load every
+ * sweep does, and the pages were faulted straight back (a hundred
+ * thousand faults a second with eight busy threads, on the dispatcher
+ * that every producer waits for), and each give-back flushes the TLB of
+ * every CPU the program runs on. A run still fed keeps twice what this
+ * sweep staged, so that a burst long past does not stay resident. */
 static void compact(run *r)
 {
+    size_t staged = r->n * sizeof *r->ev; /* this sweep's events, emitted or not */
     if (r->head > 0) {
         size_t left = r->n - r->head;
         memmove(r->ev, &r->ev[r->head], left * sizeof *r->ev);
         r->n = left;
         r->head = 0;
     }
-    if (r->n == 0 && !r->fed && r->touched > RUN_KEEP + 16 * PAGE &&
-        madvise((char *)r->ev + RUN_KEEP, r->touched - RUN_KEEP, MADV_DONTNEED) == 0)
-        r->touched = RUN_KEEP;
+    size_t keep = RUN_KEEP;
+    if (r->fed || r->n) {
+        size_t want = (2 * staged + PAGE - 1) & ~(size_t)(PAGE - 1);
+        keep = want > RUN_KEEP ? want : RUN_KEEP;
+        if (r->n * sizeof *r->ev > keep || r->touched <= 4 * keep)
+            keep = 0; /* nothing to give back */
+    }
+    if (keep && r->touched > keep + 16 * PAGE &&
+        madvise((char *)r->ev + keep, r->touched - keep, MADV_DONTNEED) == 0)
+        r->touched = keep;
     r->fed = 0;
 }
 
@@ -162,6 +171,7 @@ void trace_merge_clear(trace_merge *m)
 {
     for (unsigned i = 0; i < m->nruns; i++) {
         m->runs[i].head = m->runs[i].n;
+        m->runs[i].fed = 0; /* what it held is dropped: quiet from now */
         compact(&m->runs[i]);
     }
     m->staged = 0;

@@ -12,7 +12,8 @@
  * always comes out before its free and its realloc, whichever threads
  * made them.
  *
- * Runs are mmap'd, grow by mremap and give their pages back once drained
+ * Runs are mmap'd, grow by mremap and give their pages back when quiet
+ * for a sweep, or down to twice a sweep's events after a burst
  * (memory is committed only while events are in flight). Agent-safe: no
  * malloc, no locks (one thread, the session's dispatcher, uses it). */
 #ifndef MT_AGENT_TRACE_MERGE_H

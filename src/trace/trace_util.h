@@ -165,7 +165,7 @@ static inline uint64_t trace_sym_base(unsigned sym, unsigned *extra)
 /* ---- fixed-width little-endian (the host's order: x86-64, aarch64) ----
  * One store each: the encoder's bit stream writes 8 bytes per symbol, and
  * a byte loop there cost it a quarter of its instructions. */
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error                                                                                                       \
     "the trace format's fixed-width fields are read and written in the host's order: little-endian hosts only"
 #endif

@@ -316,7 +316,7 @@ static uint32_t open_events(const mt_trace_writer *w)
 static inline int64_t thread_index(mt_trace_writer *w, uint32_t tid)
 {
     uint32_t at = tid % TW_TCACHE;
-    if (w->tcache_tid[at] == tid + 1)
+    if (w->tcache_tid[at] == tid + 1 && tid != UINT32_MAX) /* 0: an empty slot */
         return w->tcache_idx[at];
     uint32_t known = trace_map_get(&w->threads_map, tid + 1);
     int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, tid);
@@ -331,7 +331,7 @@ static inline int64_t thread_index(mt_trace_writer *w, uint32_t tid)
 static inline int define_stack(mt_trace_writer *w, uint32_t id)
 {
     uint32_t at = id % TW_SCACHE;
-    if (w->scache[at] == id + 1)
+    if (w->scache[at] == id + 1 && id != UINT32_MAX) /* 0: an empty slot */
         return 0;
     if (!trace_map_get(&w->stacks, id + 1) && trace_w_define_stack(w, id) < 0)
         return -1;

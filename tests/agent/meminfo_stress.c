@@ -174,10 +174,11 @@ int main(int argc, char **argv)
      * working sets grow, fewer when a flush carries the total past
      * several at once, which depends on how the threads interleave
      * (200 rounds with PERIODIC events every millisecond: 35 to 90 PEAK
-     * events seen on 2 CPUs). At least one in 8 rounds for each. */
+     * events seen on 2 CPUs): PEAK at least once in 8 rounds. */
     uint64_t least = (uint64_t)rounds / 8;
-    ok = c[1] >= least && c[2] >= least && c[3] >= least;
-    printf("%s stress: the writers raised PEAK, GROW and TRIM (%llu %llu %llu, each >= %llu)\n",
+    ok = c[1] >= least && c[2] >= 50 && c[3] >= 50;
+    printf("%s stress: the writers raised PEAK, GROW and TRIM (%llu %llu %llu; PEAK >= %llu, the others >= "
+           "50)\n",
            ok ? "PASS" : "FAIL", U(c[1]), U(c[2]), U(c[3]), U(least));
     return 0;
 }

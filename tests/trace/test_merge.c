@@ -2,8 +2,9 @@
  * events come out in key order across runs, those at or past the mark stay
  * staged, nearly sorted input is put in order within a run; and a run's
  * pages stay while it is fed between emits (under load each sweep empties
- * it, and giving them back then faulted them straight back in) and go back
- * once it stayed empty from one emit to the next, told by mincore. */
+ * it, and giving them back then faulted them straight back in), go back
+ * once it is empty and took no event for a sweep, down to twice a sweep's
+ * events after a burst, and at a fork child's clear; told by mincore. */
 #include "../../src/agent/trace_merge.c"
 
 #include <stdlib.h>
@@ -115,6 +116,26 @@ static void pages(void)
     size_t full = PER_SWEEP * sizeof(mt_trace_event) / PAGE;
     CHECK("merge pages: a run fed between emits keeps its pages (none faulted back at each sweep)",
           low >= full && r->touched >= PER_SWEEP * sizeof(mt_trace_event));
+    /* Then a trickle: a run still fed keeps twice a sweep's events, not
+     * the burst's pages. */
+    for (int sweep = 0; sweep < 2; sweep++) {
+        for (int i = 0; i < 1000; i++) {
+            put(m, 0, key, (uint32_t)key);
+            key++;
+        }
+        got t = {.n = 0};
+        trace_merge_emit(m, UINT64_MAX, take, &t);
+    }
+    CHECK("merge pages: after a burst, a run fed a trickle keeps no more than its reserve",
+          r->touched == RUN_KEEP && resident_pages(r->ev, r->cap_bytes) <= RUN_KEEP / PAGE);
+    for (int sweep = 0; sweep < 2; sweep++) {
+        for (int i = 0; i < PER_SWEEP; i++) {
+            put(m, 0, key, (uint32_t)key);
+            key++;
+        }
+        got t = {.n = 0};
+        trace_merge_emit(m, UINT64_MAX, take, &t);
+    }
     /* A quiet sweep: empty at this emit and the one before, nothing put. */
     got g = {.n = 0};
     trace_merge_emit(m, UINT64_MAX, take, &g);
@@ -129,6 +150,15 @@ static void pages(void)
     got again = {.n = 0};
     trace_merge_emit(m, UINT64_MAX, take, &again);
     CHECK("merge pages: used again after", again.n == 1000);
+    /* A fork child's clear drops the parent's events and their pages. */
+    for (int i = 0; i < PER_SWEEP; i++) {
+        put(m, 0, key, (uint32_t)key);
+        key++;
+    }
+    trace_merge_clear(m);
+    CHECK("merge pages: a clear gives the pages back at once",
+          trace_merge_staged(m) == 0 && r->touched == RUN_KEEP &&
+              resident_pages(r->ev, r->cap_bytes) <= RUN_KEEP / PAGE);
     trace_merge_destroy(m);
 }
 
