@@ -132,8 +132,8 @@ static void compact(run *r)
     if (r->fed || r->n) {
         size_t want = (2 * staged + PAGE - 1) & ~(size_t)(PAGE - 1);
         keep = want > RUN_KEEP ? want : RUN_KEEP;
-        if (r->n * sizeof *r->ev > keep || r->touched <= 4 * keep)
-            keep = 0; /* nothing to give back */
+        if (r->touched <= 4 * keep)
+            keep = 0; /* nothing to give back (what is left is within keep) */
     }
     if (keep && r->touched > keep + 16 * PAGE &&
         madvise((char *)r->ev + keep, r->touched - keep, MADV_DONTNEED) == 0)

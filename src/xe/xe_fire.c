@@ -152,20 +152,29 @@ uint32_t xe_stack_take_all(xe_session *s, xe_stack *st)
 
 /* ---- buffers ---------------------------------------------------------------- */
 
-/* A buffer back in the free pool, told to one producer waiting for one
- * (all when one waits for a large buffer): every push but a trim's, so a
+/* Buffers came back to a pool: producers waiting for one are told. One
+ * buffer wakes one waiter, not all of them to find it taken and sleep
+ * again (each a context switch on the CPUs the dispatcher needs); `all`
+ * (several buffers, or a large one), or a waiter for a large buffer,
+ * wakes them all. */
+static void tell_waiters(xe_session *s, int all)
+{
+    atomic_fetch_add(&s->free_seq, 1);
+    if (atomic_load(&s->free_waiters)) {
+        if (all || atomic_load(&s->large_waiters))
+            xe_futex_wake(&s->free_seq);
+        else
+            xe_futex_wake_one(&s->free_seq);
+    }
+}
+
+/* A buffer back in the free pool, told: every push but a trim's, so a
  * waiter woken for a buffer that another took meanwhile is not left
  * asleep while one sits in the pool. */
 static void free_push(xe_session *s, uint32_t idx)
 {
     xe_stack_push(s, &s->free_pool, idx);
-    atomic_fetch_add(&s->free_seq, 1);
-    if (atomic_load(&s->free_waiters)) {
-        if (atomic_load(&s->large_waiters))
-            xe_futex_wake(&s->free_seq);
-        else
-            xe_futex_wake_one(&s->free_seq);
-    }
+    tell_waiters(s, 0);
 }
 
 void xe_enqueue(xe_session *s, uint32_t idx)
@@ -633,18 +642,7 @@ void xe_recycle(xe_session *s, uint32_t idx)
     b->end = 0;
     atomic_store(&b->first_tsc, 0);
     xe_stack_push(s, b->large ? &s->large_pool : &s->free_pool, idx);
-    atomic_fetch_add(&s->free_seq, 1);
-    /* One buffer: one waiter woken, not all of them to find it taken and
-     * sleep again (each a context switch on the CPUs the dispatcher needs).
-     * Unless one may wait for the other pool: then all. A waiter that
-     * finds the buffer taken meanwhile waits for the next recycling (or
-     * its 10 ms timeout): the buffer went to a producer either way. */
-    if (atomic_load(&s->free_waiters)) {
-        if (b->large || atomic_load(&s->large_waiters))
-            xe_futex_wake(&s->free_seq);
-        else
-            xe_futex_wake_one(&s->free_seq);
-    }
+    tell_waiters(s, (int)b->large);
 }
 
 void xe_trim_free(xe_session *s)
@@ -694,9 +692,7 @@ void xe_trim_free(xe_session *s)
         xe_stack_push(s, &s->free_pool, at - 1);
         at = next;
     }
-    atomic_fetch_add(&s->free_seq, 1);
-    if (atomic_load(&s->free_waiters))
-        xe_futex_wake(&s->free_seq);
+    tell_waiters(s, 1);
 }
 
 /* Is buffer at (index + 1) in the free pool? (A fork child, alone.) */

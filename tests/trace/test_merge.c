@@ -37,6 +37,22 @@ static void put(trace_merge *m, unsigned which, uint64_t key, uint32_t id)
     }
 }
 
+/* n events into run 0 with keys from *key on. */
+static void feed(trace_merge *m, uint64_t *key, int n)
+{
+    for (int i = 0; i < n; i++, ++*key)
+        put(m, 0, *key, (uint32_t)*key);
+}
+
+/* A sweep: n events fed, then every staged event emitted; how many. */
+static size_t sweep_of(trace_merge *m, uint64_t *key, int n)
+{
+    feed(m, key, n);
+    got g = {.n = 0};
+    trace_merge_emit(m, UINT64_MAX, take, &g);
+    return g.n;
+}
+
 /* Pages of [p, p + n) resident now. */
 static size_t resident_pages(const void *p, size_t n)
 {
@@ -103,12 +119,7 @@ static void pages(void)
     uint64_t key = 1;
     size_t low = SIZE_MAX;
     for (int sweep = 0; sweep < 8; sweep++) {
-        for (int i = 0; i < PER_SWEEP; i++) {
-            put(m, 0, key, (uint32_t)key);
-            key++;
-        }
-        got g = {.n = 0};
-        trace_merge_emit(m, UINT64_MAX, take, &g);
+        sweep_of(m, &key, PER_SWEEP);
         size_t k = resident_pages(r->ev, r->touched);
         if (k < low)
             low = k;
@@ -118,24 +129,12 @@ static void pages(void)
           low >= full && r->touched >= PER_SWEEP * sizeof(mt_trace_event));
     /* Then a trickle: a run still fed keeps twice a sweep's events, not
      * the burst's pages. */
-    for (int sweep = 0; sweep < 2; sweep++) {
-        for (int i = 0; i < 1000; i++) {
-            put(m, 0, key, (uint32_t)key);
-            key++;
-        }
-        got t = {.n = 0};
-        trace_merge_emit(m, UINT64_MAX, take, &t);
-    }
+    for (int sweep = 0; sweep < 2; sweep++)
+        sweep_of(m, &key, 1000);
     CHECK("merge pages: after a burst, a run fed a trickle keeps no more than its reserve",
           r->touched == RUN_KEEP && resident_pages(r->ev, r->cap_bytes) <= RUN_KEEP / PAGE);
-    for (int sweep = 0; sweep < 2; sweep++) {
-        for (int i = 0; i < PER_SWEEP; i++) {
-            put(m, 0, key, (uint32_t)key);
-            key++;
-        }
-        got t = {.n = 0};
-        trace_merge_emit(m, UINT64_MAX, take, &t);
-    }
+    for (int sweep = 0; sweep < 2; sweep++)
+        sweep_of(m, &key, PER_SWEEP);
     /* A quiet sweep: empty at this emit and the one before, nothing put. */
     got g = {.n = 0};
     trace_merge_emit(m, UINT64_MAX, take, &g);
@@ -143,18 +142,9 @@ static void pages(void)
     CHECK("merge pages: a run quiet for a sweep gives its pages back but its reserve",
           g.n == 0 && r->touched == RUN_KEEP && after <= RUN_KEEP / PAGE);
     /* And fills again as before. */
-    for (int i = 0; i < 1000; i++) {
-        put(m, 0, key, (uint32_t)key);
-        key++;
-    }
-    got again = {.n = 0};
-    trace_merge_emit(m, UINT64_MAX, take, &again);
-    CHECK("merge pages: used again after", again.n == 1000);
+    CHECK("merge pages: used again after", sweep_of(m, &key, 1000) == 1000);
     /* A fork child's clear drops the parent's events and their pages. */
-    for (int i = 0; i < PER_SWEEP; i++) {
-        put(m, 0, key, (uint32_t)key);
-        key++;
-    }
+    feed(m, &key, PER_SWEEP);
     trace_merge_clear(m);
     CHECK("merge pages: a clear gives the pages back at once",
           trace_merge_staged(m) == 0 && r->touched == RUN_KEEP &&
