@@ -73,33 +73,15 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
 {
     /* The hooks must leave errno as the real call left it. */
     int saved_errno = errno;
-    /* Every field stored once: an initializer would zero the whole event
-     * first (a `rep stos`, the costliest part of this function). */
-    _Static_assert(sizeof(xe_event) == 88, "a new field of xe_event is to be stored below");
-    xe_event ev;
-    ev.type = (uint16_t)type;
-    ev.category = (uint16_t)cat;
-    ev.tid = 0;
-    ev.cpu = 0;
-    ev.data_len = 0;
-    ev.time_ns = 0;
-    ev.tsc = 0;
-    ev.size = size;
-    ev.address = address;
-    ev.old_address = old_address;
-    ev.site = site;
-    ev.key = key;
-    ev.value = value;
-    ev.data = NULL;
     mt_t.in_agent++;
     if (to_trace) {
         xe_session *t = atomic_load_explicit(&trace_session, memory_order_acquire);
         if (t)
-            xe_fire(t, &ev);
+            xe_fire_fields(t, type, cat, size, address, old_address, site, key, value);
     }
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        xe_fire(agent_sessions[i], &ev);
+        xe_fire_fields(agent_sessions[i], type, cat, size, address, old_address, site, key, value);
     if (MT_UNLIKELY(atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed)))
         atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
     mt_t.in_agent--;

@@ -303,21 +303,22 @@ static unsigned trace_type(unsigned xe_type)
     }
 }
 
-/* ev as a trace event, written field by field into t (a merge run's
- * slot: no event-sized copy on the way, which would read back what was
- * just stored in other widths). t->time_ns is the caller's. */
-static void fill_event(mt_trace_event *t, unsigned type, const xe_event *ev)
+/* An engine event as a trace event, written field by field into t (a
+ * merge run's slot: no event-sized copy on the way, which would read back
+ * what was just stored in other widths). t->time_ns is the caller's. */
+static MT_INLINE void fill_event(mt_trace_event *t, unsigned type, unsigned category, uint32_t tid,
+                                 uint64_t size, uint64_t address, uint64_t site, uint64_t key, uint64_t value)
 {
     int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
     int map = type == MT_TRACE_MMAP || type == MT_TRACE_MUNMAP;
     t->type = (uint8_t)type;
-    t->category = (uint8_t)ev->category;
-    t->thread = ev->tid;
-    t->size = type == MT_TRACE_FREE ? 0 : ev->size;
-    t->id = (uint32_t)ev->key;
-    t->old_id = type == MT_TRACE_REALLOC ? (uint32_t)ev->value : 0;
-    t->stack = alloc ? (uint32_t)ev->site : 0;
-    t->address = map ? ev->address : 0;
+    t->category = (uint8_t)category;
+    t->thread = tid;
+    t->size = type == MT_TRACE_FREE ? 0 : size;
+    t->id = (uint32_t)key;
+    t->old_id = type == MT_TRACE_REALLOC ? (uint32_t)value : 0;
+    t->stack = alloc ? (uint32_t)site : 0;
+    t->address = map ? address : 0;
 }
 
 static void enc_event(void *st, const xe_event *ev)
@@ -330,7 +331,7 @@ static void enc_event(void *st, const xe_event *ev)
         /* A session that is not time-ordered (an event_file target of the
          * program's own sessions): no watermark will come; as delivered. */
         mt_trace_event t;
-        fill_event(&t, type, ev);
+        fill_event(&t, type, ev->category, ev->tid, ev->size, ev->address, ev->site, ev->key, ev->value);
         t.time_ns = ev->time_ns;
         (void)mt_trace_write_event(e->w, &t);
         return;
@@ -339,7 +340,22 @@ static void enc_event(void *st, const xe_event *ev)
      * ns (emit_one). */
     mt_trace_event *t = trace_merge_put(e->merge, ev->cpu, ev->tsc);
     if (t)
-        fill_event(t, type, ev);
+        fill_event(t, type, ev->category, ev->tid, ev->size, ev->address, ev->site, ev->key, ev->value);
+    else
+        e->unstaged++;
+}
+
+/* The trace session's records (time-ordered), staged as they lie in the
+ * engine's buffer: enc_event's second case with no event on the way. */
+static void enc_record(void *st, const xe_rec *r)
+{
+    enc_state *e = st;
+    unsigned type = trace_type(r->type);
+    if (!e->w || !type)
+        return;
+    mt_trace_event *t = trace_merge_put(e->merge, r->cpu, r->tsc);
+    if (t)
+        fill_event(t, type, r->category, r->tid, r->size, r->address, r->site, r->key, r->value);
     else
         e->unstaged++;
 }
@@ -418,6 +434,7 @@ static const xe_file_encoder trace_encoder = {
     .name = "trace",
     .create = enc_create,
     .begin = enc_begin,
+    .record = enc_record,
     .event = enc_event,
     .flush = enc_flush,
     .end = enc_end,

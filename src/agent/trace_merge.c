@@ -153,10 +153,23 @@ uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, m
         sift_down(m, n, i);
     uint64_t out = 0;
     while (n) {
-        run *r = &m->runs[m->heap[0]];
-        fn(ctx, &r->ev[r->head]);
-        r->head++;
-        out++;
+        /* The top run gives events in a row until one is past the next
+         * run's head (the smaller of the root's children), or the mark:
+         * no heap step for each event while one CPU's events come first. */
+        unsigned top = m->heap[0], next = 0; /* alone: never a tie to win at the mark */
+        run *r = &m->runs[top];
+        uint64_t bound = mark, k;
+        if (n > 1) {
+            next = m->heap[1];
+            if (n > 2 && before(m, m->heap[2], next))
+                next = m->heap[2];
+            bound = m->runs[next].ev[m->runs[next].head].time_ns; /* below mark: it is in the heap */
+        }
+        do {
+            fn(ctx, &r->ev[r->head]);
+            r->head++;
+            out++;
+        } while (r->head < r->n && ((k = r->ev[r->head].time_ns) < bound || (k == bound && top < next)));
         if (r->head >= r->n || r->ev[r->head].time_ns >= mark)
             m->heap[0] = m->heap[--n];
         sift_down(m, n, 0);

@@ -70,6 +70,22 @@ static inline uint64_t xe_event_bytes(uint32_t data_len)
     return (XE_RECORD_FIXED + (uint64_t)data_len + 7u) & ~(uint64_t)7u;
 }
 
+/* A record in a buffer (XE_RECORD_FIXED bytes, then data): the event
+ * as its producer wrote it, tsc in the engine's clock (xe_clock_ns). An
+ * asynchronous target may take records as they are (deliver_rec). */
+typedef struct xe_rec {
+    _Atomic uint32_t len; /* written last: 0 = not yet (the engine's own values end a buffer) */
+    uint16_t type;
+    uint16_t category;
+    uint32_t tid;
+    uint32_t cpu;
+    uint64_t tsc; /* the engine's clock, converted at dispatch */
+    uint64_t size, address, old_address, site, key, value;
+    uint32_t data_len;
+    uint32_t pad;
+} xe_rec;
+_Static_assert(sizeof(xe_rec) == XE_RECORD_FIXED, "record layout");
+
 /* Fields, for predicates and histogram buckets. */
 enum xe_field {
     XE_F_TYPE,
@@ -158,6 +174,11 @@ typedef struct xe_target_ops {
      * before engine time `tsc` has been delivered; the ones delivered from
      * now on are later (may be NULL). UINT64_MAX: everything fired. */
     void (*watermark)(xe_target *t, uint64_t tsc);
+    /* Time-ordered sessions whose one asynchronous target this is: a
+     * record as it lies in the buffer, in place of deliver (may be NULL).
+     * Returns 0 when it cannot take it so: deliver then gets it as an
+     * event. */
+    int (*deliver_rec)(xe_target *t, const xe_rec *r);
 } xe_target_ops;
 
 struct xe_target {
@@ -205,6 +226,8 @@ typedef struct xe_file_encoder {
     void (*destroy)(void *st);
     void (*forked)(void *st); /* in a fork child: forget the parent's file and pending data */
     void (*watermark)(void *st, uint64_t tsc); /* the target's watermark (may be NULL) */
+    /* A time-ordered session's record, in place of event (may be NULL). */
+    void (*record)(void *st, const xe_rec *r);
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
 /* In a fork child, before the engine's fork handling (xe_atfork_child):
@@ -303,6 +326,11 @@ void xe_session_retire(xe_session *s, int release);
  * (too big). Lock-free unless the retention mode is NO_EVENT_LOSS and every
  * buffer is full. */
 int xe_fire(xe_session *s, const xe_event *ev);
+/* xe_fire of an event with no data, from its fields (the others 0):
+ * written straight into the record, with no event built on the way
+ * (the agent's allocation hooks: a trace's every event). */
+int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
+                   uint64_t old_address, uint64_t site, uint64_t key, uint64_t value);
 
 /* The sessions view: one row per session (the dm_xe_sessions columns and
  * a few more). */

@@ -147,7 +147,21 @@ static void deliver(xe_session *s, const xe_rec *r)
         s->async[i]->ops->deliver(s->async[i], &ev);
 }
 
-/* Deliver a sealed buffer's events; 1 when it can be used again. */
+/* A time-ordered session's one asynchronous target taking records as
+ * they are: no event built and read back for each. */
+static void deliver_rec(xe_session *s, const xe_rec *r)
+{
+    if (!s->async[0]->ops->deliver_rec(s->async[0], r))
+        deliver(s, r);
+}
+
+static xe_rec_fn deliver_fn(const xe_session *s)
+{
+    if (!s->nasync)
+        return NULL;
+    return s->time_order && s->nasync == 1 && s->async[0]->ops->deliver_rec ? deliver_rec : deliver;
+}
+
 void xe_mark_walked(xe_session *s, uint64_t seq)
 {
     if (seq < s->walked_low)
@@ -172,6 +186,7 @@ void xe_walked_reset(xe_session *s)
     memset(s->walked_bits, 0, sizeof s->walked_bits);
 }
 
+/* Deliver a sealed buffer's events; 1 when it can be used again. */
 static int process(xe_session *s, uint32_t idx)
 {
     xe_bufhdr *b = xe_buf(s, idx);
@@ -182,7 +197,7 @@ static int process(xe_session *s, uint32_t idx)
     if ((int32_t)(b->fork_gen - s->deliver_gen) < 0)
         return 1;
     int abandoned = 0;
-    uint64_t n = xe_walk(s, b, s->nasync ? deliver : NULL, &abandoned);
+    uint64_t n = xe_walk(s, b, deliver_fn(s), &abandoned);
     s->since_mark += n;
     for (int i = 0; i < s->nasync; i++)
         if (s->async[i]->ops->flush)

@@ -505,14 +505,18 @@ static void fire_sync(xe_session *s, const xe_event *ev, uint64_t tsc, uint32_t 
         s->sync[i]->ops->deliver(s->sync[i], &e);
 }
 
-static int fire(xe_session *s, const xe_event *ev)
+/* The fast path's claim of `len` bytes (at most a regular buffer's) in
+ * the current buffer of this CPU's partition, stamped: the record to
+ * write (then *tsc, *cpu and *first are set: the buffer when this is its
+ * first record, else NULL),
+ * or NULL with *rc, slow_path's answer but 1 (0 when the session stopped,
+ * or -ENOBUFS). `after_load`: a free or a realloc (xe_fence below). */
+static __attribute__((always_inline)) inline xe_rec *
+claim(xe_session *s, uint64_t len, int after_load, uint64_t *tsc, uint32_t *cpu, xe_bufhdr **first, int *rc)
 {
-    uint64_t len = xe_event_bytes(ev->data_len);
-    uint32_t cpu = xe_this_cpu();
-    uint64_t tsc = s->time_order ? 0 : xe_ticks(); /* time-ordered: read after the claim */
-    if (__builtin_expect(len > s->cap, 0))
-        return fire_large(s, ev, len, tsc ? tsc : xe_ticks(), cpu);
-    xe_part *p = &s->parts[s->nparts == 1 ? 0 : s->cpu_part[cpu < s->ncpu_map ? cpu : cpu % s->ncpu_map]];
+    *cpu = xe_this_cpu();
+    *tsc = s->time_order ? 0 : xe_ticks(); /* time-ordered: read after the claim */
+    xe_part *p = &s->parts[s->nparts == 1 ? 0 : s->cpu_part[*cpu < s->ncpu_map ? *cpu : *cpu % s->ncpu_map]];
     for (;;) {
         int32_t idx = xe_cur_idx(atomic_load_explicit(&p->cur, memory_order_acquire));
         int64_t straddle = -1;
@@ -529,23 +533,39 @@ static int fire(xe_session *s, const xe_event *ev)
                          * before it is done, the load of the block it got
                          * from another thread included: later than that
                          * block's allocation. */
-                        if (ev->type == XE_EV_FREE || ev->type == XE_EV_REALLOC)
+                        if (after_load)
                             xe_fence();
-                        tsc = xe_ticks();
+                        *tsc = xe_ticks();
                     }
-                    write_record(xe_buf_data(b) + off, len, ev, tsc, cpu);
-                    if (__builtin_expect(off == 0, 0))
-                        note_first(s, b, tsc);
-                    return 1;
+                    *first = off == 0 ? b : NULL;
+                    return (xe_rec *)(xe_buf_data(b) + off);
                 }
                 if (off <= s->cap)
                     straddle = (int64_t)off;
             }
         }
-        int rc = slow_path(s, p, idx, straddle);
-        if (rc != 1)
-            return rc;
+        *rc = slow_path(s, p, idx, straddle);
+        if (*rc != 1)
+            return NULL;
     }
+}
+
+static int fire(xe_session *s, const xe_event *ev)
+{
+    uint64_t len = xe_event_bytes(ev->data_len);
+    if (__builtin_expect(len > s->cap, 0))
+        return fire_large(s, ev, len, xe_ticks(), xe_this_cpu());
+    uint64_t tsc;
+    uint32_t cpu;
+    xe_bufhdr *first;
+    int rc;
+    xe_rec *r = claim(s, len, ev->type == XE_EV_FREE || ev->type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
+    if (!r)
+        return rc;
+    write_record((char *)r, len, ev, tsc, cpu);
+    if (__builtin_expect(first != NULL, 0))
+        note_first(s, first, tsc);
+    return 1;
 }
 
 int xe_fire(xe_session *s, const xe_event *ev)
@@ -567,6 +587,55 @@ int xe_fire(xe_session *s, const xe_event *ev)
     if (s->nsync && rc != 0)
         fire_sync(s, ev, xe_ticks(), xe_this_cpu());
     return rc;
+}
+
+int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
+                   uint64_t old_address, uint64_t site, uint64_t key, uint64_t value)
+{
+    if (__builtin_expect(atomic_load_explicit(&s->state, memory_order_relaxed) != XE_STARTED, 0))
+        return 0;
+    if (s->cfg.event_mask && !(type < 32 && (s->cfg.event_mask >> type & 1)))
+        return 0;
+    if (__builtin_expect(s->cfg.pred.n || s->nsync || s->cap < XE_RECORD_FIXED, 0)) {
+        /* What the record alone cannot do: as an event. */
+        xe_event ev = {.type = (uint16_t)type,
+                       .category = (uint16_t)category,
+                       .size = size,
+                       .address = address,
+                       .old_address = old_address,
+                       .site = site,
+                       .key = key,
+                       .value = value};
+        return xe_fire(s, &ev);
+    }
+    tls_depth++;
+    uint64_t tsc;
+    uint32_t cpu;
+    xe_bufhdr *first;
+    int rc = 1;
+    xe_rec *r =
+        claim(s, XE_RECORD_FIXED, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
+    if (r) {
+        /* xe_rec_fill's stores, from the arguments. */
+        r->type = (uint16_t)type;
+        r->category = (uint16_t)category;
+        r->tid = my_tid();
+        r->cpu = cpu;
+        r->tsc = tsc;
+        r->size = size;
+        r->address = address;
+        r->old_address = old_address;
+        r->site = site;
+        r->key = key;
+        r->value = value;
+        r->data_len = 0;
+        r->pad = 0;
+        atomic_store_explicit(&r->len, (uint32_t)XE_RECORD_FIXED, memory_order_release);
+        if (__builtin_expect(first != NULL, 0))
+            note_first(s, first, tsc);
+    }
+    tls_depth--;
+    return r ? 1 : rc;
 }
 
 /* ---- reading a sealed buffer ----------------------------------------------- */

@@ -35,20 +35,6 @@
 #define XE_DATA_OFF 192u /* header; the other 13 bytes of overhead end the buffer */
 #define XE_END_MARK 1u   /* a record length that ends a sealed buffer */
 
-/* A record in a buffer (XE_RECORD_FIXED bytes, then data). */
-typedef struct xe_rec {
-    _Atomic uint32_t len; /* written last: 0 = not yet, XE_END_MARK = end */
-    uint16_t type;
-    uint16_t category;
-    uint32_t tid;
-    uint32_t cpu;
-    uint64_t tsc; /* the engine's clock, converted at dispatch */
-    uint64_t size, address, old_address, site, key, value;
-    uint32_t data_len;
-    uint32_t pad;
-} xe_rec;
-_Static_assert(sizeof(xe_rec) == XE_RECORD_FIXED, "record layout");
-
 /* A record's fields from an event, all but len (published last) and the
  * data: what each fire writes (and the benchmark's baselines, so they do
  * the same work). */

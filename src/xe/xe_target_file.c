@@ -342,6 +342,19 @@ static void file_deliver(xe_target *t, const xe_event *ev)
     }
 }
 
+/* A stateful encoder that takes records: as file_deliver hands it events. */
+static int file_deliver_rec(xe_target *t, const xe_rec *r)
+{
+    file_state *s = t->state;
+    if (!s->est || !s->enc->record || s->fd < 0)
+        return 0; /* file_deliver's way */
+    s->enc->record(s->est, r);
+    xe_stat_add(&s->events_written, 1);
+    if (s->file_bytes >= s->max_file_size)
+        (void)file_open_next(s);
+    return 1;
+}
+
 static void file_flush(xe_target *t)
 {
     file_state *s = t->state;
@@ -513,4 +526,5 @@ const xe_target_ops xe_target_event_file = {
     .view_json = file_view,
     .stop = file_stop,
     .watermark = file_watermark,
+    .deliver_rec = file_deliver_rec,
 };

@@ -152,9 +152,74 @@ static void pages(void)
     trace_merge_destroy(m);
 }
 
+/* Many runs, keys drawn from a narrow range (ties across and within runs),
+ * emitted at random marks: the output equals a stable sort of the input by
+ * (key, run, staging order), every time a run gives several in a row. */
+typedef struct staged_ev {
+    uint64_t key;
+    unsigned run;
+    uint32_t id;
+} staged_ev;
+
+static int cmp_staged(const void *a, const void *b)
+{
+    const staged_ev *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void against_sort(void)
+{
+    enum { RUNS = 7, EVENTS = 3000 };
+    static staged_ev all[EVENTS];
+    trace_merge *m = trace_merge_create(RUNS);
+    CHECK("merge: created (7 runs)", m != NULL);
+    if (!m)
+        return;
+    srand(18);
+    uint64_t last[RUNS] = {0};
+    size_t n = 0, emitted = 0, wrong = 0;
+    uint64_t mark = 0;
+    got *g = calloc(1, sizeof *g);
+    for (int round = 0; round < 6 && g; round++) {
+        /* Each run's keys rise (with repeats), as a CPU's stamps do. */
+        for (int i = 0; i < EVENTS / 6; i++, n++) {
+            unsigned r = (unsigned)rand() % RUNS;
+            if (rand() % 4 == 0) /* a burst from one CPU */
+                r = 0;
+            last[r] += (uint64_t)(rand() % 3);
+            if (last[r] < mark)
+                last[r] = mark;
+            all[n] = (staged_ev){last[r], r, (uint32_t)n};
+            put(m, r, last[r], (uint32_t)n);
+        }
+        mark = round == 5 ? UINT64_MAX : mark + 1 + (uint64_t)(rand() % 300);
+        g->n = 0;
+        trace_merge_emit(m, mark, take, g);
+        /* What this emit should give: the staged events below the mark. */
+        qsort(all + emitted, n - emitted, sizeof *all, cmp_staged);
+        size_t want = emitted;
+        while (want < n && all[want].key < mark)
+            want++;
+        if (g->n != want - emitted)
+            wrong++;
+        for (size_t i = 0; i < g->n && i < want - emitted; i++)
+            wrong += g->ids[i] != all[emitted + i].id;
+        emitted = want;
+    }
+    free(g);
+    CHECK("merge: 7 runs with ties, six marks: a stable sort by (key, run, staging order)",
+          wrong == 0 && emitted == n);
+    trace_merge_destroy(m);
+}
+
 int main(void)
 {
     order();
+    against_sort();
     pages();
     return failures != 0;
 }

@@ -37,7 +37,7 @@ static void rec_deliver(xe_target *t, const xe_event *ev)
     (void)t;
     order_seen(ev->key, ev->site, ev->value);
 }
-static const xe_target_ops recorder = {"recorder", 0, rec_init, rec_deliver, NULL, NULL, NULL, NULL, NULL};
+static const xe_target_ops recorder = {.name = "recorder", .init = rec_init, .deliver = rec_deliver};
 
 int main(void)
 {

@@ -35,7 +35,7 @@ static void gate_deliver(xe_target *t, const xe_event *ev)
         usleep(1000);
     atomic_fetch_add(&delivered_seen, 1);
 }
-static const xe_target_ops gate = {"gate", 0, gate_init, gate_deliver, NULL, NULL, NULL, NULL, NULL};
+static const xe_target_ops gate = {.name = "gate", .init = gate_init, .deliver = gate_deliver};
 
 static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, unsigned cpus,
                         enum xe_retention ret)

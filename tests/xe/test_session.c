@@ -58,8 +58,8 @@ static void rec_flush(xe_target *t)
     if (slow_flush)
         usleep((useconds_t)slow_flush * 1000);
 }
-static const xe_target_ops recorder = {"recorder", 0,    rec_init, rec_deliver, rec_flush,
-                                       NULL,       NULL, NULL,     NULL};
+static const xe_target_ops recorder = {
+    .name = "recorder", .init = rec_init, .deliver = rec_deliver, .flush = rec_flush};
 
 static void reset_seen(void)
 {
