@@ -368,12 +368,12 @@ static void sweep(xe_session *s)
      * its seal and its number, perhaps descheduled, perhaps the thread a
      * stopping signal handler interrupted): wait for them, not for ever. */
     uint64_t since = mono_ns();
-    while (atomic_load(&s->sealing) != 0) {
+    for (unsigned spins = 0; atomic_load(&s->sealing) != 0; spins++) {
         if (mono_ns() - since > SWEEP_PATIENCE_NS) {
             atomic_fetch_add(&s->unsure, 1);
             break;
         }
-        sched_yield();
+        xe_backoff(spins); /* off the CPU the sealer may be waiting for */
     }
     uint64_t target = atomic_load(&s->seal_seq);
     uint64_t t0 = 0;

@@ -157,7 +157,7 @@ uint32_t xe_stack_take_all(xe_session *s, xe_stack *st)
  * again (each a context switch on the CPUs the dispatcher needs); `all`
  * (several buffers, or a large one), or a waiter for a large buffer,
  * wakes them all. */
-static void tell_waiters(xe_session *s, int all)
+void xe_tell_waiters(xe_session *s, int all)
 {
     atomic_fetch_add(&s->free_seq, 1);
     if (atomic_load(&s->free_waiters)) {
@@ -168,13 +168,13 @@ static void tell_waiters(xe_session *s, int all)
     }
 }
 
-/* A buffer back in the free pool, told: every push but a trim's, so a
- * waiter woken for a buffer that another took meanwhile is not left
- * asleep while one sits in the pool. */
+/* A buffer back in the free pool, told: every single push, so a waiter
+ * woken for a buffer that another took meanwhile is not left asleep
+ * while one sits in the pool. */
 static void free_push(xe_session *s, uint32_t idx)
 {
     xe_stack_push(s, &s->free_pool, idx);
-    tell_waiters(s, 0);
+    xe_tell_waiters(s, 0);
 }
 
 void xe_enqueue(xe_session *s, uint32_t idx)
@@ -711,7 +711,7 @@ void xe_recycle(xe_session *s, uint32_t idx)
     b->end = 0;
     atomic_store(&b->first_tsc, 0);
     xe_stack_push(s, b->large ? &s->large_pool : &s->free_pool, idx);
-    tell_waiters(s, (int)b->large);
+    xe_tell_waiters(s, (int)b->large);
 }
 
 void xe_trim_free(xe_session *s)
@@ -721,7 +721,7 @@ void xe_trim_free(xe_session *s)
      * the others one by one, each after its madvise: a producer that needs
      * a buffer meanwhile finds one unless every free buffer was being
      * trimmed (then it waits, or in a session allowed to lose events
-     * drops, for one madvise). */
+     * drops, for one madvise; each push wakes a waiter). */
     uint32_t at = xe_stack_take_all(s, &s->free_pool), todo = 0;
     while (at != 0) {
         xe_bufhdr *b = xe_buf(s, at - 1);
@@ -734,6 +734,7 @@ void xe_trim_free(xe_session *s)
         }
         at = next;
     }
+    xe_tell_waiters(s, 1); /* those put straight back */
     /* Known to the session while out of the pool: a fork now leaves the
      * child without this thread, and xe_trim_forked puts them back. */
     atomic_store(&s->trim_chain, todo);
@@ -758,10 +759,9 @@ void xe_trim_free(xe_session *s)
          * this one buffer to the child, never puts it there twice (once
          * popped and in use). */
         atomic_store(&s->trim_cur, 0);
-        xe_stack_push(s, &s->free_pool, at - 1);
+        free_push(s, at - 1); /* a waiter need not wait for the other madvises */
         at = next;
     }
-    tell_waiters(s, 1);
 }
 
 /* Is buffer at (index + 1) in the free pool? (A fork child, alone.) */

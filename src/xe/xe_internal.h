@@ -262,6 +262,10 @@ void xe_futex_wake_one(_Atomic uint32_t *addr);
 /* Waiting for another thread, the n-th time (from 0): a yield, later a
  * short sleep (xe_fire.c). */
 void xe_backoff(unsigned n);
+/* Buffers came back to a free pool (or the session stops): producers
+ * waiting for one are told; one is woken unless `all` or one waits for a
+ * large buffer (xe_fire.c). */
+void xe_tell_waiters(xe_session *s, int all);
 
 /* This thread's slow-path fires in progress on s (xe_fire.c). */
 uint32_t xe_fire_inflight_here(const xe_session *s);

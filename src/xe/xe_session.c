@@ -351,8 +351,7 @@ static int stop_locked(xe_session *s)
         return -EALREADY;
     /* Producers waiting for a free buffer see the stop now, not at their
      * next timeout. */
-    atomic_fetch_add(&s->free_seq, 1);
-    xe_futex_wake(&s->free_seq);
+    xe_tell_waiters(s, 1);
     xe_dispatch_stop(s);
     atomic_store(&s->state, XE_STOPPED);
     return 0;
