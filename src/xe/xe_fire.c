@@ -616,20 +616,7 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
     xe_rec *r =
         claim(s, XE_RECORD_FIXED, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
     if (r) {
-        /* xe_rec_fill's stores, from the arguments. */
-        r->type = (uint16_t)type;
-        r->category = (uint16_t)category;
-        r->tid = my_tid();
-        r->cpu = cpu;
-        r->tsc = tsc;
-        r->size = size;
-        r->address = address;
-        r->old_address = old_address;
-        r->site = site;
-        r->key = key;
-        r->value = value;
-        r->data_len = 0;
-        r->pad = 0;
+        xe_rec_set(r, type, category, my_tid(), cpu, tsc, size, address, old_address, site, key, value, 0);
         atomic_store_explicit(&r->len, (uint32_t)XE_RECORD_FIXED, memory_order_release);
         if (__builtin_expect(first != NULL, 0))
             note_first(s, first, tsc);

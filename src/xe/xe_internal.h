@@ -35,24 +35,32 @@
 #define XE_DATA_OFF 192u /* header; the other 13 bytes of overhead end the buffer */
 #define XE_END_MARK 1u   /* a record length that ends a sealed buffer */
 
-/* A record's fields from an event, all but len (published last) and the
- * data: what each fire writes (and the benchmark's baselines, so they do
- * the same work). */
-static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint32_t cpu, uint64_t tsc)
+/* A record's fields, all but len (published last) and the data. */
+static inline void xe_rec_set(xe_rec *r, unsigned type, unsigned category, uint32_t tid, uint32_t cpu,
+                              uint64_t tsc, uint64_t size, uint64_t address, uint64_t old_address,
+                              uint64_t site, uint64_t key, uint64_t value, uint32_t data_len)
 {
-    r->type = ev->type;
-    r->category = ev->category;
+    r->type = (uint16_t)type;
+    r->category = (uint16_t)category;
     r->tid = tid;
     r->cpu = cpu;
     r->tsc = tsc;
-    r->size = ev->size;
-    r->address = ev->address;
-    r->old_address = ev->old_address;
-    r->site = ev->site;
-    r->key = ev->key;
-    r->value = ev->value;
-    r->data_len = ev->data_len;
+    r->size = size;
+    r->address = address;
+    r->old_address = old_address;
+    r->site = site;
+    r->key = key;
+    r->value = value;
+    r->data_len = data_len;
     r->pad = 0;
+}
+
+/* A record's fields from an event: what each fire writes (and the
+ * benchmark's baselines, so they do the same work). */
+static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint32_t cpu, uint64_t tsc)
+{
+    xe_rec_set(r, ev->type, ev->category, tid, cpu, tsc, ev->size, ev->address, ev->old_address, ev->site,
+               ev->key, ev->value, ev->data_len);
 }
 
 /* Seals a time-ordered session tracks past the oldest unwalked one (more
