@@ -226,7 +226,9 @@ typedef struct xe_file_encoder {
     void (*destroy)(void *st);
     void (*forked)(void *st); /* in a fork child: forget the parent's file and pending data */
     void (*watermark)(void *st, uint64_t tsc); /* the target's watermark (may be NULL) */
-    /* A time-ordered session's record, in place of event (may be NULL). */
+    /* A record, in place of event (may be NULL): the file target calls it
+     * only for a time-ordered session (xe_target_ops.deliver_rec), and
+     * only with its file open; everything else still comes as events. */
     void (*record)(void *st, const xe_rec *r);
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);

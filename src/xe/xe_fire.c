@@ -507,10 +507,10 @@ static void fire_sync(xe_session *s, const xe_event *ev, uint64_t tsc, uint32_t 
 
 /* The fast path's claim of `len` bytes (at most a regular buffer's) in
  * the current buffer of this CPU's partition, stamped: the record to
- * write (then *tsc, *cpu and *first are set: the buffer when this is its
- * first record, else NULL),
- * or NULL with *rc, slow_path's answer but 1 (0 when the session stopped,
- * or -ENOBUFS). `after_load`: a free or a realloc (xe_fence below). */
+ * write, with *first the buffer when this is its first record (else
+ * NULL); or NULL with *rc, slow_path's answer but 1 (0 when the session
+ * stopped, or -ENOBUFS). *tsc and *cpu are set either way. `after_load`:
+ * a free or a realloc (xe_fence below). */
 static __attribute__((always_inline)) inline xe_rec *
 claim(xe_session *s, uint64_t len, int after_load, uint64_t *tsc, uint32_t *cpu, xe_bufhdr **first, int *rc)
 {
@@ -558,7 +558,7 @@ static int fire(xe_session *s, const xe_event *ev)
     uint64_t tsc;
     uint32_t cpu;
     xe_bufhdr *first;
-    int rc;
+    int rc = 1;
     xe_rec *r = claim(s, len, ev->type == XE_EV_FREE || ev->type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
     if (!r)
         return rc;

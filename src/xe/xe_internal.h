@@ -55,8 +55,9 @@ static inline void xe_rec_set(xe_rec *r, unsigned type, unsigned category, uint3
     r->pad = 0;
 }
 
-/* A record's fields from an event: what each fire writes (and the
- * benchmark's baselines, so they do the same work). */
+/* A record's fields from an event: what xe_fire writes (and the
+ * benchmark's baselines, so they do the same work); xe_fire_fields
+ * calls xe_rec_set with its arguments. */
 static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint32_t cpu, uint64_t tsc)
 {
     xe_rec_set(r, ev->type, ev->category, tid, cpu, tsc, ev->size, ev->address, ev->old_address, ev->site,

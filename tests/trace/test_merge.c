@@ -184,6 +184,7 @@ static void against_sort(void)
     size_t n = 0, emitted = 0, wrong = 0;
     uint64_t mark = 0;
     got *g = calloc(1, sizeof *g);
+    CHECK("merge: room for what seven runs give", g != NULL);
     for (int round = 0; round < 6 && g; round++) {
         /* Each run's keys rise (with repeats), as a CPU's stamps do. */
         for (int i = 0; i < EVENTS / 6; i++, n++) {
