@@ -153,23 +153,19 @@ uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, m
         sift_down(m, n, i);
     uint64_t out = 0;
     while (n) {
-        /* The top run gives events in a row until one is past the next
-         * run's head (the smaller of the root's children), or the mark:
-         * no heap step for each event while one CPU's events come first. */
-        unsigned top = m->heap[0], next = 0; /* alone: never a tie to win at the mark */
+        /* The top run gives events in a row while its head stays before
+         * the next run's (the smaller of the root's children; below the
+         * mark, as it is in the heap), or below the mark when alone: no
+         * heap step for each event while one CPU's events come first. */
+        unsigned top = m->heap[0], next = top;
+        if (n > 1)
+            next = n > 2 && before(m, m->heap[2], m->heap[1]) ? m->heap[2] : m->heap[1];
         run *r = &m->runs[top];
-        uint64_t bound = mark, k;
-        if (n > 1) {
-            next = m->heap[1];
-            if (n > 2 && before(m, m->heap[2], next))
-                next = m->heap[2];
-            bound = m->runs[next].ev[m->runs[next].head].time_ns; /* below mark: it is in the heap */
-        }
         do {
             fn(ctx, &r->ev[r->head]);
             r->head++;
             out++;
-        } while (r->head < r->n && ((k = r->ev[r->head].time_ns) < bound || (k == bound && top < next)));
+        } while (r->head < r->n && (n > 1 ? before(m, top, next) : r->ev[r->head].time_ns < mark));
         if (r->head >= r->n || r->ev[r->head].time_ns >= mark)
             m->heap[0] = m->heap[--n];
         sift_down(m, n, 0);

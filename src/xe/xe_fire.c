@@ -568,12 +568,18 @@ static int fire(xe_session *s, const xe_event *ev)
     return 1;
 }
 
-int xe_fire(xe_session *s, const xe_event *ev)
+/* Whether a started session takes events of this type (event_mask). */
+static inline int takes(const xe_session *s, unsigned type)
 {
     if (__builtin_expect(atomic_load_explicit(&s->state, memory_order_relaxed) != XE_STARTED, 0))
         return 0;
-    if (s->cfg.event_mask && !(ev->type < 32 && (s->cfg.event_mask >> ev->type & 1)))
-        return 0;
+    return !s->cfg.event_mask || (type < 32 && (s->cfg.event_mask >> type & 1));
+}
+
+/* xe_fire past `takes`: the predicate, the buffers, the synchronous
+ * targets. */
+static int fire_event(xe_session *s, const xe_event *ev)
+{
     if (s->cfg.pred.n) {
         xe_event e = *ev; /* predicates may test the thread and the CPU */
         e.tid = my_tid();
@@ -589,12 +595,15 @@ int xe_fire(xe_session *s, const xe_event *ev)
     return rc;
 }
 
+int xe_fire(xe_session *s, const xe_event *ev)
+{
+    return takes(s, ev->type) ? fire_event(s, ev) : 0;
+}
+
 int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
                    uint64_t old_address, uint64_t site, uint64_t key, uint64_t value)
 {
-    if (__builtin_expect(atomic_load_explicit(&s->state, memory_order_relaxed) != XE_STARTED, 0))
-        return 0;
-    if (s->cfg.event_mask && !(type < 32 && (s->cfg.event_mask >> type & 1)))
+    if (!takes(s, type))
         return 0;
     if (__builtin_expect(s->cfg.pred.n || s->nsync || s->cap < XE_RECORD_FIXED, 0)) {
         /* What the record alone cannot do: as an event. */
@@ -606,7 +615,7 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
                        .site = site,
                        .key = key,
                        .value = value};
-        return xe_fire(s, &ev);
+        return fire_event(s, &ev);
     }
     tls_depth++;
     uint64_t tsc;

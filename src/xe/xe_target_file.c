@@ -305,6 +305,16 @@ static void stage_write(file_state *s, size_t bytes, uint64_t events)
     s->staged_events -= events;
 }
 
+/* One event or record taken by a stateful encoder. It writes whole
+ * chunks; the file rolls over after the one that took it to
+ * max_file_size. */
+static void encoded_one(file_state *s)
+{
+    xe_stat_add(&s->events_written, 1);
+    if (s->file_bytes >= s->max_file_size)
+        (void)file_open_next(s);
+}
+
 static void file_deliver(xe_target *t, const xe_event *ev)
 {
     file_state *s = t->state;
@@ -313,12 +323,8 @@ static void file_deliver(xe_target *t, const xe_event *ev)
         return;
     }
     if (s->est) {
-        /* The encoder writes whole chunks; the file rolls over after the
-         * one that took it to max_file_size. */
         s->enc->event(s->est, ev);
-        xe_stat_add(&s->events_written, 1);
-        if (s->file_bytes >= s->max_file_size)
-            (void)file_open_next(s);
+        encoded_one(s);
         return;
     }
     size_t consumed = 0;
@@ -349,9 +355,7 @@ static int file_deliver_rec(xe_target *t, const xe_rec *r)
     if (!s->est || !s->enc->record || s->fd < 0)
         return 0; /* file_deliver's way */
     s->enc->record(s->est, r);
-    xe_stat_add(&s->events_written, 1);
-    if (s->file_bytes >= s->max_file_size)
-        (void)file_open_next(s);
+    encoded_one(s);
     return 1;
 }
 
