@@ -98,8 +98,11 @@ void xe_backoff(unsigned n)
         sched_yield();
         return;
     }
+    /* The raw system call: nanosleep is a cancellation point, and a
+     * program thread cancelled here would leave its fire in flight (a
+     * stop then waits for it for ever). */
     struct timespec ts = {0, 50000};
-    nanosleep(&ts, NULL);
+    syscall(SYS_nanosleep, &ts, NULL);
 }
 
 /* ---- stacks ---------------------------------------------------------------- */
