@@ -294,7 +294,7 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
     }
 }
 
-uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
+uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask, int *walked_again)
 {
     int want = mt_site_opt.depth;
     if (n < 0)
@@ -302,7 +302,10 @@ uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask)
     int got = strip_self(pcs, n, want);
     /* The walk stopped at our request with agent frames among the first
      * (more than the entry point expected): walk again for more. */
-    n = got < want && n >= ask ? capture(pcs, want, mt_site_walker) : got;
+    int again = got < want && n >= ask;
+    if (walked_again)
+        *walked_again = again;
+    n = again ? capture(pcs, want, mt_site_walker) : got;
     return find_or_add(cat, pcs, n);
 }
 

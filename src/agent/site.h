@@ -100,7 +100,7 @@ int mt_site_stack(uintptr_t *pcs, int want);
 /* The second half of a capture: pcs holds n frames of a walk that was
  * asked for `ask`; drops the agent's frames (walking again if it has to)
  * and finds or creates the site. */
-uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask);
+uint32_t mt_site_from_stack(unsigned cat, uintptr_t *pcs, int n, int ask, int *walked_again);
 int mt_site_fp_walk(uintptr_t *out, int max);
 /* The walk the inlined capture uses (site_capture.h). */
 enum { MT_WALK_LIBUNWIND, MT_WALK_FP, MT_WALK_CFI };
@@ -125,6 +125,14 @@ extern _Atomic unsigned mt_code_gen;
  * returns -1: on a signal stack it walks what it can within it, elsewhere
  * it gives the first frame only. */
 int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max);
+/* The site of a capture by the CFI walk from the entry point's `frame`
+ * (see mt_site_walk), `ask` frames for category cat: a walk that
+ * repeats one of this thread's recent walks (same start, same stack
+ * words read) gives its site without walking; else as mt_site_walk and
+ * mt_site_from_stack would, with pcs[ask] for the frames. MT_CFI_NO_WALK
+ * when the CFI walk cannot go (then ask libunwind). */
+#define MT_CFI_NO_WALK UINT32_MAX
+uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *pcs);
 
 enum { MT_SITE_ALLOC, MT_SITE_FREE, MT_SITE_REALLOC };
 /* Counts `bytes` (signed) into site `id` as `n` allocs, frees or resizes

@@ -445,24 +445,79 @@ static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra)
     return r;
 }
 
-int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max)
+/* A walk's memo (per thread, MEMO_WAYS of them, after the rule cache):
+ * where it started, every stack word it read and what it read there, and
+ * the site its frames gave. A walk from the same pc and sp (and rbp, when
+ * a rule used the rbp it started with) that finds the same words in the
+ * same places would take the same steps to the same frames, so the site
+ * is known without them. Kept only for a walk on the thread's own stack
+ * that read at most MEMO_READS words and gave a site with no second walk
+ * (mt_site_from_stack's). A shard, and so its memos, may pass to a new
+ * thread: a memo is only used on a stack with the same top. */
+#define MEMO_WAYS 16u
+#define MEMO_READS 24
+typedef struct cfi_memo {
+    uintptr_t pc, sp, bp, hi; /* hi: the stack's top when it was kept */
+    uint32_t key;             /* memo_key(cat, ask); 0: empty */
+    uint32_t site;
+    int32_t nread; /* -1: too many to keep */
+    int32_t uses_bp;
+    uintptr_t at[MEMO_READS], val[MEMO_READS];
+} cfi_memo;
+
+static size_t cache_bytes(void)
+{
+    return sizeof(cfi_rule) * CACHE_SIZE + sizeof(cfi_memo) * MEMO_WAYS;
+}
+
+/* This thread's rules and memos, emptied when code was unloaded since;
+ * NULL without a shard or memory. */
+static cfi_rule *thread_cache(void)
 {
     mt_shard *sh = mt_my_shard();
     if (MT_UNLIKELY(!sh))
-        return -1;
+        return NULL;
     cfi_rule *cache = sh->cfi_cache;
     if (MT_UNLIKELY(!cache)) {
-        void *m = mmap(NULL, sizeof(cfi_rule) * CACHE_SIZE, PROT_READ | PROT_WRITE,
+        void *m = mmap(NULL, cache_bytes(), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED)
-            return -1;
+            return NULL;
         cache = sh->cfi_cache = m;
     }
     unsigned gen = atomic_load_explicit(&mt_code_gen, memory_order_acquire);
     if (MT_UNLIKELY(gen != sh->cfi_gen)) { /* code was unloaded: any cached rule may be stale */
-        memset(cache, 0, sizeof(cfi_rule) * CACHE_SIZE);
+        memset(cache, 0, cache_bytes());
         sh->cfi_gen = gen;
     }
+    return cache;
+}
+
+static inline cfi_memo *memo_of(cfi_rule *cache, uintptr_t pc, uintptr_t sp)
+{
+    uint64_t h = ((uint64_t)pc ^ ((uint64_t)sp << 7)) * 0x9E3779B97F4A7C15ull;
+    return (cfi_memo *)(cache + CACHE_SIZE) + (h >> 60) % MEMO_WAYS;
+}
+
+static inline uint32_t memo_key(unsigned cat, int ask)
+{
+    return 1u << 31 | (uint32_t)ask << 8 | (cat & 0xff);
+}
+
+static inline void memo_read(cfi_memo *m, uintptr_t at, uintptr_t val)
+{
+    if (m->nread >= 0 && m->nread < MEMO_READS) {
+        m->at[m->nread] = at;
+        m->val[m->nread++] = val;
+    } else {
+        m->nread = -1;
+    }
+}
+
+/* The walk; `m` (may be NULL) learns what it read. */
+static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max,
+                cfi_memo *m)
+{
     /* The stack the walk may read: this thread's, or the signal stack a
      * handler runs on (its frames up to the signal frame); on any other
      * (a coroutine's), nothing beyond the first frame. */
@@ -471,6 +526,8 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
     if (own) {
         hi = mt_t.stack_hi;
     } else {
+        if (m)
+            m->nread = -1;
         stack_t ss;
         if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) ||
             sp - (uintptr_t)ss.ss_sp >= ss.ss_size) {
@@ -481,7 +538,11 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
         }
         hi = (uintptr_t)ss.ss_sp + ss.ss_size;
     }
-    int n = 0;
+    /* What the result depends on: a saved rbp the walk read counts only
+     * once a rule takes its CFA from it (code without frame pointers keeps
+     * any value in rbp); the rbp it began with, likewise. */
+    int n = 0, first_bp = 1, bp_pending = 0;
+    uintptr_t bp_at = 0;
     while (n < max) {
         if (pc < 4096)
             break;
@@ -491,20 +552,82 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
             break;
         if (r->kind != RULE_OK)
             return own ? -1 : n;
+        if (m && r->cfa_reg != DWREG_RSP) {
+            if (first_bp)
+                m->uses_bp = 1;
+            else if (bp_pending)
+                memo_read(m, bp_at, bp);
+            bp_pending = 0;
+        }
         uintptr_t cfa = (r->cfa_reg == DWREG_RSP ? sp : bp) + (intptr_t)r->cfa_off;
         if (cfa <= sp || cfa > hi || (cfa & 7))
             return own ? -1 : n;
         uintptr_t next_pc = *(const uintptr_t *)(cfa - 8);
+        if (m)
+            memo_read(m, cfa - 8, next_pc);
         if (r->bp_off) {
             uintptr_t at = cfa + (intptr_t)r->bp_off;
             if (at < sp || at > hi - 8)
                 return own ? -1 : n;
             bp = *(const uintptr_t *)at;
+            first_bp = 0;
+            bp_pending = 1;
+            bp_at = at;
         }
         sp = cfa;
         pc = next_pc;
     }
     return n;
+}
+
+int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max)
+{
+    cfi_rule *cache = thread_cache();
+    return cache ? walk(cache, pc, sp, bp, out, max, NULL) : -1;
+}
+
+uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *pcs)
+{
+    uintptr_t pc = frame[1], sp = (uintptr_t)(frame + 2), bp = frame[0];
+    cfi_rule *cache = thread_cache();
+    if (MT_UNLIKELY(!cache))
+        return MT_CFI_NO_WALK;
+    uint32_t key = memo_key(cat, ask);
+    cfi_memo *m = memo_of(cache, pc, sp);
+    /* Same start, on this thread's stack with the same top (the words it
+     * read lie between sp and that top: there to read again), same words:
+     * same site. */
+    if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
+        (!m->uses_bp || m->bp == bp) && mt_site_on_stack(sp)) {
+        int i = 0;
+        while (i < m->nread && *(const uintptr_t *)m->at[i] == m->val[i])
+            i++;
+        if (i == m->nread)
+            return m->site;
+    }
+    cfi_memo fresh;
+    fresh.nread = 0;
+    fresh.uses_bp = 0;
+    int n = walk(cache, pc, sp, bp, pcs, ask, &fresh);
+    if (n < 0)
+        return MT_CFI_NO_WALK;
+    int again = 0;
+    uint32_t site = mt_site_from_stack(cat, pcs, n, ask, &again);
+    /* The caller holds mt_t.in_agent: no capture on this thread (a signal
+     * handler's) can find the memo half written. */
+    if (fresh.nread >= 0 && !again && site != 0) {
+        m->key = key;
+        m->pc = pc;
+        m->sp = sp;
+        m->bp = bp;
+        m->hi = mt_t.stack_hi;
+        m->site = site;
+        m->nread = fresh.nread;
+        m->uses_bp = fresh.uses_bp;
+        memcpy(m->at, fresh.at, (size_t)fresh.nread * sizeof *m->at);
+        memcpy(m->val, fresh.val, (size_t)fresh.nread * sizeof *m->val);
+    }
+    return site;
 }
 
 /* dlclose may unmap code whose rules are cached, and dlopen put other

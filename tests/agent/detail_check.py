@@ -13,6 +13,8 @@ lists (not memtrail's symbolizer). Subcommands:
                          and the function each frame lies in
   sites REPORT           every site as "category allocs frees stack" with
                          module-relative frames, sorted (to compare runs)
+  callers REPORT FN      for FN's sites, by the function of their second
+                         frame: "CALLER allocs N bytes N sites N", sorted
 """
 import os
 import subprocess
@@ -123,6 +125,16 @@ def main():
             frames = " ".join("%s+0x%x" % where(report, a)[:2] for a in s["frames"])
             rows.append("%s %d %d %s" % (s["category"], s["allocs"], s["frees"], frames))
         print("\n".join(sorted(rows)))
+    elif cmd == "callers":
+        acc = {}
+        for s in report["sites"]:
+            if len(s["frames"]) > 1 and where(report, s["frames"][0])[2] == sys.argv[3]:
+                a = acc.setdefault(where(report, s["frames"][1])[2], [0, 0, 0])
+                a[0] += s["allocs"]
+                a[1] += s["allocated_bytes"]
+                a[2] += 1
+        for caller in sorted(acc, key=str):
+            print("%s allocs %d bytes %d sites %d" % ((caller,) + tuple(acc[caller])))
     else:
         sys.exit("unknown subcommand " + cmd)
 

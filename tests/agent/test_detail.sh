@@ -45,6 +45,18 @@ expect_match "the innermost frame of a library function's site is in the library
 expect_eq "sites line counts the site lines" "$(grep -c '^site ' "$T/plain.mtr")" \
     "$(sed -n 's/^sites count=\([0-9]*\) dropped=0$/\1/p' "$T/plain.mtr")"
 
+# One malloc call reached by paths that differ only one frame up, from
+# the same stack pointer (detail_memo.c): the walks' memo must not give
+# one path's site to the other. Each caller of leaf gets exactly its own
+# allocations, in one site.
+run_detail memo "" "$TBIN/detail_memo" 3000
+res=$($CHECK callers "$T/memo.mtr" leaf)
+while read -r _ fn _ n _ b; do
+    expect_eq "memo: leaf's site under $fn has its allocations" "$fn allocs $n bytes $b sites 1" \
+        "$(grep "^$fn " <<<"$res")"
+done <"$T/memo.out"
+expect_eq "memo: leaf has a site per caller, no more" "3" "$(grep -c . <<<"$res")"
+
 # Deep stacks: depth 64 sees the whole recursion and main below it; depth 1
 # one frame.
 run_detail deep "depth=64" "$TBIN/detail" recurse 40
