@@ -361,8 +361,13 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     unsigned kind = mt_word_kind(word);
     /* The canary is checked last, just before the block goes: its cache
      * line, often one the block's header is not on, comes in meanwhile
-     * (an event's clock read waits for every load before it). */
-    if (size < MT_TAIL_MAX)
+     * (an event's clock read waits for every load before it). First when
+     * an overrun aborts: the crash report then still has the block live
+     * at its site. */
+    int abort_on_error = mt_opt.on_error == MT_ON_ERROR_ABORT;
+    if (MT_UNLIKELY(abort_on_error))
+        check_tail(p, h, size);
+    else if (size < MT_TAIL_MAX)
         __builtin_prefetch((char *)p + size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     /* A site keeps counting the blocks detail recording gave it, recording
@@ -376,7 +381,8 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, h->tag) : 0;
     mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), id, rec);
     mt_rec_leave(rec, busy);
-    check_tail(p, h, size);
+    if (MT_LIKELY(!abort_on_error))
+        check_tail(p, h, size);
     free_block(p, h, size, cat, shift);
 }
 

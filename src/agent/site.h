@@ -129,8 +129,9 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
  * (see mt_site_walk), `ask` frames for category cat: a walk that
  * repeats one of this thread's recent walks (same start, same stack
  * words read) gives its site without walking; else as mt_site_walk and
- * mt_site_from_stack would, with pcs[ask] for the frames. MT_CFI_NO_WALK
- * when the CFI walk cannot go (then ask libunwind). */
+ * mt_site_from_stack would, with pcs[ask] for the frames (scratch: left
+ * as it was on a memo's answer). MT_CFI_NO_WALK when the CFI walk cannot
+ * go (then ask libunwind). */
 #define MT_CFI_NO_WALK UINT32_MAX
 uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *pcs);
 

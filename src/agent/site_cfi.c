@@ -455,7 +455,7 @@ static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra)
  * (mt_site_from_stack's). A shard, and so its memos, may pass to a new
  * thread: a memo is only used on a stack with the same top. */
 #define MEMO_WAYS 16u
-#define MEMO_READS 24
+#define MEMO_READS 24 /* about 16 frames deep (depth 16 and less) */
 typedef struct cfi_memo {
     uintptr_t pc, sp, bp, hi; /* hi: the stack's top when it was kept */
     uint32_t key;             /* memo_key(cat, ask); 0: empty */
@@ -586,19 +586,30 @@ int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int ma
     return cache ? walk(cache, pc, sp, bp, out, max, NULL) : -1;
 }
 
+/* mt_cfi_site off the thread's own stack (a signal handler's alternate
+ * stack, a coroutine's): no memo, and no room taken for one. */
+static __attribute__((noinline)) uint32_t site_off_stack(cfi_rule *cache, unsigned cat, int ask,
+                                                         const uintptr_t *frame, uintptr_t *pcs)
+{
+    int n = walk(cache, frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask, NULL);
+    return n < 0 ? MT_CFI_NO_WALK : mt_site_from_stack(cat, pcs, n, ask, NULL);
+}
+
 uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *pcs)
 {
     uintptr_t pc = frame[1], sp = (uintptr_t)(frame + 2), bp = frame[0];
     cfi_rule *cache = thread_cache();
     if (MT_UNLIKELY(!cache))
         return MT_CFI_NO_WALK;
+    if (MT_UNLIKELY(!mt_site_on_stack(sp)))
+        return site_off_stack(cache, cat, ask, frame, pcs);
     uint32_t key = memo_key(cat, ask);
     cfi_memo *m = memo_of(cache, pc, sp);
     /* Same start, on this thread's stack with the same top (the words it
      * read lie between sp and that top: there to read again), same words:
      * same site. */
     if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
-        (!m->uses_bp || m->bp == bp) && mt_site_on_stack(sp)) {
+        (!m->uses_bp || m->bp == bp)) {
         int i = 0;
         while (i < m->nread && *(const uintptr_t *)m->at[i] == m->val[i])
             i++;
@@ -614,9 +625,11 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
     int again = 0;
     uint32_t site = mt_site_from_stack(cat, pcs, n, ask, &again);
     /* The caller holds mt_t.in_agent: no capture on this thread (a signal
-     * handler's) can find the memo half written. */
+     * handler's) meets the memo half written. A fork while it is (from
+     * another thread) leaves it keyless in the child: the key goes last. */
     if (fresh.nread >= 0 && !again && site != 0) {
-        m->key = key;
+        m->key = 0;
+        __asm__ volatile("" ::: "memory");
         m->pc = pc;
         m->sp = sp;
         m->bp = bp;
@@ -626,6 +639,8 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
         m->uses_bp = fresh.uses_bp;
         memcpy(m->at, fresh.at, (size_t)fresh.nread * sizeof *m->at);
         memcpy(m->val, fresh.val, (size_t)fresh.nread * sizeof *m->val);
+        __asm__ volatile("" ::: "memory");
+        m->key = key;
     }
     return site;
 }
