@@ -445,7 +445,9 @@ static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra)
     return r;
 }
 
-/* A walk's memo (per thread, MEMO_WAYS of them, after the rule cache):
+/* A walk's memo (per thread, MEMO_SETS sets of two after the rule cache,
+ * so a few call sites whose starts fall in one set do not evict each
+ * other at every call):
  * where it started, every stack word it read and what it read there, and
  * the site its frames gave. A walk from the same pc and sp (and rbp, when
  * a rule used the rbp it started with) that finds the same words in the
@@ -454,20 +456,21 @@ static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra)
  * that read at most MEMO_READS words and gave a site with no second walk
  * (mt_site_from_stack's). A shard, and so its memos, may pass to a new
  * thread: a memo is only used on a stack with the same top. */
-#define MEMO_WAYS 16u
+#define MEMO_SETS 8u
 #define MEMO_READS 24 /* about 16 frames deep (depth 16 and less) */
 typedef struct cfi_memo {
     uintptr_t pc, sp, bp, hi; /* hi: the stack's top when it was kept */
     uint32_t key;             /* memo_key(cat, ask); 0: empty */
     uint32_t site;
     int32_t nread; /* -1: too many to keep */
-    int32_t uses_bp;
+    int16_t uses_bp;
+    int16_t next; /* in a set's first memo: the one to replace next */
     uintptr_t at[MEMO_READS], val[MEMO_READS];
 } cfi_memo;
 
 static size_t cache_bytes(void)
 {
-    return sizeof(cfi_rule) * CACHE_SIZE + sizeof(cfi_memo) * MEMO_WAYS;
+    return sizeof(cfi_rule) * CACHE_SIZE + sizeof(cfi_memo) * 2 * MEMO_SETS;
 }
 
 /* This thread's rules and memos, emptied when code was unloaded since;
@@ -493,10 +496,11 @@ static cfi_rule *thread_cache(void)
     return cache;
 }
 
-static inline cfi_memo *memo_of(cfi_rule *cache, uintptr_t pc, uintptr_t sp)
+/* The set of a walk's start: two memos. */
+static inline cfi_memo *memo_set(cfi_rule *cache, uintptr_t pc, uintptr_t sp)
 {
     uint64_t h = ((uint64_t)pc ^ ((uint64_t)sp << 7)) * 0x9E3779B97F4A7C15ull;
-    return (cfi_memo *)(cache + CACHE_SIZE) + (h >> 60) % MEMO_WAYS;
+    return (cfi_memo *)(cache + CACHE_SIZE) + 2 * ((h >> 60) % MEMO_SETS);
 }
 
 static inline uint32_t memo_key(unsigned cat, int ask)
@@ -604,17 +608,20 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
     if (MT_UNLIKELY(!mt_site_on_stack(sp)))
         return site_off_stack(cache, cat, ask, frame, pcs);
     uint32_t key = memo_key(cat, ask);
-    cfi_memo *m = memo_of(cache, pc, sp);
+    cfi_memo *set = memo_set(cache, pc, sp);
     /* Same start, on this thread's stack with the same top (the words it
      * read lie between sp and that top: there to read again), same words:
      * same site. */
-    if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
-        (!m->uses_bp || m->bp == bp)) {
-        int i = 0;
-        while (i < m->nread && *(const uintptr_t *)m->at[i] == m->val[i])
-            i++;
-        if (i == m->nread)
-            return m->site;
+    for (int w = 0; w < 2; w++) {
+        const cfi_memo *m = &set[w];
+        if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
+            (!m->uses_bp || m->bp == bp)) {
+            int i = 0;
+            while (i < m->nread && *(const uintptr_t *)m->at[i] == m->val[i])
+                i++;
+            if (i == m->nread)
+                return m->site;
+        }
     }
     cfi_memo fresh;
     fresh.nread = 0;
@@ -628,6 +635,8 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
      * handler's) meets the memo half written. A fork while it is (from
      * another thread) leaves it keyless in the child: the key goes last. */
     if (fresh.nread >= 0 && !again && site != 0) {
+        cfi_memo *m = &set[set[0].next & 1];
+        set[0].next ^= 1;
         m->key = 0;
         __asm__ volatile("" ::: "memory");
         m->pc = pc;
