@@ -464,7 +464,8 @@ typedef struct cfi_memo {
     uint32_t site;
     int32_t nread; /* -1: too many to keep */
     int16_t uses_bp;
-    int16_t next; /* in a set's first memo: the one to replace next */
+    int16_t next; /* in a set's first memo: the one to replace next (the
+                     store below writes field by field, leaving it be) */
     uintptr_t at[MEMO_READS], val[MEMO_READS];
 } cfi_memo;
 
@@ -613,14 +614,17 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
      * read lie between sp and that top: there to read again), same words:
      * same site. */
     for (int w = 0; w < 2; w++) {
-        const cfi_memo *m = &set[w];
+        cfi_memo *m = &set[w];
         if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
             (!m->uses_bp || m->bp == bp)) {
             int i = 0;
             while (i < m->nread && *(const uintptr_t *)m->at[i] == m->val[i])
                 i++;
-            if (i == m->nread)
+            if (i == m->nread) {
+                if ((set[0].next & 1) == w) /* the other goes next */
+                    set[0].next = (int16_t)(w ^ 1);
                 return m->site;
+            }
         }
     }
     cfi_memo fresh;

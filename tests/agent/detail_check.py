@@ -13,8 +13,9 @@ lists (not memtrail's symbolizer). Subcommands:
                          and the function each frame lies in
   sites REPORT           every site as "category allocs frees stack" with
                          module-relative frames, sorted (to compare runs)
-  callers REPORT FN      for FN's sites, by the function of their second
-                         frame: "CALLER allocs N bytes N sites N", sorted
+  callers REPORT FN [K]  for FN's sites, by the function of their frame K
+                         (default 1, the caller): "CALLER allocs N bytes N
+                         sites N", sorted
 """
 import os
 import subprocess
@@ -127,9 +128,10 @@ def main():
         print("\n".join(sorted(rows)))
     elif cmd == "callers":
         acc = {}
+        k = int(sys.argv[4]) if len(sys.argv) > 4 else 1
         for s in report["sites"]:
-            if len(s["frames"]) > 1 and where(report, s["frames"][0])[2] == sys.argv[3]:
-                a = acc.setdefault(where(report, s["frames"][1])[2], [0, 0, 0])
+            if len(s["frames"]) > k and where(report, s["frames"][0])[2] == sys.argv[3]:
+                a = acc.setdefault(where(report, s["frames"][k])[2], [0, 0, 0])
                 a[0] += s["allocs"]
                 a[1] += s["allocated_bytes"]
                 a[2] += 1
