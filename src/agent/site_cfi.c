@@ -519,7 +519,8 @@ static inline void memo_read(cfi_memo *m, uintptr_t at, uintptr_t val)
     }
 }
 
-/* The walk; `m` (may be NULL) learns what it read. */
+/* The walk; `m` (may be NULL, and is on any stack but the thread's own:
+ * mt_cfi_site's site_off_stack) learns what it read. */
 static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max,
                 cfi_memo *m)
 {
@@ -531,8 +532,6 @@ static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintp
     if (own) {
         hi = mt_t.stack_hi;
     } else {
-        if (m)
-            m->nread = -1;
         stack_t ss;
         if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) ||
             sp - (uintptr_t)ss.ss_sp >= ss.ss_size) {
