@@ -25,6 +25,13 @@ static _Atomic int agent_count;
  * counted while they do, so a stop knows when none can reach it any more
  * and may drop it. */
 static xe_session *_Atomic trace_session;
+xe_session *_Atomic mt_xe_trace_only;
+
+/* trace_session, or NULL while an agent session is started too. */
+static void set_trace_only(void)
+{
+    atomic_store(&mt_xe_trace_only, atomic_load(&agent_count) == 0 ? atomic_load(&trace_session) : NULL);
+}
 
 /* ---- the host: the agent's categories ------------------------------------ */
 
@@ -61,6 +68,7 @@ void mt_xe_init(void)
 void mt_xe_set_trace_session(xe_session *s)
 {
     atomic_store(&trace_session, s);
+    set_trace_only();
     /* With no session left, the hooks go back to not calling here. */
     if (s != NULL || atomic_load(&agent_count) > 0)
         mt_extra_on(MT_EXTRA_SESSIONS, &mt_xe_on, 1);
@@ -86,6 +94,12 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
         atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
     mt_t.in_agent--;
     errno = saved_errno;
+}
+
+void mt_xe_trace_untaken(void)
+{
+    if (atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed))
+        atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
 }
 
 /* ---- MEMTRAIL_SESSIONS ------------------------------------------------------ */
@@ -190,6 +204,7 @@ static void start_one(const char *def, size_t len, int index)
     int n = atomic_load(&agent_count);
     agent_sessions[n] = s;
     atomic_store_explicit(&agent_count, n + 1, memory_order_release);
+    set_trace_only();
 }
 
 void mt_xe_start_agent_sessions(void)

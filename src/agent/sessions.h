@@ -46,12 +46,29 @@ void mt_xe_set_trace_session(xe_session *s);
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
                       uint32_t site, uint32_t key, uint32_t value, int to_trace);
 
+/* The trace's session while no agent session is started, else NULL: a
+ * hook that writes to the trace then fires straight into it, with none of
+ * mt_xe_fire_agent's work around the engine's (the engine leaves errno as
+ * it was, and allocates nothing). */
+extern xe_session *_Atomic mt_xe_trace_only;
+/* An event the trace's session did not take: counted unrecorded when
+ * recording stopped for want of memory (mt_xe_fire_agent's count). */
+void mt_xe_trace_untaken(void);
+
 static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void *old_address, uint64_t size,
                                   unsigned cat, uint32_t site, uint32_t key, uint32_t value, int to_trace)
 {
-    if (MT_UNLIKELY(atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
-        mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat,
-                         site, key, value, to_trace);
+    if (MT_LIKELY(!atomic_load_explicit(&mt_xe_on, memory_order_relaxed)))
+        return;
+    xe_session *t;
+    if (to_trace && (t = atomic_load_explicit(&mt_xe_trace_only, memory_order_acquire)) != NULL) {
+        if (MT_UNLIKELY(xe_fire_fields(t, type, cat, size, (uint64_t)(uintptr_t)address,
+                                       (uint64_t)(uintptr_t)old_address, site, key, value) == 0))
+            mt_xe_trace_untaken();
+        return;
+    }
+    mt_xe_fire_agent(type, (uint64_t)(uintptr_t)address, (uint64_t)(uintptr_t)old_address, size, cat, site,
+                     key, value, to_trace);
 }
 /* A mapping change (vm_hooks.c): to the trace while one records. */
 static MT_INLINE void mt_vm_event(unsigned type, const void *address, uint64_t size, unsigned cat)

@@ -330,7 +330,8 @@ void xe_session_retire(xe_session *s, int release);
 int xe_fire(xe_session *s, const xe_event *ev);
 /* xe_fire of an event with no data, from its fields (the others 0):
  * written straight into the record, with no event built on the way
- * (the agent's allocation hooks: a trace's every event). */
+ * (the agent's allocation hooks: a trace's every event). It leaves errno
+ * as it found it (its waits and wakes are system calls). */
 int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
                    uint64_t old_address, uint64_t site, uint64_t key, uint64_t value);
 

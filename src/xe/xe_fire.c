@@ -331,8 +331,9 @@ static inline void write_record(char *at, uint64_t len, const xe_event *ev, uint
     atomic_store_explicit(&r->len, (uint32_t)len, memory_order_release);
 }
 
-static void note_first(xe_session *s, xe_bufhdr *b, uint64_t tsc)
+static __attribute__((noinline)) void note_first(xe_session *s, xe_bufhdr *b, uint64_t tsc)
 {
+    int saved_errno = errno; /* a wake is a system call: the producer's errno is its own */
     /* Only into an empty slot: a producer preempted here may find the
      * buffer recycled, and must not make its next life look old. */
     uint64_t zero = 0;
@@ -340,6 +341,7 @@ static void note_first(xe_session *s, xe_bufhdr *b, uint64_t tsc)
                                             memory_order_relaxed);
     if (s->latency_tsc)
         xe_wake_dispatcher(s); /* it may be sleeping with no deadline */
+    errno = saved_errno;
 }
 
 static void raise_largest(xe_session *s, uint64_t len)
@@ -422,8 +424,9 @@ static int fire_large(xe_session *s, const xe_event *ev, uint64_t len, uint64_t 
 /* Off the fast path: buffer `idx` (or none, -1) could not take the event.
  * `straddle_off` >= 0 when this producer's claim crossed the buffer's end.
  * Returns 1 to try again, 0 when the session stopped, or -ENOBUFS. */
-static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_off)
+static __attribute__((noinline)) int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_off)
 {
+    int saved_errno = errno; /* waits and wakes are system calls: the producer's errno is its own */
     inflight_enter(s);
     int started = atomic_load(&s->state) == XE_STARTED;
     int rc = 1;
@@ -495,6 +498,7 @@ static int slow_path(xe_session *s, xe_part *p, int32_t idx, int64_t straddle_of
         rc = 0;
 out:
     inflight_leave(s);
+    errno = saved_errno;
     return rc;
 }
 
@@ -603,23 +607,34 @@ int xe_fire(xe_session *s, const xe_event *ev)
     return takes(s, ev->type) ? fire_event(s, ev) : 0;
 }
 
+/* What the record alone cannot do (a predicate, a synchronous target, a
+ * buffer smaller than a record): as an event. Out of line, so that the
+ * fast path below keeps a small frame. */
+static __attribute__((noinline)) int fields_as_event(xe_session *s, unsigned type, unsigned category,
+                                                     uint64_t size, uint64_t address, uint64_t old_address,
+                                                     uint64_t site, uint64_t key, uint64_t value)
+{
+    int saved_errno = errno;
+    xe_event ev = {.type = (uint16_t)type,
+                   .category = (uint16_t)category,
+                   .size = size,
+                   .address = address,
+                   .old_address = old_address,
+                   .site = site,
+                   .key = key,
+                   .value = value};
+    int rc = fire_event(s, &ev);
+    errno = saved_errno;
+    return rc;
+}
+
 int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
                    uint64_t old_address, uint64_t site, uint64_t key, uint64_t value)
 {
     if (!takes(s, type))
         return 0;
-    if (__builtin_expect(s->cfg.pred.n || s->nsync || s->cap < XE_RECORD_FIXED, 0)) {
-        /* What the record alone cannot do: as an event. */
-        xe_event ev = {.type = (uint16_t)type,
-                       .category = (uint16_t)category,
-                       .size = size,
-                       .address = address,
-                       .old_address = old_address,
-                       .site = site,
-                       .key = key,
-                       .value = value};
-        return fire_event(s, &ev);
-    }
+    if (__builtin_expect(s->cfg.pred.n || s->nsync || s->cap < XE_RECORD_FIXED, 0))
+        return fields_as_event(s, type, category, size, address, old_address, site, key, value);
     tls_depth++;
     uint64_t tsc;
     uint32_t cpu;

@@ -32,6 +32,20 @@ expect_eq "exact: overhead category always present" "1" \
 expect_eq "exact: no heap errors" "0 0 0" \
     "$(json_get "$T/exact.json" "'%d %d %d' % (j['errors']['double_free'], j['errors']['bad_canary'], j['errors']['foreign_free'])")"
 
+# --- errno: the hooks leave it as the allocator left it -------------------
+# In trace mode with the smallest buffer and the slowest encoder (one
+# thread, zstd level 19), eight threads wait for buffers and wake the
+# dispatcher about a hundred times a run: futex calls, which set errno on
+# their way (without the engine's restore, 110-120 calls changed it).
+for m in summary detail sample; do
+    out=$(MEMTRAIL_OPTIONS="mode=$m:output=$T/errno.$m.out" LD_PRELOAD=$AGENT "$TBIN/errno_keep" 4 100000 2>&1)
+    expect_match "errno: $m mode keeps it through 400000 calls" "calls 400000 errno kept" "$(echo "$out" | grep -v '^memtrail:' | tr '\n' ' ')"
+done
+out=$(MEMTRAIL_OPTIONS="mode=trace:trace_buffer=192KB:trace_level=19:trace_threads=1:output=$T/errno.mtt" \
+    LD_PRELOAD=$AGENT "$TBIN/errno_keep" 8 100000 2>&1)
+expect_match "errno: trace mode keeps it through 800000 calls, producers waiting for buffers" \
+    "calls 800000 errno kept" "$(echo "$out" | grep -v '^memtrail:' | tr '\n' ' ')"
+
 # --- the report on request (mt_report_write) -------------------------------
 MEMTRAIL_OPTIONS="output=$T/api-exit.mtr" LD_PRELOAD=$AGENT "$TBIN/exact" "$T/api.ledger" "$T/api-%p.mtr" >/dev/null 2>&1
 api=$(ls "$T"/api-*.mtr 2>/dev/null | head -1)
