@@ -76,6 +76,14 @@ void mt_xe_set_trace_session(xe_session *s)
         mt_extra_off(MT_EXTRA_SESSIONS, &mt_xe_on);
 }
 
+/* Only an event the trace's session refused (it stopped): one it took
+ * before the stop is in the file, and counted there. */
+void mt_xe_trace_untaken(void)
+{
+    if (atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed))
+        atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
+}
+
 void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uint64_t size, unsigned cat,
                       uint32_t site, uint32_t key, uint32_t value, int to_trace)
 {
@@ -84,22 +92,14 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
     mt_t.in_agent++;
     if (to_trace) {
         xe_session *t = atomic_load_explicit(&trace_session, memory_order_acquire);
-        if (t)
-            xe_fire_fields(t, type, cat, size, address, old_address, site, key, value);
+        if (t && xe_fire_fields(t, type, cat, size, address, old_address, site, key, value) == 0)
+            mt_xe_trace_untaken();
     }
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
     for (int i = 0; i < n; i++)
         xe_fire_fields(agent_sessions[i], type, cat, size, address, old_address, site, key, value);
-    if (MT_UNLIKELY(atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed)))
-        atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
     mt_t.in_agent--;
     errno = saved_errno;
-}
-
-void mt_xe_trace_untaken(void)
-{
-    if (atomic_load_explicit(&mt_trace_stopped, memory_order_relaxed))
-        atomic_fetch_add_explicit(&mt_trace_unrecorded, 1, memory_order_relaxed); /* counted lost */
 }
 
 /* ---- MEMTRAIL_SESSIONS ------------------------------------------------------ */

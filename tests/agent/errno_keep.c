@@ -48,8 +48,8 @@ static void *worker(void *arg)
         }
         calls++;
         if (ok && errno != mine && changed++ == 0)
-            fprintf(stderr, "thread %u: %s (call %ld) changed errno from %d to %d\n", (unsigned)me, what, i, mine,
-                    errno);
+            fprintf(stderr, "thread %u: %s (call %ld) changed errno from %d to %d\n", (unsigned)me, what, i,
+                    mine, errno);
     }
     for (unsigned k = 0; k < SLOTS; k++)
         free(slot[k]);

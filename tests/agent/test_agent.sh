@@ -34,17 +34,24 @@ expect_eq "exact: no heap errors" "0 0 0" \
 
 # --- errno: the hooks leave it as the allocator left it -------------------
 # In trace mode with the smallest buffer and the slowest encoder (one
-# thread, zstd level 19), eight threads wait for buffers and wake the
-# dispatcher about a hundred times a run: futex calls, which set errno on
-# their way (without the engine's restore, 110-120 calls changed it).
-for m in summary detail sample; do
-    out=$(MEMTRAIL_OPTIONS="mode=$m:output=$T/errno.$m.out" LD_PRELOAD=$AGENT "$TBIN/errno_keep" 4 100000 2>&1)
-    expect_match "errno: $m mode keeps it through 400000 calls" "calls 400000 errno kept" "$(echo "$out" | grep -v '^memtrail:' | tr '\n' ' ')"
-done
-out=$(MEMTRAIL_OPTIONS="mode=trace:trace_buffer=192KB:trace_level=19:trace_threads=1:output=$T/errno.mtt" \
-    LD_PRELOAD=$AGENT "$TBIN/errno_keep" 8 100000 2>&1)
-expect_match "errno: trace mode keeps it through 800000 calls, producers waiting for buffers" \
-    "calls 800000 errno kept" "$(echo "$out" | grep -v '^memtrail:' | tr '\n' ' ')"
+# thread, zstd level 19), eight threads produce far faster than it
+# encodes, 64 MB of records against the buffers' few MB on any machine:
+# they wait for buffers and wake the dispatcher, futex calls that set
+# errno on their way (without the engine's restore, 110-120 calls a run
+# changed it here). First without the agent: glibc itself must keep it.
+out=$("$TBIN/errno_keep" 4 100000 2>&1)
+if ! printf '%s' "$out" | grep -q "errno kept"; then
+    echo "SKIP errno: glibc alone changes errno on a successful call here: $(echo "$out" | head -1)"
+else
+    for m in summary detail sample; do
+        out=$(MEMTRAIL_OPTIONS="mode=$m:output=$T/errno.$m.out" LD_PRELOAD=$AGENT "$TBIN/errno_keep" 4 100000 2>&1)
+        expect_match "errno: $m mode keeps it through 400000 calls" "calls 400000 errno kept" "$(echo "$out" | grep -v '^memtrail:' | tr '\n' ' ')"
+    done
+    out=$(MEMTRAIL_OPTIONS="mode=trace:trace_buffer=192KB:trace_level=19:trace_threads=1:output=$T/errno.mtt" \
+        LD_PRELOAD=$AGENT "$TBIN/errno_keep" 8 100000 2>&1)
+    expect_match "errno: trace mode keeps it through 800000 calls, producers waiting for buffers" \
+        "calls 800000 errno kept" "$(echo "$out" | grep -v '^memtrail:' | tr '\n' ' ')"
+fi
 
 # --- the report on request (mt_report_write) -------------------------------
 MEMTRAIL_OPTIONS="output=$T/api-exit.mtr" LD_PRELOAD=$AGENT "$TBIN/exact" "$T/api.ledger" "$T/api-%p.mtr" >/dev/null 2>&1
