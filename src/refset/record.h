@@ -214,6 +214,19 @@ typedef struct rec_state {
     void (*drain)(void *ctx);
     void *drain_ctx;
     bool in_batch;
+    /* Fault references whose page was not present yet when its pagemap
+     * entry was read (the fault still in progress on another CPU): read
+     * again before they are written (rec_proc_reread). */
+    struct rec_unread {
+        size_t out; /* its index in out */
+        pid_t pid;
+        uint64_t addr;
+    } * unread;
+    size_t nunread, capunread;
+    /* MEMTRAIL_REFSET_TEST_UNREAD (tests): a fault's first read of one
+     * page in two, by a hash of pid and address, is taken as not present,
+     * as a read that raced the fault would be. */
+    bool test_unread;
 } rec_state;
 
 rec_proc *rec_proc_find(rec_state *st, pid_t pid);
@@ -233,6 +246,10 @@ void rec_proc_scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t extra_fla
 /* A scan found process p gone: its EXIT at time, and it is forgotten. */
 void rec_proc_gone(rec_state *st, rec_proc *p, uint64_t time);
 void rec_proc_free_all(rec_state *st);
+/* Reads again the pagemap entries of the fault references queued with a
+ * page not present yet, and gives them the pfn and kind the fault gave
+ * the page; before the queue is written. */
+void rec_proc_reread(rec_state *st);
 
 /* The inside of record_proc.c that record_scan.c shares. */
 struct ref_args {

@@ -143,6 +143,7 @@ static void scan_and_write(struct recorder *r)
 {
     process_batch(r);
     rec_proc_scan_all(&r->st, rec_now());
+    rec_proc_reread(&r->st);
     rec_out_write(&r->st.out);
 }
 
@@ -203,6 +204,7 @@ static void write_meta(struct recorder *r, const struct record_opts *o, char **a
 
 static int finish(struct recorder *r)
 {
+    rec_proc_reread(&r->st);
     rec_out_write(&r->st.out);
     meta(r, "pagemap_scan", !r->st.scans ? "none" : r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
@@ -274,6 +276,8 @@ static int recorder_init(struct recorder *r, const struct record_opts *o)
     r->st.drain_ctx = r;
     const char *dump = getenv("MEMTRAIL_REFSET_DUMP");
     r->st.out.dump = dump && *dump && strcmp(dump, "0") != 0;
+    const char *unread = getenv("MEMTRAIL_REFSET_TEST_UNREAD");
+    r->st.test_unread = unread && *unread && strcmp(unread, "0") != 0;
     if (!r->st.stacks)
         return cli_error("out of memory");
     if (!r->st.pfns)

@@ -56,6 +56,53 @@ void rec_proc_free_all(rec_state *st)
     free(st->procs);
     st->procs = NULL;
     st->nprocs = st->capprocs = 0;
+    free(st->unread);
+    st->unread = NULL;
+    st->nunread = st->capunread = 0;
+}
+
+static void note_unread(rec_state *st, size_t out, pid_t pid, uint64_t addr)
+{
+    if (st->nunread == st->capunread) {
+        size_t nc = st->capunread ? 2 * st->capunread : 64;
+        struct rec_unread *nv = realloc(st->unread, nc * sizeof *nv);
+        if (!nv)
+            return; /* kept as read: identified by its file, or per process */
+        st->unread = nv;
+        st->capunread = nc;
+    }
+    st->unread[st->nunread++] = (struct rec_unread){out, pid, addr};
+}
+
+void rec_proc_reread(rec_state *st)
+{
+    for (size_t i = 0; i < st->nunread; i++) {
+        const struct rec_unread *u = &st->unread[i];
+        rec_proc *p = rec_proc_find(st, u->pid);
+        uint64_t entry = 0;
+        if (!p || p->pagemap < 0 || rec_pagemap_read(p->pagemap, u->addr, 1, &entry) != 0 ||
+            !(entry & PM_PRESENT))
+            continue;
+        mt_rs_event *ev = &st->out.v[u->out];
+        rec_page *e = rec_pages_find(&p->pages, u->addr >> REC_PAGE_SHIFT);
+        /* Only while the reference is the page's outstanding one (not
+         * released and faulted again since). */
+        if (u->out >= st->out.n || ev->type != RS_EV_REF || ev->pid != (uint32_t)u->pid ||
+            ev->addr != u->addr || !e || e->time != ev->time_ns)
+            continue;
+        uint64_t pfn = entry & PM_PFN_MASK;
+        bool file = (entry & PM_FILE) != 0, zero = st->zero_pfn && pfn == st->zero_pfn;
+        ev->pfn = st->pfns ? pfn : 0;
+        ev->flags = (uint8_t)((ev->flags & ~(RS_REF_FILE_PAGE | RS_REF_ZERO_PAGE)) |
+                              (file ? RS_REF_FILE_PAGE : 0) | (zero ? RS_REF_ZERO_PAGE : 0));
+        if (ev->category == RS_CAT_IMAGE && !file)
+            ev->category = RS_CAT_COPYONWRITEIMAGE; /* a private copy of the image's page */
+        e->pfn = pfn;
+        e->flags = (e->flags & ~(uint32_t)(REC_PG_FILE | REC_PG_ZERO)) | (file ? REC_PG_FILE : 0) |
+                   (zero ? REC_PG_ZERO : 0);
+        e->category = ev->category;
+    }
+    st->nunread = 0;
 }
 
 /* ---- the agent's ranges: sorted, not overlapping ---- */
@@ -266,6 +313,8 @@ static void on_sample(rec_state *st, rec_item *it)
         return;
     if (p->pagemap >= 0)
         rec_pagemap_read(p->pagemap, addr, 1, &entry);
+    if (st->test_unread && !e && (((uint64_t)p->pid << 40 ^ addr >> 12) * 0x9E3779B97F4A7C15ull) >> 63)
+        entry = 0;
     if (e && !changed_backing(st, e, entry))
         return;
     if (e) {
@@ -285,7 +334,10 @@ static void on_sample(rec_state *st, rec_item *it)
                          .flags = RS_REF_FAULT};
     if (it->nframes)
         a.stack = rec_stacks_intern(st->stacks, &st->out, it->frames, it->nframes, it->time);
+    size_t at = st->out.n;
     rec_emit_ref(st, p, m, &a);
+    if (!(entry & PM_PRESENT) && p->pagemap >= 0 && st->out.n == at + 1)
+        note_unread(st, at, p->pid, addr);
     uint32_t alloc_stack;
     rec_page_category(p, m, addr, entry, &alloc_stack);
     note_fault(p, &a, alloc_stack);

@@ -280,20 +280,16 @@ static int add_ref(struct rs_model *m, const mt_rs_event *ev)
                               .alloc_stack = ev->alloc_stack,
                               .cat = ev->category < RS_NCATEGORIES ? ev->category : RS_CAT_VIRTUALALLOC,
                               .flags = ev->flags};
-        /* A page of a file or of shared anonymous memory is known by its
-         * place in its object before its pfn: the recorder reads a fault's
-         * pagemap entry while the fault may still be in progress, so one
-         * process's reference can come without the pfn another's has. */
         if (ev->flags & RS_REF_ZERO_PAGE) {
             r->id_kind = RS_ID_ZERO;
+        } else if ((m->file_flags & RS_FILE_PFN) && ev->pfn) {
+            r->id_kind = RS_ID_PFN;
+            r->id_a = ev->pfn + i;
         } else if ((ev->flags & RS_REF_FILE_PAGE) && ev->ino) {
             r->id_kind = RS_ID_FILE;
             r->dev = ev->dev;
             r->id_a = ev->ino;
             r->id_b = ev->pgoff / m->page_size + i;
-        } else if ((m->file_flags & RS_FILE_PFN) && ev->pfn) {
-            r->id_kind = RS_ID_PFN;
-            r->id_a = ev->pfn + i;
         } else {
             r->id_kind = RS_ID_PROCESS;
             r->id_a = ev->pid;

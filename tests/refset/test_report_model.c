@@ -143,17 +143,6 @@ static void sharing(void)
     view(0, S(3));
     CHECK("share file: Size in each", V.procs[0].size == 6 * PS && V.procs[1].size == 4 * PS);
     CHECK("share file: Impact in the first", V.procs[1].impact == 4 * PS && V.procs[0].impact == 2 * PS);
-    /* shared anonymous memory, its first reference read before its fault
-     * was done (no pfn), the second's with one: the same page all the same */
-    start(RS_FILE_PFN);
-    proc(1, 0, RS_PROC_START, "a");
-    proc(2, 0, RS_PROC_FORK, "b");
-    ref_id(1, S(1), 0x1000, 1, RS_CAT_PFMAPPEDSECTION, RS_REF_FILE_PAGE, 0, 1, 4242, 5 * PS);
-    ref_id(1, S(1), 0x2000, 3, RS_CAT_PFMAPPEDSECTION, RS_REF_FILE_PAGE, 9001, 1, 4242, 6 * PS);
-    ref_id(2, S(2), 0x5000, 4, RS_CAT_PFMAPPEDSECTION, RS_REF_FILE_PAGE, 9000, 1, 4242, 5 * PS);
-    view(0, S(3));
-    CHECK("share shmem, a pfn missing: Impact in the first only",
-          V.procs[0].impact == 4 * PS && V.procs[1].impact == 0 && V.total.size == 8 * PS);
     /* pfns unknown with RS_FILE_PFN: per process */
     start(RS_FILE_PFN);
     ref_id(1, S(1), 0x1000, 3, RS_CAT_VIRTUALALLOC, 0, 0, 0, 0, 0);
