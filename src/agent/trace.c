@@ -358,7 +358,7 @@ static void enc_record(void *st, const xe_rec *r)
         return;
     mt_trace_event *t = trace_merge_put(e->merge, r->cpu, r->tsc);
     if (t)
-        fill_event(t, type, r->category, r->tid, r->size, r->address, r->site, r->key, r->value);
+        fill_event(t, type, r->category, r->tid, r->size, xe_rec_address(r), r->site, r->key, r->value);
     else
         e->unstaged++;
 }
@@ -506,6 +506,7 @@ static int start_session(const char *path)
     mt_out_cstr(&o);
     cfg.mode = XE_PART_PER_CPU;
     cfg.time_order = 1;
+    cfg.short_allocs = 1; /* allocation events by id (fill_event) */
     /* Per-CPU buffers of at least 64 KB: ceil(2.5 x CPUs) of them (the
      * engine's sizing rule), whatever trace_buffer says below that. */
     long cpus = sysconf(_SC_NPROCESSORS_CONF);

@@ -127,15 +127,21 @@ void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev)
     ev->category = r->category;
     ev->tid = r->tid;
     ev->cpu = r->cpu;
-    ev->data_len = r->data_len;
     ev->time_ns = xe_ticks_to_ns(r->tsc);
     ev->tsc = s->time_order ? r->tsc : 0;
     ev->size = r->size;
-    ev->address = r->address;
-    ev->old_address = r->old_address;
     ev->site = r->site;
     ev->key = r->key;
     ev->value = r->value;
+    if (atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed) < XE_RECORD_FIXED) {
+        ev->address = ev->old_address = 0; /* a short record */
+        ev->data_len = 0;
+        ev->data = NULL;
+        return;
+    }
+    ev->data_len = r->data_len;
+    ev->address = r->address;
+    ev->old_address = r->old_address;
     ev->data = r->data_len ? (const char *)r + XE_RECORD_FIXED : NULL;
 }
 

@@ -615,6 +615,8 @@ static __attribute__((noinline)) int fields_as_event(xe_session *s, unsigned typ
                                                      uint64_t site, uint64_t key, uint64_t value)
 {
     int saved_errno = errno;
+    if (s->cfg.short_allocs && type >= XE_EV_ALLOC && type <= XE_EV_REALLOC)
+        address = old_address = 0; /* as its short records have them */
     xe_event ev = {.type = (uint16_t)type,
                    .category = (uint16_t)category,
                    .size = size,
@@ -640,11 +642,26 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
     uint32_t cpu;
     xe_bufhdr *first;
     int rc = 1;
-    xe_rec *r =
-        claim(s, XE_RECORD_FIXED, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
+    int shorter = s->cfg.short_allocs && type >= XE_EV_ALLOC && type <= XE_EV_REALLOC;
+    uint32_t len = shorter ? XE_RECORD_SHORT : XE_RECORD_FIXED;
+    xe_rec *r = claim(s, len, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
     if (r) {
-        xe_rec_set(r, type, category, my_tid(), cpu, tsc, size, address, old_address, site, key, value, 0);
-        atomic_store_explicit(&r->len, (uint32_t)XE_RECORD_FIXED, memory_order_release);
+        r->type = (uint16_t)type;
+        r->category = (uint16_t)category;
+        r->tid = my_tid();
+        r->cpu = cpu;
+        r->tsc = tsc;
+        r->size = size;
+        r->site = site;
+        r->key = key;
+        r->value = value;
+        if (!shorter) {
+            r->address = address;
+            r->old_address = old_address;
+            r->data_len = 0;
+            r->pad = 0;
+        }
+        atomic_store_explicit(&r->len, len, memory_order_release);
         if (__builtin_expect(first != NULL, 0))
             note_first(s, first, tsc);
     }
@@ -691,7 +708,7 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
             }
             xe_backoff(spins - 128);
         }
-        if (len == XE_END_MARK || len < XE_RECORD_FIXED)
+        if (len == XE_END_MARK || len < XE_RECORD_SHORT)
             break;
         if (fn)
             fn(s, r);
