@@ -248,8 +248,9 @@ void rec_proc_gone(rec_state *st, rec_proc *p, uint64_t time);
 void rec_proc_free_all(rec_state *st);
 /* Reads again the pagemap entries of the fault references queued with a
  * page not present yet, and gives them the pfn and kind the fault gave
- * the page; before the queue is written. */
-void rec_proc_reread(rec_state *st);
+ * the page: after each batch, and (`last`) before the queue is written;
+ * one still not present is kept for the next read unless `last`. */
+void rec_proc_reread(rec_state *st, bool last);
 
 /* The inside of record_proc.c that record_scan.c shares. */
 struct ref_args {

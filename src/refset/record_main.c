@@ -116,7 +116,10 @@ struct recorder {
     mt_rs_header h;
 };
 
-static void process_batch(struct recorder *r)
+/* reread: the fault references read too early are read again at the end
+ * (not in the middle of a scan: its drain, which compares with the pages
+ * it read before). */
+static void process_batch(struct recorder *r, bool reread)
 {
     r->st.in_batch = true;
     /* The socket first, then the rings: the agent sends a message after
@@ -132,18 +135,22 @@ static void process_batch(struct recorder *r)
         rec_proc_item(&r->st, &r->batch.v[i], &r->batch, i);
     rec_batch_clear(&r->batch);
     r->st.in_batch = false;
+    /* While the faulting processes are still there (a scan may be seconds
+     * away). */
+    if (reread)
+        rec_proc_reread(&r->st, false);
 }
 
 static void drain_sources(void *ctx)
 {
-    process_batch(ctx);
+    process_batch(ctx, false);
 }
 
 static void scan_and_write(struct recorder *r)
 {
-    process_batch(r);
+    process_batch(r, true);
     rec_proc_scan_all(&r->st, rec_now());
-    rec_proc_reread(&r->st);
+    rec_proc_reread(&r->st, true);
     rec_out_write(&r->st.out);
 }
 
@@ -204,7 +211,7 @@ static void write_meta(struct recorder *r, const struct record_opts *o, char **a
 
 static int finish(struct recorder *r)
 {
-    rec_proc_reread(&r->st);
+    rec_proc_reread(&r->st, true);
     rec_out_write(&r->st.out);
     meta(r, "pagemap_scan", !r->st.scans ? "none" : r->st.use_ioctl ? "PAGEMAP_SCAN" : "read");
     rec_out_write(&r->st.out);
@@ -331,7 +338,7 @@ static void record_loop(struct recorder *r, int pidfd, uint64_t deadline)
     uint64_t next_progress = progress ? rec_now() + 1000000000ull : 0;
     for (;;) {
         bool exited = wait_events(r, pidfd, next_scan);
-        process_batch(r);
+        process_batch(r, true);
         rec_proc_scan_pending(&r->st);
         uint64_t now = rec_now();
         if (exited || stop_requested || (deadline && now >= deadline) || (pidfd < 0 && r->st.nprocs == 0))
@@ -350,7 +357,7 @@ static void record_loop(struct recorder *r, int pidfd, uint64_t deadline)
     }
     if (shown)
         fputs("\r\033[K", stderr);
-    process_batch(r);
+    process_batch(r, true);
     /* Descendants still running would block on a full socket while the
      * file is written: from now on their sends fail, and they go on. */
     if (r->agent_fd >= 0)

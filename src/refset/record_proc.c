@@ -74,22 +74,29 @@ static void note_unread(rec_state *st, size_t out, pid_t pid, uint64_t addr)
     st->unread[st->nunread++] = (struct rec_unread){out, pid, addr};
 }
 
-void rec_proc_reread(rec_state *st)
+void rec_proc_reread(rec_state *st, bool last)
 {
+    size_t keep = 0;
     for (size_t i = 0; i < st->nunread; i++) {
         const struct rec_unread *u = &st->unread[i];
-        rec_proc *p = rec_proc_find(st, u->pid);
-        uint64_t entry = 0;
-        if (!p || p->pagemap < 0 || rec_pagemap_read(p->pagemap, u->addr, 1, &entry) != 0 ||
-            !(entry & PM_PRESENT))
+        if (u->out >= st->out.n)
             continue;
         mt_rs_event *ev = &st->out.v[u->out];
-        rec_page *e = rec_pages_find(&p->pages, u->addr >> REC_PAGE_SHIFT);
+        rec_proc *p = rec_proc_find(st, u->pid);
+        rec_page *e = p ? rec_pages_find(&p->pages, u->addr >> REC_PAGE_SHIFT) : NULL;
         /* Only while the reference is the page's outstanding one (not
-         * released and faulted again since). */
-        if (u->out >= st->out.n || ev->type != RS_EV_REF || ev->pid != (uint32_t)u->pid ||
-            ev->addr != u->addr || !e || e->time != ev->time_ns)
+         * released, or faulted again, since). */
+        if (ev->type != RS_EV_REF || ev->pid != (uint32_t)u->pid || ev->addr != u->addr || !e ||
+            e->time != ev->time_ns || p->pagemap < 0)
             continue;
+        uint64_t entry = 0;
+        if (rec_pagemap_read(p->pagemap, u->addr, 1, &entry) != 0)
+            continue;
+        if (!(entry & PM_PRESENT)) {
+            if (!last)
+                st->unread[keep++] = *u; /* the fault may still be on its way: once more */
+            continue;
+        }
         uint64_t pfn = entry & PM_PFN_MASK;
         bool file = (entry & PM_FILE) != 0, zero = st->zero_pfn && pfn == st->zero_pfn;
         ev->pfn = st->pfns ? pfn : 0;
@@ -98,11 +105,12 @@ void rec_proc_reread(rec_state *st)
         if (ev->category == RS_CAT_IMAGE && !file)
             ev->category = RS_CAT_COPYONWRITEIMAGE; /* a private copy of the image's page */
         e->pfn = pfn;
-        e->flags = (e->flags & ~(uint32_t)(REC_PG_FILE | REC_PG_ZERO)) | (file ? REC_PG_FILE : 0) |
-                   (zero ? REC_PG_ZERO : 0);
         e->category = ev->category;
+        e->flags = (e->flags & ~(uint32_t)(REC_PG_FILE | REC_PG_ZERO | REC_PG_KEEP)) |
+                   (file ? REC_PG_FILE : 0) | (zero ? REC_PG_ZERO : 0) |
+                   (mt_rs_released_on_unmap(ev->category, ev->flags) ? 0 : REC_PG_KEEP);
     }
-    st->nunread = 0;
+    st->nunread = keep;
 }
 
 /* ---- the agent's ranges: sorted, not overlapping ---- */

@@ -57,7 +57,7 @@ static inline void xe_rec_set(xe_rec *r, unsigned type, unsigned category, uint3
 
 /* A record's fields from an event: what xe_fire writes (and the
  * benchmark's baselines, so they do the same work); xe_fire_fields
- * calls xe_rec_set with its arguments. */
+ * writes its arguments field by field (a short record stops at value). */
 static inline void xe_rec_fill(xe_rec *r, const xe_event *ev, uint32_t tid, uint32_t cpu, uint64_t tsc)
 {
     xe_rec_set(r, ev->type, ev->category, tid, cpu, tsc, ev->size, ev->address, ev->old_address, ev->site,

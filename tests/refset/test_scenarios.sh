@@ -123,7 +123,13 @@ share "sharing, parent first (no agent)" parent --no-agent
 # process's reference of a shared page without the pfn the other's has.
 # The recorder reads such entries again before writing them; here half
 # the pages' first reads (by pid and address) are taken as not present.
-MEMTRAIL_REFSET_TEST_UNREAD=1 share "sharing, parent first (first reads racing the faults)" parent
+# Without root there are no pfns to tell pages apart by, and nothing to
+# check: every shared page is known by its file.
+if grep -q "physical frame numbers are not readable" "$T/sharing, parent first.err"; then
+    echo "SKIP sharing, first reads racing the faults: pfns are not readable here (not root)"
+else
+    MEMTRAIL_REFSET_TEST_UNREAD=1 share "sharing, parent first (first reads racing the faults)" parent
+fi
 
 # ---- categories ----
 categories() { # LABEL RECORD-OPTIONS...
