@@ -646,21 +646,9 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
     uint32_t len = shorter ? XE_RECORD_SHORT : XE_RECORD_FIXED;
     xe_rec *r = claim(s, len, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
     if (r) {
-        r->type = (uint16_t)type;
-        r->category = (uint16_t)category;
-        r->tid = my_tid();
-        r->cpu = cpu;
-        r->tsc = tsc;
-        r->size = size;
-        r->site = site;
-        r->key = key;
-        r->value = value;
-        if (!shorter) {
-            r->address = address;
-            r->old_address = old_address;
-            r->data_len = 0;
-            r->pad = 0;
-        }
+        xe_rec_set_short(r, type, category, my_tid(), cpu, tsc, size, site, key, value);
+        if (!shorter)
+            xe_rec_set_rest(r, address, old_address, 0);
         atomic_store_explicit(&r->len, len, memory_order_release);
         if (__builtin_expect(first != NULL, 0))
             note_first(s, first, tsc);

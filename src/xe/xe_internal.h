@@ -35,10 +35,10 @@
 #define XE_DATA_OFF 192u /* header; the other 13 bytes of overhead end the buffer */
 #define XE_END_MARK 1u   /* a record length that ends a sealed buffer */
 
-/* A record's fields, all but len (published last) and the data. */
-static inline void xe_rec_set(xe_rec *r, unsigned type, unsigned category, uint32_t tid, uint32_t cpu,
-                              uint64_t tsc, uint64_t size, uint64_t address, uint64_t old_address,
-                              uint64_t site, uint64_t key, uint64_t value, uint32_t data_len)
+/* A short record's fields (XE_RECORD_SHORT bytes), all but len (published
+ * last). */
+static inline void xe_rec_set_short(xe_rec *r, unsigned type, unsigned category, uint32_t tid, uint32_t cpu,
+                                    uint64_t tsc, uint64_t size, uint64_t site, uint64_t key, uint64_t value)
 {
     r->type = (uint16_t)type;
     r->category = (uint16_t)category;
@@ -46,13 +46,27 @@ static inline void xe_rec_set(xe_rec *r, unsigned type, unsigned category, uint3
     r->cpu = cpu;
     r->tsc = tsc;
     r->size = size;
-    r->address = address;
-    r->old_address = old_address;
     r->site = site;
     r->key = key;
     r->value = value;
+}
+
+/* The rest of a full record's fixed part. */
+static inline void xe_rec_set_rest(xe_rec *r, uint64_t address, uint64_t old_address, uint32_t data_len)
+{
+    r->address = address;
+    r->old_address = old_address;
     r->data_len = data_len;
     r->pad = 0;
+}
+
+/* A record's fields, all but len (published last) and the data. */
+static inline void xe_rec_set(xe_rec *r, unsigned type, unsigned category, uint32_t tid, uint32_t cpu,
+                              uint64_t tsc, uint64_t size, uint64_t address, uint64_t old_address,
+                              uint64_t site, uint64_t key, uint64_t value, uint32_t data_len)
+{
+    xe_rec_set_short(r, type, category, tid, cpu, tsc, size, site, key, value);
+    xe_rec_set_rest(r, address, old_address, data_len);
 }
 
 /* A record's fields from an event: what xe_fire writes (and the
