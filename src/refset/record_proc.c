@@ -61,6 +61,16 @@ void rec_proc_free_all(rec_state *st)
     st->nunread = st->capunread = 0;
 }
 
+/* An outstanding page's REC_PG_* flags, from its reference's category and
+ * RS_REF_* flags. */
+static uint32_t page_flags(unsigned cat, uint32_t ref_flags)
+{
+    return (ref_flags & RS_REF_FILE_PAGE ? REC_PG_FILE : 0) |
+           (ref_flags & RS_REF_ZERO_PAGE ? REC_PG_ZERO : 0) |
+           (ref_flags & RS_REF_INHERITED ? REC_PG_INHERITED : 0) |
+           (mt_rs_released_on_unmap(cat, ref_flags) ? 0 : REC_PG_KEEP);
+}
+
 static void note_unread(rec_state *st, size_t out, pid_t pid, uint64_t addr)
 {
     if (st->nunread == st->capunread) {
@@ -106,9 +116,7 @@ void rec_proc_reread(rec_state *st, bool last)
             ev->category = RS_CAT_COPYONWRITEIMAGE; /* a private copy of the image's page */
         e->pfn = pfn;
         e->category = ev->category;
-        e->flags = (e->flags & ~(uint32_t)(REC_PG_FILE | REC_PG_ZERO | REC_PG_KEEP)) |
-                   (file ? REC_PG_FILE : 0) | (zero ? REC_PG_ZERO : 0) |
-                   (mt_rs_released_on_unmap(ev->category, ev->flags) ? 0 : REC_PG_KEEP);
+        e->flags = page_flags(ev->category, ev->flags);
     }
     st->nunread = keep;
 }
@@ -243,10 +251,7 @@ void rec_emit_ref(rec_state *st, rec_proc *p, const rec_map *m, const struct ref
         ev.pgoff = m->pgoff + (a->addr - m->start);
     }
     rec_out_push(&st->out, &ev);
-    uint32_t pg = (flags & RS_REF_FILE_PAGE ? REC_PG_FILE : 0) |
-                  (flags & RS_REF_ZERO_PAGE ? REC_PG_ZERO : 0) |
-                  (flags & RS_REF_INHERITED ? REC_PG_INHERITED : 0) |
-                  (mt_rs_released_on_unmap(cat, flags) ? 0 : REC_PG_KEEP);
+    uint32_t pg = page_flags(cat, flags);
     for (uint64_t i = 0; i < a->npages; i++) {
         uint64_t page = (a->addr >> REC_PAGE_SHIFT) + i;
         rec_page *e = rec_pages_find(&p->pages, page);

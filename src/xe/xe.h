@@ -97,11 +97,16 @@ typedef struct xe_rec {
 _Static_assert(sizeof(xe_rec) == XE_RECORD_FIXED, "record layout");
 _Static_assert(__builtin_offsetof(xe_rec, address) == XE_RECORD_SHORT, "a short record ends before address");
 
+/* Whether a (published) record is a short one. */
+static inline int xe_rec_is_short(const xe_rec *r)
+{
+    return atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed) < XE_RECORD_FIXED;
+}
+
 /* A record's address (0 in a short record, which has none). */
 static inline uint64_t xe_rec_address(const xe_rec *r)
 {
-    return atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed) >= XE_RECORD_FIXED ? r->address
-                                                                                              : 0;
+    return xe_rec_is_short(r) ? 0 : r->address;
 }
 
 /* Fields, for predicates and histogram buckets. */

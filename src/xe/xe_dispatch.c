@@ -133,7 +133,7 @@ void xe_rec_to_event(const xe_session *s, const xe_rec *r, xe_event *ev)
     ev->site = r->site;
     ev->key = r->key;
     ev->value = r->value;
-    if (atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed) < XE_RECORD_FIXED) {
+    if (xe_rec_is_short(r)) {
         ev->address = ev->old_address = 0; /* a short record */
         ev->data_len = 0;
         ev->data = NULL;

@@ -607,6 +607,12 @@ int xe_fire(xe_session *s, const xe_event *ev)
     return takes(s, ev->type) ? fire_event(s, ev) : 0;
 }
 
+/* Whether s writes an event of this type without its addresses. */
+static inline int short_alloc(const xe_session *s, unsigned type)
+{
+    return s->cfg.short_allocs && type >= XE_EV_ALLOC && type <= XE_EV_REALLOC;
+}
+
 /* What the record alone cannot do (a predicate, a synchronous target, a
  * buffer smaller than a record): as an event. Out of line, so that the
  * fast path below keeps a small frame. */
@@ -615,7 +621,7 @@ static __attribute__((noinline)) int fields_as_event(xe_session *s, unsigned typ
                                                      uint64_t site, uint64_t key, uint64_t value)
 {
     int saved_errno = errno;
-    if (s->cfg.short_allocs && type >= XE_EV_ALLOC && type <= XE_EV_REALLOC)
+    if (short_alloc(s, type))
         address = old_address = 0; /* as its short records have them */
     xe_event ev = {.type = (uint16_t)type,
                    .category = (uint16_t)category,
@@ -642,7 +648,7 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
     uint32_t cpu;
     xe_bufhdr *first;
     int rc = 1;
-    int shorter = s->cfg.short_allocs && type >= XE_EV_ALLOC && type <= XE_EV_REALLOC;
+    int shorter = short_alloc(s, type);
     uint32_t len = shorter ? XE_RECORD_SHORT : XE_RECORD_FIXED;
     xe_rec *r = claim(s, len, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
     if (r) {
