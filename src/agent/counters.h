@@ -233,6 +233,24 @@ static MT_INLINE int mt_count_block_quick(unsigned cat, int64_t size, int64_t ov
     return 1;
 }
 
+/* mt_count_resize's common case whole, or nothing (as mt_count_block_quick):
+ * a block of category cat changed size by dsize and its overhead did not
+ * change, while the program has no category of its own. 0, with nothing
+ * stored: the caller calls mt_count_resize. */
+static MT_INLINE int mt_count_resize_quick(unsigned cat, int64_t dsize)
+{
+    mt_shard *sh = mt_t.shard;
+    if (MT_UNLIKELY(sh == NULL) || MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
+        return 0;
+    mt_cslot *c = &sh->slot[cat];
+    int64_t local;
+    if (!mt_quick_delta(c, &mt_glob[cat], +1, dsize, &local))
+        return 0;
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    mt_bump(&c->reallocs, 1);
+    return 1;
+}
+
 /* A live block of category cat changed size. */
 void mt_count_resize_slow(unsigned cat, int64_t dsize, int64_t dovh);
 static MT_INLINE void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)

@@ -560,8 +560,10 @@ static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, 
     }
     char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
     uint64_t keep = real ? n : size;         /* and how many */
-    if (at < keep)
-        memcpy(q + at, &saved, keep - at < sizeof saved ? keep - at : sizeof saved);
+    if (MT_LIKELY(keep >= at + sizeof saved))
+        memcpy(q + at, &saved, sizeof saved);
+    else if (at < keep)
+        memcpy(q + at, &saved, keep - at);
     return real;
 }
 
@@ -639,8 +641,10 @@ static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_
     if (MT_UNLIKELY(!real))
         return NULL; /* the old block is as it was */
     char *np = fill_header(real, n, cat, MT_PLAIN_SHIFT, MT_REC_NONE, 0);
-    mt_count_resize(cat, (int64_t)n - (int64_t)size,
-                    mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT));
+    int64_t dsize = (int64_t)n - (int64_t)size,
+            dovh = mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT);
+    if (MT_UNLIKELY(dovh != 0) || MT_UNLIKELY(!mt_count_resize_quick(cat, dsize)))
+        mt_count_resize(cat, dsize, dovh);
     return np;
 }
 
@@ -885,11 +889,44 @@ static __attribute__((noinline)) void *timed_realloc(void *p, size_t n)
     return r;
 }
 
-MT_EXPORT void *realloc(void *p, size_t n)
+/* realloc but for its common case: timed, not hot, anything
+ * realloc_plain_quick does not take. */
+static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 {
     if (MT_UNLIKELY(mt_t.timed))
         return timed_realloc(p, n);
     return realloc_call(p, n);
+}
+
+/* Whether realloc's common case takes p to n bytes: a plain block of no
+ * recording with an intact canary, no edge block, old and new sizes of
+ * the usual overhead (MT_PLAIN_MIN or more) and below
+ * MT_INFO_MAPPED_MIN, and nothing beyond header and counters to do
+ * (new_plain_quick: sampling takes its count down here). *hp: its header. */
+static MT_INLINE int realloc_plain_quick(void *p, size_t n, mt_hdr **hp)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (MT_UNLIKELY(n - MT_PLAIN_MIN >= MT_INFO_MAPPED_MIN - MT_PLAIN_MIN) || MT_UNLIKELY((a & 15) != 0) ||
+        MT_UNLIKELY(needs_probe(a)))
+        return 0;
+    mt_hdr *h = (mt_hdr *)p - 1;
+    uint64_t word = h->word, size = mt_word_size(word);
+    if (MT_UNLIKELY(word >> 56 != MT_PLAIN_SHIFT) || MT_UNLIKELY(h->check != mt_hash(p, word, h->tag)) ||
+        MT_UNLIKELY(size - MT_PLAIN_MIN >= MT_INFO_MAPPED_MIN - MT_PLAIN_MIN) ||
+        MT_UNLIKELY(!tail_intact(p, h, size)))
+        return 0;
+    *hp = h;
+    return new_plain_quick(n);
+}
+
+/* The common case: realloc_plain's, with no call but the real realloc's
+ * (NULL sits at an edge offset: realloc_slow takes it). */
+MT_EXPORT void *realloc(void *p, size_t n)
+{
+    mt_hdr *h;
+    if (MT_UNLIKELY(mt_t.timed) || MT_UNLIKELY(!HOT) || MT_UNLIKELY(!realloc_plain_quick(p, n, &h)))
+        return realloc_slow(p, n);
+    return realloc_plain(p, mt_word_size(h->word), mt_word_cat(h->word), n);
 }
 
 static __attribute__((noinline)) void *timed_reallocarray(void *p, size_t n, size_t m)

@@ -64,6 +64,26 @@ else
     fail "api: mt_report_write" "no report at $T/api-<pid>.mtr"
 fi
 
+# --- realloc's common path while the program has no category of its own ---
+# (the quick count), between two on-request reports: the malloc category's
+# change is the program's ledger, and every realloc kept the bytes.
+MEMTRAIL_OPTIONS="output=$T/rsolo-exit.mtr" LD_PRELOAD=$AGENT "$TBIN/realloc_solo" "$T/rsolo.ledger" \
+    "$T/rsolo-a.mtr" "$T/rsolo-b.mtr" | grep -E '^(PASS|FAIL) '
+if [ -f "$T/rsolo-a.mtr" ] && [ -f "$T/rsolo-b.mtr" ] && [ -f "$T/rsolo.ledger" ]; then
+    report_json "$T/rsolo-a.mtr" "$T/rsolo-a.json"
+    report_json "$T/rsolo-b.mtr" "$T/rsolo-b.json"
+    fields="' '.join(str(c[k]) for c in j['categories'] if c['name'] == 'malloc' for k in ('live_bytes','live_count','allocs','frees','reallocs'))"
+    before=($(json_get "$T/rsolo-a.json" "$fields")) after=($(json_get "$T/rsolo-b.json" "$fields"))
+    line=($(grep "^delta " "$T/rsolo.ledger"))
+    expect_eq "realloc, no categories: the malloc category moved by the ledger (live, count, allocs, frees, reallocs)" \
+        "${line[1]} ${line[2]} ${line[4]} ${line[5]} ${line[6]}" \
+        "$((after[0] - before[0])) $((after[1] - before[1])) $((after[2] - before[2])) $((after[3] - before[3])) $((after[4] - before[4]))"
+    expect_eq "realloc, no categories: one category only (the quick count's case)" "malloc" \
+        "$(json_get "$T/rsolo-b.json" "' '.join(c['name'] for c in j['categories'] if c['kind'] == 'malloc')")"
+else
+    fail "realloc, no categories" "missing reports or ledger: $(ls "$T" | grep rsolo | tr '\n' ' ')"
+fi
+
 # --- threads: 8 threads x 1M mixed operations balance exactly --------------
 MEMTRAIL_OPTIONS="output=$T/threads.mtr" LD_PRELOAD=$AGENT "$TBIN/threads" "$T/threads.ledger" 8 1000000 | grep -E '^(PASS|FAIL) '
 report_json "$T/threads.mtr" "$T/threads.json"
