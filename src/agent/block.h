@@ -80,6 +80,8 @@ static inline uint64_t mt_request(uint64_t size, unsigned shift)
 {
     return (1ull << shift) + (size < MT_PLAIN_MIN ? 8 : size + 2);
 }
+/* mt_overhead(size, MT_PLAIN_SHIFT) from MT_PLAIN_MIN bytes up: header and canary. */
+#define MT_PLAIN_OVERHEAD (MT_HDR_SIZE + 2u)
 /* The agent's own bytes in a block: what it asked for beyond `size`. */
 static inline int64_t mt_overhead(uint64_t size, unsigned shift)
 {

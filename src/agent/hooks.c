@@ -318,6 +318,16 @@ static MT_INLINE int new_plain_quick(uint64_t size)
     return mt_sample_skip(size); /* else track_new_slow draws */
 }
 
+/* mt_count_block_quick for a block of `size` bytes at `shift`, with the
+ * usual plain block's overhead told without computing it (a constant no
+ * larger than the block, so its peak is not checked on the way). */
+static MT_INLINE int count_quick(unsigned cat, uint64_t size, unsigned shift, int sign)
+{
+    if (MT_LIKELY(shift == MT_PLAIN_SHIFT) && MT_LIKELY(size >= MT_PLAIN_OVERHEAD))
+        return mt_count_block_quick(cat, (int64_t)size, MT_PLAIN_OVERHEAD, sign);
+    return mt_count_block_quick(cat, (int64_t)size, mt_overhead(size, shift), sign);
+}
+
 /* The common case calls nothing (so needs no stack frame): header and
  * counters for a block nothing else wants; track_new_slow does the rest. */
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
@@ -325,7 +335,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     char *p = (char *)real + (1ull << shift);
     int plain = new_plain_quick(size);
     if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
-        MT_UNLIKELY(!mt_count_block_quick(cat, (int64_t)size, mt_overhead(size, shift), +1)))
+        MT_UNLIKELY(!count_quick(cat, size, shift, +1)))
         return track_new_slow(real, size, cat, shift, plain);
     write_header(p, size, cat, shift, MT_REC_NONE, 0);
     return p;
@@ -395,7 +405,7 @@ static MT_INLINE void release(void *p, mt_hdr *h)
     unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
     if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain_free(size)) ||
         MT_UNLIKELY(!tail_intact(p, h, size)) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
-        MT_UNLIKELY(!mt_count_block_quick(cat, (int64_t)size, mt_overhead(size, shift), -1))) {
+        MT_UNLIKELY(!count_quick(cat, size, shift, -1))) {
         release_full(p, h);
         return;
     }
