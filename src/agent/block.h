@@ -72,10 +72,10 @@ static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t tag)
     return (uint32_t)(x >> 32);
 }
 
+#define MT_PLAIN_MIN 6u /* the smallest size whose canary leaves that room (below) */
 /* What the real allocator is asked for: prefix, the size, and the canary,
  * never less than 8 bytes after p, so even a tiny block has room for its
  * tombstone. */
-#define MT_PLAIN_MIN 6u /* the smallest size whose canary leaves that room */
 static inline uint64_t mt_request(uint64_t size, unsigned shift)
 {
     return (1ull << shift) + (size < MT_PLAIN_MIN ? 8 : size + 2);

@@ -244,6 +244,8 @@ static MT_INLINE int mt_count_resize_quick(unsigned cat, int64_t dsize)
         return 0;
     mt_cslot *c = &sh->slot[cat];
     int64_t local;
+    /* As a growth by dsize: a shrink that finds the slot above its peak
+     * goes to mt_count_resize, which raises nothing then. */
     if (!mt_quick_delta(c, &mt_glob[cat], +1, dsize, &local))
         return 0;
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);

@@ -568,9 +568,12 @@ static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, 
         if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
             mt_edge_add(p);
     }
-    char *q = real ? real + MT_HDR_SIZE : p; /* where the program's bytes are now */
-    uint64_t keep = real ? n : size;         /* and how many */
-    if (MT_LIKELY(keep >= at + sizeof saved))
+    /* Where the program's bytes are now, and how many. A block that stays
+     * gets all 8 back: a small one's tombstone covered its canary too
+     * (mt_request leaves 8 bytes after p). */
+    char *q = real ? real + MT_HDR_SIZE : p;
+    uint64_t keep = real ? n : size;
+    if (!real || MT_LIKELY(keep >= at + sizeof saved))
         memcpy(q + at, &saved, sizeof saved);
     else if (at < keep)
         memcpy(q + at, &saved, keep - at);
@@ -643,8 +646,8 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
 }
 
 /* realloc_recorded's work for a plain block of no recording when
- * hooks_new says NEW_PLAIN: the real realloc, then the new block's header
- * and the counters. */
+ * hooks_new says NEW_PLAIN (or, from the exported realloc, new_plain_quick
+ * does): the real realloc, then the new block's header and the counters. */
 static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
 {
     char *real = realloc_tombstoned(p, size, cat, n);

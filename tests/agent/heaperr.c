@@ -4,11 +4,16 @@
  * the agent never handed out, and the cases where glibc overwrites the
  * header of a freed block: a tiny block, a chunk glibc sorted into a large
  * bin, and the old pointer of a realloc that moved (from a small bin, and
- * merged back into glibc's top chunk).
- * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|overflow|foreign */
+ * merged back into glibc's top chunk). realloc-fail: reallocs the allocator
+ * refuses (an address-space limit) leave the blocks as they were, their
+ * canaries too, so their frees report nothing.
+ * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|overflow|foreign */
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "ledger.h"
 #include "memtrail.h"
@@ -57,6 +62,36 @@ int main(int argc, char **argv)
         EXPECT(q != p, "realloc did not move the block");
         free(p);
         (void)guard;
+    } else if (strcmp(what, "realloc-fail") == 0) {
+        /* 6 and 7 bytes: the tombstone (at p) covers the canary; 40: it
+         * does not (at p + 16). */
+        size_t sizes[] = {6, 7, 40};
+        char *b[3];
+        for (int i = 0; i < 3; i++) {
+            b[i] = malloc(sizes[i]);
+            memset(b[i], 'a' + i, sizes[i]);
+        }
+        long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        EXPECT(f && fscanf(f, "%ld", &pages) == 1, "cannot read /proc/self/statm");
+        if (f)
+            fclose(f);
+        struct rlimit old, low;
+        EXPECT(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
+        low = old;
+        low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (64u << 20);
+        EXPECT(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit(RLIMIT_AS)");
+        for (int i = 0; i < 3; i++) {
+            char *q = realloc(b[i], 1u << 30);
+            EXPECT(q == NULL, "realloc(%zu -> 1 GiB) succeeded under a 64 MiB margin", sizes[i]);
+            int same = 1;
+            for (size_t j = 0; j < sizes[i]; j++)
+                same &= b[i][j] == 'a' + i;
+            EXPECT(same, "a refused realloc changed the %zu-byte block", sizes[i]);
+        }
+        EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit back");
+        for (int i = 0; i < 3; i++)
+            free(b[i]);
     } else if (strcmp(what, "overflow") == 0) {
         char *p = malloc(40);
         memset(p, 'x', 40);

@@ -80,6 +80,9 @@ if [ -f "$T/rsolo-a.mtr" ] && [ -f "$T/rsolo-b.mtr" ] && [ -f "$T/rsolo.ledger" 
         "$((after[0] - before[0])) $((after[1] - before[1])) $((after[2] - before[2])) $((after[3] - before[3])) $((after[4] - before[4]))"
     expect_eq "realloc, no categories: one category only (the quick count's case)" "malloc" \
         "$(json_get "$T/rsolo-b.json" "' '.join(c['name'] for c in j['categories'] if c['kind'] == 'malloc')")"
+    report_json "$T/rsolo-exit.mtr" "$T/rsolo-exit.json"
+    expect_eq "realloc, no categories: no heap errors (every canary intact at its free)" "0 0 0" \
+        "$(json_get "$T/rsolo-exit.json" "'%d %d %d' % (j['errors']['double_free'], j['errors']['bad_canary'], j['errors']['foreign_free'])")"
 else
     fail "realloc, no categories" "missing reports or ledger: $(ls "$T" | grep rsolo | tr '\n' ' ')"
 fi
@@ -144,6 +147,12 @@ for case in tiny:1 largebin:3000 realloc-old:100 realloc-top:307200; do
     expect_match "double free ($name): reported with size and category" \
         "double free: block at 0x[0-9a-f]+, $size bytes, category victim" "$(cat "$T/he.err")"
 done
+
+heaperr realloc-fail; rc=$?
+expect_eq "realloc refused: program continues, blocks as they were" "0 survived realloc-fail" "$rc $(cat "$T/he.out")"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "realloc refused: their frees report nothing (canaries put back)" "0 0" \
+    "$(json_get "$T/he.json" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])")"
 
 heaperr overflow; rc=$?
 expect_eq "overflow: program continues" "0" "$rc"
