@@ -102,8 +102,10 @@ if check == "server":
             # The agent's clock is the TSC at a rate calibrated over the run:
             # at a bucket's edge its duration may exceed the program's
             # clock_gettime one by the calibration's error (0.01% = 0.5 us
-            # at 5 ms seen): 20 us of slack below the bucket.
-            hit = next((p for p in free if lo - 20000 <= p < bounds(lo)[1] + 200000), None)
+            # at 5 ms seen): 20 us of slack below the bucket. Above it, the
+            # program's measure also holds whatever preempted it between
+            # its clock and the span (a CI run saw 250 us): 1 ms.
+            hit = next((p for p in free if lo - 20000 <= p < bounds(lo)[1] + 1000000), None)
             if hit is None:
                 wrong.append(lo)
             else:
