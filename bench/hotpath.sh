@@ -71,30 +71,28 @@ irefs() {
         die "callgrind printed no instruction count: $(printf '%s\n' "$out" | tail -n 3)"
 }
 
+# in_unit COUNT: instructions as shown, per pair or (SQLite) in millions;
+# ratio: the whole program's against the bare run's, shown for SQLite.
 if [ "$sqlite" = 1 ]; then
-    # millions, one decimal
-    mega() { awk -v a="$1" 'BEGIN { printf "%.1f M", a / 1e6 }'; }
     echo "hotpath: instructions of sqlite3 :memory: \"$(sqlite_read_arg)\" (callgrind), mode=$mode"
-    bare=$(irefs)
-    echo "   bare (glibc)       $(mega "$bare")"
-    now=$(irefs "$AGENT")
-    echo "   this tree's agent  $(mega "$now"): $(awk -v a="$now" -v b="$bare" 'BEGIN { printf "%.3f", a / b }')x bare, $(mega $((now - bare))) added ($AGENT)"
-    if [ -n "$base" ]; then
-        old=$(irefs "$base")
-        echo "   --base agent       $(mega "$old"): $(awk -v a="$old" -v b="$bare" 'BEGIN { printf "%.3f", a / b }')x bare, $(mega $((old - bare))) added ($base)"
-        echo "   this tree adds $(awk -v a="$((now - bare))" -v b="$((old - bare))" 'BEGIN { printf "%.2f", a / b }')x the instructions --base adds"
-    fi
-    exit 0
+    in_unit() { awk -v a="$1" 'BEGIN { printf "%8.1f M", a / 1e6 }'; }
+    ratio() { awk -v a="$1" -v b="$bare" 'BEGIN { printf ", %.3fx bare", a / b }'; }
+else
+    echo "hotpath: instructions per malloc+free pair (callgrind), $(group "$pairs") pairs of 16-215 bytes, mode=$mode"
+    in_unit() { awk -v a="$1" -v n="$pairs" 'BEGIN { printf "%8.1f per pair", a / n }'; }
+    ratio() { :; }
 fi
-echo "hotpath: instructions per malloc+free pair (callgrind), $(group "$pairs") pairs of 16-215 bytes, mode=$mode"
 bare=$(irefs)
-echo "   bare (glibc)       $(awk -v a="$bare" -v n="$pairs" 'BEGIN { printf "%8.1f", a / n }') per pair"
-now=$(irefs "$AGENT")
-added=$(awk -v a="$now" -v b="$bare" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
-echo "   this tree's agent  $(awk -v a="$now" -v n="$pairs" 'BEGIN { printf "%8.1f", a / n }') per pair: $added added ($AGENT)"
+echo "   bare (glibc)       $(in_unit "$bare")"
+# agent LABEL LIB: LIB's count, and what it adds to the bare run's; sets $added
+agent() {
+    local n; n=$(irefs "$2")
+    added=$((n - bare))
+    echo "   $1  $(in_unit "$n"): $(in_unit "$added" | sed 's/^ *//') added$(ratio "$n") ($2)"
+}
+agent "this tree's agent" "$AGENT"
+now_added=$added
 if [ -n "$base" ]; then
-    old=$(irefs "$base")
-    oadded=$(awk -v a="$old" -v b="$bare" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
-    echo "   --base agent       $(awk -v a="$old" -v n="$pairs" 'BEGIN { printf "%8.1f", a / n }') per pair: $oadded added ($base)"
-    echo "   this tree adds $(awk -v a="$added" -v b="$oadded" 'BEGIN { printf "%.2f", a / b }')x the instructions --base adds"
+    agent "--base agent     " "$base"
+    echo "   this tree adds $(awk -v a="$now_added" -v b="$added" 'BEGIN { printf "%.2f", a / b }')x the instructions --base adds"
 fi

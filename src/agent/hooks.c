@@ -164,6 +164,21 @@ static inline mt_hdr *fast_header(void *p)
     return NULL;
 }
 
+/* The header of the common block of ours: plain (shift 4) and of no
+ * recording (kind 0), which the header's top byte says at once (and sane
+ * with them), needing no probe, with a valid check. NULL: any other. */
+static MT_INLINE mt_hdr *plain_header(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (MT_UNLIKELY((a & 15) != 0) || MT_UNLIKELY(needs_probe(a)))
+        return NULL;
+    mt_hdr *h = (mt_hdr *)p - 1;
+    uint64_t word = h->word;
+    if (MT_LIKELY(word >> 56 == MT_PLAIN_SHIFT) && MT_LIKELY(h->check == mt_hash(p, word, h->tag)))
+        return h;
+    return NULL;
+}
+
 static MT_INLINE int tail_intact(void *p, const mt_hdr *h, uint64_t size)
 {
     if (size >= MT_TAIL_MAX)
@@ -475,16 +490,10 @@ static MT_INLINE void free_call(void *p)
             mt_real_fn.free(p);
         return;
     }
-    /* The common block: plain (shift 4) and of no recording (kind 0), the
-     * header's top byte says both at once, and sane with them. */
-    uintptr_t a = (uintptr_t)p;
-    if (MT_LIKELY((a & 15) == 0) && MT_LIKELY(!needs_probe(a))) {
-        mt_hdr *h = (mt_hdr *)p - 1;
-        uint64_t word = h->word;
-        if (MT_LIKELY(word >> 56 == MT_PLAIN_SHIFT) && MT_LIKELY(h->check == mt_hash(p, word, h->tag))) {
-            release(p, h);
-            return;
-        }
+    mt_hdr *h = plain_header(p);
+    if (MT_LIKELY(h != NULL)) {
+        release(p, h);
+        return;
     }
     free_unknown(p);
 }
@@ -916,17 +925,19 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
  * the usual overhead (MT_PLAIN_MIN or more) and below
  * MT_INFO_MAPPED_MIN, and nothing beyond header and counters to do
  * (new_plain_quick: sampling takes its count down here). *hp: its header. */
+static MT_INLINE int plain_quick_size(uint64_t size)
+{
+    return size - MT_PLAIN_MIN < MT_INFO_MAPPED_MIN - MT_PLAIN_MIN;
+}
 static MT_INLINE int realloc_plain_quick(void *p, size_t n, mt_hdr **hp)
 {
-    uintptr_t a = (uintptr_t)p;
-    if (MT_UNLIKELY(n - MT_PLAIN_MIN >= MT_INFO_MAPPED_MIN - MT_PLAIN_MIN) || MT_UNLIKELY((a & 15) != 0) ||
-        MT_UNLIKELY(needs_probe(a)))
+    if (MT_UNLIKELY(!plain_quick_size(n)))
         return 0;
-    mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t word = h->word, size = mt_word_size(word);
-    if (MT_UNLIKELY(word >> 56 != MT_PLAIN_SHIFT) || MT_UNLIKELY(h->check != mt_hash(p, word, h->tag)) ||
-        MT_UNLIKELY(size - MT_PLAIN_MIN >= MT_INFO_MAPPED_MIN - MT_PLAIN_MIN) ||
-        MT_UNLIKELY(!tail_intact(p, h, size)))
+    mt_hdr *h = plain_header(p);
+    if (MT_UNLIKELY(h == NULL))
+        return 0;
+    uint64_t size = mt_word_size(h->word);
+    if (MT_UNLIKELY(!plain_quick_size(size)) || MT_UNLIKELY(!tail_intact(p, h, size)))
         return 0;
     *hp = h;
     return new_plain_quick(n);
