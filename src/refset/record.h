@@ -126,18 +126,30 @@ typedef struct rec_map {
     uint8_t skip;     /* [vvar], [vsyscall]...: not the program's pages */
     uint8_t is_stack; /* a fault near a thread's SP was seen in it */
     char *name;       /* path or [heap] ...; NULL for anonymous */
+    uint64_t gone_ns; /* in rec_maps.gone: the time of the read that no longer had it */
 } rec_map;
 
 typedef struct rec_maps {
     rec_map *v;
     size_t n, cap;
+    /* Mappings a read of /proc/PID/maps no longer had, oldest first, kept
+     * REC_MAPS_GONE_NS: a fault sampled before that read but drained after
+     * it (a mapping made, touched and unmapped between two drains) still
+     * finds the mapping it faulted in. */
+    rec_map *gone;
+    size_t ngone, capgone;
 } rec_maps;
+#define REC_MAPS_GONE_NS 5000000000ull
+#define REC_MAPS_GONE_MAX 1024
 
 /* Rereads /proc/PID/maps into m (sorted). is_stack marks survive by start
- * address. 0 or -errno. */
+ * address; mappings no longer there go to m->gone. 0 or -errno. */
 int rec_maps_read(rec_maps *m, pid_t pid);
 /* The mapping holding addr, or NULL. */
 rec_map *rec_maps_find(const rec_maps *m, uint64_t addr);
+/* The mapping that held addr at time (CLOCK_MONOTONIC ns) and that a later
+ * read no longer had, or NULL. */
+rec_map *rec_maps_find_gone(const rec_maps *m, uint64_t addr, uint64_t time);
 /* Inserts a mapping (from MMAP2), replacing what it overlaps. */
 int rec_maps_insert(rec_maps *m, const rec_map *nm);
 /* Removes [start, end) (the agent's unmap). */
@@ -227,6 +239,10 @@ typedef struct rec_state {
      * page in two, by a hash of pid and address, is taken as not present,
      * as a read that raced the fault would be. */
     bool test_unread;
+    /* MEMTRAIL_REFSET_TEST_MAPS_FIRST (tests): every batch reads the maps
+     * of every process before its items, as a scan does before it drains
+     * the rings: a mapping unmapped since its faults is not there. */
+    bool test_maps_first;
 } rec_state;
 
 rec_proc *rec_proc_find(rec_state *st, pid_t pid);
@@ -264,8 +280,12 @@ void rec_emit_ref(rec_state *st, rec_proc *p, const rec_map *m, const struct ref
  * copy of an image page is CopyOnWriteImage); *alloc_stack its range's. */
 unsigned rec_page_category(const rec_proc *p, const rec_map *m, uint64_t addr, uint64_t entry,
                            uint32_t *alloc_stack);
-/* The mapping holding addr (maps reread once when none does). */
-rec_map *rec_map_of(rec_proc *p, uint64_t addr);
+/* Reads every process's maps again (MEMTRAIL_REFSET_TEST_MAPS_FIRST). */
+void rec_proc_maps_read_all(rec_state *st);
+/* The mapping that held addr at time: the current one, one a read since
+ * time no longer had, or one a fresh read finds (maps reread once when
+ * none does). */
+rec_map *rec_map_of(rec_proc *p, uint64_t addr, uint64_t time);
 /* pages (page numbers, any order; sorted here) leave the reference set:
  * RELEASE records for each run, and they are no longer outstanding. */
 void rec_release_pages(rec_state *st, rec_proc *p, uint64_t *pages, size_t n, uint64_t time, unsigned reason);

@@ -131,6 +131,8 @@ static void process_batch(struct recorder *r, bool reread)
     }
     rec_perf_drain(r->perf, &r->batch);
     rec_batch_sort(&r->batch);
+    if (r->st.test_maps_first)
+        rec_proc_maps_read_all(&r->st);
     for (size_t i = 0; i < r->batch.n; i++)
         rec_proc_item(&r->st, &r->batch.v[i], &r->batch, i);
     rec_batch_clear(&r->batch);
@@ -285,6 +287,8 @@ static int recorder_init(struct recorder *r, const struct record_opts *o)
     r->st.out.dump = dump && *dump && strcmp(dump, "0") != 0;
     const char *unread = getenv("MEMTRAIL_REFSET_TEST_UNREAD");
     r->st.test_unread = unread && *unread && strcmp(unread, "0") != 0;
+    const char *maps_first = getenv("MEMTRAIL_REFSET_TEST_MAPS_FIRST");
+    r->st.test_maps_first = maps_first && *maps_first && strcmp(maps_first, "0") != 0;
     if (!r->st.stacks)
         return cli_error("out of memory");
     if (!r->st.pfns)

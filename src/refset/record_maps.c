@@ -21,8 +21,10 @@ void rec_maps_free(rec_maps *m)
     for (size_t i = 0; i < m->n; i++)
         free(m->v[i].name);
     free(m->v);
-    m->v = NULL;
-    m->n = m->cap = 0;
+    for (size_t i = 0; i < m->ngone; i++)
+        free(m->gone[i].name);
+    free(m->gone);
+    *m = (rec_maps){0};
 }
 
 rec_map *rec_maps_find(const rec_maps *m, uint64_t addr)
@@ -36,6 +38,66 @@ rec_map *rec_maps_find(const rec_maps *m, uint64_t addr)
             hi = mid;
     }
     return lo < m->n && m->v[lo].start <= addr ? &m->v[lo] : NULL;
+}
+
+rec_map *rec_maps_find_gone(const rec_maps *m, uint64_t addr, uint64_t time)
+{
+    for (size_t i = m->ngone; i-- > 0;) {
+        rec_map *g = &m->gone[i];
+        if (g->start <= addr && addr < g->end && time < g->gone_ns)
+            return g;
+    }
+    return NULL;
+}
+
+static bool same_map(const rec_map *a, const rec_map *b)
+{
+    return a->start == b->start && a->end == b->end && a->pgoff == b->pgoff && a->ino == b->ino &&
+           a->dev == b->dev;
+}
+
+/* The old mappings of m that the new list nm does not have move to
+ * m->gone, stamped now; what is too old there (or too much) leaves. */
+static void keep_gone(rec_maps *m, const rec_maps *nm, uint64_t now)
+{
+    size_t drop = 0;
+    while (drop < m->ngone && m->gone[drop].gone_ns + REC_MAPS_GONE_NS < now)
+        drop++;
+    size_t j = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        rec_map *o = &m->v[i];
+        while (j < nm->n && nm->v[j].start < o->start)
+            j++;
+        if (j < nm->n && same_map(o, &nm->v[j]))
+            continue;
+        if (m->ngone - drop == REC_MAPS_GONE_MAX)
+            drop++;
+        if (m->ngone == m->capgone) {
+            if (drop) { /* room at the front first */
+                for (size_t k = 0; k < drop; k++)
+                    free(m->gone[k].name);
+                memmove(m->gone, m->gone + drop, (m->ngone - drop) * sizeof *m->gone);
+                m->ngone -= drop;
+                drop = 0;
+            } else {
+                size_t nc = m->capgone ? m->capgone * 2 : 16;
+                rec_map *nv = realloc(m->gone, nc * sizeof *nv);
+                if (!nv)
+                    continue; /* not kept: its late faults are not recorded, as before */
+                m->gone = nv;
+                m->capgone = nc;
+            }
+        }
+        m->gone[m->ngone] = *o;
+        m->gone[m->ngone++].gone_ns = now;
+        o->name = NULL; /* owned by gone now */
+    }
+    if (drop) {
+        for (size_t k = 0; k < drop; k++)
+            free(m->gone[k].name);
+        memmove(m->gone, m->gone + drop, (m->ngone - drop) * sizeof *m->gone);
+        m->ngone -= drop;
+    }
 }
 
 static int grow(rec_maps *m, size_t need)
@@ -179,8 +241,13 @@ int rec_maps_read(rec_maps *m, pid_t pid)
         rec_maps_free(&nm);
         return rc;
     }
-    rec_maps_free(m);
-    *m = nm;
+    keep_gone(m, &nm, rec_now());
+    for (size_t i = 0; i < m->n; i++)
+        free(m->v[i].name);
+    free(m->v);
+    m->v = nm.v;
+    m->n = nm.n;
+    m->cap = nm.cap;
     return 0;
 }
 

@@ -292,17 +292,30 @@ static void note_fault(rec_proc *p, const struct ref_args *a, uint32_t alloc_sta
     p->faults[p->nfaults++] = (rec_fault){a->addr, a->time, a->tid, a->stack, alloc_stack};
 }
 
-rec_map *rec_map_of(rec_proc *p, uint64_t addr)
+rec_map *rec_map_of(rec_proc *p, uint64_t addr, uint64_t time)
 {
     rec_map *m = rec_maps_find(&p->maps, addr);
+    if (!m)
+        m = rec_maps_find_gone(&p->maps, addr, time);
     if (!m && !p->maps_stale) {
         /* A mapping made since the last read (brk growth has no MMAP2). */
         p->maps_stale = true;
         if (rec_maps_read(&p->maps, p->pid) == 0)
             rec_maps_categorize(&p->maps, p->exe);
         m = rec_maps_find(&p->maps, addr);
+        if (!m)
+            m = rec_maps_find_gone(&p->maps, addr, time);
     }
     return m;
+}
+
+void rec_proc_maps_read_all(rec_state *st)
+{
+    for (size_t i = 0; i < st->nprocs; i++) {
+        rec_proc *p = st->procs[i];
+        if (!p->waiting_exec && rec_maps_read(&p->maps, p->pid) == 0)
+            rec_maps_categorize(&p->maps, p->exe);
+    }
 }
 
 static void on_sample(rec_state *st, rec_item *it)
@@ -312,7 +325,7 @@ static void on_sample(rec_state *st, rec_item *it)
         return;
     st->faults++;
     uint64_t addr = it->addr & ~(PAGE_SIZE_ - 1);
-    rec_map *m = rec_map_of(p, addr);
+    rec_map *m = rec_map_of(p, addr, it->time);
     if (!m || m->skip)
         return;
     if (it->sp && m->category == RS_CAT_VIRTUALALLOC && !m->shared && !m->name &&

@@ -15,10 +15,15 @@
  *                           kept, 10 MB touched after T0 and kept, 10 MB
  *                           touched and unmapped between T0 and T1
  *                           ("t0 NS", "t1 NS": CLOCK_MONOTONIC)
+ *   rs_touch OUT late N     N pages mapped ("late"), the first touched, then
+ *                           (the recorder has the mapping) the others
+ *                           touched and all unmapped while the recorder
+ *                           (the parent) is stopped
  *   rs_touch OUT cats       small mallocs ("heap"), a shared anonymous
  *                           mapping ("shared"), a thread's local array
  *                           ("tstack") */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +111,40 @@ static void seed_example(void)
     settle();
     (void)persistent[0];
     (void)impacting[0];
+}
+
+/* Stops (or continues) the recorder, the parent; returns once it is in
+ * that state, by /proc/PPID/stat (at most 2 s). */
+static void recorder(int sig)
+{
+    pid_t pp = getppid();
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pp);
+    kill(pp, sig);
+    for (int i = 0; i < 2000; i++) {
+        int fd = open(path, O_RDONLY);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        const char *st = strrchr(buf, ')');
+        if (!st || (st[2] == 'T') == (sig == SIGSTOP))
+            return;
+        pause_ms(1);
+    }
+}
+
+static void late(size_t n)
+{
+    char *p = fresh(n * 4096);
+    p[0] = 1;
+    settle();
+    recorder(SIGSTOP);
+    touch(p, n);
+    munmap(p, n * 4096);
+    recorder(SIGCONT);
+    say("late", p, n * 4096);
+    settle();
 }
 
 static void categories(void)
@@ -210,6 +249,8 @@ int main(int argc, char **argv)
         waitpid(pid, NULL, 0);
     } else if (strcmp(mode, "seed") == 0) {
         seed_example();
+    } else if (strcmp(mode, "late") == 0) {
+        late(strtoul(arg, NULL, 10));
     } else if (strcmp(mode, "cats") == 0) {
         categories();
     } else if (strcmp(mode, "sleep") == 0) {
