@@ -14,13 +14,12 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/allocator.h"
 #include "agent/block.h"
+#include "agent/classify.h"
 #include "agent/counters.h"
 #include "agent/edge.h"
 #include "agent/meminfo.h"
@@ -61,36 +60,7 @@ static void *raw_malloc(size_t n)
     return use_arena() ? mt_arena_alloc(n) : mt_real_fn.malloc(n);
 }
 
-/* ---- classification of pointers handed to free/realloc ---------------- */
-
-enum { BLK_OURS, BLK_FREED, BLK_FOREIGN, BLK_UNMAPPED, BLK_ARENA };
-
-static int page_mapped(uintptr_t a)
-{
-    unsigned char v;
-    int saved = errno;
-    long r = syscall(SYS_mincore, (void *)(a & ~(uintptr_t)4095), (size_t)1, &v);
-    int gone = r != 0 && errno == ENOMEM;
-    errno = saved;
-    return !gone;
-}
-
-/* Whether the bytes at a can be read. mincore says a page is mapped, not
- * that it may be read: an allocator's PROT_NONE reservation or a thread's
- * stack guard below a block is mapped, and reading a header there faults.
- * The kernel reads it for us (process_vm_readv on ourselves fails with
- * EFAULT instead of a fault); where that call is refused (a seccomp
- * filter, an old kernel), mincore's answer stands. */
-static int readable(uintptr_t a, size_t n)
-{
-    char buf[MT_HDR_SIZE];
-    struct iovec local = {buf, n < sizeof buf ? n : sizeof buf}, remote = {(void *)a, local.iov_len};
-    int saved = errno;
-    ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    int ok = r == (ssize_t)local.iov_len || (r < 0 && errno != EFAULT && page_mapped(a));
-    errno = saved;
-    return ok;
-}
+/* ---- pointers handed to free/realloc (classify.c for the others) ------- */
 
 /* glibc returns mmapped chunks at page offset 16, so ours sit at 32 (or
  * 0 when page-aligned): after a free, such a block is unmapped and reading
@@ -101,58 +71,9 @@ static inline int needs_probe(uintptr_t a)
     return mt_edge_pointer(a);
 }
 
-/* Sets *hp for OURS and for FREED blocks whose header survived, *tomb for
- * FREED blocks known by their tombstone. */
-static int classify(void *p, mt_hdr **hp, uint64_t *tomb)
-{
-    uintptr_t a = (uintptr_t)p;
-    *hp = NULL;
-    *tomb = 0;
-    if (a & 15)
-        return BLK_FOREIGN; /* ours are always 16-byte aligned */
-    if (MT_UNLIKELY(mt_arena_owns(p)))
-        return BLK_ARENA;
-    unsigned off = a & 4095;
-    if (MT_UNLIKELY(needs_probe(a))) {
-        if (!page_mapped(a))
-            return BLK_UNMAPPED;
-        /* Page-aligned, and the page below (its header's) is not mapped
-         * or cannot be read: a foreign block at the start of a mapping
-         * (jemalloc's extents, tcmalloc's spans, a block above a PROT_NONE
-         * reservation). A block of ours has its header in the same
-         * allocation. At offset 32 the header shares p's page, whose
-         * protection is p's own. */
-        if (off == 0 && !readable(a - MT_HDR_SIZE, MT_HDR_SIZE))
-            return BLK_FOREIGN;
-    }
-    mt_hdr *h = (mt_hdr *)p - 1;
-    uint32_t want = mt_hash(p, h->word, h->tag);
-    if (mt_word_sane(h->word)) {
-        if (MT_LIKELY(h->check == want)) {
-            *hp = h;
-            return BLK_OURS;
-        }
-        if (h->check == (want ^ MT_FREED_XOR)) {
-            *hp = h;
-            return BLK_FREED;
-        }
-    }
-    /* The tombstone, at p or p+16 (mt_tomb_off); p+16 only when it lies in
-     * p's page, which is mapped. */
-    for (size_t at = 0; at <= 16 && off + at + 8 <= 4096; at += 16) {
-        uint64_t t;
-        memcpy(&t, (char *)p + at, sizeof t);
-        if ((t >> 32) == mt_tomb_mark(p) && mt_tomb_off(t & MT_TOMB_SIZE_MAX) == at) {
-            *tomb = t;
-            return BLK_FREED;
-        }
-    }
-    return BLK_FOREIGN;
-}
-
 /* The header of a live block of ours when that can be told without a
  * probe: a 16-byte aligned pointer that needs none (or that the edge set
- * holds), with a valid check. NULL: ask classify(). */
+ * holds), with a valid check. NULL: ask mt_classify(). */
 static inline mt_hdr *fast_header(void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -198,23 +119,6 @@ static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
 {
     if (MT_UNLIKELY(!tail_intact(p, h, size)))
         report_bad_tail(p, h, size);
-}
-
-static void report_bad_pointer(int kind, void *p, mt_hdr *h, uint64_t tomb, const char *call)
-{
-    atomic_fetch_add(&mt_err_double_free, 1);
-    if (kind == BLK_UNMAPPED) {
-        mt_heap_error(call[0] == 'f' ? "double free (block already unmapped)"
-                                     : "realloc of a freed block (already unmapped)",
-                      p, UINT64_MAX, MT_NCAT);
-    } else if (h) {
-        mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, mt_word_size(h->word),
-                      mt_word_cat(h->word));
-    } else {
-        unsigned cat = (unsigned)(tomb >> 24) & 0xff;
-        mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, tomb & MT_TOMB_SIZE_MAX,
-                      cat < MT_NCAT ? cat : MT_NCAT);
-    }
 }
 
 /* ---- tracked blocks ---------------------------------------------------- */
@@ -508,7 +412,7 @@ static __attribute__((noinline)) void free_unknown(void *p)
         return;
     }
     uint64_t tomb;
-    int kind = classify(p, &h, &tomb);
+    int kind = mt_classify(p, &h, &tomb);
     switch (kind) {
     case BLK_OURS: release(p, h); return;
     case BLK_FOREIGN:
@@ -523,7 +427,7 @@ static __attribute__((noinline)) void free_unknown(void *p)
         /* libc freeing for the agent (a thread's cpuset) frees what it
          * got from the real allocator, never twice. */
         if (!mt_t.in_agent)
-            report_bad_pointer(kind, p, h, tomb, "free");
+            mt_report_bad_pointer(kind, p, h, tomb, "free");
         return;
     }
 }
@@ -716,13 +620,13 @@ static inline void *realloc_call(void *p, size_t n)
     if (MT_LIKELY(h != NULL))
         return realloc_tracked(p, h, n);
     uint64_t tomb;
-    int kind = classify(p, &h, &tomb);
+    int kind = mt_classify(p, &h, &tomb);
     switch (kind) {
     case BLK_OURS: return realloc_tracked(p, h, n);
     case BLK_FOREIGN: return mt_real_fn.realloc(p, n);
     case BLK_ARENA: return move_from_arena(p, alloc_plain(n, mt_t.cat), n);
     default:
-        report_bad_pointer(kind, p, h, tomb, "realloc");
+        mt_report_bad_pointer(kind, p, h, tomb, "realloc");
         errno = EINVAL;
         return NULL;
     }
@@ -824,7 +728,7 @@ static inline size_t malloc_usable_size_call(void *p)
         return mt_real_fn.malloc_usable_size ? mt_real_fn.malloc_usable_size(p) : 0;
     mt_hdr *h = fast_header(p);
     uint64_t tomb;
-    switch (h ? BLK_OURS : classify(p, &h, &tomb)) {
+    switch (h ? BLK_OURS : mt_classify(p, &h, &tomb)) {
     case BLK_OURS:
         /* Exactly the requested size: the canary sits right after it. */
         return mt_word_size(h->word);
