@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/allocator.h"
 #include "agent/block.h"
 #include "agent/classify.h"
 #include "agent/counters.h"
@@ -49,13 +48,15 @@ int mt_classify(void *p, mt_hdr **hp, uint64_t *tomb)
     *hp = NULL;
     *tomb = 0;
     if (a & 15)
-        return BLK_FOREIGN; /* ours are always 16-byte aligned */
+        return MT_BLK_FOREIGN; /* ours are always 16-byte aligned */
     if (MT_UNLIKELY(mt_arena_owns(p)))
-        return BLK_ARENA;
+        return MT_BLK_ARENA;
     unsigned off = a & 4095;
+    /* At the page offsets where glibc's own mappings put blocks (edge.h):
+     * the page may be gone already. */
     if (MT_UNLIKELY(mt_edge_pointer(a))) {
         if (!page_mapped(a))
-            return BLK_UNMAPPED;
+            return MT_BLK_UNMAPPED;
         /* Page-aligned, and the page below (its header's) is not mapped
          * or cannot be read: a foreign block at the start of a mapping
          * (jemalloc's extents, tcmalloc's spans, a block above a PROT_NONE
@@ -63,18 +64,18 @@ int mt_classify(void *p, mt_hdr **hp, uint64_t *tomb)
          * allocation. At offset 32 the header shares p's page, whose
          * protection is p's own. */
         if (off == 0 && !readable(a - MT_HDR_SIZE, MT_HDR_SIZE))
-            return BLK_FOREIGN;
+            return MT_BLK_FOREIGN;
     }
     mt_hdr *h = (mt_hdr *)p - 1;
     uint32_t want = mt_hash(p, h->word, h->tag);
     if (mt_word_sane(h->word)) {
         if (MT_LIKELY(h->check == want)) {
             *hp = h;
-            return BLK_OURS;
+            return MT_BLK_OURS;
         }
         if (h->check == (want ^ MT_FREED_XOR)) {
             *hp = h;
-            return BLK_FREED;
+            return MT_BLK_FREED;
         }
     }
     /* The tombstone, at p or p+16 (mt_tomb_off); p+16 only when it lies in
@@ -84,17 +85,16 @@ int mt_classify(void *p, mt_hdr **hp, uint64_t *tomb)
         memcpy(&t, (char *)p + at, sizeof t);
         if ((t >> 32) == mt_tomb_mark(p) && mt_tomb_off(t & MT_TOMB_SIZE_MAX) == at) {
             *tomb = t;
-            return BLK_FREED;
+            return MT_BLK_FREED;
         }
     }
-    return BLK_FOREIGN;
+    return MT_BLK_FOREIGN;
 }
-
 
 void mt_report_bad_pointer(int kind, void *p, const mt_hdr *h, uint64_t tomb, const char *call)
 {
     atomic_fetch_add(&mt_err_double_free, 1);
-    if (kind == BLK_UNMAPPED) {
+    if (kind == MT_BLK_UNMAPPED) {
         mt_heap_error(call[0] == 'f' ? "double free (block already unmapped)"
                                      : "realloc of a freed block (already unmapped)",
                       p, UINT64_MAX, MT_NCAT);

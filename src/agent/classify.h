@@ -1,4 +1,5 @@
-/* classify.h — what a pointer handed to free/realloc is (classify.c). */
+/* classify.h — what a pointer handed to free, realloc or
+ * malloc_usable_size is (classify.c). */
 #ifndef MT_AGENT_CLASSIFY_H
 #define MT_AGENT_CLASSIFY_H
 
@@ -6,9 +7,9 @@
 
 #include "agent/block.h"
 
-enum { BLK_OURS, BLK_FREED, BLK_FOREIGN, BLK_UNMAPPED, BLK_ARENA };
+enum { MT_BLK_OURS, MT_BLK_FREED, MT_BLK_FOREIGN, MT_BLK_UNMAPPED, MT_BLK_ARENA };
 
-/* The kind of p (BLK_*). Sets *hp for OURS and for FREED blocks whose
+/* The kind of p (MT_BLK_*). Sets *hp for OURS and for FREED blocks whose
  * header survived, *tomb for FREED blocks known by their tombstone. May
  * make a system call (mincore, process_vm_readv) for pointers that could
  * be on a page already unmapped (edge.h). */

@@ -414,15 +414,15 @@ static __attribute__((noinline)) void free_unknown(void *p)
     uint64_t tomb;
     int kind = mt_classify(p, &h, &tomb);
     switch (kind) {
-    case BLK_OURS: release(p, h); return;
-    case BLK_FOREIGN:
+    case MT_BLK_OURS: release(p, h); return;
+    case MT_BLK_FOREIGN:
         /* The agent's own frees (of blocks it took from the real allocator
          * while in_agent) are not the program's foreign frees. */
         if (!mt_t.in_agent)
             atomic_fetch_add_explicit(&mt_err_foreign_free, 1, memory_order_relaxed);
         mt_real_fn.free(p);
         return;
-    case BLK_ARENA: return;
+    case MT_BLK_ARENA: return;
     default:
         /* libc freeing for the agent (a thread's cpuset) frees what it
          * got from the real allocator, never twice. */
@@ -622,9 +622,9 @@ static inline void *realloc_call(void *p, size_t n)
     uint64_t tomb;
     int kind = mt_classify(p, &h, &tomb);
     switch (kind) {
-    case BLK_OURS: return realloc_tracked(p, h, n);
-    case BLK_FOREIGN: return mt_real_fn.realloc(p, n);
-    case BLK_ARENA: return move_from_arena(p, alloc_plain(n, mt_t.cat), n);
+    case MT_BLK_OURS: return realloc_tracked(p, h, n);
+    case MT_BLK_FOREIGN: return mt_real_fn.realloc(p, n);
+    case MT_BLK_ARENA: return move_from_arena(p, alloc_plain(n, mt_t.cat), n);
     default:
         mt_report_bad_pointer(kind, p, h, tomb, "realloc");
         errno = EINVAL;
@@ -728,11 +728,11 @@ static inline size_t malloc_usable_size_call(void *p)
         return mt_real_fn.malloc_usable_size ? mt_real_fn.malloc_usable_size(p) : 0;
     mt_hdr *h = fast_header(p);
     uint64_t tomb;
-    switch (h ? BLK_OURS : mt_classify(p, &h, &tomb)) {
-    case BLK_OURS:
+    switch (h ? MT_BLK_OURS : mt_classify(p, &h, &tomb)) {
+    case MT_BLK_OURS:
         /* Exactly the requested size: the canary sits right after it. */
         return mt_word_size(h->word);
-    case BLK_FOREIGN: return mt_real_fn.malloc_usable_size(p);
+    case MT_BLK_FOREIGN: return mt_real_fn.malloc_usable_size(p);
     default: return 0;
     }
 }

@@ -126,7 +126,7 @@ typedef struct rec_map {
     uint8_t skip;     /* [vvar], [vsyscall]...: not the program's pages */
     uint8_t is_stack; /* a fault near a thread's SP was seen in it */
     char *name;       /* path or [heap] ...; NULL for anonymous */
-    uint64_t gone_ns; /* in rec_maps.gone: the time of the read that no longer had it */
+    uint64_t gone_ns; /* in rec_maps.gone: the time of the read that no longer had it; 0 in v */
 } rec_map;
 
 typedef struct rec_maps {

@@ -5,7 +5,9 @@
  *   (deleted)", /SYSV, [anon_shmem:], /memfd:, /dev/shm/) PFMappedSection;
  *   other private anonymous memory VirtualAlloc; files mapped executable
  *   somewhere in the process (or the program itself) Image; other files
- *   MapFile. */
+ *   MapFile.
+ * Also the mappings a read no longer had (gone), for the faults made in
+ * them before it and read after it. */
 #include "refset/record.h"
 
 #include <errno.h>
@@ -57,46 +59,54 @@ static bool same_map(const rec_map *a, const rec_map *b)
 }
 
 /* The old mappings of m that the new list nm does not have move to
- * m->gone, stamped now; what is too old there (or too much) leaves. */
+ * m->gone, stamped now; what is older there than REC_MAPS_GONE_NS, or
+ * beyond REC_MAPS_GONE_MAX with them (the oldest first), leaves. */
 static void keep_gone(rec_maps *m, const rec_maps *nm, uint64_t now)
 {
+    size_t lost = 0;
+    for (size_t i = 0, j = 0; i < m->n; i++) {
+        while (j < nm->n && nm->v[j].start < m->v[i].start)
+            j++;
+        m->v[i].gone_ns = j < nm->n && same_map(&m->v[i], &nm->v[j]) ? 0 : now;
+        lost += m->v[i].gone_ns != 0;
+    }
+    if (lost > REC_MAPS_GONE_MAX)
+        lost = REC_MAPS_GONE_MAX;
     size_t drop = 0;
     while (drop < m->ngone && m->gone[drop].gone_ns + REC_MAPS_GONE_NS < now)
         drop++;
-    size_t j = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        rec_map *o = &m->v[i];
-        while (j < nm->n && nm->v[j].start < o->start)
-            j++;
-        if (j < nm->n && same_map(o, &nm->v[j]))
-            continue;
-        if (m->ngone - drop == REC_MAPS_GONE_MAX)
-            drop++;
-        if (m->ngone == m->capgone) {
-            if (drop) { /* room at the front first */
-                for (size_t k = 0; k < drop; k++)
-                    free(m->gone[k].name);
-                memmove(m->gone, m->gone + drop, (m->ngone - drop) * sizeof *m->gone);
-                m->ngone -= drop;
-                drop = 0;
-            } else {
-                size_t nc = m->capgone ? m->capgone * 2 : 16;
-                rec_map *nv = realloc(m->gone, nc * sizeof *nv);
-                if (!nv)
-                    continue; /* not kept: its late faults are not recorded, as before */
-                m->gone = nv;
-                m->capgone = nc;
-            }
-        }
-        m->gone[m->ngone] = *o;
-        m->gone[m->ngone++].gone_ns = now;
-        o->name = NULL; /* owned by gone now */
-    }
+    if (m->ngone - drop + lost > REC_MAPS_GONE_MAX)
+        drop = m->ngone + lost - REC_MAPS_GONE_MAX;
     if (drop) {
         for (size_t k = 0; k < drop; k++)
             free(m->gone[k].name);
         memmove(m->gone, m->gone + drop, (m->ngone - drop) * sizeof *m->gone);
         m->ngone -= drop;
+    }
+    if (m->ngone + lost > m->capgone) {
+        size_t nc = m->capgone ? m->capgone : 16;
+        while (nc < m->ngone + lost)
+            nc *= 2;
+        rec_map *nv = realloc(m->gone, nc * sizeof *nv);
+        if (!nv)
+            return; /* none kept: their late faults are not recorded, as before */
+        m->gone = nv;
+        m->capgone = nc;
+    }
+    /* When this read lost more than REC_MAPS_GONE_MAX: the highest. */
+    size_t skip = 0;
+    for (size_t i = 0; i < m->n; i++)
+        skip += m->v[i].gone_ns != 0;
+    skip -= lost;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!m->v[i].gone_ns)
+            continue;
+        if (skip) {
+            skip--;
+            continue;
+        }
+        m->gone[m->ngone++] = m->v[i];
+        m->v[i].name = NULL; /* owned by gone now */
     }
 }
 

@@ -337,7 +337,12 @@ static void on_sample(rec_state *st, rec_item *it)
     rec_page *e = rec_pages_find(&p->pages, addr >> REC_PAGE_SHIFT);
     if (e && !(e->flags & (REC_PG_FILE | REC_PG_ZERO | REC_PG_INHERITED)))
         return;
-    if (p->pagemap >= 0)
+    /* A mapping a read of the maps since the fault no longer had: what is
+     * at addr now (pagemap, an outstanding page) is another mapping's. */
+    bool gone = m->gone_ns != 0;
+    if (gone && e)
+        return;
+    if (p->pagemap >= 0 && !gone)
         rec_pagemap_read(p->pagemap, addr, 1, &entry);
     if (st->test_unread && !e && (((uint64_t)p->pid << 40 ^ addr >> 12) * 0x9E3779B97F4A7C15ull) >> 63)
         entry = 0;
@@ -362,6 +367,13 @@ static void on_sample(rec_state *st, rec_item *it)
         a.stack = rec_stacks_intern(st->stacks, &st->out, it->frames, it->nframes, it->time);
     size_t at = st->out.n;
     rec_emit_ref(st, p, m, &a);
+    if (gone) {
+        /* Unmapped by the read that lost it, at the latest. */
+        uint64_t pg = addr >> REC_PAGE_SHIFT;
+        if (st->out.n > at && rec_pages_find(&p->pages, pg))
+            rec_release_pages(st, p, &pg, 1, m->gone_ns, RS_REL_SCAN);
+        return;
+    }
     if (!(entry & PM_PRESENT) && p->pagemap >= 0 && st->out.n == at + 1)
         note_unread(st, at, p->pid, addr);
     uint32_t alloc_stack;

@@ -120,7 +120,10 @@ static void recorder(int sig)
     pid_t pp = getppid();
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pp);
-    kill(pp, sig);
+    if (kill(pp, sig) != 0) {
+        perror("kill");
+        exit(1);
+    }
     for (int i = 0; i < 2000; i++) {
         int fd = open(path, O_RDONLY);
         ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
@@ -144,6 +147,7 @@ static void late(size_t n)
     munmap(p, n * 4096);
     recorder(SIGCONT);
     say("late", p, n * 4096);
+    settle();
     settle();
 }
 
@@ -173,7 +177,7 @@ static void categories(void)
 int main(int argc, char **argv)
 {
     if (argc < 3 || !(out = fopen(argv[1], "w"))) {
-        fprintf(stderr, "usage: rs_touch OUT anon N|thp|file PATH|fork N|sleep MS\n");
+        fprintf(stderr, "usage: rs_touch OUT anon N|thp|file PATH|fork N|cow N|seed|late N|cats|sleep MS\n");
         return 2;
     }
     const char *mode = argv[2];

@@ -152,7 +152,7 @@ print("ok" if ok else "%d pages, %d by faults, %d by scans, cats %s" % (len(p), 
 # reads the maps before it reads the faults (as a scan that begins between
 # the two does): the faults of a mapping the maps no longer list are not
 # lost (a CI run lost 1,000 of the seed example's transient pages so).
-MEMTRAIL_REFSET_TEST_MAPS_FIRST=1 record "$T/late.mtrs" --no-agent -- "$TOUCH" "$T/said.txt" late 256
+MEMTRAIL_REFSET_TEST_MAPS_FIRST=1 record "$T/late.mtrs" --no-agent --interval 20 -- "$TOUCH" "$T/said.txt" late 256
 check_py record_unmapped_before_read '
 lo, hi = ranges("late")[0]
 p = pages_of(4, lo, hi)
