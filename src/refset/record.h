@@ -147,9 +147,9 @@ typedef struct rec_maps {
 int rec_maps_read(rec_maps *m, pid_t pid);
 /* The mapping holding addr, or NULL. */
 rec_map *rec_maps_find(const rec_maps *m, uint64_t addr);
-/* The mapping that held addr at time (CLOCK_MONOTONIC ns) and that a later
- * read no longer had, or NULL. */
-rec_map *rec_maps_find_gone(const rec_maps *m, uint64_t addr, uint64_t time);
+/* The mapping that held addr at time (CLOCK_MONOTONIC ns): the current
+ * one, else one a read since time no longer had; or NULL. */
+rec_map *rec_maps_find_at(const rec_maps *m, uint64_t addr, uint64_t time);
 /* Inserts a mapping (from MMAP2), replacing what it overlaps. */
 int rec_maps_insert(rec_maps *m, const rec_map *nm);
 /* Removes [start, end) (the agent's unmap). */
@@ -280,11 +280,12 @@ void rec_emit_ref(rec_state *st, rec_proc *p, const rec_map *m, const struct ref
  * copy of an image page is CopyOnWriteImage); *alloc_stack its range's. */
 unsigned rec_page_category(const rec_proc *p, const rec_map *m, uint64_t addr, uint64_t entry,
                            uint32_t *alloc_stack);
+/* Reads p's maps again and categorizes them: 0 or rec_maps_read's -errno. */
+int rec_proc_read_maps(rec_proc *p);
 /* Reads every process's maps again (MEMTRAIL_REFSET_TEST_MAPS_FIRST). */
 void rec_proc_maps_read_all(rec_state *st);
-/* The mapping that held addr at time: the current one, one a read since
- * time no longer had, or one a fresh read finds (maps reread once when
- * none does). */
+/* rec_maps_find_at, with the maps read again once (until the next scan)
+ * when it finds none. */
 rec_map *rec_map_of(rec_proc *p, uint64_t addr, uint64_t time);
 /* pages (page numbers, any order; sorted here) leave the reference set:
  * RELEASE records for each run, and they are no longer outstanding. */

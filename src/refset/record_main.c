@@ -272,6 +272,13 @@ static void recorder_free(struct recorder *r)
     free(r->path);
 }
 
+/* A debugging or test switch in the environment: set, not empty, not "0". */
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 static int recorder_init(struct recorder *r, const struct record_opts *o)
 {
     memset(r, 0, sizeof *r);
@@ -283,12 +290,9 @@ static int recorder_init(struct recorder *r, const struct record_opts *o)
     r->st.stacks = rec_stacks_new();
     r->st.drain = drain_sources;
     r->st.drain_ctx = r;
-    const char *dump = getenv("MEMTRAIL_REFSET_DUMP");
-    r->st.out.dump = dump && *dump && strcmp(dump, "0") != 0;
-    const char *unread = getenv("MEMTRAIL_REFSET_TEST_UNREAD");
-    r->st.test_unread = unread && *unread && strcmp(unread, "0") != 0;
-    const char *maps_first = getenv("MEMTRAIL_REFSET_TEST_MAPS_FIRST");
-    r->st.test_maps_first = maps_first && *maps_first && strcmp(maps_first, "0") != 0;
+    r->st.out.dump = env_on("MEMTRAIL_REFSET_DUMP");
+    r->st.test_unread = env_on("MEMTRAIL_REFSET_TEST_UNREAD");
+    r->st.test_maps_first = env_on("MEMTRAIL_REFSET_TEST_MAPS_FIRST");
     if (!r->st.stacks)
         return cli_error("out of memory");
     if (!r->st.pfns)

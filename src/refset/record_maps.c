@@ -42,8 +42,11 @@ rec_map *rec_maps_find(const rec_maps *m, uint64_t addr)
     return lo < m->n && m->v[lo].start <= addr ? &m->v[lo] : NULL;
 }
 
-rec_map *rec_maps_find_gone(const rec_maps *m, uint64_t addr, uint64_t time)
+rec_map *rec_maps_find_at(const rec_maps *m, uint64_t addr, uint64_t time)
 {
+    rec_map *live = rec_maps_find(m, addr);
+    if (live)
+        return live;
     for (size_t i = m->ngone; i-- > 0;) {
         rec_map *g = &m->gone[i];
         if (g->start <= addr && addr < g->end && time < g->gone_ns)
@@ -63,15 +66,14 @@ static bool same_map(const rec_map *a, const rec_map *b)
  * beyond REC_MAPS_GONE_MAX with them (the oldest first), leaves. */
 static void keep_gone(rec_maps *m, const rec_maps *nm, uint64_t now)
 {
-    size_t lost = 0;
+    size_t all = 0;
     for (size_t i = 0, j = 0; i < m->n; i++) {
         while (j < nm->n && nm->v[j].start < m->v[i].start)
             j++;
         m->v[i].gone_ns = j < nm->n && same_map(&m->v[i], &nm->v[j]) ? 0 : now;
-        lost += m->v[i].gone_ns != 0;
+        all += m->v[i].gone_ns != 0;
     }
-    if (lost > REC_MAPS_GONE_MAX)
-        lost = REC_MAPS_GONE_MAX;
+    size_t lost = all < REC_MAPS_GONE_MAX ? all : REC_MAPS_GONE_MAX;
     size_t drop = 0;
     while (drop < m->ngone && m->gone[drop].gone_ns + REC_MAPS_GONE_NS < now)
         drop++;
@@ -94,10 +96,7 @@ static void keep_gone(rec_maps *m, const rec_maps *nm, uint64_t now)
         m->capgone = nc;
     }
     /* When this read lost more than REC_MAPS_GONE_MAX: the highest. */
-    size_t skip = 0;
-    for (size_t i = 0; i < m->n; i++)
-        skip += m->v[i].gone_ns != 0;
-    skip -= lost;
+    size_t skip = all - lost;
     for (size_t i = 0; i < m->n; i++) {
         if (!m->v[i].gone_ns)
             continue;

@@ -292,30 +292,31 @@ static void note_fault(rec_proc *p, const struct ref_args *a, uint32_t alloc_sta
     p->faults[p->nfaults++] = (rec_fault){a->addr, a->time, a->tid, a->stack, alloc_stack};
 }
 
+int rec_proc_read_maps(rec_proc *p)
+{
+    int rc = rec_maps_read(&p->maps, p->pid);
+    if (rc == 0)
+        rec_maps_categorize(&p->maps, p->exe);
+    return rc;
+}
+
 rec_map *rec_map_of(rec_proc *p, uint64_t addr, uint64_t time)
 {
-    rec_map *m = rec_maps_find(&p->maps, addr);
-    if (!m)
-        m = rec_maps_find_gone(&p->maps, addr, time);
+    rec_map *m = rec_maps_find_at(&p->maps, addr, time);
     if (!m && !p->maps_stale) {
         /* A mapping made since the last read (brk growth has no MMAP2). */
         p->maps_stale = true;
-        if (rec_maps_read(&p->maps, p->pid) == 0)
-            rec_maps_categorize(&p->maps, p->exe);
-        m = rec_maps_find(&p->maps, addr);
-        if (!m)
-            m = rec_maps_find_gone(&p->maps, addr, time);
+        rec_proc_read_maps(p);
+        m = rec_maps_find_at(&p->maps, addr, time);
     }
     return m;
 }
 
 void rec_proc_maps_read_all(rec_state *st)
 {
-    for (size_t i = 0; i < st->nprocs; i++) {
-        rec_proc *p = st->procs[i];
-        if (!p->waiting_exec && rec_maps_read(&p->maps, p->pid) == 0)
-            rec_maps_categorize(&p->maps, p->exe);
-    }
+    for (size_t i = 0; i < st->nprocs; i++)
+        if (!st->procs[i]->waiting_exec)
+            rec_proc_read_maps(st->procs[i]);
 }
 
 static void on_sample(rec_state *st, rec_item *it)
@@ -502,8 +503,7 @@ static int enter(rec_state *st, rec_proc *p, pid_t ppid, int reason, uint64_t ti
      * of a brk names it "//anon". */
     p->start_brk = mt_proc_stat_field(p->pid, 47);
     rec_maps_free(&p->maps);
-    if (rec_maps_read(&p->maps, p->pid) == 0)
-        rec_maps_categorize(&p->maps, p->exe);
+    rec_proc_read_maps(p);
     p->waiting_exec = false;
     mt_rs_event ev = {.type = RS_EV_PROCESS,
                       .pid = (uint32_t)p->pid,

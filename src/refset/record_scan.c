@@ -207,14 +207,13 @@ static void scan(rec_state *st, rec_proc *p, uint64_t time, uint32_t ref_flags, 
     if (p->waiting_exec || p->pagemap < 0)
         return;
     uint64_t scan_start = rec_now();
-    int rc = rec_maps_read(&p->maps, p->pid);
+    int rc = rec_proc_read_maps(p);
     if (rc == -ENOENT || rc == -ESRCH) {
         rec_proc_gone(st, p, time);
         return;
     }
     if (rc < 0)
         return;
-    rec_maps_categorize(&p->maps, p->exe);
     p->maps_stale = false;
     rec_region *regions = NULL;
     size_t nregions = 0, cap = 0;
