@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -209,7 +210,9 @@ static int process(xe_session *s, uint32_t idx)
         if (s->async[i]->ops->flush)
             s->async[i]->ops->flush(s->async[i]);
     atomic_fetch_add(&s->delivered, n);
-    return !abandoned;
+    /* Abandoned by a writer the fork left behind (opened in an earlier
+     * generation): no one will ever write there, so it is used again. */
+    return !abandoned || b->fork_gen != atomic_load(&s->fork_gen);
 }
 
 /* Producers between leaving the fast path and handing their buffer on.
@@ -581,13 +584,57 @@ static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
     return 0;
 }
 
+/* Mark the buffers on a stack; how many there are. (A fork child.) */
+static uint32_t mark_stack(xe_session *s, xe_stack *st, unsigned char *mark)
+{
+    uint32_t n = 0, guard = s->nbuf + s->nlarge;
+    for (uint32_t at = (uint32_t)atomic_load(&st->head); at && guard--;
+         at = atomic_load(&xe_buf(s, at - 1)->next)) {
+        mark[at - 1] = 1;
+        n++;
+    }
+    return n;
+}
+
+/* After the fork child's own repairs every buffer is in a pool or the
+ * queue, except those a vanished thread had in its hands: a chain the
+ * parent's dispatcher had just taken off the queue, a buffer it was
+ * between delivering and recycling, one a producer had popped and not
+ * installed (or a large one it was filling), one abandoned by a writer
+ * before the fork. Each goes back to its pool (its contents are the
+ * parent's to deliver), and pending counts what is queued: else a child
+ * that forked at the wrong moment could wait for a free buffer for ever. */
+static void reclaim_forked(xe_session *s)
+{
+    uint32_t n = s->nbuf + s->nlarge;
+    size_t len = ((size_t)n + 4095) & ~(size_t)4095;
+    unsigned char *mark = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mark == MAP_FAILED)
+        return;
+    mark_stack(s, &s->free_pool, mark);
+    mark_stack(s, &s->large_pool, mark);
+    uint32_t queued = mark_stack(s, &s->queue, mark);
+    for (uint32_t i = 0; i < n; i++) {
+        if (mark[i])
+            continue;
+        /* Zero up to what was claimed, sealed or not. */
+        xe_bufhdr *b = xe_buf(s, i);
+        uint64_t off = atomic_load(&b->reserved) & XE_OFF_MASK, cap = xe_buf_cap(s, b);
+        if (off > b->end)
+            b->end = off < cap ? off : cap;
+        xe_recycle(s, i);
+    }
+    atomic_store(&s->pending, queued);
+    munmap(mark, len);
+}
+
 /* In a forked child only the forking thread exists: the dispatcher is gone,
  * and so is any thread that was between sealing a buffer and handing it on.
  * Finish their work: every partition's current buffer (open, sealed or
  * full) gets queued (once) and a fresh one at the next fire; buffers the
  * parent's dispatcher had taken go back to the pool (the parent delivers
- * them). A buffer a vanished thread had popped and not installed stays
- * lost to the child. What was buffered at the fork is delivered in both
+ * them), and so does any buffer no one in the child holds
+ * (reclaim_forked). What was buffered at the fork is delivered in both
  * processes. */
 void xe_dispatch_after_fork(xe_session *s)
 {
@@ -624,6 +671,7 @@ void xe_dispatch_after_fork(xe_session *s)
             xe_enqueue(s, (uint32_t)idx);
         atomic_store(&s->parts[i].cur, xe_cur_next(seen, -1));
     }
+    reclaim_forked(s);
     /* Seals before now (the parent's, the ones just made) are walked or
      * skipped by the child: none is waited for. */
     xe_walked_reset(s);

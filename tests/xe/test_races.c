@@ -309,6 +309,18 @@ static void case_flush_noloss(void)
     xe_session_stop(g);
 }
 
+/* Buffers in the free pools (a stopped session has them all there). */
+static uint32_t pooled(xe_session *s)
+{
+    uint32_t n = 0;
+    xe_stack *pools[2] = {&s->free_pool, &s->large_pool};
+    for (int i = 0; i < 2; i++)
+        for (uint32_t at = (uint32_t)atomic_load(&pools[i]->head); at && n <= s->nbuf + s->nlarge;
+             at = atomic_load(&xe_buf(s, at - 1)->next))
+            n++;
+    return n;
+}
+
 /* 7. fork while another thread is between claiming room in the current
  * buffer and publishing its record: in the child that record never comes,
  * so the walk of that buffer gives up at it. The child's own events must
@@ -334,15 +346,77 @@ static void case_fork_midrecord(void)
     if (pid == 0) {
         fire_n(g, 100);
         xe_session_stop(g);
-        printf("# forked child: %lu of its 100 events and the 10 before the fork (5 flushed) delivered\n",
-               (unsigned long)atomic_load(&delivered_seen));
+        /* The buffer the vanished writer held open came back too (its
+         * walk gave up, but no one will ever write there). */
+        uint32_t back = pooled(g);
+        printf("# forked child: %lu of its 100 events and the 10 before the fork (5 flushed) delivered; "
+               "%u of %u buffers back in the pools\n",
+               (unsigned long)atomic_load(&delivered_seen), back, g->nbuf + g->nlarge);
         fflush(stdout);
-        _exit(atomic_load(&delivered_seen) == 110 ? 0 : 1);
+        _exit(atomic_load(&delivered_seen) == 110 && back == g->nbuf + g->nlarge ? 0 : 1);
     }
     int st = 0;
     waitpid(pid, &st, 0);
     /* This process's own writer never publishes either: no stop here. */
     _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1);
+}
+
+/* 8. fork while the dispatcher holds buffers only in its own variables:
+ * the chain it has just taken off the queue (before it records it as its
+ * batch), or one it delivered and has not recycled; or while a producer
+ * holds a buffer it popped and has not installed. In the child no thread
+ * has them: they must go back to the pools, else a child that forked with
+ * every buffer in such hands waits for a free buffer for ever (trace mode
+ * once hung so, 1 fork in a few hundred). Here the dispatcher is held in
+ * deliver() with its batch, and this thread takes the rest of the queue
+ * and the free pool as those vanished threads would. */
+static void case_fork_taken(void)
+{
+    g = make("forktaken", 3 * 65536, XE_PART_NONE, 0, XE_NO_EVENT_LOSS);
+    xe_session_start(g);
+    fire_n(g, 1); /* the dispatcher past its start (case 7 says why) */
+    if (xe_session_flush(g) != 0)
+        exit(3);
+    atomic_store(&gate_open, 0);
+    atomic_store(&in_deliver, 0);
+    xe_event ev = {.type = XE_EV_USER};
+    /* The dispatcher stuck in the first full buffer's delivery (held),
+     * then buffers filled until none is free: the others queue. */
+    int32_t first = xe_cur_idx(atomic_load(&g->parts[0].cur));
+    while (xe_cur_idx(atomic_load(&g->parts[0].cur)) == first)
+        xe_fire(g, &ev);
+    while (!atomic_load(&in_deliver))
+        usleep(1000);
+    while ((uint32_t)atomic_load(&g->free_pool.head) != 0)
+        xe_fire(g, &ev);
+    uint32_t taken = xe_stack_take_all(g, &g->queue); /* "the dispatcher's" chain */
+    int32_t cur = xe_cur_idx(atomic_load(&g->parts[0].cur));
+    if (taken == 0 || cur < 0) {
+        printf("# taken %u, current %d\n", taken, cur);
+        exit(2);
+    }
+    uint64_t before = atomic_load(&delivered_seen);
+    pid_t pid = fork();
+    if (pid == 0) {
+        atomic_store(&gate_open, 1);
+        /* Ten buffers' worth: more than the child would have without them. */
+        uint64_t n = 10 * (g->cap / XE_RECORD_FIXED);
+        atomic_store(&ok1, 0);
+        atomic_store(&neg, 0);
+        fire_n(g, n);
+        xe_session_stop(g);
+        uint64_t got = atomic_load(&delivered_seen) - before;
+        uint32_t back = pooled(g);
+        printf("# forked child: %lu of its %lu events fired, %lu delivered (with the open buffer's); "
+               "%u of %u buffers back in the pools\n",
+               (unsigned long)atomic_load(&ok1), (unsigned long)n, (unsigned long)got, back,
+               g->nbuf + g->nlarge);
+        fflush(stdout);
+        _exit(atomic_load(&ok1) == n && got >= n && back == g->nbuf + g->nlarge ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1); /* the chain taken is never given back here */
 }
 
 int main(void)
@@ -360,5 +434,7 @@ int main(void)
           in_child(case_flush_noloss, 60, "flush/no-loss") == 0);
     CHECK("fork while another thread writes its record: the child's events delivered",
           in_child(case_fork_midrecord, 30, "fork mid-record") == 0);
+    CHECK("fork while buffers are in vanished threads' hands: the child gets them back",
+          in_child(case_fork_taken, 60, "fork taken") == 0);
     return failures != 0;
 }
