@@ -211,8 +211,10 @@ static int process(xe_session *s, uint32_t idx)
             s->async[i]->ops->flush(s->async[i]);
     atomic_fetch_add(&s->delivered, n);
     /* Abandoned by a writer the fork left behind (opened in an earlier
-     * generation): no one will ever write there, so it is used again. */
-    return !abandoned || b->fork_gen != atomic_load(&s->fork_gen);
+     * generation): no one will ever write there, so it is used again;
+     * unless the fork ran in a handler that interrupted a fire, whose
+     * writer may yet come back. */
+    return !abandoned || (b->fork_gen != atomic_load(&s->fork_gen) && !s->fork_in_fire);
 }
 
 /* Producers between leaving the fast path and handing their buffer on.
@@ -602,8 +604,11 @@ static uint32_t mark_stack(xe_session *s, xe_stack *st, unsigned char *mark)
  * between delivering and recycling, one a producer had popped and not
  * installed (or a large one it was filling), one abandoned by a writer
  * before the fork. Each goes back to its pool (its contents are the
- * parent's to deliver), and pending counts what is queued: else a child
- * that forked at the wrong moment could wait for a free buffer for ever. */
+ * parent's to deliver), sealed against a claim through a stale current
+ * index, and pending counts what is queued: else a child that forked at
+ * the wrong moment could wait for a free buffer for ever. Not when the
+ * fork interrupted a fire on its own thread: that fire may hold one of
+ * them and will finish with it. */
 static void reclaim_forked(xe_session *s)
 {
     uint32_t n = s->nbuf + s->nlarge;
@@ -622,6 +627,7 @@ static void reclaim_forked(xe_session *s)
         uint64_t off = atomic_load(&b->reserved) & XE_OFF_MASK, cap = xe_buf_cap(s, b);
         if (off > b->end)
             b->end = off < cap ? off : cap;
+        atomic_fetch_or(&b->reserved, XE_SEALED);
         xe_recycle(s, i);
     }
     atomic_store(&s->pending, queued);
@@ -636,8 +642,9 @@ static void reclaim_forked(xe_session *s)
  * them), and so does any buffer no one in the child holds
  * (reclaim_forked). What was buffered at the fork is delivered in both
  * processes. */
-void xe_dispatch_after_fork(xe_session *s)
+void xe_dispatch_after_fork(xe_session *s, int in_fire)
 {
+    s->fork_in_fire = in_fire;
     atomic_fetch_add(&s->fork_gen, 1); /* writers of buffers opened before now may be gone */
     xe_trim_forked(s);
     atomic_store(&s->disp_idle, 0);
@@ -650,10 +657,17 @@ void xe_dispatch_after_fork(xe_session *s)
         xe_recycle(s, at - 1);
         at = next;
     }
-    /* Held buffers are the parent's dispatcher's too. */
+    /* Held buffers are the parent's dispatcher's too. Its plain stores
+     * to held[] and nheld may show a buffer twice (or one already back). */
     while (s->nheld) {
-        atomic_fetch_sub(&s->pending, 1);
-        xe_recycle(s, s->held[--s->nheld]);
+        uint32_t idx = s->held[--s->nheld];
+        int again = in_stack(s, &s->free_pool, idx) || in_stack(s, &s->large_pool, idx);
+        for (uint32_t j = 0; j < s->nheld && !again; j++)
+            again = s->held[j] == idx;
+        if (!again) {
+            atomic_fetch_sub(&s->pending, 1);
+            xe_recycle(s, idx);
+        }
     }
     s->next_seq = 0;
     for (uint32_t i = 0; i < s->nparts; i++) {
@@ -671,7 +685,8 @@ void xe_dispatch_after_fork(xe_session *s)
             xe_enqueue(s, (uint32_t)idx);
         atomic_store(&s->parts[i].cur, xe_cur_next(seen, -1));
     }
-    reclaim_forked(s);
+    if (!in_fire)
+        reclaim_forked(s);
     /* Seals before now (the parent's, the ones just made) are walked or
      * skipped by the child: none is waited for. */
     xe_walked_reset(s);

@@ -683,7 +683,9 @@ uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned)
          * not forked with the process (buffer opened before the fork),
          * and the fire a signal handler interrupted to stop the session.
          * Only then, after a second, is the rest abandoned; the caller
-         * keeps the buffer out of use in case the writer does return. */
+         * keeps the buffer out of use in case the writer does return
+         * (the handler's), or, in a fork child, uses it again (the
+         * thread is gone: process() in xe_dispatch.c). */
         uint64_t t0 = 0;
         for (unsigned spins = 0; (len = atomic_load_explicit(&r->len, memory_order_acquire)) == 0; spins++) {
             if (spins < 128) {

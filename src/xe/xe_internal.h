@@ -168,6 +168,7 @@ struct xe_session {
     uint32_t held[XE_HELD_MAX];
     uint32_t stopper_inflight;   /* the stopping thread's own slow-path fires (a handler's stop) */
     _Atomic int stopper_in_fire; /* the stop runs in a handler that interrupted a fire */
+    int fork_in_fire;            /* the last fork ran in a handler that interrupted a fire */
     _Atomic uint32_t fork_gen;   /* forks this session went through */
     uint32_t deliver_gen;        /* buffers opened in an earlier fork generation are not delivered */
     /* Time-ordered sessions (cfg.time_order): seals are numbered; the
@@ -294,6 +295,8 @@ void xe_tell_waiters(xe_session *s, int all);
 uint32_t xe_fire_inflight_here(const xe_session *s);
 int xe_fire_depth_here(void); /* fires in progress on this thread */
 void xe_fire_forget_tid(void);
-void xe_dispatch_after_fork(xe_session *s);
+/* In a fork child; `in_fire`: the fork ran in a signal handler that
+ * interrupted a fire on the forking thread (whose frame still exists). */
+void xe_dispatch_after_fork(xe_session *s, int in_fire);
 
 #endif /* MT_XE_INTERNAL_H */

@@ -494,12 +494,13 @@ void xe_atfork_child(void)
     if (done_in == me)
         return;
     done_in = me;
+    int in_fire = xe_fire_depth_here() > 0;
     xe_fire_forget_tid();
     for (int i = 0; i < XE_MAX_SESSIONS; i++) {
         xe_session *s = atomic_load(&registry[i]);
         if (s) {
             atomic_store(&s->life, 0); /* a thread that held it is gone */
-            xe_dispatch_after_fork(s);
+            xe_dispatch_after_fork(s, in_fire);
         }
     }
 }

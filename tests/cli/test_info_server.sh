@@ -50,9 +50,6 @@ ok("affected = the requests whose mt_event_count moved", s["affected"] == affect
 ok("affected by more than one event = the ledger's", s["multiple_events"] == multiple,
    "%s vs %d" % (s["multiple_events"], multiple))
 ok("some requests are affected (the test means something)", 0 < affected < n / 10, str(affected))
-# The ledger itself: a stall is inside the program's memory calls.
-ok("each stall is inside the program's memory time", all(r[3] >= r[2] for r in reqs),
-   str([r for r in reqs if r[3] < r[2]][:3]))
 # Bands by the program's own ranking: band i = ranks (N*p(i-1)/100, N*p(i)/100].
 ranked = sorted(reqs, key=lambda r: r[0])
 pct = [0, 50, 90, 99, 99.9, 100]
@@ -69,6 +66,13 @@ for i, b in enumerate(bands[:5]):
     ok(name + ": affected requests in the right band", abs(b["affected"] - a) <= 1,
        "%s vs %d (ledger)" % (b["affected"], a))
     stalls = sum(r[2] for r in mine if r[1] >= 1)
+    # Every band: no more memory time than the program spent in its memory
+    # calls by its own clock, which brackets the agent's (the span's other
+    # work, were it counted, would show here: a band's latency is several
+    # times its memory calls' time).
+    ok(name + ": memory time within the program's time in its memory calls",
+       b["memory_ns"] <= 1.1 * sum(r[3] for r in mine) + 50000,
+       "%.0f ns vs %d ns (latency %d ns)" % (b["memory_ns"], sum(r[3] for r in mine), sum(r[0] for r in mine)))
     if stalls:
         # The memory time of the band is the time of its requests' memory
         # calls by the program's clock: the injected stalls, the few
