@@ -59,6 +59,11 @@ int xe_fire_depth_here(void)
     return tls_depth;
 }
 
+void xe_fire_depth_add(int d)
+{
+    tls_depth += d;
+}
+
 uint32_t xe_fire_inflight_here(const xe_session *s)
 {
     for (int i = 0; i < INFLIGHT_SLOTS; i++)

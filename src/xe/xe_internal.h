@@ -294,6 +294,10 @@ void xe_tell_waiters(xe_session *s, int all);
 /* This thread's slow-path fires in progress on s (xe_fire.c). */
 uint32_t xe_fire_inflight_here(const xe_session *s);
 int xe_fire_depth_here(void); /* fires in progress on this thread */
+/* Outside a fire, a thread holding a buffer no stack lists counts as in
+ * one meanwhile (+1, then -1): a fork from a signal handler on it then
+ * leaves that buffer to it. */
+void xe_fire_depth_add(int d);
 void xe_fire_forget_tid(void);
 /* In a fork child; `in_fire`: the fork ran in a signal handler that
  * interrupted a fire on the forking thread (whose frame still exists). */

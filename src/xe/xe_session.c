@@ -335,12 +335,16 @@ static int start_locked(xe_session *s)
     if (rc < 0)
         return rc;
     atomic_store(&s->state, XE_STARTED);
+    /* Counted as a fire while a popped buffer is in hand: a fork run by a
+     * signal handler here leaves it to this frame (xe_atfork_child). */
+    xe_fire_depth_add(1);
     for (uint32_t i = 0; i < s->nparts; i++) {
         int32_t idx = xe_stack_pop(s, &s->free_pool);
         if (idx < 0)
             break;
         xe_install(s, &s->parts[i], atomic_load(&s->parts[i].cur), idx);
     }
+    xe_fire_depth_add(-1);
     return 0;
 }
 
