@@ -575,17 +575,6 @@ void xe_dispatch_flush(xe_session *s)
     }
 }
 
-/* Only in a forked child, where nothing else runs. */
-static int in_stack(xe_session *s, xe_stack *st, uint32_t idx)
-{
-    uint32_t guard = s->nbuf + s->nlarge + 1;
-    for (uint32_t at = (uint32_t)atomic_load(&st->head); at && guard--;
-         at = atomic_load(&xe_buf(s, at - 1)->next))
-        if (at - 1 == idx)
-            return 1;
-    return 0;
-}
-
 /* Mark the buffers on a stack; how many there are. (A fork child.) */
 static uint32_t mark_stack(xe_session *s, xe_stack *st, unsigned char *mark)
 {
@@ -661,7 +650,7 @@ void xe_dispatch_after_fork(xe_session *s, int in_fire)
      * to held[] and nheld may show a buffer twice (or one already back). */
     while (s->nheld) {
         uint32_t idx = s->held[--s->nheld];
-        int again = in_stack(s, &s->free_pool, idx) || in_stack(s, &s->large_pool, idx);
+        int again = xe_stack_has(s, &s->free_pool, idx) || xe_stack_has(s, &s->large_pool, idx);
         for (uint32_t j = 0; j < s->nheld && !again; j++)
             again = s->held[j] == idx;
         if (!again) {
@@ -681,7 +670,7 @@ void xe_dispatch_after_fork(xe_session *s, int in_fire)
          * a thread that is gone: it may have queued it, and the parent's
          * dispatcher may even have recycled it already. */
         if (xe_seal(s, (uint32_t)idx) ||
-            (!in_stack(s, &s->queue, (uint32_t)idx) && !in_stack(s, &s->free_pool, (uint32_t)idx)))
+            (!xe_stack_has(s, &s->queue, (uint32_t)idx) && !xe_stack_has(s, &s->free_pool, (uint32_t)idx)))
             xe_enqueue(s, (uint32_t)idx);
         atomic_store(&s->parts[i].cur, xe_cur_next(seen, -1));
     }

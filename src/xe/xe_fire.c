@@ -140,6 +140,16 @@ int32_t xe_stack_pop(xe_session *s, xe_stack *st)
     }
 }
 
+int xe_stack_has(xe_session *s, xe_stack *st, uint32_t idx)
+{
+    uint32_t guard = s->nbuf + s->nlarge + 1;
+    for (uint32_t at = (uint32_t)atomic_load(&st->head); at && guard--;
+         at = atomic_load_explicit(&xe_buf(s, at - 1)->next, memory_order_relaxed))
+        if (at - 1 == idx)
+            return 1;
+    return 0;
+}
+
 uint32_t xe_stack_take_all(xe_session *s, xe_stack *st)
 {
     uint64_t h = atomic_load_explicit(&st->head, memory_order_acquire);
@@ -796,26 +806,16 @@ void xe_trim_free(xe_session *s)
     }
 }
 
-/* Is buffer at (index + 1) in the free pool? (A fork child, alone.) */
-static int in_free_pool(xe_session *s, uint32_t at)
-{
-    for (uint32_t p = (uint32_t)atomic_load(&s->free_pool.head); p != 0;
-         p = atomic_load_explicit(&xe_buf(s, p - 1)->next, memory_order_relaxed))
-        if (p == at)
-            return 1;
-    return 0;
-}
-
 void xe_trim_forked(xe_session *s)
 {
     /* The parent's dispatcher was trimming: its buffers out of the pool
      * go back (the one it was at may have been pushed already). */
     uint32_t cur = atomic_exchange(&s->trim_cur, 0), at = atomic_exchange(&s->trim_chain, 0);
-    if (cur && !in_free_pool(s, cur))
+    if (cur && !xe_stack_has(s, &s->free_pool, cur - 1))
         xe_stack_push(s, &s->free_pool, cur - 1);
     while (at != 0) {
         uint32_t next = atomic_load_explicit(&xe_buf(s, at - 1)->next, memory_order_relaxed);
-        if (!in_free_pool(s, at))
+        if (!xe_stack_has(s, &s->free_pool, at - 1))
             xe_stack_push(s, &s->free_pool, at - 1);
         at = next;
     }

@@ -224,6 +224,9 @@ void xe_stack_push(xe_session *s, xe_stack *st, uint32_t idx);
 int32_t xe_stack_pop(xe_session *s, xe_stack *st); /* -1 empty */
 /* Take the whole stack: its chain (index + 1, 0 ends), oldest first, linked by next. */
 uint32_t xe_stack_take_all(xe_session *s, xe_stack *st);
+/* Is buffer idx on stack st? Only where nothing else moves the stack (a
+ * fork child, alone). */
+int xe_stack_has(xe_session *s, xe_stack *st, uint32_t idx);
 
 /* Hand a sealed buffer to the dispatcher. */
 void xe_enqueue(xe_session *s, uint32_t idx);

@@ -1,9 +1,9 @@
 /* test_races.c — interleavings that once broke the session engine, made
  * deterministic: more buffers queued than one batch, flush racing stop, drop
  * racing stop, a stop from a signal handler over a NO_EVENT_LOSS wait,
- * forks while other threads seal, and forks while buffers are in the
- * hands of threads the child will not have. Each case runs in a forked child under
- * alarm() so a hang or a crash is a FAIL, not a stuck run. A gate target
+ * forks while other threads seal, and forks while buffers are in the hands
+ * of threads the child will not have. Each case runs in a forked child
+ * under alarm() so a hang or a crash is a FAIL, not a stuck run. A gate target
  * holds the dispatcher inside deliver() until released. */
 #include <errno.h>
 #include <pthread.h>
@@ -39,13 +39,17 @@ static void gate_deliver(xe_target *t, const xe_event *ev)
 }
 static const xe_target_ops gate = {.name = "gate", .init = gate_init, .deliver = gate_deliver};
 
-static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, unsigned cpus,
-                        enum xe_retention ret)
+/* A session with the gate as its target; max_event (when not 0): its
+ * max_event_size, for large buffers. */
+static xe_session *make_sized(const char *name, uint64_t mem, xe_partition_mode mode, unsigned cpus,
+                              enum xe_retention ret, uint64_t max_event)
 {
     xe_config c;
     xe_config_defaults(&c);
     strcpy(c.name, name);
     c.max_memory = mem;
+    if (max_event)
+        c.max_event_size = max_event;
     c.mode = mode;
     c.cpus = cpus;
     c.retention = ret;
@@ -59,6 +63,19 @@ static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, 
         exit(3);
     }
     return s;
+}
+static xe_session *make(const char *name, uint64_t mem, xe_partition_mode mode, unsigned cpus,
+                        enum xe_retention ret)
+{
+    return make_sized(name, mem, mode, cpus, ret, 0);
+}
+
+/* A test process's end, as its forked child ended. */
+static void exit_as(pid_t pid)
+{
+    int st = 0;
+    waitpid(pid, &st, 0);
+    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1);
 }
 
 static _Atomic uint64_t ok1, neg;
@@ -356,10 +373,7 @@ static void case_fork_midrecord(void)
         fflush(stdout);
         _exit(atomic_load(&delivered_seen) == 110 && back == g->nbuf + g->nlarge ? 0 : 1);
     }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    /* This process's own writer never publishes either: no stop here. */
-    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1);
+    exit_as(pid); /* this process's own writer never publishes either: no stop here */
 }
 
 /* 8. fork while the dispatcher holds buffers only in its own variables:
@@ -423,9 +437,7 @@ static void fork_taken(enum xe_retention ret)
         int all = !lossless || (atomic_load(&ok1) == n && got >= n);
         _exit(all && back == g->nbuf + g->nlarge ? 0 : 1);
     }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1); /* the chain taken is never given back here */
+    exit_as(pid); /* the chain taken is never given back here: no stop */
 }
 static void case_fork_taken_ordered(void)
 {
@@ -443,21 +455,7 @@ static void case_fork_taken_batch(void)
  * pools, the large one zeroed over what was claimed in it. */
 static void case_fork_popped(void)
 {
-    xe_config c;
-    xe_config_defaults(&c);
-    strcpy(c.name, "forkpopped");
-    c.max_memory = 256 * 1024;
-    c.mode = XE_PART_NONE;
-    c.retention = XE_NO_EVENT_LOSS;
-    c.max_event_size = 512 * 1024;
-    c.max_dispatch_latency_ns = XE_LATENCY_INFINITE;
-    c.ntargets = 1;
-    c.targets[0].ops = &gate;
-    char why[256] = "";
-    if (xe_session_create(&c, &g, why, sizeof why) < 0) {
-        printf("# create: %s\n", why);
-        exit(3);
-    }
+    g = make_sized("forkpopped", 256 * 1024, XE_PART_NONE, 0, XE_NO_EVENT_LOSS, 512 * 1024);
     xe_session_start(g);
     fire_n(g, 1); /* the dispatcher past its start (case 7 says why) */
     if (xe_session_flush(g) != 0 || g->nlarge == 0)
@@ -492,9 +490,7 @@ static void case_fork_popped(void)
         int all = atomic_load(&ok1) == n && large_ok == 6 && got == n + 6;
         _exit(all && back == g->nbuf + g->nlarge && zeroed ? 0 : 1);
     }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    _exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1); /* the buffers popped are never given back here */
+    exit_as(pid); /* the buffers popped are never given back here: no stop */
 }
 
 int main(void)
