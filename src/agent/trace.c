@@ -340,7 +340,7 @@ static void enc_event(void *st, const xe_event *ev)
         return;
     }
     /* time_ns holds the engine clock, the merge's key; the writer gets
-     * ns (emit_one). */
+     * ns (emit_events). */
     mt_trace_event *t = trace_merge_put(e->merge, ev->cpu, ev->tsc);
     if (t)
         fill_event(t, type, ev->category, ev->tid, ev->size, ev->address, ev->site, ev->key, ev->value);
@@ -348,39 +348,55 @@ static void enc_event(void *st, const xe_event *ev)
         e->unstaged++;
 }
 
-/* The trace session's records (time-ordered), staged as they lie in the
- * engine's buffer: enc_event's second case with no event on the way. */
-static void enc_record(void *st, const xe_rec *r)
+/* The trace session's records (time-ordered), a run of them as they lie
+ * in the engine's buffer, staged: enc_event's second case with no event
+ * on the way. */
+static uint64_t enc_records(void *st, const char *recs, uint64_t bytes)
 {
     enc_state *e = st;
-    unsigned type = trace_type(r->type);
-    if (!e->w || !type)
-        return;
-    mt_trace_event *t = trace_merge_put(e->merge, r->cpu, r->tsc);
-    if (t)
-        fill_event(t, type, r->category, r->tid, r->size, xe_rec_address(r), r->site, r->key, r->value);
-    else
-        e->unstaged++;
+    uint64_t n = 0;
+    for (const char *at = recs, *end = recs + bytes; at < end; n++) {
+        const xe_rec *r = (const xe_rec *)at;
+        uint32_t len = atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed);
+        at += len;
+        unsigned type = trace_type(r->type);
+        if (!e->w || !type)
+            continue;
+        mt_trace_event *t = trace_merge_put(e->merge, r->cpu, r->tsc);
+        if (t)
+            fill_event(t, type, r->category, r->tid, r->size, len < XE_RECORD_FIXED ? 0 : r->address, r->site,
+                       r->key, r->value);
+        else
+            e->unstaged++;
+    }
+    return n;
 }
 
-/* One merged event to the writer, its clock in ns (never earlier than the
- * event before: the clock's rate is refined as the run goes). */
-static void emit_one(void *ctx, mt_trace_event *ev)
+/* Merged events, n in a row, to the writer, their clock in ns (never
+ * earlier than the event before: the clock's rate is refined as the run
+ * goes, between watermarks). */
+static void emit_events(void *ctx, mt_trace_event *ev, size_t n)
 {
     enc_state *e = ctx;
-    uint64_t ns = xe_clock_ns(ev->time_ns);
-    if (ns < e->last_ns)
-        ns = e->last_ns;
-    e->last_ns = ns;
-    ev->time_ns = ns;
-    (void)mt_trace_write_event(e->w, ev);
+    xe_clock_conv c;
+    xe_clock_conv_get(&c);
+    uint64_t last = e->last_ns;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ns = xe_clock_conv_ns(&c, ev[i].time_ns);
+        if (ns < last)
+            ns = last;
+        last = ns;
+        ev[i].time_ns = ns;
+    }
+    e->last_ns = last;
+    (void)mt_trace_write_events(e->w, ev, n);
 }
 
 static void enc_watermark(void *st, uint64_t tsc)
 {
     enc_state *e = st;
     if (e->w)
-        trace_merge_emit(e->merge, tsc, emit_one, e);
+        trace_merge_emit(e->merge, tsc, emit_events, e);
 }
 
 static void enc_flush(void *st)
@@ -395,7 +411,7 @@ static void enc_end(void *st)
     enc_state *e = st;
     if (!e->open || !e->w)
         return;
-    trace_merge_emit(e->merge, UINT64_MAX, emit_one, e); /* a stop gave the last watermark already */
+    trace_merge_emit(e->merge, UINT64_MAX, emit_events, e); /* a stop gave the last watermark already */
     mt_trace_write_meta(e->w, "ended", ended);
     e->open = 0;
     uint64_t lost, fired;
@@ -437,7 +453,7 @@ static const xe_file_encoder trace_encoder = {
     .name = "trace",
     .create = enc_create,
     .begin = enc_begin,
-    .record = enc_record,
+    .records = enc_records,
     .event = enc_event,
     .flush = enc_flush,
     .end = enc_end,

@@ -6,25 +6,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define MAX_RUNS 64u
+#define MAX_RUNS TRACE_MERGE_MAX_RUNS
 #define RUN_FIRST (256u << 10) /* bytes a run maps first (5461 events) */
 #define RUN_KEEP (256u << 10)  /* bytes of a drained run kept resident */
 #define PAGE 4096u
 
-typedef struct run {
-    mt_trace_event *ev;
-    size_t n, head;   /* events staged; the first not yet emitted */
-    size_t cap_bytes; /* mapped */
-    size_t touched;   /* bytes that may be resident */
-    int fed;          /* took an event since the last emit */
-} run;
-
-struct trace_merge {
-    unsigned nruns;
-    uint64_t staged;
-    run runs[MAX_RUNS];
-    unsigned heap[MAX_RUNS];
-};
+typedef trace_merge_run run;
 
 static void *map_anon(size_t n)
 {
@@ -51,7 +38,7 @@ void trace_merge_destroy(trace_merge *m)
     munmap(m, sizeof *m);
 }
 
-static int grow(run *r)
+int trace_merge_grow(run *r)
 {
     size_t want = r->cap_bytes ? 2 * r->cap_bytes : RUN_FIRST;
     void *p = r->ev ? mremap(r->ev, r->cap_bytes, want, MREMAP_MAYMOVE) : map_anon(want);
@@ -60,30 +47,6 @@ static int grow(run *r)
     r->ev = p;
     r->cap_bytes = want;
     return 0;
-}
-
-mt_trace_event *trace_merge_put(trace_merge *m, unsigned which, uint64_t key)
-{
-    /* which is a CPU, below nruns but on machines with more than
-     * MAX_RUNS CPUs: no division for every event. */
-    run *r = &m->runs[which < m->nruns ? which : which % m->nruns];
-    if ((r->n + 1) * sizeof *r->ev > r->cap_bytes && grow(r) != 0)
-        return NULL;
-    /* Nearly sorted already (a buffer's events in claim order, stamped
-     * just after the claim): step back over the few that are later. */
-    size_t at = r->n;
-    while (at > r->head && r->ev[at - 1].time_ns > key)
-        at--;
-    if (at < r->n)
-        memmove(&r->ev[at + 1], &r->ev[at], (r->n - at) * sizeof *r->ev);
-    r->n++;
-    size_t end = r->n * sizeof *r->ev;
-    if (end > r->touched)
-        r->touched = end;
-    m->staged++;
-    r->fed = 1;
-    r->ev[at].time_ns = key;
-    return &r->ev[at];
 }
 
 /* Heap order: the earlier head first, then the lower run. */
@@ -122,6 +85,9 @@ static void sift_down(trace_merge *m, unsigned n, unsigned i)
 static void compact(run *r)
 {
     size_t staged = r->n * sizeof *r->ev; /* this sweep's events, emitted or not */
+    int fed = r->n > r->n0;
+    if (staged > r->touched) /* n only grew since the last compact */
+        r->touched = staged;
     if (r->head > 0) {
         size_t left = r->n - r->head;
         memmove(r->ev, &r->ev[r->head], left * sizeof *r->ev);
@@ -129,7 +95,7 @@ static void compact(run *r)
         r->head = 0;
     }
     size_t keep = RUN_KEEP;
-    if (r->fed || r->n) {
+    if (fed || r->n) {
         size_t want = (2 * staged + PAGE - 1) & ~(size_t)(PAGE - 1);
         keep = want > RUN_KEEP ? want : RUN_KEEP;
         if (r->touched <= 4 * keep)
@@ -138,10 +104,11 @@ static void compact(run *r)
     if (keep && r->touched > keep + 16 * PAGE &&
         madvise((char *)r->ev + keep, r->touched - keep, MADV_DONTNEED) == 0)
         r->touched = keep;
-    r->fed = 0;
+    r->n0 = r->n;
 }
 
-uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, mt_trace_event *ev), void *ctx)
+uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, mt_trace_event *ev, size_t n),
+                          void *ctx)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < m->nruns; i++) {
@@ -161,18 +128,18 @@ uint64_t trace_merge_emit(trace_merge *m, uint64_t mark, void (*fn)(void *ctx, m
         if (n > 1)
             next = n > 2 && before(m, m->heap[2], m->heap[1]) ? m->heap[2] : m->heap[1];
         run *r = &m->runs[top];
-        do {
-            fn(ctx, &r->ev[r->head]);
+        size_t first = r->head;
+        do
             r->head++;
-            out++;
-        } while (r->head < r->n && (n > 1 ? before(m, top, next) : r->ev[r->head].time_ns < mark));
+        while (r->head < r->n && (n > 1 ? before(m, top, next) : r->ev[r->head].time_ns < mark));
+        fn(ctx, &r->ev[first], r->head - first);
+        out += r->head - first;
         if (r->head >= r->n || r->ev[r->head].time_ns >= mark)
             m->heap[0] = m->heap[--n];
         sift_down(m, n, 0);
     }
     for (unsigned i = 0; i < m->nruns; i++)
         compact(&m->runs[i]);
-    m->staged -= out;
     return out;
 }
 
@@ -180,13 +147,15 @@ void trace_merge_clear(trace_merge *m)
 {
     for (unsigned i = 0; i < m->nruns; i++) {
         m->runs[i].head = m->runs[i].n;
-        m->runs[i].fed = 0; /* what it held is dropped: quiet from now */
+        m->runs[i].n0 = m->runs[i].n; /* what it held is dropped: quiet from now */
         compact(&m->runs[i]);
     }
-    m->staged = 0;
 }
 
 uint64_t trace_merge_staged(const trace_merge *m)
 {
-    return m->staged;
+    uint64_t n = 0;
+    for (unsigned i = 0; i < m->nruns; i++)
+        n += m->runs[i].n - m->runs[i].head;
+    return n;
 }

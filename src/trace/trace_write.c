@@ -300,78 +300,22 @@ int mt_trace_write_begin(mt_trace_writer *w)
     return write_out(w, h, sizeof h);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t open_events(const mt_trace_writer *w)
 {
     return w->threads > 1 ? trace_pool_open_events(w) : w->enc->nevents;
 }
 
-/* The file's index of thread tid, defining it if new; negative on error. */
-static inline int64_t thread_index(mt_trace_writer *w, uint32_t tid)
+/* An event coded on this thread (threads <= 1). */
+static int write_inline(mt_trace_writer *w, const mt_trace_event *ev)
 {
-    uint32_t at = tid % TW_TCACHE;
-    if (w->tcache_tid[at] == tid + 1 && tid != UINT32_MAX) /* 0: an empty slot */
-        return w->tcache_idx[at];
-    uint32_t known = trace_map_get(&w->threads_map, tid + 1);
-    int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, tid);
-    if (ti >= 0) {
-        w->tcache_tid[at] = tid + 1;
-        w->tcache_idx[at] = (uint32_t)ti;
-    }
-    return ti;
-}
-
-/* Stack id defined in the file (now, if it was not); negative on error. */
-static inline int define_stack(mt_trace_writer *w, uint32_t id)
-{
-    uint32_t at = id % TW_SCACHE;
-    if (w->scache[at] == id + 1 && id != UINT32_MAX) /* 0: an empty slot */
-        return 0;
-    if (!trace_map_get(&w->stacks, id + 1) && trace_w_define_stack(w, id) < 0)
-        return -1;
-    w->scache[at] = id + 1;
-    return 0;
-}
-
-int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
-{
-    unsigned type = ev->type;
-    if (type < MT_TRACE_ALLOC || type > MT_TRACE_MUNMAP)
-        return -EINVAL;
-    w->stats.events++;
-    if (w->failed) {
-        w->stats.events_lost_to_errors++;
-        return w->failed;
-    }
-    int64_t t = (int64_t)(ev->time_ns - w->start_ns);
-    if (w->time_unit != 1) /* rounded down, also before the start */
-        t = t >= 0
-                ? (int64_t)trace_div((uint64_t)t, w->time_unit, w->unit_magic, w->unit_shift)
-                : -(int64_t)trace_div((uint64_t) - (t + 1), w->time_unit, w->unit_magic, w->unit_shift) - 1;
-    if (!open_events(w))
-        w->chunk_open_ns = now_ns();
-    /* What can fail (defining the thread, category, stack) comes first,
-     * so a failed event leaves the streams as they were. */
-    int64_t ti = thread_index(w, ev->thread);
-    int alloc = type == MT_TRACE_ALLOC || type == MT_TRACE_REALLOC;
-    if (ti < 0 ||
-        !(w->cat_defined[ev->category >> 6] >> (ev->category & 63) & 1 ||
-          trace_w_define_category(w, ev->category) == 0) ||
-        (alloc && ev->stack && define_stack(w, ev->stack) < 0) ||
-        (w->nthreads > w->enc->nthreads_cap && w->threads <= 1 &&
-         trace_enc_threads(w->enc, w->nthreads) < 0)) {
+    int64_t t = 0, ti = trace_w_event_start(w, ev, w->enc->nevents, &t);
+    if (ti < 0)
+        return (int)ti;
+    if (w->nthreads > w->enc->nthreads_cap && trace_enc_threads(w->enc, w->nthreads) < 0) {
         w->stats.events_lost_to_errors++; /* out of memory: the event is dropped, and counted */
         return -ENOMEM;
     }
-    if (w->threads > 1)
-        return trace_pool_event(w, ev, (uint32_t)ti, t);
-    trace_rec r = {.type = type,
+    trace_rec r = {.type = ev->type,
                    .category = ev->category,
                    .tidx = (uint32_t)ti,
                    .id = ev->id,
@@ -389,16 +333,39 @@ int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
     return rc;
 }
 
+int mt_trace_write_events(mt_trace_writer *w, const mt_trace_event *ev, size_t n)
+{
+    int rc = 0;
+    while (n) {
+        size_t k = 1;
+        if (w->threads > 1)
+            k = trace_pool_events(w, ev, n, &rc);
+        else {
+            int r = write_inline(w, ev);
+            if (r < 0 && !rc)
+                rc = r;
+        }
+        ev += k;
+        n -= k;
+    }
+    return rc;
+}
+
+int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev)
+{
+    return mt_trace_write_events(w, ev, 1);
+}
+
 int mt_trace_write_flush(mt_trace_writer *w, int force)
 {
     if (w->threads > 1) {
-        int old = !force && open_events(w) && now_ns() - w->chunk_open_ns >= w->chunk_age_ns;
+        int old = !force && open_events(w) && trace_w_now_ns() - w->chunk_open_ns >= w->chunk_age_ns;
         int rc = trace_pool_flush(w, force || old, force);
         return rc < 0 || !force ? rc : flush_defs(w); /* definitions without events */
     }
     if (!w->enc->nevents && !force)
         return 0;
-    if (!force && now_ns() - w->chunk_open_ns < w->chunk_age_ns)
+    if (!force && trace_w_now_ns() - w->chunk_open_ns < w->chunk_age_ns)
         return 0;
     return flush_events(w);
 }

@@ -75,6 +75,8 @@ int mt_trace_write_meta(mt_trace_writer *w, const char *key, const char *value);
 /* Appends one event; writes a chunk when one is full. 0 or -errno (the
  * write failed: the chunk's events are lost and counted). */
 int mt_trace_write_event(mt_trace_writer *w, const mt_trace_event *ev);
+/* n events, as mt_trace_write_event each: the first error (0 if none). */
+int mt_trace_write_events(mt_trace_writer *w, const mt_trace_event *ev, size_t n);
 /* Writes the open chunk if `force`, or if it is older than chunk_age_ns. */
 int mt_trace_write_flush(mt_trace_writer *w, int force);
 /* Writes the open chunk, an end record with these statistics (name/value

@@ -9,7 +9,9 @@
 #include "trace/trace_util.h"
 #include "trace/trace_write.h"
 
+#include <errno.h>
 #include <sys/types.h>
+#include <time.h>
 #include <zstd.h>
 
 #define UNKNOWN_CACHE 256           /* frames the host's modules did not cover */
@@ -201,6 +203,97 @@ int trace_w_define_category(mt_trace_writer *w, unsigned c);
 int trace_w_define_stack(mt_trace_writer *w, uint32_t id);
 /* A new thread: its index in the file, or -ENOMEM. */
 int64_t trace_w_thread_new(mt_trace_writer *w, uint32_t tid);
+
+/* ---- an event's way into the writer (trace_write.c, trace_write_pool.c) ---- */
+
+static inline uint64_t trace_w_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC ns as the file's time: since its start, in time units
+ * (rounded down, also before the start). */
+static inline int64_t trace_w_time(const mt_trace_writer *w, uint64_t ns)
+{
+    int64_t t = (int64_t)(ns - w->start_ns);
+    if (w->time_unit != 1)
+        t = t >= 0
+                ? (int64_t)trace_div((uint64_t)t, w->time_unit, w->unit_magic, w->unit_shift)
+                : -(int64_t)trace_div((uint64_t) - (t + 1), w->time_unit, w->unit_magic, w->unit_shift) - 1;
+    return t;
+}
+
+/* The file's index of thread tid, defining it if new; negative on error. */
+static inline int64_t trace_w_thread_index(mt_trace_writer *w, uint32_t tid)
+{
+    uint32_t at = tid % TW_TCACHE;
+    if (w->tcache_tid[at] == tid + 1 && tid != UINT32_MAX) /* 0: an empty slot */
+        return w->tcache_idx[at];
+    uint32_t known = trace_map_get(&w->threads_map, tid + 1);
+    int64_t ti = known ? (int64_t)known - 1 : trace_w_thread_new(w, tid);
+    if (ti >= 0) {
+        w->tcache_tid[at] = tid + 1;
+        w->tcache_idx[at] = (uint32_t)ti;
+    }
+    return ti;
+}
+
+/* Stack id defined in the file (now, if it was not); negative on error. */
+static inline int trace_w_stack(mt_trace_writer *w, uint32_t id)
+{
+    uint32_t at = id % TW_SCACHE;
+    if (w->scache[at] == id + 1 && id != UINT32_MAX) /* 0: an empty slot */
+        return 0;
+    if (!trace_map_get(&w->stacks, id + 1) && trace_w_define_stack(w, id) < 0)
+        return -1;
+    w->scache[at] = id + 1;
+    return 0;
+}
+
+/* What an event needs defined before it (its thread, category and
+ * stack), defined now if new: the thread's index, or negative when out of
+ * memory (the event is then dropped: what it defined stays). */
+static inline int64_t trace_w_event_defs(mt_trace_writer *w, const mt_trace_event *ev)
+{
+    int64_t ti = trace_w_thread_index(w, ev->thread);
+    int alloc = ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC;
+    if (ti < 0 ||
+        !(w->cat_defined[ev->category >> 6] >> (ev->category & 63) & 1 ||
+          trace_w_define_category(w, ev->category) == 0) ||
+        (alloc && ev->stack && trace_w_stack(w, ev->stack) < 0))
+        return -1;
+    return ti;
+}
+
+/* An event's first steps into the writer, whichever way it is coded: its
+ * type checked, counted, its time (*t), and what it needs defined, with
+ * `open` the events of the open chunk (none: the chunk's age starts now).
+ * Returns its thread's index, or the error (the event dropped, and
+ * counted unless its type was bad). */
+static inline int64_t trace_w_event_start(mt_trace_writer *w, const mt_trace_event *ev, uint32_t open,
+                                          int64_t *t)
+{
+    if (ev->type < MT_TRACE_ALLOC || ev->type > MT_TRACE_MUNMAP)
+        return -EINVAL;
+    w->stats.events++;
+    if (w->failed) {
+        w->stats.events_lost_to_errors++;
+        return w->failed;
+    }
+    *t = trace_w_time(w, ev->time_ns);
+    if (!open)
+        w->chunk_open_ns = trace_w_now_ns();
+    /* What can fail (defining the thread, category, stack) comes first,
+     * so a failed event leaves the streams as they were. */
+    int64_t ti = trace_w_event_defs(w, ev);
+    if (ti < 0) {
+        w->stats.events_lost_to_errors++; /* out of memory: the event is dropped, and counted */
+        return -ENOMEM;
+    }
+    return ti;
+}
 unsigned char *trace_w_put_bytes(unsigned char *p, const void *s, size_t n);
 size_t trace_w_strlen(const char *s);
 void *trace_w_map(size_t n);
@@ -239,7 +332,11 @@ int trace_pool_create(mt_trace_writer *w);
 void trace_pool_destroy(mt_trace_writer *w);
 /* Appends one event (its definitions made) to the open batch: 0 or a
  * negative errno (from writing finished chunks). */
-int trace_pool_event(mt_trace_writer *w, const mt_trace_event *ev, uint32_t tidx, int64_t t);
+/* Events to the encoder threads' open batch, from the first on, while
+ * the writer has its threads (a batch handed off may find they could not
+ * start: the writer then codes inline). Returns how many it took (at
+ * least one); *rc gets the first error. */
+size_t trace_pool_events(mt_trace_writer *w, const mt_trace_event *ev, size_t n, int *rc);
 int trace_w_flush_events(mt_trace_writer *w);
 /* Hands over the open batch (if it has events) and, if wait, writes every
  * chunk in flight; else the finished ones. 0 or a negative errno. */

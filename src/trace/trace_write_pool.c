@@ -435,22 +435,35 @@ static int hand_off(mt_trace_writer *w)
     return rc < 0 ? rc : r;
 }
 
-int trace_pool_event(mt_trace_writer *w, const mt_trace_event *ev, uint32_t tidx, int64_t t)
+size_t trace_pool_events(mt_trace_writer *w, const mt_trace_event *ev, size_t n, int *rc)
 {
     trace_pool *p = w->pool;
-    if (!p->fill_events) {
-        p->fill_base_id = w->last_id;
-        p->fill_prev_t = 0;
+    for (size_t i = 0; i < n; i++, ev++) {
+        int64_t t = 0, ti = trace_w_event_start(w, ev, p->fill_events, &t);
+        if (ti < 0) {
+            if (!*rc)
+                *rc = (int)ti;
+            continue;
+        }
+        if (!p->fill_events) {
+            p->fill_base_id = w->last_id;
+            p->fill_prev_t = 0;
+        }
+        unsigned char *end = rec_put(p->fill + p->fill_len, ev, (uint32_t)ti,
+                                     (int64_t)((uint64_t)t - (uint64_t)p->fill_prev_t));
+        p->fill_len = (size_t)(end - p->fill);
+        p->fill_prev_t = t;
+        if (ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC)
+            w->last_id = ev->id;
+        if (++p->fill_events >= w->chunk_events || w->defs.len >= DEFS_FLUSH_BYTES) {
+            int r = hand_off(w);
+            if (r < 0 && !*rc)
+                *rc = r;
+            if (w->threads <= 1) /* fell back: the rest is coded inline */
+                return i + 1;
+        }
     }
-    p->fill_len =
-        (size_t)(rec_put(p->fill + p->fill_len, ev, tidx, (int64_t)((uint64_t)t - (uint64_t)p->fill_prev_t)) -
-                 p->fill);
-    p->fill_prev_t = t;
-    if (ev->type == MT_TRACE_ALLOC || ev->type == MT_TRACE_REALLOC)
-        w->last_id = ev->id;
-    if (++p->fill_events >= w->chunk_events || w->defs.len >= DEFS_FLUSH_BYTES)
-        return hand_off(w);
-    return 0;
+    return n;
 }
 
 int trace_pool_flush(mt_trace_writer *w, int force, int wait)

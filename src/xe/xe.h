@@ -80,7 +80,7 @@ static inline uint64_t xe_event_bytes(uint32_t data_len)
 /* A record in a buffer (XE_RECORD_FIXED bytes, then data; or
  * XE_RECORD_SHORT bytes, len says which): the event as its producer wrote
  * it, tsc in the engine's clock (xe_clock_ns). An asynchronous target may
- * take records as they are (deliver_rec); a short record's fields past
+ * take records as they are (deliver_recs); a short record's fields past
  * value are not there (xe_rec_address). */
 typedef struct xe_rec {
     _Atomic uint32_t len; /* written last: 0 = not yet (the engine's own values end a buffer) */
@@ -197,11 +197,13 @@ typedef struct xe_target_ops {
      * before engine time `tsc` has been delivered; the ones delivered from
      * now on are later (may be NULL). UINT64_MAX: everything fired. */
     void (*watermark)(xe_target *t, uint64_t tsc);
-    /* Time-ordered sessions whose one asynchronous target this is: a
-     * record as it lies in the buffer, in place of deliver (may be NULL).
-     * Returns 0 when it cannot take it so: deliver then gets it as an
-     * event. */
-    int (*deliver_rec)(xe_target *t, const xe_rec *r);
+    /* Time-ordered sessions whose one asynchronous target this is:
+     * records as they lie in the buffer, in place of deliver (may be
+     * NULL): `bytes` of whole published records from `recs`, each `len`
+     * long. Returns the bytes it took from the front (whole records); the
+     * record after them, if any, goes to deliver as an event, and the
+     * rest comes here again. */
+    uint64_t (*deliver_recs)(xe_target *t, const char *recs, uint64_t bytes);
 } xe_target_ops;
 
 struct xe_target {
@@ -249,10 +251,12 @@ typedef struct xe_file_encoder {
     void (*destroy)(void *st);
     void (*forked)(void *st); /* in a fork child: forget the parent's file and pending data */
     void (*watermark)(void *st, uint64_t tsc); /* the target's watermark (may be NULL) */
-    /* A record, in place of event (may be NULL): the file target calls it
-     * only for a time-ordered session (xe_target_ops.deliver_rec), and
-     * only with its file open; everything else still comes as events. */
-    void (*record)(void *st, const xe_rec *r);
+    /* Records, in place of event (may be NULL): `bytes` of whole records
+     * back to back, as xe_target_ops.deliver_recs gets them; returns how
+     * many. The file target calls it only for a time-ordered session, and
+     * only with its file open (whose size it looks at after each run);
+     * everything else still comes as events. */
+    uint64_t (*records)(void *st, const char *recs, uint64_t bytes);
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
 /* In a fork child, before the engine's fork handling (xe_atfork_child):
@@ -425,5 +429,19 @@ void xe_atfork_child(void);
 uint64_t xe_now_ns(void);
 /* The engine's clock (xe_event.tsc) in CLOCK_MONOTONIC ns. */
 uint64_t xe_clock_ns(uint64_t tsc);
+/* The same conversion, taken once for a run of events: the rate it holds
+ * is refined now and then (about once a second, by a dispatcher), and a
+ * run converted with it is converted as xe_clock_ns would have a moment
+ * earlier. */
+typedef struct xe_clock_conv {
+    uint64_t ticks0, ns0, mult;
+} xe_clock_conv;
+void xe_clock_conv_get(xe_clock_conv *c);
+static inline uint64_t xe_clock_conv_ns(const xe_clock_conv *c, uint64_t tsc)
+{
+    if (tsc >= c->ticks0)
+        return c->ns0 + (uint64_t)(((unsigned __int128)(tsc - c->ticks0) * c->mult) >> 32);
+    return c->ns0 - (uint64_t)(((unsigned __int128)(c->ticks0 - tsc) * c->mult) >> 32);
+}
 
 #endif /* MT_XE_H */

@@ -80,12 +80,18 @@ static void clock_refine(void)
 #endif
 }
 
+void xe_clock_conv_get(xe_clock_conv *c)
+{
+    c->ticks0 = clk.ticks0;
+    c->ns0 = clk.ns0;
+    c->mult = atomic_load_explicit(&clk.mult, memory_order_relaxed);
+}
+
 uint64_t xe_ticks_to_ns(uint64_t ticks)
 {
-    uint64_t m = atomic_load_explicit(&clk.mult, memory_order_relaxed);
-    if (ticks >= clk.ticks0)
-        return clk.ns0 + (uint64_t)(((unsigned __int128)(ticks - clk.ticks0) * m) >> 32);
-    return clk.ns0 - (uint64_t)(((unsigned __int128)(clk.ticks0 - ticks) * m) >> 32);
+    xe_clock_conv c;
+    xe_clock_conv_get(&c);
+    return xe_clock_conv_ns(&c, ticks);
 }
 
 uint64_t xe_ns_to_ticks(uint64_t ns)
@@ -154,19 +160,38 @@ static void deliver(xe_session *s, const xe_rec *r)
         s->async[i]->ops->deliver(s->async[i], &ev);
 }
 
-/* A time-ordered session's one asynchronous target taking records as
- * they are: no event built and read back for each. */
-static void deliver_rec(xe_session *s, const xe_rec *r)
+static uint32_t rec_len(const char *at)
 {
-    if (!s->async[0]->ops->deliver_rec(s->async[0], r))
-        deliver(s, r);
+    return atomic_load_explicit(&((xe_rec *)at)->len, memory_order_relaxed);
 }
 
-static xe_rec_fn deliver_fn(const xe_session *s)
+/* Records [from, to) to the targets, each as an event. */
+static void deliver_each(xe_session *s, const char *from, const char *to)
+{
+    for (; from < to; from += rec_len(from))
+        deliver(s, (const xe_rec *)from);
+}
+
+/* A time-ordered session's one asynchronous target taking records as
+ * they are, a run at a time: no event built and read back for each, and
+ * no call for each. A record it declines goes as an event. */
+static void deliver_recs(xe_session *s, const char *from, const char *to)
+{
+    xe_target *t = s->async[0];
+    while (from < to) {
+        from += t->ops->deliver_recs(t, from, (uint64_t)(to - from));
+        if (from < to) {
+            deliver(s, (const xe_rec *)from);
+            from += rec_len(from);
+        }
+    }
+}
+
+static xe_recs_fn deliver_fn(const xe_session *s)
 {
     if (!s->nasync)
         return NULL;
-    return s->time_order && s->nasync == 1 && s->async[0]->ops->deliver_rec ? deliver_rec : deliver;
+    return s->time_order && s->nasync == 1 && s->async[0]->ops->deliver_recs ? deliver_recs : deliver_each;
 }
 
 void xe_mark_walked(xe_session *s, uint64_t seq)

@@ -245,9 +245,11 @@ void xe_replace(xe_session *s, xe_part *p, uint32_t idx, int allow_reuse);
 extern void (*xe_test_before_enqueue)(void);
 
 /* Records of a sealed buffer, waiting for claims still being written
- * (bounded). Calls fn per record unless fn is NULL; returns the count. */
-typedef void (*xe_rec_fn)(xe_session *s, const xe_rec *r);
-uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_rec_fn fn, int *abandoned);
+ * (bounded). Unless fn is NULL, hands it the published records in runs
+ * [from, to), each before the walk waits for a claim and the last at its
+ * end; returns the count. */
+typedef void (*xe_recs_fn)(xe_session *s, const char *from, const char *to);
+uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_recs_fn fn, int *abandoned);
 /* Zero the used part of a walked buffer and return it to its pool. */
 void xe_recycle(xe_session *s, uint32_t idx);
 /* Time-ordered sessions keep XE_KEEP_RESIDENT of a buffer resident and

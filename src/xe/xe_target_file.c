@@ -348,15 +348,17 @@ static void file_deliver(xe_target *t, const xe_event *ev)
     }
 }
 
-/* A stateful encoder that takes records: as file_deliver hands it events. */
-static int file_deliver_rec(xe_target *t, const xe_rec *r)
+/* A stateful encoder that takes records: as file_deliver hands it events,
+ * but the file's size is looked at after the run. */
+static uint64_t file_deliver_recs(xe_target *t, const char *recs, uint64_t bytes)
 {
     file_state *s = t->state;
-    if (!s->est || !s->enc->record || s->fd < 0)
+    if (!s->est || !s->enc->records || s->fd < 0)
         return 0; /* file_deliver's way */
-    s->enc->record(s->est, r);
-    encoded_one(s);
-    return 1;
+    xe_stat_add(&s->events_written, s->enc->records(s->est, recs, bytes));
+    if (s->file_bytes >= s->max_file_size)
+        (void)file_open_next(s);
+    return bytes;
 }
 
 static void file_flush(xe_target *t)
@@ -530,5 +532,5 @@ const xe_target_ops xe_target_event_file = {
     .view_json = file_view,
     .stop = file_stop,
     .watermark = file_watermark,
-    .deliver_rec = file_deliver_rec,
+    .deliver_recs = file_deliver_recs,
 };

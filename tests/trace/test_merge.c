@@ -18,14 +18,16 @@ typedef struct got {
     size_t n;
 } got;
 
-static void take(void *ctx, mt_trace_event *ev)
+static void take(void *ctx, mt_trace_event *ev, size_t n)
 {
     got *g = ctx;
-    if (g->n < 4096) {
-        g->keys[g->n] = ev->time_ns;
-        g->ids[g->n] = ev->id;
+    for (size_t i = 0; i < n; i++, ev++) {
+        if (g->n < 4096) {
+            g->keys[g->n] = ev->time_ns;
+            g->ids[g->n] = ev->id;
+        }
+        g->n++;
     }
-    g->n++;
 }
 
 static void put(trace_merge *m, unsigned which, uint64_t key, uint32_t id)

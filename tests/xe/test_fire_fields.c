@@ -47,12 +47,8 @@ static void sync_deliver(xe_target *t, const xe_event *ev)
     (void)t;
     add(&sync_seen, ev);
 }
-static int rec_take(xe_target *t, const xe_rec *r)
+static void rec_take(const xe_rec *r, uint32_t len)
 {
-    (void)t;
-    if (rec_decline && (rec_calls++ & 1))
-        return 0; /* async_deliver gets it as an event */
-    uint32_t len = atomic_load(&((xe_rec *)r)->len);
     int full = len >= XE_RECORD_FIXED; /* a short record has nothing past value */
     rec_short += len == XE_RECORD_SHORT;
     rec_full += full;
@@ -68,13 +64,27 @@ static int rec_take(xe_target *t, const xe_rec *r)
                   .data_len = full ? r->data_len : 0,
                   .tsc = r->tsc};
     add(&rec_seen, &e);
-    return 1;
+}
+/* A run of records: taken up to the first one declined. */
+static uint64_t recs_take(xe_target *t, const char *recs, uint64_t bytes)
+{
+    (void)t;
+    uint64_t at = 0;
+    while (at < bytes) {
+        const xe_rec *r = (const xe_rec *)(recs + at);
+        if (rec_decline && (rec_calls++ & 1))
+            break; /* async_deliver gets it as an event */
+        uint32_t len = atomic_load(&((xe_rec *)r)->len);
+        rec_take(r, len);
+        at += len;
+    }
+    return at;
 }
 static const xe_target_ops async_t = {.name = "async", .init = init_ok, .deliver = async_deliver};
 static const xe_target_ops sync_t = {
     .name = "sync", .synchronous = 1, .init = init_ok, .deliver = sync_deliver};
 static const xe_target_ops rec_t = {
-    .name = "records", .init = init_ok, .deliver = async_deliver, .deliver_rec = rec_take};
+    .name = "records", .init = init_ok, .deliver = async_deliver, .deliver_recs = recs_take};
 
 typedef struct fired {
     unsigned type, cat;
