@@ -62,8 +62,13 @@ static MT_INLINE void mt_xe_event(unsigned type, const void *address, const void
         return;
     xe_session *t;
     if (to_trace && (t = atomic_load_explicit(&mt_xe_trace_only, memory_order_acquire)) != NULL) {
-        if (MT_UNLIKELY(xe_fire_fields(t, type, cat, size, (uint64_t)(uintptr_t)address,
-                                       (uint64_t)(uintptr_t)old_address, site, key, value) == 0))
+        /* The trace's session writes allocation events without their
+         * addresses (short_allocs): they are not passed. */
+        int rc = type >= XE_EV_ALLOC && type <= XE_EV_REALLOC
+                     ? xe_fire_alloc(t, type | cat << 16, size, site, key, value)
+                     : xe_fire_fields(t, type, cat, size, (uint64_t)(uintptr_t)address,
+                                      (uint64_t)(uintptr_t)old_address, site, key, value);
+        if (MT_UNLIKELY(rc == 0))
             mt_xe_trace_untaken();
         return;
     }

@@ -365,6 +365,12 @@ int xe_fire(xe_session *s, const xe_event *ev);
  * as it found it (its waits and wakes are system calls). */
 int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
                    uint64_t old_address, uint64_t site, uint64_t key, uint64_t value);
+/* xe_fire_fields of an allocation event (XE_EV_ALLOC, FREE, REALLOC) in a
+ * short_allocs session, whose records have no addresses: the same, with
+ * fewer arguments to pass (type_cat: type | category << 16). Other
+ * events and sessions: xe_fire_fields with both addresses 0. */
+int xe_fire_alloc(xe_session *s, unsigned type_cat, uint64_t size, uint64_t site, uint64_t key,
+                  uint64_t value);
 
 /* The sessions view: one row per session (the dm_xe_sessions columns and
  * a few more). */

@@ -651,8 +651,11 @@ static __attribute__((noinline)) int fields_as_event(xe_session *s, unsigned typ
     return rc;
 }
 
-int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
-                   uint64_t old_address, uint64_t site, uint64_t key, uint64_t value)
+/* xe_fire_fields and xe_fire_alloc: `shorter` is short_alloc(s, type). */
+static __attribute__((always_inline)) inline int fire_fields(xe_session *s, unsigned type, unsigned category,
+                                                             uint64_t size, uint64_t address,
+                                                             uint64_t old_address, uint64_t site,
+                                                             uint64_t key, uint64_t value, int shorter)
 {
     if (!takes(s, type))
         return 0;
@@ -663,7 +666,6 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
     uint32_t cpu;
     xe_bufhdr *first;
     int rc = 1;
-    int shorter = short_alloc(s, type);
     uint32_t len = shorter ? XE_RECORD_SHORT : XE_RECORD_FIXED;
     xe_rec *r = claim(s, len, type == XE_EV_FREE || type == XE_EV_REALLOC, &tsc, &cpu, &first, &rc);
     if (r) {
@@ -676,6 +678,21 @@ int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t siz
     }
     tls_depth--;
     return r ? 1 : rc;
+}
+
+int xe_fire_fields(xe_session *s, unsigned type, unsigned category, uint64_t size, uint64_t address,
+                   uint64_t old_address, uint64_t site, uint64_t key, uint64_t value)
+{
+    return fire_fields(s, type, category, size, address, old_address, site, key, value, short_alloc(s, type));
+}
+
+int xe_fire_alloc(xe_session *s, unsigned type_cat, uint64_t size, uint64_t site, uint64_t key,
+                  uint64_t value)
+{
+    unsigned type = type_cat & 0xffff, category = type_cat >> 16;
+    if (__builtin_expect(!short_alloc(s, type), 0))
+        return xe_fire_fields(s, type, category, size, 0, 0, site, key, value);
+    return fire_fields(s, type, category, size, 0, 0, site, key, value, 1);
 }
 
 /* ---- reading a sealed buffer ----------------------------------------------- */

@@ -22,6 +22,7 @@ typedef struct seen {
 static seen async_seen, sync_seen, rec_seen;
 static int rec_decline, rec_calls; /* declining: every other record */
 static int short_run;              /* the session's allocation events in short records */
+static int alloc_entry;            /* allocation events fired by xe_fire_alloc (no addresses) */
 static int rec_short, rec_full;    /* records taken, by length */
 
 static void add(seen *s, const xe_event *ev)
@@ -107,7 +108,7 @@ static uint32_t my_tid(void)
  * addresses; a mapping keeps its own. */
 static int same(const xe_event *e, const fired *f)
 {
-    int no_addresses = short_run && f->type >= XE_EV_ALLOC && f->type <= XE_EV_REALLOC;
+    int no_addresses = (short_run || alloc_entry) && f->type >= XE_EV_ALLOC && f->type <= XE_EV_REALLOC;
     uint64_t address = no_addresses ? 0 : f->address, old = no_addresses ? 0 : f->old;
     return e->type == f->type && e->category == f->cat && e->size == f->size && e->address == address &&
            e->old_address == old && e->site == f->site && e->key == f->key && e->value == f->value &&
@@ -168,7 +169,10 @@ static unsigned fire_all(xe_session *s)
     unsigned ok = 0;
     for (int i = 0; i < NFIRES; i++) {
         const fired *f = &fires[i];
-        int rc = xe_fire_fields(s, f->type, f->cat, f->size, f->address, f->old, f->site, f->key, f->value);
+        int rc =
+            alloc_entry && f->type >= XE_EV_ALLOC && f->type <= XE_EV_REALLOC
+                ? xe_fire_alloc(s, f->type | f->cat << 16, f->size, f->site, f->key, f->value)
+                : xe_fire_fields(s, f->type, f->cat, f->size, f->address, f->old, f->site, f->key, f->value);
         ok |= (unsigned)(rc == 1) << i;
     }
     return ok;
@@ -246,6 +250,17 @@ int main(void)
     run("short allocations, time-ordered, every other record declined", &rec_t, NULL, 1, NULL, all, 1);
     run("short allocations, asynchronous target", &async_t, NULL, 0, NULL, all, 0);
     run("short allocations, beside a synchronous target", &async_t, &sync_t, 0, NULL, all, 0);
+    /* The same through xe_fire_alloc (the trace's hooks): the fields but
+     * the addresses, which short records do not have. */
+    alloc_entry = 1;
+    run("xe_fire_alloc, short, time-ordered, records taken", &rec_t, NULL, 1, NULL, all, 0);
+    run("xe_fire_alloc, short, every other record declined", &rec_t, NULL, 1, NULL, all, 1);
+    run("xe_fire_alloc, short, predicate size >= 100", &async_t, NULL, 0, "where=size >= 100",
+        all & ~(1u << 3), 0);
+    run("xe_fire_alloc, short, beside a synchronous target", &async_t, &sync_t, 0, NULL, all, 0);
+    /* In a session of full records: full records, addresses 0. */
     short_run = 0;
+    run("xe_fire_alloc, full records, addresses 0", &rec_t, NULL, 1, NULL, all, 0);
+    alloc_entry = 0;
     return failures != 0;
 }
