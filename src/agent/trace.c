@@ -329,7 +329,7 @@ static void enc_event(void *st, const xe_event *ev)
         return;
     /* The trace session's events come here only when the file target
      * declined the record (its file not open yet: the first event of a
-     * file); else enc_record has them. */
+     * file); else enc_records has them. */
     if (!ev->tsc) {
         /* A session that is not time-ordered (an event_file target of the
          * program's own sessions): no watermark will come; as delivered. */

@@ -330,8 +330,6 @@ int trace_w_take_defs(mt_trace_writer *w, wbuf *d, uint32_t *count);
 /* The encoder threads (trace_write_pool.c). */
 int trace_pool_create(mt_trace_writer *w);
 void trace_pool_destroy(mt_trace_writer *w);
-/* Appends one event (its definitions made) to the open batch: 0 or a
- * negative errno (from writing finished chunks). */
 /* Events to the encoder threads' open batch, from the first on, while
  * the writer has its threads (a batch handed off may find they could not
  * start: the writer then codes inline). Returns how many it took (at

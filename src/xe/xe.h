@@ -51,7 +51,7 @@ typedef struct xe_event {
     uint32_t cpu;
     uint32_t data_len; /* bytes at data (copied into the buffer) */
     uint64_t time_ns;  /* CLOCK_MONOTONIC */
-    uint64_t tsc;      /* the engine's clock (xe_clock_ns converts it): asynchronous targets of
+    uint64_t tsc;      /* the engine's clock (xe_clock_conv_ns converts it): asynchronous targets of
                           time-ordered sessions get it, to order events across partitions
                           (others: 0) */
     uint64_t size;
@@ -79,7 +79,7 @@ static inline uint64_t xe_event_bytes(uint32_t data_len)
 
 /* A record in a buffer (XE_RECORD_FIXED bytes, then data; or
  * XE_RECORD_SHORT bytes, len says which): the event as its producer wrote
- * it, tsc in the engine's clock (xe_clock_ns). An asynchronous target may
+ * it, tsc in the engine's clock (xe_clock_conv_ns). An asynchronous target may
  * take records as they are (deliver_recs); a short record's fields past
  * value are not there (xe_rec_address). */
 typedef struct xe_rec {
@@ -433,12 +433,11 @@ void xe_atfork_child(void);
 
 /* Time: the engine's clock (CLOCK_MONOTONIC ns). */
 uint64_t xe_now_ns(void);
-/* The engine's clock (xe_event.tsc) in CLOCK_MONOTONIC ns. */
-uint64_t xe_clock_ns(uint64_t tsc);
-/* The same conversion, taken once for a run of events: the rate it holds
- * is refined now and then (about once a second, by a dispatcher), and a
- * run converted with it is converted as xe_clock_ns would have a moment
- * earlier. */
+/* The engine's clock (xe_event.tsc) in CLOCK_MONOTONIC ns: the
+ * conversion, taken once for a run of events (xe_clock_conv_ns). The
+ * rate it holds is refined now and then (about once a second, by a
+ * dispatcher); a run converted with it is converted as the engine would
+ * have a moment earlier. */
 typedef struct xe_clock_conv {
     uint64_t ticks0, ns0, mult;
 } xe_clock_conv;

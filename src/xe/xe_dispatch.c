@@ -38,11 +38,6 @@ uint64_t xe_now_ns(void)
     return mono_ns();
 }
 
-uint64_t xe_clock_ns(uint64_t tsc)
-{
-    return xe_ticks_to_ns(tsc);
-}
-
 void xe_clock_init(void)
 {
     int expect = 0;

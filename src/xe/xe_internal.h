@@ -246,7 +246,8 @@ extern void (*xe_test_before_enqueue)(void);
 
 /* Records of a sealed buffer, waiting for claims still being written
  * (bounded). Unless fn is NULL, hands it the published records in runs
- * [from, to), each before the walk waits for a claim and the last at its
+ * [from, to) of about XE_WALK_RUN bytes (8 KiB, still in L1 when read
+ * again), a run before the walk waits for a claim and the last at its
  * end; returns the count. */
 typedef void (*xe_recs_fn)(xe_session *s, const char *from, const char *to);
 uint64_t xe_walk(xe_session *s, xe_bufhdr *b, xe_recs_fn fn, int *abandoned);

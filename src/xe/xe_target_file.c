@@ -305,9 +305,9 @@ static void stage_write(file_state *s, size_t bytes, uint64_t events)
     s->staged_events -= events;
 }
 
-/* One event or record taken by a stateful encoder. It writes whole
- * chunks; the file rolls over after the one that took it to
- * max_file_size. */
+/* One event taken by a stateful encoder. It writes whole chunks; the
+ * file rolls over after the one that took it to max_file_size (records
+ * come in runs: file_deliver_recs). */
 static void encoded_one(file_state *s)
 {
     xe_stat_add(&s->events_written, 1);

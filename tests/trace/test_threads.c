@@ -22,6 +22,7 @@ typedef struct wopts {
     int jitter;         /* the host's writes sleep now and then */
     long fail_after;    /* > 0: writes fail past this many bytes */
     size_t flush_every; /* flush(1) after every this many events (0: never) */
+    size_t batch;       /* > 0: events handed in runs of 1 to this many (mt_trace_write_events) */
     int (*spawn)(void *, void *(*)(void *), void *, pthread_t *);
 } wopts;
 
@@ -58,11 +59,21 @@ static tbuf *write_file(const mt_trace_event *evs, size_t n, const wopts *o, mt_
     mt_trace_write_meta(w, "exe", "/bin/threads");
     mt_trace_write_begin(w);
     int err = 0;
-    for (size_t i = 0; i < n; i++) {
-        err += mt_trace_write_event(w, &evs[i]) < 0;
-        if (o->flush_every && i % o->flush_every == o->flush_every - 1)
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < n;) {
+        /* A run, cut at the next forced flush: the same flushes after the
+         * same events as one event at a time. */
+        size_t k = o->batch ? 1 + gen_xorshift(&s) % o->batch : 1;
+        if (k > n - i)
+            k = n - i;
+        if (o->flush_every && k > o->flush_every - i % o->flush_every)
+            k = o->flush_every - i % o->flush_every;
+        err += (o->batch ? mt_trace_write_events(w, &evs[i], k) : mt_trace_write_event(w, &evs[i])) < 0;
+        size_t first = i;
+        i += k;
+        if (o->flush_every && i % o->flush_every == 0)
             err += mt_trace_write_flush(w, 1) < 0;
-        if (i % 5003 == 0)
+        if (first % 5003 == 0 || first / 5003 != (i - 1) / 5003) /* the run held a multiple of 5003 */
             err += mt_trace_write_flush(w, 0) < 0; /* writes what is finished, never the open batch */
     }
     err += mt_trace_write_finish(w, NULL, NULL, 0) < 0;
@@ -211,6 +222,16 @@ static void sequence(const char *name, const mt_trace_event *evs, size_t n, wopt
         snprintf(label, sizeof label, "%s: %u threads: the same bytes on two runs of different timing", name,
                  th);
         CHECK(label, a->len == b->len && !memcmp(a->p, b->p, a->len));
+        /* The dispatcher hands the writer runs of events: the same file. */
+        o.jitter = 0;
+        o.batch = 97;
+        tbuf *c = write_file(evs, n, &o, &st, NULL);
+        o.batch = 0;
+        snprintf(label, sizeof label,
+                 "%s: %u threads: runs of 1 to 97 events (mt_trace_write_events) write the same bytes", name,
+                 th);
+        CHECK(label, a->len == c->len && !memcmp(a->p, c->p, a->len) && st.events == n);
+        tbuf_delete(c);
         if (th == 2)
             printf("  %s: %zu bytes with 1 thread, %zu with 2\n", name, m1->len, a->len);
         tbuf_delete(a);
@@ -305,6 +326,17 @@ static void spawning(const mt_trace_event *evs, size_t n)
         rc = read_back(m, back, n, &got, &bad_defs);
         char label[160];
         snprintf(label, sizeof label, "%s: coded on the caller's thread, every event back", what[k]);
+        CHECK(label, rc == 0 && got == n && same_events(back, truth, n) == n && bad_defs == 0 &&
+                         st.events == n && st.events_lost_to_errors == 0 && st.bytes == m->len);
+        tbuf_delete(m);
+        /* Handed in runs: the fall-back comes in the middle of one, and
+         * the rest of that run is coded on the caller's thread. */
+        o.batch = 1000;
+        spawned = 0;
+        m = write_file(evs, n, &o, &st, NULL);
+        o.batch = 0;
+        rc = read_back(m, back, n, &got, &bad_defs);
+        snprintf(label, sizeof label, "%s, events in runs of up to 1000: every event back", what[k]);
         CHECK(label, rc == 0 && got == n && same_events(back, truth, n) == n && bad_defs == 0 &&
                          st.events == n && st.events_lost_to_errors == 0 && st.bytes == m->len);
         tbuf_delete(m);
