@@ -357,15 +357,13 @@ static uint64_t enc_records(void *st, const char *recs, uint64_t bytes)
     uint64_t n = 0;
     for (const char *at = recs, *end = recs + bytes; at < end; n++) {
         const xe_rec *r = (const xe_rec *)at;
-        uint32_t len = atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed);
-        at += len;
+        at += xe_rec_len(r);
         unsigned type = trace_type(r->type);
         if (!e->w || !type)
             continue;
         mt_trace_event *t = trace_merge_put(e->merge, r->cpu, r->tsc);
         if (t)
-            fill_event(t, type, r->category, r->tid, r->size, len < XE_RECORD_FIXED ? 0 : r->address, r->site,
-                       r->key, r->value);
+            fill_event(t, type, r->category, r->tid, r->size, xe_rec_address(r), r->site, r->key, r->value);
         else
             e->unstaged++;
     }

@@ -97,10 +97,16 @@ typedef struct xe_rec {
 _Static_assert(sizeof(xe_rec) == XE_RECORD_FIXED, "record layout");
 _Static_assert(__builtin_offsetof(xe_rec, address) == XE_RECORD_SHORT, "a short record ends before address");
 
+/* A published record's length (its walker made it visible already). */
+static inline uint32_t xe_rec_len(const xe_rec *r)
+{
+    return atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed);
+}
+
 /* Whether a (published) record is a short one. */
 static inline int xe_rec_is_short(const xe_rec *r)
 {
-    return atomic_load_explicit(&((xe_rec *)r)->len, memory_order_relaxed) < XE_RECORD_FIXED;
+    return xe_rec_len(r) < XE_RECORD_FIXED;
 }
 
 /* A record's address (0 in a short record, which has none). */

@@ -155,15 +155,10 @@ static void deliver(xe_session *s, const xe_rec *r)
         s->async[i]->ops->deliver(s->async[i], &ev);
 }
 
-static uint32_t rec_len(const char *at)
-{
-    return atomic_load_explicit(&((xe_rec *)at)->len, memory_order_relaxed);
-}
-
 /* Records [from, to) to the targets, each as an event. */
 static void deliver_each(xe_session *s, const char *from, const char *to)
 {
-    for (; from < to; from += rec_len(from))
+    for (; from < to; from += xe_rec_len((const xe_rec *)from))
         deliver(s, (const xe_rec *)from);
 }
 
@@ -177,7 +172,7 @@ static void deliver_recs(xe_session *s, const char *from, const char *to)
         from += t->ops->deliver_recs(t, from, (uint64_t)(to - from));
         if (from < to) {
             deliver(s, (const xe_rec *)from);
-            from += rec_len(from);
+            from += xe_rec_len((const xe_rec *)from);
         }
     }
 }

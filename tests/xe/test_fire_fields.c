@@ -75,7 +75,7 @@ static uint64_t recs_take(xe_target *t, const char *recs, uint64_t bytes)
         const xe_rec *r = (const xe_rec *)(recs + at);
         if (rec_decline && (rec_calls++ & 1))
             break; /* async_deliver gets it as an event */
-        uint32_t len = atomic_load(&((xe_rec *)r)->len);
+        uint32_t len = xe_rec_len(r);
         rec_take(r, len);
         at += len;
     }
