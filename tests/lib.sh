@@ -24,6 +24,13 @@ expect_match() { if printf '%s' "$3" | grep -Eq -- "$2"; then pass "$1"; else fa
 # json_get FILE EXPR: evaluates a Python expression over the parsed JSON `j`
 # (python3 is the independent JSON parser here).
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# flip_byte FILE OFFSET: inverts every bit of the byte at OFFSET, so the file
+# always changes (writing a fixed value does nothing where the byte had it).
+flip_byte() {
+    python3 -c 'import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2])); b = f.read(1)[0]; f.seek(int(sys.argv[2])); f.write(bytes([b ^ 0xff]))' "$1" "$2"
+}
 # run_mt CMD...: runs it; sets rc, out and err (its stdout and stderr).
 run_mt() {
     "$@" >"$T/out" 2>"$T/err"

@@ -174,7 +174,7 @@ expect_match "trace: half a trace: the error names the file, the chunk and the o
     "half\.mtt.*chunk [0-9]+.*offset [0-9]+" "$err"
 expect_match "trace: half a trace: what was read is reported" "Peak" "$out"
 cp "$T/big.mtt" "$T/flip.mtt"
-printf '\xff' | dd of="$T/flip.mtt" bs=1 seek=$((size / 3)) conv=notrunc 2>/dev/null
+flip_byte "$T/flip.mtt" $((size / 3))
 run_mt "$MT_ASAN" analyze --json "$T/flip.mtt"
 expect_eq "trace: a flipped byte: exit 1" 1 "$rc"
 expect_match "trace: a flipped byte: the error names the chunk" "chunk [0-9]+" "$err"

@@ -112,7 +112,7 @@ run_mt "$MT" analyze "$T/cut.mtt"
 expect_eq "analyze of a cut trace (text): exit 1" 1 "$rc"
 contains "analyze of a cut trace (text): says it is incomplete" "Incomplete: reading stopped early" "$out"
 cp "$TR" "$T/flip.mtt"
-printf '\xff' | dd of="$T/flip.mtt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+flip_byte "$T/flip.mtt" $((size / 2))
 run_mt "$MT" analyze "$T/flip.mtt" --json
 expect_eq "analyze of a trace with a flipped byte: exit 1" 1 "$rc"
 expect_match "analyze of a trace with a flipped byte: the error names the chunk" "^memtrail: .*flip\.mtt.*chunk [0-9]+" "$err"
