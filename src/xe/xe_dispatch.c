@@ -38,6 +38,25 @@ uint64_t xe_now_ns(void)
     return mono_ns();
 }
 
+#if defined(__x86_64__)
+/* A CLOCK_MONOTONIC time and the ticks at the same moment: of a few
+ * tries, the one whose tick reads on either side of the clock's are
+ * closest (an interrupt or a VM exit between the reads would skew the
+ * rate computed from the pair), with the ticks halfway between them. */
+static void read_pair(uint64_t *ns, uint64_t *ticks)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = xe_ticks(), n = mono_ns(), b = xe_ticks();
+        if (b - a < best) {
+            best = b - a;
+            *ns = n;
+            *ticks = a + (b - a) / 2;
+        }
+    }
+}
+#endif
+
 void xe_clock_init(void)
 {
     int expect = 0;
@@ -48,11 +67,11 @@ void xe_clock_init(void)
     }
 #if defined(__x86_64__)
     /* Tick rate over 2 ms; the dispatcher refines it over longer spans. */
-    uint64_t n0 = mono_ns(), t0 = xe_ticks(), n1, t1;
-    do {
-        n1 = mono_ns();
-        t1 = xe_ticks();
-    } while (n1 - n0 < 2000000u);
+    uint64_t n0 = 0, t0 = 0, n1 = 0, t1 = 0;
+    read_pair(&n0, &t0);
+    while (mono_ns() - n0 < 2000000u) {
+    }
+    read_pair(&n1, &t1);
     clk.ticks0 = t0;
     clk.ns0 = n0;
     atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0 ? t1 - t0 : 1)));
@@ -68,7 +87,8 @@ void xe_clock_init(void)
 static void clock_refine(void)
 {
 #if defined(__x86_64__)
-    uint64_t n = mono_ns(), t = xe_ticks();
+    uint64_t n = 0, t = 0;
+    read_pair(&n, &t);
     if (n - clk.ns0 < 1000000000u || t <= clk.ticks0)
         return;
     atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n - clk.ns0) << 32) / (t - clk.ticks0)));

@@ -344,11 +344,12 @@ static int limit(uint64_t lim)
 static int periodic(int ms)
 {
     uint64_t p0 = mt_event_count(MT_EVENT_PERIODIC);
-    struct timespec t = {0, 0};
+    struct timespec t = {0, 0}, m0, m1;
     uint64_t t0 = (uint64_t)time(NULL);
     long total_ms = 20L * ms;
     t.tv_sec = total_ms / 1000;
     t.tv_nsec = (total_ms % 1000) * 1000000L;
+    clock_gettime(CLOCK_MONOTONIC, &m0);
     nanosleep(&t, NULL);
     /* The count and the snapshot read with no PERIODIC event between them
      * (one may come while they are read: read again). */
@@ -360,16 +361,27 @@ static int periodic(int ms)
         if (mt_event_count(MT_EVENT_PERIODIC) == p1 || tries == 20)
             break;
     }
-    check(p1 - p0 >= 10 && p1 - p0 <= 21, "periodic: about one PERIODIC per interval", "%llu in 20 intervals",
-          U(p1 - p0));
+    clock_gettime(CLOCK_MONOTONIC, &m1);
+    /* Intervals that passed, as this thread saw them: a loaded machine
+     * may have slept it longer than asked. The PERIODIC thread may lag
+     * as well: at least half of them. */
+    uint64_t waited_ms = (uint64_t)(m1.tv_sec - m0.tv_sec) * 1000u + (uint64_t)(m1.tv_nsec / 1000000) -
+                         (uint64_t)(m0.tv_nsec / 1000000);
+    uint64_t intervals = waited_ms / (uint64_t)ms;
+    check(p1 - p0 >= 10 && p1 - p0 <= intervals + 1, "periodic: about one PERIODIC per interval",
+          "%llu in %llu intervals", U(p1 - p0), U(intervals));
     check(s.index == p1 && s.kind == MT_EVENT_PERIODIC && s.time_ns / 1000000000u >= t0 - 1,
           "periodic: its snapshot is the last one's", "index %llu of %llu, kind %d", U(s.index), U(p1),
           s.kind);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-    check(now_ns - s.time_ns <= (uint64_t)ms * 1000000u * 2 + 20000000u, "periodic: taken within an interval",
-          "%llu ns ago", U(now_ns - s.time_ns));
+    /* Signed: the wall clock may have been stepped back meanwhile. Its age
+     * is under an interval, but for a late PERIODIC thread: up to three,
+     * and 100 ms. */
+    int64_t age = (int64_t)(now_ns - s.time_ns);
+    check(age <= (int64_t)ms * 3000000 + 100000000, "periodic: taken within an interval", "%lld ns ago",
+          (long long)age);
     flush_results();
     return 0;
 }
@@ -395,7 +407,7 @@ static int forked(int ms)
         uint64_t later = mt_event_count(MT_EVENT_PERIODIC);
         check(inherited >= at_fork && inherited >= 3, "fork: the child keeps the parent's counts",
               "%llu at fork, %llu in the child", U(at_fork), U(inherited));
-        check(later >= inherited + 8, "fork: PERIODIC events go on in the child", "%llu then %llu",
+        check(later >= inherited + 5, "fork: PERIODIC events go on in the child", "%llu then %llu",
               U(inherited), U(later));
         flush_results();
         _exit(failures ? 1 : 0);

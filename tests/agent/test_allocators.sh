@@ -93,11 +93,12 @@ if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/nu
     fail redis "redis-server / redis-benchmark not installed (scripts/deps.sh installs them)"
     exit 0
 fi
-port=$((20000 + $$ % 20000))
-cli() { timeout 20 redis-cli -p "$port" "$@"; }
+# On a unix socket: no TCP port to collide with another program's.
+sock=$T/redis.sock
+cli() { timeout 20 redis-cli -s "$sock" "$@"; }
 mkdir -p "$T/redis"
 MEMTRAIL_OPTIONS=on_error=abort timeout -s KILL 120 "$MT" run --follow-exec -o "$T/redis/r.%p.mtr" -- \
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$T/redis" >"$T/redis.log" 2>&1 &
+    redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save "" --dir "$T/redis" >"$T/redis.log" 2>&1 &
 runner=$!
 for _ in $(seq 100); do [ "$(cli ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
 pid=$(cli info server | tr -d '\r' | awk -F: '/^process_id:/ {print $2}')
@@ -132,7 +133,7 @@ stable_gap() {
     echo "$g"
 }
 g0=$(stable_gap)
-redis-benchmark -p "$port" -q -n 20000 -t set,get,lpush,sadd -P 16 -d 200 >/dev/null 2>&1
+redis-benchmark -s "$sock" -q -n 20000 -t set,get,lpush,sadd -P 16 -d 200 >/dev/null 2>&1
 cli bgsave >/dev/null
 for _ in $(seq 100); do
     cli info persistence | grep -q '^rdb_bgsave_in_progress:0' && break; sleep 0.1

@@ -186,7 +186,7 @@ D=$T/churn; mkdir -p "$D"
 MEMTRAIL_OPTIONS="mode=trace:start=off:trace_loss=wait:output=$D/x.mtt" LD_PRELOAD=$AGENT "$TBIN/ondemand_churn" "$D" \
     >"$D/stdout" 2>"$D/stderr" &
 pid=$!; pids+=("$pid")
-sleep 0.2
+wait_file "/tmp/memtrail-$(id -u)/$pid.sock" || fail "load: the agent listens" "no socket for $pid"
 for i in 1 2 3; do
     q "load: start trace $i" "$pid" start trace -o "$D/t$i.mtt"
     sleep 0.2

@@ -4,8 +4,10 @@
 # (sampleprog.c) and an exact detail run of the same program, read from
 # the raw report lines by sample_check.py. Bounds are the sampling
 # theory's: 3 standard errors (sqrt of sum s^2 (1-p)/p, p = 1 - exp(-s/R))
-# for the seeded single-threaded runs, which are deterministic; 4.5 for the
-# 8 threads' 72 per-thread checks, whose seeds depend on scheduling.
+# for the seeded single-threaded runs; 4.5 for the 8 threads' 72
+# per-thread checks (at 3, one run in five would fail some check by
+# chance). Every seeded run is deterministic: sampleprog's threads make
+# their first allocation in turn, so each has the same generator each run.
 . "$(dirname "$0")/../lib.sh"
 CHECK="python3 $(dirname "$0")/sample_check.py"
 [ -x "$TBIN/sampleprog" ] || { fail setup "build first: $TBIN/sampleprog missing"; exit 1; }

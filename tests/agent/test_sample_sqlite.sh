@@ -3,11 +3,17 @@
 # shared bench's workload, once in exact detail mode and once sampled at
 # the default 512 KiB with a fixed seed. The truth is the exact run.
 # - The top 10 sites by allocated bytes are the same sites (order may
-#   differ: their estimates carry sampling error).
-# - Each of those sites' estimated allocated bytes is within 3 standard
+#   differ: their estimates carry sampling error), but for a site of the
+#   exact top 10 that swapped places with one outside it whose exact bytes
+#   are within the sampling error of its own.
+# - Each of those sites' estimated allocated bytes is within 4.5 standard
 #   errors of the exact figure. For any size s, a sampled block's variance
 #   s^2 (1-p)/p with p = 1 - exp(-s/R) is at most R*s, so a site that
 #   allocated A bytes has a standard error of at most sqrt(R*A).
+#   Which allocations the fixed seed samples depends on every size SQLite
+#   asks for, so on its version and even the length of the workload's path:
+#   each machine is another draw. At 3 standard errors, the 11 checks would
+#   fail by chance on about one machine in 40; at 4.5, one in 10,000.
 # - The sum over all sites is within the same bound of the exact total.
 # - The category totals (not sampled) are the exact run's.
 # Sites are matched by category and their frames as module file name and
@@ -63,21 +69,34 @@ ex, sa = by_key(exact), by_key(sampled)
 def top(sites):
     return sorted(sites, key=lambda k: -sites[k]["allocated_bytes"])[:10]
 
+NSE = 4.5
 tex, tsa = top(ex), top(sa)
 def name(k):
     return "/".join("%s+%s" % f for f in k[1][:3])
-ok("the top 10 sites by allocated bytes are the exact run's", set(tex) == set(tsa),
-   "only exact: %s; only sampled: %s" % ([name(k) for k in set(tex) - set(tsa)], [name(k) for k in set(tsa) - set(tex)]))
+def exact_bytes(k):
+    return ex[k]["allocated_bytes"] if k in ex else 0
+def may_swap(k, j):
+    """Whether sampling can rank j above k: their exact bytes differ by
+    no more than NSE standard errors of the difference of estimates."""
+    a, b = exact_bytes(k), exact_bytes(j)
+    return a - b <= NSE * math.sqrt(rate * (a + b))
+missing = [k for k in tex if k not in tsa]  # in the exact top 10 only
+intruders = [j for j in tsa if j not in tex]  # in the sampled top 10 only
+ok("the top 10 sites by allocated bytes are the exact run's (but for swaps within %g SE)" % NSE,
+   len(missing) == len(intruders) and all(any(may_swap(k, j) for j in intruders) for k in missing)
+   and all(any(may_swap(k, j) for k in missing) for j in intruders),
+   "only exact: %s; only sampled: %s" % (["%s (%d)" % (name(k), exact_bytes(k)) for k in missing],
+                                         ["%s (%d)" % (name(j), exact_bytes(j)) for j in intruders]))
 for i, k in enumerate(tex):
     a = ex[k]["allocated_bytes"]
     est = sa[k]["allocated_bytes"] if k in sa else 0
-    bound = 3 * math.sqrt(rate * a)
-    ok("top site %d (%d bytes exact): estimate %d within 3 SE (%d)" % (i + 1, a, est, bound),
+    bound = NSE * math.sqrt(rate * a)
+    ok("top site %d (%d bytes exact): estimate %d within %g SE (%d)" % (i + 1, a, est, NSE, bound),
        abs(est - a) <= bound, "off by %d" % (est - a))
 tot_ex = sum(s["allocated_bytes"] for s in exact["sites"])
 tot_sa = sum(s["allocated_bytes"] for s in sampled["sites"])
-bound = 3 * math.sqrt(rate * tot_ex)
-ok("all sites' allocated bytes: estimate %d within 3 SE (%d) of the exact %d" % (tot_sa, bound, tot_ex),
+bound = NSE * math.sqrt(rate * tot_ex)
+ok("all sites' allocated bytes: estimate %d within %g SE (%d) of the exact %d" % (tot_sa, NSE, bound, tot_ex),
    abs(tot_sa - tot_ex) <= bound, "off by %d" % (tot_sa - tot_ex))
 samples = sum(s["samples"] for s in sampled["sites"])
 ok("samples (%d) are a small part of the allocations (%d)" % (samples, sum(s["allocs"] for s in exact["sites"])),

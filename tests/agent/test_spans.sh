@@ -85,11 +85,18 @@ if check == "server":
         bad += [x for x in b if not x["lo_ns"] * x["count"] <= x["duration_ns"] < x["hi_ns"] * x["count"]]
         ok("spans: %s buckets have the documented bounds and hold their durations" % name, not bad, str(bad[:3]))
         ok("spans: %s buckets ascend" % name, [x["lo_ns"] for x in b] == sorted(x["lo_ns"] for x in b), "order")
-        # Every stalled request lasts at least the stall; no other does.
+        # Every stalled request lasts at least the stall. Another one can
+        # too, when it lost its CPU that long inside its span: then the
+        # program measured it that long as well. So the requests at or
+        # above the stall are at least the stalled ones and at most those
+        # the program measured that long (20 us of slack: the clocks'
+        # calibration, below).
         stalled = [x for x in b if x["lo_ns"] >= STALL]
         got = sum(x["count"] for x in stalled)
+        measured = sum(1 for v in slow.get(name, []) if v >= STALL - 20000)
         ok("spans: %s stalled requests are the ones at or above %d ns" % (name, STALL),
-           got == l[("stalled", name)], "report %d, ledger %d" % (got, l[("stalled", name)]))
+           l[("stalled", name)] <= got <= measured,
+           "report %d, ledger %d stalled, program measured %d that long" % (got, l[("stalled", name)], measured))
         # ... each in the bucket of its latency as the program measured it
         # (around begin and end, so a little longer than the agent's).
         mine = sorted(v for v in slow.get(name, []) if v >= STALL)

@@ -80,7 +80,7 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     echo "SKIP html browser: chromium or chromium-driver not installed (scripts/deps.sh)"
 else
     mkdir -p "$SCREENS"
-    MT=$MT HOME=$T "$PY" "$MT_ROOT/tests/html/browser_trace.py" "$SCREENS" "${jobs[@]}"
+    MT=$MT HOME=$T "$PY" -B "$MT_ROOT/tests/html/browser_trace.py" "$SCREENS" "${jobs[@]}"
 fi
 
 # --- bounded memory: `memtrail html` of a generated trace with LIVE blocks
