@@ -148,9 +148,8 @@ check "closeall: the report, after every descriptor was closed and reused" kept_
 # served, stopped with SIGQUIT; every process (master and workers) must
 # leave its file.
 nginx_run() {
-    local mode=$1 ext=$2 N=$T/nginx-$1 dest=$T/ng-$1 port page master workers p f who runner
+    local mode=$1 ext=$2 N=$T/nginx-$1 dest=$T/ng-$1 page master workers p f who runner
     mkdir -p "$N" "$dest"
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$N/nginx.conf" <<EOF
 daemon off;
 master_process on;
@@ -167,7 +166,7 @@ http {
     uwsgi_temp_path $N/uwsgi;
     scgi_temp_path $N/scgi;
     server {
-        listen 127.0.0.1:$port;
+        listen unix:$N/http.sock; # no TCP port another program could take first
         location / { return 200 "hello from nginx\n"; }
     }
 }
@@ -177,7 +176,7 @@ EOF
     runner=$!
     page=
     for _ in $(seq 100); do
-        page=$(curl -s "http://127.0.0.1:$port/") && [ -n "$page" ] && break
+        page=$(curl -s --unix-socket "$N/http.sock" "http://localhost/") && [ -n "$page" ] && break
         sleep 0.1
     done
     expect_eq "nginx ($mode): serves the page" "hello from nginx" "$page"

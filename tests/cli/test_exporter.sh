@@ -68,9 +68,12 @@ if grep -q '^memtrail_span_duration_seconds_count{' "$T/q.prom"; then
 fi
 
 # --- the exporter -------------------------------------------------------------
-P1=$(free_port)
-"$MT" exporter --listen "127.0.0.1:$P1" --timeout 1 >"$T/exp.out" 2>"$T/exp.err" &
+# Port 0: the exporter picks a free one and names it (no other program can
+# take it between a probe and the exporter's bind).
+"$MT" exporter --listen "127.0.0.1:0" --timeout 1 >"$T/exp.out" 2>"$T/exp.err" &
 epid=$!; pids+=("$epid")
+for ((i = 0; i < 500; i++)); do grep -q 'serving http' "$T/exp.err" 2>/dev/null && break; sleep 0.02; done
+P1=$(sed -n 's|.*http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' "$T/exp.err")
 wait_http "http://127.0.0.1:$P1/" || fail "exporter starts" "$(cat "$T/exp.err")"
 expect_eq "exporter: says where it serves" "memtrail: exporter serving http://127.0.0.1:$P1/metrics and /debug/pprof/heap?pid=N" "$(head -1 "$T/exp.err")"
 code=$(http_code "http://127.0.0.1:$P1/metrics" -D "$T/headers"); cp "$T/body" "$T/page.prom"
@@ -113,8 +116,15 @@ EOF
     curl -s -G "$q" --data-urlencode "query=memtrail_allocations_total{pid=\"$pid\",program=\"served\",category=\"served\"}" >"$T/api2.json"
     expect_eq "prometheus: allocations counter = the program's books" "$allocs" \
         "$(json_get "$T/api2.json" "j['data']['result'][0]['value'][1]")"
-    curl -s -G "$q" --data-urlencode "query=up{job=\"memtrail\"}" >"$T/up.json"
-    expect_eq "prometheus: the scrape target is up" "1" "$(json_get "$T/up.json" "j['data']['result'][0]['value'][1]")"
+    # up is the last scrape's: one slower than its 1 s timeout on a loaded
+    # machine is 0 until the next, so the next ones are waited for.
+    for ((i = 0; i < 100; i++)); do
+        curl -s -G "$q" --data-urlencode "query=up{job=\"memtrail\"}" >"$T/up.json"
+        up=$(json_get "$T/up.json" "j['data']['result'][0]['value'][1]" 2>/dev/null)
+        [ "$up" = 1 ] && break
+        sleep 0.1
+    done
+    expect_eq "prometheus: the scrape target is up" "1" "$up"
 else
     echo "SKIP prometheus: not installed (scripts/deps.sh installs it)"
 fi

@@ -13,10 +13,10 @@ RS="$MT refset record"
 
 # check_py NAME TAG SCRIPT: runs a check over the records (records.txt) and
 # what the program said (said.txt); SCRIPT prints "ok" or why not.
-check_py() {
-    local name=$1 script=$2
-    local r
-    r=$(cd "$T" && python3 - "$script" <<'EOF'
+# py_result SCRIPT: what SCRIPT prints over $T/records.txt and
+# $T/said.txt ("ok" when it holds).
+py_result() {
+    (cd "$T" && python3 - "$1" <<'EOF'
 import re, sys
 def field(l, k):
     m = re.search(r'\b' + k + r'=(\S+)', l)
@@ -53,7 +53,11 @@ def field_stack(r):
     return r['stack'] != '0'
 exec(sys.argv[1])
 EOF
-)
+    )
+}
+check_py() {
+    local name=$1 r
+    r=$(py_result "$2")
     if [ "$r" = ok ]; then pass "$name"; else fail "$name" "$r"; fi
 }
 
@@ -271,17 +275,24 @@ rm -f "$T/said.txt"
 ) 2>/dev/null &
 sub=$!
 for _ in $(seq 100); do grep -q ready "$T/said.txt" 2>/dev/null && break; sleep 0.05; done
-sleep 0.3
+sixteen='
+lo, hi = ranges("anon")[0]
+p = pages_of(4, lo, hi)
+print("ok" if len(p) == 16 else "%d of the 16 pages read back" % len(p))'
+# Killed once a scan has written the 16 pages (every 50 ms; later on a busy
+# machine).
+for _ in $(seq 200); do
+    "$READ" "$T/killed.mtrs" >"$T/records.txt" 2>/dev/null
+    [ "$(py_result "$sixteen" 2>/dev/null)" = ok ] && break
+    sleep 0.05
+done
 rec=$(cat "$T/rec.pid")
 prog=$(pgrep -P "$rec")
 kill -KILL "$rec"
 wait "$sub"
 "$READ" "$T/killed.mtrs" >"$T/records.txt" 2>"$T/read.err"
 expect_eq record_killed_not_whole 1 "$?"
-check_py record_killed_readable '
-lo, hi = ranges("anon")[0]
-p = pages_of(4, lo, hi)
-print("ok" if len(p) == 16 else "%d of the 16 pages read back" % len(p))'
+check_py record_killed_readable "$sixteen"
 [ -n "$prog" ] && kill "$prog" 2>/dev/null
 
 # --stacks: each fault's user call chain, defined before its first use, in
