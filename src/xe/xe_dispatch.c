@@ -38,6 +38,9 @@ uint64_t xe_now_ns(void)
     return mono_ns();
 }
 
+#define CLOCK_CALIBRATE_NS 250000u      /* the first rate's span */
+#define CLOCK_FIRST_REFINE_NS 20000000u /* the span of its first refinement (~1e-6) */
+
 #if defined(__x86_64__)
 /* A CLOCK_MONOTONIC time and the ticks at the same moment: of a few
  * tries, the one whose tick reads on either side of the clock's are
@@ -66,10 +69,12 @@ void xe_clock_init(void)
         return;
     }
 #if defined(__x86_64__)
-    /* Tick rate over 2 ms; the dispatcher refines it over longer spans. */
+    /* Tick rate over CLOCK_CALIBRATE_NS (each end read to a few tens of
+     * ns: ~1e-4); the dispatcher refines it after CLOCK_FIRST_REFINE_NS,
+     * then every second. The program waits for this: kept short. */
     uint64_t n0 = 0, t0 = 0, n1 = 0, t1 = 0;
     read_pair(&n0, &t0);
-    while (mono_ns() - n0 < 2000000u) {
+    while (mono_ns() - n0 < CLOCK_CALIBRATE_NS) {
     }
     read_pair(&n1, &t1);
     clk.ticks0 = t0;
@@ -83,13 +88,14 @@ void xe_clock_init(void)
     atomic_store(&clk.state, 2);
 }
 
-/* Over a longer span the rate is known better (the dispatcher calls this). */
+/* Over a longer span the rate is known better (the dispatcher calls this
+ * once CLOCK_FIRST_REFINE_NS have passed, then every second). */
 static void clock_refine(void)
 {
 #if defined(__x86_64__)
     uint64_t n = 0, t = 0;
     read_pair(&n, &t);
-    if (n - clk.ns0 < 1000000000u || t <= clk.ticks0)
+    if (n - clk.ns0 < CLOCK_FIRST_REFINE_NS || t <= clk.ticks0)
         return;
     atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n - clk.ns0) << 32) / (t - clk.ticks0)));
 #endif
@@ -481,7 +487,7 @@ static void wait_producers(xe_session *s)
 static void *dispatcher(void *arg)
 {
     xe_session *s = arg;
-    uint64_t last_refine = xe_ticks();
+    uint64_t last_refine = xe_ticks(), refine_every = xe_ns_to_ticks(CLOCK_FIRST_REFINE_NS);
     for (;;) {
         uint32_t seq = atomic_load(&s->wake_seq);
         drain(s);
@@ -535,9 +541,10 @@ static void *dispatcher(void *arg)
             trim_idle(s);
             continue;
         }
-        if (now - last_refine > xe_ns_to_ticks(1000000000u)) {
+        if (now - last_refine > refine_every) {
             clock_refine();
             last_refine = now;
+            refine_every = xe_ns_to_ticks(1000000000u);
         }
         uint64_t wait_ns = 1000000000u;
         if (deadline != UINT64_MAX) {
