@@ -441,9 +441,9 @@ void xe_atfork_child(void);
 uint64_t xe_now_ns(void);
 /* The engine's clock (xe_event.tsc) in CLOCK_MONOTONIC ns: the
  * conversion, taken once for a run of events (xe_clock_conv_ns). The
- * rate it holds is refined now and then (about once a second, by a
- * dispatcher); a run converted with it is converted as the engine would
- * have a moment earlier. */
+ * rate it holds is refined now and then (by a dispatcher, ~20 ms after
+ * the first session started, then about once a second); a run converted
+ * with it is converted as the engine would have a moment earlier. */
 typedef struct xe_clock_conv {
     uint64_t ticks0, ns0, mult;
 } xe_clock_conv;

@@ -115,6 +115,12 @@ uint64_t xe_ticks_to_ns(uint64_t ticks)
     return xe_clock_conv_ns(&c, ticks);
 }
 
+uint64_t xe_ticks_delta_ns(uint64_t t0, uint64_t t1)
+{
+    uint64_t m = atomic_load(&clk.mult);
+    return t1 > t0 ? (uint64_t)(((unsigned __int128)(t1 - t0) * m) >> 32) : 0;
+}
+
 uint64_t xe_ns_to_ticks(uint64_t ns)
 {
     uint64_t m = atomic_load(&clk.mult);
@@ -487,13 +493,22 @@ static void wait_producers(xe_session *s)
 static void *dispatcher(void *arg)
 {
     xe_session *s = arg;
+    /* The clock's rate: refined CLOCK_FIRST_REFINE_NS after the start
+     * (the dispatcher wakes for it), then every second it is awake. */
     uint64_t last_refine = xe_ticks(), refine_every = xe_ns_to_ticks(CLOCK_FIRST_REFINE_NS);
+    int refined = 0;
     for (;;) {
         uint32_t seq = atomic_load(&s->wake_seq);
         drain(s);
         uint32_t freq = atomic_load(&s->flush_req);
         int stop = atomic_load(&s->disp_stop);
         uint64_t now = xe_ticks(), deadline = UINT64_MAX;
+        if (now - last_refine > refine_every) {
+            clock_refine();
+            last_refine = now;
+            refine_every = xe_ns_to_ticks(1000000000u);
+            refined = 1;
+        }
         if (stop || freq != atomic_load(&s->flush_done)) {
             uint64_t w = xe_ticks();
             for (uint32_t i = 0; i < s->nparts; i++)
@@ -541,14 +556,14 @@ static void *dispatcher(void *arg)
             trim_idle(s);
             continue;
         }
-        if (now - last_refine > refine_every) {
-            clock_refine();
-            last_refine = now;
-            refine_every = xe_ns_to_ticks(1000000000u);
-        }
         uint64_t wait_ns = 1000000000u;
         if (deadline != UINT64_MAX) {
-            uint64_t left = xe_ticks_to_ns(deadline) - xe_ticks_to_ns(now);
+            uint64_t left = xe_ticks_delta_ns(now, deadline);
+            if (left < wait_ns)
+                wait_ns = left + 100000u;
+        }
+        if (!refined) {
+            uint64_t left = xe_ticks_delta_ns(now, last_refine + refine_every);
             if (left < wait_ns)
                 wait_ns = left + 100000u;
         }

@@ -394,7 +394,7 @@ static int32_t wait_free(xe_session *s, xe_stack *pool)
         atomic_fetch_sub(&s->free_waiters, 1);
     }
     uint64_t t1 = xe_ticks();
-    atomic_fetch_add_explicit(&s->blocked_ns, xe_ticks_to_ns(t1) - xe_ticks_to_ns(t0), memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->blocked_ns, xe_ticks_delta_ns(t0, t1), memory_order_relaxed);
     return idx;
 }
 
@@ -479,7 +479,7 @@ static __attribute__((noinline)) int slow_path(xe_session *s, xe_part *p, int32_
             if (spins < 64) {
                 cpu_relax();
             } else if (!(r & XE_SEALED) || (r & XE_OPENING) ||
-                       xe_ticks_to_ns(xe_ticks()) - xe_ticks_to_ns(waited_from) < XE_SEALER_PATIENCE_NS) {
+                       xe_ticks_delta_ns(waited_from, xe_ticks()) < XE_SEALER_PATIENCE_NS) {
                 /* A sealer descheduled on a busy machine comes back within
                  * a few time slices: detaching its buffer would make every
                  * producer drop events one by one until it does. Yielding

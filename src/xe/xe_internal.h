@@ -283,6 +283,10 @@ void xe_walked_reset(xe_session *s);
 /* Clock (xe_dispatch.c): converting raw ticks (xe_thread.h's xe_ticks). */
 uint64_t xe_ticks_to_ns(uint64_t ticks);
 uint64_t xe_ns_to_ticks(uint64_t ns);
+/* The ns from tick reading t0 to t1 (0 if t1 is earlier), with one
+ * reading of the rate: two conversions subtracted could straddle a
+ * refinement of it, and their difference then wrap. */
+uint64_t xe_ticks_delta_ns(uint64_t t0, uint64_t t1);
 void xe_clock_init(void);
 
 /* Futex helpers (xe_dispatch.c). */

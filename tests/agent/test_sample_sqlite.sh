@@ -76,10 +76,11 @@ def name(k):
 def exact_bytes(k):
     return ex[k]["allocated_bytes"] if k in ex else 0
 def may_swap(k, j):
-    """Whether sampling can rank j above k: their exact bytes differ by
-    no more than NSE standard errors of the difference of estimates."""
+    """Whether sampling can rank j above k: j is a site of the exact run
+    (sampling cannot make up a site), and their exact bytes differ by no
+    more than NSE standard errors of the difference of estimates."""
     a, b = exact_bytes(k), exact_bytes(j)
-    return a - b <= NSE * math.sqrt(rate * (a + b))
+    return j in ex and a - b <= NSE * math.sqrt(rate * (a + b))
 missing = [k for k in tex if k not in tsa]  # in the exact top 10 only
 intruders = [j for j in tsa if j not in tex]  # in the sampled top 10 only
 ok("the top 10 sites by allocated bytes are the exact run's (but for swaps within %g SE)" % NSE,
@@ -93,6 +94,12 @@ for i, k in enumerate(tex):
     bound = NSE * math.sqrt(rate * a)
     ok("top site %d (%d bytes exact): estimate %d within %g SE (%d)" % (i + 1, a, est, NSE, bound),
        abs(est - a) <= bound, "off by %d" % (est - a))
+for j in intruders:  # a sampled top-10 site outside the exact top 10: its estimate too
+    a = exact_bytes(j)
+    est = sa[j]["allocated_bytes"]
+    bound = NSE * math.sqrt(rate * max(a, 1))
+    ok("sampled top-10 site %s (%d bytes exact): estimate %d within %g SE (%d)" % (name(j), a, est, NSE, bound),
+       j in ex and abs(est - a) <= bound, "off by %d" % (est - a))
 tot_ex = sum(s["allocated_bytes"] for s in exact["sites"])
 tot_sa = sum(s["allocated_bytes"] for s in sampled["sites"])
 bound = NSE * math.sqrt(rate * tot_ex)
