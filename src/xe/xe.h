@@ -448,11 +448,17 @@ typedef struct xe_clock_conv {
     uint64_t ticks0, ns0, mult;
 } xe_clock_conv;
 void xe_clock_conv_get(xe_clock_conv *c);
+/* `ticks` of the engine's clock in ns at rate `mult` (ns per tick, 32.32
+ * fixed point). */
+static inline uint64_t xe_clock_scale(uint64_t ticks, uint64_t mult)
+{
+    return (uint64_t)(((unsigned __int128)ticks * mult) >> 32);
+}
 static inline uint64_t xe_clock_conv_ns(const xe_clock_conv *c, uint64_t tsc)
 {
     if (tsc >= c->ticks0)
-        return c->ns0 + (uint64_t)(((unsigned __int128)(tsc - c->ticks0) * c->mult) >> 32);
-    return c->ns0 - (uint64_t)(((unsigned __int128)(c->ticks0 - tsc) * c->mult) >> 32);
+        return c->ns0 + xe_clock_scale(tsc - c->ticks0, c->mult);
+    return c->ns0 - xe_clock_scale(c->ticks0 - tsc, c->mult);
 }
 
 #endif /* MT_XE_H */

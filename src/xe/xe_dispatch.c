@@ -42,6 +42,12 @@ uint64_t xe_now_ns(void)
 #define CLOCK_FIRST_REFINE_NS 20000000u /* the span of its first refinement (~1e-6) */
 
 #if defined(__x86_64__)
+/* The rate of `ns` over `ticks` (xe_clock_scale's 32.32 fixed point). */
+static uint64_t rate_of(uint64_t ns, uint64_t ticks)
+{
+    return (uint64_t)(((unsigned __int128)ns << 32) / (ticks ? ticks : 1));
+}
+
 /* A CLOCK_MONOTONIC time and the ticks at the same moment: of a few
  * tries, the one whose tick reads on either side of the clock's are
  * closest (an interrupt or a VM exit between the reads would skew the
@@ -79,7 +85,7 @@ void xe_clock_init(void)
     read_pair(&n1, &t1);
     clk.ticks0 = t0;
     clk.ns0 = n0;
-    atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0 ? t1 - t0 : 1)));
+    atomic_store(&clk.mult, rate_of(n1 - n0, t1 - t0));
 #else
     clk.ticks0 = 0;
     clk.ns0 = 0;
@@ -97,7 +103,7 @@ static void clock_refine(void)
     read_pair(&n, &t);
     if (n - clk.ns0 < CLOCK_FIRST_REFINE_NS || t <= clk.ticks0)
         return;
-    atomic_store(&clk.mult, (uint64_t)(((unsigned __int128)(n - clk.ns0) << 32) / (t - clk.ticks0)));
+    atomic_store(&clk.mult, rate_of(n - clk.ns0, t - clk.ticks0));
 #endif
 }
 
@@ -118,7 +124,7 @@ uint64_t xe_ticks_to_ns(uint64_t ticks)
 uint64_t xe_ticks_delta_ns(uint64_t t0, uint64_t t1)
 {
     uint64_t m = atomic_load(&clk.mult);
-    return t1 > t0 ? (uint64_t)(((unsigned __int128)(t1 - t0) * m) >> 32) : 0;
+    return t1 > t0 ? xe_clock_scale(t1 - t0, m) : 0;
 }
 
 uint64_t xe_ns_to_ticks(uint64_t ns)
