@@ -100,9 +100,29 @@ static MT_INLINE mt_hdr *plain_header(void *p)
     return NULL;
 }
 
+/* Whether a block of `size` bytes at p (`shift`: its prefix's log2)
+ * carries a tail canary: below MT_TAIL_MAX, unless glibc mapped its chunk
+ * for itself and the canary would be on another page than the header's.
+ * Such a page may never have been touched (a chunk realloc shrank in
+ * place with mremap, a program that uses the start of a big buffer): the
+ * canary would commit it, a page fault and resident memory the program
+ * never asked for (mbench: +20% CPU time, most of it in the kernel). The
+ * header's page is committed (the header is on it), and on the heap
+ * glibc writes the next chunk's header right after the canary. The same
+ * answer at the block's free: a chunk keeps its IS_MMAPPED bit. */
+#define MT_PAGE_MIN 4096u /* the smallest page size: a larger one only makes the test stricter */
+static MT_INLINE int tail_on(const char *p, uint64_t size, unsigned shift)
+{
+    /* On the header's page (so below MT_TAIL_MAX) is the common case. */
+    uintptr_t hdr = (uintptr_t)p - MT_HDR_SIZE, last = (uintptr_t)p + size + 1;
+    if (MT_LIKELY((hdr ^ last) < MT_PAGE_MIN))
+        return 1;
+    return size < MT_TAIL_MAX && !mt_glibc_is_mapped(p - (1ull << shift));
+}
+
 static MT_INLINE int tail_intact(void *p, const mt_hdr *h, uint64_t size)
 {
-    if (size >= MT_TAIL_MAX)
+    if (!tail_on(p, size, mt_word_shift(h->word)))
         return 1;
     uint16_t t;
     memcpy(&t, (char *)p + size, sizeof t);
@@ -132,7 +152,7 @@ static MT_INLINE void write_header(char *p, uint64_t size, unsigned cat, unsigne
     h->word = word;
     h->tag = tag;
     h->check = mt_hash(p, word, tag);
-    if (size < MT_TAIL_MAX) {
+    if (tail_on(p, size, shift)) {
         uint16_t t = mt_tail_value(h->check);
         memcpy(p + size, &t, sizeof t);
     }
@@ -296,7 +316,7 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     int abort_on_error = mt_opt.on_error == MT_ON_ERROR_ABORT;
     if (MT_UNLIKELY(abort_on_error))
         check_tail(p, h, size);
-    else if (size < MT_TAIL_MAX)
+    else if (tail_on(p, size, shift))
         __builtin_prefetch((char *)p + size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     /* A site keeps counting the blocks detail recording gave it, recording

@@ -7,11 +7,17 @@
  * merged back into glibc's top chunk). realloc-fail: reallocs the allocator
  * refuses (an address-space limit) leave the blocks as they were, their
  * canaries too, so their frees report nothing.
- * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|overflow|foreign */
+ * overflow-page and overflow-mapped: a canary pages away from its block's
+ * header, and one in a chunk glibc mapped for itself; mapped-tail: such a
+ * chunk's page the program never touched stays uncommitted.
+ * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|overflow|
+ *                overflow-page|overflow-mapped|mapped-tail|foreign */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -20,6 +26,27 @@
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_memalign(size_t, size_t);
+
+/* Writes one byte past a block of `size` bytes, one that surely differs
+ * from what was there (a fixed byte equals the random canary's once in
+ * 256), and frees it. */
+static void overflow(char *p, size_t size)
+{
+    memset(p, 'x', size);
+    volatile size_t past = size;
+    p[past] = (char)~p[past];
+    free(p);
+}
+
+/* Whether glibc mapped the chunk under a block of ours for itself: the
+ * agent's real block starts 16 bytes below p, and glibc's size word (bit
+ * 0x2: IS_MMAPPED) sits 8 bytes below that. */
+static int glibc_mapped(const char *p)
+{
+    size_t size;
+    memcpy(&size, p - 16 - sizeof size, sizeof size);
+    return (size & 2) != 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -93,13 +120,33 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++)
             free(b[i]);
     } else if (strcmp(what, "overflow") == 0) {
-        char *p = malloc(40);
-        memset(p, 'x', 40);
-        /* One byte too many, and one that surely differs from what was
-         * there (a fixed byte equals the random canary's once in 256). */
-        volatile size_t past = 40;
-        p[past] = (char)~p[past];
-        free(p);
+        overflow(malloc(40), 40);
+    } else if (strcmp(what, "overflow-page") == 0) {
+        /* a heap block whose canary is pages away from its header */
+        overflow(malloc(9000), 9000);
+    } else if (strcmp(what, "overflow-mapped") == 0) {
+        /* a chunk glibc mapped for itself, shrunk in place to one page:
+         * the canary shares the header's page */
+        char *p = malloc(1u << 20);
+        char *q = realloc(p, 100);
+        EXPECT(q && glibc_mapped(q), "realloc(1 MiB -> 100) left a chunk glibc mapped (%p)", (void *)q);
+        overflow(q, 100);
+    } else if (strcmp(what, "mapped-tail") == 0) {
+        /* Shrunk in place (mremap) to 6 pages, of which the program
+         * touches none but the first: the agent must not commit the page
+         * its canary would be on (the kernel's mincore says). */
+        char *p = malloc(1u << 20);
+        char *q = realloc(p, 20000);
+        EXPECT(q && glibc_mapped(q), "realloc(1 MiB -> 20000) left a chunk glibc mapped (%p)", (void *)q);
+        unsigned char first = 0, tail = 1;
+        long pg = sysconf(_SC_PAGESIZE);
+        char *qpage = (char *)((uintptr_t)q & ~(uintptr_t)(pg - 1));
+        char *tpage = (char *)((uintptr_t)(q + 20000) & ~(uintptr_t)(pg - 1));
+        EXPECT(tpage > qpage, "the block's end is on its first page");
+        EXPECT(mincore(qpage, (size_t)pg, &first) == 0 && mincore(tpage, (size_t)pg, &tail) == 0, "mincore");
+        dprintf(1, "first page %s, end page %s\n", first & 1 ? "resident" : "not resident",
+                tail & 1 ? "resident" : "not resident");
+        free(q);
     } else if (strcmp(what, "foreign") == 0) {
         /* blocks from the allocator below the agent: no header */
         char *a = __libc_malloc(64);

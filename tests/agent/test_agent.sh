@@ -161,6 +161,25 @@ expect_match "overflow: canary reported with size and category" \
 report_json "$T/he.mtr" "$T/he.json"
 expect_eq "overflow: counted in the report" "1" "$(json_get "$T/he.json" "j['errors']['bad_canary']")"
 
+# A canary pages away from its header (on the heap), and one in a chunk
+# glibc mapped for itself that shares the header's page: both kept.
+for case in overflow-page:9000 overflow-mapped:100; do
+    name=${case%%:*} size=${case#*:}
+    heaperr "$name"; rc=$?
+    expect_eq "$name: program continues" "0 survived $name" "$rc $(cat "$T/he.out")"
+    expect_match "$name: canary reported with size and category" \
+        "canary after the block was overwritten: block at 0x[0-9a-f]+, $size bytes, category victim" "$(cat "$T/he.err")"
+done
+# Where the canary would commit a page the program never touched (a mapped
+# chunk shrunk in place), there is none: the kernel's mincore says the
+# page stays out, and the block's free reports nothing.
+heaperr mapped-tail; rc=$?
+expect_eq "mapped chunk: the page past the block's first the agent leaves uncommitted" \
+    "0 first page resident, end page not resident survived mapped-tail" "$rc $(tr '\n' ' ' < "$T/he.out" | sed 's/ $//')"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "mapped chunk: its free reports nothing" "0 0" \
+    "$(json_get "$T/he.json" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])")"
+
 heaperr double on_error=abort 2>/dev/null; rc=$?
 expect_eq "on_error=abort: the program is aborted (SIGABRT)" "134" "$rc"
 expect_match "on_error=abort: says so" "aborting \(on_error=abort\)" "$(cat "$T/he.err")"
