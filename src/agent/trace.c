@@ -38,7 +38,7 @@
 #include "trace/trace_write.h"
 #include "xe/xe.h"
 
-mt_trace_opts mt_trace_opt = {.buffer = 2ull << 20, .wait = 1, .time_unit_ns = 10000, .chunk_events = 32768};
+mt_trace_opts mt_trace_opt = {.buffer = 1ull << 20, .wait = 1, .time_unit_ns = 10000, .chunk_events = 32768};
 /* Each on a cache line of its own: read on every free (last id) and every
  * allocation (generation), written once per block or per fork. */
 _Alignas(64) _Atomic uint32_t mt_trace_last_id;

@@ -21,7 +21,7 @@
 /* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait,
  * trace_threads=N, ...). */
 typedef struct mt_trace_opts {
-    uint64_t buffer;       /* the session's max_memory; default 2 MB */
+    uint64_t buffer;       /* the session's max_memory; default 1 MB */
     int wait;              /* no_event_loss instead of allow_single_event_loss */
     uint32_t time_unit_ns; /* event times are kept to this resolution; default 10000 (10 us) */
     int level;             /* zstd level; 0: the writer's default */

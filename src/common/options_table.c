@@ -68,7 +68,7 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
          "the report's (or trace's) path, in the start-up directory unless absolute; `%%` = `%`; "
          "`memtrail run --mode trace` gives `memtrail.%p.mtt`"},
     [MT_OPT_TRACE_BUFFER] = {"trace_buffer", MT_OPTT_SIZE, NULL, 192 << 10, 64ll << 30,
-                             "a size from 192KB to 64GB, a number of MB or with a unit", "2MB",
+                             "a size from 192KB to 64GB, a number of MB or with a unit", "1MB",
                              "trace mode: the per-CPU event buffers between the program's threads and the "
                              "thread that merges them (at least 64KB x ceil(2.5 x CPUs))"},
     [MT_OPT_TRACE_LOSS] = {"trace_loss", MT_OPTT_CHOICE, losses, 0, 0, NULL, "wait",
