@@ -36,8 +36,9 @@ typedef struct mt_hdr {
 #define MT_FREED_XOR 0xD00DFEEDu
 /* Blocks below this size carry a tail canary; above it, the extra cache
  * line (or page fault on a fresh mmap) it would touch costs too much.
- * Below it too, none where it would be the first touch of a page of a
- * chunk glibc mapped for itself (hooks.c's tail_on). */
+ * Below it too, none in a chunk glibc mapped for itself unless on the
+ * header's page: elsewhere it could be a page's first touch (hooks.c's
+ * tail_on). */
 #define MT_TAIL_MAX 65536u
 
 static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift, unsigned kind)

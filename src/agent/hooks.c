@@ -103,10 +103,11 @@ static MT_INLINE mt_hdr *plain_header(void *p)
 /* Whether a block of `size` bytes at p (`shift`: its prefix's log2)
  * carries a tail canary: below MT_TAIL_MAX, unless glibc mapped its chunk
  * for itself and the canary would be on another page than the header's.
- * Such a page may never have been touched (a chunk realloc shrank in
- * place with mremap, a program that uses the start of a big buffer): the
- * canary would commit it, a page fault and resident memory the program
- * never asked for (mbench: +20% CPU time, most of it in the kernel). The
+ * Such a page may never have been touched (below MT_TAIL_MAX, a mapped
+ * chunk realloc shrank in place with mremap, or one under a lowered
+ * M_MMAP_THRESHOLD): the canary would commit it, a page fault and
+ * resident memory the program never asked for (mbench: +20% CPU time,
+ * most of it in the kernel). The
  * header's page is committed (the header is on it), and on the heap
  * glibc writes the next chunk's header right after the canary. The same
  * answer at the block's free: a chunk keeps its IS_MMAPPED bit. */

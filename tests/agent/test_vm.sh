@@ -111,7 +111,7 @@ if [ "$(id -u)" = 0 ]; then
     # Frame numbers are visible: the zero page is told apart exactly.
     for cat in zp-a zp-b; do
         want=$(echo "$out" | awk -v c=$cat '$1 == "expect" && $2 == c {print $3}')
-        expect_eq "split VMA: $cat resident is its written pages, not its zero-page reads" "$want" \
+        expect_eq "split VMA: $cat resident is the pages the kernel counts (written; read too where reads take pages)" "$want" \
             "$(json_get "$T/zp.json" "[c['resident_bytes'] for c in j['categories'] if c['name']=='$cat'][0]")"
     done
 fi

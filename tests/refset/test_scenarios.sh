@@ -178,8 +178,16 @@ releases() { # LABEL SLACK_NS RECORD-OPTIONS...
         va_before=$(cat_get "$n" VirtualAlloc "['graph_end_bytes']")
         report "$n" 0 $((after + slack)) || return
         va_after=$(cat_get "$n" VirtualAlloc "['graph_end_bytes']")
-        expect_eq "$n: $what takes the 8 MiB out of the reference set (by $((slack / 1000000)) ms after the call)" \
-            "$((8 * MIB))" "$((va_before - va_after))"
+        # Exactly with the agent; by scans, give or take 16 pages the
+        # program's other memory gained or lost between the two.
+        local drop=$((va_before - va_after)) tol=0
+        [ "$slack" -gt 0 ] && tol=$((64 << 10))
+        if [ "$drop" -ge $((8 * MIB - tol)) ] && [ "$drop" -le $((8 * MIB + tol)) ]; then
+            pass "$n: $what takes the 8 MiB out of the reference set (by $((slack / 1000000)) ms after the call: $drop bytes)"
+        else
+            fail "$n: $what takes the 8 MiB out of the reference set (by $((slack / 1000000)) ms after the call)" \
+                "a drop of $drop bytes, not $((8 * MIB)) (+-$tol)"
+        fi
     done
     at=$(mark "$n" EXIT)
     report "$n" 0 "$at" || return
