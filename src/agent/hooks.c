@@ -107,10 +107,10 @@ static MT_INLINE mt_hdr *plain_header(void *p)
  * chunk realloc shrank in place with mremap, or one under a lowered
  * M_MMAP_THRESHOLD): the canary would commit it, a page fault and
  * resident memory the program never asked for (mbench: +20% CPU time,
- * most of it in the kernel). The
- * header's page is committed (the header is on it), and on the heap
- * glibc writes the next chunk's header right after the canary. The same
- * answer at the block's free: a chunk keeps its IS_MMAPPED bit. */
+ * most of it in the kernel). The header's page is committed (the header
+ * is on it), and on the heap glibc writes the next chunk's header right
+ * after the canary. The same answer at the block's free: a chunk keeps
+ * its IS_MMAPPED bit. */
 #define MT_PAGE_MIN 4096u /* the smallest page size: a larger one only makes the test stricter */
 static MT_INLINE int tail_on(const char *p, uint64_t size, unsigned shift)
 {
