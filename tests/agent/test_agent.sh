@@ -138,13 +138,17 @@ heaperr double-big; rc=$?
 expect_eq "double free of an unmapped 5 MiB block: program continues" "0" "$rc"
 expect_match "double free of an unmapped block: reported" "double free \(block already unmapped\)" "$(cat "$T/he.err")"
 
-# Blocks whose header glibc reuses once they are freed: the tombstone must
-# still tell a second free (glibc alone aborts on these).
 heap_error() { # label, heaperr's case, what stderr must say
     heaperr "$2"; rc=$?
     expect_eq "$1: program continues" "0 survived $2" "$rc $(cat "$T/he.out")"
     expect_match "$1: reported with size and category" "$3" "$(cat "$T/he.err")"
 }
+canary_and_double() { # a report's JSON: "bad_canary double_free"
+    json_get "$1" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])"
+}
+
+# Blocks whose header glibc reuses once they are freed: the tombstone must
+# still tell a second free (glibc alone aborts on these).
 for case in tiny:1 largebin:3000 realloc-old:100 realloc-top:307200; do
     name=${case%%:*} size=${case#*:}
     heap_error "double free ($name)" "$name" "double free: block at 0x[0-9a-f]+, $size bytes, category victim"
@@ -153,8 +157,7 @@ done
 heaperr realloc-fail; rc=$?
 expect_eq "realloc refused: program continues, blocks as they were" "0 survived realloc-fail" "$rc $(cat "$T/he.out")"
 report_json "$T/he.mtr" "$T/he.json"
-expect_eq "realloc refused: their frees report nothing (canaries put back)" "0 0" \
-    "$(json_get "$T/he.json" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])")"
+expect_eq "realloc refused: their frees report nothing (canaries put back)" "0 0" "$(canary_and_double "$T/he.json")"
 
 # One byte past a block: a small one, one whose canary is pages away from
 # its header (on the heap), and one in a chunk glibc mapped for itself
@@ -172,8 +175,7 @@ heaperr mapped-tail; rc=$?
 expect_eq "mapped chunk: the page past the block's first the agent leaves uncommitted" \
     "0 first page resident, end page not resident survived mapped-tail" "$rc $(tr '\n' ' ' < "$T/he.out" | sed 's/ $//')"
 report_json "$T/he.mtr" "$T/he.json"
-expect_eq "mapped chunk: its free reports nothing" "0 0" \
-    "$(json_get "$T/he.json" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])")"
+expect_eq "mapped chunk: its free reports nothing" "0 0" "$(canary_and_double "$T/he.json")"
 
 heaperr double on_error=abort 2>/dev/null; rc=$?
 expect_eq "on_error=abort: the program is aborted (SIGABRT)" "134" "$rc"
