@@ -31,9 +31,9 @@ COMMON_SRC := $(filter-out $(OPTIONS_SRC),$(wildcard src/common/*.c))
 REPORT_SRC := $(wildcard src/report/*.c)
 SYMBOL_SRC := $(wildcard src/symbol/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c) $(REPORT_SRC) $(SYMBOL_SRC) $(COMMON_SRC) $(OPTIONS_SRC)
-# The CLI's libraries: libdw/libelf (elfutils) for symbolization, libstdc++
-# for demangling C++ names.
-CLI_LIBS   := -ldw -lelf -lz -lstdc++
+# The CLI's libraries: libdw/libelf (elfutils) for symbolization.
+# libstdc++'s demangler is loaded when a C++ name needs it (symbol.c).
+CLI_LIBS   := -ldw -lelf -lz -ldl
 # json-c (libjson-c-dev) reads what a process answers `memtrail sessions`;
 # the CLI only: the agent never links it.
 JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)

@@ -81,7 +81,7 @@ check() {
     if have_cmd dpkg-query; then
         have_pkg libc6-dev || want libc6-dev
     fi
-    # Detail reports: libdw/libelf to symbolize, libstdc++ (g++) to demangle;
+    # Detail reports: libdw/libelf to symbolize, libstdc++ (loaded) to demangle;
     # their tests check against eu-addr2line and use strip/objdump (binutils).
     if have_cmd dpkg-query; then
         have_pkg libunwind-dev || want libunwind-dev # the agent's stack walks (detail mode)

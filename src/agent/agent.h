@@ -11,6 +11,10 @@
 
 #include "common/options_table.h" /* MT_MODE_*, MT_ON_ERROR_*, MT_QUERY_*, MT_UNWIND_* */
 #include "memtrail.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 #define MT_EXPORT __attribute__((visibility("default")))
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -81,13 +85,19 @@ struct mt_shard;
 /* Per-thread state. initial-exec TLS: no allocation on first touch. */
 typedef struct mt_tls {
     struct mt_shard *shard; /* this thread's counters, or NULL */
-    int in_agent;           /* >0 while the agent runs: nested calls go straight to the real allocator */
-    int exited;             /* shard folded at thread exit: count into the globals directly */
-    int vm_locked;          /* holding (or taking) the VM table lock: a signal handler on
-                               this thread must not wait for it */
+    union {
+        struct {
+            int in_agent;        /* >0 while the agent runs: nested calls go straight to the real allocator */
+            unsigned char timed; /* >0: this thread's allocator calls are timed (meminfo.h) */
+            unsigned char spare[3]; /* never written: `hold` reads them as 0 */
+        };
+        uint64_t hold; /* nonzero: in the agent or timed, so no hook's common path (hooks.c) */
+    };
+    int exited;                   /* shard folded at thread exit: count into the globals directly */
+    int vm_locked;                /* holding (or taking) the VM table lock: a signal handler on
+                                     this thread must not wait for it */
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for frame-pointer walks (site.c); 0 = unknown */
     uint32_t spare_site;          /* a site record claimed but not published (site.c) */
-    unsigned char timed;          /* >0: this thread's allocator calls are timed (meminfo.h) */
     unsigned char span_depth;     /* request spans open on this thread (span.c) */
     uint32_t events;              /* memory events this thread raised (meminfo.c) */
     uint64_t mem_ticks;           /* ticks inside timed allocator and mapping calls, cumulative */
@@ -208,4 +218,5 @@ void mt_control_start(void);
 void mt_control_after_fork_child(void);
 void mt_control_shutdown(void);
 
+#pragma GCC visibility pop
 #endif

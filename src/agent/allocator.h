@@ -4,6 +4,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 enum { MT_ALLOC_GLIBC, MT_ALLOC_JEMALLOC, MT_ALLOC_TCMALLOC, MT_ALLOC_MIMALLOC, MT_ALLOC_OTHER };
 extern int mt_alloc_kind;
@@ -42,6 +46,8 @@ int mt_allocator_precedes(char *who, size_t n);
 /* The real function: the first definition (first != 0) or the next after
  * the agent, never the agent's own. */
 void *mt_allocator_sym(const char *name, int first);
+
+#pragma GCC visibility pop
 
 /* jemalloc's API, exported by the agent (allocator.c). */
 void *mallocx(size_t size, int flags);

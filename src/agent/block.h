@@ -75,6 +75,13 @@ static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t tag)
     return (uint32_t)(x >> 32);
 }
 
+/* The header's last 8 bytes (tag, then check) of a block whose tag is 0,
+ * as one word: what a plain block's common paths write and compare. */
+static inline uint64_t mt_tag_check0(const void *p, uint64_t word)
+{
+    return (uint64_t)mt_hash(p, word, 0) << 32;
+}
+
 #define MT_PLAIN_MIN 6u /* the smallest size whose canary leaves that room (below) */
 /* What the real allocator is asked for: prefix, the size, and the canary,
  * never less than 8 bytes after p, so even a tiny block has room for its
@@ -93,7 +100,7 @@ static inline int64_t mt_overhead(uint64_t size, unsigned shift)
 
 static inline uint16_t mt_tail_value(uint32_t check)
 {
-    return (uint16_t)(check ^ (check >> 16) ^ 0x5AA5u);
+    return (uint16_t)(check ^ 0x5AA5u);
 }
 
 /* The tombstone left in a freed block: a keyed mark of the pointer, the
@@ -116,6 +123,13 @@ static inline uint64_t mt_tombstone(const void *p, uint64_t size, unsigned cat)
 {
     uint64_t s = size < MT_TOMB_SIZE_MAX ? size : MT_TOMB_SIZE_MAX;
     return (uint64_t)mt_tomb_mark(p) << 32 | (uint64_t)cat << 24 | s;
+}
+
+/* mt_tombstone of a block smaller than MT_TOMB_SIZE_MAX: its word's size
+ * and category as they are, with no saturating. */
+static inline uint64_t mt_tombstone_small(const void *p, uint64_t size, unsigned cat)
+{
+    return (uint64_t)mt_tomb_mark(p) << 32 | (uint64_t)cat << 24 | (size & MT_TOMB_SIZE_MAX);
 }
 
 #endif

@@ -3,15 +3,22 @@
  * Each thread owns a shard: plain relaxed loads and stores on memory no
  * other thread writes, so the hot path has no lock and no atomic RMW.
  * Live bytes also go to a global per category in batches (whenever a
- * shard's unflushed delta passes the category's flush_at), so the peak can
- * be checked on every allocation against (global + own delta): off by at
- * most what the other threads hold unflushed. flush_at follows the peak:
- * 1/128 of it divided by the most threads that ever held shards at once,
- * so the other threads' deltas stay under 1% of the peak together, for
- * any number of threads (between MT_FLUSH_MIN and MT_FLUSH_BYTES). A
- * flush also checks the peak against the exact sum of every shard, which
- * takes in threads that sit idle on a delta. Readers sum the globals and
- * every shard.
+ * shard's unflushed delta passes the category's flush_at). A flush checks
+ * the peak against the exact sum of every shard, which takes in threads
+ * that sit idle on a delta. Between flushes each allocation checks it
+ * against the thread's own delta: the hot path compares the delta with
+ * the slot's room (mt_cslot's hi and lo), which the thread sets from the
+ * global, the peak and flush_at whenever it goes the long way (a flush,
+ * a peak raised, its first count). One thread alone is exact: the global
+ * moves only with its own flushes. With more, the peak can miss what the
+ * other threads hold unflushed and what they flushed since this thread
+ * last set its room; each thread's delta stays within flush_at either
+ * way, so that is under 2 x flush_at per thread. flush_at follows the
+ * peak: 1/256 of it divided by the most threads that ever held shards at
+ * once, so the peak stays within 1% for any number of threads (flush_at
+ * between MT_FLUSH_MIN and MT_FLUSH_BYTES). A room set before flush_at
+ * last shrank (more threads) lasts until the thread next goes the long
+ * way.
  *
  * What the hot path leaves out, because it can be had otherwise:
  * - The total (MT_SLOT_TOTAL) while the program has no category of its
@@ -19,19 +26,23 @@
  *   counted and whose peak is the total's. The first user category seeds
  *   the total's slot from malloc's and from then on both are counted.
  *   The total's live bytes in a sum are always the sum of the categories.
- * - The peak of the agent's overhead (per-block headers): a block no
- *   larger than its own size adds its overhead to the shard's delta with
- *   no check; the delta goes to the global, and the overhead's peak is
- *   checked, whenever a flush of the program's bytes happens on that
- *   thread, and at every sum: a thread that trades a few large blocks for
- *   many small ones without moving its bytes may hold overhead unchecked
- *   meanwhile (never more than the bytes of those blocks). Blocks with
- *   more overhead than bytes (malloc(0), aligned ones) are counted and
- *   checked like the program's bytes. */
+ * - The peak of the agent's overhead (per-block headers): a block whose
+ *   overhead is no larger than its size, and on the hot path a plain block
+ *   of MT_PLAIN_MIN bytes or more (its overhead at most 3 times its size),
+ *   adds its overhead to the shard's delta with no check; the delta goes to the global, and the overhead's
+ * peak is checked, whenever a flush of the program's bytes happens on that thread, and at every sum: a thread
+ * that trades a few large blocks for many small ones without moving its bytes may hold overhead unchecked
+ *   meanwhile (never more than 3 times the bytes of those blocks). Other
+ *   blocks with more overhead than bytes (malloc(0), aligned ones) are
+ *   counted and checked like the program's bytes. */
 #ifndef MT_AGENT_COUNTERS_H
 #define MT_AGENT_COUNTERS_H
 
 #include "agent/agent.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 #define MT_NCAT 72
 #define MT_CAT_MALLOC 0
@@ -48,14 +59,19 @@
 #define MT_NSLOT (MT_NCAT + 1)
 #define MT_FLUSH_BYTES (256 * 1024)
 #define MT_FLUSH_MIN 1024
-#define MT_PEAK_PARTS 128 /* flush_at = peak / (MT_PEAK_PARTS * most threads) */
+#define MT_PEAK_PARTS 256 /* flush_at = peak / (MT_PEAK_PARTS * most threads) */
 
 typedef struct mt_cslot {
     _Atomic int64_t live_bytes; /* not yet flushed to the global */
+    /* The owner's room (mt_slot_room): live_bytes may grow to hi with no
+     * flush due and the peak not passed, and shrink to lo with no flush
+     * due. Only the owner reads them; 0 and 0 send its next count to
+     * mt_count_bytes, which sets them. */
+    int64_t hi, lo;
     _Atomic int64_t allocs;
     _Atomic int64_t frees;
     _Atomic int64_t reallocs;
-} mt_cslot;
+} __attribute__((aligned(64))) mt_cslot; /* one cache line */
 
 struct mt_site_slot;
 typedef struct mt_shard {
@@ -121,6 +137,17 @@ static inline void mt_bump(_Atomic int64_t *p, int64_t d)
 {
     atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + d, memory_order_relaxed);
 }
+/* mt_bump of a counter only this thread writes, in one instruction where
+ * that can be had: readers on other threads see the old value or the new
+ * (an aligned 8-byte access), and a signal cannot come in between. */
+static inline void mt_bump_own(_Atomic int64_t *p, int64_t d)
+{
+#if defined(__x86_64__)
+    __asm__("addq %1, %0" : "+m"(*(int64_t *)p) : "er"(d));
+#else
+    mt_bump(p, d);
+#endif
+}
 
 /* 1 while only the built-in categories exist (see above). */
 extern _Atomic int mt_cat_solo;
@@ -131,6 +158,14 @@ int64_t mt_total_peak(void);
  * against every shard's delta (counters.c). */
 void mt_flush_slot(mt_cglobal *g, int slot, int64_t local);
 
+/* Sets a slot's room (mt_cslot) from its global as it is now. */
+static MT_INLINE void mt_slot_room(mt_cslot *c, mt_cglobal *g)
+{
+    int64_t f = mt_ld(&g->flush_at), room = mt_ld(&g->peak_bytes) - mt_ld(&g->live_bytes);
+    c->hi = room < f ? room : f;
+    c->lo = -f;
+}
+
 /* Adds d to a slot's live bytes, checking the peak when growing. */
 static MT_INLINE void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
 {
@@ -140,15 +175,16 @@ static MT_INLINE void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
     if (MT_UNLIKELY((uint64_t)(local + f) > 2 * (uint64_t)f)) {
         atomic_store_explicit(&c->live_bytes, 0, memory_order_relaxed);
         mt_flush_slot(g, (int)(g - mt_glob), local);
-        return;
+    } else {
+        /* Stored first: what a peak's memory info event sums includes it. */
+        atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+        if (d > 0) {
+            int64_t now = mt_ld(&g->live_bytes) + local;
+            if (now > mt_ld(&g->peak_bytes))
+                mt_raise_peak(g, now);
+        }
     }
-    /* Stored first: what a peak's memory info event sums includes it. */
-    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    if (d > 0) {
-        int64_t now = mt_ld(&g->live_bytes) + local;
-        if (now > mt_ld(&g->peak_bytes))
-            mt_raise_peak(g, now);
-    }
+    mt_slot_room(c, g);
 }
 
 static inline mt_shard *mt_my_shard(void)
@@ -184,52 +220,41 @@ static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, in
     mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
 }
 
-/* For mt_count_block_quick: *local, the slot's delta after sign * n, when
- * that needs neither a flush nor (growing) a peak raised; else 0. (A block
- * of 0 bytes that finds the slot at its peak goes the general way too,
- * which raises nothing: exact all the same.) */
-static MT_INLINE int mt_quick_delta(mt_cslot *c, mt_cglobal *g, int sign, int64_t n, int64_t *local)
+/* The owner's slot after sign * n (n >= 0), when that is within its room
+ * (mt_cslot): 1 and *local; else 0, and mt_count_bytes must do it. */
+static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *local)
 {
-    int64_t l = mt_ld(&c->live_bytes) + sign * n, f = mt_ld(&g->flush_at);
-    if (MT_UNLIKELY((uint64_t)(l + f) > 2 * (uint64_t)f))
-        return 0;
-    if (sign > 0 && MT_UNLIKELY(mt_ld(&g->live_bytes) + l > mt_ld(&g->peak_bytes)))
+    int64_t l = mt_ld(&c->live_bytes) + sign * n;
+    if (sign > 0 ? MT_UNLIKELY(l > c->hi) : MT_UNLIKELY(l < c->lo))
         return 0;
     *local = l;
     return 1;
 }
 
-/* mt_count_block's common case whole, or nothing: 1 when it counted; 0,
- * with nothing stored, when the caller must call mt_count_block instead
- * (no shard yet, a flush due, a peak to raise). It calls nothing, so the
- * hooks' common paths that use it need no stack frame of their own. Its
- * loads and stores of the shard are a few instructions further apart
- * than mt_count_block's: a signal handler that allocates on this thread
- * in between (which POSIX does not allow) loses its count either way. */
-static MT_INLINE int mt_count_block_quick(unsigned cat, int64_t size, int64_t ovh, int sign)
+/* mt_count_block's common case whole, or nothing, for a plain block of
+ * MT_PLAIN_MIN bytes or more in shard sh: 1 when it counted; 0, with
+ * nothing stored, when the caller must call mt_count_block instead (a
+ * flush due, a peak to raise). Its overhead, ovh (block.h's
+ * MT_PLAIN_OVERHEAD, a constant), is added unchecked (at most 3 times the block's bytes: the next flush of
+ * the program's bytes checks its peak). It calls nothing, so the hooks' common paths that use it need no
+ * stack frame of their own. Its loads and stores of the shard are a few instructions further apart than
+ * mt_count_block's: a signal handler that allocates on this thread in
+ * between (which POSIX does not allow) loses its count either way. */
+static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
 {
-    mt_shard *sh = mt_t.shard;
-    if (MT_UNLIKELY(sh == NULL))
-        return 0;
-    mt_cslot *c = &sh->slot[cat], *o = &sh->slot[MT_CAT_OVERHEAD], *t = &sh->slot[MT_SLOT_TOTAL];
-    int64_t local, lo = 0, lt = 0;
-    if (!mt_quick_delta(c, &mt_glob[cat], sign, size, &local))
-        return 0;
-    /* overhead beyond the block's size: checked like the program's bytes */
-    int big_ovh = ovh > size;
-    if (MT_UNLIKELY(big_ovh) && !mt_quick_delta(o, &mt_glob[MT_CAT_OVERHEAD], sign, ovh, &lo))
-        return 0;
-    int solo = atomic_load_explicit(&mt_cat_solo, memory_order_relaxed);
-    if (MT_UNLIKELY(!solo) && !mt_quick_delta(t, &mt_glob[MT_SLOT_TOTAL], sign, size, &lt))
-        return 0;
-    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    if (MT_UNLIKELY(big_ovh))
-        atomic_store_explicit(&o->live_bytes, lo, memory_order_relaxed);
-    else
-        mt_bump(&o->live_bytes, sign * ovh);
-    if (MT_UNLIKELY(!solo))
+    mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
+    int64_t local, lt;
+    /* The total's slot too, when it is kept (no longer solo). */
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
+        if (!mt_quick_delta(t, sign, size, &lt) || !mt_quick_delta(c, sign, size, &local))
+            return 0;
         atomic_store_explicit(&t->live_bytes, lt, memory_order_relaxed);
-    mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
+    } else if (!mt_quick_delta(c, sign, size, &local)) {
+        return 0;
+    }
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
+    mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
     return 1;
 }
 
@@ -243,13 +268,11 @@ static MT_INLINE int mt_count_resize_quick(unsigned cat, int64_t dsize)
     if (MT_UNLIKELY(sh == NULL) || MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
         return 0;
     mt_cslot *c = &sh->slot[cat];
-    int64_t local;
-    /* As a growth by dsize: a shrink that finds the slot above its peak
-     * goes to mt_count_resize, which raises nothing then. */
-    if (!mt_quick_delta(c, &mt_glob[cat], +1, dsize, &local))
+    int64_t local = mt_ld(&c->live_bytes) + dsize;
+    if (MT_UNLIKELY(local > c->hi) || MT_UNLIKELY(local < c->lo))
         return 0;
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    mt_bump(&c->reallocs, 1);
+    mt_bump_own(&c->reallocs, 1);
     return 1;
 }
 
@@ -274,4 +297,5 @@ static MT_INLINE void mt_count_resize(unsigned cat, int64_t dsize, int64_t dovh)
     mt_bump(&sh->slot[cat].reallocs, 1);
 }
 
+#pragma GCC visibility pop
 #endif

@@ -25,6 +25,10 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 #define MT_EDGE_LINE_BITS 12 /* 4096 lines of 8: 256 KiB, 32,768 blocks */
 #define MT_EDGE_SLOTS 8
@@ -65,4 +69,5 @@ void mt_edge_add(const void *p);
 /* p's block is about to go back to the allocator (an edge pointer). */
 void mt_edge_remove(const void *p);
 
+#pragma GCC visibility pop
 #endif

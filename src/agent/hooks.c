@@ -33,6 +33,8 @@
 
 /* mt_hot: start-up is over and the agent tracks. */
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
+/* HOT, and the thread not timed: an entry point's common path may run. */
+#define QUICK (MT_LIKELY(mt_t.hold == 0) && MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)))
 
 /* Called when !HOT: finishes start-up if needed; returns 1 if the caller
  * may track, 0 if it must use the real allocator (or the arena) as is. */
@@ -95,7 +97,8 @@ static MT_INLINE mt_hdr *plain_header(void *p)
         return NULL;
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = h->word;
-    if (MT_LIKELY(word >> 56 == MT_PLAIN_SHIFT) && MT_LIKELY(h->check == mt_hash(p, word, h->tag)))
+    /* kind 0: its tag is 0, so the check is of p and word alone */
+    if (MT_LIKELY(word >> 56 == MT_PLAIN_SHIFT) && MT_LIKELY(h->check == mt_hash(p, word, 0)))
         return h;
     return NULL;
 }
@@ -144,6 +147,20 @@ static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
 
 /* ---- tracked blocks ---------------------------------------------------- */
 
+/* write_header of a plain block of no recording (tag 0): its tag and
+ * check in one store. */
+static MT_INLINE void write_plain_header(char *p, uint64_t size, unsigned cat)
+{
+    mt_hdr *h = (mt_hdr *)p - 1;
+    uint64_t word = mt_word(size, cat, MT_PLAIN_SHIFT, MT_REC_NONE), tc = mt_tag_check0(p, word);
+    h->word = word;
+    memcpy(&h->tag, &tc, sizeof tc);
+    if (tail_on(p, size, MT_PLAIN_SHIFT)) {
+        uint16_t t = mt_tail_value((uint32_t)(tc >> 32));
+        memcpy(p + size, &t, sizeof t);
+    }
+}
+
 /* Writes header and canary for a block of `size` bytes at p. */
 static MT_INLINE void write_header(char *p, uint64_t size, unsigned cat, unsigned shift, unsigned kind,
                                    uint32_t tag)
@@ -171,18 +188,35 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
     return p;
 }
 
-/* Whether a hook has nothing to do beyond header and counters: no
- * refset recording, no recording of sites or a trace, no event session.
- * Blocks of MT_INFO_MAPPED_MIN or more take the full path too (memory
- * info's GROW and TRIM). The full paths are out of line, so the common
- * one saves few registers and has no stack-walk buffer in its frame.
- * `big`: the largest block the call handles. Sampling alone asks nothing
- * of the free of a block it did not sample. */
-static MT_INLINE int hooks_plain_free(uint64_t big)
+/* fill_header of a plain block of no recording (write_plain_header). */
+static MT_INLINE char *fill_plain_header(void *real, uint64_t size, unsigned cat)
 {
-    return MT_LIKELY((atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) &
-                      ~(unsigned)MT_EXTRA_SAMPLE) == 0) &&
-           MT_LIKELY(big < MT_INFO_MAPPED_MIN);
+    char *p = (char *)real + MT_HDR_SIZE;
+    write_plain_header(p, size, cat);
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
+        mt_edge_add(p);
+    return p;
+}
+
+/* Whether a free has nothing to do beyond header and counters: no
+ * refset recording, no recording of sites or a trace, no event session.
+ * Sampling alone asks nothing of the free of a block it did not sample.
+ * (Blocks of MT_INFO_MAPPED_MIN or more take the full path too, for
+ * memory info's GROW and TRIM: plain_quick_size.) The full paths are out
+ * of line, so the common one saves few registers and has no stack-walk
+ * buffer in its frame. */
+static MT_INLINE int hooks_plain_free(void)
+{
+    return MT_LIKELY(
+        (atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) & ~(unsigned)MT_EXTRA_SAMPLE) == 0);
+}
+
+/* Whether a plain block of `size` bytes is in the hooks' common range:
+ * MT_PLAIN_MIN bytes or more (the usual overhead) and below
+ * MT_INFO_MAPPED_MIN (memory info's mapped blocks take the full path). */
+static MT_INLINE int plain_quick_size(uint64_t size)
+{
+    return size - MT_PLAIN_MIN < MT_INFO_MAPPED_MIN - MT_PLAIN_MIN;
 }
 
 /* For a new block of `size` bytes (`big`: the largest block the call
@@ -258,14 +292,15 @@ static MT_INLINE int new_plain_quick(uint64_t size)
     return mt_sample_skip(size); /* else track_new_slow draws */
 }
 
-/* mt_count_block_quick for a block of `size` bytes at `shift`, with the
- * usual plain block's overhead told without computing it (a constant no
- * larger than the block, so its peak is not checked on the way). */
+/* mt_count_block_quick for a plain block of MT_PLAIN_MIN bytes or more
+ * (its overhead the constant MT_PLAIN_OVERHEAD) once this thread has a
+ * shard; 0 for any other, which mt_count_block counts. */
 static MT_INLINE int count_quick(unsigned cat, uint64_t size, unsigned shift, int sign)
 {
-    if (MT_LIKELY(shift == MT_PLAIN_SHIFT) && MT_LIKELY(size >= MT_PLAIN_OVERHEAD))
-        return mt_count_block_quick(cat, (int64_t)size, MT_PLAIN_OVERHEAD, sign);
-    return mt_count_block_quick(cat, (int64_t)size, mt_overhead(size, shift), sign);
+    mt_shard *sh = mt_t.shard;
+    if (MT_LIKELY(shift == MT_PLAIN_SHIFT) && MT_LIKELY(size >= MT_PLAIN_MIN) && MT_LIKELY(sh != NULL))
+        return mt_count_block_quick(sh, cat, (int64_t)size, MT_PLAIN_OVERHEAD, sign);
+    return 0;
 }
 
 /* The common case calls nothing (so needs no stack frame): header and
@@ -277,7 +312,10 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
         MT_UNLIKELY(!count_quick(cat, size, shift, +1)))
         return track_new_slow(real, size, cat, shift, plain);
-    write_header(p, size, cat, shift, MT_REC_NONE, 0);
+    if (MT_LIKELY(shift == MT_PLAIN_SHIFT))
+        write_plain_header(p, size, cat);
+    else
+        write_header(p, size, cat, shift, MT_REC_NONE, 0);
     return p;
 }
 
@@ -289,6 +327,15 @@ static MT_INLINE void mark_freed(void *p, mt_hdr *h, uint64_t size, unsigned cat
         mt_edge_remove(p);
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone(p, size, cat);
+    memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+}
+
+/* mark_freed of a block of the common range (plain_quick_size), not at an
+ * edge offset: its size needs no saturating in the tombstone. */
+static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t size, unsigned cat)
+{
+    h->check ^= MT_FREED_XOR;
+    uint64_t tomb = mt_tombstone_small(p, size, cat);
     memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
 }
 
@@ -342,15 +389,15 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
 static MT_INLINE void release(void *p, mt_hdr *h)
 {
     uint64_t word = h->word, size = mt_word_size(word);
-    unsigned cat = mt_word_cat(word), shift = mt_word_shift(word);
-    if (MT_UNLIKELY(mt_word_kind(word) != MT_REC_NONE || !hooks_plain_free(size)) ||
-        MT_UNLIKELY(!tail_intact(p, h, size)) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
-        MT_UNLIKELY(!count_quick(cat, size, shift, -1))) {
+    unsigned cat = mt_word_cat(word);
+    if (MT_UNLIKELY(word >> 56 != MT_PLAIN_SHIFT) || MT_UNLIKELY(!plain_quick_size(size)) ||
+        MT_UNLIKELY(!hooks_plain_free()) || MT_UNLIKELY(!tail_intact(p, h, size)) ||
+        MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(!count_quick(cat, size, MT_PLAIN_SHIFT, -1))) {
         release_full(p, h);
         return;
     }
-    mark_freed(p, h, size, cat);
-    mt_real_fn.free((char *)p - (1ull << shift));
+    mark_freed_quick(p, h, size, cat);
+    mt_real_fn.free((char *)p - MT_HDR_SIZE);
 }
 
 /* The real malloc, and once more if it failed and trace mode gave back
@@ -582,14 +629,15 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
 /* realloc_recorded's work for a plain block of no recording when
  * hooks_new says NEW_PLAIN (or, from the exported realloc, new_plain_quick
  * does): the real realloc, then the new block's header and the counters. */
-static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
+static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n, int usual)
 {
     char *real = realloc_tombstoned(p, size, cat, n);
     if (MT_UNLIKELY(!real))
         return NULL; /* the old block is as it was */
-    char *np = fill_header(real, n, cat, MT_PLAIN_SHIFT, MT_REC_NONE, 0);
+    char *np = fill_plain_header(real, n, cat);
+    /* usual: both sizes MT_PLAIN_MIN or more, so the overhead stays */
     int64_t dsize = (int64_t)n - (int64_t)size,
-            dovh = mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT);
+            dovh = usual ? 0 : mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT);
     if (MT_UNLIKELY(dovh != 0) || MT_UNLIKELY(!mt_count_resize_quick(cat, dsize)))
         mt_count_resize(cat, dsize, dovh);
     return np;
@@ -609,7 +657,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     if (MT_LIKELY(okind == MT_REC_NONE && shift == MT_PLAIN_SHIFT)) {
         how = hooks_new(size > n ? size : n, n);
         if (MT_LIKELY(how == NEW_PLAIN))
-            return realloc_plain(p, size, cat, n);
+            return realloc_plain(p, size, cat, n, 0);
     }
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
@@ -789,9 +837,9 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 /* The common case: no call but the real malloc's, and its own tail calls. */
 MT_EXPORT void *malloc(size_t n)
 {
-    if (MT_UNLIKELY(mt_t.timed) || MT_UNLIKELY(!HOT) || MT_UNLIKELY(n > MT_SIZE_LIMIT))
+    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!plain_quick_size(n)))
         return malloc_slow(n);
-    void *real = mt_real_fn.malloc(mt_request(n, MT_PLAIN_SHIFT));
+    void *real = mt_real_fn.malloc(n + MT_PLAIN_OVERHEAD);
     if (MT_UNLIKELY(real == NULL))
         return malloc_retried(n);
     return track_new(real, n, mt_t.cat, MT_PLAIN_SHIFT);
@@ -804,13 +852,29 @@ static __attribute__((noinline)) void timed_free(void *p)
     mt_alloc_timed_end(t0);
 }
 
-MT_EXPORT void free(void *p)
+/* free but for its common case: timed, not hot, NULL, not a plain block
+ * of ours. */
+static __attribute__((noinline)) void free_slow(void *p)
 {
     if (MT_UNLIKELY(mt_t.timed)) {
         timed_free(p);
         return;
     }
     free_call(p);
+}
+
+/* The common case: release's (NULL sits at an edge offset: free_slow takes
+ * it). */
+MT_EXPORT void free(void *p)
+{
+    if (MT_LIKELY(QUICK)) {
+        mt_hdr *h = plain_header(p);
+        if (MT_LIKELY(h != NULL)) {
+            release(p, h);
+            return;
+        }
+    }
+    free_slow(p);
 }
 
 static __attribute__((noinline)) void *timed_calloc(size_t n, size_t m)
@@ -850,10 +914,6 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
  * the usual overhead (MT_PLAIN_MIN or more) and below
  * MT_INFO_MAPPED_MIN, and nothing beyond header and counters to do
  * (new_plain_quick: sampling takes its count down here). *hp: its header. */
-static MT_INLINE int plain_quick_size(uint64_t size)
-{
-    return size - MT_PLAIN_MIN < MT_INFO_MAPPED_MIN - MT_PLAIN_MIN;
-}
 static MT_INLINE int realloc_plain_quick(void *p, size_t n, mt_hdr **hp)
 {
     if (MT_UNLIKELY(!plain_quick_size(n)))
@@ -873,9 +933,9 @@ static MT_INLINE int realloc_plain_quick(void *p, size_t n, mt_hdr **hp)
 MT_EXPORT void *realloc(void *p, size_t n)
 {
     mt_hdr *h;
-    if (MT_UNLIKELY(mt_t.timed) || MT_UNLIKELY(!HOT) || MT_UNLIKELY(!realloc_plain_quick(p, n, &h)))
+    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!realloc_plain_quick(p, n, &h)))
         return realloc_slow(p, n);
-    return realloc_plain(p, mt_word_size(h->word), mt_word_cat(h->word), n);
+    return realloc_plain(p, mt_word_size(h->word), mt_word_cat(h->word), n, 1);
 }
 
 static __attribute__((noinline)) void *timed_reallocarray(void *p, size_t n, size_t m)

@@ -25,6 +25,10 @@
 #include "agent/agent.h"
 #include "agent/counters.h"
 #include "common/out.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* The recording of new allocations; also a block's tag kind (block.h):
  * NONE a tag of 0, DETAIL a call site's index, TRACE an allocation id.
@@ -100,4 +104,5 @@ void mt_rec_after_fork_child(void);
  * `from_signal` says so, and such a request gets an error. */
 void mt_rec_request(const char *req, int from_signal, mt_out *o);
 
+#pragma GCC visibility pop
 #endif

@@ -20,6 +20,10 @@
 #include "agent/agent.h"
 #include "refset/refset_agent.h"
 #include "refset/refset_event.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* 1 while messages go out. */
 extern _Atomic int mt_rs_on;
@@ -72,4 +76,5 @@ void mt_rs_block_free(const void *real);
  * changed (a mapping resized in place: its tail). */
 void mt_rs_block_moved(uintptr_t ostart, uint64_t olen, const void *real, uint64_t before);
 
+#pragma GCC visibility pop
 #endif

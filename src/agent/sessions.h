@@ -14,6 +14,10 @@
 #include "agent/agent.h"
 #include "agent/record.h"
 #include "xe/xe.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* 1 while at least one agent session is started. */
 extern _Atomic int mt_xe_on;
@@ -110,4 +114,5 @@ static MT_INLINE void mt_event_realloc(const void *p, const void *old, uint64_t 
     mt_xe_event(XE_EV_REALLOC, p, old, size, cat, stack, id, old_id, rec == MT_REC_TRACE);
 }
 
+#pragma GCC visibility pop
 #endif

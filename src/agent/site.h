@@ -26,6 +26,10 @@
 #include "agent/counters.h"
 #include "agent/record.h"
 #include "agent/trace.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 #define MT_DEPTH_DEFAULT 4
 #define MT_SITES_MAX (1u << 19)
@@ -258,4 +262,5 @@ void mt_site_after_fork_child(void);
 int mt_module_count(void);
 const mt_module *mt_module_get(int i);
 
+#pragma GCC visibility pop
 #endif

@@ -6,6 +6,10 @@
 #define MT_AGENT_SPAN_H
 
 #include "agent/meminfo.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* Allocator ticks of this thread not yet added to the process's total. */
 extern MT_TLS uint64_t mt_alloc_pending;
@@ -50,4 +54,5 @@ void mt_span_init(void);
 void mt_span_thread_start(void);
 void mt_span_thread_exit(void);
 
+#pragma GCC visibility pop
 #endif

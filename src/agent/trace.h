@@ -17,6 +17,10 @@
 
 #include "agent/agent.h"
 #include "common/out.h"
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* Options (MEMTRAIL_OPTIONS trace_buffer=SIZE, trace_loss=drop|wait,
  * trace_threads=N, ...). */
@@ -114,4 +118,5 @@ void mt_trace_record_stop(mt_out *reply, int drained);
  * the middle of a stop: the child's `stop` finishes it). */
 int mt_trace_session_open(void);
 
+#pragma GCC visibility pop
 #endif

@@ -20,6 +20,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* Everything declared here is the agent's own (the library exports only
+ * what MT_EXPORT marks): hidden, so the code reaches it directly, not
+ * through the GOT or the PLT. */
+#pragma GCC visibility push(hidden)
 
 /* Range flags. */
 #define MT_VM_FILE 1u   /* a file mapping (the program's untagged ones are "files") */
@@ -103,4 +107,5 @@ void mt_vm_init(void);
 void mt_vm_before_fork(void);
 void mt_vm_after_fork(void);
 
+#pragma GCC visibility pop
 #endif

@@ -10,6 +10,7 @@
  * address: stacks repeat the same return addresses. */
 #include "symbol/symbol.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -24,8 +25,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* libstdc++'s demangler (linked with -lstdc++); C++ names only. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* libstdc++'s demangler, C++ names only. Loaded the first time a name
+ * needs it, not linked: loading libstdc++ costs every memtrail command
+ * about 2 ms, `memtrail run` included. Without libstdc++ (never on a
+ * Debian system, where the compiler's runtime is always installed), names
+ * stay as the linker has them. */
+typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
+static demangle_fn *demangle;
+static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void)
+{
+    void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (lib)
+        *(void **)&demangle = dlsym(lib, "__cxa_demangle");
+}
 
 /* Inlined calls expanded per address, at most (deeper nests are cut). */
 #define SYM_MAX_INLINE 16
@@ -181,9 +195,9 @@ static const char *function_name(struct symbolizer *s, const char *name)
 {
     if (!name)
         return NULL;
-    if (name[0] == '_' && name[1] == 'Z') {
+    if (name[0] == '_' && name[1] == 'Z' && pthread_once(&demangle_once, find_demangler) == 0 && demangle) {
         int status = -1;
-        char *d = __cxa_demangle(name, NULL, NULL, &status);
+        char *d = demangle(name, NULL, NULL, &status);
         if (d && status == 0)
             return keep(s, d);
         free(d);
