@@ -85,13 +85,15 @@ struct mt_shard;
 /* Per-thread state. initial-exec TLS: no allocation on first touch. */
 typedef struct mt_tls {
     struct mt_shard *shard; /* this thread's counters, or NULL */
+    struct mt_cslot *cslot; /* &shard->slot[cat], or NULL with no shard (mt_cat_slot_set) */
+    uint64_t catword; /* a plain block's header word but for its size: cat and prefix (mt_cat_slot_set) */
     union {
         struct {
-            int in_agent;        /* >0 while the agent runs: nested calls go straight to the real allocator */
+            uint16_t in_agent;   /* >0 while the agent runs: nested calls go straight to the real allocator */
             unsigned char timed; /* >0: this thread's allocator calls are timed (meminfo.h) */
-            unsigned char spare[3]; /* never written: `hold` reads them as 0 */
+            unsigned char armed; /* 1 once this thread saw the agent hot (mt_arm) */
         };
-        uint64_t hold; /* nonzero: in the agent or timed, so no hook's common path (hooks.c) */
+        uint32_t gate; /* MT_GATE_OPEN: armed, not in the agent, not timed: the hooks' common paths */
     };
     int exited;                   /* shard folded at thread exit: count into the globals directly */
     int vm_locked;                /* holding (or taking) the VM table lock: a signal handler on
@@ -110,6 +112,7 @@ typedef struct mt_tls {
     uint64_t sample_rng;         /* sample mode: this thread's generator */
 } mt_tls;
 extern MT_TLS mt_tls mt_t;
+#define MT_GATE_OPEN 0x01000000u /* mt_tls.gate with armed alone set (little-endian) */
 
 /* init.c */
 void mt_init_slow(void);

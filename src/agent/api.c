@@ -17,6 +17,7 @@ MT_EXPORT int mt_tag_push(const char *name)
         return id;
     mt_t.stack[mt_t.depth++] = mt_t.cat;
     mt_t.cat = (unsigned char)id;
+    mt_cat_slot_set();
     return 0;
 }
 
@@ -27,6 +28,7 @@ MT_EXPORT int mt_tag_pop(void)
     if (mt_t.depth == 0)
         return -ENOENT;
     mt_t.cat = mt_t.stack[--mt_t.depth];
+    mt_cat_slot_set();
     return 0;
 }
 

@@ -45,9 +45,10 @@ static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift, unsi
 {
     return size | (uint64_t)cat << 48 | (uint64_t)shift << 56 | (uint64_t)kind << 62;
 }
+#define MT_SIZE_MASK ((1ull << 48) - 1) /* a header word's size */
 static inline uint64_t mt_word_size(uint64_t w)
 {
-    return w & ((1ull << 48) - 1);
+    return w & MT_SIZE_MASK;
 }
 static inline unsigned mt_word_cat(uint64_t w)
 {

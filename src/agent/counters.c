@@ -1,6 +1,8 @@
 /* counters.c — the shard registry, category registry and the sums behind
  * every report (see counters.h for the design). */
 #include "agent/counters.h"
+#include "agent/block.h"
+#include "agent/record.h"
 #include "agent/meminfo.h"
 #include "agent/site.h"
 
@@ -119,6 +121,13 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
         mt_info_live_check(now);
 }
 
+void mt_cat_slot_set(void)
+{
+    mt_shard *sh = mt_t.shard;
+    mt_t.cslot = sh ? &sh->slot[mt_t.cat] : NULL;
+    mt_t.catword = mt_word(0, mt_t.cat, MT_PLAIN_SHIFT, MT_REC_NONE);
+}
+
 mt_shard *mt_shard_first(void)
 {
     return atomic_load(&shard_list);
@@ -179,6 +188,7 @@ mt_shard *mt_shard_acquire(void)
             for (int i = 0; i < MT_NSLOT; i++)
                 tune(&mt_glob[i]);
         mt_t.shard = sh;
+        mt_cat_slot_set();
         if (shard_key_ok)
             pthread_setspecific(shard_key, sh);
     }
@@ -209,6 +219,7 @@ void mt_shard_thread_exit(void *arg)
      * globals directly (mt_count_block_slow) instead of taking a new shard. */
     mt_t.exited = 1;
     mt_t.shard = NULL;
+    mt_cat_slot_set();
     fold_shard(sh);
     atomic_store(&sh->in_use, 0);
     atomic_fetch_sub(&shards_in_use, 1);

@@ -187,6 +187,10 @@ static MT_INLINE void mt_count_bytes(mt_cslot *c, mt_cglobal *g, int64_t d)
     mt_slot_room(c, g);
 }
 
+/* Sets mt_t.cslot and mt_t.catword from mt_t.shard and mt_t.cat, after
+ * either changes (counters.c). */
+void mt_cat_slot_set(void);
+
 static inline mt_shard *mt_my_shard(void)
 {
     mt_shard *sh = mt_t.shard;
@@ -255,6 +259,21 @@ static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t si
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
     mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
     mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
+    return 1;
+}
+
+/* mt_count_block_quick of a new plain block of this thread's category
+ * (mt_t.cat), its slot c = mt_t.cslot. */
+static MT_INLINE int mt_count_new_quick(mt_cslot *c, int64_t size, int64_t ovh)
+{
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
+        return mt_count_block_quick(mt_t.shard, mt_t.cat, size, ovh, +1);
+    int64_t local;
+    if (!mt_quick_delta(c, +1, size, &local))
+        return 0;
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    mt_bump_own(&c->allocs, 1);
+    mt_bump_own(&mt_t.shard->slot[MT_CAT_OVERHEAD].live_bytes, ovh);
     return 1;
 }
 

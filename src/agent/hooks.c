@@ -33,8 +33,16 @@
 
 /* mt_hot: start-up is over and the agent tracks. */
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
-/* HOT, and the thread not timed: an entry point's common path may run. */
-#define QUICK (MT_LIKELY(mt_t.hold == 0) && MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)))
+/* HOT, and the thread not timed: an entry point's common path may run.
+ * One comparison: the thread's gate holds in_agent, timed, and whether it
+ * has seen mt_hot (armed: mt_arm, on its first call that goes the long
+ * way; mt_hot never goes back to 0). */
+#define QUICK MT_LIKELY(mt_t.gate == MT_GATE_OPEN)
+static MT_INLINE void mt_arm(void)
+{
+    if (MT_UNLIKELY(!mt_t.armed) && atomic_load_explicit(&mt_hot, memory_order_relaxed))
+        mt_t.armed = 1;
+}
 
 /* Called when !HOT: finishes start-up if needed; returns 1 if the caller
  * may track, 0 if it must use the real allocator (or the arena) as is. */
@@ -147,18 +155,23 @@ static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
 
 /* ---- tracked blocks ---------------------------------------------------- */
 
-/* write_header of a plain block of no recording (tag 0): its tag and
- * check in one store. */
-static MT_INLINE void write_plain_header(char *p, uint64_t size, unsigned cat)
+/* write_header of a plain block of no recording (tag 0) whose header
+ * word is `word`: its tag and check in one store. */
+static MT_INLINE void write_plain_word(char *p, uint64_t size, uint64_t word)
 {
     mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t word = mt_word(size, cat, MT_PLAIN_SHIFT, MT_REC_NONE), tc = mt_tag_check0(p, word);
+    uint64_t tc = mt_tag_check0(p, word);
     h->word = word;
     memcpy(&h->tag, &tc, sizeof tc);
     if (tail_on(p, size, MT_PLAIN_SHIFT)) {
         uint16_t t = mt_tail_value((uint32_t)(tc >> 32));
         memcpy(p + size, &t, sizeof t);
     }
+}
+
+static MT_INLINE void write_plain_header(char *p, uint64_t size, unsigned cat)
+{
+    write_plain_word(p, size, mt_word(size, cat, MT_PLAIN_SHIFT, MT_REC_NONE));
 }
 
 /* Writes header and canary for a block of `size` bytes at p. */
@@ -316,6 +329,21 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
         write_plain_header(p, size, cat);
     else
         write_header(p, size, cat, shift, MT_REC_NONE, 0);
+    return p;
+}
+
+/* track_new of malloc's block: plain, of this thread's category, in the
+ * common range (plain_quick_size); its slot and header word but for the
+ * size are the thread's, kept ready (mt_cat_slot_set). */
+static MT_INLINE void *new_quick(void *real, uint64_t size)
+{
+    char *p = (char *)real + MT_HDR_SIZE;
+    mt_cslot *c = mt_t.cslot;
+    int plain = new_plain_quick(size);
+    if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(c == NULL) ||
+        MT_UNLIKELY(!mt_count_new_quick(c, (int64_t)size, MT_PLAIN_OVERHEAD)))
+        return track_new_slow(real, size, mt_t.cat, MT_PLAIN_SHIFT, plain);
+    write_plain_word(p, size, size | mt_t.catword);
     return p;
 }
 
@@ -829,6 +857,7 @@ static __attribute__((noinline)) void *malloc_retried(size_t n)
 /* malloc but for its common case: timed, not hot, too large. */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
+    mt_arm();
     if (MT_UNLIKELY(mt_t.timed))
         return timed_malloc(n);
     return malloc_call(n);
@@ -842,7 +871,7 @@ MT_EXPORT void *malloc(size_t n)
     void *real = mt_real_fn.malloc(n + MT_PLAIN_OVERHEAD);
     if (MT_UNLIKELY(real == NULL))
         return malloc_retried(n);
-    return track_new(real, n, mt_t.cat, MT_PLAIN_SHIFT);
+    return new_quick(real, n);
 }
 
 static __attribute__((noinline)) void timed_free(void *p)
@@ -856,6 +885,7 @@ static __attribute__((noinline)) void timed_free(void *p)
  * of ours. */
 static __attribute__((noinline)) void free_slow(void *p)
 {
+    mt_arm();
     if (MT_UNLIKELY(mt_t.timed)) {
         timed_free(p);
         return;
@@ -904,6 +934,7 @@ static __attribute__((noinline)) void *timed_realloc(void *p, size_t n)
  * realloc_plain_quick does not take. */
 static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 {
+    mt_arm();
     if (MT_UNLIKELY(mt_t.timed))
         return timed_realloc(p, n);
     return realloc_call(p, n);
@@ -928,14 +959,57 @@ static MT_INLINE int realloc_plain_quick(void *p, size_t n, mt_hdr **hp)
     return new_plain_quick(n);
 }
 
-/* The common case: realloc_plain's, with no call but the real realloc's
- * (NULL sits at an edge offset: realloc_slow takes it). */
+/* realloc_plain's second half for realloc's common case, once the real
+ * realloc gave `real` for the block whose header word was `word`: the
+ * program's bytes under the tombstone (`saved`) put back, the new header,
+ * the counts. */
+static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, uint64_t saved)
+{
+    uint64_t size = mt_word_size(word);
+    size_t at = mt_tomb_off(size);
+    char *np = real + MT_HDR_SIZE;
+    if (MT_LIKELY(n >= at + sizeof saved))
+        memcpy(np + at, &saved, sizeof saved);
+    else if (at < n)
+        memcpy(np + at, &saved, n - at);
+    write_plain_word(np, n, n | (word & ~MT_SIZE_MASK));
+    if (MT_UNLIKELY(needs_probe((uintptr_t)np)))
+        mt_edge_add(np);
+    unsigned cat = mt_word_cat(word);
+    int64_t dsize = (int64_t)n - (int64_t)size;
+    if (MT_UNLIKELY(!mt_count_resize_quick(cat, dsize)))
+        mt_count_resize(cat, dsize, 0);
+    return np;
+}
+
+/* The real realloc failed in realloc's common case: once more if trace
+ * mode gave memory back, else the old block (p) is live again as it was. */
+static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t word, size_t n, uint64_t saved)
+{
+    char *real =
+        mt_trace_out_of_memory() ? mt_real_fn.realloc((char *)p - MT_HDR_SIZE, n + MT_PLAIN_OVERHEAD) : NULL;
+    if (real)
+        return realloc_quick_done(real, word, n, saved);
+    ((mt_hdr *)p - 1)->check ^= MT_FREED_XOR;
+    memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &saved, sizeof saved);
+    return NULL;
+}
+
+/* The common case: realloc_plain's (realloc_tombstoned's work for a block
+ * of the common range, which is at no edge offset), with no call but the
+ * real realloc's (NULL sits at an edge offset: realloc_slow takes it). */
 MT_EXPORT void *realloc(void *p, size_t n)
 {
     mt_hdr *h;
     if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!realloc_plain_quick(p, n, &h)))
         return realloc_slow(p, n);
-    return realloc_plain(p, mt_word_size(h->word), mt_word_cat(h->word), n, 1);
+    uint64_t word = h->word, size = mt_word_size(word), saved;
+    memcpy(&saved, (char *)p + mt_tomb_off(size), sizeof saved);
+    mark_freed_quick(p, h, size, mt_word_cat(word));
+    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, n + MT_PLAIN_OVERHEAD);
+    if (MT_UNLIKELY(real == NULL))
+        return realloc_quick_failed(p, word, n, saved);
+    return realloc_quick_done(real, word, n, saved);
 }
 
 static __attribute__((noinline)) void *timed_reallocarray(void *p, size_t n, size_t m)

@@ -6,11 +6,14 @@
  * bin, and the old pointer of a realloc that moved (from a small bin, and
  * merged back into glibc's top chunk). realloc-fail: reallocs the allocator
  * refuses (an address-space limit) leave the blocks as they were, their
- * canaries too, so their frees report nothing.
+ * canaries too, so their frees report nothing; realloc-fail-quick: the
+ * same for reallocs below 128 KiB (the agent's common path), refused once
+ * the address space is used up.
  * overflow-page and overflow-mapped: a canary pages away from its block's
  * header, and one in a chunk glibc mapped for itself; mapped-tail: such a
  * chunk's page the program never touched stays uncommitted.
- * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|overflow|
+ * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|
+ *                realloc-fail-quick|overflow|
  *                overflow-page|overflow-mapped|mapped-tail|foreign */
 #include <malloc.h>
 #include <stdint.h>
@@ -127,6 +130,45 @@ int main(int argc, char **argv)
             EXPECT(same, "a refused realloc changed the %zu-byte block", sizes[i]);
         }
         EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit back");
+        for (int i = 0; i < 3; i++)
+            free(b[i]);
+    } else if (strcmp(what, "realloc-fail-quick") == 0) {
+        /* reallocs to a size the agent's common path takes (below 128 KiB),
+         * refused once the address space is used up: the same blocks, as
+         * they were */
+        size_t sizes[] = {6, 7, 40};
+        char *b[3];
+        for (int i = 0; i < 3; i++) {
+            b[i] = malloc(sizes[i]);
+            memset(b[i], 'a' + i, sizes[i]);
+        }
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* 64 KiB blocks from the heap */
+        struct rlimit old, low;
+        EXPECT(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
+        long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        EXPECT(f && fscanf(f, "%ld", &pages) == 1, "cannot read /proc/self/statm");
+        if (f)
+            fclose(f);
+        low = old;
+        low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (8u << 20);
+        EXPECT(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit(RLIMIT_AS)");
+        static char *fill[4096];
+        int n = 0;
+        while (n < 4096 && (fill[n] = malloc(64 * 1024)) != NULL)
+            n++;
+        EXPECT(n < 4096, "64 KiB blocks never ran out under an 8 MiB margin");
+        for (int i = 0; i < 3; i++) {
+            char *q = realloc(b[i], 100000);
+            EXPECT(q == NULL, "realloc(%zu -> 100000) succeeded with the address space used up", sizes[i]);
+            int same = 1;
+            for (size_t j = 0; j < sizes[i]; j++)
+                same &= b[i][j] == 'a' + i;
+            EXPECT(same, "a refused realloc changed the %zu-byte block", sizes[i]);
+        }
+        EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit back");
+        for (int i = 0; i < n; i++)
+            free(fill[i]);
         for (int i = 0; i < 3; i++)
             free(b[i]);
     } else if (strcmp(what, "overflow") == 0) {

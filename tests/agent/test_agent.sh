@@ -158,6 +158,13 @@ heaperr realloc-fail; rc=$?
 expect_eq "realloc refused: program continues, blocks as they were" "0 survived realloc-fail" "$rc $(cat "$T/he.out")"
 report_json "$T/he.mtr" "$T/he.json"
 expect_eq "realloc refused: their frees report nothing (canaries put back)" "0 0" "$(canary_and_double "$T/he.json")"
+heaperr realloc-fail-quick; rc=$?
+expect_eq "realloc below 128 KiB refused: program continues, blocks as they were" "0 survived realloc-fail-quick" \
+    "$rc $(cat "$T/he.out")"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "realloc below 128 KiB refused: their frees report nothing" "0 0" "$(canary_and_double "$T/he.json")"
+expect_eq "realloc below 128 KiB refused: every block counted freed, none resized" "0 0" \
+    "$(json_get "$T/he.json" "' '.join(str(c[k]) for c in j['categories'] if c['name']=='victim' for k in ('live_bytes','reallocs'))")"
 
 # One byte past a block: a small one, one whose canary is pages away from
 # its header (on the heap), and one in a chunk glibc mapped for itself
