@@ -54,7 +54,7 @@ extern mt_options mt_opt;
 enum { MT_STATE_UNINIT, MT_STATE_INIT, MT_STATE_READY };
 extern _Atomic int mt_state;
 extern int mt_tracking;     /* tracking (mode != off, options valid); set before READY */
-extern _Atomic int mt_hot;  /* READY && mt_tracking: the hooks' one fast-path test */
+extern _Atomic int mt_hot;  /* READY && mt_tracking, never cleared; a thread arms its gate on it (hooks.c) */
 extern uint64_t mt_secret;  /* keys the header checks; from AT_RANDOM */
 extern int64_t mt_start_ns; /* CLOCK_REALTIME at start-up */
 
@@ -86,7 +86,7 @@ struct mt_shard;
 typedef struct mt_tls {
     struct mt_shard *shard; /* this thread's counters, or NULL */
     struct mt_cslot *cslot; /* &shard->slot[cat], or NULL with no shard (mt_cat_slot_set) */
-    uint64_t catword; /* a plain block's header word but for its size: cat and prefix (mt_cat_slot_set) */
+    uint64_t catword;       /* with cslot: a plain block's header word but for its size (mt_cat_slot_set) */
     union {
         struct {
             uint16_t in_agent;   /* >0 while the agent runs: nested calls go straight to the real allocator */
@@ -113,6 +113,7 @@ typedef struct mt_tls {
 } mt_tls;
 extern MT_TLS mt_tls mt_t;
 #define MT_GATE_OPEN 0x01000000u /* mt_tls.gate with armed alone set (little-endian) */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "MT_GATE_OPEN reads mt_tls.gate as little-endian");
 
 /* init.c */
 void mt_init_slow(void);

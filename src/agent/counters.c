@@ -54,6 +54,18 @@ void mt_raise_peak_i64(_Atomic int64_t *peak, int64_t candidate)
     }
 }
 
+/* Every shard's rooms to 0 (counters.h): each thread's next count of
+ * every slot goes the long way and sets its room from the globals as they
+ * are then. Rare: a new most of threads, a fold. */
+static void rooms_reset(void)
+{
+    for (mt_shard *sh = atomic_load(&shard_list); sh; sh = sh->next)
+        for (int i = 0; i < MT_NSLOT; i++) {
+            atomic_store_explicit(&sh->slot[i].hi, 0, memory_order_relaxed);
+            atomic_store_explicit(&sh->slot[i].lo, 0, memory_order_relaxed);
+        }
+}
+
 /* flush_at from the peak and the most threads seen (counters.h). */
 static void tune(mt_cglobal *g)
 {
@@ -121,11 +133,17 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
         mt_info_live_check(now);
 }
 
+/* cslot off while catword changes, with the compiler kept from moving
+ * the stores: a signal handler's malloc in between goes the long way
+ * (mt_t.cat) or finds the two in step. */
 void mt_cat_slot_set(void)
 {
     mt_shard *sh = mt_t.shard;
-    mt_t.cslot = sh ? &sh->slot[mt_t.cat] : NULL;
+    mt_t.cslot = NULL;
+    atomic_signal_fence(memory_order_seq_cst);
     mt_t.catword = mt_word(0, mt_t.cat, MT_PLAIN_SHIFT, MT_REC_NONE);
+    atomic_signal_fence(memory_order_seq_cst);
+    mt_t.cslot = sh ? &sh->slot[mt_t.cat] : NULL;
 }
 
 mt_shard *mt_shard_first(void)
@@ -184,9 +202,11 @@ mt_shard *mt_shard_acquire(void)
         int n = atomic_fetch_add(&shards_in_use, 1) + 1, most = atomic_load(&shards_most);
         while (n > most && !atomic_compare_exchange_weak(&shards_most, &most, n)) {
         }
-        if (n > most)
+        if (n > most) {
             for (int i = 0; i < MT_NSLOT; i++)
                 tune(&mt_glob[i]);
+            rooms_reset();
+        }
         mt_t.shard = sh;
         mt_cat_slot_set();
         if (shard_key_ok)
@@ -218,9 +238,11 @@ void mt_shard_thread_exit(void *arg)
     /* Frees made by later TLS destructors of this thread count into the
      * globals directly (mt_count_block_slow) instead of taking a new shard. */
     mt_t.exited = 1;
+    mt_t.cslot = NULL; /* first: a signal handler's malloc meanwhile goes the long way */
+    atomic_signal_fence(memory_order_seq_cst);
     mt_t.shard = NULL;
-    mt_cat_slot_set();
     fold_shard(sh);
+    rooms_reset();
     atomic_store(&sh->in_use, 0);
     atomic_fetch_sub(&shards_in_use, 1);
 }
@@ -236,6 +258,7 @@ void mt_counters_after_fork_child(void)
         atomic_store(&sh->in_use, 0);
         atomic_fetch_sub(&shards_in_use, 1);
     }
+    rooms_reset();
 }
 
 /* Into the globals directly, each peak checked. */

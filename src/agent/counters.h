@@ -16,9 +16,11 @@
  * way, so that is under 2 x flush_at per thread. flush_at follows the
  * peak: 1/256 of it divided by the most threads that ever held shards at
  * once, so the peak stays within 1% for any number of threads (flush_at
- * between MT_FLUSH_MIN and MT_FLUSH_BYTES). A room set before flush_at
- * last shrank (more threads) lasts until the thread next goes the long
- * way.
+ * between MT_FLUSH_MIN and MT_FLUSH_BYTES). When flush_at shrinks for
+ * more threads, and when a shard is folded into the globals (a thread's
+ * exit, the other threads' shards in a fork's child), every room is
+ * zeroed (counters.c's rooms_reset): each thread's next count goes the long way
+ * and takes the new figures.
  *
  * What the hot path leaves out, because it can be had otherwise:
  * - The total (MT_SLOT_TOTAL) while the program has no category of its
@@ -67,7 +69,7 @@ typedef struct mt_cslot {
      * flush due and the peak not passed, and shrink to lo with no flush
      * due. Only the owner reads them; 0 and 0 send its next count to
      * mt_count_bytes, which sets them. */
-    int64_t hi, lo;
+    _Atomic int64_t hi, lo; /* relaxed: rooms_reset (counters.c) writes them from other threads */
     _Atomic int64_t allocs;
     _Atomic int64_t frees;
     _Atomic int64_t reallocs;
@@ -158,12 +160,21 @@ int64_t mt_total_peak(void);
  * against every shard's delta (counters.c). */
 void mt_flush_slot(mt_cglobal *g, int slot, int64_t local);
 
+/* A slot's hi or lo as the hot path reads it: a plain load the compiler
+ * may fold into its comparison (a relaxed atomic load is a separate
+ * instruction on GCC). The same 8-byte aligned load on x86-64; only
+ * rooms_reset (counters.c), rare, writes them from another thread. */
+static MT_INLINE int64_t mt_room(const _Atomic int64_t *p)
+{
+    return *(const int64_t *)p;
+}
+
 /* Sets a slot's room (mt_cslot) from its global as it is now. */
 static MT_INLINE void mt_slot_room(mt_cslot *c, mt_cglobal *g)
 {
     int64_t f = mt_ld(&g->flush_at), room = mt_ld(&g->peak_bytes) - mt_ld(&g->live_bytes);
-    c->hi = room < f ? room : f;
-    c->lo = -f;
+    atomic_store_explicit(&c->hi, room < f ? room : f, memory_order_relaxed);
+    atomic_store_explicit(&c->lo, -f, memory_order_relaxed);
 }
 
 /* Adds d to a slot's live bytes, checking the peak when growing. */
@@ -229,7 +240,7 @@ static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, in
 static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *local)
 {
     int64_t l = mt_ld(&c->live_bytes) + sign * n;
-    if (sign > 0 ? MT_UNLIKELY(l > c->hi) : MT_UNLIKELY(l < c->lo))
+    if (sign > 0 ? MT_UNLIKELY(l > mt_room(&c->hi)) : MT_UNLIKELY(l < mt_room(&c->lo)))
         return 0;
     *local = l;
     return 1;
@@ -266,8 +277,10 @@ static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t si
  * (mt_t.cat), its slot c = mt_t.cslot. */
 static MT_INLINE int mt_count_new_quick(mt_cslot *c, int64_t size, int64_t ovh)
 {
+    /* The category of the header word malloc writes (mt_t.cat may be a
+     * step ahead: mt_cat_slot_set). */
     if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
-        return mt_count_block_quick(mt_t.shard, mt_t.cat, size, ovh, +1);
+        return mt_count_block_quick(mt_t.shard, (unsigned)(mt_t.catword >> 48) & 0xff, size, ovh, +1);
     int64_t local;
     if (!mt_quick_delta(c, +1, size, &local))
         return 0;
@@ -288,7 +301,7 @@ static MT_INLINE int mt_count_resize_quick(unsigned cat, int64_t dsize)
         return 0;
     mt_cslot *c = &sh->slot[cat];
     int64_t local = mt_ld(&c->live_bytes) + dsize;
-    if (MT_UNLIKELY(local > c->hi) || MT_UNLIKELY(local < c->lo))
+    if (MT_UNLIKELY(local > mt_room(&c->hi)) || MT_UNLIKELY(local < mt_room(&c->lo)))
         return 0;
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
     mt_bump_own(&c->reallocs, 1);

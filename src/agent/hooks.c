@@ -33,10 +33,10 @@
 
 /* mt_hot: start-up is over and the agent tracks. */
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
-/* HOT, and the thread not timed: an entry point's common path may run.
- * One comparison: the thread's gate holds in_agent, timed, and whether it
- * has seen mt_hot (armed: mt_arm, on its first call that goes the long
- * way; mt_hot never goes back to 0). */
+/* HOT, and the thread not timed: malloc's, free's and realloc's common
+ * paths may run. One comparison: the thread's gate holds in_agent, timed,
+ * and whether it has seen mt_hot (armed: mt_arm, on its first call of
+ * those three that goes the long way; mt_hot never goes back to 0). */
 #define QUICK MT_LIKELY(mt_t.gate == MT_GATE_OPEN)
 static MT_INLINE void mt_arm(void)
 {
@@ -278,9 +278,9 @@ static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size,
 
 /* track_new when its common case does not do: hooks_new to ask (unless
  * `plain`: new_plain_quick said NEW_PLAIN, and took the sampling count
- * down already), an edge block, or whatever mt_count_block_quick leaves
- * to mt_count_block (no shard yet, a flush, a peak, the overhead of a
- * block smaller than it). */
+ * down already), an edge block, or whatever count_quick leaves to
+ * mt_count_block (no shard yet, a flush, a peak, a block that is not
+ * plain or below MT_PLAIN_MIN bytes). */
 static __attribute__((noinline)) void *track_new_slow(void *real, uint64_t size, unsigned cat, unsigned shift,
                                                       int plain)
 {
@@ -317,7 +317,8 @@ static MT_INLINE int count_quick(unsigned cat, uint64_t size, unsigned shift, in
 }
 
 /* The common case calls nothing (so needs no stack frame): header and
- * counters for a block nothing else wants; track_new_slow does the rest. */
+ * counters for a plain block nothing else wants (count_quick takes no
+ * other); track_new_slow does the rest. */
 static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsigned shift)
 {
     char *p = (char *)real + (1ull << shift);
@@ -325,10 +326,7 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
         MT_UNLIKELY(!count_quick(cat, size, shift, +1)))
         return track_new_slow(real, size, cat, shift, plain);
-    if (MT_LIKELY(shift == MT_PLAIN_SHIFT))
-        write_plain_header(p, size, cat);
-    else
-        write_header(p, size, cat, shift, MT_REC_NONE, 0);
+    write_plain_header(p, size, cat);
     return p;
 }
 
@@ -655,17 +653,17 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
 }
 
 /* realloc_recorded's work for a plain block of no recording when
- * hooks_new says NEW_PLAIN (or, from the exported realloc, new_plain_quick
- * does): the real realloc, then the new block's header and the counters. */
-static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n, int usual)
+ * hooks_new says NEW_PLAIN: the real realloc, then the new block's header
+ * and the counters. (The exported realloc's common case is its own:
+ * realloc_quick_done.) */
+static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
 {
     char *real = realloc_tombstoned(p, size, cat, n);
     if (MT_UNLIKELY(!real))
         return NULL; /* the old block is as it was */
     char *np = fill_plain_header(real, n, cat);
-    /* usual: both sizes MT_PLAIN_MIN or more, so the overhead stays */
     int64_t dsize = (int64_t)n - (int64_t)size,
-            dovh = usual ? 0 : mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT);
+            dovh = mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT);
     if (MT_UNLIKELY(dovh != 0) || MT_UNLIKELY(!mt_count_resize_quick(cat, dsize)))
         mt_count_resize(cat, dsize, dovh);
     return np;
@@ -685,7 +683,7 @@ static void *realloc_tracked(void *p, mt_hdr *h, size_t n)
     if (MT_LIKELY(okind == MT_REC_NONE && shift == MT_PLAIN_SHIFT)) {
         how = hooks_new(size > n ? size : n, n);
         if (MT_LIKELY(how == NEW_PLAIN))
-            return realloc_plain(p, size, cat, n, 0);
+            return realloc_plain(p, size, cat, n);
     }
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);

@@ -15,7 +15,6 @@
 
 #include "agent/agent.h"
 #include "agent/allocator.h"
-#include "agent/block.h"
 #include "agent/counters.h"
 #include "agent/edge.h"
 #include "agent/options.h"
@@ -37,7 +36,7 @@ int mt_tracking;
 _Atomic int mt_hot;
 uint64_t mt_secret;
 int64_t mt_start_ns;
-MT_TLS mt_tls mt_t = {.catword = (uint64_t)MT_PLAIN_SHIFT << 56}; /* mt_word(0, 0, MT_PLAIN_SHIFT, 0) */
+MT_TLS mt_tls mt_t;
 
 /* ---- bootstrap arena ---------------------------------------------------
  * dlsym() may call calloc/malloc before we know where the real ones are.
