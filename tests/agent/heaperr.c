@@ -31,6 +31,52 @@
 extern void *__libc_malloc(size_t);
 extern void *__libc_memalign(size_t, size_t);
 
+/* Reallocs of blocks of 6, 7 and 40 bytes (6 and 7: the tombstone, at p,
+ * covers the canary; 40: it does not, at p + 16) to `to` bytes under an
+ * address-space limit `margin` MiB above what the process maps: each must
+ * be refused and leave its block as it was. use_up: the margin is taken
+ * first by 64 KiB heap blocks, so that even a small realloc is refused. */
+static void refused_reallocs(size_t to, unsigned margin, int use_up)
+{
+    size_t sizes[] = {6, 7, 40};
+    char *b[3];
+    for (int i = 0; i < 3; i++) {
+        b[i] = malloc(sizes[i]);
+        memset(b[i], 'a' + i, sizes[i]);
+    }
+    if (use_up)
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* 64 KiB blocks from the heap */
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    EXPECT(f && fscanf(f, "%ld", &pages) == 1, "cannot read /proc/self/statm");
+    if (f)
+        fclose(f);
+    struct rlimit old, low;
+    EXPECT(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
+    low = old;
+    low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)margin << 20);
+    EXPECT(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit(RLIMIT_AS)");
+    static char *fill[4096];
+    int n = 0;
+    while (use_up && n < 4096 && (fill[n] = malloc(64 * 1024)) != NULL)
+        n++;
+    EXPECT(!use_up || n < 4096, "64 KiB blocks never ran out under a %u MiB margin", margin);
+    for (int i = 0; i < 3; i++) {
+        char *q = realloc(b[i], to);
+        EXPECT(q == NULL, "realloc(%zu -> %zu) succeeded under a %u MiB margin%s", sizes[i], to, margin,
+               use_up ? ", used up" : "");
+        int same = 1;
+        for (size_t j = 0; j < sizes[i]; j++)
+            same &= b[i][j] == 'a' + i;
+        EXPECT(same, "a refused realloc changed the %zu-byte block", sizes[i]);
+    }
+    EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit back");
+    for (int i = 0; i < n; i++)
+        free(fill[i]);
+    for (int i = 0; i < 3; i++)
+        free(b[i]);
+}
+
 /* Writes one byte past a block of `size` bytes, one that surely differs
  * from what was there (a fixed byte equals the random canary's once in
  * 256), and frees it. */
@@ -103,74 +149,10 @@ int main(int argc, char **argv)
         free(p);
         (void)guard;
     } else if (strcmp(what, "realloc-fail") == 0) {
-        /* 6 and 7 bytes: the tombstone (at p) covers the canary; 40: it
-         * does not (at p + 16). */
-        size_t sizes[] = {6, 7, 40};
-        char *b[3];
-        for (int i = 0; i < 3; i++) {
-            b[i] = malloc(sizes[i]);
-            memset(b[i], 'a' + i, sizes[i]);
-        }
-        long pages = 0;
-        FILE *f = fopen("/proc/self/statm", "r");
-        EXPECT(f && fscanf(f, "%ld", &pages) == 1, "cannot read /proc/self/statm");
-        if (f)
-            fclose(f);
-        struct rlimit old, low;
-        EXPECT(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
-        low = old;
-        low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (64u << 20);
-        EXPECT(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit(RLIMIT_AS)");
-        for (int i = 0; i < 3; i++) {
-            char *q = realloc(b[i], 1u << 30);
-            EXPECT(q == NULL, "realloc(%zu -> 1 GiB) succeeded under a 64 MiB margin", sizes[i]);
-            int same = 1;
-            for (size_t j = 0; j < sizes[i]; j++)
-                same &= b[i][j] == 'a' + i;
-            EXPECT(same, "a refused realloc changed the %zu-byte block", sizes[i]);
-        }
-        EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit back");
-        for (int i = 0; i < 3; i++)
-            free(b[i]);
+        refused_reallocs(1u << 30, 64, 0);
     } else if (strcmp(what, "realloc-fail-quick") == 0) {
-        /* reallocs to a size the agent's common path takes (below 128 KiB),
-         * refused once the address space is used up: the same blocks, as
-         * they were */
-        size_t sizes[] = {6, 7, 40};
-        char *b[3];
-        for (int i = 0; i < 3; i++) {
-            b[i] = malloc(sizes[i]);
-            memset(b[i], 'a' + i, sizes[i]);
-        }
-        mallopt(M_MMAP_THRESHOLD, 128 * 1024); /* 64 KiB blocks from the heap */
-        struct rlimit old, low;
-        EXPECT(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
-        long pages = 0;
-        FILE *f = fopen("/proc/self/statm", "r");
-        EXPECT(f && fscanf(f, "%ld", &pages) == 1, "cannot read /proc/self/statm");
-        if (f)
-            fclose(f);
-        low = old;
-        low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (8u << 20);
-        EXPECT(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit(RLIMIT_AS)");
-        static char *fill[4096];
-        int n = 0;
-        while (n < 4096 && (fill[n] = malloc(64 * 1024)) != NULL)
-            n++;
-        EXPECT(n < 4096, "64 KiB blocks never ran out under an 8 MiB margin");
-        for (int i = 0; i < 3; i++) {
-            char *q = realloc(b[i], 100000);
-            EXPECT(q == NULL, "realloc(%zu -> 100000) succeeded with the address space used up", sizes[i]);
-            int same = 1;
-            for (size_t j = 0; j < sizes[i]; j++)
-                same &= b[i][j] == 'a' + i;
-            EXPECT(same, "a refused realloc changed the %zu-byte block", sizes[i]);
-        }
-        EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit back");
-        for (int i = 0; i < n; i++)
-            free(fill[i]);
-        for (int i = 0; i < 3; i++)
-            free(b[i]);
+        /* below 128 KiB: the agent's common path */
+        refused_reallocs(100000, 8, 1);
     } else if (strcmp(what, "overflow") == 0) {
         overflow(malloc(40), 40);
     } else if (strcmp(what, "overflow-page") == 0) {
