@@ -247,17 +247,19 @@ static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *l
 }
 
 /* mt_count_block's common case whole, or nothing, for a plain block of
- * MT_PLAIN_MIN bytes or more in shard sh: 1 when it counted; 0, with
- * nothing stored, when the caller must call mt_count_block instead (a
- * flush due, a peak to raise). Its overhead, ovh (block.h's
- * MT_PLAIN_OVERHEAD, a constant), is added unchecked (at most 3 times the block's bytes: the next flush of
- * the program's bytes checks its peak). It calls nothing, so the hooks' common paths that use it need no
- * stack frame of their own. Its loads and stores of the shard are a few instructions further apart than
- * mt_count_block's: a signal handler that allocates on this thread in
- * between (which POSIX does not allow) loses its count either way. */
-static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
+ * MT_PLAIN_MIN bytes or more counted in slot c of shard sh: 1 when it
+ * counted; 0, with nothing stored, when the caller must call
+ * mt_count_block instead (a flush due, a peak to raise). Its overhead,
+ * ovh (block.h's MT_PLAIN_OVERHEAD, a constant), is added unchecked (at
+ * most 3 times the block's bytes: the next flush of the program's bytes
+ * checks its peak). It calls nothing, so the hooks' common paths that use
+ * it need no stack frame of their own. Its loads and stores of the shard
+ * are a few instructions further apart than mt_count_block's: a signal
+ * handler that allocates on this thread in between (which POSIX does not
+ * allow) loses its count either way. */
+static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size, int64_t ovh, int sign)
 {
-    mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
+    mt_cslot *t = &sh->slot[MT_SLOT_TOTAL];
     int64_t local, lt;
     /* The total's slot too, when it is kept (no longer solo). */
     if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
@@ -272,22 +274,17 @@ static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t si
     mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
     return 1;
 }
+static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
+{
+    return mt_count_slot_quick(sh, &sh->slot[cat], size, ovh, sign);
+}
 
-/* mt_count_block_quick of a new plain block of this thread's category
- * (mt_t.cat), its slot c = mt_t.cslot. */
+/* mt_count_block_quick of a new plain block of this thread's category:
+ * its slot c = mt_t.cslot (in step with the header word malloc writes,
+ * mt_cat_slot_set). */
 static MT_INLINE int mt_count_new_quick(mt_cslot *c, int64_t size, int64_t ovh)
 {
-    /* The category of the header word malloc writes (mt_t.cat may be a
-     * step ahead: mt_cat_slot_set). */
-    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
-        return mt_count_block_quick(mt_t.shard, (unsigned)(mt_t.catword >> 48) & 0xff, size, ovh, +1);
-    int64_t local;
-    if (!mt_quick_delta(c, +1, size, &local))
-        return 0;
-    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    mt_bump_own(&c->allocs, 1);
-    mt_bump_own(&mt_t.shard->slot[MT_CAT_OVERHEAD].live_bytes, ovh);
-    return 1;
+    return mt_count_slot_quick(mt_t.shard, c, size, ovh, +1);
 }
 
 /* mt_count_resize's common case whole, or nothing (as mt_count_block_quick):

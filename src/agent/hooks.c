@@ -201,16 +201,6 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
     return p;
 }
 
-/* fill_header of a plain block of no recording (write_plain_header). */
-static MT_INLINE char *fill_plain_header(void *real, uint64_t size, unsigned cat)
-{
-    char *p = (char *)real + MT_HDR_SIZE;
-    write_plain_header(p, size, cat);
-    if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
-        mt_edge_add(p);
-    return p;
-}
-
 /* Whether a free has nothing to do beyond header and counters: no
  * refset recording, no recording of sites or a trace, no event session.
  * Sampling alone asks nothing of the free of a block it did not sample.
@@ -661,7 +651,7 @@ static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_
     char *real = realloc_tombstoned(p, size, cat, n);
     if (MT_UNLIKELY(!real))
         return NULL; /* the old block is as it was */
-    char *np = fill_plain_header(real, n, cat);
+    char *np = fill_header(real, n, cat, MT_PLAIN_SHIFT, MT_REC_NONE, 0);
     int64_t dsize = (int64_t)n - (int64_t)size,
             dovh = mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, MT_PLAIN_SHIFT);
     if (MT_UNLIKELY(dovh != 0) || MT_UNLIKELY(!mt_count_resize_quick(cat, dsize)))
