@@ -53,10 +53,12 @@ extern mt_options mt_opt;
 /* Lifecycle: hooks take the fast path only once state is READY. */
 enum { MT_STATE_UNINIT, MT_STATE_INIT, MT_STATE_READY };
 extern _Atomic int mt_state;
-extern int mt_tracking;     /* tracking (mode != off, options valid); set before READY */
-extern _Atomic int mt_hot;  /* READY && mt_tracking, never cleared; a thread arms its gate on it (hooks.c) */
-extern uint64_t mt_secret;  /* keys the header checks; from AT_RANDOM */
-extern int64_t mt_start_ns; /* CLOCK_REALTIME at start-up */
+extern int mt_tracking;      /* tracking (mode != off, options valid); set before READY */
+extern _Atomic int mt_hot;   /* READY && mt_tracking, never cleared; a thread arms its gate on it (hooks.c) */
+extern uint64_t mt_secret;   /* from AT_RANDOM: the keys below come from it */
+extern uint64_t mt_hash_key; /* keys the header checks (block.h): odd, from mt_secret */
+extern uint64_t mt_tomb_key; /* keys the tombstones (block.h): odd, from mt_secret */
+extern int64_t mt_start_ns;  /* CLOCK_REALTIME at start-up */
 
 /* What the malloc hooks must do beyond the block's header and the summary
  * counters, one bit per feature (hooks.c's fast path tests the word
@@ -66,6 +68,16 @@ extern int64_t mt_start_ns; /* CLOCK_REALTIME at start-up */
  * state goes on, mt_extra_off clears it after the state went off and sets
  * it again if the state came back meanwhile. */
 enum { MT_EXTRA_REFSET = 1, MT_EXTRA_RECORD = 2, MT_EXTRA_SESSIONS = 4, MT_EXTRA_SAMPLE = 8 };
+/* More bits tell the hooks' common paths (hooks.c) what is no work on
+ * any path: the program made a category of its own (so the total has its
+ * own slot: counters.h), the real allocator is not glibc (whose chunk
+ * headers those paths read): set once, never cleared; sampling at a rate
+ * below MT_QUICK_MAX, with MT_EXTRA_SAMPLE (the common paths' blocks are
+ * smaller than MT_QUICK_MAX, so at any other rate none is of the rate or
+ * more: sample.h). */
+enum { MT_EXTRA_CATS = 16, MT_EXTRA_ALLOC = 32, MT_EXTRA_SMALL_RATE = 64 };
+#define MT_QUICK_MAX 65536u
+#define MT_EXTRA_WORK (MT_EXTRA_REFSET | MT_EXTRA_RECORD | MT_EXTRA_SESSIONS | MT_EXTRA_SAMPLE)
 extern _Atomic unsigned mt_hooks_extra;
 static inline void mt_extra_on(unsigned bit, _Atomic int *state, int value)
 {
@@ -85,13 +97,14 @@ struct mt_shard;
 /* Per-thread state. initial-exec TLS: no allocation on first touch. */
 typedef struct mt_tls {
     struct mt_shard *shard; /* this thread's counters, or NULL */
-    struct mt_cslot *cslot; /* &shard->slot[cat], or NULL with no shard (mt_cat_slot_set) */
-    uint64_t catword;       /* with cslot: a plain block's header word but for its size (mt_cat_slot_set) */
+    struct mt_cslot
+        *cslot;       /* &shard->slot[cat], or a closed slot (mt_cat_slot_set); NULL till the first set */
+    uint64_t catword; /* with cslot: a plain block's header word but for its size (mt_cat_slot_set) */
     union {
         struct {
             uint16_t in_agent;   /* >0 while the agent runs: nested calls go straight to the real allocator */
             unsigned char timed; /* >0: this thread's allocator calls are timed (meminfo.h) */
-            unsigned char armed; /* 1 once this thread saw the agent hot (mt_arm) */
+            unsigned char armed; /* 1 once this thread saw the agent hot and has its shard (mt_arm) */
         };
         uint32_t gate; /* MT_GATE_OPEN: armed, not in the agent, not timed: the hooks' common paths */
     };

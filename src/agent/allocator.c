@@ -56,6 +56,7 @@ void mt_allocator_detect(void *real_malloc)
                     : named(base, "mimalloc")                      ? MT_ALLOC_MIMALLOC
                                                                    : MT_ALLOC_OTHER;
     if (mt_alloc_kind != MT_ALLOC_GLIBC) {
+        atomic_fetch_or(&mt_hooks_extra, MT_EXTRA_ALLOC);
         want_base = (uintptr_t)info.dli_fbase;
         /* dli_fbase is the load address; dlpi_addr the bias (equal for
          * shared objects, 0 for a non-PIE executable). */

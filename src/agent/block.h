@@ -23,11 +23,11 @@
 
 typedef struct mt_hdr {
     uint64_t word;  /* size:48 | category:8 | log2(prefix):6 | tag kind:2 */
+    uint32_t check; /* keyed hash of p, word, tag; ^MT_FREED_XOR once freed */
     uint32_t tag;   /* what names the block, by its kind (record.h's MT_REC_*,
                        the recording when it was allocated): a call site's
                        index (DETAIL), an allocation id (TRACE), or 0 (NONE);
                        mt_tag_site / mt_tag_id read it */
-    uint32_t check; /* keyed hash of p, word, tag; ^MT_FREED_XOR once freed */
 } mt_hdr;
 
 #define MT_HDR_SIZE 16u
@@ -62,6 +62,12 @@ static inline unsigned mt_word_kind(uint64_t w)
 {
     return (unsigned)(w >> 62);
 }
+/* A header word's top byte (its shift and tag kind) read from memory on
+ * its own: one comparison with no shift of the word. Little-endian. */
+static inline unsigned mt_hdr_top(const mt_hdr *h)
+{
+    return ((const unsigned char *)&h->word)[7];
+}
 /* Shifts the agent writes: 4 (plain) to 40 (1 TiB alignment). A header
  * that passes the check by a 2^-32 chance must not steer us further. */
 static inline int mt_word_sane(uint64_t w)
@@ -69,18 +75,20 @@ static inline int mt_word_sane(uint64_t w)
     return mt_word_shift(w) - 4u <= 36u && mt_word_kind(w) != 3;
 }
 
+/* The check: the high half of the product of p, word and tag with
+ * mt_hash_key, a secret odd number (init.c), which every input bit
+ * reaches. */
 static inline uint32_t mt_hash(const void *p, uint64_t word, uint32_t tag)
 {
-    /* Every input bit reaches the high half of the product. */
-    uint64_t x = ((uint64_t)(uintptr_t)p ^ word ^ ((uint64_t)tag << 19) ^ mt_secret) * 0x9E3779B97F4A7C15ull;
+    uint64_t x = ((uint64_t)(uintptr_t)p ^ word ^ ((uint64_t)tag << 19)) * mt_hash_key;
     return (uint32_t)(x >> 32);
 }
 
-/* The header's last 8 bytes (tag, then check) of a block whose tag is 0,
- * as one word: what a plain block's common paths write and compare. */
-static inline uint64_t mt_tag_check0(const void *p, uint64_t word)
+/* The header's last 8 bytes (check, then tag) of a block whose tag is 0,
+ * as one word: what a plain block's common paths write. */
+static inline uint64_t mt_check_tag0(const void *p, uint64_t word)
 {
-    return (uint64_t)mt_hash(p, word, 0) << 32;
+    return mt_hash(p, word, 0);
 }
 
 #define MT_PLAIN_MIN 6u /* the smallest size whose canary leaves that room (below) */
@@ -104,33 +112,47 @@ static inline uint16_t mt_tail_value(uint32_t check)
     return (uint16_t)(check ^ 0x5AA5u);
 }
 
-/* The tombstone left in a freed block: a keyed mark of the pointer, the
- * category and the size (saturated at 2^24-1), so a second free can be
- * recognised and reported with what the block was. glibc writes up to 32
- * bytes of free-list links from the start of a freed chunk, which is 16
- * bytes before p (our header) to 16 bytes after it (large bins): the
- * tombstone goes past them, at p+16, in blocks of 24 bytes or more; smaller
- * blocks only ever reach bins that stop at p, so theirs goes at p. */
+/* The tombstone left in a freed block: its header word, with the size
+ * saturated at 2^24-1, masked by a keyed product of the pointer
+ * (mt_tomb_key, a secret odd number: init.c), so a second free can be
+ * recognised and reported with what the block was. Unmasked, a tombstone
+ * has bits 24 to 47 clear and a sane top byte (mt_tomb_open), and a
+ * category that exists (classify.c): other bytes pass for one with a
+ * chance under 2^-27.
+ * glibc writes up to 32 bytes of free-list links from the start of a
+ * freed chunk, which is 16 bytes before p (our header) to 16 bytes after
+ * it (large bins): the tombstone goes past them, at p+16, in blocks of 24
+ * bytes or more; smaller blocks only ever reach bins that stop at p, so
+ * theirs goes at p. */
 #define MT_TOMB_SIZE_MAX 0xFFFFFFu
 static inline size_t mt_tomb_off(uint64_t size)
 {
     return size >= 24 ? 16 : 0;
 }
-static inline uint32_t mt_tomb_mark(const void *p)
+static inline uint64_t mt_tomb_mask(const void *p)
 {
-    return (uint32_t)((uintptr_t)p >> 4) ^ (uint32_t)mt_secret;
+    return (uint64_t)(uintptr_t)p * mt_tomb_key;
 }
-static inline uint64_t mt_tombstone(const void *p, uint64_t size, unsigned cat)
+/* The tombstone of a block whose header word is `word` and whose size is
+ * below MT_TOMB_SIZE_MAX: no saturating. */
+static inline uint64_t mt_tombstone_small(const void *p, uint64_t word)
 {
-    uint64_t s = size < MT_TOMB_SIZE_MAX ? size : MT_TOMB_SIZE_MAX;
-    return (uint64_t)mt_tomb_mark(p) << 32 | (uint64_t)cat << 24 | s;
+    return word ^ mt_tomb_mask(p);
 }
-
-/* mt_tombstone of a block smaller than MT_TOMB_SIZE_MAX: its word's size
- * and category as they are, with no saturating. */
-static inline uint64_t mt_tombstone_small(const void *p, uint64_t size, unsigned cat)
+static inline uint64_t mt_tombstone(const void *p, uint64_t word)
 {
-    return (uint64_t)mt_tomb_mark(p) << 32 | (uint64_t)cat << 24 | (size & MT_TOMB_SIZE_MAX);
+    if (mt_word_size(word) > MT_TOMB_SIZE_MAX)
+        word = (word & ~MT_SIZE_MASK) | MT_TOMB_SIZE_MAX;
+    return mt_tombstone_small(p, word);
+}
+/* The header word (size saturated) a tombstone at p holds, or 0 if `t`
+ * is none. */
+static inline uint64_t mt_tomb_open(const void *p, uint64_t t)
+{
+    uint64_t w = t ^ mt_tomb_mask(p);
+    if ((w & (MT_SIZE_MASK & ~(uint64_t)MT_TOMB_SIZE_MAX)) != 0 || !mt_word_sane(w))
+        return 0;
+    return w;
 }
 
 #endif

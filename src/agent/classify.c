@@ -83,8 +83,9 @@ int mt_classify(void *p, mt_hdr **hp, uint64_t *tomb)
     for (size_t at = 0; at <= 16 && off + at + 8 <= 4096; at += 16) {
         uint64_t t;
         memcpy(&t, (char *)p + at, sizeof t);
-        if ((t >> 32) == mt_tomb_mark(p) && mt_tomb_off(t & MT_TOMB_SIZE_MAX) == at) {
-            *tomb = t;
+        uint64_t w = mt_tomb_open(p, t);
+        if (w && mt_word_cat(w) < MT_NCAT && mt_tomb_off(mt_word_size(w)) == at) {
+            *tomb = w;
             return MT_BLK_FREED;
         }
     }
@@ -102,8 +103,7 @@ void mt_report_bad_pointer(int kind, void *p, const mt_hdr *h, uint64_t tomb, co
         mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, mt_word_size(h->word),
                       mt_word_cat(h->word));
     } else {
-        unsigned cat = (unsigned)(tomb >> 24) & 0xff;
-        mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, tomb & MT_TOMB_SIZE_MAX,
-                      cat < MT_NCAT ? cat : MT_NCAT);
+        mt_heap_error(call[0] == 'f' ? "double free" : "realloc of a freed block", p, mt_word_size(tomb),
+                      mt_word_cat(tomb));
     }
 }

@@ -133,17 +133,21 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
         mt_info_live_check(now);
 }
 
-/* cslot off while catword changes, with the compiler kept from moving
+/* A slot whose room is shut: a count in it always goes the long way.
+ * Nothing is ever stored in it. */
+static mt_cslot closed_slot = {.hi = INT64_MIN, .lo = INT64_MAX};
+
+/* cslot closed while catword changes, with the compiler kept from moving
  * the stores: a signal handler's malloc in between goes the long way
  * (mt_t.cat) or finds the two in step. */
 void mt_cat_slot_set(void)
 {
     mt_shard *sh = mt_t.shard;
-    mt_t.cslot = NULL;
+    mt_t.cslot = &closed_slot;
     atomic_signal_fence(memory_order_seq_cst);
     mt_t.catword = mt_word(0, mt_t.cat, MT_PLAIN_SHIFT, MT_REC_NONE);
     atomic_signal_fence(memory_order_seq_cst);
-    mt_t.cslot = sh ? &sh->slot[mt_t.cat] : NULL;
+    mt_t.cslot = sh ? &sh->slot[mt_t.cat] : &closed_slot;
 }
 
 mt_shard *mt_shard_first(void)
@@ -238,8 +242,9 @@ void mt_shard_thread_exit(void *arg)
     /* Frees made by later TLS destructors of this thread count into the
      * globals directly (mt_count_block_slow) instead of taking a new shard. */
     mt_t.exited = 1;
-    mt_t.cslot = NULL; /* first: a signal handler's malloc meanwhile goes the long way */
+    mt_t.armed = 0; /* first: a signal handler's call meanwhile goes the long way (hooks.c's mt_arm) */
     atomic_signal_fence(memory_order_seq_cst);
+    mt_t.cslot = &closed_slot;
     mt_t.shard = NULL;
     fold_shard(sh);
     rooms_reset();
@@ -358,6 +363,8 @@ static int find_category(const char *name, int n)
  * always exact. */
 static void seed_total(void)
 {
+    atomic_fetch_or(&mt_hooks_extra,
+                    MT_EXTRA_CATS); /* first: the hooks' common paths count malloc's slot alone */
     atomic_store(&mt_cat_solo, 0);
     mt_cglobal *t = &mt_glob[MT_SLOT_TOTAL], *m = &mt_glob[MT_CAT_MALLOC];
     int64_t live = mt_ld(&m->live_bytes);

@@ -247,7 +247,7 @@ static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *l
 }
 
 /* mt_count_block's common case whole, or nothing, for a plain block of
- * MT_PLAIN_MIN bytes or more counted in slot c of shard sh: 1 when it
+ * MT_PLAIN_MIN bytes or more of category cat in shard sh: 1 when it
  * counted; 0, with nothing stored, when the caller must call
  * mt_count_block instead (a flush due, a peak to raise). Its overhead,
  * ovh (block.h's MT_PLAIN_OVERHEAD, a constant), is added unchecked (at
@@ -257,9 +257,9 @@ static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *l
  * are a few instructions further apart than mt_count_block's: a signal
  * handler that allocates on this thread in between (which POSIX does not
  * allow) loses its count either way. */
-static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size, int64_t ovh, int sign)
+static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
 {
-    mt_cslot *t = &sh->slot[MT_SLOT_TOTAL];
+    mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
     int64_t local, lt;
     /* The total's slot too, when it is kept (no longer solo). */
     if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
@@ -273,18 +273,6 @@ static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size
     mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
     mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
     return 1;
-}
-static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
-{
-    return mt_count_slot_quick(sh, &sh->slot[cat], size, ovh, sign);
-}
-
-/* mt_count_block_quick of a new plain block of this thread's category:
- * its slot c = mt_t.cslot (in step with the header word malloc writes,
- * mt_cat_slot_set). */
-static MT_INLINE int mt_count_new_quick(mt_cslot *c, int64_t size, int64_t ovh)
-{
-    return mt_count_slot_quick(mt_t.shard, c, size, ovh, +1);
 }
 
 /* mt_count_resize's common case whole, or nothing (as mt_count_block_quick):

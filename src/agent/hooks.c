@@ -38,10 +38,18 @@
  * and whether it has seen mt_hot (armed: mt_arm, on its first call of
  * those three that goes the long way; mt_hot never goes back to 0). */
 #define QUICK MT_LIKELY(mt_t.gate == MT_GATE_OPEN)
+static __attribute__((noinline)) void arm_slow(void)
+{
+    if (mt_t.in_agent == 0 && atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_my_shard() != NULL)
+        mt_t.armed = 1;
+}
+/* Arms the gate once the agent is hot and the thread has its shard (so
+ * the common paths need not ask for it: mt_t.shard and mt_t.cslot are
+ * set; a thread's exit disarms it first, counters.c). */
 static MT_INLINE void mt_arm(void)
 {
-    if (MT_UNLIKELY(!mt_t.armed) && atomic_load_explicit(&mt_hot, memory_order_relaxed))
-        mt_t.armed = 1;
+    if (MT_UNLIKELY(!mt_t.armed))
+        arm_slow();
 }
 
 /* Called when !HOT: finishes start-up if needed; returns 1 if the caller
@@ -106,7 +114,7 @@ static MT_INLINE mt_hdr *plain_header(void *p)
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = h->word;
     /* kind 0: its tag is 0, so the check is of p and word alone */
-    if (MT_LIKELY(word >> 56 == MT_PLAIN_SHIFT) && MT_LIKELY(h->check == mt_hash(p, word, 0)))
+    if (MT_LIKELY(h->check == mt_hash(p, word, 0)) && MT_LIKELY(mt_hdr_top(h) == MT_PLAIN_SHIFT))
         return h;
     return NULL;
 }
@@ -160,11 +168,11 @@ static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
 static MT_INLINE void write_plain_word(char *p, uint64_t size, uint64_t word)
 {
     mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t tc = mt_tag_check0(p, word);
+    uint64_t ct = mt_check_tag0(p, word);
     h->word = word;
-    memcpy(&h->tag, &tc, sizeof tc);
+    memcpy(&h->check, &ct, sizeof ct);
     if (tail_on(p, size, MT_PLAIN_SHIFT)) {
-        uint16_t t = mt_tail_value((uint32_t)(tc >> 32));
+        uint16_t t = mt_tail_value((uint32_t)ct);
         memcpy(p + size, &t, sizeof t);
     }
 }
@@ -208,10 +216,13 @@ static MT_INLINE char *fill_header(void *real, uint64_t size, unsigned cat, unsi
  * memory info's GROW and TRIM: plain_quick_size.) The full paths are out
  * of line, so the common one saves few registers and has no stack-walk
  * buffer in its frame. */
+static MT_INLINE unsigned extra_work(void)
+{
+    return atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) & MT_EXTRA_WORK;
+}
 static MT_INLINE int hooks_plain_free(void)
 {
-    return MT_LIKELY(
-        (atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed) & ~(unsigned)MT_EXTRA_SAMPLE) == 0);
+    return MT_LIKELY((extra_work() & ~(unsigned)MT_EXTRA_SAMPLE) == 0);
 }
 
 /* Whether a plain block of `size` bytes is in the hooks' common range:
@@ -230,7 +241,7 @@ static MT_INLINE int plain_quick_size(uint64_t size)
 enum { NEW_PLAIN, NEW_FULL, NEW_SAMPLED };
 static MT_INLINE int hooks_new(uint64_t big, uint64_t size)
 {
-    unsigned x = atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed);
+    unsigned x = extra_work();
     if (MT_LIKELY(x == 0) && MT_LIKELY(big < MT_INFO_MAPPED_MIN))
         return NEW_PLAIN;
     if (x == MT_EXTRA_SAMPLE && big < MT_INFO_MAPPED_MIN)
@@ -266,35 +277,6 @@ static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size,
     return p;
 }
 
-/* track_new when its common case does not do: hooks_new to ask (unless
- * `plain`: new_plain_quick said NEW_PLAIN, and took the sampling count
- * down already), an edge block, or whatever count_quick leaves to
- * mt_count_block (no shard yet, a flush, a peak, a block that is not
- * plain or below MT_PLAIN_MIN bytes). */
-static __attribute__((noinline)) void *track_new_slow(void *real, uint64_t size, unsigned cat, unsigned shift,
-                                                      int plain)
-{
-    int how = plain ? NEW_PLAIN : hooks_new(size, size);
-    if (MT_UNLIKELY(how != NEW_PLAIN))
-        return track_new_full(real, size, cat, shift, how == NEW_SAMPLED);
-    char *p = fill_header(real, size, cat, shift, MT_REC_NONE, 0);
-    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-    return p;
-}
-
-/* Whether hooks_new would say NEW_PLAIN, told without a call: nothing
- * extra to do, or sampling whose count this block does not cross (the
- * count is then taken down here, and only then). */
-static MT_INLINE int new_plain_quick(uint64_t size)
-{
-    unsigned x = atomic_load_explicit(&mt_hooks_extra, memory_order_relaxed);
-    if (MT_LIKELY(x == 0) && MT_LIKELY(size < MT_INFO_MAPPED_MIN))
-        return 1;
-    if (x != MT_EXTRA_SAMPLE || size >= MT_INFO_MAPPED_MIN)
-        return 0;
-    return mt_sample_skip(size); /* else track_new_slow draws */
-}
-
 /* mt_count_block_quick for a plain block of MT_PLAIN_MIN bytes or more
  * (its overhead the constant MT_PLAIN_OVERHEAD) once this thread has a
  * shard; 0 for any other, which mt_count_block counts. */
@@ -304,6 +286,39 @@ static MT_INLINE int count_quick(unsigned cat, uint64_t size, unsigned shift, in
     if (MT_LIKELY(shift == MT_PLAIN_SHIFT) && MT_LIKELY(size >= MT_PLAIN_MIN) && MT_LIKELY(sh != NULL))
         return mt_count_block_quick(sh, cat, (int64_t)size, MT_PLAIN_OVERHEAD, sign);
     return 0;
+}
+
+/* track_new, or malloc's common path, when its common case does not do:
+ * hooks_new to ask (unless `plain`: new_plain_quick or quick_new said
+ * NEW_PLAIN, and took the sampling count down already), an edge block, a
+ * program with categories of its own or another allocator (count_quick
+ * counts them here), or whatever count_quick leaves to mt_count_block (no
+ * shard yet, a flush, a peak, a block that is not plain or below
+ * MT_PLAIN_MIN bytes). */
+static __attribute__((noinline)) void *track_new_slow(void *real, uint64_t size, unsigned cat, unsigned shift,
+                                                      int plain)
+{
+    int how = plain ? NEW_PLAIN : hooks_new(size, size);
+    if (MT_UNLIKELY(how != NEW_PLAIN))
+        return track_new_full(real, size, cat, shift, how == NEW_SAMPLED);
+    char *p = fill_header(real, size, cat, shift, MT_REC_NONE, 0);
+    /* a program's own categories, another allocator: the common count */
+    if (!count_quick(cat, size, shift, +1))
+        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    return p;
+}
+
+/* Whether hooks_new would say NEW_PLAIN, told without a call: nothing
+ * extra to do, or sampling whose count this block does not cross (the
+ * count is then taken down here, and only then). */
+static MT_INLINE int new_plain_quick(uint64_t size)
+{
+    unsigned x = extra_work();
+    if (MT_LIKELY(x == 0) && MT_LIKELY(size < MT_INFO_MAPPED_MIN))
+        return 1;
+    if (x != MT_EXTRA_SAMPLE || size >= MT_INFO_MAPPED_MIN)
+        return 0;
+    return mt_sample_skip(size); /* else track_new_slow draws */
 }
 
 /* The common case calls nothing (so needs no stack frame): header and
@@ -320,45 +335,30 @@ static MT_INLINE void *track_new(void *real, uint64_t size, unsigned cat, unsign
     return p;
 }
 
-/* track_new of malloc's block: plain, of this thread's category, in the
- * common range (plain_quick_size); its slot and header word but for the
- * size are the thread's, kept ready (mt_cat_slot_set). */
-static MT_INLINE void *new_quick(void *real, uint64_t size)
-{
-    char *p = (char *)real + MT_HDR_SIZE;
-    mt_cslot *c = mt_t.cslot;
-    int plain = new_plain_quick(size);
-    if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(c == NULL) ||
-        MT_UNLIKELY(!mt_count_new_quick(c, (int64_t)size, MT_PLAIN_OVERHEAD)))
-        return track_new_slow(real, size, mt_t.cat, MT_PLAIN_SHIFT, plain);
-    write_plain_word(p, size, size | mt_t.catword);
-    return p;
-}
-
 /* Marks a block freed: its header, and the tombstone a later free of the
  * same pointer is known by; out of the edge set, before it goes back. */
-static MT_INLINE void mark_freed(void *p, mt_hdr *h, uint64_t size, unsigned cat)
+static MT_INLINE void mark_freed(void *p, mt_hdr *h)
 {
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)))
         mt_edge_remove(p);
     h->check ^= MT_FREED_XOR;
-    uint64_t tomb = mt_tombstone(p, size, cat);
-    memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+    uint64_t word = h->word, tomb = mt_tombstone(p, word);
+    memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &tomb, sizeof tomb);
 }
 
 /* mark_freed of a block of the common range (plain_quick_size), not at an
  * edge offset: its size needs no saturating in the tombstone. */
-static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t size, unsigned cat)
+static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t word)
 {
     h->check ^= MT_FREED_XOR;
-    uint64_t tomb = mt_tombstone_small(p, size, cat);
-    memcpy((char *)p + mt_tomb_off(size), &tomb, sizeof tomb);
+    uint64_t tomb = mt_tombstone_small(p, word);
+    memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &tomb, sizeof tomb);
 }
 
 /* Marks a block freed and gives it back. */
-static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned cat, unsigned shift)
+static MT_INLINE void free_block(void *p, mt_hdr *h, uint64_t size, unsigned shift)
 {
-    mark_freed(p, h, size, cat);
+    mark_freed(p, h);
     if (mt_rs_active())
         mt_rs_block_free((char *)p - (1ull << shift));
     int mapped = MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped((char *)p - (1ull << shift));
@@ -396,7 +396,7 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     mt_rec_leave(rec, busy);
     if (MT_LIKELY(!abort_on_error))
         check_tail(p, h, size);
-    free_block(p, h, size, cat, shift);
+    free_block(p, h, size, shift);
 }
 
 /* release_full's common case (hooks_plain_free, an intact canary, no edge
@@ -412,7 +412,7 @@ static MT_INLINE void release(void *p, mt_hdr *h)
         release_full(p, h);
         return;
     }
-    mark_freed_quick(p, h, size, cat);
+    mark_freed_quick(p, h, word);
     mt_real_fn.free((char *)p - MT_HDR_SIZE);
 }
 
@@ -550,13 +550,13 @@ static void *move_from_arena(void *p, void *np, size_t n)
  * a chunk merged into the top), and the program's bytes under the
  * tombstone are put back where they are now. Returns the new real block
  * (fill_header rewrites its header), or NULL with the old block as it was. */
-static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, unsigned cat, size_t n)
+static MT_INLINE char *realloc_tombstoned(void *p, uint64_t size, size_t n)
 {
     size_t at = mt_tomb_off(size);
     uint64_t saved;
     memcpy(&saved, (char *)p + at, sizeof saved);
     mt_hdr *h = (mt_hdr *)p - 1;
-    mark_freed(p, h, size, cat); /* and out of the edge set; fill_header adds the new block */
+    mark_freed(p, h); /* and out of the edge set; fill_header adds the new block */
     char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
     if (!real && mt_trace_out_of_memory())
         real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, mt_request(n, MT_PLAIN_SHIFT));
@@ -611,7 +611,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
             mt_rs_block_new(real);
         np = fill_header(real, n, cat, MT_PLAIN_SHIFT, kind, tag);
         memcpy(np, p, size < n ? size : n);
-        free_block(p, h, size, cat, shift);
+        free_block(p, h, size, shift);
     } else {
         uintptr_t rs_start = 0;
         uint64_t rs_len = 0, rs_before = 0; /* the old block's mapping, if the allocator mapped it */
@@ -619,7 +619,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
         if (to_rs && mt_rs_block_of((char *)p - MT_HDR_SIZE, &rs_start, &rs_len))
             rs_before = mt_clock_ns(CLOCK_MONOTONIC);
         int was_mapped = size >= MT_INFO_MAPPED_MIN && mt_glibc_is_mapped((char *)p - MT_HDR_SIZE);
-        char *real = realloc_tombstoned(p, size, cat, n);
+        char *real = realloc_tombstoned(p, size, n);
         if (!real)
             return NULL; /* the old block is as it was */
         if (to_rs)
@@ -648,7 +648,7 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
  * realloc_quick_done.) */
 static MT_INLINE void *realloc_plain(void *p, uint64_t size, unsigned cat, size_t n)
 {
-    char *real = realloc_tombstoned(p, size, cat, n);
+    char *real = realloc_tombstoned(p, size, n);
     if (MT_UNLIKELY(!real))
         return NULL; /* the old block is as it was */
     char *np = fill_header(real, n, cat, MT_PLAIN_SHIFT, MT_REC_NONE, 0);
@@ -822,6 +822,75 @@ static inline size_t malloc_usable_size_call(void *p)
     }
 }
 
+/* The exported malloc, free and realloc: no frame pointer of their own,
+ * as their common paths call nothing but the real allocator, and their
+ * other paths leave in tail calls (so a stack walk never meets them). */
+#define MT_ENTRY MT_EXPORT __attribute__((optimize("omit-frame-pointer")))
+
+/* ---- the common paths of malloc, free and realloc -----------------------
+ * They run while the thread's gate is open (QUICK: armed, so the thread
+ * has its shard, mt_arm) and mt_hooks_extra is 0, or MT_EXTRA_SAMPLE for
+ * a block that is not sampled (free: with MT_EXTRA_SMALL_RATE too):
+ * nothing to do beyond header and counters, the total counted in malloc's
+ * slot (mt_cat_solo), glibc underneath. Their blocks are plain, of no
+ * recording, from MT_PLAIN_MIN bytes to below MT_QUICK_MAX (so below
+ * MT_TAIL_MAX and memory info's mapped blocks), in a chunk glibc did not
+ * map for itself: their canary is always on (tail_on). Anything else
+ * goes the long way, which looks at the block afresh. */
+
+_Static_assert(MT_QUICK_MAX <= MT_TAIL_MAX, "the common paths' blocks always carry a canary");
+static MT_INLINE int quick_size(uint64_t size)
+{
+    return size - MT_PLAIN_MIN < MT_QUICK_MAX - MT_PLAIN_MIN;
+}
+
+/* glibc's IS_MMAPPED bit of the chunk whose pointer is `real`: its size
+ * word's bit 0x2, right under it (allocator.h); 0 for a heap chunk. */
+static MT_INLINE size_t glibc_mapped_bit(const char *real)
+{
+    size_t chunk_size;
+    memcpy(&chunk_size, real - sizeof chunk_size, sizeof chunk_size);
+    return chunk_size & 2;
+}
+
+/* mt_hooks_extra as the common paths read it: a plain load the compiler
+ * may fold into its test (as counters.h's mt_room: an aligned 4-byte
+ * load, atomic on x86-64). */
+static MT_INLINE unsigned quick_extra(void)
+{
+    return *(const unsigned *)&mt_hooks_extra;
+}
+
+/* A new block of `size` bytes may take a common path: nothing extra to
+ * do, or sampling whose count this block does not cross (taken down
+ * here, and only then: track_new_slow's `plain`). */
+static MT_INLINE int quick_new(uint64_t size)
+{
+    unsigned x = quick_extra();
+    return MT_LIKELY(x == 0) || (x == MT_EXTRA_SAMPLE && mt_sample_skip_small(size));
+}
+
+/* A block of no recording may be freed on the common path. */
+static MT_INLINE int quick_free(void)
+{
+    return (quick_extra() & ~(unsigned)(MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0;
+}
+
+/* The header of a plain block of no recording, for a common path while
+ * the gate is open; NULL: the long way. */
+static MT_INLINE mt_hdr *quick_header(void *p)
+{
+    return MT_LIKELY(QUICK) ? plain_header(p) : NULL;
+}
+
+/* Whether the canary of a block whose canary is on is intact. */
+static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size)
+{
+    uint16_t t;
+    memcpy(&t, (const char *)p + size, sizeof t);
+    return t == mt_tail_value(h->check);
+}
+
 /* ---- the exported names --------------------------------------------------
  * Each entry point's work is its _call above. Inside a request span (or
  * with alloc_timing=all) the thread is timed: the call goes through its
@@ -851,15 +920,35 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
     return malloc_call(n);
 }
 
-/* The common case: no call but the real malloc's, and its own tail calls. */
-MT_EXPORT void *malloc(size_t n)
+/* The common case (quick_size, quick_new): no call but the real
+ * malloc's, and its own tail calls. The block's slot and its header word
+ * but for the size are the thread's, kept ready (mt_cat_slot_set: while
+ * they change, cslot is a closed slot, whose room sends the count the
+ * long way). */
+MT_ENTRY void *malloc(size_t n)
 {
-    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!plain_quick_size(n)))
+    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!quick_size(n)))
         return malloc_slow(n);
-    void *real = mt_real_fn.malloc(n + MT_PLAIN_OVERHEAD);
+    char *real = mt_real_fn.malloc(n + MT_PLAIN_OVERHEAD);
     if (MT_UNLIKELY(real == NULL))
         return malloc_retried(n);
-    return new_quick(real, n);
+    char *p = real + MT_HDR_SIZE;
+    mt_cslot *c = mt_t.cslot;
+    int64_t local = mt_ld(&c->live_bytes) + (int64_t)n;
+    int plain = quick_new(n); /* first: glibc_mapped_bit reads glibc's chunk header */
+    if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
+        MT_UNLIKELY(glibc_mapped_bit(real)) || MT_UNLIKELY(local > mt_room(&c->hi)))
+        return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, plain);
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    mt_bump_own(&c->allocs, 1);
+    mt_bump_own(&mt_t.shard->slot[MT_CAT_OVERHEAD].live_bytes, MT_PLAIN_OVERHEAD);
+    uint64_t word = n | mt_t.catword, ct = mt_check_tag0(p, word);
+    mt_hdr *h = (mt_hdr *)p - 1;
+    h->word = word;
+    memcpy(&h->check, &ct, sizeof ct);
+    uint16_t t = mt_tail_value((uint32_t)ct);
+    memcpy(p + n, &t, sizeof t);
+    return p;
 }
 
 static __attribute__((noinline)) void timed_free(void *p)
@@ -881,15 +970,28 @@ static __attribute__((noinline)) void free_slow(void *p)
     free_call(p);
 }
 
-/* The common case: release's (NULL sits at an edge offset: free_slow takes
- * it). */
-MT_EXPORT void free(void *p)
+/* The common case (quick_header, quick_size, an intact canary): counted,
+ * marked freed, given back, with no call but the real free's, in tail
+ * position (NULL sits at an edge offset: free_slow takes it). */
+MT_ENTRY void free(void *p)
 {
-    if (MT_LIKELY(QUICK)) {
-        mt_hdr *h = plain_header(p);
-        if (MT_LIKELY(h != NULL)) {
-            release(p, h);
-            return;
+    mt_hdr *h = quick_header(p);
+    if (MT_LIKELY(h != NULL)) {
+        uint64_t word = h->word, size = mt_word_size(word);
+        /* quick_free first: glibc_mapped_bit reads glibc's chunk header */
+        if (MT_LIKELY(quick_size(size)) && MT_LIKELY(quick_free()) &&
+            MT_LIKELY(!glibc_mapped_bit((char *)h)) && MT_LIKELY(tail_value_ok(p, h, size))) {
+            mt_shard *sh = mt_t.shard;
+            mt_cslot *c = &sh->slot[mt_word_cat(word)];
+            int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
+            if (MT_LIKELY(local >= mt_room(&c->lo))) {
+                atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+                mt_bump_own(&c->frees, 1);
+                mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, -(int64_t)MT_PLAIN_OVERHEAD);
+                mark_freed_quick(p, h, word);
+                mt_real_fn.free(h);
+                return;
+            }
         }
     }
     free_slow(p);
@@ -928,31 +1030,14 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
     return realloc_call(p, n);
 }
 
-/* Whether realloc's common case takes p to n bytes: a plain block of no
- * recording with an intact canary, no edge block, old and new sizes of
- * the usual overhead (MT_PLAIN_MIN or more) and below
- * MT_INFO_MAPPED_MIN, and nothing beyond header and counters to do
- * (new_plain_quick: sampling takes its count down here). *hp: its header. */
-static MT_INLINE int realloc_plain_quick(void *p, size_t n, mt_hdr **hp)
-{
-    if (MT_UNLIKELY(!plain_quick_size(n)))
-        return 0;
-    mt_hdr *h = plain_header(p);
-    if (MT_UNLIKELY(h == NULL))
-        return 0;
-    uint64_t size = mt_word_size(h->word);
-    if (MT_UNLIKELY(!plain_quick_size(size)) || MT_UNLIKELY(!tail_intact(p, h, size)))
-        return 0;
-    *hp = h;
-    return new_plain_quick(n);
-}
-
-/* realloc_plain's second half for realloc's common case, once the real
- * realloc gave `real` for the block whose header word was `word`: the
- * program's bytes under the tombstone (`saved`) put back, the new header,
- * the counts. */
+/* realloc's second half in its common case, once the real realloc gave
+ * `real` for the block whose header word was `word`: the program's bytes
+ * under the tombstone (`saved`) put back, the new header, the counts. */
 static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, uint64_t saved)
 {
+    /* What follows from word is worked out again here rather than kept
+     * across the real realloc's call in registers the frame must save. */
+    __asm__("" : "+r"(word));
     uint64_t size = mt_word_size(word);
     size_t at = mt_tomb_off(size);
     char *np = real + MT_HDR_SIZE;
@@ -960,13 +1045,26 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
         memcpy(np + at, &saved, sizeof saved);
     else if (at < n)
         memcpy(np + at, &saved, n - at);
-    write_plain_word(np, n, n | (word & ~MT_SIZE_MASK));
+    uint64_t nword = n | (word & ~MT_SIZE_MASK), ct = mt_check_tag0(np, nword);
+    mt_hdr *h = (mt_hdr *)np - 1;
+    h->word = nword;
+    memcpy(&h->check, &ct, sizeof ct);
+    if (MT_LIKELY(!glibc_mapped_bit(real)) || tail_on(np, n, MT_PLAIN_SHIFT)) {
+        uint16_t t = mt_tail_value((uint32_t)ct);
+        memcpy(np + n, &t, sizeof t);
+    }
     if (MT_UNLIKELY(needs_probe((uintptr_t)np)))
         mt_edge_add(np);
     unsigned cat = mt_word_cat(word);
     int64_t dsize = (int64_t)n - (int64_t)size;
-    if (MT_UNLIKELY(!mt_count_resize_quick(cat, dsize)))
+    mt_cslot *c = &mt_t.shard->slot[cat];
+    int64_t local = mt_ld(&c->live_bytes) + dsize;
+    if (MT_UNLIKELY(local > mt_room(&c->hi)) || MT_UNLIKELY(local < mt_room(&c->lo))) {
         mt_count_resize(cat, dsize, 0);
+    } else {
+        atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+        mt_bump_own(&c->reallocs, 1);
+    }
     return np;
 }
 
@@ -983,18 +1081,27 @@ static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t wo
     return NULL;
 }
 
-/* The common case: realloc_plain's (realloc_tombstoned's work for a block
- * of the common range, which is at no edge offset), with no call but the
- * real realloc's (NULL sits at an edge offset: realloc_slow takes it). */
-MT_EXPORT void *realloc(void *p, size_t n)
+/* The common case (quick_header, quick_size for both sizes, an intact
+ * canary, nothing extra to do but a sample count taken down):
+ * realloc_plain's work (realloc_tombstoned's for a block at no edge
+ * offset), with no call but the real realloc's (NULL sits at an edge
+ * offset: realloc_slow takes it). */
+MT_ENTRY void *realloc(void *p, size_t n)
 {
-    mt_hdr *h;
-    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!realloc_plain_quick(p, n, &h)))
+    mt_hdr *h = quick_header(p);
+    if (MT_UNLIKELY(h == NULL) || MT_UNLIKELY(!quick_size(n)))
         return realloc_slow(p, n);
-    uint64_t word = h->word, size = mt_word_size(word), saved;
+    uint64_t word = h->word, size = mt_word_size(word);
+    unsigned x = quick_extra();
+    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
+    if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE) || MT_UNLIKELY(!quick_size(size)) ||
+        MT_UNLIKELY(glibc_mapped_bit((char *)h)) || MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
+        MT_UNLIKELY(x == MT_EXTRA_SAMPLE && !mt_sample_skip_small(n)))
+        return realloc_slow(p, n);
+    uint64_t saved;
     memcpy(&saved, (char *)p + mt_tomb_off(size), sizeof saved);
-    mark_freed_quick(p, h, size, mt_word_cat(word));
-    char *real = mt_real_fn.realloc((char *)p - MT_HDR_SIZE, n + MT_PLAIN_OVERHEAD);
+    mark_freed_quick(p, h, word);
+    char *real = mt_real_fn.realloc(h, n + MT_PLAIN_OVERHEAD);
     if (MT_UNLIKELY(real == NULL))
         return realloc_quick_failed(p, word, n, saved);
     return realloc_quick_done(real, word, n, saved);

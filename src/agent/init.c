@@ -35,6 +35,8 @@ _Atomic int mt_state;
 int mt_tracking;
 _Atomic int mt_hot;
 uint64_t mt_secret;
+uint64_t mt_hash_key = 0x9E3779B97F4A7C15ull; /* till start-up sets them */
+uint64_t mt_tomb_key = 0xC2B2AE3D27D4EB4Full;
 int64_t mt_start_ns;
 MT_TLS mt_tls mt_t;
 
@@ -298,6 +300,8 @@ void mt_init_slow(void)
     if (rnd)
         memcpy(&mt_secret, rnd, sizeof mt_secret);
     mt_secret ^= (uint64_t)(uintptr_t)&mt_secret;
+    mt_hash_key = (mt_secret * 0x9E3779B97F4A7C15ull) | 1;
+    mt_tomb_key = (mt_secret * 0xC2B2AE3D27D4EB4Full) | 1;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     mt_start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

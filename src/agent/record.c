@@ -75,10 +75,11 @@ _Atomic unsigned mt_hooks_extra;
  * bit of its own: the hooks' fast path draws the sample itself. */
 static void rec_set(int rec)
 {
+    unsigned sample = MT_EXTRA_SAMPLE | (mt_site_opt.sample_rate < MT_QUICK_MAX ? MT_EXTRA_SMALL_RATE : 0);
     if (rec != MT_REC_NONE)
-        mt_extra_on(rec == MT_REC_SAMPLE ? MT_EXTRA_SAMPLE : MT_EXTRA_RECORD, &mt_rec, rec);
+        mt_extra_on(rec == MT_REC_SAMPLE ? sample : MT_EXTRA_RECORD, &mt_rec, rec);
     else
-        mt_extra_off(MT_EXTRA_RECORD | MT_EXTRA_SAMPLE, &mt_rec);
+        mt_extra_off(MT_EXTRA_RECORD | MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE, &mt_rec);
 }
 _Atomic uint32_t mt_rec_first_id = 1;
 

@@ -44,6 +44,17 @@ static MT_INLINE int mt_sample_skip(uint64_t size)
     return 0;
 }
 
+/* mt_sample_skip of an allocation smaller than the rate. */
+static MT_INLINE int mt_sample_skip_small(uint64_t size)
+{
+    int64_t left = mt_t.sample_left - (int64_t)size;
+    if (MT_LIKELY(left > 0)) {
+        mt_t.sample_left = left;
+        return 1;
+    }
+    return 0;
+}
+
 /* Is this allocation of `size` bytes sampled? */
 static MT_INLINE int mt_sample_take(uint64_t size)
 {

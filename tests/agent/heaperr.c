@@ -7,8 +7,11 @@
  * merged back into glibc's top chunk). realloc-fail: reallocs the allocator
  * refuses (an address-space limit) leave the blocks as they were, their
  * canaries too, so their frees report nothing; realloc-fail-quick: the
- * same for reallocs below 128 KiB (the agent's common path), refused once
+ * same for reallocs below 64 KiB (the agent's common path), refused once
  * the address space is used up.
+ * Every case runs in category "victim", unless HEAPERR_SOLO is set: the
+ * program then has no category of its own, which the agent's common
+ * paths of malloc, free and realloc need.
  * overflow-page and overflow-mapped: a canary pages away from its block's
  * header, and one in a chunk glibc mapped for itself; mapped-tail: such a
  * chunk's page the program never touched stays uncommitted.
@@ -35,7 +38,8 @@ extern void *__libc_memalign(size_t, size_t);
  * covers the canary; 40: it does not, at p + 16) to `to` bytes under an
  * address-space limit `margin` MiB above what the process maps: each must
  * be refused and leave its block as it was. use_up: the margin is taken
- * first by 64 KiB heap blocks, so that even a small realloc is refused. */
+ * first by 64 KiB heap blocks, then 4 KiB ones, so that even a small
+ * realloc is refused. */
 static void refused_reallocs(size_t to, unsigned margin, int use_up)
 {
     size_t sizes[] = {6, 7, 40};
@@ -56,11 +60,14 @@ static void refused_reallocs(size_t to, unsigned margin, int use_up)
     low = old;
     low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)margin << 20);
     EXPECT(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit(RLIMIT_AS)");
-    static char *fill[4096];
+    static char *fill[8192];
     int n = 0;
     while (use_up && n < 4096 && (fill[n] = malloc(64 * 1024)) != NULL)
         n++;
     EXPECT(!use_up || n < 4096, "64 KiB blocks never ran out under a %u MiB margin", margin);
+    while (use_up && n < 8192 && (fill[n] = malloc(4 * 1024)) != NULL)
+        n++;
+    EXPECT(!use_up || n < 8192, "4 KiB blocks never ran out under a %u MiB margin", margin);
     for (int i = 0; i < 3; i++) {
         char *q = realloc(b[i], to);
         EXPECT(q == NULL, "realloc(%zu -> %zu) succeeded under a %u MiB margin%s", sizes[i], to, margin,
@@ -112,7 +119,8 @@ int main(int argc, char **argv)
     if (argc != 2)
         return 2;
     const char *what = argv[1];
-    mt_tag_push("victim");
+    if (!getenv("HEAPERR_SOLO"))
+        mt_tag_push("victim");
     if (strcmp(what, "double") == 0) {
         char *p = malloc(100);
         free(p);
@@ -151,8 +159,8 @@ int main(int argc, char **argv)
     } else if (strcmp(what, "realloc-fail") == 0) {
         refused_reallocs(1u << 30, 64, 0);
     } else if (strcmp(what, "realloc-fail-quick") == 0) {
-        /* below 128 KiB: the agent's common path */
-        refused_reallocs(100000, 8, 1);
+        /* below 64 KiB: the agent's common path */
+        refused_reallocs(60000, 8, 1);
     } else if (strcmp(what, "overflow") == 0) {
         overflow(malloc(40), 40);
     } else if (strcmp(what, "overflow-page") == 0) {

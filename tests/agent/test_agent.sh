@@ -158,13 +158,28 @@ heaperr realloc-fail; rc=$?
 expect_eq "realloc refused: program continues, blocks as they were" "0 survived realloc-fail" "$rc $(cat "$T/he.out")"
 report_json "$T/he.mtr" "$T/he.json"
 expect_eq "realloc refused: their frees report nothing (canaries put back)" "0 0" "$(canary_and_double "$T/he.json")"
-heaperr realloc-fail-quick; rc=$?
-expect_eq "realloc below 128 KiB refused: program continues, blocks as they were" "0 survived realloc-fail-quick" \
+# Below 64 KiB, in a program with no category of its own (HEAPERR_SOLO):
+# the agent's common path of realloc.
+HEAPERR_SOLO=1 heaperr realloc-fail-quick; rc=$?
+expect_eq "realloc below 64 KiB refused: program continues, blocks as they were" "0 survived realloc-fail-quick" \
     "$rc $(cat "$T/he.out")"
 report_json "$T/he.mtr" "$T/he.json"
-expect_eq "realloc below 128 KiB refused: their frees report nothing" "0 0" "$(canary_and_double "$T/he.json")"
-expect_eq "realloc below 128 KiB refused: every block counted freed, none resized" "0 0" \
-    "$(json_get "$T/he.json" "' '.join(str(c[k]) for c in j['categories'] if c['name']=='victim' for k in ('live_bytes','reallocs'))")"
+expect_eq "realloc below 64 KiB refused: their frees report nothing" "0 0" "$(canary_and_double "$T/he.json")"
+expect_eq "realloc below 64 KiB refused: every block counted freed, none resized" "0 0" \
+    "$(json_get "$T/he.json" "' '.join(str(c[k]) for c in j['categories'] if c['name']=='malloc' for k in ('live_bytes','reallocs'))")"
+
+# The same errors in a program with no category of its own: its blocks
+# take the common paths of malloc, free and realloc, which must leave the
+# same tombstones and catch the same overrun.
+for case in double:100 tiny:1 largebin:3000 realloc-old:100; do
+    name=${case%%:*} size=${case#*:}
+    HEAPERR_SOLO=1 heap_error "double free ($name, no category of its own)" "$name" \
+        "double free: block at 0x[0-9a-f]+, $size bytes, category malloc"
+done
+HEAPERR_SOLO=1 heap_error "overflow (no category of its own)" overflow \
+    "canary after the block was overwritten: block at 0x[0-9a-f]+, 40 bytes, category malloc"
+report_json "$T/he.mtr" "$T/he.json"
+expect_eq "overflow (no category of its own): counted in the report" "1 0" "$(canary_and_double "$T/he.json")"
 
 # One byte past a block: a small one, one whose canary is pages away from
 # its header (on the heap), and one in a chunk glibc mapped for itself
