@@ -46,8 +46,12 @@ static int named(const char *base, const char *what)
 void mt_allocator_detect(void *real_malloc)
 {
     Dl_info info;
-    if (!real_malloc || !dladdr(real_malloc, &info) || !info.dli_fname)
+    if (!real_malloc || !dladdr(real_malloc, &info) || !info.dli_fname) {
+        /* unknown: the hooks' common paths, which read glibc's chunk
+         * headers, stay off */
+        atomic_fetch_or(&mt_hooks_extra, MT_EXTRA_ALLOC);
         return;
+    }
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
     mt_alloc_kind = named(base, "libc.so") || named(base, "libc-") ? MT_ALLOC_GLIBC

@@ -10,7 +10,8 @@
 enum { MT_BLK_OURS, MT_BLK_FREED, MT_BLK_FOREIGN, MT_BLK_UNMAPPED, MT_BLK_ARENA };
 
 /* The kind of p (MT_BLK_*). Sets *hp for OURS and for FREED blocks whose
- * header survived, *tomb for FREED blocks known by their tombstone. May
+ * header survived, *tomb for FREED blocks known by their tombstone (the
+ * header word it holds, size saturated: block.h's mt_tomb_open). May
  * make a system call (mincore, process_vm_readv) for pointers that could
  * be on a page already unmapped (edge.h). */
 int mt_classify(void *p, mt_hdr **hp, uint64_t *tomb);

@@ -252,8 +252,8 @@ static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *l
  * mt_count_block instead (a flush due, a peak to raise). Its overhead,
  * ovh (block.h's MT_PLAIN_OVERHEAD, a constant), is added unchecked (at
  * most 3 times the block's bytes: the next flush of the program's bytes
- * checks its peak). It calls nothing, so the hooks' common paths that use
- * it need no stack frame of their own. Its loads and stores of the shard
+ * checks its peak). It calls nothing, so the hooks' paths that use it
+ * need no stack frame of their own for it. Its loads and stores of the shard
  * are a few instructions further apart than mt_count_block's: a signal
  * handler that allocates on this thread in between (which POSIX does not
  * allow) loses its count either way. */

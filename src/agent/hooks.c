@@ -35,8 +35,9 @@
 #define HOT (MT_LIKELY(atomic_load_explicit(&mt_hot, memory_order_relaxed)) && MT_LIKELY(mt_t.in_agent == 0))
 /* HOT, and the thread not timed: malloc's, free's and realloc's common
  * paths may run. One comparison: the thread's gate holds in_agent, timed,
- * and whether it has seen mt_hot (armed: mt_arm, on its first call of
- * those three that goes the long way; mt_hot never goes back to 0). */
+ * and whether it has seen mt_hot and has its shard (armed: mt_arm, on its
+ * first call of those three that goes the long way; mt_hot never goes
+ * back to 0; the thread's exit disarms it). */
 #define QUICK MT_LIKELY(mt_t.gate == MT_GATE_OPEN)
 static __attribute__((noinline)) void arm_slow(void)
 {
@@ -825,7 +826,11 @@ static inline size_t malloc_usable_size_call(void *p)
 /* The exported malloc, free and realloc: no frame pointer of their own,
  * as their common paths call nothing but the real allocator, and their
  * other paths leave in tail calls (so a stack walk never meets them). */
+#if defined(__GNUC__) && !defined(__clang__)
 #define MT_ENTRY MT_EXPORT __attribute__((optimize("omit-frame-pointer")))
+#else
+#define MT_ENTRY MT_EXPORT
+#endif
 
 /* ---- the common paths of malloc, free and realloc -----------------------
  * They run while the thread's gate is open (QUICK: armed, so the thread
@@ -962,7 +967,8 @@ static __attribute__((noinline)) void timed_free(void *p)
  * of ours. */
 static __attribute__((noinline)) void free_slow(void *p)
 {
-    mt_arm();
+    if (p) /* a thread that only frees NULL takes no shard */
+        mt_arm();
     if (MT_UNLIKELY(mt_t.timed)) {
         timed_free(p);
         return;
@@ -1021,7 +1027,7 @@ static __attribute__((noinline)) void *timed_realloc(void *p, size_t n)
 }
 
 /* realloc but for its common case: timed, not hot, anything
- * realloc_plain_quick does not take. */
+ * its common path does not take. */
 static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 {
     mt_arm();

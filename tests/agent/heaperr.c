@@ -13,11 +13,13 @@
  * program then has no category of its own, which the agent's common
  * paths of malloc, free and realloc need.
  * overflow-page and overflow-mapped: a canary pages away from its block's
- * header, and one in a chunk glibc mapped for itself; mapped-tail: such a
+ * header, and one in a chunk glibc mapped for itself; overflow-mapped-small:
+ * one in a block below 64 KiB that glibc mapped for itself (a threshold
+ * lowered to 512 bytes); mapped-tail: such a
  * chunk's page the program never touched stays uncommitted.
  * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|
  *                realloc-fail-quick|overflow|
- *                overflow-page|overflow-mapped|mapped-tail|foreign */
+ *                overflow-page|overflow-mapped|overflow-mapped-small|mapped-tail|foreign */
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -174,6 +176,13 @@ int main(int argc, char **argv)
         char *q = realloc(p, 100);
         EXPECT(q && glibc_mapped(q), "realloc(1 MiB -> 100) left a chunk glibc mapped (%p)", (void *)q);
         overflow(q, 100);
+    } else if (strcmp(what, "overflow-mapped-small") == 0) {
+        /* the agent's common range, but a mapped chunk: the long way */
+        mallopt(M_MMAP_THRESHOLD, 512);
+        char *p = malloc(1000);
+        EXPECT(p && glibc_mapped(p), "malloc(1000) under a 512-byte threshold left a chunk glibc mapped (%p)",
+               (void *)p);
+        overflow(p, 1000);
     } else if (strcmp(what, "mapped-tail") == 0) {
         /* Shrunk in place (mremap) to 5 pages, of which the program
          * touches none but the first: the agent must not commit the page

@@ -176,15 +176,18 @@ for case in double:100 tiny:1 largebin:3000 realloc-old:100; do
     HEAPERR_SOLO=1 heap_error "double free ($name, no category of its own)" "$name" \
         "double free: block at 0x[0-9a-f]+, $size bytes, category malloc"
 done
-HEAPERR_SOLO=1 heap_error "overflow (no category of its own)" overflow \
-    "canary after the block was overwritten: block at 0x[0-9a-f]+, 40 bytes, category malloc"
-report_json "$T/he.mtr" "$T/he.json"
-expect_eq "overflow (no category of its own): counted in the report" "1 0" "$(canary_and_double "$T/he.json")"
+for case in overflow:40 overflow-page:9000 overflow-mapped-small:1000; do
+    name=${case%%:*} size=${case#*:}
+    HEAPERR_SOLO=1 heap_error "$name (no category of its own)" "$name" \
+        "canary after the block was overwritten: block at 0x[0-9a-f]+, $size bytes, category malloc"
+    report_json "$T/he.mtr" "$T/he.json"
+    expect_eq "$name (no category of its own): counted in the report" "1 0" "$(canary_and_double "$T/he.json")"
+done
 
 # One byte past a block: a small one, one whose canary is pages away from
 # its header (on the heap), and one in a chunk glibc mapped for itself
 # that shares the header's page.
-for case in overflow:40 overflow-page:9000 overflow-mapped:100; do
+for case in overflow:40 overflow-page:9000 overflow-mapped:100 overflow-mapped-small:1000; do
     name=${case%%:*} size=${case#*:}
     heap_error "$name" "$name" "canary after the block was overwritten: block at 0x[0-9a-f]+, $size bytes, category victim"
     report_json "$T/he.mtr" "$T/he.json"
@@ -343,6 +346,19 @@ for n in 2 8 64; do
         pass "peak, $n threads at a barrier: $got within 1% of the true $want"
     else
         fail "peak, $n threads at a barrier" "$got, true $want"
+    fi
+done
+# The same with no category of the program's own: the threads count on
+# the hooks' common paths, in malloc's slot, with libc's few blocks (the
+# threads' own, stdio's) inside the 1%.
+for n in 2 8 64; do
+    want=$(PEAK_SOLO=1 MEMTRAIL_OPTIONS="output=$T/pks.$n.mtr" LD_PRELOAD=$AGENT "$TBIN/peak" "$n" | awk '{print $2}')
+    "$MT" report --json "$T/pks.$n.mtr" >"$T/pk.json"
+    got=$(json_get "$T/pk.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='malloc'][0]")
+    if python3 -c "import sys; sys.exit(0 if abs($got - $want) <= $want / 100 else 1)"; then
+        pass "peak, $n threads at a barrier, no category of its own: $got within 1% of the true $want"
+    else
+        fail "peak, $n threads at a barrier, no category of its own" "$got, true $want"
     fi
 done
 
