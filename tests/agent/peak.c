@@ -2,10 +2,10 @@
  * 1 MiB in 4 KiB blocks, then N threads each allocate 200 000 bytes in
  * 50-byte blocks and all wait at a barrier, so that at that moment every
  * block is live at once (the true peak: 1 MiB + N x 200 000), then free
- * them. All in category "pk", which nothing else uses; with PEAK_SOLO set,
- * in no category of the program's own (malloc's, where the agent's common
- * paths count), and the true peak then has the threads' arrays of
- * pointers too (live at the barrier). Prints "peak BYTES".
+ * them. All in category "pk", which nothing else uses; with PEAK_SOLO set
+ * and not empty, in no category of the program's own (malloc's, where the
+ * agent's common paths count), and the true peak then has the threads'
+ * arrays of pointers too (live at the barrier). Prints "peak BYTES".
  * Usage: peak NTHREADS */
 #include <pthread.h>
 #include <stdio.h>
@@ -52,7 +52,8 @@ int main(int argc, char **argv)
     if (n < 1 || n > 512)
         return 2;
     void *big[256];
-    solo = getenv("PEAK_SOLO") != NULL;
+    const char *e = getenv("PEAK_SOLO");
+    solo = e && *e;
     tag();
     for (int i = 0; i < 256; i++)
         big[i] = malloc(4096);

@@ -338,28 +338,21 @@ if [ -x "$TBIN/cxx_new" ]; then
 fi
 
 # --- the peak across threads: within 1% of the true one, any thread count --
-for n in 2 8 64; do
-    want=$(MEMTRAIL_OPTIONS="output=$T/pk.$n.mtr" LD_PRELOAD=$AGENT "$TBIN/peak" "$n" | awk '{print $2}')
-    "$MT" report --json "$T/pk.$n.mtr" >"$T/pk.json"
-    got=$(json_get "$T/pk.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='pk'][0]")
-    if python3 -c "import sys; sys.exit(0 if abs($got - $want) <= $want / 100 else 1)"; then
-        pass "peak, $n threads at a barrier: $got within 1% of the true $want"
-    else
-        fail "peak, $n threads at a barrier" "$got, true $want"
-    fi
-done
-# The same with no category of the program's own: the threads count on
-# the hooks' common paths, in malloc's slot, with libc's few blocks (the
-# threads' own, stdio's) inside the 1%.
-for n in 2 8 64; do
-    want=$(PEAK_SOLO=1 MEMTRAIL_OPTIONS="output=$T/pks.$n.mtr" LD_PRELOAD=$AGENT "$TBIN/peak" "$n" | awk '{print $2}')
-    "$MT" report --json "$T/pks.$n.mtr" >"$T/pk.json"
-    got=$(json_get "$T/pk.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='malloc'][0]")
-    if python3 -c "import sys; sys.exit(0 if abs($got - $want) <= $want / 100 else 1)"; then
-        pass "peak, $n threads at a barrier, no category of its own: $got within 1% of the true $want"
-    else
-        fail "peak, $n threads at a barrier, no category of its own" "$got, true $want"
-    fi
+# With PEAK_SOLO, the same with no category of the program's own: the
+# threads count on the hooks' common paths, in malloc's slot, with libc's
+# few blocks (the threads' own, stdio's) inside the 1%.
+for solo in "" 1; do
+    for n in 2 8 64; do
+        if [ -n "$solo" ]; then cat=malloc what=", no category of its own"; else cat=pk what=""; fi
+        want=$(PEAK_SOLO=$solo MEMTRAIL_OPTIONS="output=$T/pk.$n.mtr" LD_PRELOAD=$AGENT "$TBIN/peak" "$n" | awk '{print $2}')
+        "$MT" report --json "$T/pk.$n.mtr" >"$T/pk.json"
+        got=$(json_get "$T/pk.json" "[c['peak_bytes'] for c in j['categories'] if c['name']=='$cat'][0]")
+        if python3 -c "import sys; sys.exit(0 if abs($got - $want) <= $want / 100 else 1)"; then
+            pass "peak, $n threads at a barrier$what: $got within 1% of the true $want"
+        else
+            fail "peak, $n threads at a barrier$what" "$got, true $want"
+        fi
+    done
 done
 
 # --- the agent's own overhead: its peak, when blocks are mostly overhead ----
