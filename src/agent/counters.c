@@ -74,6 +74,7 @@ static void tune(mt_cglobal *g)
     f = f < MT_FLUSH_MIN ? MT_FLUSH_MIN : f > MT_FLUSH_BYTES ? MT_FLUSH_BYTES : f;
     atomic_store_explicit(&g->tuned_peak, peak, memory_order_relaxed);
     atomic_store_explicit(&g->flush_at, f, memory_order_relaxed);
+    mt_raise_peak_i64(&g->flush_at_max, f);
 }
 
 /* Whether g holds the program's total: the total's slot, or while there
@@ -118,7 +119,18 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
     }
     int64_t now = atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed) + local;
     int64_t now_ovh = mt_ld(&go->live_bytes);
-    if (atomic_load_explicit(&shards_in_use, memory_order_relaxed) <= EXACT_SUM_SHARDS) {
+    /* The other threads' deltas: summed only when they could matter. Each
+     * is at most flush_at_max, so while that many of them cannot take the
+     * flushed figure past the peak (nor, for the total, memory info's next
+     * mark), the sum would change nothing: it is skipped, and with it the
+     * reads of cache lines the other threads keep writing. The overhead's
+     * peak is then checked against its flushed figure alone (counters.h). */
+    int others = atomic_load_explicit(&shards_in_use, memory_order_relaxed) - 1;
+    int64_t bar = mt_ld(&g->peak_bytes);
+    if (is_total(g) && atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed) < bar)
+        bar = atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed);
+    int64_t reach = now + (others > 0 ? others : 0) * mt_ld(&g->flush_at_max);
+    if (reach > bar && others < EXACT_SUM_SHARDS) {
         int k = 0;
         for (mt_shard *sh = atomic_load(&shard_list); sh && k < EXACT_SUM_SHARDS; sh = sh->next, k++) {
             now += mt_ld(&sh->slot[slot].live_bytes);

@@ -3,9 +3,10 @@
  * Each thread owns a shard: plain relaxed loads and stores on memory no
  * other thread writes, so the hot path has no lock and no atomic RMW.
  * Live bytes also go to a global per category in batches (whenever a
- * shard's unflushed delta passes the category's flush_at). A flush checks
- * the peak against the exact sum of every shard, which takes in threads
- * that sit idle on a delta. Between flushes each allocation checks it
+ * shard's unflushed delta passes the category's flush_at). A flush that
+ * could reach the peak checks it against the exact sum of every shard,
+ * which takes in threads that sit idle on a delta (one further below it
+ * skips the sum: the other deltas could not lift it that far). Between flushes each allocation checks it
  * against the thread's own delta: the hot path compares the delta with
  * the slot's room (mt_cslot's hi and lo), which the thread sets from the
  * global, the peak and flush_at whenever it goes the long way (a flush,
@@ -31,12 +32,15 @@
  * - The peak of the agent's overhead (per-block headers): a block whose
  *   overhead is no larger than its size, and on the hot path a plain block
  *   of MT_PLAIN_MIN bytes or more (its overhead at most 3 times its size),
- *   adds its overhead to the shard's delta with no check; the delta goes to the global, and the overhead's
- * peak is checked, whenever a flush of the program's bytes happens on that thread, and at every sum: a thread
- * that trades a few large blocks for many small ones without moving its bytes may hold overhead unchecked
- *   meanwhile (never more than 3 times the bytes of those blocks). Other
- *   blocks with more overhead than bytes (malloc(0), aligned ones) are
- *   counted and checked like the program's bytes. */
+ *   adds its overhead to the shard's delta with no check. The delta goes
+ *   to the global, and the overhead's peak is checked (with the other
+ *   threads' deltas when that flush sums the shards), whenever a flush of
+ *   the program's bytes happens on that thread, and at every sum: a thread
+ *   that trades a few large blocks for many small ones without moving its
+ *   bytes may hold overhead unchecked meanwhile (never more than 3 times
+ *   the bytes of those blocks). Other blocks with more overhead than bytes
+ *   (malloc(0), aligned ones) are counted and checked like the program's
+ *   bytes. */
 #ifndef MT_AGENT_COUNTERS_H
 #define MT_AGENT_COUNTERS_H
 
@@ -89,8 +93,9 @@ typedef struct mt_shard {
 typedef struct mt_cglobal {
     _Atomic int64_t live_bytes; /* flushed deltas */
     _Atomic int64_t peak_bytes;
-    _Atomic int64_t flush_at;   /* a shard's delta beyond this goes to live_bytes; 0: not yet tuned */
-    _Atomic int64_t tuned_peak; /* the peak flush_at was computed from */
+    _Atomic int64_t flush_at;     /* a shard's delta beyond this goes to live_bytes; 0: not yet tuned */
+    _Atomic int64_t tuned_peak;   /* the peak flush_at was computed from */
+    _Atomic int64_t flush_at_max; /* the largest flush_at ever: no shard's delta is above it */
     /* counts folded in from exited threads */
     _Atomic int64_t allocs;
     _Atomic int64_t frees;
@@ -257,6 +262,15 @@ static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *l
  * are a few instructions further apart than mt_count_block's: a signal
  * handler that allocates on this thread in between (which POSIX does not
  * allow) loses its count either way. */
+/* The stores of a count that fits its slot's room: slot c's live bytes
+ * now `local`, one more allocation (sign > 0) or free, and the overhead. */
+static MT_INLINE void mt_count_commit(mt_shard *sh, mt_cslot *c, int64_t local, int64_t ovh, int sign)
+{
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
+    mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
+}
+
 static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
 {
     mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
@@ -269,9 +283,7 @@ static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t si
     } else if (!mt_quick_delta(c, sign, size, &local)) {
         return 0;
     }
-    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
-    mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
+    mt_count_commit(sh, c, local, ovh, sign);
     return 1;
 }
 

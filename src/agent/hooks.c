@@ -141,13 +141,17 @@ static MT_INLINE int tail_on(const char *p, uint64_t size, unsigned shift)
     return size < MT_TAIL_MAX && !mt_glibc_is_mapped(p - (1ull << shift));
 }
 
+/* Whether the canary of a block whose canary is on is intact. */
+static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size)
+{
+    uint16_t t;
+    memcpy(&t, (const char *)p + size, sizeof t);
+    return t == mt_tail_value(h->check);
+}
+
 static MT_INLINE int tail_intact(void *p, const mt_hdr *h, uint64_t size)
 {
-    if (!tail_on(p, size, mt_word_shift(h->word)))
-        return 1;
-    uint16_t t;
-    memcpy(&t, (char *)p + size, sizeof t);
-    return t == mt_tail_value(h->check);
+    return !tail_on(p, size, mt_word_shift(h->word)) || tail_value_ok(p, h, size);
 }
 
 static __attribute__((noinline, cold)) void report_bad_tail(void *p, const mt_hdr *h, uint64_t size)
@@ -309,17 +313,23 @@ static __attribute__((noinline)) void *track_new_slow(void *real, uint64_t size,
     return p;
 }
 
-/* Whether hooks_new would say NEW_PLAIN, told without a call: nothing
- * extra to do, or sampling whose count this block does not cross (the
- * count is then taken down here, and only then). */
+/* Whether hooks_new would say NEW_PLAIN, told without a call, for the
+ * mode word x: nothing extra to do, or sampling whose count this block
+ * does not cross (the count is then taken down here, and only then);
+ * below_rate: the block is known smaller than the rate. */
+static MT_INLINE int plain_new(unsigned x, uint64_t size, int below_rate)
+{
+    if (MT_LIKELY(x == 0))
+        return 1;
+    if (x != MT_EXTRA_SAMPLE)
+        return 0;
+    /* else track_new_slow draws */
+    return below_rate ? mt_sample_skip_small(size) : mt_sample_skip(size);
+}
+/* plain_new for the generic paths. */
 static MT_INLINE int new_plain_quick(uint64_t size)
 {
-    unsigned x = extra_work();
-    if (MT_LIKELY(x == 0) && MT_LIKELY(size < MT_INFO_MAPPED_MIN))
-        return 1;
-    if (x != MT_EXTRA_SAMPLE || size >= MT_INFO_MAPPED_MIN)
-        return 0;
-    return mt_sample_skip(size); /* else track_new_slow draws */
+    return MT_LIKELY(size < MT_INFO_MAPPED_MIN) && plain_new(extra_work(), size, 0);
 }
 
 /* The common case calls nothing (so needs no stack frame): header and
@@ -354,6 +364,13 @@ static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t word)
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone_small(p, word);
     memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &tomb, sizeof tomb);
+}
+
+/* mark_freed_quick, and the block given back. */
+static MT_INLINE void give_back_quick(void *p, mt_hdr *h, uint64_t word)
+{
+    mark_freed_quick(p, h, word);
+    mt_real_fn.free(h);
 }
 
 /* Marks a block freed and gives it back. */
@@ -413,8 +430,7 @@ static MT_INLINE void release(void *p, mt_hdr *h)
         release_full(p, h);
         return;
     }
-    mark_freed_quick(p, h, word);
-    mt_real_fn.free((char *)p - MT_HDR_SIZE);
+    give_back_quick(p, h, word);
 }
 
 /* The real malloc, and once more if it failed and trace mode gave back
@@ -871,8 +887,7 @@ static MT_INLINE unsigned quick_extra(void)
  * here, and only then: track_new_slow's `plain`). */
 static MT_INLINE int quick_new(uint64_t size)
 {
-    unsigned x = quick_extra();
-    return MT_LIKELY(x == 0) || (x == MT_EXTRA_SAMPLE && mt_sample_skip_small(size));
+    return plain_new(quick_extra(), size, 1);
 }
 
 /* A block of no recording may be freed on the common path. */
@@ -886,14 +901,6 @@ static MT_INLINE int quick_free(void)
 static MT_INLINE mt_hdr *quick_header(void *p)
 {
     return MT_LIKELY(QUICK) ? plain_header(p) : NULL;
-}
-
-/* Whether the canary of a block whose canary is on is intact. */
-static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size)
-{
-    uint16_t t;
-    memcpy(&t, (const char *)p + size, sizeof t);
-    return t == mt_tail_value(h->check);
 }
 
 /* ---- the exported names --------------------------------------------------
@@ -944,9 +951,7 @@ MT_ENTRY void *malloc(size_t n)
     if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
         MT_UNLIKELY(glibc_mapped_bit(real)) || MT_UNLIKELY(local > mt_room(&c->hi)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, plain);
-    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    mt_bump_own(&c->allocs, 1);
-    mt_bump_own(&mt_t.shard->slot[MT_CAT_OVERHEAD].live_bytes, MT_PLAIN_OVERHEAD);
+    mt_count_commit(mt_t.shard, c, local, MT_PLAIN_OVERHEAD, +1);
     uint64_t word = n | mt_t.catword, ct = mt_check_tag0(p, word);
     mt_hdr *h = (mt_hdr *)p - 1;
     h->word = word;
@@ -991,11 +996,8 @@ MT_ENTRY void free(void *p)
             mt_cslot *c = &sh->slot[mt_word_cat(word)];
             int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
             if (MT_LIKELY(local >= mt_room(&c->lo))) {
-                atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-                mt_bump_own(&c->frees, 1);
-                mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, -(int64_t)MT_PLAIN_OVERHEAD);
-                mark_freed_quick(p, h, word);
-                mt_real_fn.free(h);
+                mt_count_commit(sh, c, local, MT_PLAIN_OVERHEAD, -1);
+                give_back_quick(p, h, word);
                 return;
             }
         }

@@ -262,13 +262,18 @@ static void fill(struct mt_memory_info *s, int may_sample, uint64_t frag_before)
 /* Publishes every pending event, as long as there are any and this thread
  * may take the flag. frag_before: the caller's sample (malloc_trim), used
  * for the first snapshot this thread fills. */
+static int any_pending(void)
+{
+    int any = 0;
+    for (int k = 1; k < MT_EVENT_KINDS; k++)
+        any |= atomic_load_explicit(&pending[k], memory_order_relaxed) != 0;
+    return any;
+}
+
 static void drain(int may_sample, uint64_t frag_before)
 {
     for (;;) {
-        int any = 0;
-        for (int k = 1; k < MT_EVENT_KINDS; k++)
-            any |= atomic_load(&pending[k]) != 0;
-        if (!any || !take_writer())
+        if (!any_pending() || !take_writer())
             return;
         uint64_t took[MT_EVENT_KINDS] = {0};
         for (int k = 1; k < MT_EVENT_KINDS; k++)
@@ -348,11 +353,14 @@ void mt_info_live_check(int64_t live)
             mt_info_event(MT_EVENT_PEAK, 1);
         }
     }
-    int saved = errno;
     check_limit(live);
     check_break(0);
-    drain(1, NO_SAMPLE);
-    errno = saved;
+    /* A flush's usual case, checked before drain's frame: nothing pending. */
+    if (any_pending()) {
+        int saved = errno;
+        drain(1, NO_SAMPLE);
+        errno = saved;
+    }
 }
 
 void mt_info_block_mapped(uint64_t size, int grow)
