@@ -287,19 +287,34 @@ static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t si
     return 1;
 }
 
+/* Slot c's live bytes after adding d, when that is within its room. */
+static MT_INLINE int mt_resize_delta(mt_cslot *c, int64_t d, int64_t *local)
+{
+    int64_t l = mt_ld(&c->live_bytes) + d;
+    if (MT_UNLIKELY(l > mt_room(&c->hi)) || MT_UNLIKELY(l < mt_room(&c->lo)))
+        return 0;
+    *local = l;
+    return 1;
+}
+
 /* mt_count_resize's common case whole, or nothing (as mt_count_block_quick):
  * a block of category cat changed size by dsize and its overhead did not
- * change, while the program has no category of its own. 0, with nothing
- * stored: the caller calls mt_count_resize. */
+ * change (the total's slot too, once the program has categories of its
+ * own). 0, with nothing stored: the caller calls mt_count_resize. */
 static MT_INLINE int mt_count_resize_quick(unsigned cat, int64_t dsize)
 {
     mt_shard *sh = mt_t.shard;
-    if (MT_UNLIKELY(sh == NULL) || MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed)))
+    if (MT_UNLIKELY(sh == NULL))
         return 0;
-    mt_cslot *c = &sh->slot[cat];
-    int64_t local = mt_ld(&c->live_bytes) + dsize;
-    if (MT_UNLIKELY(local > mt_room(&c->hi)) || MT_UNLIKELY(local < mt_room(&c->lo)))
+    mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
+    int64_t local, lt;
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
+        if (!mt_resize_delta(t, dsize, &lt) || !mt_resize_delta(c, dsize, &local))
+            return 0;
+        atomic_store_explicit(&t->live_bytes, lt, memory_order_relaxed);
+    } else if (!mt_resize_delta(c, dsize, &local)) {
         return 0;
+    }
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
     mt_bump_own(&c->reallocs, 1);
     return 1;

@@ -932,6 +932,47 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
     return malloc_call(n);
 }
 
+/* The header and canary of a common-path block at p (its canary always
+ * on), of `n` bytes and header word `word`. */
+static MT_INLINE void write_quick_word(char *p, size_t n, uint64_t word)
+{
+    uint64_t ct = mt_check_tag0(p, word);
+    mt_hdr *h = (mt_hdr *)p - 1;
+    h->word = word;
+    memcpy(&h->check, &ct, sizeof ct);
+    uint16_t t = mt_tail_value((uint32_t)ct);
+    memcpy(p + n, &t, sizeof t);
+}
+
+/* The mode word's bits a program with categories of its own adds to the
+ * common paths' modes: the same work, but every count goes to the total's
+ * slot too (mt_count_block_quick, mt_count_resize). */
+static MT_INLINE int quick_with_cats(unsigned x)
+{
+    return (x & MT_EXTRA_CATS) != 0;
+}
+
+/* malloc's common path, when the mode word said no (`real` from the real
+ * malloc for a block of n bytes, quick_size): a program with categories
+ * of its own (quick_with_cats) takes the same steps here, counting the
+ * total too, out of line so the common path pays nothing for it; any
+ * other mode is track_new_slow's. */
+static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
+{
+    unsigned x = quick_extra();
+    if (!quick_with_cats(x)) /* quick_new said no for this mode: drawn already, if sampling */
+        return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 0);
+    if (!plain_new(x & ~(unsigned)MT_EXTRA_CATS, n, 1))
+        return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 0);
+    char *p = real + MT_HDR_SIZE;
+    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(glibc_mapped_bit(real)) ||
+        MT_UNLIKELY(!mt_count_block_quick(mt_t.shard, mt_t.cat, (int64_t)n, MT_PLAIN_OVERHEAD, +1)))
+        return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
+    write_quick_word(p, n, n | mt_t.catword);
+    return p;
+}
+
 /* The common case (quick_size, quick_new): no call but the real
  * malloc's, and its own tail calls. The block's slot and its header word
  * but for the size are the thread's, kept ready (mt_cat_slot_set: while
@@ -947,17 +988,13 @@ MT_ENTRY void *malloc(size_t n)
     char *p = real + MT_HDR_SIZE;
     mt_cslot *c = mt_t.cslot;
     int64_t local = mt_ld(&c->live_bytes) + (int64_t)n;
-    int plain = quick_new(n); /* first: glibc_mapped_bit reads glibc's chunk header */
-    if (MT_UNLIKELY(!plain) || MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
-        MT_UNLIKELY(glibc_mapped_bit(real)) || MT_UNLIKELY(local > mt_room(&c->hi)))
-        return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, plain);
+    if (MT_UNLIKELY(!quick_new(n))) /* first: glibc_mapped_bit reads glibc's chunk header */
+        return malloc_moded(real, n);
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(glibc_mapped_bit(real)) ||
+        MT_UNLIKELY(local > mt_room(&c->hi)))
+        return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     mt_count_commit(mt_t.shard, c, local, MT_PLAIN_OVERHEAD, +1);
-    uint64_t word = n | mt_t.catword, ct = mt_check_tag0(p, word);
-    mt_hdr *h = (mt_hdr *)p - 1;
-    h->word = word;
-    memcpy(&h->check, &ct, sizeof ct);
-    uint16_t t = mt_tail_value((uint32_t)ct);
-    memcpy(p + n, &t, sizeof t);
+    write_quick_word(p, n, n | mt_t.catword);
     return p;
 }
 
@@ -981,6 +1018,27 @@ static __attribute__((noinline)) void free_slow(void *p)
     free_call(p);
 }
 
+/* free's common path, when the mode word said no (p a plain block of no
+ * recording, quick_size, the gate open): with categories of the
+ * program's own (quick_with_cats), the same steps, counting the total too
+ * (mt_count_block_quick); else, or when those do not do, what free_call
+ * would do with it, without free_slow's steps again. */
+static __attribute__((noinline)) void free_moded(void *p)
+{
+    mt_hdr *h = (mt_hdr *)p - 1;
+    uint64_t word = h->word, size = mt_word_size(word);
+    unsigned x = quick_extra();
+    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
+    if (quick_with_cats(x) && (x & ~(unsigned)(MT_EXTRA_CATS | MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0 &&
+        MT_LIKELY(!glibc_mapped_bit((char *)h)) && MT_LIKELY(tail_value_ok(p, h, size)) &&
+        MT_LIKELY(
+            mt_count_block_quick(mt_t.shard, mt_word_cat(word), (int64_t)size, MT_PLAIN_OVERHEAD, -1))) {
+        give_back_quick(p, h, word);
+        return;
+    }
+    release(p, h);
+}
+
 /* The common case (quick_header, quick_size, an intact canary): counted,
  * marked freed, given back, with no call but the real free's, in tail
  * position (NULL sits at an edge offset: free_slow takes it). */
@@ -989,9 +1047,13 @@ MT_ENTRY void free(void *p)
     mt_hdr *h = quick_header(p);
     if (MT_LIKELY(h != NULL)) {
         uint64_t word = h->word, size = mt_word_size(word);
+        if (MT_UNLIKELY(!quick_free()) && MT_LIKELY(quick_size(size))) {
+            free_moded(p);
+            return;
+        }
         /* quick_free first: glibc_mapped_bit reads glibc's chunk header */
-        if (MT_LIKELY(quick_size(size)) && MT_LIKELY(quick_free()) &&
-            MT_LIKELY(!glibc_mapped_bit((char *)h)) && MT_LIKELY(tail_value_ok(p, h, size))) {
+        if (MT_LIKELY(quick_size(size)) && MT_LIKELY(!glibc_mapped_bit((char *)h)) &&
+            MT_LIKELY(tail_value_ok(p, h, size))) {
             mt_shard *sh = mt_t.shard;
             mt_cslot *c = &sh->slot[mt_word_cat(word)];
             int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
@@ -1041,7 +1103,7 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 /* realloc's second half in its common case, once the real realloc gave
  * `real` for the block whose header word was `word`: the program's bytes
  * under the tombstone (`saved`) put back, the new header, the counts. */
-static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, uint64_t saved)
+static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, uint64_t saved, int cats)
 {
     /* What follows from word is worked out again here rather than kept
      * across the real realloc's call in registers the frame must save. */
@@ -1065,28 +1127,73 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
         mt_edge_add(np);
     unsigned cat = mt_word_cat(word);
     int64_t dsize = (int64_t)n - (int64_t)size;
+    if (MT_UNLIKELY(cats)) { /* the total's slot too */
+        if (!mt_count_resize_quick(cat, dsize))
+            mt_count_resize(cat, dsize, 0);
+        return np;
+    }
     mt_cslot *c = &mt_t.shard->slot[cat];
-    int64_t local = mt_ld(&c->live_bytes) + dsize;
-    if (MT_UNLIKELY(local > mt_room(&c->hi)) || MT_UNLIKELY(local < mt_room(&c->lo))) {
-        mt_count_resize(cat, dsize, 0);
-    } else {
+    int64_t local;
+    if (MT_LIKELY(mt_resize_delta(c, dsize, &local))) {
         atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
         mt_bump_own(&c->reallocs, 1);
+    } else {
+        mt_count_resize(cat, dsize, 0);
     }
     return np;
 }
 
 /* The real realloc failed in realloc's common case: once more if trace
  * mode gave memory back, else the old block (p) is live again as it was. */
-static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t word, size_t n, uint64_t saved)
+static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t word, size_t n, uint64_t saved,
+                                                            int cats)
 {
     char *real =
         mt_trace_out_of_memory() ? mt_real_fn.realloc((char *)p - MT_HDR_SIZE, n + MT_PLAIN_OVERHEAD) : NULL;
     if (real)
-        return realloc_quick_done(real, word, n, saved);
+        return realloc_quick_done(real, word, n, saved, cats);
     ((mt_hdr *)p - 1)->check ^= MT_FREED_XOR;
     memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &saved, sizeof saved);
     return NULL;
+}
+
+/* realloc's common path from its checks on (the mode's included; cats:
+ * the program has categories of its own, so the total is counted too):
+ * NULL when they do not do, in `*slow`. */
+static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, size_t n, unsigned x, int cats, int *slow)
+{
+    uint64_t word = h->word, size = mt_word_size(word);
+    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
+    if (MT_UNLIKELY(!quick_size(size)) || MT_UNLIKELY(glibc_mapped_bit((char *)h)) ||
+        MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
+        MT_UNLIKELY(x == MT_EXTRA_SAMPLE && !mt_sample_skip_small(n))) {
+        *slow = 1;
+        return NULL;
+    }
+    uint64_t saved;
+    memcpy(&saved, (char *)p + mt_tomb_off(size), sizeof saved);
+    mark_freed_quick(p, h, word);
+    char *real = mt_real_fn.realloc(h, n + MT_PLAIN_OVERHEAD);
+    if (MT_UNLIKELY(real == NULL))
+        return realloc_quick_failed(p, word, n, saved, cats);
+    return realloc_quick_done(real, word, n, saved, cats);
+}
+
+/* realloc's common path, when the mode word said no (p a plain block of
+ * no recording, h its header, the gate open, n quick_size): with
+ * categories of the program's own (quick_with_cats), the same steps,
+ * counting the total too; else, or when those do not do, what
+ * realloc_call would do with it, without realloc_slow's steps again. */
+static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t n)
+{
+    unsigned x = quick_extra(), xs = x & ~(unsigned)MT_EXTRA_CATS;
+    if (quick_with_cats(x) && (xs == 0 || xs == MT_EXTRA_SAMPLE)) {
+        int slow = 0;
+        void *r = realloc_quick(p, h, n, xs, 1, &slow);
+        if (!slow)
+            return r;
+    }
+    return realloc_tracked(p, h, n);
 }
 
 /* The common case (quick_header, quick_size for both sizes, an intact
@@ -1099,20 +1206,14 @@ MT_ENTRY void *realloc(void *p, size_t n)
     mt_hdr *h = quick_header(p);
     if (MT_UNLIKELY(h == NULL) || MT_UNLIKELY(!quick_size(n)))
         return realloc_slow(p, n);
-    uint64_t word = h->word, size = mt_word_size(word);
     unsigned x = quick_extra();
-    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
-    if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE) || MT_UNLIKELY(!quick_size(size)) ||
-        MT_UNLIKELY(glibc_mapped_bit((char *)h)) || MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
-        MT_UNLIKELY(x == MT_EXTRA_SAMPLE && !mt_sample_skip_small(n)))
+    if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE))
+        return realloc_moded(p, h, n);
+    int slow = 0;
+    void *r = realloc_quick(p, h, n, x, 0, &slow);
+    if (MT_UNLIKELY(slow))
         return realloc_slow(p, n);
-    uint64_t saved;
-    memcpy(&saved, (char *)p + mt_tomb_off(size), sizeof saved);
-    mark_freed_quick(p, h, word);
-    char *real = mt_real_fn.realloc(h, n + MT_PLAIN_OVERHEAD);
-    if (MT_UNLIKELY(real == NULL))
-        return realloc_quick_failed(p, word, n, saved);
-    return realloc_quick_done(real, word, n, saved);
+    return r;
 }
 
 static __attribute__((noinline)) void *timed_reallocarray(void *p, size_t n, size_t m)

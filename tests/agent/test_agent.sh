@@ -352,6 +352,18 @@ for solo in "" 1; do
         else
             fail "peak, $n threads at a barrier$what" "$got, true $want"
         fi
+        [ -n "$solo" ] && continue
+        # The program's total at the barrier: pk's blocks and the threads'
+        # arrays of pointers (in malloc's category), counted on the common
+        # paths of a program with categories of its own (the total's slot
+        # as well as the category's).
+        total_want=$((want + n * 8 * (200000 / 50)))
+        got=$(json_get "$T/pk.json" "j['total']['peak_bytes']")
+        if python3 -c "import sys; sys.exit(0 if abs($got - $total_want) <= $total_want / 100 else 1)"; then
+            pass "peak, $n threads at a barrier: the total's $got within 1% of the true $total_want"
+        else
+            fail "peak, $n threads at a barrier: the total's" "$got, true $total_want"
+        fi
     done
 done
 
