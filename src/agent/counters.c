@@ -73,8 +73,8 @@ static void tune(mt_cglobal *g)
     int64_t f = peak / (MT_PEAK_PARTS * (n > 1 ? n : 1));
     f = f < MT_FLUSH_MIN ? MT_FLUSH_MIN : f > MT_FLUSH_BYTES ? MT_FLUSH_BYTES : f;
     atomic_store_explicit(&g->tuned_peak, peak, memory_order_relaxed);
+    mt_raise_peak_i64(&g->flush_at_max, f); /* first: it bounds every room taken from flush_at */
     atomic_store_explicit(&g->flush_at, f, memory_order_relaxed);
-    mt_raise_peak_i64(&g->flush_at_max, f);
 }
 
 /* Whether g holds the program's total: the total's slot, or while there
@@ -104,8 +104,25 @@ int64_t mt_total_peak(void)
     return atomic_load_explicit(&mt_cat_solo, memory_order_relaxed) && m > t ? m : t;
 }
 
-/* Up to this many shards, a flush sums them all for the peak. */
+/* Up to this many shards, a flush that could reach the peak sums them all
+ * for it. */
 #define EXACT_SUM_SHARDS 256
+
+/* Adds every shard's delta of `slot` (unless -1) to *live and of the
+ * overhead to *ovh, if there are at most EXACT_SUM_SHARDS (`others` and
+ * this thread's); 0: too many, nothing added. */
+static int sum_shards(int others, int slot, int64_t *live, int64_t *ovh)
+{
+    if (others >= EXACT_SUM_SHARDS)
+        return 0;
+    int k = 0;
+    for (mt_shard *sh = atomic_load(&shard_list); sh && k < EXACT_SUM_SHARDS; sh = sh->next, k++) {
+        if (slot >= 0)
+            *live += mt_ld(&sh->slot[slot].live_bytes);
+        *ovh += mt_ld(&sh->slot[MT_CAT_OVERHEAD].live_bytes);
+    }
+    return 1;
+}
 
 void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
 {
@@ -120,28 +137,29 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
     int64_t now = atomic_fetch_add_explicit(&g->live_bytes, local, memory_order_relaxed) + local;
     int64_t now_ovh = mt_ld(&go->live_bytes);
     /* The other threads' deltas: summed only when they could matter. Each
-     * is at most flush_at_max, so while that many of them cannot take the
-     * flushed figure past the peak (nor, for the total, memory info's next
-     * mark), the sum would change nothing: it is skipped, and with it the
-     * reads of cache lines the other threads keep writing. The overhead's
-     * peak is then checked against its flushed figure alone (counters.h). */
+     * of a program category's is at most flush_at_max, so while that many
+     * of them cannot take the flushed figure past the peak (nor, for the
+     * total, memory info's next mark), the sum would change nothing: it is
+     * skipped, and with it the reads of cache lines the other threads keep
+     * writing. Not for the overhead (its deltas go unchecked, counters.h),
+     * nor for the total while a limit is set (its re-arming below limit -
+     * 1% wants the sum). The overhead's peak is then raised only from a
+     * sum of its own: its flushed figure alone may stand above the truth. */
     int others = atomic_load_explicit(&shards_in_use, memory_order_relaxed) - 1;
     int64_t bar = mt_ld(&g->peak_bytes);
-    if (is_total(g) && atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed) < bar)
+    int total = is_total(g);
+    if (total && atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed) < bar)
         bar = atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed);
     int64_t reach = now + (others > 0 ? others : 0) * mt_ld(&g->flush_at_max);
-    if (reach > bar && others < EXACT_SUM_SHARDS) {
-        int k = 0;
-        for (mt_shard *sh = atomic_load(&shard_list); sh && k < EXACT_SUM_SHARDS; sh = sh->next, k++) {
-            now += mt_ld(&sh->slot[slot].live_bytes);
-            now_ovh += mt_ld(&sh->slot[MT_CAT_OVERHEAD].live_bytes);
-        }
-    }
+    int must = slot == MT_CAT_OVERHEAD || (total && mt_info_opt.limit > 0);
+    int summed = (must || reach > bar) && sum_shards(others, slot, &now, &now_ovh);
     if (now > mt_ld(&g->peak_bytes))
         mt_raise_peak(g, now);
+    if (now_ovh > mt_ld(&go->peak_bytes) && !summed)
+        sum_shards(others, -1, NULL, &now_ovh);
     if (now_ovh > mt_ld(&go->peak_bytes))
         mt_raise_peak(go, now_ovh);
-    if (is_total(g)) /* memory info: PEAK, LIMIT, the break's moves */
+    if (total) /* memory info: PEAK, LIMIT, the break's moves */
         mt_info_live_check(now);
 }
 

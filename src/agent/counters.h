@@ -162,7 +162,7 @@ extern _Atomic int mt_cat_solo;
 int64_t mt_total_peak(void);
 
 /* A delta passed flush_at: into the global, with the peak checked
- * against every shard's delta (counters.c). */
+ * (against every shard's delta when they could reach it: counters.c). */
 void mt_flush_slot(mt_cglobal *g, int slot, int64_t local);
 
 /* A slot's hi or lo as the hot path reads it: a plain load the compiler
@@ -251,17 +251,6 @@ static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *l
     return 1;
 }
 
-/* mt_count_block's common case whole, or nothing, for a plain block of
- * MT_PLAIN_MIN bytes or more of category cat in shard sh: 1 when it
- * counted; 0, with nothing stored, when the caller must call
- * mt_count_block instead (a flush due, a peak to raise). Its overhead,
- * ovh (block.h's MT_PLAIN_OVERHEAD, a constant), is added unchecked (at
- * most 3 times the block's bytes: the next flush of the program's bytes
- * checks its peak). It calls nothing, so the hooks' paths that use it
- * need no stack frame of their own for it. Its loads and stores of the shard
- * are a few instructions further apart than mt_count_block's: a signal
- * handler that allocates on this thread in between (which POSIX does not
- * allow) loses its count either way. */
 /* The stores of a count that fits its slot's room: slot c's live bytes
  * now `local`, one more allocation (sign > 0) or free, and the overhead. */
 static MT_INLINE void mt_count_commit(mt_shard *sh, mt_cslot *c, int64_t local, int64_t ovh, int sign)
@@ -271,9 +260,21 @@ static MT_INLINE void mt_count_commit(mt_shard *sh, mt_cslot *c, int64_t local, 
     mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
 }
 
-static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
+/* mt_count_block's common case whole, or nothing, for a plain block of
+ * MT_PLAIN_MIN bytes or more whose category's slot in shard sh is c (the
+ * total's too, once the program has categories of its own): 1 when it
+ * counted; 0, with nothing stored, when the caller must call
+ * mt_count_block instead (a flush due, a peak to raise). Its overhead,
+ * ovh (block.h's MT_PLAIN_OVERHEAD, a constant), is added unchecked (at
+ * most 3 times the block's bytes: the next flush of the program's bytes
+ * checks its peak). It calls nothing, so the hooks' paths that use it
+ * need no stack frame of their own for it. Its loads and stores of the shard
+ * are a few instructions further apart than mt_count_block's: a signal
+ * handler that allocates on this thread in between (which POSIX does not
+ * allow) loses its count either way. */
+static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size, int64_t ovh, int sign)
 {
-    mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
+    mt_cslot *t = &sh->slot[MT_SLOT_TOTAL];
     int64_t local, lt;
     /* The total's slot too, when it is kept (no longer solo). */
     if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
@@ -285,6 +286,11 @@ static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t si
     }
     mt_count_commit(sh, c, local, ovh, sign);
     return 1;
+}
+/* mt_count_slot_quick of category cat's slot. */
+static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
+{
+    return mt_count_slot_quick(sh, &sh->slot[cat], size, ovh, sign);
 }
 
 /* Slot c's live bytes after adding d, when that is within its room. */

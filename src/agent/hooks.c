@@ -295,11 +295,11 @@ static MT_INLINE int count_quick(unsigned cat, uint64_t size, unsigned shift, in
 
 /* track_new, or malloc's common path, when its common case does not do:
  * hooks_new to ask (unless `plain`: new_plain_quick or quick_new said
- * NEW_PLAIN, and took the sampling count down already), an edge block, a
- * program with categories of its own or another allocator (count_quick
- * counts them here), or whatever count_quick leaves to mt_count_block (no
- * shard yet, a flush, a peak, a block that is not plain or below
- * MT_PLAIN_MIN bytes). */
+ * NEW_PLAIN, and took the sampling count down already), an edge block,
+ * another allocator (count_quick counts it here), a program with
+ * categories of its own whose count malloc_moded could not take, or
+ * whatever count_quick leaves to mt_count_block (no shard yet, a flush, a
+ * peak, a block that is not plain or below MT_PLAIN_MIN bytes). */
 static __attribute__((noinline)) void *track_new_slow(void *real, uint64_t size, unsigned cat, unsigned shift,
                                                       int plain)
 {
@@ -853,7 +853,10 @@ static inline size_t malloc_usable_size_call(void *p)
  * has its shard, mt_arm) and mt_hooks_extra is 0, or MT_EXTRA_SAMPLE for
  * a block that is not sampled (free: with MT_EXTRA_SMALL_RATE too):
  * nothing to do beyond header and counters, the total counted in malloc's
- * slot (mt_cat_solo), glibc underneath. Their blocks are plain, of no
+ * slot (mt_cat_solo), glibc underneath. With MT_EXTRA_CATS as well (a
+ * program with categories of its own), the mode test sends them to their
+ * out-of-line twins (malloc_moded, free_moded, realloc_moded), which take
+ * the same steps and count the total's slot too. Their blocks are plain, of no
  * recording, from MT_PLAIN_MIN bytes to below MT_QUICK_MAX (so below
  * MT_TAIL_MAX and memory info's mapped blocks), in a chunk glibc did not
  * map for itself: their canary is always on (tail_on). Anything else
@@ -946,7 +949,7 @@ static MT_INLINE void write_quick_word(char *p, size_t n, uint64_t word)
 
 /* The mode word's bits a program with categories of its own adds to the
  * common paths' modes: the same work, but every count goes to the total's
- * slot too (mt_count_block_quick, mt_count_resize). */
+ * slot too (mt_count_block_quick, mt_count_resize_quick). */
 static MT_INLINE int quick_with_cats(unsigned x)
 {
     return (x & MT_EXTRA_CATS) != 0;
@@ -960,14 +963,20 @@ static MT_INLINE int quick_with_cats(unsigned x)
 static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
 {
     unsigned x = quick_extra();
-    if (!quick_with_cats(x)) /* quick_new said no for this mode: drawn already, if sampling */
+    /* quick_new said no for this mode (sampling: the count is crossed,
+     * and untouched; hooks_new draws) */
+    if (!quick_with_cats(x))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 0);
     if (!plain_new(x & ~(unsigned)MT_EXTRA_CATS, n, 1))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 0);
+    /* The thread's slot and header word, as malloc's: while they change,
+     * the slot is closed and the count goes the long way (mt_cat_slot_set),
+     * so a signal handler's malloc meanwhile labels and counts its block
+     * alike. */
     char *p = real + MT_HDR_SIZE;
     /* the mode first: glibc_mapped_bit reads glibc's chunk header */
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(glibc_mapped_bit(real)) ||
-        MT_UNLIKELY(!mt_count_block_quick(mt_t.shard, mt_t.cat, (int64_t)n, MT_PLAIN_OVERHEAD, +1)))
+        MT_UNLIKELY(!mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n, MT_PLAIN_OVERHEAD, +1)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     write_quick_word(p, n, n | mt_t.catword);
     return p;

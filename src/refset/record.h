@@ -114,7 +114,9 @@ int rec_pagemap_read(int fd, uint64_t addr, size_t n, uint64_t *out);
 struct rec_maps;
 int rec_pagemap_scan(int fd, const struct rec_maps *m, rec_region **v, size_t *n, size_t *cap,
                      uint64_t zero_pfn, bool *used_ioctl);
-/* Our own zero page's PFN and whether PFNs read as nonzero (root). */
+/* The shared zero page's PFN (0: unknown, or this kernel gives reads of
+ * untouched memory frames of their own) and whether PFNs read as nonzero
+ * (root). */
 void rec_pagemap_probe(uint64_t *zero_pfn, bool *pfns);
 
 /* ---- mappings (record_maps.c) ---- */

@@ -149,19 +149,27 @@ void rec_pagemap_probe(uint64_t *zero_pfn, bool *pfns)
     int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    /* A page never written reads as the shared zero page once read. */
+    /* A page never written reads as the shared zero page once read, on
+     * most kernels: some give every read of untouched anonymous memory a
+     * frame of its own. That frame is freed by the munmap below and soon
+     * holds another page, which would then pass for the zero page: left
+     * out of the system view (the graph, Impact Size) while still in Size.
+     * Only the zero page can back two pages of one private mapping that
+     * were only read, so two such pages must show the same frame. */
     unsigned char *p =
-        mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mmap(NULL, (size_t)page * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
-        uint64_t e[2];
-        p[page] = 1;
+        uint64_t e[3];
+        p[2 * page] = 1;
         (void)*(volatile unsigned char *)p;
-        if (rec_pagemap_read(fd, (uint64_t)(uintptr_t)p, 2, e) == 0) {
-            if ((e[0] & PM_PRESENT) && (e[0] & PM_PFN_MASK))
-                *zero_pfn = e[0] & PM_PFN_MASK;
-            *pfns = (e[1] & PM_PRESENT) && (e[1] & PM_PFN_MASK) != 0;
+        (void)*(volatile unsigned char *)(p + page);
+        if (rec_pagemap_read(fd, (uint64_t)(uintptr_t)p, 3, e) == 0) {
+            uint64_t z = e[0] & PM_PFN_MASK;
+            if ((e[0] & PM_PRESENT) && (e[1] & PM_PRESENT) && z && (e[1] & PM_PFN_MASK) == z)
+                *zero_pfn = z;
+            *pfns = (e[2] & PM_PRESENT) && (e[2] & PM_PFN_MASK) != 0;
         }
-        munmap(p, (size_t)page * 2);
+        munmap(p, (size_t)page * 3);
     }
     close(fd);
 }

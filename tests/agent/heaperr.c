@@ -9,9 +9,10 @@
  * canaries too, so their frees report nothing; realloc-fail-quick: the
  * same for reallocs below 64 KiB (the agent's common path), refused once
  * the address space is used up.
- * Every case runs in category "victim", unless HEAPERR_SOLO is set: the
- * program then has no category of its own, which the agent's common
- * paths of malloc, free and realloc need.
+ * Every case runs in category "victim" (the agent's common paths of
+ * malloc, free and realloc through their out-of-line twins for programs
+ * with categories), unless HEAPERR_SOLO is set: the program then has no
+ * category of its own, and those paths run inline.
  * overflow-page and overflow-mapped: a canary pages away from its block's
  * header, and one in a chunk glibc mapped for itself; overflow-mapped-small:
  * one in a block below 64 KiB that glibc mapped for itself (a threshold

@@ -1,6 +1,6 @@
 /* realloc_solo.c — realloc's common path, counted exactly while the
- * program has no category of its own (the agent's quick count is then
- * taken), with the contents kept: a fixed mix of reallocs that grow,
+ * program has no category of its own (the agent's inline quick count is
+ * then taken), with the contents kept: a fixed mix of reallocs that grow,
  * shrink, move and stay, to sizes on both sides of the tombstone's offset
  * (24 bytes), below 6 bytes (the larger overhead), and across the mmap
  * threshold, between two reports asked for with mt_report_write. Nothing
