@@ -146,10 +146,11 @@ void mt_flush_slot(mt_cglobal *g, int slot, int64_t local)
      * 1% wants the sum). The overhead's peak is then raised only from a
      * sum of its own: its flushed figure alone may stand above the truth. */
     int others = atomic_load_explicit(&shards_in_use, memory_order_relaxed) - 1;
-    int64_t bar = mt_ld(&g->peak_bytes);
+    int64_t bar = mt_ld(&g->peak_bytes),
+            mark = atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed);
     int total = is_total(g);
-    if (total && atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed) < bar)
-        bar = atomic_load_explicit(&mt_info_next_mark, memory_order_relaxed);
+    if (total && mark < bar)
+        bar = mark;
     int64_t reach = now + (others > 0 ? others : 0) * mt_ld(&g->flush_at_max);
     int must = slot == MT_CAT_OVERHEAD || (total && mt_info_opt.limit > 0);
     int summed = (must || reach > bar) && sum_shards(others, slot, &now, &now_ovh);

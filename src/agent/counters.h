@@ -6,11 +6,12 @@
  * shard's unflushed delta passes the category's flush_at). A flush that
  * could reach the peak checks it against the exact sum of every shard,
  * which takes in threads that sit idle on a delta (one further below it
- * skips the sum: the other deltas could not lift it that far). Between flushes each allocation checks it
- * against the thread's own delta: the hot path compares the delta with
- * the slot's room (mt_cslot's hi and lo), which the thread sets from the
- * global, the peak and flush_at whenever it goes the long way (a flush,
- * a peak raised, its first count). One thread alone is exact: the global
+ * skips the sum: the other deltas could not lift it that far). Between
+ * flushes each allocation checks it against the thread's own delta: the
+ * hot path compares the delta with the slot's room (mt_cslot's hi and
+ * lo), which the thread sets from the global, the peak and flush_at
+ * whenever it goes the long way (a flush, a peak raised, its first
+ * count). One thread alone is exact: the global
  * moves only with its own flushes. With more, the peak can miss what the
  * other threads hold unflushed and what they flushed since this thread
  * last set its room; each thread's delta stays within flush_at either
@@ -240,15 +241,34 @@ static MT_INLINE void mt_count_block(unsigned cat, int64_t size, int64_t ovh, in
     mt_bump(sign > 0 ? &c->allocs : &c->frees, 1);
 }
 
-/* The owner's slot after sign * n (n >= 0), when that is within its room
- * (mt_cslot): 1 and *local; else 0, and mt_count_bytes must do it. */
-static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t n, int64_t *local)
+/* The owner's slot after adding d, when that is within its room
+ * (mt_cslot): 1 and *local; else 0, and mt_count_bytes must do it. The
+ * side of the room checked: hi for sign > 0, lo for sign < 0, both for 0
+ * (a resize). */
+static MT_INLINE int mt_quick_delta(mt_cslot *c, int sign, int64_t d, int64_t *local)
 {
-    int64_t l = mt_ld(&c->live_bytes) + sign * n;
-    if (sign > 0 ? MT_UNLIKELY(l > mt_room(&c->hi)) : MT_UNLIKELY(l < mt_room(&c->lo)))
+    int64_t l = mt_ld(&c->live_bytes) + d;
+    if ((sign >= 0 && MT_UNLIKELY(l > mt_room(&c->hi))) || (sign <= 0 && MT_UNLIKELY(l < mt_room(&c->lo))))
         return 0;
     *local = l;
     return 1;
+}
+
+/* mt_quick_delta of slot c in shard sh and, once the program has
+ * categories of its own (no longer solo), of the total's slot: 1 with
+ * both within their rooms, the total's stored and c's in *local; 0 with
+ * nothing stored. */
+static MT_INLINE int mt_quick_deltas(mt_shard *sh, mt_cslot *c, int sign, int64_t d, int64_t *local)
+{
+    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
+        mt_cslot *t = &sh->slot[MT_SLOT_TOTAL];
+        int64_t lt;
+        if (!mt_quick_delta(t, sign, d, &lt) || !mt_quick_delta(c, sign, d, local))
+            return 0;
+        atomic_store_explicit(&t->live_bytes, lt, memory_order_relaxed);
+        return 1;
+    }
+    return mt_quick_delta(c, sign, d, local);
 }
 
 /* The stores of a count that fits its slot's room: slot c's live bytes
@@ -274,16 +294,9 @@ static MT_INLINE void mt_count_commit(mt_shard *sh, mt_cslot *c, int64_t local, 
  * allow) loses its count either way. */
 static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size, int64_t ovh, int sign)
 {
-    mt_cslot *t = &sh->slot[MT_SLOT_TOTAL];
-    int64_t local, lt;
-    /* The total's slot too, when it is kept (no longer solo). */
-    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
-        if (!mt_quick_delta(t, sign, size, &lt) || !mt_quick_delta(c, sign, size, &local))
-            return 0;
-        atomic_store_explicit(&t->live_bytes, lt, memory_order_relaxed);
-    } else if (!mt_quick_delta(c, sign, size, &local)) {
+    int64_t local;
+    if (!mt_quick_deltas(sh, c, sign, sign * size, &local))
         return 0;
-    }
     mt_count_commit(sh, c, local, ovh, sign);
     return 1;
 }
@@ -291,16 +304,6 @@ static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size
 static MT_INLINE int mt_count_block_quick(mt_shard *sh, unsigned cat, int64_t size, int64_t ovh, int sign)
 {
     return mt_count_slot_quick(sh, &sh->slot[cat], size, ovh, sign);
-}
-
-/* Slot c's live bytes after adding d, when that is within its room. */
-static MT_INLINE int mt_resize_delta(mt_cslot *c, int64_t d, int64_t *local)
-{
-    int64_t l = mt_ld(&c->live_bytes) + d;
-    if (MT_UNLIKELY(l > mt_room(&c->hi)) || MT_UNLIKELY(l < mt_room(&c->lo)))
-        return 0;
-    *local = l;
-    return 1;
 }
 
 /* mt_count_resize's common case whole, or nothing (as mt_count_block_quick):
@@ -312,15 +315,10 @@ static MT_INLINE int mt_count_resize_quick(unsigned cat, int64_t dsize)
     mt_shard *sh = mt_t.shard;
     if (MT_UNLIKELY(sh == NULL))
         return 0;
-    mt_cslot *c = &sh->slot[cat], *t = &sh->slot[MT_SLOT_TOTAL];
-    int64_t local, lt;
-    if (MT_UNLIKELY(!atomic_load_explicit(&mt_cat_solo, memory_order_relaxed))) {
-        if (!mt_resize_delta(t, dsize, &lt) || !mt_resize_delta(c, dsize, &local))
-            return 0;
-        atomic_store_explicit(&t->live_bytes, lt, memory_order_relaxed);
-    } else if (!mt_resize_delta(c, dsize, &local)) {
+    mt_cslot *c = &sh->slot[cat];
+    int64_t local;
+    if (!mt_quick_deltas(sh, c, 0, dsize, &local))
         return 0;
-    }
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
     mt_bump_own(&c->reallocs, 1);
     return 1;

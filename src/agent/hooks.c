@@ -1143,7 +1143,7 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
     }
     mt_cslot *c = &mt_t.shard->slot[cat];
     int64_t local;
-    if (MT_LIKELY(mt_resize_delta(c, dsize, &local))) {
+    if (MT_LIKELY(mt_quick_delta(c, 0, dsize, &local))) {
         atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
         mt_bump_own(&c->reallocs, 1);
     } else {
