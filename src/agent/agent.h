@@ -99,7 +99,7 @@ typedef struct mt_tls {
     struct mt_shard *shard; /* this thread's counters, or NULL */
     struct mt_cslot
         *cslot;       /* &shard->slot[cat], or a closed slot (mt_cat_slot_set); NULL till the first set */
-    uint64_t catword; /* with cslot: a plain block's header word but for its size (mt_cat_slot_set) */
+    uint64_t catword; /* with cslot: a common-path block's header word but for its size (mt_cat_slot_set) */
     union {
         struct {
             uint16_t in_agent;   /* >0 while the agent runs: nested calls go straight to the real allocator */

@@ -22,7 +22,7 @@
 #include "agent/agent.h"
 
 typedef struct mt_hdr {
-    uint64_t word;  /* size:48 | category:8 | log2(prefix):6 | tag kind:2 */
+    uint64_t word;  /* size:47 | quick:1 | log2(prefix):6 | tag kind:2 | category:8 */
     uint32_t check; /* keyed hash of p, word, tag; ^MT_FREED_XOR once freed */
     uint32_t tag;   /* what names the block, by its kind (record.h's MT_REC_*,
                        the recording when it was allocated): a call site's
@@ -43,31 +43,54 @@ typedef struct mt_hdr {
 
 static inline uint64_t mt_word(uint64_t size, unsigned cat, unsigned shift, unsigned kind)
 {
-    return size | (uint64_t)cat << 48 | (uint64_t)shift << 56 | (uint64_t)kind << 62;
+    return size | (uint64_t)shift << 48 | (uint64_t)kind << 54 | (uint64_t)cat << 56;
 }
-#define MT_SIZE_MASK ((1ull << 48) - 1) /* a header word's size */
+#define MT_SIZE_MASK MT_SIZE_LIMIT /* a header word's size */
+/* The quick bit: a block the hooks' common paths may free or resize
+ * (hooks.c): plain and of no recording, from MT_PLAIN_MIN bytes to below
+ * MT_QUICK_MAX (so its size is the word's low 16 bits), its canary on, in
+ * a chunk of glibc's heap (not one glibc mapped for itself). Set only
+ * where all of that is known, when the header is written. */
+#define MT_WORD_QUICK (1ull << 47)
+_Static_assert(MT_QUICK_MAX <= 65536u, "a quick block's size is its word's low 16 bits");
 static inline uint64_t mt_word_size(uint64_t w)
 {
     return w & MT_SIZE_MASK;
 }
 static inline unsigned mt_word_cat(uint64_t w)
 {
-    return (unsigned)(w >> 48) & 0xff;
+    return (unsigned)(w >> 56);
 }
 static inline unsigned mt_word_shift(uint64_t w)
 {
-    return (unsigned)(w >> 56) & 63;
+    return (unsigned)(w >> 48) & 63;
 }
 static inline unsigned mt_word_kind(uint64_t w)
 {
-    return (unsigned)(w >> 62);
+    return (unsigned)(w >> 54) & 3;
 }
-/* A header word's top byte (its shift and tag kind) read from memory on
- * its own: one comparison with no shift of the word. Little-endian. */
-static inline unsigned mt_hdr_top(const mt_hdr *h)
+/* A word's shape: its shift and tag kind, byte 6. */
+static inline unsigned mt_word_shape(uint64_t w)
 {
-    return ((const unsigned char *)&h->word)[7];
+    return (unsigned)(w >> 48) & 0xff;
 }
+#define MT_SHAPE_PLAIN MT_PLAIN_SHIFT /* a plain block of no recording (kind 0) */
+/* A header's shape read from memory on its own: one comparison with no
+ * shift of the word. */
+static inline unsigned mt_hdr_shape(const mt_hdr *h)
+{
+    return ((const unsigned char *)&h->word)[6];
+}
+/* A header's bytes 5 and 6 read from memory on their own: its shape, the
+ * quick bit and size bits 40 to 46 (little-endian). MT_FORM_QUICK: a
+ * plain block of no recording with the quick bit, in one comparison. */
+static inline unsigned mt_hdr_form(const mt_hdr *h)
+{
+    uint16_t f;
+    memcpy(&f, (const unsigned char *)&h->word + 5, sizeof f);
+    return f;
+}
+#define MT_FORM_QUICK (MT_SHAPE_PLAIN << 8 | 0x80u)
 /* Shifts the agent writes: 4 (plain) to 40 (1 TiB alignment). A header
  * that passes the check by a 2^-32 chance must not steer us further. */
 static inline int mt_word_sane(uint64_t w)
@@ -107,18 +130,21 @@ static inline int64_t mt_overhead(uint64_t size, unsigned shift)
     return (int64_t)(mt_request(size, shift) - size);
 }
 
+/* The tail canary: the check's low 16 bits, which the header's keyed
+ * hash makes differ from block to block (no further mixing: one
+ * instruction less on every path that writes or reads it). */
 static inline uint16_t mt_tail_value(uint32_t check)
 {
-    return (uint16_t)(check ^ 0x5AA5u);
+    return (uint16_t)check;
 }
 
 /* The tombstone left in a freed block: its header word, with the size
  * saturated at 2^24-1, masked by a keyed product of the pointer
  * (mt_tomb_key, a secret odd number: init.c), so a second free can be
  * recognised and reported with what the block was. Unmasked, a tombstone
- * has bits 24 to 47 clear and a sane top byte (mt_tomb_open), and a
+ * has size bits 24 to 46 clear, a sane shape (mt_tomb_open) and a
  * category that exists (classify.c): other bytes pass for one with a
- * chance under 2^-27.
+ * chance under 2^-26. The quick bit stays as it was.
  * glibc writes up to 32 bytes of free-list links from the start of a
  * freed chunk, which is 16 bytes before p (our header) to 16 bytes after
  * it (large bins): the tombstone goes past them, at p+16, in blocks of 24

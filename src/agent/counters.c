@@ -176,7 +176,8 @@ void mt_cat_slot_set(void)
     mt_shard *sh = mt_t.shard;
     mt_t.cslot = &closed_slot;
     atomic_signal_fence(memory_order_seq_cst);
-    mt_t.catword = mt_word(0, mt_t.cat, MT_PLAIN_SHIFT, MT_REC_NONE);
+    mt_t.catword =
+        mt_word(0, mt_t.cat, MT_PLAIN_SHIFT, MT_REC_NONE) | MT_WORD_QUICK; /* malloc's common paths' */
     atomic_signal_fence(memory_order_seq_cst);
     mt_t.cslot = sh ? &sh->slot[mt_t.cat] : &closed_slot;
 }

@@ -105,7 +105,7 @@ static inline mt_hdr *fast_header(void *p)
 }
 
 /* The header of the common block of ours: plain (shift 4) and of no
- * recording (kind 0), which the header's top byte says at once (and sane
+ * recording (kind 0), which the header's shape byte says at once (and sane
  * with them), needing no probe, with a valid check. NULL: any other. */
 static MT_INLINE mt_hdr *plain_header(void *p)
 {
@@ -115,7 +115,7 @@ static MT_INLINE mt_hdr *plain_header(void *p)
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = h->word;
     /* kind 0: its tag is 0, so the check is of p and word alone */
-    if (MT_LIKELY(h->check == mt_hash(p, word, 0)) && MT_LIKELY(mt_hdr_top(h) == MT_PLAIN_SHIFT))
+    if (MT_LIKELY(h->check == mt_hash(p, word, 0)) && MT_LIKELY(mt_hdr_shape(h) == MT_SHAPE_PLAIN))
         return h;
     return NULL;
 }
@@ -168,10 +168,45 @@ static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
 
 /* ---- tracked blocks ---------------------------------------------------- */
 
+_Static_assert(MT_QUICK_MAX <= MT_TAIL_MAX, "the common paths' blocks always carry a canary");
+static MT_INLINE int quick_size(uint64_t size)
+{
+    return size - MT_PLAIN_MIN < MT_QUICK_MAX - MT_PLAIN_MIN;
+}
+
+/* glibc's IS_MMAPPED bit of the chunk whose pointer is `real`: its size
+ * word's bit 0x2, right under it (allocator.h); 0 for a heap chunk. */
+static MT_INLINE size_t glibc_mapped_bit(const char *real)
+{
+    size_t chunk_size;
+    memcpy(&chunk_size, real - sizeof chunk_size, sizeof chunk_size);
+    return chunk_size & 2;
+}
+
+/* mt_hooks_extra as the common paths read it: a plain load the compiler
+ * may fold into its test (as counters.h's mt_room: an aligned 4-byte
+ * load, atomic on x86-64). */
+static MT_INLINE unsigned quick_extra(void)
+{
+    return *(const unsigned *)&mt_hooks_extra;
+}
+
+/* The quick bit for the header word of a new plain block of no recording
+ * at p, of `size` bytes (block.h's MT_WORD_QUICK): in the common range,
+ * glibc underneath, in a chunk glibc did not map for itself. */
+static MT_INLINE uint64_t quick_bit(const char *p, uint64_t size)
+{
+    if (MT_LIKELY(quick_size(size)) && MT_LIKELY(!(quick_extra() & MT_EXTRA_ALLOC)) &&
+        MT_LIKELY(!glibc_mapped_bit(p - MT_HDR_SIZE)))
+        return MT_WORD_QUICK;
+    return 0;
+}
+
 /* write_header of a plain block of no recording (tag 0) whose header
  * word is `word`: its tag and check in one store. */
 static MT_INLINE void write_plain_word(char *p, uint64_t size, uint64_t word)
 {
+    word |= quick_bit(p, size);
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t ct = mt_check_tag0(p, word);
     h->word = word;
@@ -193,6 +228,8 @@ static MT_INLINE void write_header(char *p, uint64_t size, unsigned cat, unsigne
 {
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = mt_word(size, cat, shift, kind);
+    if (shift == MT_PLAIN_SHIFT && kind == MT_REC_NONE)
+        word |= quick_bit(p, size);
     h->word = word;
     h->tag = tag;
     h->check = mt_hash(p, word, tag);
@@ -359,17 +396,28 @@ static MT_INLINE void mark_freed(void *p, mt_hdr *h)
 
 /* mark_freed of a block of the common range (plain_quick_size), not at an
  * edge offset: its size needs no saturating in the tombstone. */
-static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t word)
+/* Where the tombstone of a block of `size` bytes at p goes (mt_tomb_off),
+ * as a choice of two addresses: a conditional move. */
+static MT_INLINE char *tomb_at(void *p, uint64_t size)
+{
+    return size >= 24 ? (char *)p + 16 : (char *)p;
+}
+/* mark_freed_quick with the tombstone's address known (tomb_at). */
+static MT_INLINE void mark_freed_at(void *p, mt_hdr *h, uint64_t word, char *at)
 {
     h->check ^= MT_FREED_XOR;
     uint64_t tomb = mt_tombstone_small(p, word);
-    memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &tomb, sizeof tomb);
+    memcpy(at, &tomb, sizeof tomb);
+}
+static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t word, uint64_t size)
+{
+    mark_freed_at(p, h, word, tomb_at(p, size));
 }
 
 /* mark_freed_quick, and the block given back. */
-static MT_INLINE void give_back_quick(void *p, mt_hdr *h, uint64_t word)
+static MT_INLINE void give_back_quick(void *p, mt_hdr *h, uint64_t word, uint64_t size)
 {
-    mark_freed_quick(p, h, word);
+    mark_freed_quick(p, h, word, size);
     mt_real_fn.free(h);
 }
 
@@ -424,13 +472,13 @@ static MT_INLINE void release(void *p, mt_hdr *h)
 {
     uint64_t word = h->word, size = mt_word_size(word);
     unsigned cat = mt_word_cat(word);
-    if (MT_UNLIKELY(word >> 56 != MT_PLAIN_SHIFT) || MT_UNLIKELY(!plain_quick_size(size)) ||
+    if (MT_UNLIKELY(mt_word_shape(word) != MT_SHAPE_PLAIN) || MT_UNLIKELY(!plain_quick_size(size)) ||
         MT_UNLIKELY(!hooks_plain_free()) || MT_UNLIKELY(!tail_intact(p, h, size)) ||
         MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(!count_quick(cat, size, MT_PLAIN_SHIFT, -1))) {
         release_full(p, h);
         return;
     }
-    give_back_quick(p, h, word);
+    give_back_quick(p, h, word, size);
 }
 
 /* The real malloc, and once more if it failed and trace mode gave back
@@ -859,31 +907,10 @@ static inline size_t malloc_usable_size_call(void *p)
  * the same steps and count the total's slot too. Their blocks are plain, of no
  * recording, from MT_PLAIN_MIN bytes to below MT_QUICK_MAX (so below
  * MT_TAIL_MAX and memory info's mapped blocks), in a chunk glibc did not
- * map for itself: their canary is always on (tail_on). Anything else
- * goes the long way, which looks at the block afresh. */
-
-_Static_assert(MT_QUICK_MAX <= MT_TAIL_MAX, "the common paths' blocks always carry a canary");
-static MT_INLINE int quick_size(uint64_t size)
-{
-    return size - MT_PLAIN_MIN < MT_QUICK_MAX - MT_PLAIN_MIN;
-}
-
-/* glibc's IS_MMAPPED bit of the chunk whose pointer is `real`: its size
- * word's bit 0x2, right under it (allocator.h); 0 for a heap chunk. */
-static MT_INLINE size_t glibc_mapped_bit(const char *real)
-{
-    size_t chunk_size;
-    memcpy(&chunk_size, real - sizeof chunk_size, sizeof chunk_size);
-    return chunk_size & 2;
-}
-
-/* mt_hooks_extra as the common paths read it: a plain load the compiler
- * may fold into its test (as counters.h's mt_room: an aligned 4-byte
- * load, atomic on x86-64). */
-static MT_INLINE unsigned quick_extra(void)
-{
-    return *(const unsigned *)&mt_hooks_extra;
-}
+ * map for itself: their canary is always on (tail_on). Their headers carry
+ * the quick bit (block.h's MT_WORD_QUICK), which free and realloc test
+ * with the shape in one comparison. Anything else goes the long way,
+ * which looks at the block afresh. */
 
 /* A new block of `size` bytes may take a common path: nothing extra to
  * do, or sampling whose count this block does not cross (taken down
@@ -899,11 +926,31 @@ static MT_INLINE int quick_free(void)
     return (quick_extra() & ~(unsigned)(MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0;
 }
 
-/* The header of a plain block of no recording, for a common path while
- * the gate is open; NULL: the long way. */
+/* The slot in shard sh of the category in header word `word`: its offset
+ * straight from the word's top byte, with no shift down and up. */
+_Static_assert(sizeof(mt_cslot) == 64 && offsetof(mt_shard, slot) == 0, "word_slot's offset");
+static MT_INLINE mt_cslot *word_slot(mt_shard *sh, uint64_t word)
+{
+    return (mt_cslot *)((char *)sh + ((word >> 50) & (0xffull << 6)));
+}
+
+/* The header of a block with the quick bit (block.h's MT_WORD_QUICK),
+ * plain and of no recording (the two in one comparison), needing no
+ * probe, with a valid check, for a common path while the gate is open;
+ * NULL: the long way. Its size is its word's low 16 bits (quick_word_size). */
 static MT_INLINE mt_hdr *quick_header(void *p)
 {
-    return MT_LIKELY(QUICK) ? plain_header(p) : NULL;
+    uintptr_t a = (uintptr_t)p;
+    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY((a & 15) != 0) || MT_UNLIKELY(needs_probe(a)))
+        return NULL;
+    mt_hdr *h = (mt_hdr *)p - 1;
+    if (MT_LIKELY(h->check == mt_hash(p, h->word, 0)) && MT_LIKELY(mt_hdr_form(h) == MT_FORM_QUICK))
+        return h;
+    return NULL;
+}
+static MT_INLINE uint64_t quick_word_size(uint64_t word)
+{
+    return (uint16_t)word;
 }
 
 /* ---- the exported names --------------------------------------------------
@@ -1027,48 +1074,45 @@ static __attribute__((noinline)) void free_slow(void *p)
     free_call(p);
 }
 
-/* free's common path, when the mode word said no (p a plain block of no
- * recording, quick_size, the gate open): with categories of the
+/* free's common path, when the mode word said no (p a block with the
+ * quick bit, quick_header, the gate open): with categories of the
  * program's own (quick_with_cats), the same steps, counting the total too
  * (mt_count_block_quick); else, or when those do not do, what free_call
  * would do with it, without free_slow's steps again. */
 static __attribute__((noinline)) void free_moded(void *p)
 {
     mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t word = h->word, size = mt_word_size(word);
+    uint64_t word = h->word, size = quick_word_size(word);
     unsigned x = quick_extra();
-    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
     if (quick_with_cats(x) && (x & ~(unsigned)(MT_EXTRA_CATS | MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0 &&
-        MT_LIKELY(!glibc_mapped_bit((char *)h)) && MT_LIKELY(tail_value_ok(p, h, size)) &&
+        MT_LIKELY(tail_value_ok(p, h, size)) &&
         MT_LIKELY(
             mt_count_block_quick(mt_t.shard, mt_word_cat(word), (int64_t)size, MT_PLAIN_OVERHEAD, -1))) {
-        give_back_quick(p, h, word);
+        give_back_quick(p, h, word, size);
         return;
     }
     release(p, h);
 }
 
-/* The common case (quick_header, quick_size, an intact canary): counted,
- * marked freed, given back, with no call but the real free's, in tail
- * position (NULL sits at an edge offset: free_slow takes it). */
+/* The common case (quick_header, an intact canary): counted, marked
+ * freed, given back, with no call but the real free's, in tail position
+ * (NULL sits at an edge offset: free_slow takes it). */
 MT_ENTRY void free(void *p)
 {
     mt_hdr *h = quick_header(p);
     if (MT_LIKELY(h != NULL)) {
-        uint64_t word = h->word, size = mt_word_size(word);
-        if (MT_UNLIKELY(!quick_free()) && MT_LIKELY(quick_size(size))) {
+        uint64_t word = h->word, size = quick_word_size(word);
+        if (MT_UNLIKELY(!quick_free())) {
             free_moded(p);
             return;
         }
-        /* quick_free first: glibc_mapped_bit reads glibc's chunk header */
-        if (MT_LIKELY(quick_size(size)) && MT_LIKELY(!glibc_mapped_bit((char *)h)) &&
-            MT_LIKELY(tail_value_ok(p, h, size))) {
+        if (MT_LIKELY(tail_value_ok(p, h, size))) {
             mt_shard *sh = mt_t.shard;
-            mt_cslot *c = &sh->slot[mt_word_cat(word)];
+            mt_cslot *c = word_slot(sh, word);
             int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
             if (MT_LIKELY(local >= mt_room(&c->lo))) {
                 mt_count_commit(sh, c, local, MT_PLAIN_OVERHEAD, -1);
-                give_back_quick(p, h, word);
+                give_back_quick(p, h, word, size);
                 return;
             }
         }
@@ -1117,18 +1161,25 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
     /* What follows from word is worked out again here rather than kept
      * across the real realloc's call in registers the frame must save. */
     __asm__("" : "+r"(word));
-    uint64_t size = mt_word_size(word);
+    uint64_t size = quick_word_size(word);
     size_t at = mt_tomb_off(size);
     char *np = real + MT_HDR_SIZE;
     if (MT_LIKELY(n >= at + sizeof saved))
         memcpy(np + at, &saved, sizeof saved);
     else if (at < n)
         memcpy(np + at, &saved, n - at);
-    uint64_t nword = n | (word & ~MT_SIZE_MASK), ct = mt_check_tag0(np, nword);
+    /* the old word's quick bit kept, unless glibc mapped the new chunk */
+    uint64_t nword = n | (word & ~MT_SIZE_MASK);
+    int tail = 1;
+    if (MT_UNLIKELY(glibc_mapped_bit(real))) {
+        nword &= ~MT_WORD_QUICK;
+        tail = tail_on(np, n, MT_PLAIN_SHIFT);
+    }
+    uint64_t ct = mt_check_tag0(np, nword);
     mt_hdr *h = (mt_hdr *)np - 1;
     h->word = nword;
     memcpy(&h->check, &ct, sizeof ct);
-    if (MT_LIKELY(!glibc_mapped_bit(real)) || tail_on(np, n, MT_PLAIN_SHIFT)) {
+    if (MT_LIKELY(tail)) {
         uint16_t t = mt_tail_value((uint32_t)ct);
         memcpy(np + n, &t, sizeof t);
     }
@@ -1141,7 +1192,7 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
             mt_count_resize(cat, dsize, 0);
         return np;
     }
-    mt_cslot *c = &mt_t.shard->slot[cat];
+    mt_cslot *c = word_slot(mt_t.shard, word);
     int64_t local;
     if (MT_LIKELY(mt_quick_delta(c, 0, dsize, &local))) {
         atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
@@ -1171,25 +1222,24 @@ static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t wo
  * NULL when they do not do, in `*slow`. */
 static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, size_t n, unsigned x, int cats, int *slow)
 {
-    uint64_t word = h->word, size = mt_word_size(word);
-    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
-    if (MT_UNLIKELY(!quick_size(size)) || MT_UNLIKELY(glibc_mapped_bit((char *)h)) ||
-        MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
+    uint64_t word = h->word, size = quick_word_size(word);
+    if (MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
         MT_UNLIKELY(x == MT_EXTRA_SAMPLE && !mt_sample_skip_small(n))) {
         *slow = 1;
         return NULL;
     }
     uint64_t saved;
-    memcpy(&saved, (char *)p + mt_tomb_off(size), sizeof saved);
-    mark_freed_quick(p, h, word);
+    char *at = tomb_at(p, size);
+    memcpy(&saved, at, sizeof saved);
+    mark_freed_at(p, h, word, at);
     char *real = mt_real_fn.realloc(h, n + MT_PLAIN_OVERHEAD);
     if (MT_UNLIKELY(real == NULL))
         return realloc_quick_failed(p, word, n, saved, cats);
     return realloc_quick_done(real, word, n, saved, cats);
 }
 
-/* realloc's common path, when the mode word said no (p a plain block of
- * no recording, h its header, the gate open, n quick_size): with
+/* realloc's common path, when the mode word said no (p a block with the
+ * quick bit, h its header, the gate open, n quick_size): with
  * categories of the program's own (quick_with_cats), the same steps,
  * counting the total too; else, or when those do not do, what
  * realloc_call would do with it, without realloc_slow's steps again. */
@@ -1205,7 +1255,7 @@ static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t 
     return realloc_tracked(p, h, n);
 }
 
-/* The common case (quick_header, quick_size for both sizes, an intact
+/* The common case (quick_header, quick_size for the new size, an intact
  * canary, nothing extra to do but a sample count taken down):
  * realloc_plain's work (realloc_tombstoned's for a block at no edge
  * offset), with no call but the real realloc's (NULL sits at an edge
