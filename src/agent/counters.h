@@ -280,6 +280,17 @@ static MT_INLINE void mt_count_commit(mt_shard *sh, mt_cslot *c, int64_t local, 
     mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
 }
 
+/* mt_count_commit of malloc's slot c (while the program has no category
+ * of its own, hooks.c's solo_slot): the overhead's slot is the next one
+ * in the same shard, with no load of the shard's address. */
+_Static_assert(MT_CAT_OVERHEAD == MT_CAT_MALLOC + 1, "mt_count_commit_solo's overhead slot");
+static MT_INLINE void mt_count_commit_solo(mt_cslot *c, int64_t local, int64_t ovh, int sign)
+{
+    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
+    mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
+    mt_bump_own(&c[MT_CAT_OVERHEAD - MT_CAT_MALLOC].live_bytes, sign * ovh);
+}
+
 /* mt_count_block's common case whole, or nothing, for a plain block of
  * MT_PLAIN_MIN bytes or more whose category's slot in shard sh is c (the
  * total's too, once the program has categories of its own): 1 when it

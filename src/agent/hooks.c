@@ -183,6 +183,14 @@ static MT_INLINE size_t glibc_mapped_bit(const char *real)
     return chunk_size & 2;
 }
 
+/* glibc_mapped_bit's note: a chunk glibc mapped for itself starts its mapping: its pointer is at
+ * page offset 16 (glibc's MALLOC_ALIGNMENT is its chunk header's size on
+ * 64-bit targets, so it never shifts one), which puts a plain block of
+ * ours at 32, an edge offset (edge.h). So a plain block at no edge offset
+ * from glibc's malloc or realloc is in a heap chunk, and the common paths
+ * test only needs_probe for both. */
+_Static_assert(sizeof(size_t) == 8, "glibc's mapped chunks at page offset 16 (64-bit)");
+
 /* mt_hooks_extra as the common paths read it: a plain load the compiler
  * may fold into its test (as counters.h's mt_room: an aligned 4-byte
  * load, atomic on x86-64). */
@@ -926,25 +934,33 @@ static MT_INLINE int quick_free(void)
     return (quick_extra() & ~(unsigned)(MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0;
 }
 
-/* The slot in shard sh of the category in header word `word`: its offset
- * straight from the word's top byte, with no shift down and up. */
-_Static_assert(sizeof(mt_cslot) == 64 && offsetof(mt_shard, slot) == 0, "word_slot's offset");
-static MT_INLINE mt_cslot *word_slot(mt_shard *sh, uint64_t word)
+/* The slot in shard sh of a block's category, for a common path that saw
+ * no MT_EXTRA_CATS in the mode word after it read the block's header:
+ * malloc's. Until the program makes a category of its own, every block is
+ * malloc's (mt_t.cat starts there, and the API tags only into malloc or a
+ * category of the program's); counters.c sets the bit before the first
+ * such category exists, so a header written in one was written after the
+ * bit, and a load of the mode word after the load of that header sees it
+ * (quick_header's load of the word is an acquire: the mode's load cannot
+ * come before it, and on x86-64 it is a plain load all the same). */
+static MT_INLINE mt_cslot *solo_slot(mt_shard *sh)
 {
-    return (mt_cslot *)((char *)sh + ((word >> 50) & (0xffull << 6)));
+    return &sh->slot[MT_CAT_MALLOC];
 }
 
 /* The header of a block with the quick bit (block.h's MT_WORD_QUICK),
  * plain and of no recording (the two in one comparison), needing no
  * probe, with a valid check, for a common path while the gate is open;
  * NULL: the long way. Its size is its word's low 16 bits (quick_word_size). */
-static MT_INLINE mt_hdr *quick_header(void *p)
+static MT_INLINE mt_hdr *quick_header(void *p, uint64_t *wordp)
 {
     uintptr_t a = (uintptr_t)p;
     if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY((a & 15) != 0) || MT_UNLIKELY(needs_probe(a)))
         return NULL;
     mt_hdr *h = (mt_hdr *)p - 1;
-    if (MT_LIKELY(h->check == mt_hash(p, h->word, 0)) && MT_LIKELY(mt_hdr_form(h) == MT_FORM_QUICK))
+    uint64_t word = __atomic_load_n(&h->word, __ATOMIC_ACQUIRE); /* before the mode's (solo_slot) */
+    *wordp = word;
+    if (MT_LIKELY(h->check == mt_hash(p, word, 0)) && MT_LIKELY(mt_hdr_form(h) == MT_FORM_QUICK))
         return h;
     return NULL;
 }
@@ -1021,8 +1037,8 @@ static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
      * so a signal handler's malloc meanwhile labels and counts its block
      * alike. */
     char *p = real + MT_HDR_SIZE;
-    /* the mode first: glibc_mapped_bit reads glibc's chunk header */
-    if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(glibc_mapped_bit(real)) ||
+    /* at no edge offset, so not a chunk glibc mapped (above) */
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
         MT_UNLIKELY(!mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n, MT_PLAIN_OVERHEAD, +1)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     write_quick_word(p, n, n | mt_t.catword);
@@ -1044,12 +1060,13 @@ MT_ENTRY void *malloc(size_t n)
     char *p = real + MT_HDR_SIZE;
     mt_cslot *c = mt_t.cslot;
     int64_t local = mt_ld(&c->live_bytes) + (int64_t)n;
-    if (MT_UNLIKELY(!quick_new(n))) /* first: glibc_mapped_bit reads glibc's chunk header */
+    if (MT_UNLIKELY(!quick_new(n)))
         return malloc_moded(real, n);
-    if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(glibc_mapped_bit(real)) ||
-        MT_UNLIKELY(local > mt_room(&c->hi)))
+    /* at no edge offset, so not a chunk glibc mapped (above) */
+    if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(local > mt_room(&c->hi)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
-    mt_count_commit(mt_t.shard, c, local, MT_PLAIN_OVERHEAD, +1);
+    /* quick_new saw no MT_EXTRA_CATS: c is malloc's slot (solo_slot) */
+    mt_count_commit_solo(c, local, MT_PLAIN_OVERHEAD, +1);
     write_quick_word(p, n, n | mt_t.catword);
     return p;
 }
@@ -1099,19 +1116,19 @@ static __attribute__((noinline)) void free_moded(void *p)
  * (NULL sits at an edge offset: free_slow takes it). */
 MT_ENTRY void free(void *p)
 {
-    mt_hdr *h = quick_header(p);
+    uint64_t word;
+    mt_hdr *h = quick_header(p, &word);
     if (MT_LIKELY(h != NULL)) {
-        uint64_t word = h->word, size = quick_word_size(word);
+        uint64_t size = quick_word_size(word);
         if (MT_UNLIKELY(!quick_free())) {
             free_moded(p);
             return;
         }
         if (MT_LIKELY(tail_value_ok(p, h, size))) {
-            mt_shard *sh = mt_t.shard;
-            mt_cslot *c = word_slot(sh, word);
+            mt_cslot *c = solo_slot(mt_t.shard);
             int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
             if (MT_LIKELY(local >= mt_room(&c->lo))) {
-                mt_count_commit(sh, c, local, MT_PLAIN_OVERHEAD, -1);
+                mt_count_commit_solo(c, local, MT_PLAIN_OVERHEAD, -1);
                 give_back_quick(p, h, word, size);
                 return;
             }
@@ -1166,12 +1183,14 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
     char *np = real + MT_HDR_SIZE;
     if (MT_LIKELY(n >= at + sizeof saved))
         memcpy(np + at, &saved, sizeof saved);
-    else if (at < n)
-        memcpy(np + at, &saved, n - at);
-    /* the old word's quick bit kept, unless glibc mapped the new chunk */
+    else /* byte by byte from the register: saved needs no stack slot */
+        for (size_t i = at; i < n; i++, saved >>= 8)
+            np[i] = (char)saved;
+    /* the old word's quick bit kept, unless glibc mapped the new chunk
+     * (only ever at an edge offset: glibc_mapped_bit's note) */
     uint64_t nword = n | (word & ~MT_SIZE_MASK);
-    int tail = 1;
-    if (MT_UNLIKELY(glibc_mapped_bit(real))) {
+    int tail = 1, edge = needs_probe((uintptr_t)np);
+    if (MT_UNLIKELY(edge) && glibc_mapped_bit(real)) {
         nword &= ~MT_WORD_QUICK;
         tail = tail_on(np, n, MT_PLAIN_SHIFT);
     }
@@ -1183,7 +1202,7 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
         uint16_t t = mt_tail_value((uint32_t)ct);
         memcpy(np + n, &t, sizeof t);
     }
-    if (MT_UNLIKELY(needs_probe((uintptr_t)np)))
+    if (MT_UNLIKELY(edge))
         mt_edge_add(np);
     unsigned cat = mt_word_cat(word);
     int64_t dsize = (int64_t)n - (int64_t)size;
@@ -1192,7 +1211,7 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
             mt_count_resize(cat, dsize, 0);
         return np;
     }
-    mt_cslot *c = word_slot(mt_t.shard, word);
+    mt_cslot *c = solo_slot(mt_t.shard); /* no MT_EXTRA_CATS: realloc's mode test */
     int64_t local;
     if (MT_LIKELY(mt_quick_delta(c, 0, dsize, &local))) {
         atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
@@ -1220,9 +1239,10 @@ static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t wo
 /* realloc's common path from its checks on (the mode's included; cats:
  * the program has categories of its own, so the total is counted too):
  * NULL when they do not do, in `*slow`. */
-static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, size_t n, unsigned x, int cats, int *slow)
+static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, uint64_t word, size_t n, unsigned x, int cats,
+                                     int *slow)
 {
-    uint64_t word = h->word, size = quick_word_size(word);
+    uint64_t size = quick_word_size(word);
     if (MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
         MT_UNLIKELY(x == MT_EXTRA_SAMPLE && !mt_sample_skip_small(n))) {
         *slow = 1;
@@ -1248,7 +1268,7 @@ static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t 
     unsigned x = quick_extra(), xs = x & ~(unsigned)MT_EXTRA_CATS;
     if (quick_with_cats(x) && (xs == 0 || xs == MT_EXTRA_SAMPLE)) {
         int slow = 0;
-        void *r = realloc_quick(p, h, n, xs, 1, &slow);
+        void *r = realloc_quick(p, h, h->word, n, xs, 1, &slow);
         if (!slow)
             return r;
     }
@@ -1262,14 +1282,15 @@ static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t 
  * offset: realloc_slow takes it). */
 MT_ENTRY void *realloc(void *p, size_t n)
 {
-    mt_hdr *h = quick_header(p);
+    uint64_t word;
+    mt_hdr *h = quick_header(p, &word);
     if (MT_UNLIKELY(h == NULL) || MT_UNLIKELY(!quick_size(n)))
         return realloc_slow(p, n);
     unsigned x = quick_extra();
     if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE))
         return realloc_moded(p, h, n);
     int slow = 0;
-    void *r = realloc_quick(p, h, n, x, 0, &slow);
+    void *r = realloc_quick(p, h, word, n, x, 0, &slow);
     if (MT_UNLIKELY(slow))
         return realloc_slow(p, n);
     return r;
