@@ -48,6 +48,22 @@ min_median() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
 
+# paired_ratio "A1 A2 ..." "B1 B2 ...": the median of Ai / Bi, each pair
+# timed in the same round of an interleaved benchmark. A host whose speed
+# drifts between rounds (a shared or paging hypervisor) moves both runs
+# of a round alike, so this figure wanders less than the ratio of two
+# columns' mins or medians taken apart.
+paired_ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        n = split(a, x, " "); m = split(b, y, " "); if (m < n) n = m
+        k = 0
+        for (i = 1; i <= n; i++) if (y[i] > 0) r[++k] = x[i] / y[i]
+        if (k == 0) { print "nan"; exit }
+        for (i = 2; i <= k; i++) { v = r[i]; for (j = i - 1; j >= 1 && r[j] > v; j--) r[j + 1] = r[j]; r[j + 1] = v }
+        printf "%.3f", (k % 2) ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
+    }'
+}
+
 show_err() { # LOGFILE
     if [ -s "$1" ]; then tail -n 15 "$1" | sed 's/^/    | /'; fi
 }

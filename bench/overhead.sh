@@ -6,7 +6,9 @@
 # ones (../shared/bench): the mbench malloc microbenchmark, SQLite and
 # CPython. Runs are interleaved (bare, memtrail, ..., bare, ...) so machine
 # noise hits every column alike; the headline figure is min-of-runs, the
-# median is shown beside it.
+# median is shown beside it, and the paired ratio: the median over rounds
+# of each run's time over the bare run's of the same round, which a host
+# whose speed drifts moves least.
 #
 # Usage: bench/overhead.sh [--runs N] [--quick] [--only mbench|sqlite|python]
 #                          [--direct] [--no-heaptrack] [--no-memtrail]
@@ -234,31 +236,34 @@ bench_workload() {
         # shellcheck disable=SC2086
         read -r "mins[$col]" "meds[$col]" < <(min_median ${times[$col]})
     done
-    printf '   %-14s %10s %10s %14s %14s\n' "" "min s" "median s" "x bare (min)" "x bare (med)"
-    local -A rmin=() rmed=()
+    printf '   %-14s %10s %10s %14s %14s %14s\n' "" "min s" "median s" "x bare (min)" "x bare (med)" "x bare (pair)"
+    local -A rmin=() rmed=() rpair=()
     for col in "${cols[@]}"; do
         if [ -z "${mins[$col]:-}" ]; then continue; fi
         rmin[$col]=$(ratio "${mins[$col]}" "${mins[bare]}"); rmed[$col]=$(ratio "${meds[$col]}" "${meds[bare]}")
-        printf '   %-14s %10.3f %10.3f %14.2f %14.2f\n' "$col" "${mins[$col]}" "${meds[$col]}" "${rmin[$col]}" "${rmed[$col]}"
+        rpair[$col]=$(paired_ratio "${times[$col]}" "${times[bare]}")
+        printf '   %-14s %10.3f %10.3f %14.3f %14.3f %14.3f\n' "$col" "${mins[$col]}" "${meds[$col]}" "${rmin[$col]}" \
+            "${rmed[$col]}" "${rpair[$col]}"
     done
-    local je_min="" je_med=""
+    local je_min="" je_med="" je_pair=""
     if [ -n "${mins[jemalloc+prof]:-}" ] && [ -n "${mins[jemalloc]:-}" ]; then
         je_min=$(ratio "${mins[jemalloc+prof]}" "${mins[jemalloc]}")
         je_med=$(ratio "${meds[jemalloc+prof]}" "${meds[jemalloc]}")
-        printf '   jemalloc+prof x jemalloc: %.2f (min), %.2f (median): the peer sampling profiler'"'"'s own cost\n' \
-            "$je_min" "$je_med"
+        je_pair=$(paired_ratio "${times[jemalloc+prof]}" "${times[jemalloc]}")
+        printf '   jemalloc+prof x jemalloc: %.3f (min), %.3f (median), %.3f (paired): the peer sampling profiler'"'"'s own cost\n' \
+            "$je_min" "$je_med" "$je_pair"
     fi
 
     local line="$name:" sep=" " verdict mode tgt
     for mode in summary detail sample; do
         if [ -z "${rmin[$mode]:-}" ]; then continue; fi
-        line+=$sep$(printf '%s %.2fx (median %.2fx)' "$mode" "${rmin[$mode]}" "${rmed[$mode]}")
+        line+=$sep$(printf '%s %.3fx (median %.3fx, paired %.3fx)' "$mode" "${rmin[$mode]}" "${rmed[$mode]}" "${rpair[$mode]}")
         sep="; "
         case $mode in summary) tgt=$target ;; detail) tgt=$dtarget ;; sample) tgt=$starget ;; esac
         if [ -n "$tgt" ]; then
             verdict=$(awk -v r="${rmin[$mode]}" -v t="$tgt" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
-            printf '   target: %s mode <= %sx bare: %s (%.2fx by min, %.2fx by median)\n' \
-                "$mode" "$tgt" "$verdict" "${rmin[$mode]}" "${rmed[$mode]}"
+            printf '   target: %s mode <= %sx bare: %s (%.3fx by min, %.3fx by median, %.3fx paired)\n' \
+                "$mode" "$tgt" "$verdict" "${rmin[$mode]}" "${rmed[$mode]}" "${rpair[$mode]}"
             line+=", target <= ${tgt}x $verdict"
         fi
     done
@@ -281,9 +286,13 @@ bench_workload() {
             echo "   memtrail detail recorded ${sites:-?} allocation sites (run 1)"
         fi
     done
-    if [ -n "$je_min" ]; then line+=$sep$(printf 'jemalloc+prof %.2fx of jemalloc (median %.2fx)' "$je_min" "$je_med"); sep="; "; fi
+    if [ -n "$je_min" ]; then
+        line+=$sep$(printf 'jemalloc+prof %.3fx of jemalloc (median %.3fx, paired %.3fx)' "$je_min" "$je_med" "$je_pair")
+        sep="; "
+    fi
     if [ -n "${rmin[heaptrack]:-}" ]; then
-        line+=$sep$(printf 'heaptrack %.2fx (median %.2fx)' "${rmin[heaptrack]}" "${rmed[heaptrack]}")
+        line+=$sep$(printf 'heaptrack %.3fx (median %.3fx, paired %.3fx)' "${rmin[heaptrack]}" "${rmed[heaptrack]}" \
+            "${rpair[heaptrack]}")
     fi
     summary_lines+=("$line")
 }
