@@ -70,8 +70,10 @@ extern int64_t mt_start_ns;  /* CLOCK_REALTIME at start-up */
 enum { MT_EXTRA_REFSET = 1, MT_EXTRA_RECORD = 2, MT_EXTRA_SESSIONS = 4, MT_EXTRA_SAMPLE = 8 };
 /* More bits tell the hooks' common paths (hooks.c) what is no work on
  * any path: the program made a category of its own (so the total has its
- * own slot: counters.h), the real allocator is not glibc (whose chunk
- * headers those paths read): set once, never cleared; sampling at a rate
+ * own slot: counters.h), the real allocator is not glibc (no block gets
+ * the quick bit that lets free and realloc take those paths, block.h's
+ * MT_WORD_QUICK: they lean on glibc's chunk layout): set once, never
+ * cleared; sampling at a rate
  * below MT_QUICK_MAX, with MT_EXTRA_SAMPLE (the common paths' blocks are
  * smaller than MT_QUICK_MAX, so at any other rate none is of the rate or
  * more: sample.h). */

@@ -69,6 +69,8 @@ static inline unsigned mt_word_kind(uint64_t w)
 {
     return (unsigned)(w >> 54) & 3;
 }
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "mt_hdr_shape and mt_hdr_form read the word's bytes");
 /* A word's shape: its shift and tag kind, byte 6. */
 static inline unsigned mt_word_shape(uint64_t w)
 {
@@ -151,9 +153,11 @@ static inline uint16_t mt_tail_value(uint32_t check)
  * bytes or more; smaller blocks only ever reach bins that stop at p, so
  * theirs goes at p. */
 #define MT_TOMB_SIZE_MAX 0xFFFFFFu
+#define MT_TOMB_PAST 16     /* past the large bins' links */
+#define MT_TOMB_PAST_MIN 24 /* the smallest block whose tombstone goes there */
 static inline size_t mt_tomb_off(uint64_t size)
 {
-    return size >= 24 ? 16 : 0;
+    return size >= MT_TOMB_PAST_MIN ? MT_TOMB_PAST : 0;
 }
 static inline uint64_t mt_tomb_mask(const void *p)
 {

@@ -402,13 +402,11 @@ static MT_INLINE void mark_freed(void *p, mt_hdr *h)
     memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &tomb, sizeof tomb);
 }
 
-/* mark_freed of a block of the common range (plain_quick_size), not at an
- * edge offset: its size needs no saturating in the tombstone. */
 /* Where the tombstone of a block of `size` bytes at p goes (mt_tomb_off),
  * as a choice of two addresses: a conditional move. */
 static MT_INLINE char *tomb_at(void *p, uint64_t size)
 {
-    return size >= 24 ? (char *)p + 16 : (char *)p;
+    return size >= MT_TOMB_PAST_MIN ? (char *)p + MT_TOMB_PAST : (char *)p;
 }
 /* mark_freed_quick with the tombstone's address known (tomb_at). */
 static MT_INLINE void mark_freed_at(void *p, mt_hdr *h, uint64_t word, char *at)
@@ -417,6 +415,8 @@ static MT_INLINE void mark_freed_at(void *p, mt_hdr *h, uint64_t word, char *at)
     uint64_t tomb = mt_tombstone_small(p, word);
     memcpy(at, &tomb, sizeof tomb);
 }
+/* mark_freed of a block of the common range (quick_size), not at an edge
+ * offset: its size needs no saturating in the tombstone. */
 static MT_INLINE void mark_freed_quick(void *p, mt_hdr *h, uint64_t word, uint64_t size)
 {
     mark_freed_at(p, h, word, tomb_at(p, size));
@@ -940,9 +940,13 @@ static MT_INLINE int quick_free(void)
  * malloc's (mt_t.cat starts there, and the API tags only into malloc or a
  * category of the program's); counters.c sets the bit before the first
  * such category exists, so a header written in one was written after the
- * bit, and a load of the mode word after the load of that header sees it
- * (quick_header's load of the word is an acquire: the mode's load cannot
- * come before it, and on x86-64 it is a plain load all the same). */
+ * bit, and a load of the mode word after the load of that header sees it.
+ * quick_header's load of the word is an acquire, so the compiler cannot
+ * move the mode's load before it (on x86-64 both are plain loads). The
+ * header's store is a plain one, not a release: the order the two loads
+ * then see comes from the processor (x86-64's total store order; ARMv8
+ * forbids it too), not from the C memory model. Were it broken, a block
+ * would be counted in malloc's slot instead of its category's. */
 static MT_INLINE mt_cslot *solo_slot(mt_shard *sh)
 {
     return &sh->slot[MT_CAT_MALLOC];
@@ -1037,7 +1041,7 @@ static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
      * so a signal handler's malloc meanwhile labels and counts its block
      * alike. */
     char *p = real + MT_HDR_SIZE;
-    /* at no edge offset, so not a chunk glibc mapped (above) */
+    /* at no edge offset, so not a chunk glibc mapped (glibc_mapped_bit's note) */
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
         MT_UNLIKELY(!mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n, MT_PLAIN_OVERHEAD, +1)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
@@ -1062,7 +1066,7 @@ MT_ENTRY void *malloc(size_t n)
     int64_t local = mt_ld(&c->live_bytes) + (int64_t)n;
     if (MT_UNLIKELY(!quick_new(n)))
         return malloc_moded(real, n);
-    /* at no edge offset, so not a chunk glibc mapped (above) */
+    /* at no edge offset, so not a chunk glibc mapped (glibc_mapped_bit's note) */
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(local > mt_room(&c->hi)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     /* quick_new saw no MT_EXTRA_CATS: c is malloc's slot (solo_slot) */

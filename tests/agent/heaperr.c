@@ -18,9 +18,15 @@
  * one in a block below 64 KiB that glibc mapped for itself (a threshold
  * lowered to 512 bytes); mapped-tail: such a
  * chunk's page the program never touched stays uncommitted.
+ * realloc-mapped: a block of the agent's common range resized (below
+ * 64 KiB) into a chunk glibc maps for itself, filled, then freed twice:
+ * the first free counts it once with no error (its canary, pages from
+ * its header, is not written: no page committed), the second finds the
+ * chunk unmapped.
  * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|
  *                realloc-fail-quick|overflow|
- *                overflow-page|overflow-mapped|overflow-mapped-small|mapped-tail|foreign */
+ *                overflow-page|overflow-mapped|overflow-mapped-small|mapped-tail|realloc-mapped|
+ *                foreign */
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -184,6 +190,21 @@ int main(int argc, char **argv)
         EXPECT(p && glibc_mapped(p), "malloc(1000) under a 512-byte threshold left a chunk glibc mapped (%p)",
                (void *)p);
         overflow(p, 1000);
+    } else if (strcmp(what, "realloc-mapped") == 0) {
+        /* no top chunk left to grow into: a realloc past 4 KiB maps */
+        mallopt(M_MMAP_THRESHOLD, 4096);
+        mallopt(M_TOP_PAD, 0);
+        mallopt(M_TRIM_THRESHOLD, 0);
+        char *p = malloc(100);
+        EXPECT(p && !glibc_mapped(p), "malloc(100) came from glibc's heap (%p)", (void *)p);
+        memset(p, 'a', 100);
+        char *q = realloc(p, 40000);
+        EXPECT(q && glibc_mapped(q),
+               "realloc(100 -> 40000) under a 4 KiB threshold left a chunk glibc mapped (%p)", (void *)q);
+        EXPECT(q[0] == 'a' && q[99] == 'a', "realloc kept the block's bytes");
+        memset(q, 'b', 40000);
+        free(q);
+        free(q);
     } else if (strcmp(what, "mapped-tail") == 0) {
         /* Shrunk in place (mremap) to 5 pages, of which the program
          * touches none but the first: the agent must not commit the page

@@ -193,6 +193,23 @@ for case in overflow:40 overflow-page:9000 overflow-mapped:100 overflow-mapped-s
     report_json "$T/he.mtr" "$T/he.json"
     expect_eq "$name: counted in the report" "1" "$(json_get "$T/he.json" "j['errors']['bad_canary']")"
 done
+# A block of the common range resized into a chunk glibc maps for itself
+# (the realloc's common path keeps the quick bit only off such chunks, so
+# its free goes the long way): counted freed once with no error, and its
+# second free finds the chunk unmapped.
+for solo in 0 1; do
+    if [ "$solo" = 1 ]; then HEAPERR_SOLO=1 heaperr realloc-mapped; else heaperr realloc-mapped; fi
+    rc=$?
+    what="realloc into a mapped chunk" cat=victim
+    if [ "$solo" = 1 ]; then what+=" (no category of its own)" cat=malloc; fi
+    expect_eq "$what: program continues" "0 survived realloc-mapped" "$rc $(cat "$T/he.out")"
+    expect_match "$what: the second free reported" "double free \(block already unmapped\)" "$(cat "$T/he.err")"
+    report_json "$T/he.mtr" "$T/he.json"
+    expect_eq "$what: no overrun, one double free" "0 1" "$(canary_and_double "$T/he.json")"
+    expect_eq "$what: the block counted freed once (nothing left live), resized once" "0 0 1" \
+        "$(json_get "$T/he.json" "' '.join(str(x) for c in j['categories'] if c['name']=='$cat' for x in (c['live_bytes'], c['allocs'] - c['frees'], c['reallocs']))")"
+done
+
 # Where the canary would commit a page the program never touched (a mapped
 # chunk shrunk in place), there is none: the kernel's mincore says the
 # page stays out, and the block's free reports nothing.
