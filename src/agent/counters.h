@@ -272,23 +272,22 @@ static MT_INLINE int mt_quick_deltas(mt_shard *sh, mt_cslot *c, int sign, int64_
 }
 
 /* The stores of a count that fits its slot's room: slot c's live bytes
- * now `local`, one more allocation (sign > 0) or free, and the overhead. */
-static MT_INLINE void mt_count_commit(mt_shard *sh, mt_cslot *c, int64_t local, int64_t ovh, int sign)
+ * now `local`, one more allocation (sign > 0) or free, and the overhead
+ * into o, the overhead's slot of the same shard. */
+static MT_INLINE void mt_count_commit(mt_cslot *c, mt_cslot *o, int64_t local, int64_t ovh, int sign)
 {
     atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
     mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
-    mt_bump_own(&sh->slot[MT_CAT_OVERHEAD].live_bytes, sign * ovh);
+    mt_bump_own(&o->live_bytes, sign * ovh);
 }
 
-/* mt_count_commit of malloc's slot c (while the program has no category
- * of its own, hooks.c's solo_slot): the overhead's slot is the next one
- * in the same shard, with no load of the shard's address. */
-_Static_assert(MT_CAT_OVERHEAD == MT_CAT_MALLOC + 1, "mt_count_commit_solo's overhead slot");
-static MT_INLINE void mt_count_commit_solo(mt_cslot *c, int64_t local, int64_t ovh, int sign)
+/* The overhead's slot beside malloc's slot c (while the program has no
+ * category of its own, hooks.c's solo_slot): the next one in the same
+ * shard, with no load of the shard's address. */
+_Static_assert(MT_CAT_OVERHEAD == MT_CAT_MALLOC + 1, "mt_solo_overhead's slot");
+static MT_INLINE mt_cslot *mt_solo_overhead(mt_cslot *c)
 {
-    atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
-    mt_bump_own(sign > 0 ? &c->allocs : &c->frees, 1);
-    mt_bump_own(&c[MT_CAT_OVERHEAD - MT_CAT_MALLOC].live_bytes, sign * ovh);
+    return c + (MT_CAT_OVERHEAD - MT_CAT_MALLOC);
 }
 
 /* mt_count_block's common case whole, or nothing, for a plain block of
@@ -308,7 +307,7 @@ static MT_INLINE int mt_count_slot_quick(mt_shard *sh, mt_cslot *c, int64_t size
     int64_t local;
     if (!mt_quick_deltas(sh, c, sign, sign * size, &local))
         return 0;
-    mt_count_commit(sh, c, local, ovh, sign);
+    mt_count_commit(c, &sh->slot[MT_CAT_OVERHEAD], local, ovh, sign);
     return 1;
 }
 /* mt_count_slot_quick of category cat's slot. */

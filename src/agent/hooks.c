@@ -104,20 +104,30 @@ static inline mt_hdr *fast_header(void *p)
     return NULL;
 }
 
-/* The header of the common block of ours: plain (shift 4) and of no
- * recording (kind 0), which the header's shape byte says at once (and sane
- * with them), needing no probe, with a valid check. NULL: any other. */
-static MT_INLINE mt_hdr *plain_header(void *p)
+/* The header under p, with its word in *wordp, when p needs no probe and
+ * the check is valid for a tag of 0 (a block of no recording, whose check
+ * is of p and word alone); NULL: ask further. The word is loaded with
+ * acquire, before anything its caller reads next (hooks.c's solo_slot;
+ * on x86-64 a plain load). */
+static MT_INLINE mt_hdr *tag0_header(void *p, uint64_t *wordp)
 {
     uintptr_t a = (uintptr_t)p;
     if (MT_UNLIKELY((a & 15) != 0) || MT_UNLIKELY(needs_probe(a)))
         return NULL;
     mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t word = h->word;
-    /* kind 0: its tag is 0, so the check is of p and word alone */
-    if (MT_LIKELY(h->check == mt_hash(p, word, 0)) && MT_LIKELY(mt_hdr_shape(h) == MT_SHAPE_PLAIN))
-        return h;
-    return NULL;
+    uint64_t word = __atomic_load_n(&h->word, __ATOMIC_ACQUIRE);
+    *wordp = word;
+    return MT_LIKELY(h->check == mt_hash(p, word, 0)) ? h : NULL;
+}
+
+/* The header of the common block of ours: plain (shift 4) and of no
+ * recording (kind 0), which the header's shape byte says at once (and sane
+ * with them), needing no probe, with a valid check. NULL: any other. */
+static MT_INLINE mt_hdr *plain_header(void *p)
+{
+    uint64_t word;
+    mt_hdr *h = tag0_header(p, &word);
+    return h && MT_LIKELY(mt_hdr_shape(h) == MT_SHAPE_PLAIN) ? h : NULL;
 }
 
 /* Whether a block of `size` bytes at p (`shift`: its prefix's log2)
@@ -210,19 +220,31 @@ static MT_INLINE uint64_t quick_bit(const char *p, uint64_t size)
     return 0;
 }
 
-/* write_header of a plain block of no recording (tag 0) whose header
- * word is `word`: its tag and check in one store. */
-static MT_INLINE void write_plain_word(char *p, uint64_t size, uint64_t word)
+/* The canary of a block of `size` bytes at p whose check is `check`. */
+static MT_INLINE void put_canary(char *p, uint64_t size, uint32_t check)
 {
-    word |= quick_bit(p, size);
+    uint16_t t = mt_tail_value(check);
+    memcpy(p + size, &t, sizeof t);
+}
+
+/* The header of a block of no recording (tag 0) at p whose word is
+ * `word`: the word, then its tag and check in one store; the check. */
+static MT_INLINE uint32_t put_word_tag0(char *p, uint64_t word)
+{
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t ct = mt_check_tag0(p, word);
     h->word = word;
     memcpy(&h->check, &ct, sizeof ct);
-    if (tail_on(p, size, MT_PLAIN_SHIFT)) {
-        uint16_t t = mt_tail_value((uint32_t)ct);
-        memcpy(p + size, &t, sizeof t);
-    }
+    return (uint32_t)ct;
+}
+
+/* write_header of a plain block of no recording whose header word is
+ * `word`. */
+static MT_INLINE void write_plain_word(char *p, uint64_t size, uint64_t word)
+{
+    uint32_t check = put_word_tag0(p, word | quick_bit(p, size));
+    if (tail_on(p, size, MT_PLAIN_SHIFT))
+        put_canary(p, size, check);
 }
 
 static MT_INLINE void write_plain_header(char *p, uint64_t size, unsigned cat)
@@ -241,10 +263,8 @@ static MT_INLINE void write_header(char *p, uint64_t size, unsigned cat, unsigne
     h->word = word;
     h->tag = tag;
     h->check = mt_hash(p, word, tag);
-    if (tail_on(p, size, shift)) {
-        uint16_t t = mt_tail_value(h->check);
-        memcpy(p + size, &t, sizeof t);
-    }
+    if (tail_on(p, size, shift))
+        put_canary(p, size, h->check);
 }
 
 /* Writes header and canary for a block of `size` bytes in `real`; a block
@@ -958,15 +978,10 @@ static MT_INLINE mt_cslot *solo_slot(mt_shard *sh)
  * NULL: the long way. Its size is its word's low 16 bits (quick_word_size). */
 static MT_INLINE mt_hdr *quick_header(void *p, uint64_t *wordp)
 {
-    uintptr_t a = (uintptr_t)p;
-    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY((a & 15) != 0) || MT_UNLIKELY(needs_probe(a)))
+    if (MT_UNLIKELY(!QUICK))
         return NULL;
-    mt_hdr *h = (mt_hdr *)p - 1;
-    uint64_t word = __atomic_load_n(&h->word, __ATOMIC_ACQUIRE); /* before the mode's (solo_slot) */
-    *wordp = word;
-    if (MT_LIKELY(h->check == mt_hash(p, word, 0)) && MT_LIKELY(mt_hdr_form(h) == MT_FORM_QUICK))
-        return h;
-    return NULL;
+    mt_hdr *h = tag0_header(p, wordp); /* its word before the mode's (solo_slot) */
+    return h && MT_LIKELY(mt_hdr_form(h) == MT_FORM_QUICK) ? h : NULL;
 }
 static MT_INLINE uint64_t quick_word_size(uint64_t word)
 {
@@ -1006,12 +1021,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
  * on), of `n` bytes and header word `word`. */
 static MT_INLINE void write_quick_word(char *p, size_t n, uint64_t word)
 {
-    uint64_t ct = mt_check_tag0(p, word);
-    mt_hdr *h = (mt_hdr *)p - 1;
-    h->word = word;
-    memcpy(&h->check, &ct, sizeof ct);
-    uint16_t t = mt_tail_value((uint32_t)ct);
-    memcpy(p + n, &t, sizeof t);
+    put_canary(p, n, put_word_tag0(p, word));
 }
 
 /* The mode word's bits a program with categories of its own adds to the
@@ -1070,7 +1080,7 @@ MT_ENTRY void *malloc(size_t n)
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(local > mt_room(&c->hi)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     /* quick_new saw no MT_EXTRA_CATS: c is malloc's slot (solo_slot) */
-    mt_count_commit_solo(c, local, MT_PLAIN_OVERHEAD, +1);
+    mt_count_commit(c, mt_solo_overhead(c), local, MT_PLAIN_OVERHEAD, +1);
     write_quick_word(p, n, n | mt_t.catword);
     return p;
 }
@@ -1132,7 +1142,7 @@ MT_ENTRY void free(void *p)
             mt_cslot *c = solo_slot(mt_t.shard);
             int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
             if (MT_LIKELY(local >= mt_room(&c->lo))) {
-                mt_count_commit_solo(c, local, MT_PLAIN_OVERHEAD, -1);
+                mt_count_commit(c, mt_solo_overhead(c), local, MT_PLAIN_OVERHEAD, -1);
                 give_back_quick(p, h, word, size);
                 return;
             }
@@ -1198,14 +1208,9 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
         nword &= ~MT_WORD_QUICK;
         tail = tail_on(np, n, MT_PLAIN_SHIFT);
     }
-    uint64_t ct = mt_check_tag0(np, nword);
-    mt_hdr *h = (mt_hdr *)np - 1;
-    h->word = nword;
-    memcpy(&h->check, &ct, sizeof ct);
-    if (MT_LIKELY(tail)) {
-        uint16_t t = mt_tail_value((uint32_t)ct);
-        memcpy(np + n, &t, sizeof t);
-    }
+    uint32_t check = put_word_tag0(np, nword);
+    if (MT_LIKELY(tail))
+        put_canary(np, n, check);
     if (MT_UNLIKELY(edge))
         mt_edge_add(np);
     unsigned cat = mt_word_cat(word);
