@@ -7,6 +7,12 @@
  *     [prefix: ... | mt_hdr (16 B)] [user data (size)] [canary (2 B)]
  *      ^ real                         ^ p = real + prefix
  *
+ * but for a tight size (mt_tail_tight: 7 or 8 bytes past a multiple of
+ * 16), whose 2 canary bytes would take glibc's chunk 16 bytes past the one
+ * the program's own request gets: there the agent asks for 1 byte (…7) or
+ * none (…8) and the canary takes what room the allocator gave (hooks.c's
+ * tight_tail).
+ *
  * prefix is 16 for plain blocks and the alignment for aligned ones, stored
  * as its log2 so realloc, free and malloc_usable_size find the real block.
  * `check` is a keyed hash of the pointer and the other header fields: a
@@ -120,12 +126,36 @@ static inline uint64_t mt_check_tag0(const void *p, uint64_t word)
 /* What the real allocator is asked for: prefix, the size, and the canary,
  * never less than 8 bytes after p, so even a tiny block has room for its
  * tombstone. */
+/* A size whose 2 canary bytes would cost a chunk 16 bytes larger under
+ * glibc: there a request of prefix + size + 8 fills its chunk exactly
+ * (…8), or leaves one byte (…7). glibc rounds size + prefix + 8 up to 16:
+ * SQLite's 40-byte cells and 1032-byte pages are such sizes, and the next
+ * chunk size up would take the pages out of glibc's per-thread cache. */
+static inline int mt_tail_tight(uint64_t size)
+{
+    return ((size + 9) & 15) < 2;
+}
+/* The canary bytes asked for after a block of `size` bytes: 2, or for a
+ * tight size as many as glibc's chunk has room for without growing: 1
+ * (odd, …7) or 0 (…8). */
+static const uint8_t mt_tail_ask_low[16] = {2, 2, 2, 2, 2, 2, 2, 1, 0, 2, 2, 2, 2, 2, 2, 2};
+static inline uint64_t mt_tail_ask(uint64_t size)
+{
+    return mt_tail_ask_low[size & 15]; /* mt_tail_tight(size) ? (size & 1) : 2, in fewer instructions */
+}
 static inline uint64_t mt_request(uint64_t size, unsigned shift)
 {
-    return (1ull << shift) + (size < MT_PLAIN_MIN ? 8 : size + 2);
+    return (1ull << shift) + (size < MT_PLAIN_MIN ? 8 : size + mt_tail_ask(size));
 }
-/* mt_overhead(size, MT_PLAIN_SHIFT) from MT_PLAIN_MIN bytes up: header and canary. */
+/* mt_overhead(size, MT_PLAIN_SHIFT) from MT_PLAIN_MIN bytes up at a size
+ * that is not tight: header and canary. */
 #define MT_PLAIN_OVERHEAD (MT_HDR_SIZE + 2u)
+/* mt_overhead(size, MT_PLAIN_SHIFT) from MT_PLAIN_MIN bytes up: header
+ * and the canary's bytes. */
+static inline uint64_t mt_plain_overhead(uint64_t size)
+{
+    return MT_HDR_SIZE + mt_tail_ask(size);
+}
 /* The agent's own bytes in a block: what it asked for beyond `size`. */
 static inline int64_t mt_overhead(uint64_t size, unsigned shift)
 {

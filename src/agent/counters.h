@@ -295,7 +295,7 @@ static MT_INLINE mt_cslot *mt_solo_overhead(mt_cslot *c)
  * total's too, once the program has categories of its own): 1 when it
  * counted; 0, with nothing stored, when the caller must call
  * mt_count_block instead (a flush due, a peak to raise). Its overhead,
- * ovh (block.h's MT_PLAIN_OVERHEAD, a constant), is added unchecked (at
+ * ovh (block.h's mt_plain_overhead: 16 to 18 bytes), is added unchecked (at
  * most 3 times the block's bytes: the next flush of the program's bytes
  * checks its peak). It calls nothing, so the hooks' paths that use it
  * need no stack frame of their own for it. Its loads and stores of the shard

@@ -151,9 +151,132 @@ static MT_INLINE int tail_on(const char *p, uint64_t size, unsigned shift)
     return size < MT_TAIL_MAX && !mt_glibc_is_mapped(p - (1ull << shift));
 }
 
-/* Whether the canary of a block whose canary is on is intact. */
-static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size)
+/* mt_hooks_extra as the common paths read it: a plain load the compiler
+ * may fold into its test (as counters.h's mt_room: an aligned 4-byte
+ * load, atomic on x86-64). */
+static MT_INLINE unsigned quick_extra(void)
 {
+    return *(const unsigned *)&mt_hooks_extra;
+}
+
+/* A tight size's canary (block.h's mt_tail_tight) takes the room the
+ * allocator left after the block, up to 2 bytes: under glibc (no
+ * MT_EXTRA_ALLOC) what the chunk's size word says, which is usually none
+ * (…8) or one byte (…7), and more when glibc handed out a larger chunk
+ * than asked for; under another allocator, its malloc_usable_size. Where
+ * a heap chunk of glibc's leaves fewer than 2 bytes, glibc's next size
+ * word follows them at once: while this chunk is in use its low byte has
+ * bit 0 (PREV_INUSE) set, and bits 1 (IS_MMAPPED) and 3 (chunk sizes are
+ * multiples of 16) clear, so an overrun that writes a zero byte there, or
+ * any byte with bit 0 clear or bit 1 or 3 set (7 bytes in 8), is caught
+ * there (canary_room_ok). `*heap`: whether the block is in such a chunk. */
+static __attribute__((noinline)) unsigned tight_room(const char *p, uint64_t size, unsigned shift, int *heap)
+{
+    const char *real = p - (1ull << shift);
+    uint64_t usable, used = (1ull << shift) + size;
+    *heap = 0;
+    if (MT_LIKELY(!(quick_extra() & MT_EXTRA_ALLOC))) {
+        size_t chunk;
+        memcpy(&chunk, real - sizeof chunk, sizeof chunk);
+        *heap = !(chunk & 2); /* glibc's IS_MMAPPED (glibc_mapped_bit) */
+        uint64_t hdr = *heap ? sizeof chunk : 2 * sizeof chunk;
+        chunk &= ~(size_t)7;
+        usable = chunk > hdr ? chunk - hdr : 0;
+    } else {
+        usable = mt_real_fn.malloc_usable_size((void *)real);
+    }
+    if (usable < used)
+        return 0; /* a chunk size word overwritten: glibc's free says so */
+    return usable - used >= 2 ? 2 : (unsigned)(usable - used);
+}
+
+#define MT_GLIBC_NEXT_MASK 0x0Bu /* tight_room's bits of the next size word's low byte */
+#define MT_GLIBC_NEXT_INUSE 0x01u
+
+/* The canary `t` of a block of `size` bytes at p in `room` bytes after it. */
+static MT_INLINE void put_canary_room(char *p, uint64_t size, uint16_t t, uint64_t room)
+{
+    if (room >= 2)
+        memcpy(p + size, &t, sizeof t);
+    else if (room == 1)
+        p[size] = (char)t;
+}
+
+/* Whether put_canary_room's canary is intact, and (`heap`: in a heap
+ * chunk of glibc's, with fewer than 2 bytes of room) glibc's next size
+ * word right after it sane (tight_room). */
+static MT_INLINE int canary_room_ok(const char *p, uint64_t size, uint16_t t, uint64_t room, int heap)
+{
+    const unsigned char *c = (const unsigned char *)p + size;
+    if (room >= 2) {
+        uint16_t v;
+        memcpy(&v, c, sizeof v);
+        return v == t;
+    }
+    if (room == 1 && c[0] != (unsigned char)t)
+        return 0;
+    return !heap || (c[room] & MT_GLIBC_NEXT_MASK) == MT_GLIBC_NEXT_INUSE;
+}
+
+static __attribute__((noinline)) void put_tight_canary(char *p, uint64_t size, unsigned shift, uint16_t t)
+{
+    int heap;
+    put_canary_room(p, size, t, tight_room(p, size, shift, &heap));
+}
+
+static __attribute__((noinline)) int tight_canary_ok(const char *p, uint64_t size, unsigned shift, uint16_t t)
+{
+    int heap;
+    unsigned room = tight_room(p, size, shift, &heap);
+    return canary_room_ok(p, size, t, room, heap);
+}
+
+/* tight_room on the common paths: a plain block in a heap chunk of
+ * glibc's (the quick bit's, or needs_probe's at no edge offset), whose
+ * usable bytes are the chunk's size less its size word. A size word
+ * overwritten smaller makes the room wrap: the canary is then looked for
+ * at size, where glibc's next size word is. */
+static MT_INLINE uint64_t quick_room(const char *p, uint64_t size)
+{
+    size_t chunk;
+    memcpy(&chunk, p - MT_HDR_SIZE - sizeof chunk, sizeof chunk);
+    return (chunk & ~(size_t)7) - sizeof chunk - MT_HDR_SIZE - size;
+}
+
+/* The 2-byte canary of a block of a size that is not tight, at p + size. */
+static MT_INLINE void put_canary2(char *p, uint64_t size, uint32_t check)
+{
+    put_canary_room(p, size, mt_tail_value(check), 2);
+}
+
+static MT_INLINE int canary2_ok(const void *p, const mt_hdr *h, uint64_t size)
+{
+    return canary_room_ok(p, size, mt_tail_value(h->check), 2, 0);
+}
+
+/* put_canary for the common paths (quick_room's blocks). */
+static MT_INLINE void quick_put_canary(char *p, uint64_t size, uint32_t check)
+{
+    if (MT_UNLIKELY(mt_tail_tight(size)))
+        put_canary_room(p, size, mt_tail_value(check), quick_room(p, size));
+    else
+        put_canary2(p, size, check);
+}
+
+/* tail_value_ok for the common paths (quick_room's blocks). */
+static MT_INLINE int quick_tail_ok(const void *p, const mt_hdr *h, uint64_t size)
+{
+    if (MT_UNLIKELY(mt_tail_tight(size)))
+        return canary_room_ok(p, size, mt_tail_value(h->check), quick_room(p, size), 1);
+    return canary2_ok(p, h, size);
+}
+
+/* Whether the canary of a block whose canary is on is intact (prefix
+ * 1 << shift). */
+static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size, unsigned shift)
+{
+    if (MT_UNLIKELY(mt_tail_tight(size)))
+        return tight_canary_ok(p, size, shift, mt_tail_value(h->check));
     uint16_t t;
     memcpy(&t, (const char *)p + size, sizeof t);
     return t == mt_tail_value(h->check);
@@ -161,7 +284,8 @@ static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size
 
 static MT_INLINE int tail_intact(void *p, const mt_hdr *h, uint64_t size)
 {
-    return !tail_on(p, size, mt_word_shift(h->word)) || tail_value_ok(p, h, size);
+    unsigned shift = mt_word_shift(h->word);
+    return !tail_on(p, size, shift) || tail_value_ok(p, h, size, shift);
 }
 
 static __attribute__((noinline, cold)) void report_bad_tail(void *p, const mt_hdr *h, uint64_t size)
@@ -170,10 +294,28 @@ static __attribute__((noinline, cold)) void report_bad_tail(void *p, const mt_hd
     mt_heap_error("heap overflow: the canary after the block was overwritten", p, size, mt_word_cat(h->word));
 }
 
-static MT_INLINE void check_tail(void *p, const mt_hdr *h, uint64_t size)
+/* 1, having reported it, when the block's canary is not intact. */
+static MT_INLINE int check_tail(void *p, const mt_hdr *h, uint64_t size)
 {
-    if (MT_UNLIKELY(!tail_intact(p, h, size)))
-        report_bad_tail(p, h, size);
+    if (MT_LIKELY(tail_intact(p, h, size)))
+        return 0;
+    report_bad_tail(p, h, size);
+    return 1;
+}
+
+/* Whether the overrun of a block whose canary is not intact reached
+ * glibc's next size word (a tight size: tight_room). Such a block is
+ * kept, not given back: glibc's free would abort on the word. The word
+ * stays damaged, as the program left it: glibc may still find it so
+ * later, as it would without the agent. */
+static __attribute__((noinline, cold)) int tail_hit_glibc(const char *p, uint64_t size, unsigned shift)
+{
+    int heap;
+    if (!mt_tail_tight(size))
+        return 0;
+    unsigned room = tight_room(p, size, shift, &heap);
+    return heap && room < 2 &&
+           (((const unsigned char *)p)[size + room] & MT_GLIBC_NEXT_MASK) != MT_GLIBC_NEXT_INUSE;
 }
 
 /* ---- tracked blocks ---------------------------------------------------- */
@@ -201,14 +343,6 @@ static MT_INLINE size_t glibc_mapped_bit(const char *real)
  * test only needs_probe for both. */
 _Static_assert(sizeof(size_t) == 8, "glibc's mapped chunks at page offset 16 (64-bit)");
 
-/* mt_hooks_extra as the common paths read it: a plain load the compiler
- * may fold into its test (as counters.h's mt_room: an aligned 4-byte
- * load, atomic on x86-64). */
-static MT_INLINE unsigned quick_extra(void)
-{
-    return *(const unsigned *)&mt_hooks_extra;
-}
-
 /* The quick bit for the header word of a new plain block of no recording
  * at p, of `size` bytes (block.h's MT_WORD_QUICK): in the common range,
  * glibc underneath, in a chunk glibc did not map for itself. */
@@ -220,10 +354,15 @@ static MT_INLINE uint64_t quick_bit(const char *p, uint64_t size)
     return 0;
 }
 
-/* The canary of a block of `size` bytes at p whose check is `check`. */
-static MT_INLINE void put_canary(char *p, uint64_t size, uint32_t check)
+/* The canary of a block of `size` bytes at p (prefix 1 << shift) whose
+ * check is `check`. */
+static MT_INLINE void put_canary(char *p, uint64_t size, uint32_t check, unsigned shift)
 {
     uint16_t t = mt_tail_value(check);
+    if (MT_UNLIKELY(mt_tail_tight(size))) {
+        put_tight_canary(p, size, shift, t);
+        return;
+    }
     memcpy(p + size, &t, sizeof t);
 }
 
@@ -244,7 +383,7 @@ static MT_INLINE void write_plain_word(char *p, uint64_t size, uint64_t word)
 {
     uint32_t check = put_word_tag0(p, word | quick_bit(p, size));
     if (tail_on(p, size, MT_PLAIN_SHIFT))
-        put_canary(p, size, check);
+        put_canary(p, size, check, MT_PLAIN_SHIFT);
 }
 
 static MT_INLINE void write_plain_header(char *p, uint64_t size, unsigned cat)
@@ -264,7 +403,7 @@ static MT_INLINE void write_header(char *p, uint64_t size, unsigned cat, unsigne
     h->tag = tag;
     h->check = mt_hash(p, word, tag);
     if (tail_on(p, size, shift))
-        put_canary(p, size, h->check);
+        put_canary(p, size, h->check, shift);
 }
 
 /* Writes header and canary for a block of `size` bytes in `real`; a block
@@ -348,13 +487,13 @@ static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size,
 }
 
 /* mt_count_block_quick for a plain block of MT_PLAIN_MIN bytes or more
- * (its overhead the constant MT_PLAIN_OVERHEAD) once this thread has a
+ * (its overhead block.h's mt_plain_overhead) once this thread has a
  * shard; 0 for any other, which mt_count_block counts. */
 static MT_INLINE int count_quick(unsigned cat, uint64_t size, unsigned shift, int sign)
 {
     mt_shard *sh = mt_t.shard;
     if (MT_LIKELY(shift == MT_PLAIN_SHIFT) && MT_LIKELY(size >= MT_PLAIN_MIN) && MT_LIKELY(sh != NULL))
-        return mt_count_block_quick(sh, cat, (int64_t)size, MT_PLAIN_OVERHEAD, sign);
+        return mt_count_block_quick(sh, cat, (int64_t)size, (int64_t)mt_plain_overhead(size), sign);
     return 0;
 }
 
@@ -471,9 +610,9 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
      * (an event's clock read waits for every load before it). First when
      * an overrun aborts: the crash report then still has the block live
      * at its site. */
-    int abort_on_error = mt_opt.on_error == MT_ON_ERROR_ABORT;
+    int abort_on_error = mt_opt.on_error == MT_ON_ERROR_ABORT, bad = 0;
     if (MT_UNLIKELY(abort_on_error))
-        check_tail(p, h, size);
+        bad = check_tail(p, h, size);
     else if (tail_on(p, size, shift))
         __builtin_prefetch((char *)p + size);
     mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
@@ -489,7 +628,11 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
     mt_event_free(p, size, cat, mt_tag_site(kind, h->tag), id, rec);
     mt_rec_leave(rec, busy);
     if (MT_LIKELY(!abort_on_error))
-        check_tail(p, h, size);
+        bad = check_tail(p, h, size);
+    if (MT_UNLIKELY(bad) && tail_hit_glibc(p, size, shift)) {
+        mark_freed(p, h); /* kept (tail_hit_glibc) */
+        return;
+    }
     free_block(p, h, size, shift);
 }
 
@@ -1021,7 +1164,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
  * on), of `n` bytes and header word `word`. */
 static MT_INLINE void write_quick_word(char *p, size_t n, uint64_t word)
 {
-    put_canary(p, n, put_word_tag0(p, word));
+    quick_put_canary(p, n, put_word_tag0(p, word));
 }
 
 /* The mode word's bits a program with categories of its own adds to the
@@ -1053,22 +1196,22 @@ static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
     char *p = real + MT_HDR_SIZE;
     /* at no edge offset, so not a chunk glibc mapped (glibc_mapped_bit's note) */
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
-        MT_UNLIKELY(!mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n, MT_PLAIN_OVERHEAD, +1)))
+        MT_UNLIKELY(
+            !mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n, (int64_t)mt_plain_overhead(n), +1)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     write_quick_word(p, n, n | mt_t.catword);
     return p;
 }
 
-/* The common case (quick_size, quick_new): no call but the real
- * malloc's, and its own tail calls. The block's slot and its header word
- * but for the size are the thread's, kept ready (mt_cat_slot_set: while
- * they change, cslot is a closed slot, whose room sends the count the
- * long way). */
-MT_ENTRY void *malloc(size_t n)
+/* malloc's common case for a block of n bytes (quick_size), of a tight
+ * size or not (block.h's mt_tail_tight): no call but the real malloc's,
+ * and its own tail calls. The block's slot and its header word but for
+ * the size are the thread's, kept ready (mt_cat_slot_set: while they
+ * change, cslot is a closed slot, whose room sends the count the long
+ * way). */
+static MT_INLINE void *malloc_quick(size_t n, int tight)
 {
-    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!quick_size(n)))
-        return malloc_slow(n);
-    char *real = mt_real_fn.malloc(n + MT_PLAIN_OVERHEAD);
+    char *real = mt_real_fn.malloc(n + (tight ? mt_plain_overhead(n) : MT_PLAIN_OVERHEAD));
     if (MT_UNLIKELY(real == NULL))
         return malloc_retried(n);
     char *p = real + MT_HDR_SIZE;
@@ -1080,9 +1223,32 @@ MT_ENTRY void *malloc(size_t n)
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(local > mt_room(&c->hi)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
     /* quick_new saw no MT_EXTRA_CATS: c is malloc's slot (solo_slot) */
-    mt_count_commit(c, mt_solo_overhead(c), local, MT_PLAIN_OVERHEAD, +1);
-    write_quick_word(p, n, n | mt_t.catword);
+    mt_count_commit(c, mt_solo_overhead(c), local, tight ? (int64_t)mt_plain_overhead(n) : MT_PLAIN_OVERHEAD,
+                    +1);
+    uint32_t check = put_word_tag0(p, n | mt_t.catword);
+    if (tight)
+        quick_put_canary(p, n, check);
+    else
+        put_canary2(p, n, check);
     return p;
+}
+
+/* malloc's common case at a tight size (block.h's mt_tail_tight): its
+ * own instance, out of line, so the common case asks for the constant
+ * MT_PLAIN_OVERHEAD and tests nothing more after the real malloc. */
+static __attribute__((noinline)) void *malloc_tight(size_t n)
+{
+    return malloc_quick(n, 1);
+}
+
+/* The common case: malloc_quick. */
+MT_ENTRY void *malloc(size_t n)
+{
+    if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!quick_size(n)))
+        return malloc_slow(n);
+    if (MT_UNLIKELY(mt_tail_tight(n)))
+        return malloc_tight(n);
+    return malloc_quick(n, 0);
 }
 
 static __attribute__((noinline)) void timed_free(void *p)
@@ -1116,13 +1282,40 @@ static __attribute__((noinline)) void free_moded(void *p)
     uint64_t word = h->word, size = quick_word_size(word);
     unsigned x = quick_extra();
     if (quick_with_cats(x) && (x & ~(unsigned)(MT_EXTRA_CATS | MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0 &&
-        MT_LIKELY(tail_value_ok(p, h, size)) &&
-        MT_LIKELY(
-            mt_count_block_quick(mt_t.shard, mt_word_cat(word), (int64_t)size, MT_PLAIN_OVERHEAD, -1))) {
+        MT_LIKELY(quick_tail_ok(p, h, size)) &&
+        MT_LIKELY(mt_count_block_quick(mt_t.shard, mt_word_cat(word), (int64_t)size,
+                                       (int64_t)mt_plain_overhead(size), -1))) {
         give_back_quick(p, h, word, size);
         return;
     }
     release(p, h);
+}
+
+/* free's common case from an intact canary on (p a block with the quick
+ * bit, h its header, word its word, ovh its overhead): counted, marked
+ * freed, given back, the real free in tail position; 0, with nothing
+ * done, when the count does not fit its room. */
+static MT_INLINE int free_quick_done(void *p, mt_hdr *h, uint64_t word, int64_t ovh)
+{
+    uint64_t size = quick_word_size(word);
+    mt_cslot *c = solo_slot(mt_t.shard);
+    int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
+    if (MT_UNLIKELY(local < mt_room(&c->lo)))
+        return 0;
+    mt_count_commit(c, mt_solo_overhead(c), local, ovh, -1);
+    give_back_quick(p, h, word, size);
+    return 1;
+}
+
+/* free's common case at a tight size (block.h's mt_tail_tight): out of
+ * line, so the common case keeps its registers and frame as they were. */
+static __attribute__((noinline)) void free_tight(void *p, mt_hdr *h, uint64_t word)
+{
+    uint64_t size = quick_word_size(word);
+    if (MT_LIKELY(quick_tail_ok(p, h, size)) &&
+        MT_LIKELY(free_quick_done(p, h, word, (int64_t)mt_plain_overhead(size))))
+        return;
+    free_slow(p);
 }
 
 /* The common case (quick_header, an intact canary): counted, marked
@@ -1138,15 +1331,15 @@ MT_ENTRY void free(void *p)
             free_moded(p);
             return;
         }
-        if (MT_LIKELY(tail_value_ok(p, h, size))) {
-            mt_cslot *c = solo_slot(mt_t.shard);
-            int64_t local = mt_ld(&c->live_bytes) - (int64_t)size;
-            if (MT_LIKELY(local >= mt_room(&c->lo))) {
-                mt_count_commit(c, mt_solo_overhead(c), local, MT_PLAIN_OVERHEAD, -1);
-                give_back_quick(p, h, word, size);
-                return;
-            }
+        if (MT_UNLIKELY(mt_tail_tight(size))) {
+            free_tight(p, h, word);
+            return;
         }
+        uint16_t t;
+        memcpy(&t, (char *)p + size, sizeof t);
+        if (MT_LIKELY(t == mt_tail_value(h->check)) &&
+            MT_LIKELY(free_quick_done(p, h, word, MT_PLAIN_OVERHEAD)))
+            return;
     }
     free_slow(p);
 }
@@ -1187,7 +1380,8 @@ static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 /* realloc's second half in its common case, once the real realloc gave
  * `real` for the block whose header word was `word`: the program's bytes
  * under the tombstone (`saved`) put back, the new header, the counts. */
-static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, uint64_t saved, int cats)
+static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, uint64_t saved, int cats,
+                                          int tight)
 {
     /* What follows from word is worked out again here rather than kept
      * across the real realloc's call in registers the frame must save. */
@@ -1203,21 +1397,25 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
     /* the old word's quick bit kept, unless glibc mapped the new chunk
      * (only ever at an edge offset: glibc_mapped_bit's note) */
     uint64_t nword = n | (word & ~MT_SIZE_MASK);
-    int tail = 1, edge = needs_probe((uintptr_t)np);
+    int edge = needs_probe((uintptr_t)np);
     if (MT_UNLIKELY(edge) && glibc_mapped_bit(real)) {
-        nword &= ~MT_WORD_QUICK;
-        tail = tail_on(np, n, MT_PLAIN_SHIFT);
+        uint32_t check = put_word_tag0(np, nword & ~MT_WORD_QUICK);
+        if (tail_on(np, n, MT_PLAIN_SHIFT))
+            put_canary(np, n, check, MT_PLAIN_SHIFT);
+    } else if (tight) {
+        quick_put_canary(np, n, put_word_tag0(np, nword));
+    } else {
+        put_canary2(np, n, put_word_tag0(np, nword));
     }
-    uint32_t check = put_word_tag0(np, nword);
-    if (MT_LIKELY(tail))
-        put_canary(np, n, check);
     if (MT_UNLIKELY(edge))
         mt_edge_add(np);
     unsigned cat = mt_word_cat(word);
     int64_t dsize = (int64_t)n - (int64_t)size;
+    /* the canary's bytes differ at a tight size (mt_tail_ask) */
+    int64_t dovh = tight ? (int64_t)mt_plain_overhead(n) - (int64_t)mt_plain_overhead(size) : 0;
     if (MT_UNLIKELY(cats)) { /* the total's slot too */
-        if (!mt_count_resize_quick(cat, dsize))
-            mt_count_resize(cat, dsize, 0);
+        if (dovh != 0 || !mt_count_resize_quick(cat, dsize))
+            mt_count_resize(cat, dsize, dovh);
         return np;
     }
     mt_cslot *c = solo_slot(mt_t.shard); /* no MT_EXTRA_CATS: realloc's mode test */
@@ -1225,8 +1423,10 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
     if (MT_LIKELY(mt_quick_delta(c, 0, dsize, &local))) {
         atomic_store_explicit(&c->live_bytes, local, memory_order_relaxed);
         mt_bump_own(&c->reallocs, 1);
+        if (MT_UNLIKELY(dovh != 0))
+            mt_bump_own(&mt_solo_overhead(c)->live_bytes, dovh);
     } else {
-        mt_count_resize(cat, dsize, 0);
+        mt_count_resize(cat, dsize, dovh);
     }
     return np;
 }
@@ -1236,10 +1436,11 @@ static MT_INLINE void *realloc_quick_done(char *real, uint64_t word, size_t n, u
 static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t word, size_t n, uint64_t saved,
                                                             int cats)
 {
-    char *real =
-        mt_trace_out_of_memory() ? mt_real_fn.realloc((char *)p - MT_HDR_SIZE, n + MT_PLAIN_OVERHEAD) : NULL;
+    char *real = mt_trace_out_of_memory()
+                     ? mt_real_fn.realloc((char *)p - MT_HDR_SIZE, n + mt_plain_overhead(n))
+                     : NULL;
     if (real)
-        return realloc_quick_done(real, word, n, saved, cats);
+        return realloc_quick_done(real, word, n, saved, cats, 1);
     ((mt_hdr *)p - 1)->check ^= MT_FREED_XOR;
     memcpy((char *)p + mt_tomb_off(mt_word_size(word)), &saved, sizeof saved);
     return NULL;
@@ -1249,10 +1450,10 @@ static __attribute__((noinline)) void *realloc_quick_failed(void *p, uint64_t wo
  * the program has categories of its own, so the total is counted too):
  * NULL when they do not do, in `*slow`. */
 static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, uint64_t word, size_t n, unsigned x, int cats,
-                                     int *slow)
+                                     int tight, int *slow)
 {
     uint64_t size = quick_word_size(word);
-    if (MT_UNLIKELY(!tail_value_ok(p, h, size)) ||
+    if (MT_UNLIKELY(!(tight ? quick_tail_ok(p, h, size) : canary2_ok(p, h, size))) ||
         MT_UNLIKELY(x == MT_EXTRA_SAMPLE && !mt_sample_skip_small(n))) {
         *slow = 1;
         return NULL;
@@ -1261,10 +1462,10 @@ static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, uint64_t word, size_t n
     char *at = tomb_at(p, size);
     memcpy(&saved, at, sizeof saved);
     mark_freed_at(p, h, word, at);
-    char *real = mt_real_fn.realloc(h, n + MT_PLAIN_OVERHEAD);
+    char *real = mt_real_fn.realloc(h, n + (tight ? mt_plain_overhead(n) : MT_PLAIN_OVERHEAD));
     if (MT_UNLIKELY(real == NULL))
         return realloc_quick_failed(p, word, n, saved, cats);
-    return realloc_quick_done(real, word, n, saved, cats);
+    return realloc_quick_done(real, word, n, saved, cats, tight);
 }
 
 /* realloc's common path, when the mode word said no (p a block with the
@@ -1277,11 +1478,22 @@ static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t 
     unsigned x = quick_extra(), xs = x & ~(unsigned)MT_EXTRA_CATS;
     if (quick_with_cats(x) && (xs == 0 || xs == MT_EXTRA_SAMPLE)) {
         int slow = 0;
-        void *r = realloc_quick(p, h, h->word, n, xs, 1, &slow);
+        void *r = realloc_quick(p, h, h->word, n, xs, 1, 1, &slow);
         if (!slow)
             return r;
     }
     return realloc_tracked(p, h, n);
+}
+
+/* realloc's common case from a tight size or to one (block.h's
+ * mt_tail_tight): its own instance, out of line, as malloc_tight. */
+static __attribute__((noinline)) void *realloc_tight(void *p, mt_hdr *h, uint64_t word, size_t n, unsigned x)
+{
+    int slow = 0;
+    void *r = realloc_quick(p, h, word, n, x, 0, 1, &slow);
+    if (MT_UNLIKELY(slow))
+        return realloc_slow(p, n);
+    return r;
 }
 
 /* The common case (quick_header, quick_size for the new size, an intact
@@ -1298,8 +1510,10 @@ MT_ENTRY void *realloc(void *p, size_t n)
     unsigned x = quick_extra();
     if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE))
         return realloc_moded(p, h, n);
+    if (MT_UNLIKELY(mt_tail_tight(quick_word_size(word)) | mt_tail_tight(n)))
+        return realloc_tight(p, h, word, n, x);
     int slow = 0;
-    void *r = realloc_quick(p, h, word, n, x, 0, &slow);
+    void *r = realloc_quick(p, h, word, n, x, 0, 0, &slow);
     if (MT_UNLIKELY(slow))
         return realloc_slow(p, n);
     return r;

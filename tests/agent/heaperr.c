@@ -13,6 +13,10 @@
  * malloc, free and realloc through their out-of-line twins for programs
  * with categories), unless HEAPERR_SOLO is set: the program then has no
  * category of its own, and those paths run inline.
+ * overflow-zero and overflow-odd: sizes whose canary glibc's chunk has
+ * little room for (block.h's mt_tail_tight): a string's terminator one
+ * byte past a 40-byte block (no canary: glibc's next size word is there),
+ * and one byte past a 39-byte block (a 1-byte canary).
  * overflow-page and overflow-mapped: a canary pages away from its block's
  * header, and one in a chunk glibc mapped for itself; overflow-mapped-small:
  * one in a block below 64 KiB that glibc mapped for itself (a threshold
@@ -24,7 +28,7 @@
  * its header, is not written: no page committed), the second finds the
  * chunk unmapped.
  * Usage: heaperr double|double-big|tiny|largebin|realloc-old|realloc-top|realloc-fail|
- *                realloc-fail-quick|overflow|
+ *                realloc-fail-quick|overflow|overflow-zero|overflow-odd|
  *                overflow-page|overflow-mapped|overflow-mapped-small|mapped-tail|realloc-mapped|
  *                foreign */
 #include <malloc.h>
@@ -172,6 +176,14 @@ int main(int argc, char **argv)
         refused_reallocs(60000, 8, 1);
     } else if (strcmp(what, "overflow") == 0) {
         overflow(malloc(40), 40);
+    } else if (strcmp(what, "overflow-zero") == 0) {
+        char *p = malloc(40);
+        volatile size_t n = 40;
+        memset(p, 'x', n);
+        p[n] = '\0';
+        free(p);
+    } else if (strcmp(what, "overflow-odd") == 0) {
+        overflow(malloc(39), 39);
     } else if (strcmp(what, "overflow-page") == 0) {
         /* a heap block whose canary is pages away from its header */
         overflow(malloc(9000), 9000);

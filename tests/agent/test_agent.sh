@@ -6,6 +6,9 @@ source "$(dirname "$0")/../lib.sh"
 
 # report_json MTR JSON: the CLI's JSON view of a report.
 report_json() { "$MT" report --json "$1" >"$2"; }
+canary_and_double() { # a report's JSON: "bad_canary double_free"
+    json_get "$1" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])"
+}
 
 # compare_ledger NAME JSON LEDGER CATEGORY [fields...]: each ledger field
 # must equal the report's value for that category.
@@ -31,6 +34,27 @@ expect_eq "exact: overhead category always present" "1" \
     "$(json_get "$T/exact.json" "sum(1 for c in j['categories'] if c['kind']=='overhead' and c['live_bytes'] > 0)")"
 expect_eq "exact: no heap errors" "0 0 0" \
     "$(json_get "$T/exact.json" "'%d %d %d' % (j['errors']['double_free'], j['errors']['bad_canary'], j['errors']['foreign_free'])")"
+
+# --- the canary costs glibc nothing --------------------------------------
+# For every size from 6 to 2100 bytes, glibc's chunk under the agent's
+# block (its own size word) is the chunk glibc gives a request of size +
+# 16 (block.h's mt_tail_tight: the canary takes what room there is); the
+# blocks, resized and freed with and without a category of the program's
+# own, report no canary, and the agent's overhead nets out to what the
+# same program leaves without them.
+tightfit() { # [idle]: its stdout
+    GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MEMTRAIL_OPTIONS="output=$T/tf${1:+-$1}.mtr" LD_PRELOAD=$AGENT \
+        "$TBIN/tightfit" "$@" 2>"$T/tf.err"
+}
+out=$(tightfit); rc=$?
+expect_eq "tightfit: every size's chunk is glibc's for size + 16" "0 fit 2095 sizes" "$rc $out"
+report_json "$T/tf.mtr" "$T/tf.json"
+expect_eq "tightfit: no canary reported" "0 0" "$(canary_and_double "$T/tf.json")"
+out=$(tightfit idle); rc=$?
+report_json "$T/tf-idle.mtr" "$T/tf-idle.json"
+overhead_live() { json_get "$1" "sum(c['live_bytes'] for c in j['categories'] if c['kind'] == 'overhead')"; }
+expect_eq "tightfit: the overhead of 2095 sizes, resized and freed, nets out" \
+    "$(overhead_live "$T/tf-idle.json")" "$(overhead_live "$T/tf.json")"
 
 # --- errno: the hooks leave it as the allocator left it -------------------
 # In trace mode with the smallest buffer and the slowest encoder (one
@@ -143,9 +167,6 @@ heap_error() { # label, heaperr's case, what stderr must say
     expect_eq "$1: program continues" "0 survived $2" "$rc $(cat "$T/he.out")"
     expect_match "$1: reported with size and category" "$3" "$(cat "$T/he.err")"
 }
-canary_and_double() { # a report's JSON: "bad_canary double_free"
-    json_get "$1" "'%d %d' % (j['errors']['bad_canary'], j['errors']['double_free'])"
-}
 
 # Blocks whose header glibc reuses once they are freed: the tombstone must
 # still tell a second free (glibc alone aborts on these).
@@ -176,7 +197,7 @@ for case in double:100 tiny:1 largebin:3000 realloc-old:100; do
     HEAPERR_SOLO=1 heap_error "double free ($name, no category of its own)" "$name" \
         "double free: block at 0x[0-9a-f]+, $size bytes, category malloc"
 done
-for case in overflow:40 overflow-page:9000 overflow-mapped-small:1000; do
+for case in overflow:40 overflow-zero:40 overflow-odd:39 overflow-page:9000 overflow-mapped-small:1000; do
     name=${case%%:*} size=${case#*:}
     HEAPERR_SOLO=1 heap_error "$name (no category of its own)" "$name" \
         "canary after the block was overwritten: block at 0x[0-9a-f]+, $size bytes, category malloc"
@@ -187,7 +208,7 @@ done
 # One byte past a block: a small one, one whose canary is pages away from
 # its header (on the heap), and one in a chunk glibc mapped for itself
 # that shares the header's page.
-for case in overflow:40 overflow-page:9000 overflow-mapped:100 overflow-mapped-small:1000; do
+for case in overflow:40 overflow-zero:40 overflow-odd:39 overflow-page:9000 overflow-mapped:100 overflow-mapped-small:1000; do
     name=${case%%:*} size=${case#*:}
     heap_error "$name" "$name" "canary after the block was overwritten: block at 0x[0-9a-f]+, $size bytes, category victim"
     report_json "$T/he.mtr" "$T/he.json"
