@@ -57,6 +57,7 @@ extern int mt_tracking;      /* tracking (mode != off, options valid); set befor
 extern _Atomic int mt_hot;   /* READY && mt_tracking, never cleared; a thread arms its gate on it (hooks.c) */
 extern uint64_t mt_secret;   /* from AT_RANDOM: the keys below come from it */
 extern uint64_t mt_hash_key; /* keys the header checks (block.h): odd, from mt_secret */
+extern int mt_tail_fit;      /* canary=fit: block.h's mt_tail_ask; set before the first block */
 extern uint64_t mt_tomb_key; /* keys the tombstones (block.h): odd, from mt_secret */
 extern int64_t mt_start_ns;  /* CLOCK_REALTIME at start-up */
 

@@ -7,11 +7,11 @@
  *     [prefix: ... | mt_hdr (16 B)] [user data (size)] [canary (2 B)]
  *      ^ real                         ^ p = real + prefix
  *
- * but for a tight size (mt_tail_tight: 7 or 8 bytes past a multiple of
- * 16), whose 2 canary bytes would take glibc's chunk 16 bytes past the one
- * the program's own request gets: there the agent asks for 1 byte (…7) or
- * none (…8) and the canary takes what room the allocator gave (hooks.c's
- * tight_tail).
+ * but with canary=fit (mt_tail_fit) at a tight size (mt_tail_tight: 7 or
+ * 8 bytes past a multiple of 16), whose 2 canary bytes would take glibc's
+ * chunk 16 bytes past the one a bare header needs: there the agent asks
+ * for 1 byte (…7) or none (…8) and the canary takes what room the
+ * allocator gave (hooks.c's tight_room).
  *
  * prefix is 16 for plain blocks and the alignment for aligned ones, stored
  * as its log2 so realloc, free and malloc_usable_size find the real block.
@@ -135,13 +135,19 @@ static inline int mt_tail_tight(uint64_t size)
 {
     return ((size + 9) & 15) < 2;
 }
-/* The canary bytes asked for after a block of `size` bytes: 2, or for a
- * tight size as many as glibc's chunk has room for without growing: 1
- * (odd, …7) or 0 (…8). */
-static const uint8_t mt_tail_ask_low[16] = {2, 2, 2, 2, 2, 2, 2, 1, 0, 2, 2, 2, 2, 2, 2, 2};
+/* Whether a block of `size` bytes takes its canary's bytes from the room
+ * glibc's chunk has (canary=fit at a tight size): its common paths are
+ * out of line. */
+static inline int mt_tail_fits(uint64_t size)
+{
+    return mt_tail_tight(size) && mt_tail_fit;
+}
+/* The canary bytes asked for after a block of `size` bytes: 2, or with
+ * canary=fit at a tight size as many as glibc's chunk has room for
+ * without growing: 1 (odd, …7) or 0 (…8). */
 static inline uint64_t mt_tail_ask(uint64_t size)
 {
-    return mt_tail_ask_low[size & 15]; /* mt_tail_tight(size) ? (size & 1) : 2, in fewer instructions */
+    return mt_tail_fits(size) ? (size & 1) : 2;
 }
 static inline uint64_t mt_request(uint64_t size, unsigned shift)
 {

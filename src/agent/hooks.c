@@ -159,7 +159,7 @@ static MT_INLINE unsigned quick_extra(void)
     return *(const unsigned *)&mt_hooks_extra;
 }
 
-/* A tight size's canary (block.h's mt_tail_tight) takes the room the
+/* With canary=fit, a tight size's canary (block.h's mt_tail_fits) takes the room the
  * allocator left after the block, up to 2 bytes: under glibc (no
  * MT_EXTRA_ALLOC) what the chunk's size word says, which is usually none
  * (…8) or one byte (…7), and more when glibc handed out a larger chunk
@@ -257,7 +257,7 @@ static MT_INLINE int canary2_ok(const void *p, const mt_hdr *h, uint64_t size)
 /* put_canary for the common paths (quick_room's blocks). */
 static MT_INLINE void quick_put_canary(char *p, uint64_t size, uint32_t check)
 {
-    if (MT_UNLIKELY(mt_tail_tight(size)))
+    if (MT_UNLIKELY(mt_tail_fits(size)))
         put_canary_room(p, size, mt_tail_value(check), quick_room(p, size));
     else
         put_canary2(p, size, check);
@@ -266,7 +266,7 @@ static MT_INLINE void quick_put_canary(char *p, uint64_t size, uint32_t check)
 /* tail_value_ok for the common paths (quick_room's blocks). */
 static MT_INLINE int quick_tail_ok(const void *p, const mt_hdr *h, uint64_t size)
 {
-    if (MT_UNLIKELY(mt_tail_tight(size)))
+    if (MT_UNLIKELY(mt_tail_fits(size)))
         return canary_room_ok(p, size, mt_tail_value(h->check), quick_room(p, size), 1);
     return canary2_ok(p, h, size);
 }
@@ -275,7 +275,7 @@ static MT_INLINE int quick_tail_ok(const void *p, const mt_hdr *h, uint64_t size
  * 1 << shift). */
 static MT_INLINE int tail_value_ok(const void *p, const mt_hdr *h, uint64_t size, unsigned shift)
 {
-    if (MT_UNLIKELY(mt_tail_tight(size)))
+    if (MT_UNLIKELY(mt_tail_fits(size)))
         return tight_canary_ok(p, size, shift, mt_tail_value(h->check));
     uint16_t t;
     memcpy(&t, (const char *)p + size, sizeof t);
@@ -311,7 +311,7 @@ static MT_INLINE int check_tail(void *p, const mt_hdr *h, uint64_t size)
 static __attribute__((noinline, cold)) int tail_hit_glibc(const char *p, uint64_t size, unsigned shift)
 {
     int heap;
-    if (!mt_tail_tight(size))
+    if (!mt_tail_fits(size))
         return 0;
     unsigned room = tight_room(p, size, shift, &heap);
     return heap && room < 2 &&
@@ -359,7 +359,7 @@ static MT_INLINE uint64_t quick_bit(const char *p, uint64_t size)
 static MT_INLINE void put_canary(char *p, uint64_t size, uint32_t check, unsigned shift)
 {
     uint16_t t = mt_tail_value(check);
-    if (MT_UNLIKELY(mt_tail_tight(size))) {
+    if (MT_UNLIKELY(mt_tail_fits(size))) {
         put_tight_canary(p, size, shift, t);
         return;
     }
@@ -1204,7 +1204,7 @@ static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
 }
 
 /* malloc's common case for a block of n bytes (quick_size), of a tight
- * size or not (block.h's mt_tail_tight): no call but the real malloc's,
+ * size under canary=fit or not (block.h's mt_tail_fits): no call but the real malloc's,
  * and its own tail calls. The block's slot and its header word but for
  * the size are the thread's, kept ready (mt_cat_slot_set: while they
  * change, cslot is a closed slot, whose room sends the count the long
@@ -1233,7 +1233,7 @@ static MT_INLINE void *malloc_quick(size_t n, int tight)
     return p;
 }
 
-/* malloc's common case at a tight size (block.h's mt_tail_tight): its
+/* malloc's common case at a tight size under canary=fit (block.h's mt_tail_fits): its
  * own instance, out of line, so the common case asks for the constant
  * MT_PLAIN_OVERHEAD and tests nothing more after the real malloc. */
 static __attribute__((noinline)) void *malloc_tight(size_t n)
@@ -1246,7 +1246,7 @@ MT_ENTRY void *malloc(size_t n)
 {
     if (MT_UNLIKELY(!QUICK) || MT_UNLIKELY(!quick_size(n)))
         return malloc_slow(n);
-    if (MT_UNLIKELY(mt_tail_tight(n)))
+    if (MT_UNLIKELY(mt_tail_fits(n)))
         return malloc_tight(n);
     return malloc_quick(n, 0);
 }
@@ -1307,7 +1307,7 @@ static MT_INLINE int free_quick_done(void *p, mt_hdr *h, uint64_t word, int64_t 
     return 1;
 }
 
-/* free's common case at a tight size (block.h's mt_tail_tight): out of
+/* free's common case at a tight size under canary=fit (block.h's mt_tail_fits): out of
  * line, so the common case keeps its registers and frame as they were. */
 static __attribute__((noinline)) void free_tight(void *p, mt_hdr *h, uint64_t word)
 {
@@ -1331,7 +1331,7 @@ MT_ENTRY void free(void *p)
             free_moded(p);
             return;
         }
-        if (MT_UNLIKELY(mt_tail_tight(size))) {
+        if (MT_UNLIKELY(mt_tail_fits(size))) {
             free_tight(p, h, word);
             return;
         }
@@ -1485,8 +1485,8 @@ static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t 
     return realloc_tracked(p, h, n);
 }
 
-/* realloc's common case from a tight size or to one (block.h's
- * mt_tail_tight): its own instance, out of line, as malloc_tight. */
+/* realloc's common case from a tight size or to one under canary=fit
+ * (block.h's mt_tail_fits): its own instance, out of line, as malloc_tight. */
 static __attribute__((noinline)) void *realloc_tight(void *p, mt_hdr *h, uint64_t word, size_t n, unsigned x)
 {
     int slow = 0;
@@ -1510,7 +1510,7 @@ MT_ENTRY void *realloc(void *p, size_t n)
     unsigned x = quick_extra();
     if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE))
         return realloc_moded(p, h, n);
-    if (MT_UNLIKELY(mt_tail_tight(quick_word_size(word)) | mt_tail_tight(n)))
+    if (MT_UNLIKELY(mt_tail_tight(quick_word_size(word)) | mt_tail_tight(n)) && mt_tail_fit)
         return realloc_tight(p, h, word, n, x);
     int slow = 0;
     void *r = realloc_quick(p, h, word, n, x, 0, 0, &slow);

@@ -37,6 +37,7 @@ _Atomic int mt_hot;
 uint64_t mt_secret;
 uint64_t mt_hash_key = 0x9E3779B97F4A7C15ull; /* till start-up sets them */
 uint64_t mt_tomb_key = 0xC2B2AE3D27D4EB4Full;
+int mt_tail_fit; /* option canary=fit (block.h's mt_tail_ask) */
 int64_t mt_start_ns;
 MT_TLS mt_tls mt_t;
 
@@ -137,6 +138,7 @@ static int parse_options(const char *s)
     static char err[MT_PATH_MAX + 256];
     o.mode = mt_opt.mode;
     o.on_error = mt_opt.on_error;
+    o.canary_fit = mt_tail_fit;
     memcpy(o.output, mt_opt.output, sizeof o.output);
     o.depth = mt_site_opt.depth;
     o.unwind = mt_site_opt.unwind;
@@ -164,6 +166,7 @@ static int parse_options(const char *s)
     }
     mt_opt.mode = o.mode;
     mt_opt.on_error = o.on_error;
+    mt_tail_fit = o.canary_fit;
     memcpy(mt_opt.output, o.output, sizeof mt_opt.output);
     mt_site_opt.depth = o.depth;
     mt_site_opt.unwind = o.unwind;

@@ -29,6 +29,7 @@ static void store(mt_env_options *opt, int k, int64_t v, const char *val)
     case MT_OPT_TRACE_CHUNK: opt->trace_chunk = (uint32_t)v; break;
     case MT_OPT_TRACE_THREADS: opt->trace_threads = (uint32_t)v; break;
     case MT_OPT_ON_ERROR: opt->on_error = (int)v; break;
+    case MT_OPT_CANARY: opt->canary_fit = (int)v; break;
     case MT_OPT_CRASH_REPORT: opt->crash_report = (int)v; break;
     case MT_OPT_FOLLOW_EXEC: opt->follow_exec = (int)v; break;
     case MT_OPT_QUERY: opt->query = (int)v; break;

@@ -13,6 +13,7 @@
 typedef struct mt_env_options {
     int mode;                 /* MT_MODE_* */
     int on_error;             /* MT_ON_ERROR_* */
+    int canary_fit;           /* canary=fit */
     char output[MT_PATH_MAX]; /* the report's path template */
     int depth;                /* frames per stack, 1..MT_DEPTH_MAX */
     int unwind;               /* MT_UNWIND_* */

@@ -33,6 +33,13 @@ static const mt_optchoice on_errors[] = {
     {"abort", MT_ON_ERROR_ABORT, "say it, then abort"},
     {NULL, 0, NULL},
 };
+static const mt_optchoice canaries[] = {
+    {"full", 0, "2 bytes after every block: an overrun of 1 or 2 bytes is caught, and absorbed"},
+    {"fit", 1,
+     "no byte glibc's chunk has no room for: at sizes 7 and 8 past a multiple of 16, 1 byte or none, "
+     "and glibc's next chunk header checked (docs/canary.md)"},
+    {NULL, 0, NULL},
+};
 static const mt_optchoice on_off[] = {{"on", 1, ""}, {"off", 0, ""}, {NULL, 0, NULL}};
 static const mt_optchoice follow[] = {
     {"on", 1, "exec'd programs load the agent too"},
@@ -85,6 +92,8 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                               "trace mode: threads that encode and compress chunks"},
     [MT_OPT_ON_ERROR] = {"on_error", MT_OPTT_CHOICE, on_errors, 0, 0, NULL, "report",
                          "a heap error (double free, overwritten canary)"},
+    [MT_OPT_CANARY] = {"canary", MT_OPTT_CHOICE, canaries, 0, 0, NULL, "full",
+                       "the guard bytes after each block, which catch overruns"},
     [MT_OPT_CRASH_REPORT] = {"crash_report", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "on",
                              "a report and a summary when the program dies of a fatal signal"},
     [MT_OPT_FOLLOW_EXEC] = {"follow_exec", MT_OPTT_CHOICE, follow, 0, 0, NULL, "off", "across exec"},

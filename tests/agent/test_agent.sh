@@ -35,26 +35,32 @@ expect_eq "exact: overhead category always present" "1" \
 expect_eq "exact: no heap errors" "0 0 0" \
     "$(json_get "$T/exact.json" "'%d %d %d' % (j['errors']['double_free'], j['errors']['bad_canary'], j['errors']['foreign_free'])")"
 
-# --- the canary costs glibc nothing --------------------------------------
+# --- canary=fit: the canary costs glibc nothing ---------------------------
 # For every size from 6 to 2100 bytes, glibc's chunk under the agent's
 # block (its own size word) is the chunk glibc gives a request of size +
-# 16 (block.h's mt_tail_tight: the canary takes what room there is); the
-# blocks, resized and freed with and without a category of the program's
-# own, report no canary, and the agent's overhead nets out to what the
-# same program leaves without them.
-tightfit() { # [idle]: its stdout
-    GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MEMTRAIL_OPTIONS="output=$T/tf${1:+-$1}.mtr" LD_PRELOAD=$AGENT \
-        "$TBIN/tightfit" "$@" 2>"$T/tf.err"
+# 16 (block.h's mt_tail_tight: the canary takes what room there is), or
+# of size + 18 with canary=full (the default); the blocks, resized and
+# freed with and without a category of the program's own, report no
+# canary, and the agent's overhead nets out to what the same program
+# leaves without them.
+tightfit() { # canary option, [idle|full]: its stdout
+    local canary=$1; shift
+    GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MEMTRAIL_OPTIONS="output=$T/tf${1:+-$1}.mtr:canary=$canary" \
+        LD_PRELOAD=$AGENT "$TBIN/tightfit" "$@" 2>"$T/tf.err"
 }
-out=$(tightfit); rc=$?
-expect_eq "tightfit: every size's chunk is glibc's for size + 16" "0 fit 2095 sizes" "$rc $out"
-report_json "$T/tf.mtr" "$T/tf.json"
-expect_eq "tightfit: no canary reported" "0 0" "$(canary_and_double "$T/tf.json")"
-out=$(tightfit idle); rc=$?
-report_json "$T/tf-idle.mtr" "$T/tf-idle.json"
 overhead_live() { json_get "$1" "sum(c['live_bytes'] for c in j['categories'] if c['kind'] == 'overhead')"; }
-expect_eq "tightfit: the overhead of 2095 sizes, resized and freed, nets out" \
+out=$(tightfit fit); rc=$?
+expect_eq "tightfit, canary=fit: every size's chunk is glibc's for size + 16" "0 fit 2095 sizes" "$rc $out"
+report_json "$T/tf.mtr" "$T/tf.json"
+expect_eq "tightfit, canary=fit: no canary reported" "0 0" "$(canary_and_double "$T/tf.json")"
+out=$(tightfit fit idle); rc=$?
+report_json "$T/tf-idle.mtr" "$T/tf-idle.json"
+expect_eq "tightfit, canary=fit: the overhead of 2095 sizes, resized and freed, nets out" \
     "$(overhead_live "$T/tf-idle.json")" "$(overhead_live "$T/tf.json")"
+out=$(tightfit full full); rc=$?
+expect_eq "tightfit, canary=full: every size's chunk is glibc's for size + 18" "0 fit 2095 sizes" "$rc $out"
+report_json "$T/tf-full.mtr" "$T/tf.json"
+expect_eq "tightfit, canary=full: no canary reported" "0 0" "$(canary_and_double "$T/tf.json")"
 
 # --- errno: the hooks leave it as the allocator left it -------------------
 # In trace mode with the smallest buffer and the slowest encoder (one
@@ -214,6 +220,23 @@ for case in overflow:40 overflow-zero:40 overflow-odd:39 overflow-page:9000 over
     report_json "$T/he.mtr" "$T/he.json"
     expect_eq "$name: counted in the report" "1" "$(json_get "$T/he.json" "j['errors']['bad_canary']")"
 done
+# canary=fit: one byte past blocks of tight sizes (no canary byte at 40
+# and 9000, glibc's next chunk header checked there; one at 39) is caught
+# as well; a block whose overrun reached glibc's header is kept, not
+# freed, so these programs (whose next chunk is glibc's top) go on.
+for solo in 0 1; do
+    for case in overflow:40 overflow-zero:40 overflow-odd:39 overflow-page:9000; do
+        name=${case%%:*} size=${case#*:}
+        if [ $solo = 1 ]; then export HEAPERR_SOLO=1; else unset HEAPERR_SOLO; fi
+        heaperr "$name" canary=fit; rc=$?
+        expect_eq "$name, canary=fit (solo=$solo): program continues" "0 survived $name" "$rc $(cat "$T/he.out")"
+        expect_match "$name, canary=fit (solo=$solo): reported" \
+            "canary after the block was overwritten: block at 0x[0-9a-f]+, $size bytes" "$(cat "$T/he.err")"
+        report_json "$T/he.mtr" "$T/he.json"
+        expect_eq "$name, canary=fit (solo=$solo): counted in the report" "1 0" "$(canary_and_double "$T/he.json")"
+    done
+done
+unset HEAPERR_SOLO
 # A block of the common range resized into a chunk glibc maps for itself
 # (the realloc's common path keeps the quick bit only off such chunks, so
 # its free goes the long way): counted freed once with no error, and its

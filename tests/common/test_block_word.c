@@ -11,6 +11,7 @@
 #include "agent/block.h"
 
 uint64_t mt_hash_key = 0x9E3779B97F4A7C15ull;
+int mt_tail_fit;
 uint64_t mt_tomb_key = 0xD1B54A32D192ED03ull;
 
 static mt_hdr header_of(uint64_t word)
@@ -75,26 +76,35 @@ int main(void)
     CHECK("the canary is the check's low 16 bits", mt_tail_value(0x12345678u) == 0x5678);
 
     /* glibc's chunk for a request r (64-bit): r + 8 rounded up to 16, at
-     * least 32 bytes; it holds r + 8 - 16 bytes past its pointer. Every
-     * plain block's request takes the chunk the size plus a bare 16-byte
-     * header would, and has room for the canary bytes it asks for; the
-     * canary asks for 2 bytes wherever that costs no larger chunk. */
-    int same_chunk = 1, room = 1, two_where_free = 1, tight_exact = 1;
-    for (uint64_t n = MT_PLAIN_MIN; n < 70000; n++) {
-        uint64_t r = mt_request(n, MT_PLAIN_SHIFT), ask = mt_tail_ask(n);
-        uint64_t c = glibc_chunk(r), c_bare = glibc_chunk(n + MT_HDR_SIZE);
-        same_chunk &= c == c_bare;
-        room &= c - 8 >= MT_HDR_SIZE + n + ask && r == MT_HDR_SIZE + n + ask;
-        two_where_free &= ask == 2 || glibc_chunk(MT_HDR_SIZE + n + 2) > c_bare;
-        tight_exact &= mt_tail_tight(n) == ((n % 16) == 7 || (n % 16) == 8);
-        tight_exact &=
-            mt_plain_overhead(n) == MT_HDR_SIZE + ask && (int64_t)(r - n) == mt_overhead(n, MT_PLAIN_SHIFT);
+     * least 32 bytes; it holds r + 8 - 16 bytes past its pointer. With
+     * canary=fit every plain block's request takes the chunk the size plus
+     * a bare 16-byte header would, and has room for the canary bytes it
+     * asks for, which are 2 wherever that costs no larger chunk; with
+     * canary=full (the default) they are 2 everywhere. */
+    for (int fit = 0; fit <= 1; fit++) {
+        mt_tail_fit = fit;
+        int same_chunk = 1, room = 1, two_where_free = 1, tight_exact = 1;
+        for (uint64_t n = MT_PLAIN_MIN; n < 70000; n++) {
+            uint64_t r = mt_request(n, MT_PLAIN_SHIFT), ask = mt_tail_ask(n);
+            uint64_t c = glibc_chunk(r), c_bare = glibc_chunk(n + MT_HDR_SIZE);
+            same_chunk &= fit ? c == c_bare : r == n + MT_PLAIN_OVERHEAD;
+            room &= c - 8 >= MT_HDR_SIZE + n + ask && r == MT_HDR_SIZE + n + ask;
+            two_where_free &= ask == 2 || glibc_chunk(MT_HDR_SIZE + n + 2) > c_bare;
+            tight_exact &= mt_tail_tight(n) == ((n % 16) == 7 || (n % 16) == 8);
+            tight_exact &= mt_plain_overhead(n) == MT_HDR_SIZE + ask &&
+                           (int64_t)(r - n) == mt_overhead(n, MT_PLAIN_SHIFT);
+        }
+        CHECK(fit ? "canary=fit: a plain block's request takes the chunk of size + 16 bytes (6 B to 70 KB)"
+                  : "canary=full: every plain block asks for size + 18 bytes",
+              same_chunk);
+        CHECK("the chunk has room for the canary bytes asked for", room);
+        CHECK("the canary asks for 2 bytes unless they would take the next chunk size", two_where_free);
+        CHECK("tight sizes are 7 and 8 past a multiple of 16; overhead = header + canary bytes", tight_exact);
     }
-    CHECK("a plain block's request takes the chunk of size + 16 bytes (6 B to 70 KB)", same_chunk);
-    CHECK("that chunk has room for the canary bytes asked for", room);
-    CHECK("the canary asks for 2 bytes unless they would take the next chunk size", two_where_free);
-    CHECK("tight sizes are 7 and 8 past a multiple of 16; overhead = header + canary bytes", tight_exact);
-    CHECK("tight sizes' canary bytes: 1 at ...7, 0 at ...8",
+    mt_tail_fit = 1;
+    CHECK("canary=fit, tight sizes' canary bytes: 1 at ...7, 0 at ...8",
           mt_tail_ask(39) == 1 && mt_tail_ask(40) == 0 && mt_tail_ask(1032) == 0 && mt_tail_ask(41) == 2);
+    mt_tail_fit = 0;
+    CHECK("canary=full: 2 bytes at every size", mt_tail_ask(39) == 2 && mt_tail_ask(40) == 2);
     return failures != 0;
 }
