@@ -1180,7 +1180,7 @@ static MT_INLINE int quick_with_cats(unsigned x)
  * of its own (quick_with_cats) takes the same steps here, counting the
  * total too, out of line so the common path pays nothing for it; any
  * other mode is track_new_slow's. */
-static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
+static MT_INLINE void *malloc_moded_as(char *real, size_t n, int tight)
 {
     unsigned x = quick_extra();
     /* quick_new said no for this mode (sampling: the count is crossed,
@@ -1196,11 +1196,25 @@ static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
     char *p = real + MT_HDR_SIZE;
     /* at no edge offset, so not a chunk glibc mapped (glibc_mapped_bit's note) */
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) ||
-        MT_UNLIKELY(
-            !mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n, (int64_t)mt_plain_overhead(n), +1)))
+        MT_UNLIKELY(!mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n,
+                                         tight ? (int64_t)mt_plain_overhead(n) : MT_PLAIN_OVERHEAD, +1)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
-    write_quick_word(p, n, n | mt_t.catword);
+    if (tight)
+        write_quick_word(p, n, n | mt_t.catword);
+    else
+        put_canary2(p, n, put_word_tag0(p, n | mt_t.catword));
     return p;
+}
+
+/* malloc_moded for malloc_quick's two instances (tight: malloc_tight's). */
+static __attribute__((noinline)) void *malloc_moded(char *real, size_t n)
+{
+    return malloc_moded_as(real, n, 0);
+}
+
+static __attribute__((noinline)) void *malloc_moded_fit(char *real, size_t n)
+{
+    return malloc_moded_as(real, n, 1);
 }
 
 /* malloc's common case for a block of n bytes (quick_size), of a tight
@@ -1218,7 +1232,7 @@ static MT_INLINE void *malloc_quick(size_t n, int tight)
     mt_cslot *c = mt_t.cslot;
     int64_t local = mt_ld(&c->live_bytes) + (int64_t)n;
     if (MT_UNLIKELY(!quick_new(n)))
-        return malloc_moded(real, n);
+        return tight ? malloc_moded_fit(real, n) : malloc_moded(real, n);
     /* at no edge offset, so not a chunk glibc mapped (glibc_mapped_bit's note) */
     if (MT_UNLIKELY(needs_probe((uintptr_t)p)) || MT_UNLIKELY(local > mt_room(&c->hi)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
@@ -1276,19 +1290,35 @@ static __attribute__((noinline)) void free_slow(void *p)
  * program's own (quick_with_cats), the same steps, counting the total too
  * (mt_count_block_quick); else, or when those do not do, what free_call
  * would do with it, without free_slow's steps again. */
-static __attribute__((noinline)) void free_moded(void *p)
+static MT_INLINE void free_moded_as(void *p, int fits)
 {
     mt_hdr *h = (mt_hdr *)p - 1;
     uint64_t word = h->word, size = quick_word_size(word);
     unsigned x = quick_extra();
     if (quick_with_cats(x) && (x & ~(unsigned)(MT_EXTRA_CATS | MT_EXTRA_SAMPLE | MT_EXTRA_SMALL_RATE)) == 0 &&
-        MT_LIKELY(quick_tail_ok(p, h, size)) &&
+        MT_LIKELY(fits ? quick_tail_ok(p, h, size) : canary2_ok(p, h, size)) &&
         MT_LIKELY(mt_count_block_quick(mt_t.shard, mt_word_cat(word), (int64_t)size,
-                                       (int64_t)mt_plain_overhead(size), -1))) {
+                                       fits ? (int64_t)mt_plain_overhead(size) : MT_PLAIN_OVERHEAD, -1))) {
         give_back_quick(p, h, word, size);
         return;
     }
     release(p, h);
+}
+
+/* free_moded at a tight size under canary=fit (block.h's mt_tail_fits):
+ * its own instance, as malloc_tight. */
+static __attribute__((noinline)) void free_moded_fit(void *p)
+{
+    free_moded_as(p, 1);
+}
+
+static __attribute__((noinline)) void free_moded(void *p)
+{
+    if (MT_UNLIKELY(mt_tail_fits(quick_word_size(((mt_hdr *)p - 1)->word)))) {
+        free_moded_fit(p);
+        return;
+    }
+    free_moded_as(p, 0);
 }
 
 /* free's common case from an intact canary on (p a block with the quick
