@@ -202,6 +202,13 @@ static MT_INLINE void put_canary_room(char *p, uint64_t size, uint16_t t, uint64
         p[size] = (char)t;
 }
 
+/* Whether glibc's next size word at w, right after a block of ours in a
+ * heap chunk with fewer than 2 bytes of room, is sane (tight_room). */
+static MT_INLINE int glibc_next_sane(const unsigned char *w)
+{
+    return (*w & MT_GLIBC_NEXT_MASK) == MT_GLIBC_NEXT_INUSE;
+}
+
 /* Whether put_canary_room's canary is intact, and (`heap`: in a heap
  * chunk of glibc's, with fewer than 2 bytes of room) glibc's next size
  * word right after it sane (tight_room). */
@@ -215,7 +222,7 @@ static MT_INLINE int canary_room_ok(const char *p, uint64_t size, uint16_t t, ui
     }
     if (room == 1 && c[0] != (unsigned char)t)
         return 0;
-    return !heap || (c[room] & MT_GLIBC_NEXT_MASK) == MT_GLIBC_NEXT_INUSE;
+    return !heap || glibc_next_sane(c + room);
 }
 
 static __attribute__((noinline)) void put_tight_canary(char *p, uint64_t size, unsigned shift, uint16_t t)
@@ -314,8 +321,7 @@ static __attribute__((noinline, cold)) int tail_hit_glibc(const char *p, uint64_
     if (!mt_tail_fits(size))
         return 0;
     unsigned room = tight_room(p, size, shift, &heap);
-    return heap && room < 2 &&
-           (((const unsigned char *)p)[size + room] & MT_GLIBC_NEXT_MASK) != MT_GLIBC_NEXT_INUSE;
+    return heap && room < 2 && !glibc_next_sane((const unsigned char *)p + size + room);
 }
 
 /* ---- tracked blocks ---------------------------------------------------- */
@@ -1161,10 +1167,15 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 }
 
 /* The header and canary of a common-path block at p (its canary always
- * on), of `n` bytes and header word `word`. */
-static MT_INLINE void write_quick_word(char *p, size_t n, uint64_t word)
+ * on), of `n` bytes and header word `word`; tight: a tight size under
+ * canary=fit may be (mt_tail_fits), else the canary is 2 bytes. */
+static MT_INLINE void write_quick_word(char *p, size_t n, uint64_t word, int tight)
 {
-    quick_put_canary(p, n, put_word_tag0(p, word));
+    uint32_t check = put_word_tag0(p, word);
+    if (tight)
+        quick_put_canary(p, n, check);
+    else
+        put_canary2(p, n, check);
 }
 
 /* The mode word's bits a program with categories of its own adds to the
@@ -1199,10 +1210,7 @@ static MT_INLINE void *malloc_moded_as(char *real, size_t n, int tight)
         MT_UNLIKELY(!mt_count_slot_quick(mt_t.shard, mt_t.cslot, (int64_t)n,
                                          tight ? (int64_t)mt_plain_overhead(n) : MT_PLAIN_OVERHEAD, +1)))
         return track_new_slow(real, n, mt_t.cat, MT_PLAIN_SHIFT, 1);
-    if (tight)
-        write_quick_word(p, n, n | mt_t.catword);
-    else
-        put_canary2(p, n, put_word_tag0(p, n | mt_t.catword));
+    write_quick_word(p, n, n | mt_t.catword, tight);
     return p;
 }
 
@@ -1239,11 +1247,7 @@ static MT_INLINE void *malloc_quick(size_t n, int tight)
     /* quick_new saw no MT_EXTRA_CATS: c is malloc's slot (solo_slot) */
     mt_count_commit(c, mt_solo_overhead(c), local, tight ? (int64_t)mt_plain_overhead(n) : MT_PLAIN_OVERHEAD,
                     +1);
-    uint32_t check = put_word_tag0(p, n | mt_t.catword);
-    if (tight)
-        quick_put_canary(p, n, check);
-    else
-        put_canary2(p, n, check);
+    write_quick_word(p, n, n | mt_t.catword, tight);
     return p;
 }
 
