@@ -1502,21 +1502,45 @@ static MT_INLINE void *realloc_quick(void *p, mt_hdr *h, uint64_t word, size_t n
     return realloc_quick_done(real, word, n, saved, cats, tight);
 }
 
+/* A resize from or to a tight size under canary=fit (block.h's
+ * mt_tail_fits, for either size), of a common-path block whose word is
+ * `word`: the option tested first, so the default pays one test. */
+static MT_INLINE int realloc_fits(uint64_t word, size_t n)
+{
+    return mt_tail_fit && (mt_tail_tight(quick_word_size(word)) | mt_tail_tight(n));
+}
+
 /* realloc's common path, when the mode word said no (p a block with the
- * quick bit, h its header, the gate open, n quick_size): with
- * categories of the program's own (quick_with_cats), the same steps,
+ * quick bit, h its header, word its word, the gate open, n quick_size;
+ * tight: realloc_fits): with categories of the program's own
+ * (quick_with_cats), the same steps,
  * counting the total too; else, or when those do not do, what
  * realloc_call would do with it, without realloc_slow's steps again. */
-static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t n)
+static MT_INLINE void *realloc_moded_as(void *p, mt_hdr *h, uint64_t word, size_t n, int tight)
 {
     unsigned x = quick_extra(), xs = x & ~(unsigned)MT_EXTRA_CATS;
     if (quick_with_cats(x) && (xs == 0 || xs == MT_EXTRA_SAMPLE)) {
         int slow = 0;
-        void *r = realloc_quick(p, h, h->word, n, xs, 1, 1, &slow);
+        void *r = realloc_quick(p, h, word, n, xs, 1, tight, &slow);
         if (!slow)
             return r;
     }
     return realloc_tracked(p, h, n);
+}
+
+/* realloc_moded from a tight size or to one under canary=fit (block.h's
+ * mt_tail_fits): its own instance, as malloc_moded_fit. */
+static __attribute__((noinline)) void *realloc_moded_fit(void *p, mt_hdr *h, uint64_t word, size_t n)
+{
+    return realloc_moded_as(p, h, word, n, 1);
+}
+
+static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t n)
+{
+    uint64_t word = h->word;
+    if (MT_UNLIKELY(realloc_fits(word, n)))
+        return realloc_moded_fit(p, h, word, n);
+    return realloc_moded_as(p, h, word, n, 0);
 }
 
 /* realloc's common case from a tight size or to one under canary=fit
@@ -1544,7 +1568,7 @@ MT_ENTRY void *realloc(void *p, size_t n)
     unsigned x = quick_extra();
     if (MT_UNLIKELY(x != 0 && x != MT_EXTRA_SAMPLE))
         return realloc_moded(p, h, n);
-    if (MT_UNLIKELY(mt_tail_tight(quick_word_size(word)) | mt_tail_tight(n)) && mt_tail_fit)
+    if (MT_UNLIKELY(realloc_fits(word, n)))
         return realloc_tight(p, h, word, n, x);
     int slow = 0;
     void *r = realloc_quick(p, h, word, n, x, 0, 0, &slow);
