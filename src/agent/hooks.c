@@ -1294,6 +1294,13 @@ static __attribute__((noinline)) void free_slow(void *p)
  * program's own (quick_with_cats), the same steps, counting the total too
  * (mt_count_block_quick); else, or when those do not do, what free_call
  * would do with it, without free_slow's steps again. */
+/* free_moded's way when its steps do not do: release's, out of line, so
+ * free_moded's own steps need no frame. */
+static __attribute__((noinline)) void free_moded_long(void *p)
+{
+    release(p, (mt_hdr *)p - 1);
+}
+
 static MT_INLINE void free_moded_as(void *p, int fits)
 {
     mt_hdr *h = (mt_hdr *)p - 1;
@@ -1306,7 +1313,7 @@ static MT_INLINE void free_moded_as(void *p, int fits)
         give_back_quick(p, h, word, size);
         return;
     }
-    release(p, h);
+    free_moded_long(p);
 }
 
 /* free_moded at a tight size under canary=fit (block.h's mt_tail_fits):
