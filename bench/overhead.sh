@@ -13,7 +13,7 @@
 # Usage: bench/overhead.sh [--runs N] [--quick] [--only mbench|sqlite|python]
 #                          [--direct] [--no-heaptrack] [--no-memtrail]
 #                          [--no-detail] [--no-summary] [--no-sample]
-#                          [--no-jemalloc]
+#                          [--no-jemalloc] [--fit]
 #   --runs N        timed runs per column (default 5)
 #   --quick         2 runs, mbench with fewer ops: a smoke test, not a result
 #   --only W        one workload
@@ -26,6 +26,9 @@
 #   --no-sample     skip the sampled-mode column (memtrail run --mode sample,
 #                   default rate 512 KiB)
 #   --no-jemalloc   skip the jemalloc and jemalloc+prof columns
+#   --fit           add a summary-fit column: summary mode with the agent
+#                   option canary=fit (docs/canary.md), no canary byte
+#                   glibc's chunk has no room for
 # Environment: MT_SHARED (default ROOT/../shared), BUILD (default build).
 # Exit status: 0, or 1 when a workload fails under memtrail (or bare), or
 # memtrail is not built.
@@ -35,7 +38,7 @@ die() { echo "overhead.sh: $*" >&2; exit 1; }
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 runs=5 quick=0 only="" direct=0 use_heaptrack=1 use_memtrail=1 use_summary=1 use_detail=1 use_sample=1
-use_jemalloc=1
+use_jemalloc=1 use_fit=0
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 bad_usage() { echo "overhead.sh: $*" >&2; echo "try: bench/overhead.sh --help" >&2; exit 2; }
@@ -56,6 +59,7 @@ while [ $# -gt 0 ]; do
         --no-summary) use_summary=0 ;;
         --no-sample) use_sample=0 ;;
         --no-jemalloc) use_jemalloc=0 ;;
+        --fit) use_fit=1 ;;
         -h|--help) usage; exit 0 ;;
         *) bad_usage "unknown option '$1'" ;;
     esac
@@ -66,8 +70,10 @@ case $only in ""|mbench|sqlite|python) ;; *) bad_usage "--only wants mbench, sql
 if [ "$quick" = 1 ]; then runs=2; fi
 [ -d "$BENCH_SRC" ] || die "workloads not found: $BENCH_SRC (set MT_SHARED to the shared directory)"
 
-if [ "$use_memtrail" = 0 ]; then use_summary=0 use_detail=0 use_sample=0; fi
-if [ "$use_summary" = 0 ] && [ "$use_detail" = 0 ] && [ "$use_sample" = 0 ]; then use_memtrail=0; fi
+if [ "$use_memtrail" = 0 ]; then use_summary=0 use_detail=0 use_sample=0 use_fit=0; fi
+if [ "$use_summary" = 0 ] && [ "$use_detail" = 0 ] && [ "$use_sample" = 0 ] && [ "$use_fit" = 0 ]; then
+    use_memtrail=0
+fi
 if [ "$use_memtrail" = 1 ]; then
     if [ ! -x "$MEMTRAIL" ] || [ ! -f "$AGENT" ]; then
         die "memtrail is not built ($MEMTRAIL, $AGENT): run 'make' first (or pass --no-memtrail)"
@@ -100,11 +106,15 @@ status=0
 # Each sets $rc and $elapsed; workload output is discarded.
 col_bare() { run_timed "$TMP/bare.err" "$@"; }
 
-col_memtrail() { # MODE REPORT_PREFIX CMD...
-    local mode=$1 prefix=$2; shift 2
+col_memtrail() { # COLUMN REPORT_PREFIX CMD... (summary-fit: summary with canary=fit)
+    local mode=$1 prefix=$2 opts=""; shift 2
+    if [ "$mode" = summary-fit ]; then mode=summary opts="canary=fit:"; fi
     if [ "$direct" = 1 ]; then
         run_timed "$TMP/memtrail.err" env LD_PRELOAD="$AGENT" \
-            MEMTRAIL_OPTIONS="mode=$mode:output=$prefix.%p.mtr" "$@"
+            MEMTRAIL_OPTIONS="${opts}mode=$mode:output=$prefix.%p.mtr" "$@"
+    elif [ -n "$opts" ]; then
+        run_timed "$TMP/memtrail.err" env MEMTRAIL_OPTIONS="${opts%:}" \
+            "$MEMTRAIL" run --mode "$mode" -o "$prefix.%p.mtr" -- "$@"
     else
         run_timed "$TMP/memtrail.err" "$MEMTRAIL" run --mode "$mode" -o "$prefix.%p.mtr" -- "$@"
     fi
@@ -180,6 +190,7 @@ bench_workload() {
     local -a cols=(bare)
     local i prefix col
     if [ "$use_summary" = 1 ]; then cols+=(summary); fi
+    if [ "$use_fit" = 1 ]; then cols+=(summary-fit); fi
     if [ "$use_detail" = 1 ]; then cols+=(detail); fi
     if [ "$use_sample" = 1 ]; then cols+=(sample); fi
     if [ "$use_jemalloc" = 1 ]; then cols+=(jemalloc jemalloc+prof); fi
@@ -201,7 +212,7 @@ bench_workload() {
             bare)
                 col_bare "$@"
                 if [ "$rc" -ne 0 ]; then bare_failed "$name" " (run $i)"; return; fi ;;
-            summary|detail|sample)
+            summary|summary-fit|detail|sample)
                 prefix=$TMP/mt-$col-$name-$i
                 col_memtrail "$col" "$prefix" "$@"
                 if [ "$rc" -ne 0 ]; then
@@ -255,11 +266,11 @@ bench_workload() {
     fi
 
     local line="$name:" sep=" " verdict mode tgt
-    for mode in summary detail sample; do
+    for mode in summary summary-fit detail sample; do
         if [ -z "${rmin[$mode]:-}" ]; then continue; fi
         line+=$sep$(printf '%s %.3fx (median %.3fx, paired %.3fx)' "$mode" "${rmin[$mode]}" "${rmed[$mode]}" "${rpair[$mode]}")
         sep="; "
-        case $mode in summary) tgt=$target ;; detail) tgt=$dtarget ;; sample) tgt=$starget ;; esac
+        case $mode in summary|summary-fit) tgt=$target ;; detail) tgt=$dtarget ;; sample) tgt=$starget ;; esac
         if [ -n "$tgt" ]; then
             verdict=$(awk -v r="${rmin[$mode]}" -v t="$tgt" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
             printf '   target: %s mode <= %sx bare: %s (%.3fx by min, %.3fx by median, %.3fx paired)\n' \
@@ -307,6 +318,9 @@ if [ "$use_memtrail" = 1 ]; then
         echo "   memtrail timed as the agent alone: LD_PRELOAD=$AGENT MEMTRAIL_OPTIONS=mode=summary|detail|sample:output=..."
     else
         echo "   memtrail timed through the CLI: $MEMTRAIL run --mode summary|detail|sample -o FILE -- CMD (default depth 4, sample rate 512 KiB)"
+    fi
+    if [ "$use_fit" = 1 ]; then
+        echo "   summary-fit: summary mode with MEMTRAIL_OPTIONS=canary=fit (docs/canary.md)"
     fi
 else
     echo "   memtrail column skipped (--no-memtrail)"
