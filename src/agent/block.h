@@ -129,8 +129,8 @@ static inline uint64_t mt_check_tag0(const void *p, uint64_t word)
 /* A size whose 2 canary bytes would cost a chunk 16 bytes larger under
  * glibc: there a request of prefix + size + 8 fills its chunk exactly
  * (…8), or leaves one byte (…7). glibc rounds size + prefix + 8 up to 16:
- * SQLite's 40-byte cells and 1032-byte pages are such sizes, and the next
- * chunk size up would take the pages out of glibc's per-thread cache. */
+ * SQLite's 40-byte cells and 1032-byte pages are such sizes (chunks of 80
+ * and 1072 bytes for 2 canary bytes, 64 and 1056 without). */
 static inline int mt_tail_tight(uint64_t size)
 {
     return ((size + 9) & 15) < 2;
