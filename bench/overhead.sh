@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Overhead of memtrail's summary, detail and sampled modes against the bare
-# program, with the peers in the same table: heaptrack, and jemalloc's own
+# Overhead of memtrail's summary, detail and sampled modes (and, with
+# --fit, summary mode under canary=fit) against the bare program, with the peers in the same table: heaptrack, and jemalloc's own
 # sampling profiler (jemalloc with MALLOC_CONF=prof:true,lg_prof_sample:19,
 # one sample per 512 KiB, against jemalloc alone). Workloads are the shared
 # ones (../shared/bench): the mbench malloc microbenchmark, SQLite and
@@ -113,7 +113,7 @@ col_memtrail() { # COLUMN REPORT_PREFIX CMD... (summary-fit: summary with canary
         run_timed "$TMP/memtrail.err" env LD_PRELOAD="$AGENT" \
             MEMTRAIL_OPTIONS="${opts}mode=$mode:output=$prefix.%p.mtr" "$@"
     elif [ -n "$opts" ]; then
-        run_timed "$TMP/memtrail.err" env MEMTRAIL_OPTIONS="${opts%:}" \
+        run_timed "$TMP/memtrail.err" env MEMTRAIL_OPTIONS="${MEMTRAIL_OPTIONS:+$MEMTRAIL_OPTIONS:}${opts%:}" \
             "$MEMTRAIL" run --mode "$mode" -o "$prefix.%p.mtr" -- "$@"
     else
         run_timed "$TMP/memtrail.err" "$MEMTRAIL" run --mode "$mode" -o "$prefix.%p.mtr" -- "$@"
@@ -273,8 +273,8 @@ bench_workload() {
         case $mode in summary|summary-fit) tgt=$target ;; detail) tgt=$dtarget ;; sample) tgt=$starget ;; esac
         if [ -n "$tgt" ]; then
             verdict=$(awk -v r="${rmin[$mode]}" -v t="$tgt" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
-            printf '   target: %s mode <= %sx bare: %s (%.3fx by min, %.3fx by median, %.3fx paired)\n' \
-                "$mode" "$tgt" "$verdict" "${rmin[$mode]}" "${rmed[$mode]}" "${rpair[$mode]}"
+            printf '   target: %s <= %sx bare: %s (%.3fx by min, %.3fx by median, %.3fx paired)\n' \
+                "$([ "$mode" = summary-fit ] && echo "summary mode, canary=fit" || echo "$mode mode")" "$tgt" "$verdict" "${rmin[$mode]}" "${rmed[$mode]}" "${rpair[$mode]}"
             line+=", target <= ${tgt}x $verdict"
         fi
     done

@@ -1289,11 +1289,6 @@ static __attribute__((noinline)) void free_slow(void *p)
     free_call(p);
 }
 
-/* free's common path, when the mode word said no (p a block with the
- * quick bit, quick_header, the gate open): with categories of the
- * program's own (quick_with_cats), the same steps, counting the total too
- * (mt_count_block_quick); else, or when those do not do, what free_call
- * would do with it, without free_slow's steps again. */
 /* free_moded's way when its steps do not do: release's, out of line, so
  * free_moded's own steps need no frame. */
 static __attribute__((noinline)) void free_moded_long(void *p)
@@ -1301,6 +1296,11 @@ static __attribute__((noinline)) void free_moded_long(void *p)
     release(p, (mt_hdr *)p - 1);
 }
 
+/* free's common path, when the mode word said no (p a block with the
+ * quick bit, quick_header, the gate open): with categories of the
+ * program's own (quick_with_cats), the same steps, counting the total too
+ * (mt_count_block_quick); else, or when those do not do, what free_call
+ * would do with it, without free_slow's steps again. */
 static MT_INLINE void free_moded_as(void *p, int fits)
 {
     mt_hdr *h = (mt_hdr *)p - 1;
@@ -1542,6 +1542,10 @@ static __attribute__((noinline)) void *realloc_moded_fit(void *p, mt_hdr *h, uin
     return realloc_moded_as(p, h, word, n, 1);
 }
 
+/* realloc_moded's dispatch by canary=fit's sizes. It reads the word
+ * again rather than take realloc's: passing it costs realloc a register
+ * (callgrind: one instruction more per realloc of a program with
+ * categories of its own). */
 static __attribute__((noinline)) void *realloc_moded(void *p, mt_hdr *h, size_t n)
 {
     uint64_t word = h->word;
