@@ -243,7 +243,7 @@ static void fill(struct mt_memory_info *s, int may_sample, uint64_t frag_before)
     }
     s->fragmentation_after = frag_last;
     mt_os_mem m;
-    mt_os_mem_read(&m);
+    mt_os_mem_read(&m, t0);
     s->rss_bytes = m.rss;
     s->committed_bytes = m.committed;
     s->memory_load_bytes = m.load;

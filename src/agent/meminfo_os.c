@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "agent/allocator.h"
 #include "common/out.h"
 
@@ -25,6 +26,18 @@ static dev_t fd_dev[F_COUNT]; /* what each descriptor was opened on: a program *
 static ino_t fd_ino[F_COUNT]; /* that closes it and reuses the number is not read */
 static char paths[F_COUNT][512];
 static long page_size = 4096;
+
+/* The machine's MemTotal and MemAvailable and the cgroup's limits change
+ * slowly, and /proc/meminfo is the dearest file to read: the kernel builds
+ * its whole text each time, about 15 us, half of what a snapshot cost
+ * before (SQLite's workload in bench/overhead.sh raises 386 snapshots in
+ * 0.8 s). So they are read at most 0.1% of the time: after a read that
+ * took d ns, the next waits 1000 d, and at least MACHINE_NS; snapshots in
+ * between repeat them. The process's own figures and memory.current (the
+ * LIMIT check's) are read on every call. */
+#define MACHINE_NS 10000000ull
+static uint64_t machine_next_ns; /* 0: read at the next call */
+static uint64_t machine_load, machine_total, cg_high, cg_max;
 
 /* Above 2: a program started with stdin (or more) closed gets its own
  * descriptors where it expects them. */
@@ -172,6 +185,7 @@ void mt_os_mem_open(void)
         fds[f] = -1;
         paths[f][0] = '\0';
     }
+    machine_next_ns = 0;
     long ps = sysconf(_SC_PAGESIZE);
     page_size = ps > 0 ? ps : 4096;
     strcpy(paths[F_STATM], "/proc/self/statm");
@@ -182,7 +196,24 @@ void mt_os_mem_open(void)
     errno = saved;
 }
 
-void mt_os_mem_read(mt_os_mem *m)
+/* MemTotal - MemAvailable and MemTotal, or the cgroup's memory.high and
+ * memory.max, into the statics above. */
+static void read_machine(void)
+{
+    char buf[4096];
+    machine_load = machine_total = cg_high = cg_max = 0;
+    if (paths[F_CG_CURRENT][0]) {
+        cg_high = cgroup_value(F_CG_HIGH);
+        cg_max = cgroup_value(F_CG_MAX);
+    }
+    if (!cg_max && read_file(F_MEMINFO, buf, sizeof buf) > 0) {
+        uint64_t total = meminfo_field(buf, "MemTotal:"), avail = meminfo_field(buf, "MemAvailable:");
+        machine_total = total;
+        machine_load = total > avail ? total - avail : 0;
+    }
+}
+
+void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns)
 {
     char buf[4096];
     memset(m, 0, sizeof *m);
@@ -193,19 +224,17 @@ void mt_os_mem_read(mt_os_mem *m)
         number(&p), number(&p), number(&p);              /* shared, text, lib */
         m->committed = number(&p) * (uint64_t)page_size; /* data */
     }
-    if (paths[F_CG_CURRENT][0]) {
+    if (now_ns >= machine_next_ns) {
+        read_machine();
+        uint64_t took = mt_clock_ns(CLOCK_MONOTONIC) - now_ns;
+        machine_next_ns = now_ns + (took * 1000 > MACHINE_NS ? took * 1000 : MACHINE_NS);
+    }
+    if (paths[F_CG_CURRENT][0])
         m->cg_current = cgroup_value(F_CG_CURRENT);
-        m->cg_high = cgroup_value(F_CG_HIGH);
-        m->cg_max = cgroup_value(F_CG_MAX);
-    }
-    if (m->cg_max) {
-        m->load = m->cg_current;
-        m->total = m->cg_max;
-    } else if (read_file(F_MEMINFO, buf, sizeof buf) > 0) {
-        uint64_t total = meminfo_field(buf, "MemTotal:"), avail = meminfo_field(buf, "MemAvailable:");
-        m->total = total;
-        m->load = total > avail ? total - avail : 0;
-    }
+    m->cg_high = cg_high;
+    m->cg_max = cg_max;
+    m->load = cg_max ? m->cg_current : machine_load;
+    m->total = cg_max ? cg_max : machine_total;
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         m->minflt = (uint64_t)ru.ru_minflt;

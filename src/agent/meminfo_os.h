@@ -19,7 +19,10 @@ typedef struct mt_os_mem {
 /* At start-up and in a fork child (/proc/self/statm opened by the parent
  * is the parent's): opens the files. */
 void mt_os_mem_open(void);
-void mt_os_mem_read(mt_os_mem *m);
+/* now_ns: CLOCK_MONOTONIC, which paces the machine-wide figures (load and
+ * total without a cgroup limit, the cgroup's limits): read at most 0.1% of
+ * the time and at most once every 10 ms. One thread at a time. */
+void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns);
 /* Free bytes the allocator holds (mallinfo2's fordblks): 0, or -ENOSYS
  * when the allocator is not glibc's. Takes the arena locks: never while
  * the caller may hold one. */
