@@ -32,10 +32,13 @@ static long page_size = 4096;
  * its whole text each time, about 15 us, half of what a snapshot cost
  * before (SQLite's workload in bench/overhead.sh raises 386 snapshots in
  * 0.8 s). So they are read at most 0.1% of the time: after a read that
- * took d ns, the next waits 1000 d, and at least MACHINE_NS; snapshots in
- * between repeat them. The process's own figures and memory.current (the
- * LIMIT check's) are read on every call. */
+ * took d ns, the next waits 1000 d, at least MACHINE_NS and at most
+ * MACHINE_MAX_NS (one slow read on a loaded machine must not leave the
+ * figures stale for long); snapshots in between repeat them. The
+ * process's own figures and memory.current (the LIMIT check's) are read
+ * on every call. */
 #define MACHINE_NS 10000000ull
+#define MACHINE_MAX_NS 1000000000ull
 static uint64_t machine_next_ns; /* 0: read at the next call */
 static uint64_t machine_load, machine_total, cg_high, cg_max;
 
@@ -226,8 +229,9 @@ void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns)
     }
     if (now_ns >= machine_next_ns) {
         read_machine();
-        uint64_t took = mt_clock_ns(CLOCK_MONOTONIC) - now_ns;
-        machine_next_ns = now_ns + (took * 1000 > MACHINE_NS ? took * 1000 : MACHINE_NS);
+        uint64_t wait = (mt_clock_ns(CLOCK_MONOTONIC) - now_ns) * 1000;
+        wait = wait < MACHINE_NS ? MACHINE_NS : wait > MACHINE_MAX_NS ? MACHINE_MAX_NS : wait;
+        machine_next_ns = now_ns + wait;
     }
     if (paths[F_CG_CURRENT][0])
         m->cg_current = cgroup_value(F_CG_CURRENT);

@@ -21,7 +21,8 @@ typedef struct mt_os_mem {
 void mt_os_mem_open(void);
 /* now_ns: CLOCK_MONOTONIC, which paces the machine-wide figures (load and
  * total without a cgroup limit, the cgroup's limits): read at most 0.1% of
- * the time and at most once every 10 ms. One thread at a time. */
+ * the time, at most once every 10 ms and at least once a second while
+ * events come. One thread at a time. */
 void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns);
 /* Free bytes the allocator holds (mallinfo2's fordblks): 0, or -ENOSYS
  * when the allocator is not glibc's. Takes the arena locks: never while

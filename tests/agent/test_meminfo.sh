@@ -5,7 +5,7 @@
 # four threads raise events and two read (meminfo_stress.c), LIMIT and
 # PERIODIC, the stub's answers, and the report's memory_time and info lines
 # against what the program read through the API and what the kernel's
-# files say.
+# files say, and that the machine-wide figures are read at most every 10 ms.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
 export MEMTRAIL_OPTIONS="output=$T/exit.%p.mtr"
@@ -86,6 +86,28 @@ sum=0
 for k in peak grow trim limit periodic; do sum=$((sum + $(field "$T/stress.mtr" "info kind=$k" count))); done
 if [ "$any" -eq "$sum" ] && [ "$any" -gt 0 ]; then pass "stress: the report's any count is the sum of the kinds' ($any)"
 else fail "stress: report counts" "any $any, kinds $sum"; fi
+
+# --- the machine-wide figures are read at most every 10 ms -------------------
+# Each snapshot reads the process's /proc/self/statm; /proc/meminfo (or the
+# cgroup's memory.high and memory.max) only every 10 ms at most. strace
+# counts both: reads of the machine's files may not outnumber the 10 ms
+# steps between the first snapshot and the last, whatever strace's slowing.
+if command -v strace >/dev/null 2>&1; then
+    strace -f -ttt -y -e trace=pread64 -o "$T/paced.strace" env \
+        MEMTRAIL_OPTIONS="output=$T/paced.mtr:peak_step=64KB" LD_PRELOAD=$AGENT \
+        "$TBIN/meminfo_stress" 100 200000 >"$T/paced.out" 2>&1
+    read -r fills machine steps < <(awk '
+        /pread64\([0-9]+<\/proc\/[0-9]+\/statm>/ { n++; if (!first) first = $2; last = $2 }
+        /pread64\([0-9]+<(\/proc\/meminfo|[^>]*\/memory\.max)>/ { m++ }
+        END { printf "%d %d %d\n", n, m, first ? int((last - first) / 0.010) + 1 : 0 }' "$T/paced.strace")
+    if [ "$fills" -ge 20 ] && [ "$machine" -ge 1 ] && [ "$machine" -le $((2 * steps)) ]; then
+        pass "paced: $fills snapshots read statm, the machine's files $machine times (at most 2 x $steps steps of 10 ms)"
+    else
+        fail "paced: machine-wide reads" "$fills snapshots, $machine reads of /proc/meminfo or memory.max, $steps steps of 10 ms"
+    fi
+else
+    echo "SKIP paced: strace is not installed (scripts/deps.sh installs it)"
+fi
 
 # --- LIMIT once per crossing; PERIODIC every interval -------------------------
 MEMTRAIL_OPTIONS="output=$T/limit.mtr:limit=8MB" LD_PRELOAD=$AGENT "$TBIN/meminfo_index" limit 8388608 >"$T/limit.out" 2>&1
