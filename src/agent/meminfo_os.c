@@ -200,16 +200,16 @@ void mt_os_mem_open(void)
 }
 
 /* MemTotal - MemAvailable and MemTotal, or the cgroup's memory.high and
- * memory.max, into the statics above. */
-static void read_machine(void)
+ * memory.max, into the statics above. buf: the caller's (one 4 KiB buffer
+ * on the stack of whatever thread raised the event, as before). */
+static void read_machine(char *buf, size_t cap)
 {
-    char buf[4096];
     machine_load = machine_total = cg_high = cg_max = 0;
     if (paths[F_CG_CURRENT][0]) {
         cg_high = cgroup_value(F_CG_HIGH);
         cg_max = cgroup_value(F_CG_MAX);
     }
-    if (!cg_max && read_file(F_MEMINFO, buf, sizeof buf) > 0) {
+    if (!cg_max && read_file(F_MEMINFO, buf, cap) > 0) {
         uint64_t total = meminfo_field(buf, "MemTotal:"), avail = meminfo_field(buf, "MemAvailable:");
         machine_total = total;
         machine_load = total > avail ? total - avail : 0;
@@ -228,7 +228,7 @@ void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns)
         m->committed = number(&p) * (uint64_t)page_size; /* data */
     }
     if (now_ns >= machine_next_ns) {
-        read_machine();
+        read_machine(buf, sizeof buf);
         uint64_t wait = (mt_clock_ns(CLOCK_MONOTONIC) - now_ns) * 1000;
         wait = wait < MACHINE_NS ? MACHINE_NS : wait > MACHINE_MAX_NS ? MACHINE_MAX_NS : wait;
         machine_next_ns = now_ns + wait;
