@@ -29,12 +29,12 @@ static long page_size = 4096;
 
 /* The machine's MemTotal and MemAvailable and the cgroup's limits change
  * slowly, and /proc/meminfo is the dearest file to read: the kernel builds
- * its whole text each time, about 15 us, half of what a snapshot cost
- * before (SQLite's workload in bench/overhead.sh raises 386 snapshots in
- * 0.8 s). So they are read at most 0.1% of the time: after a read that
- * took d ns, the next waits 1000 d, at least MACHINE_NS and at most
- * MACHINE_MAX_NS (one slow read on a loaded machine must not leave the
- * figures stale for long); snapshots in between repeat them. The
+ * its whole text each time, about 15 us, most of what a snapshot cost
+ * before (SQLite's workload in bench/overhead.sh raises 386 events in
+ * 0.8 s). So after a read that took d ns the next waits 1000 d (0.1% of
+ * the time while a read takes under 1 ms), at least MACHINE_NS and at
+ * most MACHINE_MAX_NS (one slow read on a loaded machine must not leave
+ * the figures stale for long); snapshots in between repeat them. The
  * process's own figures and memory.current (the LIMIT check's) are read
  * on every call. */
 #define MACHINE_NS 10000000ull
@@ -228,10 +228,11 @@ void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns)
         m->committed = number(&p) * (uint64_t)page_size; /* data */
     }
     if (now_ns >= machine_next_ns) {
+        uint64_t r0 = mt_clock_ns(CLOCK_MONOTONIC);
         read_machine(buf, sizeof buf);
-        uint64_t wait = (mt_clock_ns(CLOCK_MONOTONIC) - now_ns) * 1000;
+        uint64_t wait = (mt_clock_ns(CLOCK_MONOTONIC) - r0) * 1000;
         wait = wait < MACHINE_NS ? MACHINE_NS : wait > MACHINE_MAX_NS ? MACHINE_MAX_NS : wait;
-        machine_next_ns = now_ns + wait;
+        machine_next_ns = r0 + wait;
     }
     if (paths[F_CG_CURRENT][0])
         m->cg_current = cgroup_value(F_CG_CURRENT);

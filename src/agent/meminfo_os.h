@@ -20,9 +20,9 @@ typedef struct mt_os_mem {
  * is the parent's): opens the files. */
 void mt_os_mem_open(void);
 /* now_ns: CLOCK_MONOTONIC, which paces the machine-wide figures (load and
- * total without a cgroup limit, the cgroup's limits): read at most 0.1% of
- * the time, at most once every 10 ms and at least once a second while
- * events come. One thread at a time. */
+ * total without a cgroup limit, the cgroup's limits): read again 1000
+ * times the last read's duration later, at least 10 ms and at most a
+ * second, and repeated in between. One thread at a time. */
 void mt_os_mem_read(mt_os_mem *m, uint64_t now_ns);
 /* Free bytes the allocator holds (mallinfo2's fordblks): 0, or -ENOSYS
  * when the allocator is not glibc's. Takes the arena locks: never while

@@ -5,7 +5,7 @@
 # four threads raise events and two read (meminfo_stress.c), LIMIT and
 # PERIODIC, the stub's answers, and the report's memory_time and info lines
 # against what the program read through the API and what the kernel's
-# files say, and that the machine-wide figures are read at most every 10 ms.
+# files say, and that the machine-wide figures are read 10 ms to 1 s apart.
 . "$(dirname "$0")/../lib.sh"
 [ -x "$MT" ] && [ -f "$AGENT" ] || { fail setup "build first: $MT / $AGENT missing"; exit 1; }
 export MEMTRAIL_OPTIONS="output=$T/exit.%p.mtr"
@@ -87,26 +87,30 @@ for k in peak grow trim limit periodic; do sum=$((sum + $(field "$T/stress.mtr" 
 if [ "$any" -eq "$sum" ] && [ "$any" -gt 0 ]; then pass "stress: the report's any count is the sum of the kinds' ($any)"
 else fail "stress: report counts" "any $any, kinds $sum"; fi
 
-# --- the machine-wide figures are read at most every 10 ms -------------------
+# --- the machine-wide figures are paced: 10 ms to 1 s apart --------------------
 # Each snapshot reads the process's /proc/self/statm; /proc/meminfo (or the
-# cgroup's memory.high and memory.max) only every 10 ms at most. strace
-# counts both: reads of the machine's files may not outnumber the 10 ms
-# steps between the first snapshot and the last, whatever strace's slowing.
-if command -v strace >/dev/null 2>&1; then
+# cgroup's memory.max, with memory.high) only 10 ms to 1 s after the last
+# such read. strace counts the reads of /proc/meminfo and memory.max (two
+# per refresh at most: memory.max of "max" sends it on to /proc/meminfo):
+# no more than two per 10 ms step between the first snapshot and the last,
+# and, while snapshots keep coming, at least one per 1.5 s (the 1 s cap).
+# The bounds come from the span strace saw, so its slowing does not matter.
+if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then
     strace -f -ttt -y -e trace=pread64 -o "$T/paced.strace" env \
         MEMTRAIL_OPTIONS="output=$T/paced.mtr:peak_step=64KB" LD_PRELOAD=$AGENT \
-        "$TBIN/meminfo_stress" 100 200000 >"$T/paced.out" 2>&1
-    read -r fills machine steps < <(awk '
+        "$TBIN/meminfo_stress" 400 200000 >"$T/paced.out" 2>&1
+    read -r fills machine steps secs < <(awk '
         /pread64\([0-9]+<\/proc\/[0-9]+\/statm>/ { n++; if (!first) first = $2; last = $2 }
         /pread64\([0-9]+<(\/proc\/meminfo|[^>]*\/memory\.max)>/ { m++ }
-        END { printf "%d %d %d\n", n, m, first ? int((last - first) / 0.010) + 1 : 0 }' "$T/paced.strace")
-    if [ "$fills" -ge 20 ] && [ "$machine" -ge 1 ] && [ "$machine" -le $((2 * steps)) ]; then
-        pass "paced: $fills snapshots read statm, the machine's files $machine times (at most 2 x $steps steps of 10 ms)"
+        END { printf "%d %d %d %d\n", n, m, first ? int((last - first) / 0.010) + 1 : 0,
+              first ? int((last - first) / 1.5) : 0 }' "$T/paced.strace")
+    if [ "$fills" -ge 20 ] && [ "$machine" -ge 1 ] && [ "$machine" -ge "$secs" ] && [ "$machine" -le $((2 * steps)) ]; then
+        pass "paced: $fills snapshots read statm, the machine's files $machine times (between $secs and 2 x $steps)"
     else
-        fail "paced: machine-wide reads" "$fills snapshots, $machine reads of /proc/meminfo or memory.max, $steps steps of 10 ms"
+        fail "paced: machine-wide reads" "$fills snapshots, $machine reads of /proc/meminfo or memory.max; wanted at least 1 and $secs (one per 1.5 s), at most 2 x $steps (10 ms steps)"
     fi
 else
-    echo "SKIP paced: strace is not installed (scripts/deps.sh installs it)"
+    echo "SKIP paced: strace is not installed or cannot trace here (scripts/deps.sh installs it)"
 fi
 
 # --- LIMIT once per crossing; PERIODIC every interval -------------------------
