@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Overhead of memtrail's summary, detail and sampled modes (and, with
-# --fit, summary mode under canary=fit) against the bare program, with the peers in the same table: heaptrack, and jemalloc's own
-# sampling profiler (jemalloc with MALLOC_CONF=prof:true,lg_prof_sample:19,
-# one sample per 512 KiB, against jemalloc alone). Workloads are the shared
+# --fit, summary mode under canary=fit) against the bare program, with the
+# peers in the same table: heaptrack, and jemalloc's own sampling profiler
+# (jemalloc with MALLOC_CONF=prof:true,lg_prof_sample:19, one sample per
+# 512 KiB, against jemalloc alone). Workloads are the shared
 # ones (../shared/bench): the mbench malloc microbenchmark, SQLite and
 # CPython. Runs are interleaved (bare, memtrail, ..., bare, ...) so machine
 # noise hits every column alike; the headline figure is min-of-runs, the
