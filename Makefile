@@ -399,6 +399,12 @@ $(BUILD)/tests/agent/libguardalloc.so: tests/agent/lib/guardalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
 tests: $(BUILD)/tests/agent/libguardalloc.so
 
+# An interposer forwarding to the next malloc, preloaded before the agent
+# (test_allocators.sh).
+$(BUILD)/tests/agent/libfwdalloc.so: tests/agent/lib/fwdalloc.c
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $< -ldl
+tests: $(BUILD)/tests/agent/libfwdalloc.so
+
 # A malloc that stalls for one size, preloaded after the agent (test_spans.sh).
 $(BUILD)/tests/agent/libslowalloc.so: tests/agent/lib/slowalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<

@@ -1,8 +1,10 @@
 /* allocator.c — which allocator serves malloc after the agent (glibc,
  * jemalloc, tcmalloc, mimalloc or another), so that glibc-only heuristics
  * (arena and mmapped-chunk recognition) apply only to glibc and the
- * mappings another allocator makes count as heap; and jemalloc's own
- * entry points (mallocx and friends), served with the agent's blocks.
+ * mappings another allocator makes count as heap; which functions the
+ * agent forwards to (another malloc may come before its own); and
+ * jemalloc's own entry points (mallocx and friends), served with the
+ * agent's blocks.
  *
  * Detection runs once at start-up with dladdr and dl_iterate_phdr: no
  * malloc, safe inside another allocator's own initialisation. */
@@ -43,7 +45,8 @@ static int named(const char *base, const char *what)
     return strstr(base, what) != NULL;
 }
 
-void mt_allocator_detect(void *real_malloc)
+/* Once at start-up, with the real malloc found (mt_allocator_resolve). */
+static void mt_allocator_detect(void *real_malloc)
 {
     Dl_info info;
     if (!real_malloc || !dladdr(real_malloc, &info) || !info.dli_fname) {
@@ -137,6 +140,7 @@ struct first_def {
     uintptr_t self_base;
     int done;
     const char *file; /* the object defining malloc before the agent */
+    int program;      /* that object is the program itself */
     uintptr_t base;
     struct dl_phdr_info info;
 };
@@ -148,7 +152,9 @@ static int find_first(struct dl_phdr_info *info, size_t size, void *arg)
     if (info->dlpi_addr == f->self_base)
         return 1; /* the agent: nothing before it defines malloc */
     if (defined_in(info, "malloc")) {
-        f->file = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the program";
+        /* the program's own entry has no name, and comes first */
+        f->program = !info->dlpi_name || !info->dlpi_name[0];
+        f->file = f->program ? "the program" : info->dlpi_name;
         f->base = info->dlpi_addr;
         f->info = *info;
         return 1;
@@ -169,15 +175,6 @@ static void find_first_definition(void)
     dl_iterate_phdr(find_first, &first);
 }
 
-/* The definition before the agent's (first != 0: the preceding
- * allocator's), else the next one after the agent. */
-void *mt_allocator_sym(const char *name, int first_def)
-{
-    find_first_definition();
-    void *fn = first_def && first.file ? defined_in(&first.info, name) : NULL;
-    return fn ? fn : dlsym(RTLD_NEXT, name);
-}
-
 int mt_allocator_precedes(char *who, size_t n)
 {
     find_first_definition();
@@ -186,7 +183,85 @@ int mt_allocator_precedes(char *who, size_t n)
     size_t k = strlen(first.file) < n - 1 ? strlen(first.file) : n - 1;
     memcpy(who, first.file, k);
     who[k] = '\0';
-    return 1;
+    return first.program ? MT_FIRST_PROGRAM : MT_FIRST_LIBRARY;
+}
+
+/* ---- the functions the agent forwards to --------------------------------
+ * With no definition of malloc before the agent's: the next ones
+ * (dlsym(RTLD_NEXT)). With one (another allocator preloaded first, or one
+ * linked into the program), that object gets the program's calls and
+ * owns its blocks: the calls that still reach the agent (the functions
+ * that object lacks) go to it, or to the next definition where it lacks
+ * that one too. Such an object may itself be an interposer (another
+ * tool's wrapper, a program's counting malloc) that forwards to
+ * dlsym(RTLD_NEXT), which is the agent: the call then comes back while
+ * this thread is inside the forward, and goes on to the next definition;
+ * sent back to the first again, the two would hand it to each other
+ * forever. */
+
+static mt_real first_fn, next_fn;
+static int (*first_trim)(size_t), (*next_trim)(size_t);
+
+#define MT_GUARDED(type, name, fn, params, args)                                                             \
+    static type guard_##name params                                                                          \
+    {                                                                                                        \
+        if (mt_t.in_first)                                                                                   \
+            return next_##fn args;                                                                           \
+        mt_t.in_first = 1;                                                                                   \
+        type r = first_##fn args;                                                                            \
+        mt_t.in_first = 0;                                                                                   \
+        return r;                                                                                            \
+    }
+MT_GUARDED(void *, malloc, fn.malloc, (size_t n), (n))
+MT_GUARDED(void *, calloc, fn.calloc, (size_t n, size_t m), (n, m))
+MT_GUARDED(void *, realloc, fn.realloc, (void *p, size_t n), (p, n))
+MT_GUARDED(int, posix_memalign, fn.posix_memalign, (void **out, size_t align, size_t n), (out, align, n))
+MT_GUARDED(size_t, malloc_usable_size, fn.malloc_usable_size, (void *p), (p))
+MT_GUARDED(int, malloc_trim, trim, (size_t pad), (pad))
+
+static void guard_free(void *p)
+{
+    if (mt_t.in_first) {
+        next_fn.free(p);
+        return;
+    }
+    mt_t.in_first = 1;
+    first_fn.free(p);
+    mt_t.in_first = 0;
+}
+
+/* The first definition's name when it is not the next one's (then
+ * through its guard), else the next one's. */
+#define MT_PICK(field, guard) (first_##field && first_##field != next_##field ? guard : next_##field)
+
+void mt_allocator_resolve(mt_real *out, int (**trim)(size_t))
+{
+    find_first_definition();
+    next_fn.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    next_fn.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    next_fn.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    next_fn.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    next_fn.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    next_fn.malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    next_trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
+    if (first.file) {
+        first_fn.malloc = (void *(*)(size_t))defined_in(&first.info, "malloc");
+        first_fn.free = (void (*)(void *))defined_in(&first.info, "free");
+        first_fn.calloc = (void *(*)(size_t, size_t))defined_in(&first.info, "calloc");
+        first_fn.realloc = (void *(*)(void *, size_t))defined_in(&first.info, "realloc");
+        first_fn.posix_memalign = (int (*)(void **, size_t, size_t))defined_in(&first.info, "posix_memalign");
+        first_fn.malloc_usable_size = (size_t(*)(void *))defined_in(&first.info, "malloc_usable_size");
+        first_trim = (int (*)(size_t))defined_in(&first.info, "malloc_trim");
+    }
+    out->malloc = MT_PICK(fn.malloc, guard_malloc);
+    out->free = MT_PICK(fn.free, guard_free);
+    out->calloc = MT_PICK(fn.calloc, guard_calloc);
+    out->realloc = MT_PICK(fn.realloc, guard_realloc);
+    out->posix_memalign = MT_PICK(fn.posix_memalign, guard_posix_memalign);
+    out->malloc_usable_size = MT_PICK(fn.malloc_usable_size, guard_malloc_usable_size);
+    *trim = MT_PICK(trim, guard_malloc_trim);
+    /* the allocator itself, not a guard of the agent's */
+    mt_allocator_detect(first_fn.malloc ? (void *)first_fn.malloc : (void *)next_fn.malloc);
 }
 
 /* ---- jemalloc's non-standard API ----------------------------------------

@@ -38,14 +38,17 @@ static inline int mt_glibc_is_mapped(const void *real)
     return mt_glibc_mapped_chunk(real, &start, &len);
 }
 
-/* Once at start-up, with the real malloc dlsym found. */
-void mt_allocator_detect(void *real_malloc);
-/* 1 (and the file's name in who) when another allocator's malloc comes
- * before the agent's in the global scope: the program's calls go to it. */
+/* MT_FIRST_LIBRARY (and the file's name in who) when a preloaded
+ * library's malloc comes before the agent's in the global scope, or
+ * MT_FIRST_PROGRAM when the program defines malloc itself: the program's
+ * calls go to that one. 0: the agent's malloc comes first. */
+enum { MT_FIRST_LIBRARY = 1, MT_FIRST_PROGRAM = 2 };
 int mt_allocator_precedes(char *who, size_t n);
-/* The real function: the first definition (first != 0) or the next after
- * the agent, never the agent's own. */
-void *mt_allocator_sym(const char *name, int first);
+/* Once at start-up: the functions the agent forwards to (allocator.c's
+ * "the functions the agent forwards to"), malloc_trim's in *trim; then
+ * mt_allocator_detect of the allocator behind them. */
+struct mt_real;
+void mt_allocator_resolve(struct mt_real *out, int (**trim)(size_t));
 
 #pragma GCC visibility pop
 

@@ -238,17 +238,35 @@ MT_EXPORT pid_t _Fork(void)
  * must forward to it, not to libc, and nothing is tracked. */
 static char first_allocator[256];
 
+static int first_kind; /* allocator.h's MT_FIRST_*, or 0 */
+
+/* Why the agent runs untracked when another malloc comes before its own. */
+static void say_untracked(void)
+{
+    char msg[MT_PATH_MAX + 512] = "malloc is served by ";
+    if (first_kind == MT_FIRST_PROGRAM) {
+        char exe[MT_PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        strcat(msg, "the program itself (");
+        strcat(msg, n > 0 ? exe : "its executable");
+        strcat(msg,
+               " defines malloc: an allocator linked into it), which comes before any preloaded library: "
+               "the agent would not see the program's malloc calls, and runs untracked");
+    } else {
+        strcat(msg, first_allocator);
+        strcat(msg, ", preloaded before the agent, which would not see the program's malloc calls: "
+                    "running untracked (put libmemtrail.so first in LD_PRELOAD; memtrail run does)");
+    }
+    mt_say(msg);
+}
+
 static int resolve_real(void)
 {
-    int first = mt_allocator_precedes(first_allocator, sizeof first_allocator);
-    mt_real_fn.malloc = (void *(*)(size_t))mt_allocator_sym("malloc", first);
-    mt_real_fn.free = (void (*)(void *))mt_allocator_sym("free", first);
-    mt_real_fn.calloc = (void *(*)(size_t, size_t))mt_allocator_sym("calloc", first);
-    mt_real_fn.realloc = (void *(*)(void *, size_t))mt_allocator_sym("realloc", first);
-    mt_real_fn.posix_memalign = (int (*)(void **, size_t, size_t))mt_allocator_sym("posix_memalign", first);
-    mt_real_fn.malloc_usable_size = (size_t(*)(void *))mt_allocator_sym("malloc_usable_size", first);
-    mt_allocator_detect((void *)mt_real_fn.malloc);
-    mt_rs_resolve(first);
+    first_kind = mt_allocator_precedes(first_allocator, sizeof first_allocator);
+    int (*trim)(size_t) = NULL;
+    mt_allocator_resolve(&mt_real_fn, &trim);
+    mt_rs_resolve(trim);
     mt_vm_init();
     real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
@@ -317,12 +335,8 @@ void mt_init_slow(void)
     const char *env = getenv("MEMTRAIL_OPTIONS");
     if (ok && env && parse_options(env) < 0)
         ok = 0;
-    if (ok && first_allocator[0] && mt_opt.mode != MT_MODE_OFF) {
-        char msg[512] = "malloc is served by ";
-        strncat(msg, first_allocator, 256);
-        strcat(msg, ", preloaded before the agent, which would not see the program's malloc calls: "
-                    "running untracked (put libmemtrail.so first in LD_PRELOAD; memtrail run does)");
-        mt_say(msg);
+    if (ok && first_kind && mt_opt.mode != MT_MODE_OFF) {
+        say_untracked();
         ok = 0;
     }
     absolutize_output();

@@ -51,9 +51,9 @@ static int rs_frames; /* frames per stack */
 typedef int (*malloc_trim_fn)(size_t);
 static malloc_trim_fn real_malloc_trim;
 
-void mt_rs_resolve(int first)
+void mt_rs_resolve(int (*trim)(size_t))
 {
-    real_malloc_trim = (malloc_trim_fn)mt_allocator_sym("malloc_trim", first);
+    real_malloc_trim = trim;
 }
 
 /* ---- sending ------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /* run_check.c — what `memtrail run` verifies before starting a program:
  * finding it on PATH as execvp would, and refusing the programs the agent
  * cannot get into (setuid/setgid or file capabilities: the loader ignores
- * LD_PRELOAD; statically linked: there is no malloc to interpose; not a
+ * LD_PRELOAD; statically linked: there is no malloc to interpose; a
+ * malloc of the program's own: it comes before the agent's; not a
  * 64-bit ELF: the agent cannot be loaded). ELF headers are read with
  * pread() and checked by hand. */
 #include "cli/cli.h"
@@ -92,6 +93,63 @@ static int elf_is_static(int fd, const Elf64_Ehdr *eh)
     return 1;
 }
 
+/* Whether the ELF file at fd defines malloc in its dynamic symbol table
+ * (a function in a section of its own): then the program's calls, and its
+ * libraries', go to that definition, which comes before any preloaded
+ * library's. 1 or 0; 0 too when that cannot be told (no section headers,
+ * tables out of the file's bounds or too large to read: the agent tells
+ * at run time). */
+#define DYNSTR_MAX (64u << 20)
+static int elf_defines_malloc(int fd, const Elf64_Ehdr *eh, off_t file_size)
+{
+    if (eh->e_shoff == 0 || eh->e_shentsize < sizeof(Elf64_Shdr))
+        return 0;
+    uint64_t shnum = eh->e_shnum;
+    Elf64_Shdr sh;
+    if (shnum == 0) { /* SHN_XINDEX-style: the real count is in section header 0 */
+        if (!read_at(fd, &sh, sizeof sh, (off_t)eh->e_shoff))
+            return 0;
+        shnum = sh.sh_size;
+    }
+    if (shnum > (uint64_t)file_size / eh->e_shentsize)
+        return 0;
+    uint64_t k;
+    for (k = 0; k < shnum; k++) {
+        if (!read_at(fd, &sh, sizeof sh, (off_t)(eh->e_shoff + k * eh->e_shentsize)))
+            return 0;
+        if (sh.sh_type == SHT_DYNSYM)
+            break;
+    }
+    Elf64_Shdr str;
+    if (k == shnum || sh.sh_link >= shnum || sh.sh_offset > (uint64_t)file_size ||
+        sh.sh_size > (uint64_t)file_size - sh.sh_offset ||
+        !read_at(fd, &str, sizeof str, (off_t)(eh->e_shoff + sh.sh_link * eh->e_shentsize)) ||
+        str.sh_size > DYNSTR_MAX || str.sh_offset > (uint64_t)file_size ||
+        str.sh_size > (uint64_t)file_size - str.sh_offset)
+        return 0;
+    char *names = malloc(str.sh_size + 1);
+    if (!names || !read_at(fd, names, str.sh_size, (off_t)str.sh_offset)) {
+        free(names);
+        return 0;
+    }
+    names[str.sh_size] = '\0';
+    uint64_t nsyms = sh.sh_size / sizeof(Elf64_Sym);
+    Elf64_Sym syms[256];
+    int found = 0;
+    for (uint64_t i = 0; i < nsyms && !found; i += 256) {
+        uint64_t m = nsyms - i < 256 ? nsyms - i : 256;
+        if (!read_at(fd, syms, m * sizeof(Elf64_Sym), (off_t)(sh.sh_offset + i * sizeof(Elf64_Sym))))
+            break;
+        for (uint64_t j = 0; j < m && !found; j++) {
+            unsigned type = ELF64_ST_TYPE(syms[j].st_info);
+            found = syms[j].st_shndx != SHN_UNDEF && (type == STT_FUNC || type == STT_GNU_IFUNC) &&
+                    syms[j].st_name < str.sh_size && strcmp(names + syms[j].st_name, "malloc") == 0;
+        }
+    }
+    free(names);
+    return found;
+}
+
 static int check_program(const char *path, const char *shown, int depth)
 {
     struct stat st;
@@ -138,6 +196,12 @@ static int check_program(const char *path, const char *shown, int depth)
                 rc = cli_error("%s is statically linked: malloc cannot be interposed in a static binary, "
                                "so nothing could be tracked",
                                shown);
+            else if (elf_defines_malloc(fd, &eh, st.st_size))
+                rc = cli_error(
+                    "%s defines malloc itself (an allocator linked into it): its calls, and its "
+                    "libraries', go to that malloc before any preloaded library's, so nothing could "
+                    "be tracked",
+                    shown);
         }
     }
     close(fd);

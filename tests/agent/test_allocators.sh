@@ -2,7 +2,9 @@
 # preloaded after the agent (counted exactly, their mappings as heap, no
 # false heap errors) and before it (no hang, the same output as without
 # the agent, a message saying why nothing is tracked); jemalloc's own API
-# (mallocx and friends) counted to the byte; and Redis, which links
+# (mallocx and friends) counted to the byte; interposers before the agent
+# that forward to the next malloc, and a program with a malloc of its own:
+# no hang, the program's own output; and Redis, which links
 # jemalloc, under redis-benchmark and a background save: no error line,
 # and the agent's live bytes move exactly as Redis's own used_memory.
 source "$(dirname "$0")/../lib.sh"
@@ -74,6 +76,56 @@ if [ -f "$G" ]; then
 else
     fail "guardalloc" "not built: $G"
 fi
+
+# Interposers before the agent that allocate nothing themselves but hand
+# each call on to the next malloc (dlsym(RTLD_NEXT)), which is the agent's:
+# the agent forwards what it gets to the first definition, so each call
+# comes back to it, and must go on to libc rather than round the two
+# forever (which overflowed the stack: glibc's own libmemusage.so, the
+# memusage tool's, took the program down with SIGSEGV). Our interposer
+# (tests/agent/lib/fwdalloc.c) and glibc's, every mode: the program's
+# output as without them, no hang, the message saying why nothing is
+# tracked.
+F=$BUILD/tests/agent/libfwdalloc.so
+for spec in "fwdalloc:$F" "libmemusage:$LIBDIR/libmemusage.so"; do
+    label=${spec%%:*} lib=${spec#*:}
+    if [ ! -f "$lib" ]; then fail "forwarder $label" "missing: $lib"; continue; fi
+    for mode in summary detail trace; do
+        got=$(timeout -s KILL 60 env MEMTRAIL_OPTIONS="mode=$mode:output=$T/fw.%p" \
+            LD_PRELOAD="$lib:$AGENT" "$TBIN/plainmix" 2>"$T/fw.err")
+        rc=$?
+        expect_eq "$label (forwards to the next malloc) before the agent, $mode: runs, same output" "0 $bare" "$rc $got"
+        contains "$label before the agent, $mode: says why nothing is tracked" "preloaded before the agent" \
+            "$(cat "$T/fw.err")"
+    done
+done
+
+# A program with a malloc of its own (tests/agent/ownmalloc.c: defined in
+# the executable, as a statically linked allocator): its calls never reach
+# the agent, which must say so, naming the program, and keep out of the
+# way. With OWNMALLOC_FORWARD=1 its malloc hands each call on to the next
+# definition, the agent's, which must not send it back round.
+own_bare=$("$TBIN/ownmalloc")
+own_sum=${own_bare##*, }
+for fwd in 0 1; do
+    for mode in summary detail trace; do
+        got=$(timeout -s KILL 60 env OWNMALLOC_FORWARD=$fwd MEMTRAIL_OPTIONS="mode=$mode:output=$T/ownrep.%p" \
+            LD_PRELOAD="$AGENT" "$TBIN/ownmalloc" 2>"$T/own.err")
+        rc=$?
+        if [ $fwd = 0 ]; then
+            expect_eq "a malloc of the program's own, $mode: runs, same output" "0 $own_bare" "$rc $got"
+        else
+            # each call passes through the program's malloc twice (there and
+            # back through the agent's): the count differs, not what it read
+            expect_eq "a malloc of the program's own forwarding to the next, $mode: runs, same data" \
+                "0 $own_sum" "$rc ${got##*, }"
+        fi
+        contains "a malloc of the program's own (forward=$fwd), $mode: says the program serves malloc itself" \
+            "malloc is served by the program itself ($TBIN/ownmalloc defines malloc" "$(cat "$T/own.err")"
+    done
+done
+if ls "$T"/ownrep.* >/dev/null 2>&1; then fail "a malloc of the program's own: no report" "$(ls "$T"/ownrep.*)"
+else pass "a malloc of the program's own: no report (nothing was tracked)"; fi
 
 # jemalloc's API in a program linked with it.
 if [ -x "$TBIN/jemalloc/allocx" ]; then

@@ -212,6 +212,57 @@ else
     fail "run: static binary refused" "cannot build a static test program (cc -static; is the static libc, libc6-dev's libc.a, installed?): $(head -c 300 "$T/cc.err")"
 fi
 
+# A program with a malloc of its own (an allocator linked into it): its
+# calls, and its libraries', go there before any preloaded library's, so
+# `run` refuses it, as a static one, and does not start it. A program that
+# only takes malloc's address (its .dynsym names malloc, undefined, as
+# python3's does) is not refused; nor one whose section headers lie (the
+# check cannot tell: the agent says so at run time).
+cat >"$T/ownmalloc.c" <<'EOF2'
+#include <stdio.h>
+#include <stdlib.h>
+extern void *__libc_malloc(size_t), __libc_free(void *);
+void *malloc(size_t n) { return __libc_malloc(n); }
+void free(void *p) { __libc_free(p); }
+int main(void) { free(malloc(1)); puts("own malloc ran"); return 0; }
+EOF2
+printf '#include <stdio.h>\n#include <stdlib.h>\nvoid *(*volatile f)(size_t) = malloc;\nint main(void) { free(f(1)); puts("address ran"); return 0; }\n' >"$T/addr.c"
+if cc -o "$T/ownmalloc" "$T/ownmalloc.c" && cc -no-pie -o "$T/addr_nopie" "$T/addr.c" && cc -o "$T/addr_pie" "$T/addr.c"; then
+    run_mt "$MT_ASAN" run -o "$T/om.%p.mtr" -- "$T/ownmalloc"
+    expect_eq "run: a program with its own malloc refused with 1, not started" "1 " "$rc $out"
+    contains "run: own malloc message" "memtrail: $T/ownmalloc defines malloc itself (an allocator linked into it): its calls, and its libraries', go to that malloc before any preloaded library's, so nothing could be tracked" "$err"
+    printf '#!%s\n' "$T/ownmalloc" >"$T/own_script"
+    chmod +x "$T/own_script"
+    run_mt "$MT_ASAN" run -- "$T/own_script"
+    expect_eq "run: script with an own-malloc interpreter refused" 1 "$rc"
+    for v in nopie pie; do
+        run_mt "$MT_ASAN" run -o "$T/ad.%p.mtr" -- "$T/addr_$v"
+        expect_eq "run: a program that takes malloc's address ($v) is not refused" "0 address ran" "$rc $out"
+    done
+    # Section headers pointing outside the file: dynsym's link (the string
+    # table's index) far out, then the section table's offset past the end.
+    python3 - "$T/ownmalloc" "$T/own_badlink" "$T/own_badshoff" <<'EOF2'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+shoff, = struct.unpack_from('<Q', b, 0x28)
+shentsize, shnum = struct.unpack_from('<HH', b, 0x3a)
+for k in range(shnum):
+    o = shoff + k * shentsize
+    if struct.unpack_from('<I', b, o + 4)[0] == 11:  # SHT_DYNSYM
+        struct.pack_into('<I', b, o + 40, 0x7fffffff)  # sh_link
+open(sys.argv[2], 'wb').write(b)
+struct.pack_into('<Q', b, 0x28, len(b) + 4096)  # e_shoff past the end
+open(sys.argv[3], 'wb').write(b)
+EOF2
+    for v in badlink badshoff; do
+        chmod +x "$T/own_$v"
+        run_mt "$MT_ASAN" run -o "$T/ob.%p.mtr" -- "$T/own_$v"
+        expect_eq "run: own malloc, section headers out of bounds ($v): cannot tell, runs it" "0 own malloc ran" "$rc $out"
+    done
+else
+    fail "run: own malloc refused" "cannot build the test programs with cc"
+fi
+
 cp "$(type -P true)" "$T/suid_true"
 chmod u+s "$T/suid_true"
 run_mt "$MT_ASAN" run -- "$T/suid_true"
