@@ -405,6 +405,12 @@ $(BUILD)/tests/agent/libfwdalloc.so: tests/agent/lib/fwdalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $< -ldl
 tests: $(BUILD)/tests/agent/libfwdalloc.so
 
+# An allocator with its own heap and no memalign, valloc or pvalloc,
+# preloaded before the agent (test_allocators.sh).
+$(BUILD)/tests/agent/libownheap.so: tests/agent/lib/ownheap.c
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
+tests: $(BUILD)/tests/agent/libownheap.so
+
 # A malloc that stalls for one size, preloaded after the agent (test_spans.sh).
 $(BUILD)/tests/agent/libslowalloc.so: tests/agent/lib/slowalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<

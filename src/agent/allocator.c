@@ -190,78 +190,42 @@ int mt_allocator_precedes(char *who, size_t n)
  * With no definition of malloc before the agent's: the next ones
  * (dlsym(RTLD_NEXT)). With one (another allocator preloaded first, or one
  * linked into the program), that object gets the program's calls and
- * owns its blocks: the calls that still reach the agent (the functions
- * that object lacks) go to it, or to the next definition where it lacks
- * that one too. Such an object may itself be an interposer (another
- * tool's wrapper, a program's counting malloc) that forwards to
- * dlsym(RTLD_NEXT), which is the agent: the call then comes back while
- * this thread is inside the forward, and goes on to the next definition;
- * sent back to the first again, the two would hand it to each other
- * forever. */
+ * owns its blocks. A call still reaches the agent's entry point of a
+ * function that object defines only when it was handed on explicitly
+ * (dlsym(RTLD_NEXT) in an interposer: another tool's wrapper, glibc's
+ * libmemusage.so, a program's counting malloc): the lookup would
+ * otherwise have found that object's. Such a call goes on to the next
+ * definition, once: sent back to the first, the two would hand it to each
+ * other for ever (and the interposer would see it twice). So mt_real_fn
+ * is always the next definitions. The program's calls of the functions
+ * that object lacks (memalign, valloc, pvalloc: glibc's alone) do reach
+ * the agent, and must get a block of that object's, so that its free
+ * takes it back: they go to its posix_memalign (mt_aligned_real).
+ * Others reach it through their global names: aligned_alloc calls
+ * memalign, reallocarray realloc. */
 
-static mt_real first_fn, next_fn;
-static int (*first_trim)(size_t), (*next_trim)(size_t);
-
-#define MT_GUARDED(type, name, fn, params, args)                                                             \
-    static type guard_##name params                                                                          \
-    {                                                                                                        \
-        if (mt_t.in_first)                                                                                   \
-            return next_##fn args;                                                                           \
-        mt_t.in_first = 1;                                                                                   \
-        type r = first_##fn args;                                                                            \
-        mt_t.in_first = 0;                                                                                   \
-        return r;                                                                                            \
-    }
-MT_GUARDED(void *, malloc, fn.malloc, (size_t n), (n))
-MT_GUARDED(void *, calloc, fn.calloc, (size_t n, size_t m), (n, m))
-MT_GUARDED(void *, realloc, fn.realloc, (void *p, size_t n), (p, n))
-MT_GUARDED(int, posix_memalign, fn.posix_memalign, (void **out, size_t align, size_t n), (out, align, n))
-MT_GUARDED(size_t, malloc_usable_size, fn.malloc_usable_size, (void *p), (p))
-MT_GUARDED(int, malloc_trim, trim, (size_t pad), (pad))
-
-static void guard_free(void *p)
-{
-    if (mt_t.in_first) {
-        next_fn.free(p);
-        return;
-    }
-    mt_t.in_first = 1;
-    first_fn.free(p);
-    mt_t.in_first = 0;
-}
-
-/* The first definition's name when it is not the next one's (then
- * through its guard), else the next one's. */
-#define MT_PICK(field, guard) (first_##field && first_##field != next_##field ? guard : next_##field)
+int (*mt_aligned_real[MT_ALIGNED_COUNT])(void **, size_t, size_t);
 
 void mt_allocator_resolve(mt_real *out, int (**trim)(size_t))
 {
     find_first_definition();
-    next_fn.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
-    next_fn.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
-    next_fn.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
-    next_fn.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
-    next_fn.posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
-    next_fn.malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-    next_trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
-    if (first.file) {
-        first_fn.malloc = (void *(*)(size_t))defined_in(&first.info, "malloc");
-        first_fn.free = (void (*)(void *))defined_in(&first.info, "free");
-        first_fn.calloc = (void *(*)(size_t, size_t))defined_in(&first.info, "calloc");
-        first_fn.realloc = (void *(*)(void *, size_t))defined_in(&first.info, "realloc");
-        first_fn.posix_memalign = (int (*)(void **, size_t, size_t))defined_in(&first.info, "posix_memalign");
-        first_fn.malloc_usable_size = (size_t(*)(void *))defined_in(&first.info, "malloc_usable_size");
-        first_trim = (int (*)(size_t))defined_in(&first.info, "malloc_trim");
-    }
-    out->malloc = MT_PICK(fn.malloc, guard_malloc);
-    out->free = MT_PICK(fn.free, guard_free);
-    out->calloc = MT_PICK(fn.calloc, guard_calloc);
-    out->realloc = MT_PICK(fn.realloc, guard_realloc);
-    out->posix_memalign = MT_PICK(fn.posix_memalign, guard_posix_memalign);
-    out->malloc_usable_size = MT_PICK(fn.malloc_usable_size, guard_malloc_usable_size);
-    *trim = MT_PICK(trim, guard_malloc_trim);
-    /* the allocator itself, not a guard of the agent's */
-    mt_allocator_detect(first_fn.malloc ? (void *)first_fn.malloc : (void *)next_fn.malloc);
+    out->malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    out->free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    out->calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    out->realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    out->posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    out->malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    *trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
+    static const char *const aligned_names[MT_ALIGNED_COUNT] = {"posix_memalign", "memalign", "valloc",
+                                                                "pvalloc"};
+    int (*first_pm)(void **, size_t, size_t) =
+        first.file ? (int (*)(void **, size_t, size_t))defined_in(&first.info, "posix_memalign") : NULL;
+    for (int i = 0; i < MT_ALIGNED_COUNT; i++)
+        mt_aligned_real[i] =
+            first_pm && !defined_in(&first.info, aligned_names[i]) ? first_pm : out->posix_memalign;
+    /* the allocator itself, not the agent */
+    void *first_malloc = first.file ? defined_in(&first.info, "malloc") : NULL;
+    mt_allocator_detect(first_malloc ? first_malloc : (void *)out->malloc);
 }
 
 /* ---- jemalloc's non-standard API ----------------------------------------

@@ -49,6 +49,10 @@ int mt_allocator_precedes(char *who, size_t n);
  * mt_allocator_detect of the allocator behind them. */
 struct mt_real;
 void mt_allocator_resolve(struct mt_real *out, int (**trim)(size_t));
+/* The posix_memalign each aligned entry point hands an untracked call to
+ * (that of a malloc before the agent's, for an entry it lacks). */
+enum { MT_ALIGNED_POSIX, MT_ALIGNED_MEMALIGN, MT_ALIGNED_VALLOC, MT_ALIGNED_PVALLOC, MT_ALIGNED_COUNT };
+extern int (*mt_aligned_real[MT_ALIGNED_COUNT])(void **, size_t, size_t);
 
 #pragma GCC visibility pop
 

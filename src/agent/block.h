@@ -170,10 +170,13 @@ static inline int64_t mt_overhead(uint64_t size, unsigned shift)
 
 /* The tail canary: the check's low 16 bits, which the header's keyed
  * hash makes differ from block to block (no further mixing: one
- * instruction less on every path that writes or reads it). */
+ * instruction less on every path that writes or reads it), with the top
+ * bit of each byte set: a byte of ASCII text or a string's terminating
+ * zero written past the block never equals it (with the bits as they
+ * came, 1 run in 256 let the common off-by-one terminator through). */
 static inline uint16_t mt_tail_value(uint32_t check)
 {
-    return (uint16_t)check;
+    return (uint16_t)(check | 0x8080u);
 }
 
 /* The tombstone left in a freed block: its header word, with the size

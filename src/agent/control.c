@@ -51,6 +51,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/fdguard.h"
 #include "agent/record.h"
 #include "agent/site.h"
 #include "common/out.h"
@@ -322,6 +323,7 @@ static int open_socket(void)
     ctl.sock_ino = fst.st_ino;
     atomic_store(&ctl.owner, getpid());
     atomic_store(&ctl.listen_fd, fd);
+    mt_fd_keep((int *)&ctl.listen_fd);
     return 0;
 }
 

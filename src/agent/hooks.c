@@ -969,15 +969,17 @@ static inline void *reallocarray_call(void *p, size_t n, size_t m)
     return realloc(p, bytes);
 }
 
-/* align: a power of two. Sets *out only on success, as glibc does. */
-static int aligned_entry(void **out, size_t align, size_t n)
+/* align: a power of two; entry: which entry point (allocator.h's
+ * MT_ALIGNED_*). Sets *out only on success, as glibc does. */
+static int aligned_entry(void **out, size_t align, size_t n, int entry)
 {
     void *p = NULL;
     int rc;
     if (!HOT && !cold_gate()) {
-        if (!mt_real_fn.posix_memalign || use_arena())
+        int (*real)(void **, size_t, size_t) = mt_aligned_real[entry];
+        if (!real || use_arena())
             return ENOMEM; /* no aligned requests come from dlsym or start-up */
-        rc = mt_real_fn.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
+        rc = real(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
     } else {
         rc = alloc_aligned(&p, align, n, mt_t.cat);
     }
@@ -995,13 +997,13 @@ static inline int posix_memalign_call(void **out, size_t align, size_t n)
 {
     if (align % sizeof(void *) != 0 || !pow2(align))
         return EINVAL;
-    return aligned_entry(out, align, n);
+    return aligned_entry(out, align, n, MT_ALIGNED_POSIX);
 }
 
-static void *aligned_or_errno(size_t align, size_t n)
+static void *aligned_or_errno(size_t align, size_t n, int entry)
 {
     void *p = NULL;
-    int rc = aligned_entry(&p, align, n);
+    int rc = aligned_entry(&p, align, n, entry);
     if (rc != 0) {
         errno = rc;
         return NULL;
@@ -1021,7 +1023,7 @@ static inline void *memalign_call(size_t align, size_t n)
         align = sizeof(void *);
     if (!pow2(align))
         align = (size_t)1 << (64 - __builtin_clzll(align));
-    return aligned_or_errno(align, n);
+    return aligned_or_errno(align, n, MT_ALIGNED_MEMALIGN);
 }
 
 static inline void *aligned_alloc_call(size_t align, size_t n)
@@ -1031,7 +1033,7 @@ static inline void *aligned_alloc_call(size_t align, size_t n)
 
 static inline void *valloc_call(size_t n)
 {
-    return aligned_or_errno((size_t)getpagesize(), n);
+    return aligned_or_errno((size_t)getpagesize(), n, MT_ALIGNED_VALLOC);
 }
 
 static inline void *pvalloc_call(size_t n)
@@ -1042,7 +1044,7 @@ static inline void *pvalloc_call(size_t n)
         return NULL;
     }
     rounded &= ~(page - 1);
-    return aligned_or_errno(page, rounded ? rounded : page);
+    return aligned_or_errno(page, rounded ? rounded : page, MT_ALIGNED_PVALLOC);
 }
 
 static inline size_t malloc_usable_size_call(void *p)

@@ -17,6 +17,7 @@
 #include "agent/allocator.h"
 #include "agent/counters.h"
 #include "agent/edge.h"
+#include "agent/fdguard.h"
 #include "agent/options.h"
 #include "agent/record.h"
 #include "agent/meminfo.h"
@@ -267,6 +268,7 @@ static int resolve_real(void)
     int (*trim)(size_t) = NULL;
     mt_allocator_resolve(&mt_real_fn, &trim);
     mt_rs_resolve(trim);
+    mt_fd_guard_init();
     mt_vm_init();
     real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&
@@ -328,6 +330,7 @@ void mt_init_slow(void)
     mt_start_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     mt_counters_init();
     mt_xe_init();
+    xe_file_set_fd_guard(mt_fd_keep, mt_fd_forget);
 
     mt_opt.mode = MT_MODE_SUMMARY;
     mt_opt.on_error = MT_ON_ERROR_REPORT;

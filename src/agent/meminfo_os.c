@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/allocator.h"
+#include "agent/fdguard.h"
 #include "common/out.h"
 
 enum { F_STATM, F_MEMINFO, F_CG_CURRENT, F_CG_HIGH, F_CG_MAX, F_COUNT };
@@ -183,10 +184,12 @@ void mt_os_mem_open(void)
 {
     int saved = errno;
     for (int f = 0; f < F_COUNT; f++) {
-        if (still_ours(f)) /* never a descriptor the program reused */
-            close(fds[f]);
-        fds[f] = -1;
+        int fd = still_ours(f) ? fds[f] : -1;            /* never a descriptor the program reused */
+        __atomic_store_n(&fds[f], -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
+        if (fd >= 0)
+            close(fd);
         paths[f][0] = '\0';
+        mt_fd_keep(&fds[f]);
     }
     machine_next_ns = 0;
     long ps = sysconf(_SC_PAGESIZE);

@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/fdguard.h"
 #include "agent/meminfo.h"
 #include "agent/site.h"
 #include "agent/vm.h"
@@ -149,9 +150,10 @@ void mt_report_after_fork_child(void)
 {
     atomic_flag_clear_explicit(&w_busy, memory_order_release);
     if (kept.pid && kept.pid != getpid()) {
-        if (kept_valid())
-            close(kept.fd);
-        kept.fd = -1;
+        int fd = kept_valid() ? kept.fd : -1;
+        __atomic_store_n(&kept.fd, -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
+        if (fd >= 0)
+            close(fd);
         kept.pid = 0;
     }
 }
@@ -439,6 +441,7 @@ void mt_report_before_setid(void)
         struct stat st;
         if (fd >= 0 && fstat((fd = mt_file_fd_high(fd)), &st) == 0) {
             kept.fd = fd;
+            mt_fd_keep(&kept.fd);
             kept.dev = st.st_dev;
             kept.ino = st.st_ino;
             memcpy(kept.path, w.path, sizeof kept.path);

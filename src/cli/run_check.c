@@ -111,7 +111,7 @@ static int elf_defines_malloc(int fd, const Elf64_Ehdr *eh, off_t file_size)
             return 0;
         shnum = sh.sh_size;
     }
-    if (shnum > (uint64_t)file_size / eh->e_shentsize)
+    if (eh->e_shoff > (uint64_t)file_size || shnum > ((uint64_t)file_size - eh->e_shoff) / eh->e_shentsize)
         return 0;
     uint64_t k;
     for (k = 0; k < shnum; k++) {
@@ -123,7 +123,7 @@ static int elf_defines_malloc(int fd, const Elf64_Ehdr *eh, off_t file_size)
     Elf64_Shdr str;
     if (k == shnum || sh.sh_link >= shnum || sh.sh_offset > (uint64_t)file_size ||
         sh.sh_size > (uint64_t)file_size - sh.sh_offset ||
-        !read_at(fd, &str, sizeof str, (off_t)(eh->e_shoff + sh.sh_link * eh->e_shentsize)) ||
+        !read_at(fd, &str, sizeof str, (off_t)(eh->e_shoff + (uint64_t)sh.sh_link * eh->e_shentsize)) ||
         str.sh_size > DYNSTR_MAX || str.sh_offset > (uint64_t)file_size ||
         str.sh_size > (uint64_t)file_size - str.sh_offset)
         return 0;

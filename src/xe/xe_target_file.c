@@ -89,6 +89,15 @@ static size_t raw_encode(const xe_event *evs, size_t n, void *buf, size_t cap, s
 static const xe_file_encoder raw_encoder = {.name = "raw", .file_header = raw_header, .encode = raw_encode};
 static const xe_file_encoder *file_encoder;
 
+/* The agent's guard over its descriptors (xe.h's xe_file_set_fd_guard). */
+static void (*fd_keep)(int *where), (*fd_forget)(int *where);
+
+void xe_file_set_fd_guard(void (*keep)(int *where), void (*forget)(int *where))
+{
+    fd_keep = keep;
+    fd_forget = forget;
+}
+
 void xe_file_set_encoder(const xe_file_encoder *enc)
 {
     __atomic_store_n(&file_encoder, enc, __ATOMIC_RELEASE);
@@ -199,7 +208,19 @@ static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
     xe_params_keep(t, params);
     t->state = s;
     t->state_bytes = sizeof *s;
+    if (fd_keep)
+        fd_keep(&s->fd);
     return 0;
+}
+
+/* Closes the current file's descriptor: the variable first, so that the
+ * close is not taken for the program's (xe_file_set_fd_guard). */
+static void drop_fd(file_state *s)
+{
+    int fd = s->fd;
+    __atomic_store_n(&s->fd, -1, __ATOMIC_RELEASE);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* "<filename>" for file 0, "<filename>.<seq>" after. */
@@ -229,7 +250,8 @@ static int file_write(file_state *s, const void *buf, size_t n)
     const char *p = buf;
     size_t left = n;
     while (left > 0) {
-        ssize_t w = write(s->fd, p, left);
+        /* loaded anew: the agent's guard may have moved it (xe_file_set_fd_guard) */
+        ssize_t w = write(__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), p, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -257,8 +279,7 @@ static int file_open_next(file_state *s)
     if (s->fd >= 0) {
         if (s->est)
             s->enc->end(s->est);
-        close(s->fd);
-        s->fd = -1;
+        drop_fd(s);
     }
     file_path(s, seq, path, sizeof path);
     /* Never through a symbolic link, never truncating: a new file, renamed
@@ -269,7 +290,8 @@ static int file_open_next(file_state *s)
         file_error(s, OP_OPEN, -fd);
         return -1;
     }
-    s->fd = fd;
+    /* high, out of the numbers a program reuses first */
+    __atomic_store_n(&s->fd, mt_file_fd_high(fd), __ATOMIC_RELEASE);
     s->file_bytes = 0;
     unsigned char hdr[256];
     s->header_len = s->enc->file_header ? s->enc->file_header(hdr, sizeof hdr) : 0;
@@ -277,8 +299,7 @@ static int file_open_next(file_state *s)
     if (s->est)
         s->header_len = s->file_bytes;
     if (bad) {
-        close(fd);
-        s->fd = -1;
+        drop_fd(s);
         return -1;
     }
     __atomic_store_n(&s->seq, seq, __ATOMIC_RELAXED);
@@ -388,8 +409,7 @@ static void file_stop(xe_target *t)
     if (!s->est || s->fd < 0)
         return;
     s->enc->end(s->est);
-    close(s->fd);
-    s->fd = -1;
+    drop_fd(s);
 }
 
 static const char *errno_name(uint64_t e)
@@ -464,8 +484,9 @@ static void file_close(xe_target *t)
         return;
     file_flush(t);
     file_stop(t);
-    if (s->fd >= 0)
-        close(s->fd);
+    drop_fd(s);
+    if (fd_forget)
+        fd_forget(&s->fd);
     if (s->est)
         s->enc->destroy(s->est);
     xe_target_unmap_state(t);
@@ -478,9 +499,7 @@ int xe_session_file_retarget(xe_session *sess, const char *filename)
         if (t->ops != &xe_target_event_file)
             continue;
         file_state *s = t->state;
-        if (s->fd >= 0)
-            close(s->fd); /* the parent's: nothing more goes into it from here */
-        s->fd = -1;
+        drop_fd(s); /* the parent's: nothing more goes into it from here */
         s->open_tried = 0;
         s->opened = 0;
         s->seq = 0;

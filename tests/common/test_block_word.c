@@ -73,7 +73,14 @@ int main(void)
     CHECK("size bits 24 to 46 set: no tombstone", mt_tomb_open(p, mt_tombstone_small(p, big)) == 0);
     CHECK("the tombstone's place: p below 24 bytes, p+16 from 24",
           mt_tomb_off(23) == 0 && mt_tomb_off(MT_TOMB_PAST_MIN) == MT_TOMB_PAST);
-    CHECK("the canary is the check's low 16 bits", mt_tail_value(0x12345678u) == 0x5678);
+    CHECK("the canary is the check's low 16 bits, each byte's top bit set",
+          mt_tail_value(0x12345678u) == 0xD6F8);
+    int text_safe = 1;
+    for (uint32_t c = 0; c < 0x10000u; c++) {
+        uint16_t v = mt_tail_value(c * 0x9E3779B1u);
+        text_safe &= (v & 0xff) >= 0x80 && (v >> 8) >= 0x80;
+    }
+    CHECK("no canary byte is zero or ASCII (a terminator or text past the block always differs)", text_safe);
 
     /* glibc's chunk for a request r (64-bit): r + 8 rounded up to 16, at
      * least 32 bytes; it holds r + 8 - 16 bytes past its pointer. With

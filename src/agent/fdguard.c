@@ -1,0 +1,258 @@
+/* fdguard.c — the agent's long-lived descriptors, kept from the program's
+ * close, close_range, closefrom, dup2 and dup3.
+ *
+ * The agent keeps a few descriptors open for the process's life: its
+ * trace and event files, the query socket, the reference-set socket, the
+ * report kept open across a change of user id, /proc files it reads
+ * often. Programs close descriptors they did not open: a daemon closes
+ * everything from 3 up, a child before exec does too. Had the program
+ * closed the trace file's number and then opened a file of its own, the
+ * kernel would have given it that number, and the agent's next write
+ * would have gone into the program's file (a trace under Python's
+ * os.closerange(3, 4096) wrote 19 KB of it into the sixth file the
+ * program opened).
+ *
+ * So each such descriptor is registered here by the address of the
+ * variable that holds it (mt_fd_keep), and the program's calls that would
+ * close it leave it open:
+ * - close of a kept descriptor does nothing and returns 0: the number is
+ *   still taken, so the kernel never hands it to the program;
+ * - close_range and closefrom close the rest of the range;
+ * - dup2 and dup3 onto a kept descriptor first move the agent's to
+ *   another number (F_DUPFD_CLOEXEC, high), stored into the variable,
+ *   then let the program have the number it asked for. An agent thread
+ *   that read the old number just before the move and writes just after
+ *   the program's dup2 would still write into the program's descriptor:
+ *   that window is a few instructions wide, and needs the program to
+ *   aim dup2 at the agent's number.
+ * Calls made by the agent itself (in_agent) and by a vfork child (which
+ * shares the variables with its parent, but not the descriptor table)
+ * are passed through as they are. An owner clears its variable before it
+ * closes the descriptor, so that close is the real one. A raw close system
+ * call is not seen: the owners that read their descriptor often check it
+ * (safe_file.c's output directory by device and inode). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/fdguard.h"
+#include "common/safe_file.h"
+
+#define KEPT_MAX 32
+static int *_Atomic kept[KEPT_MAX];
+/* Calls looking at kept variables right now: mt_fd_forget waits for them
+ * to be done before its caller lets the variable's memory go. */
+static atomic_uint readers;
+
+static void enter(void)
+{
+    atomic_fetch_add(&readers, 1);
+}
+
+static void leave(void)
+{
+    atomic_fetch_sub(&readers, 1);
+}
+
+void mt_fd_keep(int *where)
+{
+    for (int i = 0; i < KEPT_MAX; i++) {
+        int *none = NULL;
+        if (atomic_load_explicit(&kept[i], memory_order_relaxed) == where)
+            return;
+        if (atomic_compare_exchange_strong(&kept[i], &none, where))
+            return;
+    }
+    /* full: that descriptor goes unguarded, as before this file existed */
+}
+
+void mt_fd_forget(int *where)
+{
+    for (int i = 0; i < KEPT_MAX; i++) {
+        int *w = where;
+        if (atomic_compare_exchange_strong(&kept[i], &w, NULL))
+            break;
+    }
+    /* A close on another thread may have read the pointer just before.
+     * Bounded: a signal handler that forgets while its own thread is
+     * inside close would otherwise wait for ever. */
+    for (int spins = 0; atomic_load(&readers) != 0 && spins < 100000; spins++)
+        sched_yield();
+}
+
+/* The variable holding fd when it is one of the agent's, else NULL. */
+static int *keeper(int fd)
+{
+    if (fd < 0)
+        return NULL;
+    for (int i = 0; i < KEPT_MAX; i++) {
+        int *w = atomic_load_explicit(&kept[i], memory_order_acquire);
+        if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) == fd)
+            return w;
+    }
+    return NULL;
+}
+
+/* Whether the program's call should be guarded at all. */
+static int guarding(void)
+{
+    return mt_t.in_agent == 0 && mt_own_process();
+}
+
+/* ---- the real functions ---------------------------------------------------
+ * Found at start-up (mt_fd_guard_init); before that, the system calls. */
+
+typedef int (*close_fn)(int);
+typedef int (*dup2_fn)(int, int);
+typedef int (*dup3_fn)(int, int, int);
+typedef void (*closefrom_fn)(int);
+static close_fn real_close;
+static dup2_fn real_dup2;
+static dup3_fn real_dup3;
+static closefrom_fn real_closefrom;
+
+void mt_fd_guard_init(void)
+{
+    real_close = (close_fn)dlsym(RTLD_NEXT, "close");
+    real_dup2 = (dup2_fn)dlsym(RTLD_NEXT, "dup2");
+    real_dup3 = (dup3_fn)dlsym(RTLD_NEXT, "dup3");
+    real_closefrom = (closefrom_fn)dlsym(RTLD_NEXT, "closefrom");
+}
+
+static int do_close(int fd)
+{
+    return real_close ? real_close(fd) : (int)syscall(SYS_close, fd);
+}
+
+static int do_close_range(unsigned first, unsigned last, int flags)
+{
+    return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+/* ---- the entry points ------------------------------------------------------ */
+
+MT_EXPORT int close(int fd)
+{
+    enter();
+    int kept_fd = keeper(fd) != NULL;
+    leave();
+    if (MT_UNLIKELY(kept_fd) && guarding())
+        return 0;
+    return do_close(fd);
+}
+
+/* The kept descriptors in [first, last], ascending, into out; their count. */
+static int kept_in(unsigned first, unsigned last, unsigned *out)
+{
+    int n = 0;
+    for (int i = 0; i < KEPT_MAX; i++) {
+        int *w = atomic_load_explicit(&kept[i], memory_order_acquire);
+        int fd = w ? __atomic_load_n(w, __ATOMIC_ACQUIRE) : -1;
+        if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last)
+            continue;
+        int j = n++;
+        for (; j > 0 && out[j - 1] > (unsigned)fd; j--)
+            out[j] = out[j - 1];
+        out[j] = (unsigned)fd;
+    }
+    return n;
+}
+
+/* close_range around the kept descriptors: the gaps between them. */
+static int close_gaps(unsigned first, unsigned last, int flags, const unsigned *k, int n)
+{
+    unsigned lo = first;
+    for (int i = 0; i < n; i++) {
+        if (k[i] > lo && do_close_range(lo, k[i] - 1, flags) < 0)
+            return -1;
+        lo = k[i] + 1;
+        if (k[i] == UINT_MAX || lo > last)
+            return 0;
+    }
+    return do_close_range(lo, last, flags);
+}
+
+MT_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    unsigned k[KEPT_MAX];
+    /* CLOSE_RANGE_CLOEXEC closes nothing now (the agent's are close-on-exec already) */
+    if ((flags & CLOSE_RANGE_CLOEXEC) || first > last)
+        return do_close_range(first, last, flags);
+    enter();
+    int n = kept_in(first, last, k);
+    leave();
+    if (n == 0 || !guarding())
+        return do_close_range(first, last, flags);
+    return close_gaps(first, last, flags, k, n);
+}
+
+MT_EXPORT void closefrom(int lowfd)
+{
+    unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd, k[KEPT_MAX];
+    enter();
+    int n = kept_in(first, UINT_MAX, k);
+    leave();
+    if (n > 0 && !guarding())
+        n = 0;
+    if (n == 0) {
+        if (real_closefrom)
+            real_closefrom(lowfd);
+        else
+            (void)do_close_range(first, UINT_MAX, 0);
+        return;
+    }
+    if (close_gaps(first, UINT_MAX, 0, k, n) == 0 || errno != ENOSYS)
+        return;
+    /* A kernel without close_range: one by one up to the last kept, then
+     * libc's way above it. */
+    for (unsigned fd = first; fd < k[n - 1]; fd++)
+        if (!keeper((int)fd))
+            (void)do_close((int)fd);
+    if (real_closefrom && k[n - 1] < INT_MAX)
+        real_closefrom((int)k[n - 1] + 1);
+}
+
+/* Moves the agent's descriptor held in *w (== fd) to another number, so
+ * that the program may have fd. 0, or -1 with errno set. */
+static int move_kept(int *w, int fd)
+{
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (moved < 0)
+        return -1;
+    moved = mt_file_fd_high(moved);
+    int want = fd;
+    if (!__atomic_compare_exchange_n(w, &want, moved, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        (void)do_close(moved); /* its owner changed it meanwhile: fd is no longer the agent's */
+    return 0;
+}
+
+/* Before dup2 or dup3 makes newfd a copy of the program's: 0, or -1 (and
+ * errno) when newfd is the agent's and cannot be moved. */
+static int free_number(int oldfd, int newfd)
+{
+    if (oldfd == newfd)
+        return 0;
+    enter();
+    int *w = keeper(newfd), rc = w && guarding() ? move_kept(w, newfd) : 0;
+    leave();
+    return rc;
+}
+
+MT_EXPORT int dup2(int oldfd, int newfd)
+{
+    if (free_number(oldfd, newfd) < 0)
+        return -1;
+    return real_dup2 ? real_dup2(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+}
+
+MT_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+    if (free_number(oldfd, newfd) < 0)
+        return -1;
+    return real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}

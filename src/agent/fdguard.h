@@ -1,0 +1,21 @@
+/* fdguard.h — the agent's long-lived descriptors, kept from the program's
+ * close, close_range, closefrom, dup2 and dup3 (fdguard.c). */
+#ifndef MT_AGENT_FDGUARD_H
+#define MT_AGENT_FDGUARD_H
+
+#pragma GCC visibility push(hidden)
+
+/* Registers the variable at `where`, which holds one of the agent's
+ * descriptors (or -1): while it does, the program's calls leave that
+ * descriptor open, and dup2/dup3 onto it move it to another number,
+ * stored back into *where (read it with an atomic load). The owner sets
+ * *where to -1 before it closes the descriptor itself, and calls
+ * mt_fd_forget before the variable's memory goes away. */
+void mt_fd_keep(int *where);
+void mt_fd_forget(int *where);
+/* At start-up: finds the real close, dup2, dup3 and closefrom. */
+void mt_fd_guard_init(void);
+
+#pragma GCC visibility pop
+
+#endif

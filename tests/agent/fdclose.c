@@ -1,0 +1,123 @@
+/* fdclose.c — a program that closes, or reuses by dup2/dup3, descriptors
+ * it did not open, as daemons and children before exec do, then opens
+ * files of its own and allocates. argv[1] says how: close (each of 3 to
+ * 4095), close_range (3 to ~0), closefrom (3), dup2 or dup3 (a file of
+ * its own onto every descriptor open at start but 0, 1 and 2, which are
+ * the agent's). argv[2]: a directory for its 16 files. It then allocates
+ * and frees ALLOCS blocks (enough for trace mode to write the trace file
+ * again and again), writes "mine <k>\n" into each of its files and
+ * through each descriptor it took by dup2/dup3, and prints "fdclose:
+ * ALLOCS allocations": tests/agent/test_fdguard.sh checks that the files
+ * hold only that and that the agent's trace and report lost nothing.
+ * argv[3] "trace": first allocate until the agent's trace file is open. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ALLOCS 300000
+#define FILES 16
+#define TAKEN_MAX 64
+
+static int write_line(int fd, int k)
+{
+    char line[32];
+    int n = snprintf(line, sizeof line, "mine %d\n", k);
+    return write(fd, line, (size_t)n) == n ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: fdclose close|close_range|closefrom|dup2|dup3 DIR [trace]\n");
+        return 2;
+    }
+    const char *how = argv[1];
+    /* Every descriptor open now but the standard three: the agent's (the
+     * test starts the program with no others). Under trace mode, after
+     * allocating until the trace file is open (a name ending in .mtt), so
+     * that dup2 and dup3 aim at it too. */
+    int taken[TAKEN_MAX], ntaken = 0, want_trace = argc > 3 && strcmp(argv[3], "trace") == 0;
+    for (int round = 0; round < 2000; round++) {
+        int trace_open = 0;
+        ntaken = 0;
+        DIR *d = opendir("/proc/self/fd");
+        if (!d)
+            return 1;
+        int dfd = dirfd(d);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL && ntaken < TAKEN_MAX) {
+            int fd = atoi(e->d_name);
+            if (e->d_name[0] == '.' || fd <= 2 || fd == dfd)
+                continue;
+            taken[ntaken++] = fd;
+            char link[64], target[4096];
+            snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+            ssize_t n = readlink(link, target, sizeof target - 1);
+            if (n > 4 && memcmp(target + n - 4, ".mtt", 4) == 0)
+                trace_open = 1;
+        }
+        closedir(d);
+        if (trace_open || !want_trace)
+            break;
+        for (int i = 0; i < 10000; i++)
+            free(malloc(100 + (size_t)(i % 1000)));
+        usleep(1000);
+    }
+    for (int i = 0; i < 1000; i++) /* something in the agent's buffers first */
+        free(malloc(100 + (size_t)i));
+    char path[4096];
+    int dup_file = -1;
+    if (strcmp(how, "close") == 0) {
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+    } else if (strcmp(how, "close_range") == 0) {
+        if (close_range(3, ~0u, 0) != 0) {
+            perror("close_range");
+            return 1;
+        }
+    } else if (strcmp(how, "closefrom") == 0) {
+        closefrom(3);
+    } else if (strcmp(how, "dup2") == 0 || strcmp(how, "dup3") == 0) {
+        snprintf(path, sizeof path, "%s/dup", argv[2]);
+        dup_file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (dup_file < 0)
+            return 1;
+        for (int i = 0; i < ntaken; i++) {
+            int r = how[3] == '2' ? dup2(dup_file, taken[i]) : dup3(dup_file, taken[i], O_CLOEXEC);
+            if (r != taken[i]) {
+                perror(how);
+                return 1;
+            }
+        }
+    } else {
+        fprintf(stderr, "fdclose: unknown way '%s'\n", how);
+        return 2;
+    }
+
+    int files[FILES];
+    for (int k = 0; k < FILES; k++) {
+        snprintf(path, sizeof path, "%s/f%d", argv[2], k);
+        files[k] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (files[k] < 0)
+            return 1;
+    }
+    void *keep[64] = {0};
+    for (int i = 0; i < ALLOCS; i++) {
+        free(keep[i % 64]);
+        keep[i % 64] = malloc(16 + (size_t)(i % 512));
+    }
+    for (int i = 0; i < 64; i++)
+        free(keep[i]);
+    for (int k = 0; k < FILES; k++)
+        if (write_line(files[k], k) != 0 || close(files[k]) != 0)
+            return 1;
+    if (dup_file >= 0)
+        for (int i = 0; i < ntaken; i++)
+            if (write_line(taken[i], 100 + i) != 0)
+                return 1;
+    printf("fdclose: %d allocations, %d descriptors taken\n", ALLOCS, ntaken);
+    return 0;
+}

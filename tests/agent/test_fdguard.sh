@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The agent's own descriptors (its trace file, the query socket, the /proc
+# files it reads) against a program that closes or takes descriptors it
+# did not open (tests/agent/fdclose.c): close of every number from 3,
+# close_range, closefrom, and dup2/dup3 of a file of its own onto each
+# of them; then it opens 16 files and allocates 300,000 blocks. Before
+# fdguard.c the trace file's number went to one of the program's files,
+# and the rest of the trace was written into it. The truth: each of the
+# program's files holds exactly what the program wrote; the trace holds
+# every allocation (its analysis counts them), with none lost; the
+# summary report counts them too.
+. "$(dirname "$0")/../lib.sh"
+
+P=$TBIN/fdclose
+[ -x "$P" ] && [ -x "$MT" ] || { fail setup "build first: $P / $MT missing"; exit 1; }
+ALLOCS=300000
+
+files_ok() { # NAME DIR WAY
+    local k bad=""
+    for k in $(seq 0 15); do
+        [ "$(cat "$2/f$k" 2>/dev/null)" = "mine $k" ] || bad="$bad f$k($(head -c 40 "$2/f$k" 2>/dev/null | od -An -c | tr -s ' ' | head -c 60))"
+    done
+    if [ -f "$2/dup" ]; then
+        grep -qv '^mine 1[0-9][0-9]$' "$2/dup" && bad="$bad dup($(grep -cv '^mine 1[0-9][0-9]$' "$2/dup") foreign lines)"
+    elif [ "$3" = dup2 ] || [ "$3" = dup3 ]; then
+        bad="$bad dup(missing)"
+    fi
+    if [ -z "$bad" ]; then pass "$1"; else fail "$1" "not the program's own content:$bad"; fi
+}
+
+for way in close close_range closefrom dup2 dup3; do
+    for mode in summary trace; do
+        ext=mtr; [ $mode = trace ] && ext=mtt
+        D=$T/$way.$mode
+        mkdir -p "$D"
+        # no descriptor but 0, 1 and 2 from here: the program takes every other for the agent's
+        out=$("$MT" run --mode $mode -o "$D/out.%p.$ext" -- "$P" $way "$D" $mode 2>"$D/err" </dev/null 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-)
+        rc=$?
+        expect_eq "$way, $mode: the program runs" "0 fdclose: $ALLOCS allocations" "$rc ${out%%,*}"
+        if [ $mode = trace ] && { [ $way = dup2 ] || [ $way = dup3 ]; }; then
+            taken=$(sed -n 's/.*, \([0-9]*\) descriptors taken/\1/p' <<<"$out")
+            if [ "${taken:-0}" -ge 2 ]; then pass "$way, trace: it took the agent's descriptors, the trace file's among them ($taken)"
+            else fail "$way, trace: it took the agent's descriptors" "${taken:-none}: $out"; fi
+        fi
+        files_ok "$way, $mode: its files hold only what it wrote" "$D" $way
+        f=$(ls "$D"/out.*."$ext" 2>/dev/null | head -1)
+        if [ -z "$f" ]; then
+            fail "$way, $mode: the agent's output" "none in $D: $(head -c 600 "$D/err")"
+            continue
+        fi
+        if [ $mode = trace ]; then
+            contains "$way, trace: nothing lost" ", 0 lost" "$(grep 'events,' "$D/err")"
+            "$MT" analyze "$f" >"$D/an" 2>"$D/an.err"
+            expect_eq "$way, trace: the trace reads whole" "00" "$?$(grep -c 'CAUTION' "$D/an")"
+            n=$(sed -n 's/^ *allocations \([0-9]*\),.*/\1/p' "$D/an" | head -1)
+            if [ -n "$n" ] && [ "$n" -ge $((ALLOCS + 1000)) ]; then pass "$way, trace: every allocation is in it ($n)"
+            else fail "$way, trace: every allocation is in it" "allocations=${n:-none}, want >= $((ALLOCS + 1000))"; fi
+        else
+            "$MT" report --json "$f" >"$D/r.json" 2>/dev/null
+            n=$(json_get "$D/r.json" "[c['allocs'] for c in j['categories'] if c['name'] == 'malloc'][0]" 2>/dev/null)
+            if [ -n "$n" ] && [ "$n" -ge $((ALLOCS + 1000)) ]; then pass "$way, summary: the report counts every allocation ($n)"
+            else fail "$way, summary: the report counts every allocation" "allocs=${n:-none}"; fi
+        fi
+    done
+done
+
+# The query socket survives a program that closed every descriptor: it
+# still answers.
+D=$T/query
+mkdir -p "$D"
+cat >"$D/q.py" <<'PY'
+import os, sys, time
+os.closerange(3, 4096)
+keep = [bytes(1000) for _ in range(1000)]
+sys.stdout.write("ready\n"); sys.stdout.flush()
+time.sleep(30)
+PY
+"$MT" run -o "$D/q.%p.mtr" -- /usr/bin/python3 "$D/q.py" >"$D/q.out" 2>"$D/q.err" </dev/null &
+runner=$!
+for _ in $(seq 1 100); do grep -q ready "$D/q.out" 2>/dev/null && break; sleep 0.1; done
+qpid=$(pgrep -f "$D/q.py" | while read -r p; do [ "$(cat /proc/$p/comm)" != memtrail ] && echo "$p"; done | head -1)
+if [ -n "$qpid" ]; then
+    ans=$("$MT" query "$qpid" 2>&1)
+    contains "closed every descriptor: the query socket still answers" "memtrail native memory summary: pid $qpid" "$ans"
+else
+    fail "closed every descriptor: the query socket still answers" "the program did not start: $(head -c 400 "$D/q.err")"
+fi
+kill "$qpid" 2>/dev/null
+wait "$runner" 2>/dev/null
+
