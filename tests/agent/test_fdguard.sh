@@ -86,5 +86,6 @@ else
     fail "closed every descriptor: the query socket still answers" "the program did not start: $(head -c 400 "$D/q.err")"
 fi
 kill "$qpid" 2>/dev/null
-wait "$runner" 2>/dev/null
+wait "$runner"
+expect_eq "closed every descriptor: memtrail run ends with the program (SIGTERM: 143)" 143 "$?"
 

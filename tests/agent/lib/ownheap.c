@@ -21,7 +21,8 @@ static uintptr_t next_off; /* atomic: the offset of the next block */
 static char *base(void)
 {
     if (!heap) {
-        void *h = mmap(NULL, HEAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *h = mmap(NULL, HEAP_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
         char *none = NULL;
         if (h == MAP_FAILED)
             abort();
@@ -36,7 +37,8 @@ static char *base(void)
 static void *cut(size_t n, size_t align)
 {
     char *b = base();
-    uintptr_t need = (uintptr_t)n + align + 16, off = __atomic_fetch_add(&next_off, (need + 15) & ~15ull, __ATOMIC_RELAXED);
+    uintptr_t need = (uintptr_t)n + align + 16,
+              off = __atomic_fetch_add(&next_off, (need + 15) & ~15ull, __ATOMIC_RELAXED);
     if (off + need > HEAP_BYTES)
         return NULL;
     uintptr_t p = ((uintptr_t)b + off + 16 + align - 1) & ~(uintptr_t)(align - 1);
