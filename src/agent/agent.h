@@ -122,7 +122,6 @@ typedef struct mt_tls {
     uint32_t id_base, id_next, id_gen; /* this thread's block of trace allocation ids (trace.h) */
     unsigned char cat;                 /* category of new allocations */
     unsigned char depth;               /* tag stack depth */
-    unsigned char in_first; /* inside a call forwarded to a malloc before the agent's (allocator.c) */
     unsigned char stack[MT_TAG_DEPTH];
     unsigned char sample_seeded; /* sample mode: sample_rng is set up (sample.c) */
     int64_t sample_left;         /* sample mode: bytes until this thread's next sample */

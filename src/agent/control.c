@@ -710,7 +710,8 @@ static void *serve(void *unused)
     int fl = fcntl(lfd, F_GETFL);
     if (fl >= 0)
         fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
-    while (still_ours(lfd)) {
+    /* loaded again each pass: the agent's guard may move it (fdguard.h) */
+    while (still_ours((lfd = atomic_load(&ctl.listen_fd)))) {
         int stuck = serve_ready(lfd, 0) < 0;
         /* Sleep until something comes, the oldest waiting connection is
          * due to be closed, or (accept lacking a resource) a while. */

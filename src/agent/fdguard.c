@@ -36,6 +36,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,7 +46,15 @@
 #include "common/safe_file.h"
 
 #define KEPT_MAX 32
-static int *_Atomic kept[KEPT_MAX];
+/* A kept variable, and the file its descriptor was open on when its owner
+ * last stored it (mt_fd_keep): a number the program got back after a
+ * close the hooks did not see (a raw system call) is the program's. */
+typedef struct {
+    int *_Atomic where;
+    _Atomic uint64_t dev, ino;
+} kept_slot;
+static kept_slot kept[KEPT_MAX];
+static atomic_int nkept; /* slots ever used: 0, and the hooks have nothing to look at */
 /* Calls looking at kept variables right now: mt_fd_forget waits for them
  * to be done before its caller lets the variable's memory go. */
 static atomic_uint readers;
@@ -59,14 +69,32 @@ static void leave(void)
     atomic_fetch_sub(&readers, 1);
 }
 
+static void note_file(kept_slot *k, int fd)
+{
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        atomic_store(&k->dev, (uint64_t)st.st_dev);
+        atomic_store(&k->ino, (uint64_t)st.st_ino);
+    }
+}
+
 void mt_fd_keep(int *where)
 {
+    int fd = __atomic_load_n(where, __ATOMIC_ACQUIRE);
     for (int i = 0; i < KEPT_MAX; i++) {
         int *none = NULL;
-        if (atomic_load_explicit(&kept[i], memory_order_relaxed) == where)
+        if (atomic_load(&kept[i].where) == where) {
+            note_file(&kept[i], fd);
             return;
-        if (atomic_compare_exchange_strong(&kept[i], &none, where))
-            return;
+        }
+        if (atomic_load(&kept[i].where) == NULL) {
+            note_file(&kept[i], fd); /* before it is visible */
+            if (atomic_compare_exchange_strong(&kept[i].where, &none, where)) {
+                if (atomic_load(&nkept) < i + 1)
+                    atomic_store(&nkept, i + 1);
+                return;
+            }
+        }
     }
     /* full: that descriptor goes unguarded, as before this file existed */
 }
@@ -75,7 +103,7 @@ void mt_fd_forget(int *where)
 {
     for (int i = 0; i < KEPT_MAX; i++) {
         int *w = where;
-        if (atomic_compare_exchange_strong(&kept[i], &w, NULL))
+        if (atomic_compare_exchange_strong(&kept[i].where, &w, NULL))
             break;
     }
     /* A close on another thread may have read the pointer just before.
@@ -85,15 +113,32 @@ void mt_fd_forget(int *where)
         sched_yield();
 }
 
-/* The variable holding fd when it is one of the agent's, else NULL. */
-static int *keeper(int fd)
+void mt_fd_after_fork_child(void)
+{
+    /* only the forking thread lives on: no other is inside a hook */
+    atomic_store(&readers, 0);
+}
+
+/* The slot whose variable holds fd, when fd is still the file it was
+ * stored with, else NULL. A number that no longer is (the program closed
+ * it behind the hooks' back, and got it again) is let go: the variable
+ * is set to -1, which its owner takes as closed. Between enter and leave. */
+static kept_slot *keeper(int fd)
 {
     if (fd < 0)
         return NULL;
-    for (int i = 0; i < KEPT_MAX; i++) {
-        int *w = atomic_load_explicit(&kept[i], memory_order_acquire);
-        if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) == fd)
-            return w;
+    int n = atomic_load(&nkept);
+    for (int i = 0; i < n; i++) {
+        int *w = atomic_load(&kept[i].where);
+        if (!w || __atomic_load_n(w, __ATOMIC_ACQUIRE) != fd)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == atomic_load(&kept[i].dev) &&
+            (uint64_t)st.st_ino == atomic_load(&kept[i].ino))
+            return &kept[i];
+        int want = fd;
+        __atomic_compare_exchange_n(w, &want, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return NULL;
     }
     return NULL;
 }
@@ -138,22 +183,25 @@ static int do_close_range(unsigned first, unsigned last, int flags)
 
 MT_EXPORT int close(int fd)
 {
-    enter();
-    int kept_fd = keeper(fd) != NULL;
-    leave();
-    if (MT_UNLIKELY(kept_fd) && guarding())
-        return 0;
+    if (MT_UNLIKELY(atomic_load_explicit(&nkept, memory_order_relaxed) != 0)) {
+        enter();
+        int kept_fd = keeper(fd) != NULL;
+        leave();
+        if (kept_fd && guarding())
+            return 0;
+    }
     return do_close(fd);
 }
 
-/* The kept descriptors in [first, last], ascending, into out; their count. */
+/* The kept descriptors in [first, last], ascending, into out; their
+ * count. Between enter and leave. */
 static int kept_in(unsigned first, unsigned last, unsigned *out)
 {
-    int n = 0;
-    for (int i = 0; i < KEPT_MAX; i++) {
-        int *w = atomic_load_explicit(&kept[i], memory_order_acquire);
+    int n = 0, slots = atomic_load(&nkept);
+    for (int i = 0; i < slots; i++) {
+        int *w = atomic_load(&kept[i].where);
         int fd = w ? __atomic_load_n(w, __ATOMIC_ACQUIRE) : -1;
-        if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last)
+        if (fd < 0 || (unsigned)fd < first || (unsigned)fd > last || keeper(fd) == NULL)
             continue;
         int j = n++;
         for (; j > 0 && out[j - 1] > (unsigned)fd; j--)
@@ -181,7 +229,7 @@ MT_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
     unsigned k[KEPT_MAX];
     /* CLOSE_RANGE_CLOEXEC closes nothing now (the agent's are close-on-exec already) */
-    if ((flags & CLOSE_RANGE_CLOEXEC) || first > last)
+    if ((flags & CLOSE_RANGE_CLOEXEC) || first > last || atomic_load(&nkept) == 0)
         return do_close_range(first, last, flags);
     enter();
     int n = kept_in(first, last, k);
@@ -210,49 +258,56 @@ MT_EXPORT void closefrom(int lowfd)
         return;
     /* A kernel without close_range: one by one up to the last kept, then
      * libc's way above it. */
-    for (unsigned fd = first; fd < k[n - 1]; fd++)
-        if (!keeper((int)fd))
+    for (unsigned fd = first, i = 0; fd < k[n - 1]; fd++) {
+        while (i < (unsigned)n && k[i] < fd)
+            i++;
+        if (k[i] != fd)
             (void)do_close((int)fd);
+    }
     if (real_closefrom && k[n - 1] < INT_MAX)
         real_closefrom((int)k[n - 1] + 1);
 }
 
-/* Moves the agent's descriptor held in *w (== fd) to another number, so
- * that the program may have fd. 0, or -1 with errno set. */
-static int move_kept(int *w, int fd)
+/* Moves the agent's descriptor held in k's variable (== fd) to another
+ * number, so that the program may have fd. When it cannot (no number
+ * free), the agent lets it go: the variable becomes -1 (its owner takes
+ * it as closed) and the program's call goes ahead. */
+static void move_kept(kept_slot *k, int fd)
 {
+    int *w = atomic_load(&k->where), want = fd;
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    if (moved < 0)
-        return -1;
-    moved = mt_file_fd_high(moved);
-    int want = fd;
-    if (!__atomic_compare_exchange_n(w, &want, moved, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        (void)do_close(moved); /* its owner changed it meanwhile: fd is no longer the agent's */
-    return 0;
+    if (moved >= 0)
+        moved = mt_file_fd_high(moved);
+    if (!w || !__atomic_compare_exchange_n(w, &want, moved, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        if (moved >= 0)
+            (void)do_close(moved); /* its owner changed it meanwhile: fd is no longer the agent's */
+    }
 }
 
-/* Before dup2 or dup3 makes newfd a copy of the program's: 0, or -1 (and
- * errno) when newfd is the agent's and cannot be moved. */
-static int free_number(int oldfd, int newfd)
+/* Before dup2 or dup3 makes newfd a copy of oldfd: newfd, if the agent's,
+ * moved out of the way. Only when the call can succeed (a valid oldfd),
+ * and leaving errno as it was. */
+static void free_number(int oldfd, int newfd)
 {
-    if (oldfd == newfd)
-        return 0;
+    if (oldfd == newfd || atomic_load_explicit(&nkept, memory_order_relaxed) == 0)
+        return;
+    int saved = errno;
     enter();
-    int *w = keeper(newfd), rc = w && guarding() ? move_kept(w, newfd) : 0;
+    kept_slot *k = keeper(newfd);
+    if (k && guarding() && fcntl(oldfd, F_GETFD) >= 0)
+        move_kept(k, newfd);
     leave();
-    return rc;
+    errno = saved;
 }
 
 MT_EXPORT int dup2(int oldfd, int newfd)
 {
-    if (free_number(oldfd, newfd) < 0)
-        return -1;
+    free_number(oldfd, newfd);
     return real_dup2 ? real_dup2(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
 }
 
 MT_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-    if (free_number(oldfd, newfd) < 0)
-        return -1;
+    free_number(oldfd, newfd);
     return real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
 }

@@ -291,6 +291,7 @@ static void after_fork_child(void)
 {
     mt_vm_after_fork();
     mt_category_unlock();
+    mt_fd_after_fork_child();
     mt_counters_after_fork_child();
     mt_site_after_fork_child();
     mt_sample_after_fork_child();

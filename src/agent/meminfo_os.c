@@ -66,13 +66,14 @@ static int still_ours(int f)
 static void open_file(int f)
 {
     struct stat st;
-    fds[f] = open_ro(paths[f]);
-    if (fds[f] >= 0 && fstat(fds[f], &st) == 0) {
+    int fd = open_ro(paths[f]);
+    if (fd >= 0 && fstat(fd, &st) == 0) {
         fd_dev[f] = st.st_dev;
         fd_ino[f] = st.st_ino;
-    } else if (fds[f] >= 0) {
-        close(fds[f]);
-        fds[f] = -1;
+        __atomic_store_n(&fds[f], fd, __ATOMIC_RELEASE);
+        mt_fd_keep(&fds[f]); /* fdguard.h */
+    } else if (fd >= 0) {
+        close(fd);
     }
 }
 
@@ -189,7 +190,6 @@ void mt_os_mem_open(void)
         if (fd >= 0)
             close(fd);
         paths[f][0] = '\0';
-        mt_fd_keep(&fds[f]);
     }
     machine_next_ns = 0;
     long ps = sysconf(_SC_PAGESIZE);

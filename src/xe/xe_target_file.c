@@ -208,8 +208,6 @@ static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
     xe_params_keep(t, params);
     t->state = s;
     t->state_bytes = sizeof *s;
-    if (fd_keep)
-        fd_keep(&s->fd);
     return 0;
 }
 
@@ -292,6 +290,8 @@ static int file_open_next(file_state *s)
     }
     /* high, out of the numbers a program reuses first */
     __atomic_store_n(&s->fd, mt_file_fd_high(fd), __ATOMIC_RELEASE);
+    if (fd_keep)
+        fd_keep(&s->fd);
     s->file_bytes = 0;
     unsigned char hdr[256];
     s->header_len = s->enc->file_header ? s->enc->file_header(hdr, sizeof hdr) : 0;

@@ -1,7 +1,10 @@
 /* fdclose.c — a program that closes, or reuses by dup2/dup3, descriptors
  * it did not open, as daemons and children before exec do, then opens
  * files of its own and allocates. argv[1] says how: close (each of 3 to
- * 4095), close_range (3 to ~0), closefrom (3), dup2 or dup3 (a file of
+ * 4095), close_range (3 to ~0), closefrom (3), raw (the close_range
+ * system call itself, which the agent does not see: the numbers come
+ * back to the program, and its own closes of them must close), dup2 or
+ * dup3 (a file of
  * its own onto every descriptor open at start but 0, 1 and 2, which are
  * the agent's). argv[2]: a directory for its 16 files. It then allocates
  * and frees ALLOCS blocks (enough for trace mode to write the trace file
@@ -15,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define ALLOCS 300000
@@ -31,7 +36,7 @@ static int write_line(int fd, int k)
 int main(int argc, char **argv)
 {
     if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: fdclose close|close_range|closefrom|dup2|dup3 DIR [trace]\n");
+        fprintf(stderr, "usage: fdclose close|close_range|closefrom|raw|dup2|dup3 DIR [trace]\n");
         return 2;
     }
     const char *how = argv[1];
@@ -39,9 +44,9 @@ int main(int argc, char **argv)
      * test starts the program with no others). Under trace mode, after
      * allocating until the trace file is open (a name ending in .mtt), so
      * that dup2 and dup3 aim at it too. */
-    int taken[TAKEN_MAX], ntaken = 0, want_trace = argc > 3 && strcmp(argv[3], "trace") == 0;
+    int taken[TAKEN_MAX], ntaken = 0, want_trace = argc > 3 && strcmp(argv[3], "trace") == 0, trace_open = 0;
     for (int round = 0; round < 2000; round++) {
-        int trace_open = 0;
+        trace_open = 0;
         ntaken = 0;
         DIR *d = opendir("/proc/self/fd");
         if (!d)
@@ -80,6 +85,12 @@ int main(int argc, char **argv)
         }
     } else if (strcmp(how, "closefrom") == 0) {
         closefrom(3);
+    } else if (strcmp(how, "raw") == 0) {
+        /* behind the hooks' back: the numbers come back to the program */
+        if (syscall(SYS_close_range, 3, ~0u, 0) != 0) {
+            perror("close_range");
+            return 1;
+        }
     } else if (strcmp(how, "dup2") == 0 || strcmp(how, "dup3") == 0) {
         snprintf(path, sizeof path, "%s/dup", argv[2]);
         dup_file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
@@ -111,13 +122,22 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < 64; i++)
         free(keep[i]);
-    for (int k = 0; k < FILES; k++)
-        if (write_line(files[k], k) != 0 || close(files[k]) != 0)
+    for (int k = 0; k < FILES; k++) {
+        struct stat before, after;
+        if (write_line(files[k], k) != 0 || fstat(files[k], &before) != 0 || close(files[k]) != 0)
             return 1;
+        /* the program's own close must close (the number may be another's
+         * at once: the agent opens files of its own too) */
+        if (fstat(files[k], &after) == 0 && after.st_dev == before.st_dev && after.st_ino == before.st_ino) {
+            fprintf(stderr, "fdclose: close(%d) of its own file left it open\n", files[k]);
+            return 1;
+        }
+    }
     if (dup_file >= 0)
         for (int i = 0; i < ntaken; i++)
             if (write_line(taken[i], 100 + i) != 0)
                 return 1;
-    printf("fdclose: %d allocations, %d descriptors taken\n", ALLOCS, ntaken);
+    printf("fdclose: %d allocations, %d descriptors taken, trace file %s\n", ALLOCS, ntaken,
+           trace_open ? "among them" : "not open");
     return 0;
 }
