@@ -53,7 +53,12 @@ typedef struct {
     int *_Atomic where;
     _Atomic uint64_t dev, ino;
 } kept_slot;
-static kept_slot kept[KEPT_MAX];
+/* On a page of its own, written at start-up (mt_fd_guard_init): a
+ * reference set must not see the agent touch a page of its own data for
+ * the first time in the middle of the program's run. With the array in
+ * the middle of the agent's data, another variable moved onto a page
+ * first touched there (tests/refset/test_scenarios.sh: 4 KiB too many). */
+static kept_slot kept[KEPT_MAX] __attribute__((aligned(4096)));
 static atomic_int nkept; /* slots ever used: 0, and the hooks have nothing to look at */
 /* Calls looking at kept variables right now: mt_fd_forget waits for them
  * to be done before its caller lets the variable's memory go. */
@@ -69,7 +74,7 @@ static void leave(void)
     atomic_fetch_sub(&readers, 1);
 }
 
-static void note_file(kept_slot *k, int fd)
+static __attribute__((noinline)) void note_file(kept_slot *k, int fd)
 {
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0) {
@@ -119,6 +124,17 @@ void mt_fd_after_fork_child(void)
     atomic_store(&readers, 0);
 }
 
+/* Whether fd is the file noted in k. Out of line, with its struct stat:
+ * close's own frame stays as small as it was, so a program's close near
+ * the end of its stack touches no deeper page (a reference set would
+ * count it: tests/refset/test_scenarios.sh). */
+static __attribute__((noinline)) int same_file(kept_slot *k, int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == atomic_load(&k->dev) &&
+           (uint64_t)st.st_ino == atomic_load(&k->ino);
+}
+
 /* The slot whose variable holds fd, when fd is still the file it was
  * stored with, else NULL. A number that no longer is (the program closed
  * it behind the hooks' back, and got it again) is let go: the variable
@@ -132,9 +148,7 @@ static kept_slot *keeper(int fd)
         int *w = atomic_load(&kept[i].where);
         if (!w || __atomic_load_n(w, __ATOMIC_ACQUIRE) != fd)
             continue;
-        struct stat st;
-        if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == atomic_load(&kept[i].dev) &&
-            (uint64_t)st.st_ino == atomic_load(&kept[i].ino))
+        if (same_file(&kept[i], fd))
             return &kept[i];
         int want = fd;
         __atomic_compare_exchange_n(w, &want, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -163,6 +177,16 @@ static closefrom_fn real_closefrom;
 
 void mt_fd_guard_init(void)
 {
+    /* Written now, so their pages are the process's from start-up on:
+     * read for the first time by a close later, they would appear then
+     * (a reference set counts them: tests/refset/test_scenarios.sh). */
+    for (int i = 0; i < KEPT_MAX; i++) {
+        atomic_store(&kept[i].where, NULL);
+        atomic_store(&kept[i].dev, 0);
+        atomic_store(&kept[i].ino, 0);
+    }
+    atomic_store(&nkept, 0);
+    atomic_store(&readers, 0);
     real_close = (close_fn)dlsym(RTLD_NEXT, "close");
     real_dup2 = (dup2_fn)dlsym(RTLD_NEXT, "dup2");
     real_dup3 = (dup3_fn)dlsym(RTLD_NEXT, "dup3");
