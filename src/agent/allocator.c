@@ -206,7 +206,7 @@ int mt_allocator_precedes(char *who, size_t n)
 
 int (*mt_aligned_real[MT_ALIGNED_COUNT])(void **, size_t, size_t);
 
-void mt_allocator_resolve(mt_real *out, int (**trim)(size_t))
+void mt_allocator_resolve(mt_real *out)
 {
     find_first_definition();
     out->malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
@@ -215,7 +215,6 @@ void mt_allocator_resolve(mt_real *out, int (**trim)(size_t))
     out->realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
     out->posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
     out->malloc_usable_size = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-    *trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
     static const char *const aligned_names[MT_ALIGNED_COUNT] = {"posix_memalign", "memalign", "valloc",
                                                                 "pvalloc"};
     int (*first_pm)(void **, size_t, size_t) =

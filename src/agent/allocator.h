@@ -45,10 +45,10 @@ static inline int mt_glibc_is_mapped(const void *real)
 enum { MT_FIRST_LIBRARY = 1, MT_FIRST_PROGRAM = 2 };
 int mt_allocator_precedes(char *who, size_t n);
 /* Once at start-up: the functions the agent forwards to (allocator.c's
- * "the functions the agent forwards to"), malloc_trim's in *trim; then
- * mt_allocator_detect of the allocator behind them. */
+ * "the functions the agent forwards to": always the next definitions),
+ * and which allocator is behind them. */
 struct mt_real;
-void mt_allocator_resolve(struct mt_real *out, int (**trim)(size_t));
+void mt_allocator_resolve(struct mt_real *out);
 /* The posix_memalign each aligned entry point hands an untracked call to
  * (that of a malloc before the agent's, for an entry it lacks). */
 enum { MT_ALIGNED_POSIX, MT_ALIGNED_MEMALIGN, MT_ALIGNED_VALLOC, MT_ALIGNED_PVALLOC, MT_ALIGNED_COUNT };

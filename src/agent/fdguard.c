@@ -29,8 +29,8 @@
  * shares the variables with its parent, but not the descriptor table)
  * are passed through as they are. An owner clears its variable before it
  * closes the descriptor, so that close is the real one. A raw close system
- * call is not seen: the owners that read their descriptor often check it
- * (safe_file.c's output directory by device and inode). */
+ * call is not seen; a number it freed that the program got back is told
+ * from the agent's by the file behind it (keeper), and let go. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -234,9 +234,10 @@ MT_EXPORT pid_t _Fork(void)
     return pid;
 }
 
-/* Another allocator preloaded before the agent gets the program's malloc
- * calls: then the agent's own entry points (the few that allocator lacks)
- * must forward to it, not to libc, and nothing is tracked. */
+/* Another allocator preloaded before the agent (or one linked into the
+ * program) gets the program's malloc calls: nothing is tracked, and the
+ * calls that still reach the agent go where allocator.c's "the functions
+ * the agent forwards to" says. */
 static char first_allocator[256];
 
 static int first_kind; /* allocator.h's MT_FIRST_*, or 0 */
@@ -265,9 +266,8 @@ static void say_untracked(void)
 static int resolve_real(void)
 {
     first_kind = mt_allocator_precedes(first_allocator, sizeof first_allocator);
-    int (*trim)(size_t) = NULL;
-    mt_allocator_resolve(&mt_real_fn, &trim);
-    mt_rs_resolve(trim);
+    mt_allocator_resolve(&mt_real_fn);
+    mt_rs_resolve();
     mt_fd_guard_init();
     mt_vm_init();
     real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");

@@ -51,9 +51,10 @@ static int rs_frames; /* frames per stack */
 typedef int (*malloc_trim_fn)(size_t);
 static malloc_trim_fn real_malloc_trim;
 
-void mt_rs_resolve(int (*trim)(size_t))
+void mt_rs_resolve(void)
 {
-    real_malloc_trim = trim;
+    /* the next definition's, as mt_real_fn's (allocator.c) */
+    real_malloc_trim = (malloc_trim_fn)dlsym(RTLD_NEXT, "malloc_trim");
 }
 
 /* ---- sending ------------------------------------------------------------ */

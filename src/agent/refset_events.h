@@ -35,9 +35,9 @@ static MT_INLINE int mt_rs_active(void)
     return MT_UNLIKELY(atomic_load_explicit(&mt_rs_on, memory_order_relaxed));
 }
 
-/* init.c, with the real allocator's functions: the malloc_trim the
- * agent's forwards to (allocator.h's mt_allocator_resolve). */
-void mt_rs_resolve(int (*trim)(size_t));
+/* init.c, with the real allocator's functions: finds the malloc_trim the
+ * agent's forwards to. */
+void mt_rs_resolve(void);
 /* init.c, at start-up once tracking is decided (and again in the image an
  * exec starts, which reads the options anew): checks that refset_fd is a
  * SOCK_SEQPACKET socket (else one line on stderr, and off), then sends

@@ -266,9 +266,10 @@ typedef struct xe_file_encoder {
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
 /* The agent's guard over its long-lived descriptors (src/agent/fdguard.h):
- * each event_file target's descriptor variable is passed to keep when the
- * target is created and to forget before it goes; the target sets it to
- * -1 before it closes the descriptor. Without a guard, nothing is called. */
+ * each event_file target's descriptor variable is passed to keep each time
+ * a file is opened into it, and to forget before the target goes; the
+ * target sets it to -1 before it closes the descriptor. Without a guard,
+ * nothing is called. */
 void xe_file_set_fd_guard(void (*keep)(int *where), void (*forget)(int *where));
 /* In a fork child, before the engine's fork handling (xe_atfork_child):
  * the session's event_file target lets go of the parent's file (written
