@@ -164,6 +164,26 @@ LIMITS
 categories "categories (agent)"
 categories "categories (no agent)" --no-agent
 
+# ---- the agent's own pages ----
+# Every page of the agent's data is referenced before the program runs: a
+# variable of its first used inside a viewport (memory info's state, at a
+# munmap's event) would otherwise count as a page of the program's, or
+# not, as the linker laid the agent's .bss out.
+if record selfpages -- "$RBIN/rs_selfpages"; then
+    got=$(sed -n 's/^AGENT_PAGES //p' "$T/selfpages.out")
+    case $got in
+    "" | none) fail "agent's data referenced at start-up" "no agent pages found: '$got'" ;;
+    *)
+        set -- $got
+        if [ "$1" -gt 0 ] && [ "$1" = "$2" ]; then
+            pass "agent's data referenced at start-up: all $1 pages of its writable segments present"
+        else
+            fail "agent's data referenced at start-up" "$2 of $1 pages present"
+        fi
+        ;;
+    esac
+fi
+
 # ---- releases ----
 releases() { # LABEL SLACK_NS RECORD-OPTIONS...
     local n=$1 slack=$2; shift 2
