@@ -679,6 +679,12 @@ static int trace_summary(xe_session *s, mt_out *o)
     mt_out_str(o, " lost");
     if (dropped)
         mt_out_str(o, " (the buffer was full: a bigger trace_buffer, or trace_loss=wait, keeps them)");
+    if (fs.reopened) {
+        mt_out_str(o, " (the program closed the trace file's descriptor behind the agent's hooks ");
+        mt_out_u64(o, fs.reopened);
+        mt_out_str(o, fs.reopened == 1 ? " time: the file was opened again)"
+                                       : " times: the file was opened again)");
+    }
     if (fs.last_op) {
         mt_out_str(o, fs.last_op == 1 ? " (cannot open " : " (writing ");
         mt_out_str(o, fs.path);

@@ -278,11 +278,12 @@ void xe_file_set_fd_guard(void (*keep)(int *where), void (*forget)(int *where));
  * is the parent's). 0, or -ENOENT without such a target. */
 int xe_session_file_retarget(struct xe_session *s, const char *filename);
 /* What a session's event_file target did: files opened, events it dropped
- * (no file open, or a raw record too big), and its last failure (op: 0
- * none, 1 open, 2 write; errno; the file it was opening or writing).
- * 0, or -ENOENT without such a target. */
+ * (no file open, or a raw record too big), times the current file was
+ * opened again by its name (its descriptor closed behind the agent's
+ * hooks), and its last failure (op: 0 none, 1 open, 2 write; errno; the
+ * file it was opening or writing). 0, or -ENOENT without such a target. */
 typedef struct xe_file_status {
-    uint64_t files_opened, events_dropped, write_errors;
+    uint64_t files_opened, events_dropped, write_errors, reopened;
     int last_op, last_errno;
     char path[600];
 } xe_file_status;

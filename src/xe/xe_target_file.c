@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FILE_DEFAULT_MAX_SIZE (1ull << 30) /* 1 GB */
@@ -123,7 +124,9 @@ typedef struct file_state {
     uint64_t max_file_size;
     uint64_t max_rollover; /* 0: no limit */
     const xe_file_encoder *enc;
-    int fd;              /* -1: none open */
+    int current;         /* a file is open, and not ended (in fd, or to be reopened) */
+    int fd;              /* -1: none open, or let go (file_fd) */
+    uint64_t dev, ino;   /* the current file (file_fd) */
     int open_tried;      /* an open failed since the last flush */
     uint64_t opened;     /* files opened so far */
     uint64_t seq;        /* the current (last opened) file's number */
@@ -132,6 +135,7 @@ typedef struct file_state {
     size_t staged;
     uint64_t staged_events;
     /* Read by the view. */
+    uint64_t reopened; /* times the current file was opened again (file_fd) */
     uint64_t bytes_written, events_written, events_dropped, write_errors;
     uint64_t last_op, last_errno;
     void *est; /* a stateful encoder's state */
@@ -144,7 +148,7 @@ static int file_write(file_state *s, const void *buf, size_t n);
 static int encoder_write(void *ctx, const void *buf, size_t n)
 {
     file_state *s = ctx;
-    if (s->fd < 0)
+    if (!s->current)
         return -EBADF;
     if (file_write(s, buf, n) < 0) {
         int e = (int)xe_stat_get(&s->last_errno);
@@ -241,12 +245,70 @@ static void file_error(file_state *s, int op, int err)
     __atomic_store_n(&s->last_errno, (uint64_t)err, __ATOMIC_RELAXED);
 }
 
+/* The current file opened again by its name, when the name still leads
+ * to it (the same device and inode; not through a symbolic link): the
+ * descriptor at the offset written so far, or -1. A FIFO is opened only
+ * while a process reads it, as mt_file_open_stream does. */
+static int file_reopen(file_state *s)
+{
+    char path[sizeof s->filename + 24];
+    file_path(s, s->seq, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino || flags < 0 ||
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        (S_ISREG(st.st_mode) && lseek(fd, (off_t)s->file_bytes, SEEK_SET) != (off_t)s->file_bytes)) {
+        close(fd);
+        return -1;
+    }
+    return mt_file_fd_high(fd);
+}
+
+/* The current file's descriptor, checked, or -1. A program that closes
+ * descriptors behind the agent's guard (the close or close_range system
+ * call itself, which no hook sees) gets the number back at its next open:
+ * writing there would put events into the program's own file. So before
+ * each write the descriptor must still be the file opened (fstat: its
+ * device and inode). One that is not, or that the guard let go (-1), is
+ * given up without a close (the number is the program's now), and the
+ * file is opened again by its name (file_reopen): nothing written so far
+ * and nothing still to write is lost. One fstat per write: a write is a
+ * staging buffer or an encoder's chunk. */
+static int file_fd(file_state *s)
+{
+    int fd;
+    for (;;) {
+        fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == s->dev && (uint64_t)st.st_ino == s->ino)
+            return fd;
+        /* not moved by the guard meanwhile (a dup2: then check the new number) */
+        if (fd < 0 || __atomic_compare_exchange_n(&s->fd, &fd, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    fd = file_reopen(s);
+    if (fd < 0)
+        return -1;
+    __atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
+    if (fd_keep)
+        fd_keep(&s->fd);
+    xe_stat_add(&s->reopened, 1);
+    return fd;
+}
+
 /* Writes all of buf to the current file; on failure cuts the file back to
  * its size before, so it ends on a whole record. */
 static int file_write(file_state *s, const void *buf, size_t n)
 {
     const char *p = buf;
     size_t left = n;
+    if (file_fd(s) < 0) {
+        file_error(s, OP_WRITE, EBADF);
+        return -1;
+    }
     while (left > 0) {
         /* loaded anew: the agent's guard may have moved it (xe_file_set_fd_guard) */
         ssize_t w = write(__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), p, left);
@@ -274,10 +336,11 @@ static int file_open_next(file_state *s)
     char path[sizeof s->filename + 24];
     uint64_t seq = s->opened ? s->seq + 1 : 0;
     s->open_tried = 1;
-    if (s->fd >= 0) {
+    if (s->current) {
         if (s->est)
             s->enc->end(s->est);
         drop_fd(s);
+        s->current = 0;
     }
     file_path(s, seq, path, sizeof path);
     /* Never through a symbolic link, never truncating: a new file, renamed
@@ -289,9 +352,19 @@ static int file_open_next(file_state *s)
         return -1;
     }
     /* high, out of the numbers a program reuses first */
-    __atomic_store_n(&s->fd, mt_file_fd_high(fd), __ATOMIC_RELEASE);
+    fd = mt_file_fd_high(fd);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        file_error(s, OP_OPEN, errno);
+        close(fd);
+        return -1;
+    }
+    s->dev = (uint64_t)st.st_dev;
+    s->ino = (uint64_t)st.st_ino;
+    __atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
     if (fd_keep)
         fd_keep(&s->fd);
+    s->current = 1;
     s->file_bytes = 0;
     unsigned char hdr[256];
     s->header_len = s->enc->file_header ? s->enc->file_header(hdr, sizeof hdr) : 0;
@@ -300,6 +373,7 @@ static int file_open_next(file_state *s)
         s->header_len = s->file_bytes;
     if (bad) {
         drop_fd(s);
+        s->current = 0;
         return -1;
     }
     __atomic_store_n(&s->seq, seq, __ATOMIC_RELAXED);
@@ -317,7 +391,7 @@ static void stage_write(file_state *s, size_t bytes, uint64_t events)
 {
     if (bytes == 0)
         return;
-    if (s->fd >= 0 && file_write(s, s->stage, bytes) == 0)
+    if (s->current && file_write(s, s->stage, bytes) == 0)
         xe_stat_add(&s->events_written, events);
     else
         xe_stat_add(&s->events_dropped, events);
@@ -339,7 +413,7 @@ static void encoded_one(file_state *s)
 static void file_deliver(xe_target *t, const xe_event *ev)
 {
     file_state *s = t->state;
-    if (s->fd < 0 && (s->open_tried || file_open_next(s) < 0)) {
+    if (!s->current && (s->open_tried || file_open_next(s) < 0)) {
         xe_stat_add(&s->events_dropped, 1);
         return;
     }
@@ -374,7 +448,7 @@ static void file_deliver(xe_target *t, const xe_event *ev)
 static uint64_t file_deliver_recs(xe_target *t, const char *recs, uint64_t bytes)
 {
     file_state *s = t->state;
-    if (!s->est || !s->enc->records || s->fd < 0)
+    if (!s->est || !s->enc->records || !s->current)
         return 0; /* file_deliver's way */
     xe_stat_add(&s->events_written, s->enc->records(s->est, recs, bytes));
     if (s->file_bytes >= s->max_file_size)
@@ -385,7 +459,7 @@ static uint64_t file_deliver_recs(xe_target *t, const char *recs, uint64_t bytes
 static void file_flush(xe_target *t)
 {
     file_state *s = t->state;
-    if (s->est && s->fd >= 0)
+    if (s->est && s->current)
         s->enc->flush(s->est);
     stage_write(s, s->staged, s->staged_events);
     s->open_tried = 0;
@@ -395,7 +469,7 @@ static void file_flush(xe_target *t)
 static void file_watermark(xe_target *t, uint64_t tsc)
 {
     file_state *s = t->state;
-    if (s->est && s->fd >= 0 && s->enc->watermark) {
+    if (s->est && s->current && s->enc->watermark) {
         s->enc->watermark(s->est, tsc);
         if (s->file_bytes >= s->max_file_size)
             (void)file_open_next(s);
@@ -406,10 +480,11 @@ static void file_watermark(xe_target *t, uint64_t tsc)
 static void file_stop(xe_target *t)
 {
     file_state *s = t->state;
-    if (!s->est || s->fd < 0)
+    if (!s->est || !s->current)
         return;
     s->enc->end(s->est);
     drop_fd(s);
+    s->current = 0;
 }
 
 static const char *errno_name(uint64_t e)
@@ -458,6 +533,7 @@ static void file_view(xe_target *t, mt_json *j)
     mt_json_ku64(j, "events_written", xe_stat_get(&s->events_written));
     mt_json_ku64(j, "events_dropped", xe_stat_get(&s->events_dropped));
     mt_json_ku64(j, "write_errors", xe_stat_get(&s->write_errors));
+    mt_json_ku64(j, "reopened", xe_stat_get(&s->reopened));
     uint64_t op = xe_stat_get(&s->last_op), err = xe_stat_get(&s->last_errno);
     if (op == OP_NONE) {
         mt_json_knull(j, "last_error");
@@ -500,6 +576,7 @@ int xe_session_file_retarget(xe_session *sess, const char *filename)
             continue;
         file_state *s = t->state;
         drop_fd(s); /* the parent's: nothing more goes into it from here */
+        s->current = 0;
         s->open_tried = 0;
         s->opened = 0;
         s->seq = 0;
@@ -531,6 +608,7 @@ int xe_session_file_status(xe_session *sess, xe_file_status *out)
         out->files_opened = xe_stat_get(&s->opened);
         out->events_dropped = xe_stat_get(&s->events_dropped);
         out->write_errors = xe_stat_get(&s->write_errors);
+        out->reopened = xe_stat_get(&s->reopened);
         out->last_op = (int)xe_stat_get(&s->last_op);
         out->last_errno = (int)xe_stat_get(&s->last_errno);
         /* An open fails on the file after the current one (the first when none is open). */

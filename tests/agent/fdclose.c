@@ -2,11 +2,11 @@
  * it did not open, as daemons and children before exec do, then opens
  * files of its own and allocates. argv[1] says how: close (each of 3 to
  * 4095), close_range (3 to ~0), closefrom (3), raw (the close_range
- * system call itself, which the agent does not see: the numbers come
- * back to the program, and its own closes of them must close), dup2 or
- * dup3 (a file of
- * its own onto every descriptor open at start but 0, 1 and 2, which are
- * the agent's). argv[2]: a directory for its 16 files. It then allocates
+ * system call itself, which the agent does not see; the program then
+ * takes every one of the agent's numbers for a file of its own, with
+ * F_DUPFD, and its own closes of them must close), dup2 or dup3 (a file
+ * of its own onto every descriptor open at start but 0, 1 and 2, which
+ * are the agent's). argv[2]: a directory for its 16 files. It then allocates
  * and frees ALLOCS blocks (enough for trace mode to write the trace file
  * again and again), writes "mine <k>\n" into each of its files and
  * through each descriptor it took by dup2/dup3, and prints "fdclose:
@@ -86,11 +86,21 @@ int main(int argc, char **argv)
     } else if (strcmp(how, "closefrom") == 0) {
         closefrom(3);
     } else if (strcmp(how, "raw") == 0) {
-        /* behind the hooks' back: the numbers come back to the program */
+        /* behind the hooks' back: the numbers come back to the program,
+         * which takes each of them at once for a file of its own */
         if (syscall(SYS_close_range, 3, ~0u, 0) != 0) {
             perror("close_range");
             return 1;
         }
+        snprintf(path, sizeof path, "%s/dup", argv[2]);
+        dup_file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (dup_file < 0)
+            return 1;
+        for (int i = 0; i < ntaken; i++)
+            if (taken[i] != dup_file && fcntl(dup_file, F_DUPFD_CLOEXEC, taken[i]) != taken[i]) {
+                perror("F_DUPFD");
+                return 1;
+            }
     } else if (strcmp(how, "dup2") == 0 || strcmp(how, "dup3") == 0) {
         snprintf(path, sizeof path, "%s/dup", argv[2]);
         dup_file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
