@@ -201,13 +201,19 @@ void mt_report_before_setid(void);
 void *mt_os_alloc(size_t size);
 
 /* crash.c: the report on fatal signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE,
- * SIGILL). mt_crash_report_opt is option crash_report (1 = on, the
- * default). mt_crash_install takes the signals whose disposition is still
- * SIG_DFL and gives the calling thread an alternate stack; called once at
- * start-up. A new thread calls mt_crash_thread_start as it starts (an
- * alternate stack for it, if it has none and the handlers are ours) and
- * mt_crash_thread_exit as it ends (releases that stack). */
+ * SIGILL), and with crash_report=on on the terminating ones (SIGTERM,
+ * SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ).
+ * mt_crash_report_opt is option crash_report (MT_CRASH_REPORT_*).
+ * mt_crash_resolve finds the next sigaction and signal (crash.c hides its
+ * terminating-signal handler from the program); mt_crash_install takes
+ * the signals whose disposition is still SIG_DFL and gives the calling
+ * thread an alternate stack; each called once at start-up. A new thread
+ * calls mt_crash_thread_start as it starts (an alternate stack for it, if
+ * it has none and the handlers are ours) and mt_crash_thread_exit as it
+ * ends (releases that stack). */
+enum { MT_CRASH_REPORT_OFF = 0, MT_CRASH_REPORT_CRASH = 1, MT_CRASH_REPORT_ON = 2 };
 extern int mt_crash_report_opt;
+void mt_crash_resolve(void);
 void mt_crash_install(void);
 void mt_crash_thread_start(void);
 void mt_crash_thread_exit(void);

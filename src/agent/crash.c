@@ -1,5 +1,6 @@
 /* crash.c — the report on fatal signals, like the NMT section of a JVM
- * hs_err file.
+ * hs_err file, and on the signals that end a process by their default
+ * action (SIGTERM, SIGHUP, ...: term_sigs).
  *
  * At start-up the agent takes SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL
  * where their disposition is still the default (a program or runtime that
@@ -17,7 +18,20 @@
  * (abort() in a chained handler) and a crash on a second thread go to the
  * default action too (the second thread after giving the first a bounded
  * time to finish its report). The report writer's own lock is a bounded
- * try-lock, so a thread holding it cannot stall the crash report. */
+ * try-lock, so a thread holding it cannot stall the crash report.
+ *
+ * Termination: a service is most often ended by SIGTERM (systemd, docker,
+ * kill), a pipeline's writer by SIGPIPE, a terminal's program by SIGHUP or
+ * SIGQUIT. With crash_report=on the agent takes those too where their
+ * disposition is still the default, and writes the report quietly (as at
+ * exit: no summary on stderr), reason "signal SIGTERM", before the process
+ * dies of the signal as it would have. SIGINT is left alone: CPython
+ * installs its KeyboardInterrupt handler only when it finds SIGINT at
+ * the default. Ruby does the same for SIGTERM and others, so the agent's
+ * handler on these is hidden: sigaction and signal report SIG_DFL for it
+ * (the interposers below), and a program that installs its own only over
+ * the default still does. crash_report=crash keeps to the crash signals. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -34,7 +48,7 @@
 #include "agent/vm.h"
 #include "common/out.h"
 
-int mt_crash_report_opt = 1;
+int mt_crash_report_opt = MT_CRASH_REPORT_ON;
 
 #define CRASH_STACK_SIZE (64 * 1024)
 #define CRASH_GUARD_SIZE 4096
@@ -48,6 +62,18 @@ static const struct {
     {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGABRT, "SIGABRT"}, {SIGFPE, "SIGFPE"}, {SIGILL, "SIGILL"},
 };
 #define NCRASH ((int)(sizeof crash_sigs / sizeof crash_sigs[0]))
+
+static const struct {
+    int sig;
+    const char *name;
+} term_sigs[] = {
+    {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"},
+    {SIGPIPE, "SIGPIPE"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+    {SIGALRM, "SIGALRM"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+};
+#define NTERM ((int)(sizeof term_sigs / sizeof term_sigs[0]))
+
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 static int crash_installed;      /* at least one handler is ours */
 static _Atomic long crash_owner; /* tid of the thread writing the crash report */
@@ -68,6 +94,9 @@ static const char *crash_signame(int sig)
     for (int i = 0; i < NCRASH; i++)
         if (crash_sigs[i].sig == sig)
             return crash_sigs[i].name;
+    for (int i = 0; i < NTERM; i++)
+        if (term_sigs[i].sig == sig)
+            return term_sigs[i].name;
     return "SIG?";
 }
 
@@ -210,9 +239,27 @@ static void crash_die(int sig, const siginfo_t *si)
     sigprocmask(SIG_UNBLOCK, &s, NULL);
 }
 
-static void crash_handler(int sig, siginfo_t *si, void *uctx)
+/* Leaves the process to a terminating signal's default action: sent
+ * again to this thread and unblocked, whoever sent it (the kernel's
+ * SIGXCPU too: nothing recurs by itself). */
+static void term_die(int sig)
 {
-    (void)uctx;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)sig);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(SIG_UNBLOCK, &s, NULL);
+}
+
+/* The report at a fatal signal; crash: a crash signal (summary on stderr,
+ * crash_die), else a terminating one (quiet, term_die). */
+static void fatal_signal(int sig, siginfo_t *si, int crash)
+{
     int saved_errno = errno;
     long tid = syscall(SYS_gettid);
     long owner = 0;
@@ -224,7 +271,10 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-        crash_die(sig, si);
+        if (crash)
+            crash_die(sig, si);
+        else
+            term_die(sig);
         errno = saved_errno;
         return;
     }
@@ -234,9 +284,11 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
 
     /* The malloc figures first: they need nothing that can fail. */
     mt_out o;
-    mt_out_init(&o, cr.out, sizeof cr.out, 2);
-    crash_write_summary(&o, sig, si, cr.sum, ncats);
-    mt_out_flush(&o);
+    if (crash) {
+        mt_out_init(&o, cr.out, sizeof cr.out, 2);
+        crash_write_summary(&o, sig, si, cr.sum, ncats);
+        mt_out_flush(&o);
+    }
 
     mt_out_init(&o, cr.reason, sizeof cr.reason, -1);
     mt_out_str(&o, "signal ");
@@ -256,7 +308,7 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
         cr.path[0] = '\0';
     /* The report reads the kernel's view of the address space, which the
      * summary then shows. On failure the writer says why. */
-    if (mt_own_process() && mt_report_write_to(tmpl, cr.reason) == 0) { /* not from a vfork child */
+    if (mt_own_process() && mt_report_write_to(tmpl, cr.reason) == 0 && crash) { /* not from a vfork child */
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
         crash_write_vm(&o, mt_report_last_vm(), ncats);
         mt_out_str(&o, "memtrail: crash report written to ");
@@ -266,8 +318,23 @@ static void crash_handler(int sig, siginfo_t *si, void *uctx)
     }
     mt_control_shutdown(); /* the process is going: no stale socket */
     mt_t.in_agent--;
-    crash_die(sig, si);
+    if (crash)
+        crash_die(sig, si);
+    else
+        term_die(sig);
     errno = saved_errno;
+}
+
+static void crash_handler(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    fatal_signal(sig, si, 1);
+}
+
+static void term_handler(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    fatal_signal(sig, si, 0);
 }
 
 /* Gives the calling thread an alternate signal stack with a guard page
@@ -339,5 +406,107 @@ void mt_crash_install(void)
             sigaction(crash_sigs[i].sig, &sa, NULL) == 0)
             crash_installed = 1;
     }
+    if (mt_crash_report_opt == MT_CRASH_REPORT_ON) {
+        /* The terminating signals: no alternate stack needed (nothing
+         * overflows), the crash signals and these blocked meanwhile. */
+        sa.sa_sigaction = term_handler;
+        sa.sa_flags = SA_SIGINFO;
+        for (int i = 0; i < NTERM; i++)
+            sigaddset(&sa.sa_mask, term_sigs[i].sig);
+        for (int i = 0; i < NTERM; i++) {
+            struct sigaction old;
+            if (real_sigaction(term_sigs[i].sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+                old.sa_handler == SIG_DFL)
+                real_sigaction(term_sigs[i].sig, &sa, NULL);
+        }
+    }
     mt_crash_thread_start(); /* the thread that starts the agent, normally the main one */
 }
+
+/* ---- the agent's terminating-signal handler, hidden -------------------------
+ * A program that asks sees SIG_DFL where the handler is term_handler: what
+ * it would see without the agent, and what runtimes test before they
+ * install their own (the header comment). Installing one replaces ours as
+ * usual. The real functions are the next definitions (dlsym RTLD_NEXT),
+ * found at start-up (mt_crash_resolve), before any handler can run: a
+ * call from a signal handler never reaches dlsym. Before that, glibc's
+ * own __sigaction; signal and its kin look theirs up at once. */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef void (*sighandler_fn)(int);
+typedef sighandler_fn (*signal_fn)(int, sighandler_fn);
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+static sigaction_fn next_sigaction;
+
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sigaction_fn f = __atomic_load_n(&next_sigaction, __ATOMIC_ACQUIRE);
+    return f ? f(sig, act, old) : __sigaction(sig, act, old);
+}
+
+/* Whether a handler the kernel holds is the agent's terminating one. */
+static int is_term_handler(const struct sigaction *a)
+{
+    return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == term_handler;
+}
+
+MT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    int rc = real_sigaction(sig, act, old);
+    if (rc == 0 && old && is_term_handler(old)) {
+        memset(old, 0, sizeof *old);
+        old->sa_handler = SIG_DFL;
+    }
+    return rc;
+}
+
+/* signal and its other names (ssignal, bsd_signal, sysv_signal, and
+ * __sysv_signal, which strict-standard builds call), and sigset: glibc's
+ * call its internal sigaction, which no interposer sees, and hand back the
+ * old handler: SIG_DFL where it was ours. */
+enum { SIG_SIGNAL, SIG_SSIGNAL, SIG_BSD, SIG_SYSV, SIG_SYSV2, SIG_SIGSET, SIG_NTWINS };
+static const char *const twin_names[SIG_NTWINS] = {"signal",      "ssignal",       "bsd_signal",
+                                                   "sysv_signal", "__sysv_signal", "sigset"};
+static signal_fn next_twin[SIG_NTWINS];
+
+static signal_fn twin(int i)
+{
+    signal_fn f = __atomic_load_n(&next_twin[i], __ATOMIC_ACQUIRE);
+    if (!f && (f = (signal_fn)dlsym(RTLD_NEXT, twin_names[i])) != NULL) /* before start-up only */
+        __atomic_store_n(&next_twin[i], f, __ATOMIC_RELEASE);
+    return f;
+}
+
+static sighandler_fn call_twin(int i, int sig, sighandler_fn h)
+{
+    signal_fn f = twin(i);
+    if (!f) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    sighandler_fn old = f(sig, h);
+    return old == (sighandler_fn)(void (*)(void))term_handler ? SIG_DFL : old;
+}
+
+void mt_crash_resolve(void)
+{
+    sigaction_fn f = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+    if (f)
+        __atomic_store_n(&next_sigaction, f, __ATOMIC_RELEASE);
+    for (int i = 0; i < SIG_NTWINS; i++)
+        (void)twin(i);
+}
+
+#define MT_SIGNAL_TWIN(name, i)                                                                              \
+    MT_EXPORT sighandler_fn name(int sig, sighandler_fn h);                                                  \
+    MT_EXPORT sighandler_fn name(int sig, sighandler_fn h)                                                   \
+    {                                                                                                        \
+        return call_twin(i, sig, h);                                                                         \
+    }
+MT_SIGNAL_TWIN(signal, SIG_SIGNAL)
+MT_SIGNAL_TWIN(ssignal, SIG_SSIGNAL)
+MT_SIGNAL_TWIN(bsd_signal, SIG_BSD)
+MT_SIGNAL_TWIN(sysv_signal, SIG_SYSV)
+MT_SIGNAL_TWIN(__sysv_signal, SIG_SYSV2)
+MT_SIGNAL_TWIN(sigset, SIG_SIGSET)

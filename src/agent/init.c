@@ -269,6 +269,7 @@ static int resolve_real(void)
     mt_allocator_resolve(&mt_real_fn);
     mt_rs_resolve();
     mt_fd_guard_init();
+    mt_crash_resolve();
     mt_vm_init();
     real_Fork = (fork_fn)dlsym(RTLD_NEXT, "_Fork");
     return mt_real_fn.malloc && mt_real_fn.free && mt_real_fn.calloc && mt_real_fn.realloc &&

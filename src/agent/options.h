@@ -25,7 +25,7 @@ typedef struct mt_env_options {
     uint32_t trace_chunk;    /* events per chunk */
     uint32_t trace_threads;  /* encoder threads; 0: min(CPUs, 4) */
     int trace_wait;          /* trace_loss=wait */
-    int crash_report;        /* 0 or 1 */
+    int crash_report;        /* MT_CRASH_REPORT_* (agent.h) */
     int follow_exec;         /* 0 or 1 */
     int query;               /* MT_QUERY_* */
     int start;               /* start=on (1) or off (0): recording from start-up */

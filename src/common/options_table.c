@@ -41,6 +41,14 @@ static const mt_optchoice canaries[] = {
     {NULL, 0, NULL},
 };
 static const mt_optchoice on_off[] = {{"on", 1, ""}, {"off", 0, ""}, {NULL, 0, NULL}};
+static const mt_optchoice crash_reports[] = {
+    {"on", 2,
+     "a crash signal, or a signal that ends the process by its default action (SIGTERM, SIGHUP, SIGQUIT, "
+     "SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ; not SIGINT)"},
+    {"crash", 1, "SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL only"},
+    {"off", 0, "none"},
+    {NULL, 0, NULL},
+};
 static const mt_optchoice follow[] = {
     {"on", 1, "exec'd programs load the agent too"},
     {"off", 0, "they run untracked"},
@@ -94,8 +102,9 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                          "a heap error (double free, overwritten canary)"},
     [MT_OPT_CANARY] = {"canary", MT_OPTT_CHOICE, canaries, 0, 0, NULL, "full",
                        "the guard bytes after each block, which catch overruns"},
-    [MT_OPT_CRASH_REPORT] = {"crash_report", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "on",
-                             "a report and a summary when the program dies of a fatal signal"},
+    [MT_OPT_CRASH_REPORT] =
+        {"crash_report", MT_OPTT_CHOICE, crash_reports, 0, 0, NULL, "on",
+         "a report when the program dies of a signal (and a summary on stderr for a crash)"},
     [MT_OPT_FOLLOW_EXEC] = {"follow_exec", MT_OPTT_CHOICE, follow, 0, 0, NULL, "off", "across exec"},
     [MT_OPT_QUERY] = {"query", MT_OPTT_CHOICE, queries, 0, 0, NULL, "on",
                       "the control socket of `memtrail query`"},

@@ -2,14 +2,33 @@
 #include "common/out.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+ssize_t mt_write_in_limit(int fd, const void *buf, size_t n)
+{
+    struct rlimit r;
+    struct stat st;
+    if (n > 0 && getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY && fstat(fd, &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+        int fl = fcntl(fd, F_GETFL);
+        off_t at = fl >= 0 && (fl & O_APPEND) ? st.st_size : lseek(fd, 0, SEEK_CUR);
+        if (at >= 0 && (uint64_t)at >= (uint64_t)r.rlim_cur) {
+            errno = EFBIG;
+            return -1;
+        }
+    }
+    return write(fd, buf, n);
+}
 
 int mt_write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = mt_write_in_limit(fd, p, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

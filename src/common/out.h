@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct mt_out {
     char *buf;
@@ -45,5 +46,12 @@ const char *mt_out_cstr(mt_out *o);
 
 /* write(2) all of buf, retrying on EINTR and short writes. 0 or -errno. */
 int mt_write_all(int fd, const void *buf, size_t n);
+/* write(2), but never one the process's RLIMIT_FSIZE answers with
+ * SIGXFSZ, whose default action would end the program: a write into a
+ * regular file that would start at or past the limit fails with EFBIG
+ * instead (one that would cross it, the kernel cuts short at the limit
+ * without a signal). The agent's report and trace writes go through it;
+ * the limit is the program's, so the file stops there, with an error. */
+ssize_t mt_write_in_limit(int fd, const void *buf, size_t n);
 
 #endif

@@ -17,6 +17,7 @@
 #include "xe/xe.h"
 #include "xe/xe_internal.h"
 #include "xe/xe_util.h"
+#include "common/out.h"
 #include "common/safe_file.h"
 
 #include <errno.h>
@@ -311,7 +312,7 @@ static int file_write(file_state *s, const void *buf, size_t n)
     }
     while (left > 0) {
         /* loaded anew: the agent's guard may have moved it (xe_file_set_fd_guard) */
-        ssize_t w = write(__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), p, left);
+        ssize_t w = mt_write_in_limit(__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), p, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {

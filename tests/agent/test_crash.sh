@@ -167,7 +167,7 @@ crash segv crash_report=on
 expect_eq "crash_report=on: the report" "signal SIGSEGV" "$(grep -s '^reason ' "$T/segv.mtr" | cut -d' ' -f2-)"
 err=$(MEMTRAIL_OPTIONS="crash_report=maybe" LD_PRELOAD=$AGENT /bin/true 2>&1)
 expect_match "crash_report=maybe: clear message" \
-    "^memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for crash_report \(accepted: on, off\); running untracked$" "$err"
+    "^memtrail: MEMTRAIL_OPTIONS: bad value 'maybe' for crash_report \(accepted: on, crash, off\); running untracked$" "$err"
 
 # --- a handler that chains to ours: CPython's faulthandler --------------------
 rm -f "$T"/py.*

@@ -1,0 +1,206 @@
+/* termsig.c — ends by a signal whose default action terminates the
+ * process (not a crash), after allocating known bytes in category
+ * "termcat" and writing its ledger, so tests/agent/test_termsig.sh can
+ * compare the report the agent writes at that signal with it.
+ *
+ * usage: termsig MODE LEDGER [FILE]
+ *   TERM HUP QUIT USR1 USR2  kill(getpid(), SIG...): sent from outside, as
+ *                            far as the process can tell
+ *   PIPE     a write into a pipe nobody reads (the kernel's SIGPIPE)
+ *   ALRM     alarm(1), then waits
+ *   XCPU     a 1 s RLIMIT_CPU, then spins
+ *   XFSZ     a 4 KiB RLIMIT_FSIZE, then writes 8 KiB into FILE
+ *   smallfsize  a 4 KiB RLIMIT_FSIZE, then prints "bye" and exits 0: the
+ *            agent's report at exit must not end it by SIGXFSZ
+ *   wait     prints "ready", then waits to be killed from outside
+ *   threads  two threads allocating and freeing all along (in category
+ *            malloc), then SIGTERM as TERM
+ *   disp     prints what sigaction, signal, sysv_signal, bsd_signal and
+ *            sigset say the dispositions of SIGTERM, SIGHUP and SIGPIPE
+ *            are ("dfl" or "other"), changing nothing, and exits 0
+ *   graceful installs its own SIGTERM handler only where it finds the
+ *            default, as Ruby does; then SIGTERM: its handler sets a
+ *            flag, main prints "graceful" and exits 0
+ * A signal the process survives (it was ignored at start-up): exit 5. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "ledger.h"
+#include "memtrail.h"
+
+static ledger book;
+
+/* ledger.h's EXPECT counter, which this program does not use */
+static void unused(void) __attribute__((unused));
+static void unused(void)
+{
+    (void)test_failures;
+}
+
+/* Blocks of known sizes in "termcat", one freed, the rest kept. */
+static void allocate_known(void)
+{
+    static const size_t sizes[] = {100, 2000, 30000, 300000, 3 << 20};
+    void *kept[sizeof sizes / sizeof sizes[0]];
+    if (mt_tag_push("termcat") != 0 &&
+        mt_is_active()) /* without the agent: all in malloc, no ledger to match */
+        dprintf(2, "termsig: mt_tag_push failed\n");
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        kept[i] = malloc(sizes[i]);
+        memset(kept[i], 0x5a, sizes[i]);
+        ledger_alloc(&book, (int64_t)sizes[i]);
+    }
+    free(kept[1]);
+    ledger_free(&book, (int64_t)sizes[1]);
+    mt_tag_pop();
+}
+
+static void *churn(void *arg)
+{
+    (void)arg;
+    void *keep[32] = {0};
+    for (unsigned i = 0;; i++) {
+        free(keep[i % 32]);
+        keep[i % 32] = malloc(16 + i % 4000);
+    }
+    return NULL;
+}
+
+typedef void (*handler_fn)(int);
+extern handler_fn bsd_signal(int, handler_fn);
+extern handler_fn sysv_signal(int, handler_fn);
+
+/* What each way of asking says about sig, each putting back what it found. */
+static void print_disp(int sig, const char *name)
+{
+    struct sigaction old;
+    sigaction(sig, NULL, &old);
+    const char *sa = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL ? "dfl" : "other";
+    handler_fn h;
+    h = signal(sig, SIG_DFL);
+    const char *sg = h == SIG_DFL ? "dfl" : "other";
+    sigaction(sig, &old, NULL);
+    h = sysv_signal(sig, SIG_DFL);
+    const char *sv = h == SIG_DFL ? "dfl" : "other";
+    sigaction(sig, &old, NULL);
+    h = bsd_signal(sig, SIG_DFL);
+    const char *bs = h == SIG_DFL ? "dfl" : "other";
+    sigaction(sig, &old, NULL);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    h = sigset(sig, SIG_DFL); /* deprecated, and still called */
+#pragma GCC diagnostic pop
+    const char *ss = h == SIG_DFL ? "dfl" : "other";
+    sigaction(sig, &old, NULL);
+    printf("%s sigaction=%s signal=%s sysv_signal=%s bsd_signal=%s sigset=%s\n", name, sa, sg, sv, bs, ss);
+}
+
+static volatile sig_atomic_t got_term;
+static void on_term(int sig)
+{
+    (void)sig;
+    got_term = 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        dprintf(2, "usage: termsig MODE LEDGER [FILE]\n");
+        return 2;
+    }
+    const char *mode = argv[1], *file = argc > 3 ? argv[3] : NULL;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (strcmp(mode, "disp") == 0) {
+        print_disp(SIGTERM, "TERM");
+        print_disp(SIGHUP, "HUP");
+        print_disp(SIGPIPE, "PIPE");
+        return 0;
+    }
+    allocate_known();
+    ledger_write(argv[2], "termcat", &book, 0);
+    if (strcmp(mode, "smallfsize") == 0) {
+        struct rlimit r = {4096, RLIM_INFINITY};
+        if (setrlimit(RLIMIT_FSIZE, &r) != 0)
+            return 3;
+        printf("bye\n");
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        int sig;
+    } kills[] = {{"TERM", SIGTERM}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+    for (size_t i = 0; i < sizeof kills / sizeof kills[0]; i++)
+        if (strcmp(mode, kills[i].name) == 0) {
+            kill(getpid(), kills[i].sig);
+            return 5;
+        }
+    if (strcmp(mode, "PIPE") == 0) {
+        int p[2];
+        if (pipe(p) != 0)
+            return 3;
+        close(p[0]);
+        ssize_t w = write(p[1], "x", 1);
+        (void)w;
+        return 5;
+    } else if (strcmp(mode, "ALRM") == 0) {
+        alarm(1);
+        for (int i = 0; i < 50; i++)
+            usleep(100000);
+        return 5;
+    } else if (strcmp(mode, "XCPU") == 0) {
+        struct rlimit r = {1, RLIM_INFINITY};
+        if (setrlimit(RLIMIT_CPU, &r) != 0)
+            return 3;
+        for (volatile uint64_t i = 0; i < (1ull << 40); i++)
+            ;
+        return 5;
+    } else if (strcmp(mode, "XFSZ") == 0 && file) {
+        struct rlimit r = {4096, RLIM_INFINITY};
+        int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || setrlimit(RLIMIT_FSIZE, &r) != 0)
+            return 3;
+        static char buf[8192];
+        ssize_t w = write(fd, buf, sizeof buf);
+        w = write(fd, buf, sizeof buf); /* the first may stop at the limit */
+        (void)w;
+        return 5;
+    } else if (strcmp(mode, "wait") == 0) {
+        printf("ready\n");
+        for (int i = 0; i < 600; i++)
+            usleep(100000);
+        return 5;
+    } else if (strcmp(mode, "threads") == 0) {
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, churn, NULL);
+        usleep(200000);
+        kill(getpid(), SIGTERM);
+        usleep(2000000);
+        return 5;
+    } else if (strcmp(mode, "graceful") == 0) {
+        struct sigaction mine, old;
+        memset(&mine, 0, sizeof mine);
+        mine.sa_handler = on_term;
+        sigemptyset(&mine.sa_mask);
+        sigaction(SIGTERM, &mine, &old);
+        if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+            sigaction(SIGTERM, &old, NULL); /* someone else's: theirs stays */
+        kill(getpid(), SIGTERM);
+        for (int i = 0; i < 100 && !got_term; i++)
+            usleep(10000);
+        if (!got_term)
+            return 4;
+        printf("graceful\n");
+        return 0;
+    }
+    dprintf(2, "termsig: unknown mode %s\n", mode);
+    return 2;
+}

@@ -1,0 +1,163 @@
+# The report when a signal's default action ends the program (SIGTERM from
+# a service manager, SIGPIPE in a pipeline, SIGHUP, SIGQUIT, SIGUSR1/2,
+# SIGALRM, SIGXCPU): the agent writes it quietly, reason "signal NAME",
+# and the process still dies of that signal. Counts are compared with the
+# ledger the program kept itself (tests/agent/termsig.c), the way it ends
+# with how it ends without memtrail, and what the program sees of the
+# dispositions (the agent's handler is hidden: SIG_DFL) with what it sees
+# without the agent. Also: RLIMIT_FSIZE, which the agent's own writes must
+# not turn into a SIGXFSZ.
+source "$(dirname "$0")/../lib.sh"
+P=$TBIN/termsig
+[ -x "$MT" ] && [ -f "$AGENT" ] && [ -x "$P" ] || { fail setup "build first (make tests)"; exit 1; }
+ulimit -c 0 # SIGQUIT dumps core by default
+
+# status OUT ERR [VAR=VALUE...] CMD...: as test_crash.sh's: how CMD ended
+# ("signal SIGTERM", "exit N", "hung" after 60 s); IGNORE=SIGNAME starts it
+# with that signal ignored.
+status() {
+    python3 - "$@" <<'EOF'
+import os, signal, subprocess, sys
+out, err, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+env = dict(os.environ)
+ignore = None
+while args and '=' in args[0] and not args[0].startswith('/'):
+    k, v = args.pop(0).split('=', 1)
+    if k == 'IGNORE':
+        ignore = getattr(signal, v)
+    else:
+        env[k] = v
+def pre():
+    # python ignores SIGPIPE and SIGXFSZ for itself; its children get the default
+    for s in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(s, signal.SIG_DFL)
+    if ignore:
+        signal.signal(ignore, signal.SIG_IGN)
+try:
+    r = subprocess.run(args, env=env, stdout=open(out, 'w'), stderr=open(err, 'w'), timeout=60, preexec_fn=pre)
+except subprocess.TimeoutExpired:
+    print('hung'); sys.exit()
+print('signal ' + signal.Signals(-r.returncode).name if r.returncode < 0 else 'exit %d' % r.returncode)
+EOF
+}
+
+# run_both NAME MODE [OPTIONS]: termsig MODE bare, then under the agent
+# (report $T/NAME.mtr); sets bare and got.
+run_both() {
+    local name=$1 mode=$2 opts=${3:+:$3}
+    rm -f "$T/$name".*
+    bare=$(status "$T/$name.bare.out" "$T/$name.bare.err" "$P" "$mode" "$T/$name.bare.ledger" "$T/$name.bare.file")
+    got=$(status "$T/$name.out" "$T/$name.err" MEMTRAIL_OPTIONS="output=$T/$name.mtr$opts" LD_PRELOAD="$AGENT" \
+        "$P" "$mode" "$T/$name.ledger" "$T/$name.file")
+}
+
+# check_report NAME REASON: the report's reason and termcat = the ledger.
+check_report() {
+    local name=$1 reason=$2
+    if [ ! -f "$T/$name.mtr" ]; then
+        fail "$name: report written" "no $T/$name.mtr; stderr: $(head -c 600 "$T/$name.err")"
+        return
+    fi
+    "$MT" report --json "$T/$name.mtr" >"$T/$name.json"
+    set -- $(cat "$T/$name.ledger" 2>/dev/null)
+    expect_eq "$name: report reason '$reason', termcat = ledger (live bytes, count, allocs, frees)" \
+        "$reason $2 $3 $5 $6" \
+        "$(json_get "$T/$name.json" "' '.join([j['reason']] + [str(c[k]) for c in j['categories'] if c['name']=='termcat' for k in ('live_bytes','live_count','allocs','frees')])")"
+}
+
+# --- each terminating signal: the same death, a report at it, quietly ----------
+for sig in TERM HUP QUIT USR1 USR2 PIPE ALRM XCPU; do
+    run_both "$sig" "$sig"
+    expect_eq "SIG$sig: dies of it, as without memtrail" "signal SIG$sig signal SIG$sig" "$bare $got"
+    check_report "$sig" "signal SIG$sig"
+    expect_eq "SIG$sig: nothing on stderr (not a crash)" "" "$(cat "$T/$sig.err")"
+done
+
+# --- a thread allocating all along while SIGTERM comes ---------------------------
+run_both threads threads
+expect_eq "threads: dies of SIGTERM, as without memtrail" "signal SIGTERM signal SIGTERM" "$bare $got"
+check_report threads "signal SIGTERM"
+
+# --- RLIMIT_FSIZE: the report is a file too --------------------------------------
+run_both XFSZ XFSZ
+expect_eq "SIGXFSZ: dies of it, as without memtrail" "signal SIGXFSZ signal SIGXFSZ" "$bare $got"
+expect_eq "SIGXFSZ: the report cannot be written under the program's 4 KiB limit, and says so" \
+    "memtrail: cannot write the report to $T/XFSZ.mtr: File too large" "$(cat "$T/XFSZ.err")"
+# Before, the agent's report at exit, larger than the limit, raised
+# SIGXFSZ and ended a program that exits 0 without memtrail.
+run_both smallfsize smallfsize
+expect_eq "a 4 KiB RLIMIT_FSIZE, then exit 0: exits 0, as without memtrail" "exit 0 bye exit 0 bye" \
+    "$bare $(cat "$T/smallfsize.bare.out") $got $(cat "$T/smallfsize.out")"
+expect_eq "a 4 KiB RLIMIT_FSIZE: the agent says why there is no report" \
+    "memtrail: cannot write the report to $T/smallfsize.mtr: File too large" "$(cat "$T/smallfsize.err")"
+
+# --- what the program sees, and what it does with it ------------------------------
+run_both disp disp
+expect_eq "dispositions: sigaction, signal, sysv_signal, bsd_signal and sigset say what they say without memtrail" \
+    "$(cat "$T/disp.bare.out")" "$(cat "$T/disp.out")"
+contains "dispositions: SIG_DFL everywhere" "TERM sigaction=dfl signal=dfl sysv_signal=dfl bsd_signal=dfl sigset=dfl" \
+    "$(cat "$T/disp.out")"
+run_both graceful graceful
+expect_eq "a handler installed only over the default (as Ruby's): it runs, exit 0, as without memtrail" \
+    "exit 0 graceful exit 0 graceful" "$bare $(cat "$T/graceful.bare.out") $got $(cat "$T/graceful.out")"
+check_report graceful exit
+rm -f "$T"/ign.*
+got=$(status "$T/ign.out" "$T/ign.err" IGNORE=SIGTERM MEMTRAIL_OPTIONS="output=$T/ign.mtr" LD_PRELOAD="$AGENT" \
+    "$P" TERM "$T/ign.ledger")
+expect_eq "SIGTERM ignored at start-up: left ignored (the program lives on, exit 5), the report at exit" \
+    "exit 5 exit" "$got $(grep -s '^reason ' "$T/ign.mtr" | cut -d' ' -f2-)"
+
+# --- crash_report=crash and off: no report at SIGTERM ------------------------------
+for v in crash off; do
+    run_both "cr$v" TERM "crash_report=$v"
+    expect_eq "crash_report=$v: dies of SIGTERM, no report" "signal SIGTERM no report" \
+        "$got $([ -f "$T/cr$v.mtr" ] && echo report || echo no report)"
+done
+
+# --- killed from outside, through memtrail run, in summary and trace mode -----------
+for mode in summary trace; do
+    ext=mtr; [ $mode = trace ] && ext=mtt
+    D=$T/run.$mode
+    mkdir -p "$D"
+    "$MT" run --mode $mode -o "$D/w.%p.$ext" -- "$P" wait "$D/ledger" >"$D/out" 2>"$D/err" </dev/null &
+    runner=$!
+    for _ in $(seq 1 100); do grep -q ready "$D/out" 2>/dev/null && break; sleep 0.1; done
+    pid=$(pgrep -f "$P wait $D/ledger" | while read -r p; do [ "$(cat /proc/$p/comm)" = termsig ] && echo "$p"; done | head -1)
+    [ -n "$pid" ] && kill -TERM "$pid"
+    wait "$runner"
+    expect_eq "memtrail run, $mode, kill -TERM: exit status 143" 143 "$?"
+    if [ $mode = summary ]; then
+        expect_eq "memtrail run, summary: the report's reason" "signal SIGTERM" \
+            "$(grep -s '^reason ' "$D"/w.*.mtr | cut -d' ' -f2-)"
+        contains "memtrail run, summary: announces the report" "summary report of $pid written to $D/w.$pid.mtr" \
+            "$(cat "$D/err")"
+    else
+        "$MT" analyze --json "$D/w.$pid.mtt" >"$D/an.json" 2>"$D/an.err"
+        expect_eq "memtrail run, trace: the trace is complete (finished at the signal), with termcat's 5 allocations" \
+            "True True" "$(json_get "$D/an.json" "str(j['complete']) + ' ' + str(j['allocs'] >= 5)")"
+        expect_eq "memtrail run, trace: the report beside the trace" "signal SIGTERM" \
+            "$(grep -s '^reason ' "$D/w.$pid.mtt.mtr" | cut -d' ' -f2-)"
+    fi
+done
+
+# --- CPython: SIGINT stays KeyboardInterrupt's, SIGTERM's report --------------------
+PY=/usr/bin/python3
+if [ -x "$PY" ]; then
+    q='import signal; print(signal.getsignal(signal.SIGINT).__name__, signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP))'
+    expect_eq "python: the handlers it sees are as without memtrail (SIGINT: its KeyboardInterrupt)" \
+        "$("$PY" -c "$q")" "$(MEMTRAIL_OPTIONS="output=$T/pyq.mtr" LD_PRELOAD="$AGENT" "$PY" -c "$q")"
+    got=$(status "$T/py.out" "$T/py.err" MEMTRAIL_OPTIONS="output=$T/py.mtr" LD_PRELOAD="$AGENT" \
+        "$PY" -c 'import os, signal; x = [bytes(1000) for _ in range(1000)]; os.kill(os.getpid(), signal.SIGTERM)')
+    expect_eq "python, SIGTERM: dies of it, the report at it" "signal SIGTERM signal SIGTERM" \
+        "$got $(grep -s '^reason ' "$T/py.mtr" | cut -d' ' -f2-)"
+    got=$(status "$T/pyi.out" "$T/pyi.err" MEMTRAIL_OPTIONS="output=$T/pyi.mtr" LD_PRELOAD="$AGENT" \
+        "$PY" -c 'import os, signal
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")')
+    expect_eq "python, SIGINT: still its KeyboardInterrupt, exit 0, the report at exit" "exit 0 KeyboardInterrupt exit" \
+        "$got $(cat "$T/pyi.out") $(grep -s '^reason ' "$T/pyi.mtr" | cut -d' ' -f2-)"
+else
+    echo "SKIP python under SIGTERM and SIGINT: /usr/bin/python3 is not installed"
+fi
