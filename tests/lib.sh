@@ -42,3 +42,34 @@ run_mt() {
 contains() {
     if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $(printf '%s' "$3" | head -c 2000)"; fi
 }
+
+# end_status OUT ERR [VAR=VALUE...] CMD...: runs CMD with stdout/stderr to
+# files and prints how it ended: "signal SIGSEGV" or "exit N" (or "hung"
+# after 60 s, so that a hang fails instead of blocking the suite). Leading
+# VAR=VALUE words go to CMD's environment only; IGNORE=SIGNAME starts CMD
+# with that signal ignored. CMD gets SIGPIPE and SIGXFSZ at the default
+# (python, which runs it, ignores them for itself).
+end_status() {
+    python3 - "$@" <<'EOF'
+import os, signal, subprocess, sys
+out, err, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+env = dict(os.environ)
+ignore = None
+while args and '=' in args[0] and not args[0].startswith('/'):
+    k, v = args.pop(0).split('=', 1)
+    if k == 'IGNORE':
+        ignore = getattr(signal, v)
+    else:
+        env[k] = v
+def pre():
+    for s in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(s, signal.SIG_DFL)
+    if ignore:
+        signal.signal(ignore, signal.SIG_IGN)
+try:
+    r = subprocess.run(args, env=env, stdout=open(out, 'w'), stderr=open(err, 'w'), timeout=60, preexec_fn=pre)
+except subprocess.TimeoutExpired:
+    print('hung'); sys.exit()
+print('signal ' + signal.Signals(-r.returncode).name if r.returncode < 0 else 'exit %d' % r.returncode)
+EOF
+}

@@ -8,39 +8,13 @@ source "$(dirname "$0")/../lib.sh"
 [ -x "$MT" ] && [ -f "$AGENT" ] && [ -x "$TBIN/crasher" ] || { fail setup "build first (make tests)"; exit 1; }
 ulimit -c 0 # no core files from the crashes below
 
-# status OUT ERR [VAR=VALUE...] CMD...: runs CMD with stdout/stderr to files
-# and prints how it ended: "signal SIGSEGV" or "exit N" (or "hung" after
-# 60 s, so that a hang fails instead of blocking the suite). Leading
-# VAR=VALUE words go to CMD's environment only; IGNORE=SIGABRT starts CMD
-# with that signal ignored.
-status() {
-    python3 - "$@" <<'EOF'
-import os, signal, subprocess, sys
-out, err, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-env = dict(os.environ)
-ignore = None
-while args and '=' in args[0] and not args[0].startswith('/'):
-    k, v = args.pop(0).split('=', 1)
-    if k == 'IGNORE':
-        ignore = getattr(signal, v)
-    else:
-        env[k] = v
-pre = (lambda: signal.signal(ignore, signal.SIG_IGN)) if ignore else None
-try:
-    r = subprocess.run(args, env=env, stdout=open(out, 'w'), stderr=open(err, 'w'), timeout=60, preexec_fn=pre)
-except subprocess.TimeoutExpired:
-    print('hung'); sys.exit()
-print('signal ' + signal.Signals(-r.returncode).name if r.returncode < 0 else 'exit %d' % r.returncode)
-EOF
-}
-
 # crash MODE [OPTIONS]: runs crasher MODE under the agent, output $T/MODE.mtr;
 # sets got (how it ended), bare (how it ends without memtrail).
 crash() {
     local mode=$1 opts=${2:+:$2}
     rm -f "$T/$mode".*
-    bare=$(status "$T/$mode.bare.out" "$T/$mode.bare.err" "$TBIN/crasher" "$mode" "$T/$mode.bare.ledger" "$T/$mode.bare.file")
-    got=$(status "$T/$mode.out" "$T/$mode.err" MEMTRAIL_OPTIONS="output=$T/$mode.mtr$opts" LD_PRELOAD="$AGENT" \
+    bare=$(end_status "$T/$mode.bare.out" "$T/$mode.bare.err" "$TBIN/crasher" "$mode" "$T/$mode.bare.ledger" "$T/$mode.bare.file")
+    got=$(end_status "$T/$mode.out" "$T/$mode.err" MEMTRAIL_OPTIONS="output=$T/$mode.mtr$opts" LD_PRELOAD="$AGENT" \
         "$TBIN/crasher" "$mode" "$T/$mode.ledger" "$T/$mode.file")
     grep -E '^(PASS|FAIL) ' "$T/$mode.out"
 }
@@ -154,7 +128,7 @@ expect_eq "own SIGSEGV handler: the report is the one from _exit" "exit" \
     "$(json_get <("$MT" report --json "$T/own.mtr") "j['reason']")"
 
 rm -f "$T"/ign.*
-got=$(status "$T/ign.out" "$T/ign.err" IGNORE=SIGABRT MEMTRAIL_OPTIONS="output=$T/ign.mtr" LD_PRELOAD="$AGENT" \
+got=$(end_status "$T/ign.out" "$T/ign.err" IGNORE=SIGABRT MEMTRAIL_OPTIONS="output=$T/ign.mtr" LD_PRELOAD="$AGENT" \
     "$TBIN/crasher" abort "$T/ign.ledger")
 expect_eq "SIGABRT ignored at start-up: left alone (abort still kills, no crash report)" "signal SIGABRT 0 no report" \
     "$got $(grep -c 'fatal signal' "$T/ign.err") $([ -f "$T/ign.mtr" ] && echo report || echo no report)"
@@ -171,7 +145,7 @@ expect_match "crash_report=maybe: clear message" \
 
 # --- a handler that chains to ours: CPython's faulthandler --------------------
 rm -f "$T"/py.*
-got=$(status "$T/py.out" "$T/py.err" MEMTRAIL_OPTIONS="output=$T/py.mtr" LD_PRELOAD="$AGENT" \
+got=$(end_status "$T/py.out" "$T/py.err" MEMTRAIL_OPTIONS="output=$T/py.mtr" LD_PRELOAD="$AGENT" \
     python3 -X faulthandler -c 'import ctypes; ctypes.string_at(0)')
 expect_eq "python faulthandler: dies of SIGSEGV" "signal SIGSEGV" "$got"
 expect_eq "python faulthandler: its traceback, then our summary" "Fatal Python error: Segmentation fault|memtrail: fatal signal SIGSEGV" \

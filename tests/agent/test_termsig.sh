@@ -12,42 +12,13 @@ P=$TBIN/termsig
 [ -x "$MT" ] && [ -f "$AGENT" ] && [ -x "$P" ] || { fail setup "build first (make tests)"; exit 1; }
 ulimit -c 0 # SIGQUIT dumps core by default
 
-# status OUT ERR [VAR=VALUE...] CMD...: as test_crash.sh's: how CMD ended
-# ("signal SIGTERM", "exit N", "hung" after 60 s); IGNORE=SIGNAME starts it
-# with that signal ignored.
-status() {
-    python3 - "$@" <<'EOF'
-import os, signal, subprocess, sys
-out, err, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-env = dict(os.environ)
-ignore = None
-while args and '=' in args[0] and not args[0].startswith('/'):
-    k, v = args.pop(0).split('=', 1)
-    if k == 'IGNORE':
-        ignore = getattr(signal, v)
-    else:
-        env[k] = v
-def pre():
-    # python ignores SIGPIPE and SIGXFSZ for itself; its children get the default
-    for s in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(s, signal.SIG_DFL)
-    if ignore:
-        signal.signal(ignore, signal.SIG_IGN)
-try:
-    r = subprocess.run(args, env=env, stdout=open(out, 'w'), stderr=open(err, 'w'), timeout=60, preexec_fn=pre)
-except subprocess.TimeoutExpired:
-    print('hung'); sys.exit()
-print('signal ' + signal.Signals(-r.returncode).name if r.returncode < 0 else 'exit %d' % r.returncode)
-EOF
-}
-
 # run_both NAME MODE [OPTIONS]: termsig MODE bare, then under the agent
 # (report $T/NAME.mtr); sets bare and got.
 run_both() {
     local name=$1 mode=$2 opts=${3:+:$3}
     rm -f "$T/$name".*
-    bare=$(status "$T/$name.bare.out" "$T/$name.bare.err" "$P" "$mode" "$T/$name.bare.ledger" "$T/$name.bare.file")
-    got=$(status "$T/$name.out" "$T/$name.err" MEMTRAIL_OPTIONS="output=$T/$name.mtr$opts" LD_PRELOAD="$AGENT" \
+    bare=$(end_status "$T/$name.bare.out" "$T/$name.bare.err" "$P" "$mode" "$T/$name.bare.ledger" "$T/$name.bare.file")
+    got=$(end_status "$T/$name.out" "$T/$name.err" MEMTRAIL_OPTIONS="output=$T/$name.mtr$opts" LD_PRELOAD="$AGENT" \
         "$P" "$mode" "$T/$name.ledger" "$T/$name.file")
 }
 
@@ -102,7 +73,7 @@ expect_eq "a handler installed only over the default (as Ruby's): it runs, exit 
     "exit 0 graceful exit 0 graceful" "$bare $(cat "$T/graceful.bare.out") $got $(cat "$T/graceful.out")"
 check_report graceful exit
 rm -f "$T"/ign.*
-got=$(status "$T/ign.out" "$T/ign.err" IGNORE=SIGTERM MEMTRAIL_OPTIONS="output=$T/ign.mtr" LD_PRELOAD="$AGENT" \
+got=$(end_status "$T/ign.out" "$T/ign.err" IGNORE=SIGTERM MEMTRAIL_OPTIONS="output=$T/ign.mtr" LD_PRELOAD="$AGENT" \
     "$P" TERM "$T/ign.ledger")
 expect_eq "SIGTERM ignored at start-up: left ignored (the program lives on, exit 5), the report at exit" \
     "exit 5 exit" "$got $(grep -s '^reason ' "$T/ign.mtr" | cut -d' ' -f2-)"
@@ -146,11 +117,11 @@ if [ -x "$PY" ]; then
     q='import signal; print(signal.getsignal(signal.SIGINT).__name__, signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP))'
     expect_eq "python: the handlers it sees are as without memtrail (SIGINT: its KeyboardInterrupt)" \
         "$("$PY" -c "$q")" "$(MEMTRAIL_OPTIONS="output=$T/pyq.mtr" LD_PRELOAD="$AGENT" "$PY" -c "$q")"
-    got=$(status "$T/py.out" "$T/py.err" MEMTRAIL_OPTIONS="output=$T/py.mtr" LD_PRELOAD="$AGENT" \
+    got=$(end_status "$T/py.out" "$T/py.err" MEMTRAIL_OPTIONS="output=$T/py.mtr" LD_PRELOAD="$AGENT" \
         "$PY" -c 'import os, signal; x = [bytes(1000) for _ in range(1000)]; os.kill(os.getpid(), signal.SIGTERM)')
     expect_eq "python, SIGTERM: dies of it, the report at it" "signal SIGTERM signal SIGTERM" \
         "$got $(grep -s '^reason ' "$T/py.mtr" | cut -d' ' -f2-)"
-    got=$(status "$T/pyi.out" "$T/pyi.err" MEMTRAIL_OPTIONS="output=$T/pyi.mtr" LD_PRELOAD="$AGENT" \
+    got=$(end_status "$T/pyi.out" "$T/pyi.err" MEMTRAIL_OPTIONS="output=$T/pyi.mtr" LD_PRELOAD="$AGENT" \
         "$PY" -c 'import os, signal
 try:
     os.kill(os.getpid(), signal.SIGINT)
