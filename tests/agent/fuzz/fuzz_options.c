@@ -29,7 +29,7 @@ static void defaults(mt_env_options *o)
     o->unwind = MT_UNWIND_AUTO;
     o->trace_buffer = 64ull << 20;
     o->trace_time_unit_ns = 10000;
-    o->crash_report = 1;
+    o->crash_report = 2; /* MT_CRASH_REPORT_ON */
     o->query = MT_QUERY_SIGNAL;
     o->start = 1;
     o->refset_fd = -1;
@@ -46,7 +46,7 @@ static void check_values(const mt_env_options *o)
              o->trace_time_unit_ns <= 1000000000 &&
              (o->trace_level == 0 || (o->trace_level >= 1 && o->trace_level <= 19)) &&
              (o->trace_chunk == 0 || (o->trace_chunk >= 1024 && o->trace_chunk <= (1u << 20))) &&
-             (o->trace_wait == 0 || o->trace_wait == 1) && (o->crash_report == 0 || o->crash_report == 1) &&
+             (o->trace_wait == 0 || o->trace_wait == 1) && o->crash_report >= 0 && o->crash_report <= 2 &&
              (o->follow_exec == 0 || o->follow_exec == 1) && o->query >= MT_QUERY_OFF &&
              o->query <= MT_QUERY_THREAD && (o->start == 0 || o->start == 1) && o->refset_fd >= -1;
     FUZZ_CHECK(ok);
