@@ -25,7 +25,10 @@
  * SIGQUIT. With crash_report=on the agent takes those too where their
  * disposition is still the default, and writes the report quietly (as at
  * exit: no summary on stderr), reason "signal SIGTERM", before the process
- * dies of the signal as it would have. SIGINT is left alone: CPython
+ * dies of the signal as it would have (not in a container's PID 1, which
+ * the kernel keeps from dying of a signal at its default; nor when the
+ * signal lands in the agent's own work at exit, or in a vfork child: the
+ * default action then, at once). SIGINT is left alone: CPython
  * installs its KeyboardInterrupt handler only when it finds SIGINT at
  * the default. Ruby does the same for SIGTERM and others, so the agent's
  * handler on these is hidden: sigaction and signal report SIG_DFL for it
@@ -261,6 +264,21 @@ static void term_die(int sig)
 static void fatal_signal(int sig, siginfo_t *si, int crash)
 {
     int saved_errno = errno;
+    /* A terminating signal that lands in the agent's own work on this
+     * thread (the report at exit, a trace stopping: locks this frame may
+     * hold), or in a vfork child (its parent's memory: not even
+     * crash_owner is its own), gets its default action at once, as
+     * without the agent. */
+    if (!crash && (mt_t.in_agent > 0 || !mt_own_process())) {
+        term_die(sig);
+        errno = saved_errno;
+        return;
+    }
+    if (!mt_own_process()) {
+        crash_die(sig, si);
+        errno = saved_errno;
+        return;
+    }
     long tid = syscall(SYS_gettid);
     long owner = 0;
     if (!atomic_compare_exchange_strong(&crash_owner, &owner, tid)) {
@@ -308,7 +326,7 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
         cr.path[0] = '\0';
     /* The report reads the kernel's view of the address space, which the
      * summary then shows. On failure the writer says why. */
-    if (mt_own_process() && mt_report_write_to(tmpl, cr.reason) == 0 && crash) { /* not from a vfork child */
+    if (mt_report_write_to(tmpl, cr.reason) == 0 && crash) {
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
         crash_write_vm(&o, mt_report_last_vm(), ncats);
         mt_out_str(&o, "memtrail: crash report written to ");
@@ -398,6 +416,8 @@ void mt_crash_install(void)
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NCRASH; i++)
         sigaddset(&sa.sa_mask, crash_sigs[i].sig);
+    for (int i = 0; i < NTERM; i++) /* a SIGPIPE from the summary, a SIGTERM meanwhile: after the report */
+        sigaddset(&sa.sa_mask, term_sigs[i].sig);
     for (int i = 0; i < NCRASH; i++) {
         struct sigaction old;
         if (sigaction(crash_sigs[i].sig, NULL, &old) != 0)
@@ -406,13 +426,13 @@ void mt_crash_install(void)
             sigaction(crash_sigs[i].sig, &sa, NULL) == 0)
             crash_installed = 1;
     }
-    if (mt_crash_report_opt == MT_CRASH_REPORT_ON) {
-        /* The terminating signals: no alternate stack needed (nothing
-         * overflows), the crash signals and these blocked meanwhile. */
+    /* The terminating signals, but not in a PID namespace's init (a
+     * container's PID 1): the kernel drops a signal at SIG_DFL sent to it,
+     * so term_die could not end it, and the program would run on after
+     * its report. On the alternate stack too (a thread's may be small);
+     * the crash signals and these blocked meanwhile. */
+    if (mt_crash_report_opt == MT_CRASH_REPORT_ON && getpid() != 1) {
         sa.sa_sigaction = term_handler;
-        sa.sa_flags = SA_SIGINFO;
-        for (int i = 0; i < NTERM; i++)
-            sigaddset(&sa.sa_mask, term_sigs[i].sig);
         for (int i = 0; i < NTERM; i++) {
             struct sigaction old;
             if (real_sigaction(term_sigs[i].sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&

@@ -400,10 +400,14 @@ static void final_report(void *unused)
     mt_control_shutdown();
     if (!mt_own_process()) /* a vfork child: its parent's sessions and report */
         return;
+    /* the agent's work: a terminating signal meanwhile gets its default
+     * action (crash.c), not a second report over locks this frame holds */
+    mt_t.in_agent++;
     mt_xe_stop_agent_sessions();
     mt_trace_report();
     if (atomic_load(&mt_hot) && !mt_site_opt.trace)
         mt_report_write_to(NULL, "exit");
+    mt_t.in_agent--;
 }
 
 /* A raw exit_group that memtrail run holds (control.c "exit"; Go's

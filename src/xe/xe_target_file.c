@@ -216,13 +216,23 @@ static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
     return 0;
 }
 
+/* Whether fd is the file opened as the current one (its device and
+ * inode, noted at the open). */
+static int same_file(const file_state *s, int fd)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == s->dev && (uint64_t)st.st_ino == s->ino;
+}
+
 /* Closes the current file's descriptor: the variable first, so that the
- * close is not taken for the program's (xe_file_set_fd_guard). */
+ * close is not taken for the program's (xe_file_set_fd_guard). Only
+ * while it is still that file: a number the program took back after
+ * closing it behind the hooks is the program's (file_fd), let go. */
 static void drop_fd(file_state *s)
 {
     int fd = s->fd;
     __atomic_store_n(&s->fd, -1, __ATOMIC_RELEASE);
-    if (fd >= 0)
+    if (same_file(s, fd))
         close(fd);
 }
 
@@ -256,19 +266,23 @@ static int file_reopen(file_state *s)
     file_path(s, s->seq, path, sizeof path);
     int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return -1;
+        return -errno;
     struct stat st;
     int flags = fcntl(fd, F_GETFL);
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino || flags < 0 ||
-        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
-        (S_ISREG(st.st_mode) && lseek(fd, (off_t)s->file_bytes, SEEK_SET) != (off_t)s->file_bytes)) {
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino) {
         close(fd);
-        return -1;
+        return -ESTALE; /* the name leads to another file now */
+    }
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        (S_ISREG(st.st_mode) && lseek(fd, (off_t)s->file_bytes, SEEK_SET) != (off_t)s->file_bytes)) {
+        int e = errno;
+        close(fd);
+        return -e;
     }
     return mt_file_fd_high(fd);
 }
 
-/* The current file's descriptor, checked, or -1. A program that closes
+/* The current file's descriptor, checked, or -errno (the reopen's). A program that closes
  * descriptors behind the agent's guard (the close or close_range system
  * call itself, which no hook sees) gets the number back at its next open:
  * writing there would put events into the program's own file. So before
@@ -283,8 +297,7 @@ static int file_fd(file_state *s)
     int fd;
     for (;;) {
         fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == s->dev && (uint64_t)st.st_ino == s->ino)
+        if (same_file(s, fd))
             return fd;
         /* not moved by the guard meanwhile (a dup2: then check the new number) */
         if (fd < 0 || __atomic_compare_exchange_n(&s->fd, &fd, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -292,7 +305,7 @@ static int file_fd(file_state *s)
     }
     fd = file_reopen(s);
     if (fd < 0)
-        return -1;
+        return fd;
     __atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
     if (fd_keep)
         fd_keep(&s->fd);
@@ -306,8 +319,9 @@ static int file_write(file_state *s, const void *buf, size_t n)
 {
     const char *p = buf;
     size_t left = n;
-    if (file_fd(s) < 0) {
-        file_error(s, OP_WRITE, EBADF);
+    int fd = file_fd(s);
+    if (fd < 0) {
+        file_error(s, OP_WRITE, -fd); /* the reopen's error (file_fd) */
         return -1;
     }
     while (left > 0) {
@@ -508,6 +522,7 @@ static const char *errno_name(uint64_t e)
     case ENODEV: return "ENODEV"; /* not a regular file: left alone */
     case EEXIST: return "EEXIST"; /* another user's file: not replaced */
     case ENXIO: return "ENXIO";   /* a FIFO nobody reads: not waited for */
+    case ESTALE: return "ESTALE"; /* reopening: the name leads to another file */
     default: return NULL;
     }
 }

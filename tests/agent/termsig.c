@@ -18,6 +18,10 @@
  *   disp     prints what sigaction, signal, sysv_signal, bsd_signal and
  *            sigset say the dispositions of SIGTERM, SIGHUP and SIGPIPE
  *            are ("dfl" or "other"), changing nothing, and exits 0
+ *   vfork    SIGTERM in a vfork child (prints "child SIGTERM" when it died
+ *            of it), then a NULL dereference in the parent
+ *   sigcgt   prints "pid1=yes|no caught=yes|no": whether SIGTERM has a
+ *            handler, as /proc/self/status says (SigCgt), and exits 0
  *   graceful installs its own SIGTERM handler only where it finds the
  *            default, as Ruby does; then SIGTERM: its handler sets a
  *            flag, main prints "graceful" and exits 0
@@ -31,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ledger.h"
@@ -78,29 +83,49 @@ typedef void (*handler_fn)(int);
 extern handler_fn bsd_signal(int, handler_fn);
 extern handler_fn sysv_signal(int, handler_fn);
 
-/* What each way of asking says about sig, each putting back what it found. */
-static void print_disp(int sig, const char *name)
+/* What way `how` of asking says sig's disposition is: "dfl" or "other".
+ * Each asks in a child of its own (fork keeps the handlers), as the first
+ * and only call there: an earlier call's SIG_DFL, put back, would hide
+ * whatever the next one should have seen. */
+static const char *ask(int sig, int how)
 {
-    struct sigaction old;
-    sigaction(sig, NULL, &old);
-    const char *sa = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL ? "dfl" : "other";
-    handler_fn h;
-    h = signal(sig, SIG_DFL);
-    const char *sg = h == SIG_DFL ? "dfl" : "other";
-    sigaction(sig, &old, NULL);
-    h = sysv_signal(sig, SIG_DFL);
-    const char *sv = h == SIG_DFL ? "dfl" : "other";
-    sigaction(sig, &old, NULL);
-    h = bsd_signal(sig, SIG_DFL);
-    const char *bs = h == SIG_DFL ? "dfl" : "other";
-    sigaction(sig, &old, NULL);
+    int p[2];
+    if (pipe(p) != 0)
+        return "error";
+    pid_t c = fork();
+    if (c == 0) {
+        handler_fn h = SIG_ERR;
+        struct sigaction old;
+        if (how == 0)
+            h = sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) ? old.sa_handler : SIG_ERR;
+        else if (how == 1)
+            h = signal(sig, SIG_DFL);
+        else if (how == 2)
+            h = sysv_signal(sig, SIG_DFL);
+        else if (how == 3)
+            h = bsd_signal(sig, SIG_DFL);
+        else {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    h = sigset(sig, SIG_DFL); /* deprecated, and still called */
+            h = sigset(sig, SIG_DFL); /* deprecated, and still called */
 #pragma GCC diagnostic pop
-    const char *ss = h == SIG_DFL ? "dfl" : "other";
-    sigaction(sig, &old, NULL);
-    printf("%s sigaction=%s signal=%s sysv_signal=%s bsd_signal=%s sigset=%s\n", name, sa, sg, sv, bs, ss);
+        }
+        char r = h == SIG_DFL ? 'd' : 'o';
+        ssize_t w = write(p[1], &r, 1);
+        _exit(w == 1 ? 0 : 1);
+    }
+    close(p[1]);
+    char r = '?';
+    ssize_t n = read(p[0], &r, 1);
+    close(p[0]);
+    waitpid(c, NULL, 0);
+    return n != 1 ? "error" : r == 'd' ? "dfl" : "other";
+}
+
+static void print_disp(int sig, const char *name)
+{
+    printf("%s sigaction=%s signal=%s sysv_signal=%s bsd_signal=%s sigset=%s\n", name, ask(sig, 0),
+           ask(sig, 1), ask(sig, 2), ask(sig, 3), ask(sig, 4));
 }
 
 static volatile sig_atomic_t got_term;
@@ -118,6 +143,18 @@ int main(int argc, char **argv)
     }
     const char *mode = argv[1], *file = argc > 3 ? argv[3] : NULL;
     setvbuf(stdout, NULL, _IONBF, 0);
+    if (strcmp(mode, "sigcgt") == 0) { /* is SIGTERM caught, as the kernel says */
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        unsigned long long cgt = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "SigCgt: %llx", &cgt) == 1)
+                break;
+        if (f)
+            fclose(f);
+        printf("pid1=%s caught=%s\n", getpid() == 1 ? "yes" : "no", cgt >> (SIGTERM - 1) & 1 ? "yes" : "no");
+        return 0;
+    }
     if (strcmp(mode, "disp") == 0) {
         print_disp(SIGTERM, "TERM");
         print_disp(SIGHUP, "HUP");
@@ -184,6 +221,20 @@ int main(int argc, char **argv)
         usleep(200000);
         kill(getpid(), SIGTERM);
         usleep(2000000);
+        return 5;
+    } else if (strcmp(mode, "vfork") == 0) {
+        /* SIGTERM in a vfork child, which shares this memory: it dies of
+         * it; then this process crashes, and its crash report must come */
+        pid_t c = vfork();
+        if (c == 0) {
+            kill(getpid(), SIGTERM);
+            _exit(7);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        printf("child %s\n", WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM ? "SIGTERM" : "other");
+        volatile int *null = NULL;
+        *null = 1;
         return 5;
     } else if (strcmp(mode, "graceful") == 0) {
         struct sigaction mine, old;

@@ -78,6 +78,25 @@ got=$(end_status "$T/ign.out" "$T/ign.err" IGNORE=SIGTERM MEMTRAIL_OPTIONS="outp
 expect_eq "SIGTERM ignored at start-up: left ignored (the program lives on, exit 5), the report at exit" \
     "exit 5 exit" "$got $(grep -s '^reason ' "$T/ign.mtr" | cut -d' ' -f2-)"
 
+# --- a vfork child that dies of SIGTERM leaves its parent's crash report alone ------
+run_both vfork vfork
+expect_eq "vfork: the child dies of SIGTERM, then the parent of SIGSEGV, as without memtrail" \
+    "signal SIGSEGV child SIGTERM signal SIGSEGV child SIGTERM" \
+    "$bare $(cat "$T/vfork.bare.out") $got $(cat "$T/vfork.out")"
+check_report vfork "signal SIGSEGV"
+contains "vfork: the parent's crash summary" "memtrail: fatal signal SIGSEGV" "$(cat "$T/vfork.err")"
+
+# --- a container's PID 1: the kernel drops a signal at the default sent to it, so
+# the agent leaves the terminating signals alone there ------------------------------
+if unshare -fp true 2>/dev/null; then
+    expect_eq "PID 1 (unshare -fp): SIGTERM not taken, as without memtrail" "pid1=yes caught=no" \
+        "$(MEMTRAIL_OPTIONS="output=$T/pid1.mtr" unshare -fp env LD_PRELOAD="$AGENT" "$P" sigcgt "$T/pid1.ledger")"
+    expect_eq "not PID 1: SIGTERM taken" "pid1=no caught=yes" \
+        "$(MEMTRAIL_OPTIONS="output=$T/pidn.mtr" LD_PRELOAD="$AGENT" "$P" sigcgt "$T/pidn.ledger")"
+else
+    echo "SKIP PID 1: unshare -fp is not allowed here"
+fi
+
 # --- crash_report=crash and off: no report at SIGTERM ------------------------------
 for v in crash off; do
     run_both "cr$v" TERM "crash_report=$v"
