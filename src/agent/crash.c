@@ -224,16 +224,17 @@ static void crash_write_summary(mt_out *o, int sig, const siginfo_t *si, const m
 
 /* Leaves the process to the signal's default action. A fault the kernel
  * raised recurs when the instruction runs again, now fatal (and the core
- * shows the faulting frame); a signal sent by a call (abort, kill, a
- * chained handler's raise) is sent again and unblocked. */
-static void crash_die(int sig, const siginfo_t *si)
+ * shows the faulting frame); any other signal (abort, kill, a chained
+ * handler's raise, and every terminating one: the kernel's SIGXCPU does
+ * not recur by itself) is sent again to this thread and unblocked. */
+static void die(int sig, const siginfo_t *si, int crash)
 {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     sigaction(sig, &dfl, NULL);
-    if (si->si_code > 0 && sig != SIGABRT)
+    if (crash && si->si_code > 0 && sig != SIGABRT)
         return;
     syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)sig);
     sigset_t s;
@@ -242,40 +243,18 @@ static void crash_die(int sig, const siginfo_t *si)
     sigprocmask(SIG_UNBLOCK, &s, NULL);
 }
 
-/* Leaves the process to a terminating signal's default action: sent
- * again to this thread and unblocked, whoever sent it (the kernel's
- * SIGXCPU too: nothing recurs by itself). */
-static void term_die(int sig)
-{
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, NULL);
-    syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)sig);
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    sigprocmask(SIG_UNBLOCK, &s, NULL);
-}
-
-/* The report at a fatal signal; crash: a crash signal (summary on stderr,
- * crash_die), else a terminating one (quiet, term_die). */
+/* The report at a fatal signal; crash: a crash signal (summary on stderr),
+ * else a terminating one (quiet). */
 static void fatal_signal(int sig, siginfo_t *si, int crash)
 {
     int saved_errno = errno;
-    /* A terminating signal that lands in the agent's own work on this
-     * thread (the report at exit, a trace stopping: locks this frame may
-     * hold), or in a vfork child (its parent's memory: not even
-     * crash_owner is its own), gets its default action at once, as
-     * without the agent. */
-    if (!crash && (mt_t.in_agent > 0 || !mt_own_process())) {
-        term_die(sig);
-        errno = saved_errno;
-        return;
-    }
-    if (!mt_own_process()) {
-        crash_die(sig, si);
+    /* A signal in a vfork child (its parent's memory: not even crash_owner
+     * is its own), or a terminating one that lands in the agent's own work
+     * on this thread (the report at exit, a trace stopping: locks this
+     * frame may hold), gets its default action at once, as without the
+     * agent. */
+    if (!mt_own_process() || (!crash && mt_t.in_agent > 0)) {
+        die(sig, si, crash);
         errno = saved_errno;
         return;
     }
@@ -289,10 +268,7 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-        if (crash)
-            crash_die(sig, si);
-        else
-            term_die(sig);
+        die(sig, si, crash);
         errno = saved_errno;
         return;
     }
@@ -336,10 +312,7 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
     }
     mt_control_shutdown(); /* the process is going: no stale socket */
     mt_t.in_agent--;
-    if (crash)
-        crash_die(sig, si);
-    else
-        term_die(sig);
+    die(sig, si, crash);
     errno = saved_errno;
 }
 
@@ -403,6 +376,14 @@ static void crash_free_stack(void *mem)
         atomic_fetch_sub(&mt_glob[MT_CAT_OVERHEAD].live_bytes, (int64_t)size);
 }
 
+/* Installs sa for sig if its disposition is still the default. */
+static int take_if_default(int sig, const struct sigaction *sa)
+{
+    struct sigaction old;
+    return real_sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+           old.sa_handler == SIG_DFL && real_sigaction(sig, sa, NULL) == 0;
+}
+
 void mt_crash_install(void)
 {
     if (!mt_crash_report_opt || crash_installed)
@@ -418,27 +399,18 @@ void mt_crash_install(void)
         sigaddset(&sa.sa_mask, crash_sigs[i].sig);
     for (int i = 0; i < NTERM; i++) /* a SIGPIPE from the summary, a SIGTERM meanwhile: after the report */
         sigaddset(&sa.sa_mask, term_sigs[i].sig);
-    for (int i = 0; i < NCRASH; i++) {
-        struct sigaction old;
-        if (sigaction(crash_sigs[i].sig, NULL, &old) != 0)
-            continue;
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL &&
-            sigaction(crash_sigs[i].sig, &sa, NULL) == 0)
+    for (int i = 0; i < NCRASH; i++)
+        if (take_if_default(crash_sigs[i].sig, &sa))
             crash_installed = 1;
-    }
     /* The terminating signals, but not in a PID namespace's init (a
      * container's PID 1): the kernel drops a signal at SIG_DFL sent to it,
-     * so term_die could not end it, and the program would run on after
+     * so die() could not end it, and the program would run on after
      * its report. On the alternate stack too (a thread's may be small);
      * the crash signals and these blocked meanwhile. */
     if (mt_crash_report_opt == MT_CRASH_REPORT_ON && getpid() != 1) {
         sa.sa_sigaction = term_handler;
-        for (int i = 0; i < NTERM; i++) {
-            struct sigaction old;
-            if (real_sigaction(term_sigs[i].sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
-                old.sa_handler == SIG_DFL)
-                real_sigaction(term_sigs[i].sig, &sa, NULL);
-        }
+        for (int i = 0; i < NTERM; i++)
+            (void)take_if_default(term_sigs[i].sig, &sa);
     }
     mt_crash_thread_start(); /* the thread that starts the agent, normally the main one */
 }
