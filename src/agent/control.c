@@ -55,6 +55,7 @@
 #include "agent/record.h"
 #include "agent/site.h"
 #include "common/out.h"
+#include "common/safe_file.h"
 #include "xe/xe.h"
 
 int mt_control_enabled = 1;
@@ -68,8 +69,10 @@ static struct {
     uid_t uid;             /* owner of the socket; peers must match */
     _Atomic int listen_fd; /* -1: none, or no longer ours */
     _Atomic int conn_fd;   /* the connection being served, or -1 */
-    _Atomic pid_t owner;   /* the process that created the socket file (0: none) */
-    dev_t sock_dev;        /* the listening socket (fstat): is the fd still ours? */
+    dev_t conn_dev;        /* that connection (fstat at accept) */
+    ino_t conn_ino;
+    _Atomic pid_t owner; /* the process that created the socket file (0: none) */
+    dev_t sock_dev;      /* the listening socket (fstat): is the fd still ours? */
     ino_t sock_ino;
     dev_t file_dev; /* the socket file (lstat): remove only that */
     ino_t file_ino;
@@ -292,15 +295,15 @@ static int open_socket(void)
     if (lstat(tmp, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(tmp); /* a dead process with our pid was setting up */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && fd < 3) {
-        /* Started with stdin/stdout/stderr closed: leave those numbers to
-         * the program, which may open them expecting exactly them. */
-        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        close(fd);
-        fd = high;
-    }
+    if (fd >= 0) /* kept for the process's life: the low numbers stay the program's */
+        fd = mt_file_fd_high(fd);
     if (fd < 0) {
         complain("socket", NULL, errno);
+        return -1;
+    }
+    if (!mt_file_fd_out_of_way(fd)) {
+        close(fd);
+        complain("the descriptor limit (ulimit -n) is too low to keep one out of the program's way", NULL, 0);
         return -1;
     }
     /* The file takes the socket inode's mode (less the umask) at bind. */
@@ -536,13 +539,7 @@ static int accept_all(int lfd, int async)
                 continue;
             return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
         }
-        if (c < 3) { /* fds 0-2 stay free for the program, as for the listener */
-            int high = fcntl(c, F_DUPFD_CLOEXEC, 3);
-            close(c);
-            if (high < 0)
-                return -1;
-            c = high;
-        }
+        c = mt_file_fd_high(c); /* away from the program's numbers, as the listener */
         struct stat st;
         if (fstat(c, &st) != 0 || (async && arm(c) < 0)) {
             close(c);
@@ -603,6 +600,8 @@ static void serve_conn(struct pending *p)
     int c = p->fd;
     memcpy(cmd, p->req, p->len + 1);
     p->used = 0;
+    ctl.conn_dev = p->dev;
+    ctl.conn_ino = p->ino;
     atomic_store(&ctl.conn_fd, c);
     /* Blocking for the reply (bounded by the send timeout); no more signals. */
     int fl = fcntl(c, F_GETFL);
@@ -795,12 +794,16 @@ void mt_control_start(void)
 void mt_control_after_fork_child(void)
 {
     int saved_errno = errno;
-    /* The parent's socket and connection are not the child's business. */
+    /* The parent's socket and connection are not the child's business.
+     * Each is closed only if that number still is it: a program that
+     * closed it behind the hooks (close_range by syscall) may have the
+     * number for a file of its own. */
     int fd = atomic_exchange(&ctl.listen_fd, -1);
-    if (fd >= 0)
+    if (fd >= 0 && still_ours(fd))
         close(fd);
     fd = atomic_exchange(&ctl.conn_fd, -1);
-    if (fd >= 0)
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ctl.conn_dev && st.st_ino == ctl.conn_ino)
         close(fd);
     for (int i = 0; i < PENDING_MAX; i++)
         if (pending[i].used)

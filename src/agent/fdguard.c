@@ -170,7 +170,9 @@ typedef int (*close_fn)(int);
 typedef int (*dup2_fn)(int, int);
 typedef int (*dup3_fn)(int, int, int);
 typedef void (*closefrom_fn)(int);
+typedef int (*pipe2_fn)(int *, int);
 static close_fn real_close;
+static pipe2_fn real_pipe2;
 static dup2_fn real_dup2;
 static dup3_fn real_dup3;
 static closefrom_fn real_closefrom;
@@ -191,6 +193,7 @@ void mt_fd_guard_init(void)
     real_dup2 = (dup2_fn)dlsym(RTLD_NEXT, "dup2");
     real_dup3 = (dup3_fn)dlsym(RTLD_NEXT, "dup3");
     real_closefrom = (closefrom_fn)dlsym(RTLD_NEXT, "closefrom");
+    real_pipe2 = (pipe2_fn)dlsym(RTLD_NEXT, "pipe2");
 }
 
 static int do_close(int fd)
@@ -334,4 +337,41 @@ MT_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
     free_number(oldfd, newfd);
     return real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+/* A pipe made while the agent works: libunwind's memory-validation pipe,
+ * which it makes when it is set up (mt_site_walk_init) and again when it
+ * finds it closed, and keeps for the process's life. It reads a byte from
+ * one end and writes one (from the address it checks) into the other, so
+ * had the program closed those numbers (closefrom) and opened files of its
+ * own on them, libunwind would take a byte from one of the program's files
+ * and write one into another. So, like the agent's own, both ends go high
+ * (out of the program's way, as bare) and are kept, by the address of
+ * libunwind's own array, which pipe2 is given. */
+MT_EXPORT int pipe2(int fds[2], int flags)
+{
+    if (mt_t.in_agent == 0 || !mt_own_process())
+        return real_pipe2 ? real_pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
+    int got[2];
+    int rc = real_pipe2 ? real_pipe2(got, flags) : (int)syscall(SYS_pipe2, got, flags);
+    if (rc != 0)
+        return rc;
+    int saved = errno;
+    got[0] = mt_file_fd_high(got[0]);
+    got[1] = mt_file_fd_high(got[1]);
+    if (!mt_file_fd_out_of_way(got[0]) || !mt_file_fd_out_of_way(got[1])) {
+        /* A descriptor limit too small to keep them out of the program's
+         * way: no pipe. libunwind then takes the addresses it would check
+         * as unreadable, and its frame-chain guesses stop there. */
+        (void)do_close(got[0]);
+        (void)do_close(got[1]);
+        errno = EMFILE;
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        __atomic_store_n(&fds[i], got[i], __ATOMIC_RELEASE);
+        mt_fd_keep(&fds[i]);
+    }
+    errno = saved;
+    return 0;
 }

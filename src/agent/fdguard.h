@@ -1,5 +1,6 @@
 /* fdguard.h — the agent's long-lived descriptors, kept from the program's
- * close, close_range, closefrom, dup2 and dup3 (fdguard.c). */
+ * close, close_range, closefrom, dup2 and dup3 (fdguard.c); and pipes made
+ * while the agent works (libunwind's), kept the same way. */
 #ifndef MT_AGENT_FDGUARD_H
 #define MT_AGENT_FDGUARD_H
 

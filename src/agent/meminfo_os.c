@@ -19,6 +19,7 @@
 #include "agent/allocator.h"
 #include "agent/fdguard.h"
 #include "common/out.h"
+#include "common/safe_file.h"
 
 enum { F_STATM, F_MEMINFO, F_CG_CURRENT, F_CG_HIGH, F_CG_MAX, F_COUNT };
 
@@ -43,17 +44,12 @@ static long page_size = 4096;
 static uint64_t machine_next_ns; /* 0: read at the next call */
 static uint64_t machine_load, machine_total, cg_high, cg_max;
 
-/* Above 2: a program started with stdin (or more) closed gets its own
- * descriptors where it expects them. */
+/* Kept open for the process's life, so at a high number (safe_file.h):
+ * the low numbers stay the program's, as they would be bare. */
 static int open_ro(const char *path)
 {
     int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    if (fd >= 0 && fd < 3) {
-        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        close(fd);
-        fd = high;
-    }
-    return fd;
+    return fd >= 0 ? mt_file_fd_high(fd) : fd;
 }
 
 /* Whether fds[f] is still the file the agent opened. */
@@ -63,10 +59,16 @@ static int still_ours(int f)
     return fds[f] >= 0 && fstat(fds[f], &st) == 0 && st.st_dev == fd_dev[f] && st.st_ino == fd_ino[f];
 }
 
-static void open_file(int f)
+/* Opens paths[f] and keeps it in fds[f]; -1 then (or when it cannot be
+ * opened). Under a descriptor limit too small to keep it out of the
+ * program's way (safe_file.h), it is not kept: the descriptor is returned
+ * for one read, and the caller closes it. */
+static int open_file(int f)
 {
     struct stat st;
     int fd = open_ro(paths[f]);
+    if (fd >= 0 && !mt_file_fd_out_of_way(fd))
+        return fd;
     if (fd >= 0 && fstat(fd, &st) == 0) {
         fd_dev[f] = st.st_dev;
         fd_ino[f] = st.st_ino;
@@ -75,18 +77,21 @@ static void open_file(int f)
     } else if (fd >= 0) {
         close(fd);
     }
+    return -1;
 }
 
 /* The file's start into buf (NUL-terminated); its length, or -1. A
- * descriptor the program closed (or closed and reused) is left to it, and
+ * descriptor the program closed (and perhaps reused) is left to it, and
  * the file opened again. */
 static ssize_t read_file(int f, char *buf, size_t cap)
 {
     if (!paths[f][0])
         return -1;
-    if (!still_ours(f))
-        open_file(f);
-    ssize_t n = fds[f] >= 0 ? pread(fds[f], buf, cap - 1, 0) : -1;
+    int once = still_ours(f) ? -1 : open_file(f);
+    int fd = once >= 0 ? once : fds[f];
+    ssize_t n = fd >= 0 ? pread(fd, buf, cap - 1, 0) : -1;
+    if (once >= 0)
+        close(once);
     if (n <= 0)
         return -1;
     buf[n] = '\0';
@@ -138,10 +143,12 @@ static int cgroup_file(int f, const char *dir, size_t dlen, const char *name)
         return -1;
     }
     mt_out_cstr(&o);
-    open_file(f);
-    if (fds[f] < 0)
+    int once = open_file(f);
+    if (once >= 0)
+        close(once);
+    else if (fds[f] < 0)
         paths[f][0] = '\0';
-    return fds[f] < 0 ? -1 : 0;
+    return paths[f][0] ? 0 : -1;
 }
 
 static void find_cgroup(void)
@@ -196,8 +203,11 @@ void mt_os_mem_open(void)
     page_size = ps > 0 ? ps : 4096;
     strcpy(paths[F_STATM], "/proc/self/statm");
     strcpy(paths[F_MEMINFO], "/proc/meminfo");
-    open_file(F_STATM);
-    open_file(F_MEMINFO);
+    for (int f = F_STATM; f <= F_MEMINFO; f++) {
+        int once = open_file(f);
+        if (once >= 0)
+            close(once);
+    }
     find_cgroup();
     errno = saved;
 }

@@ -248,18 +248,19 @@ static bool same_file(const struct stat *a, const struct stat *b)
 
 /* fork + exec + wait. The child waits for a go byte so that the parent can
  * note what sits at the report path before the program can write there,
- * and reports a failed exec through a close-on-exec pipe. */
+ * and reports a failed exec back on the same close-on-exec socket pair
+ * (one pair, not two pipes: a program run under a tiny ulimit -n leaves
+ * memtrail few descriptors). */
 static int launch(const struct launch *l, struct outcome *o)
 {
-    int go[2], errp[2], watch[2] = {-1, -1};
+    int sv[2], watch[2] = {-1, -1}; /* sv[0] the parent's end, sv[1] the child's */
     if (l->go_exit && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, watch) < 0)
         return cli_error("socketpair: %s", strerror(errno));
-    if (pipe2(go, O_CLOEXEC) < 0)
-        return cli_error("pipe: %s", strerror(errno));
-    if (pipe2(errp, O_CLOEXEC) < 0) {
-        close(go[0]);
-        close(go[1]);
-        return cli_error("pipe: %s", strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        int e = errno;
+        if (watch[0] >= 0)
+            close(watch[0]), close(watch[1]);
+        return cli_error("socketpair: %s", strerror(e));
     }
     /* As system(): the program gets ^C and ^\, memtrail waits for it. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
@@ -274,17 +275,18 @@ static int launch(const struct launch *l, struct outcome *o)
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGQUIT, &old_quit, NULL);
         sigaction(SIGCHLD, &old_chld, NULL);
-        close(go[0]), close(go[1]), close(errp[0]), close(errp[1]);
+        close(sv[0]), close(sv[1]);
+        if (watch[0] >= 0)
+            close(watch[0]), close(watch[1]);
         return cli_error("fork: %s", strerror(e));
     }
     if (pid == 0) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGQUIT, &old_quit, NULL);
         sigaction(SIGCHLD, &old_chld, NULL);
-        close(go[1]);
-        close(errp[0]);
+        close(sv[0]);
         char c;
-        if (read_full(go[0], &c, 1) != 1)
+        if (read_full(sv[1], &c, 1) != 1)
             _exit(127); /* the parent went away */
         if (watch[1] >= 0) {
             close(watch[0]);
@@ -309,12 +311,11 @@ static int launch(const struct launch *l, struct outcome *o)
             }
         }
         int e = errno;
-        ssize_t w = write(errp[1], &e, sizeof e);
+        ssize_t w = write(sv[1], &e, sizeof e);
         (void)w;
         _exit(127);
     }
-    close(go[0]);
-    close(errp[1]);
+    close(sv[1]);
     o->pid = pid;
     o->report = expand_output(l->out_abs, pid, l->prog);
     struct stat before;
@@ -327,10 +328,10 @@ static int launch(const struct launch *l, struct outcome *o)
     if (target == -ENODEV && l->trace && lstat(o->report, &fifo) == 0 && S_ISFIFO(fifo.st_mode))
         target = 0; /* a trace streams into a FIFO its reader has open */
     if (target == 0) {
-        ssize_t w = write(go[1], "g", 1);
+        ssize_t w = write(sv[0], "g", 1);
         (void)w; /* if the child is gone, waitpid tells */
     }
-    close(go[1]);
+    shutdown(sv[0], SHUT_WR); /* no go byte: the child reads the end, and leaves */
     int listener = -1;
     if (watch[0] >= 0) {
         close(watch[1]);
@@ -338,8 +339,8 @@ static int launch(const struct launch *l, struct outcome *o)
         close(watch[0]);
     }
     int exec_errno = 0;
-    bool exec_failed = read_full(errp[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno;
-    close(errp[0]);
+    bool exec_failed = read_full(sv[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno;
+    close(sv[0]);
 
     child_pid = pid;
     struct sigaction fwd = {.sa_handler = forward_signal};
@@ -423,6 +424,11 @@ static void announce_report(const struct outcome *o, const char *out_template, c
         if (WIFSIGNALED(o->status))
             fprintf(stderr, "it was killed by signal %d (%s) before the agent could write one\n",
                     WTERMSIG(o->status), strsignal(WTERMSIG(o->status)));
+        else if (strcmp(mode, "trace") == 0)
+            fputs("the program may have made no allocation (then no trace file is written),\n"
+                  "memtrail: called _exit(), exec'd another program, been killed,\n"
+                  "memtrail: or the agent was not loaded (see any loader message above)\n",
+                  stderr);
         else
             fputs("the program may have called _exit(), exec'd another program, been killed,\n"
                   "memtrail: or the agent was not loaded (see any loader message above)\n",

@@ -28,12 +28,25 @@ static struct {
     ino_t ino;
 } outdir = {.fd = -1};
 
-int mt_file_fd_high(int fd)
+/* The descriptor limit, or 1024 if it is higher (select(2)'s range). */
+static long fd_limit(void)
 {
     struct rlimit rl;
     long lim = 1024;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < lim)
         lim = (long)rl.rlim_cur;
+    return lim;
+}
+
+int mt_file_fd_out_of_way(int fd)
+{
+    long lim = fd_limit();
+    return lim >= 32 && fd >= 3 && fd >= lim / 2;
+}
+
+int mt_file_fd_high(int fd)
+{
+    long lim = fd_limit();
     /* The top of the range a program's own descriptors rarely reach (and
      * select(2) never needs), then the middle. */
     long starts[2] = {lim - 16, lim / 2};
@@ -44,6 +57,13 @@ int mt_file_fd_high(int fd)
         if (high >= 0) {
             close(fd);
             return high;
+        }
+    }
+    if (fd >= 0 && fd < 3) { /* a program started with 0-2 closed opens them expecting exactly them */
+        int above = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (above >= 0) {
+            close(fd);
+            return above;
         }
     }
     return fd;
@@ -69,6 +89,10 @@ static int outdir_fd(void)
     if (nfd < 0)
         return nfd;
     nfd = mt_file_fd_high(nfd);
+    if (!mt_file_fd_out_of_way(nfd)) { /* a tiny ulimit -n: opened for each file (dir_of) */
+        close(nfd);
+        return -EMFILE;
+    }
     if (fstat(nfd, &st) != 0) {
         int e = -errno;
         close(nfd);
@@ -117,6 +141,13 @@ int mt_file_outdir_set(const char *path, int is_file)
         close(fd);
         outdir.len = 0;
         return e;
+    }
+    if (!mt_file_fd_out_of_way(fd)) {
+        /* Under a descriptor limit too small to keep it out of the
+         * program's way, the directory is opened by its path for each file
+         * (dir_of), as when the program closed it. */
+        close(fd);
+        fd = -1;
     }
     outdir.dev = st.st_dev;
     outdir.ino = st.st_ino;

@@ -80,12 +80,18 @@ const char *mt_file_strerror(int rc);
  * when `is_file`) is opened now and kept open (close-on-exec, duplicated
  * to a high descriptor number so that programs that dup2 onto low numbers
  * leave it alone). Later paths in that directory are resolved through it;
- * if the program closed or reused the descriptor, the directory is opened
- * again by its path. 0 or -errno (then paths are resolved as given). */
+ * if the program closed or reused the descriptor, or the descriptor limit
+ * is too small to keep one out of the program's way, the directory is
+ * opened again by its path. 0 or -errno (then paths are resolved as given). */
 int mt_file_outdir_set(const char *path, int is_file);
 
-/* dup fd to a high number (close-on-exec), closing fd; fd itself when no
- * high number is free. */
+/* dup fd to a high number (close-on-exec), closing fd: the top of the
+ * descriptor limit, else its middle, else at least 3 (0-2 stay the
+ * program's); fd itself when none of those is free. */
 int mt_file_fd_high(int fd);
+/* Whether a descriptor kept for the process's life at fd stays out of the
+ * program's way: in the upper half of a limit of 32 or more. Below that,
+ * a program sized for its limit would miss every descriptor taken. */
+int mt_file_fd_out_of_way(int fd);
 
 #endif

@@ -4,7 +4,8 @@
  * 4095), close_range (3 to ~0), closefrom (3), raw (the close_range
  * system call itself, which the agent does not see; the program then
  * takes every one of the agent's numbers for a file of its own, with
- * F_DUPFD, and its own closes of them must close), dup2 or dup3 (a file
+ * F_DUPFD, and its own closes of them must close; a fork child must find
+ * them open), dup2 or dup3 (a file
  * of its own onto every descriptor open at start but 0, 1 and 2, which
  * are the agent's). argv[2]: a directory for its 16 files. It then allocates
  * and frees ALLOCS blocks (enough for trace mode to write the trace file
@@ -12,7 +13,9 @@
  * through each descriptor it took by dup2/dup3, and prints "fdclose:
  * ALLOCS allocations": tests/agent/test_fdguard.sh checks that the files
  * hold only that and that the agent's trace and report lost nothing.
- * argv[3] "trace": first allocate until the agent's trace file is open. */
+ * argv[3] "trace": first allocate until the agent's trace file is open.
+ * "fdclose count" opens /dev/null until it cannot, and prints how many;
+ * "fdclose list" prints its open descriptors below 512. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ALLOCS 300000
@@ -35,6 +39,40 @@ static int write_line(int fd, int k)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "count") == 0) {
+        /* How many descriptors the program can open under its limit
+         * (ulimit -n): as many as bare, whatever the agent keeps. */
+        int n = 0, fd, last = -1;
+        for (int i = 0; i < 100000 && (fd = open("/dev/null", O_RDONLY)) >= 0; i++) {
+            free(malloc(64));
+            n++;
+            last = fd;
+        }
+        printf("fdclose: opened %d\n", n);
+        for (fd = 3; fd <= last; fd++) /* its own, then: room for the report at exit */
+            close(fd);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        /* Its open descriptors below 512, after an allocation. */
+        free(malloc(64));
+        DIR *d = opendir("/proc/self/fd");
+        if (!d)
+            return 1;
+        char seen[512] = {0};
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            int fd = atoi(e->d_name);
+            if (e->d_name[0] != '.' && fd != dirfd(d) && fd < 512)
+                seen[fd] = 1;
+        }
+        closedir(d);
+        for (int fd = 0; fd < 512; fd++)
+            if (seen[fd])
+                printf("%d ", fd);
+        printf("\n");
+        return 0;
+    }
     if (argc != 3 && argc != 4) {
         fprintf(stderr, "usage: fdclose close|close_range|closefrom|raw|dup2|dup3 DIR [trace]\n");
         return 2;
@@ -101,6 +139,24 @@ int main(int argc, char **argv)
                 perror("F_DUPFD");
                 return 1;
             }
+        /* A fork child has them too: the agent's fork handling must not
+         * close a number that was its own (the query socket's) and is the
+         * program's now. */
+        pid_t child = fork();
+        if (child == 0) {
+            for (int i = 0; i < 1000; i++)
+                free(malloc(64 + (size_t)i));
+            for (int i = 0; i < ntaken; i++)
+                if (write_line(taken[i], 100 + i) != 0) {
+                    fprintf(stderr, "fdclose: in a fork child, descriptor %d (the program's now) is closed\n",
+                            taken[i]);
+                    _exit(3);
+                }
+            _exit(0);
+        }
+        int st;
+        if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return 1;
     } else if (strcmp(how, "dup2") == 0 || strcmp(how, "dup3") == 0) {
         snprintf(path, sizeof path, "%s/dup", argv[2]);
         dup_file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);

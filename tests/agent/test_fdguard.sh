@@ -116,3 +116,55 @@ PY
     wait "$runner"
     expect_eq "$how, $mode: memtrail run ends with the program (SIGTERM: 143)" 143 "$?"
 done
+
+# The agent's long-lived descriptors sit at the top of the descriptor
+# range, out of the program's way: below 512 (half the usual limit) a
+# program sees the same descriptors open as bare, in every mode (the
+# query socket, the /proc files, the output directory, libunwind's pipe).
+bare_low=$(bash -c "ulimit -n 1024; exec \"$P\" list" </dev/null 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-)
+for mode in summary detail trace sample; do
+    got=$(bash -c "ulimit -n 1024; exec \"$MT\" run --mode $mode -o \"$T/low.$mode.%p.mt\" -- \"$P\" list" \
+        2>"$T/low.$mode.err" </dev/null 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-)
+    expect_eq "placement, $mode: below 512 the program sees what it sees bare" "$bare_low" "$got"
+done
+
+# Under a descriptor limit too small for that (ulimit -n 6), the agent
+# keeps none it can do without: the program opens as many files as bare
+# (before: none of its 3). No query socket then, and it says so.
+count() { # LIMIT MODE|bare
+    local pre=$AGENT
+    [ "$2" = bare ] && pre=
+    bash -c "ulimit -n $1; exec env MEMTRAIL_OPTIONS=mode=$2:output=$T/count.%p.mtr LD_PRELOAD=$pre \"$P\" count" \
+        2>"$T/count.$2.err" </dev/null 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-
+}
+bare_n=$(count 6 bare)
+expect_eq "ulimit -n 6, bare: the program opens 3" "fdclose: opened 3" "$bare_n"
+for mode in summary detail; do
+    expect_eq "ulimit -n 6, $mode: the program opens as many as bare" "$bare_n" "$(count 6 $mode)"
+    contains "ulimit -n 6, $mode: the agent says there is no query socket, and why" \
+        "the descriptor limit (ulimit -n) is too low" "$(cat "$T/count.$mode.err")"
+done
+n=$(ls "$T"/count.*.mtr 2>/dev/null | wc -l)
+expect_eq "ulimit -n 6: both reports written" 2 "$n"
+out=$(bash -c "ulimit -n 6; exec \"$MT\" run -o \"$T/count-run.%p.mtr\" -- \"$P\" count" 2>"$T/count-run.err" </dev/null 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-)
+expect_eq "ulimit -n 6, memtrail run: runs the program, which opens as many as bare" "0 $bare_n" "$? $out"
+
+# libunwind's memory-validation pipe: a walk through code with no unwind
+# information (tests/agent/unwpipe.c) makes libunwind read a byte from it
+# and write one into it. After the program's closefrom(3) and two opens,
+# the program's input file must still read whole and its output file hold
+# only what it wrote (before: the pipe was on 3 and 4, which the program
+# got back: its input lost 4 bytes, its output got 4 bytes of stack).
+U=$TBIN/unwpipe
+for u in auto cfi libunwind; do
+    for mode in detail trace; do
+        D=$T/unw.$u.$mode
+        mkdir -p "$D"
+        printf 'ABCDEFGH\n' >"$D/in"
+        out=$("$MT" run --mode $mode --unwind $u -o "$D/r.%p.mt" -- "$U" "$D" 2>"$D/err" </dev/null 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-)
+        # (the fds are 3 and 4, the pipe's old numbers, but for one an
+        # agent thread may hold for a moment while it opens a file)
+        expect_match "libunwind's pipe ($u, $mode): the program's files are its own" \
+            "^0 unwpipe: fds [0-9]+ [0-9]+ in=ABCDEFGH out=ok mine$" "$? $out $(tr -c "[:print:]\n" "?" <"$D/out" 2>/dev/null)"
+    done
+done

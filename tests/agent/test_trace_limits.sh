@@ -63,6 +63,10 @@ if [ -n "$named" ] && [ ! -e "$named" ]; then
 else
     contains "trace_limits: no events: says no file was written" "no events, no trace file written" "$(cat "$T/none.err")"
 fi
+# memtrail run, which expects a file, says why there may be none
+"$MT" run --mode trace -o "$T/none-run.%p.mtt" -- "$TBIN/trace_limits" >/dev/null 2>"$T/none-run.err"
+contains "trace_limits: no events, memtrail run: names no allocation as a reason for no file" \
+    "may have made no allocation (then no trace file is written)" "$(cat "$T/none-run.err")"
 
 # --- getrlimit shows the program the RLIMIT_AS it set --------------------------
 got=$(MEMTRAIL_OPTIONS="mode=detail:output=$T/gl.%p.mtr" LD_PRELOAD=$AGENT python3 -c '
