@@ -288,7 +288,8 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
             mt_t.spare_site = mine; /* another thread filled this bucket: id is theirs */
         }
         const mt_site *s = &mt_sites[id];
-        if (s->hash == h && s->cat == cat && s->nframes == n && same_frames(frames_of(id), pcs, n))
+        if (__atomic_load_n(&s->hash, __ATOMIC_RELAXED) == h && s->cat == cat && s->nframes == n &&
+            same_frames(frames_of(id), pcs, n))
             return id;
         i = (i + 1) & (NBUCKETS - 1);
     }
@@ -474,11 +475,17 @@ static atomic_flag module_lock = ATOMIC_FLAG_INIT;
 static char *paths;
 static size_t paths_used;
 
+static inline uint32_t gone_of(const mt_module *m)
+{
+    return __atomic_load_n(&m->gone, __ATOMIC_ACQUIRE);
+}
+
+/* The loaded module that holds pc, or -1. */
 static int module_index(uintptr_t pc)
 {
     int n = atomic_load_explicit(&nmodules, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (pc - modules[i].start < modules[i].end - modules[i].start)
+        if (pc - modules[i].start < modules[i].end - modules[i].start && !gone_of(&modules[i]))
             return i;
     return -1;
 }
@@ -544,7 +551,8 @@ static void add_module(mt_module *m, const char *name)
         __builtin_ia32_pause();
     int n = atomic_load(&nmodules), known = 0;
     for (int i = 0; i < n && !known; i++)
-        known = modules[i].start == m->start && modules[i].end == m->end && modules[i].bias == m->bias;
+        known = modules[i].start == m->start && modules[i].end == m->end && modules[i].bias == m->bias &&
+                !gone_of(&modules[i]);
     if (!known && n < MODULES_MAX) {
         m->path = keep_path(name && name[0] ? name : exe_path);
         modules[n] = *m;
@@ -583,6 +591,106 @@ static void note_modules(const uintptr_t *pcs, int n)
                      eh->e_phnum, &m) == 0)
             add_module(&m, f.dlfo_link_map->l_name);
     }
+}
+
+/* ---- unloaded modules ---------------------------------------------------
+ * A library unloaded (dlclose) and another loaded at its addresses: the
+ * return addresses of the first one's sites would be read as the second
+ * one's code, and a stack walked through the second one would find the
+ * first one's site (same addresses). So after each dlclose the modules no
+ * longer loaded are marked gone, at a new unload generation G, and every
+ * site with a frame in one of them is retired: its hash no longer matches
+ * the stack it was made from (find_or_add makes a new site for it), and
+ * the report shows its frames in gone modules, and those modules' ranges,
+ * shifted by G << MT_GONE_SHIFT. */
+
+#define RETIRED_MARK 0x9e3779b97f4a7c15ull
+static _Atomic uint32_t unload_gen;
+static _Atomic uint32_t *site_retired; /* [MT_SITES_MAX]: the generation a site was retired at */
+
+/* Whether the module noted in m is still what is loaded at its address. */
+static int still_loaded(const mt_module *m)
+{
+    struct dl_find_object f;
+    return _dl_find_object((void *)m->start, &f) == 0 && f.dlfo_link_map &&
+           f.dlfo_link_map->l_addr == m->bias;
+}
+
+#define GONE_BATCH 64
+void mt_modules_after_dlclose(void)
+{
+    uintptr_t lo[GONE_BATCH], len[GONE_BATCH];
+    int ngone = 0, more = 0;
+    mt_t.in_agent++;
+    while (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
+        __builtin_ia32_pause();
+    uint32_t g = atomic_load(&unload_gen) + 1;
+    int n = atomic_load(&nmodules);
+    for (int i = 0; i < n; i++) {
+        mt_module *m = &modules[i];
+        if (gone_of(m) || still_loaded(m))
+            continue;
+        __atomic_store_n(&m->gone, g, __ATOMIC_RELEASE);
+        if (ngone < GONE_BATCH) {
+            lo[ngone] = m->start;
+            len[ngone++] = m->end - m->start;
+        } else {
+            more = 1;
+        }
+    }
+    if (ngone)
+        atomic_store(&unload_gen, g);
+    atomic_flag_clear_explicit(&module_lock, memory_order_release);
+    if (ngone && !site_retired)
+        site_retired = map_table(sizeof(uint32_t) * MT_SITES_MAX);
+    uint32_t ids = mt_sites && site_retired && ngone ? mt_site_count_ids() : 0;
+    for (uint32_t id = 1; id < ids; id++) {
+        if (atomic_load_explicit(&site_retired[id], memory_order_relaxed))
+            continue;
+        const uintptr_t *f = frames_of(id);
+        int hit = 0;
+        for (unsigned k = 0; k < mt_sites[id].nframes && !hit; k++) {
+            uintptr_t pc = f[k] - 1;
+            for (int j = 0; j < ngone && !hit; j++)
+                hit = pc - lo[j] < len[j];
+            if (!hit && more) {
+                /* more modules went at once than the batch holds: ask the
+                 * table (gone at g, and holding pc) */
+                for (int i = 0; i < n && !hit; i++)
+                    hit = gone_of(&modules[i]) == g &&
+                          pc - modules[i].start < modules[i].end - modules[i].start;
+            }
+        }
+        if (!hit)
+            continue;
+        atomic_store_explicit(&site_retired[id], g, memory_order_release);
+        __atomic_store_n(&mt_sites[id].hash,
+                         __atomic_load_n(&mt_sites[id].hash, __ATOMIC_RELAXED) ^ RETIRED_MARK,
+                         __ATOMIC_RELEASE);
+    }
+    mt_t.in_agent--;
+}
+
+uintptr_t mt_site_frame_shown(uint32_t id, unsigned k)
+{
+    uintptr_t pc = frames_of(id)[k];
+    _Atomic uint32_t *retired = site_retired;
+    uint32_t r = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
+    if (r == 0)
+        return pc; /* every frame of a live site is in a loaded module, or none */
+    /* The module that held pc when the site was made: it was still loaded
+     * at r (the first unload that touched the site); any module at those
+     * addresses before it went earlier, any after it later. So: the one
+     * holding pc that went first at or after r. */
+    const mt_module *best = NULL;
+    int n = atomic_load_explicit(&nmodules, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        const mt_module *m = &modules[i];
+        uint32_t gm = gone_of(m);
+        if (gm >= r && pc - 1 - m->start < m->end - m->start && (!best || gm < gone_of(best)))
+            best = m;
+    }
+    return best ? mt_module_shown(best, pc) : pc;
 }
 
 void mt_site_after_fork_child(void)

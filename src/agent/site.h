@@ -255,8 +255,27 @@ typedef struct mt_module {
     const char *path;
     unsigned char build_id[32];
     unsigned build_id_len;
+    uint32_t gone; /* 0: loaded; else unloaded, at this unload generation (atomic access) */
 } mt_module;
 void mt_modules_refresh(void);
+/* After dlclose: modules no longer loaded are marked gone at a new unload
+ * generation, and the sites with frames in them retired (a stack walked
+ * later, through whatever is loaded at those addresses then, makes a new
+ * site). Not from a signal handler. */
+void mt_modules_after_dlclose(void);
+/* How a report shows the addresses of an unloaded module (its range, and
+ * the frames in it of the sites made while it was loaded): shifted by
+ * its generation times 2^48, above every user address, so that no module
+ * loaded there later is taken for it (docs/report-format.md). */
+#define MT_GONE_SHIFT 48
+#define MT_GONE_MAX 0xffffu
+static inline uintptr_t mt_module_shown(const mt_module *m, uintptr_t a)
+{
+    uint32_t g = __atomic_load_n(&m->gone, __ATOMIC_ACQUIRE);
+    return g ? a + ((uintptr_t)(g < MT_GONE_MAX ? g : MT_GONE_MAX) << MT_GONE_SHIFT) : a;
+}
+/* Frame k of site id as a report shows it (mt_module_shown). */
+uintptr_t mt_site_frame_shown(uint32_t id, unsigned k);
 /* In a fork child: lets go of the module lock another thread held. */
 void mt_site_after_fork_child(void);
 int mt_module_count(void);

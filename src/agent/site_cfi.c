@@ -11,6 +11,7 @@
  * caller then asks libunwind. Reads of the stack stay inside the thread's
  * stack; unwind tables are read where the loader mapped them
  * (_dl_find_object: lock-free, no allocation). */
+#include <errno.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -668,7 +669,11 @@ MT_EXPORT int dlclose(void *handle)
         mt_t.in_agent--;
     }
     int rc = real_dlclose ? real_dlclose(handle) : -1;
+    int saved = errno;
     atomic_fetch_add_explicit(&mt_code_gen, 1, memory_order_release);
     mt_site_flush_unwind_caches(); /* libunwind's, for its step loop (mt_site_unw) */
+    if (rc == 0)
+        mt_modules_after_dlclose(); /* what went, and the sites made through it */
+    errno = saved;
     return rc;
 }

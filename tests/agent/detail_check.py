@@ -11,6 +11,7 @@ lists (not memtrail's symbolizer). Subcommands:
   invariant REPORT       "live_bytes A B live_count C D": sites vs total
   stack REPORT FN        the stack of FN's site: module+offset per frame,
                          and the function each frame lies in
+  stackb REPORT FN       the same, after the site's live bytes
   sites REPORT           every site as "category allocs frees stack" with
                          module-relative frames, sorted (to compare runs)
   callers REPORT FN [K]  for FN's sites, by the function of their frame K
@@ -120,6 +121,10 @@ def main():
         for s in report["sites"]:
             if s["frames"] and where(report, s["frames"][0])[2] == sys.argv[3]:
                 print(" ".join("%s+0x%x:%s" % where(report, a) for a in s["frames"]))
+    elif cmd == "stackb":
+        for s in report["sites"]:
+            if s["frames"] and where(report, s["frames"][0])[2] == sys.argv[3]:
+                print(s["live_bytes"], " ".join("%s+0x%x:%s" % where(report, a) for a in s["frames"]))
     elif cmd == "sites":
         rows = []
         for s in report["sites"]:

@@ -1,8 +1,10 @@
-/* detail_dl.c — unwind rules must not outlive the code they describe.
- * libdl_a.so's f is called and unloaded; after N more dlopen/dlclose
- * cycles of libdl_c.so, libdl_b.so is loaded (at the same address, the
- * same code offsets, a larger frame) and its f is called from call(),
- * with stack residue planted where a stale rule would look.
+/* detail_dl.c — unwind rules, and the sites made through a library, must
+ * not outlive the code they describe. libdl_a.so's f is called (1001
+ * bytes, kept) and unloaded; after N more dlopen/dlclose cycles of
+ * libdl_c.so, libdl_b.so is loaded (at the same address, the same code
+ * offsets, a larger frame) and its f is called (2002 bytes) from the same
+ * line of main through call(), with stack residue planted where a stale
+ * rule would look: both stacks have the same return addresses.
  * Usage: detail_dl DIR N   (DIR holds the libraries) */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -23,8 +25,7 @@ __attribute__((noinline)) void plant(uintptr_t v)
 
 __attribute__((noinline)) void *call(alloc_fn f, size_t n, uintptr_t v)
 {
-    if (v)
-        plant(v);
+    plant(v); /* always: one path through call, the same return addresses */
     void *p = f(n);
     __asm__ volatile("" ::: "memory");
     return p;
@@ -42,19 +43,40 @@ static void *open_lib(const char *dir, const char *name)
     return h;
 }
 
+static const char *const names[2] = {"libdl_a.so", "libdl_b.so"};
+static void *handles[2];
+
+/* Library i loaded (after `cycles` cycles of libdl_c.so for the second):
+ * its f, and in *v what call() plants (the second's g + 1). */
+__attribute__((noinline)) static alloc_fn prepare(const char *dir, int i, int cycles, uintptr_t *v)
+{
+    if (i == 1)
+        for (int c = 0; c < cycles; c++)
+            dlclose(open_lib(dir, "libdl_c.so"));
+    handles[i] = open_lib(dir, names[i]);
+    *v = i ? (uintptr_t)dlsym(handles[i], "g") + 1 : 0;
+    return (alloc_fn)dlsym(handles[i], "f");
+}
+
+__attribute__((noinline)) static void finish(int i)
+{
+    if (i == 0)
+        dlclose(handles[0]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3)
         return 2;
     int cycles = atoi(argv[2]);
-    void *a = open_lib(argv[1], "libdl_a.so");
-    void *pa = call((alloc_fn)dlsym(a, "f"), 1001, 0);
-    dlclose(a);
-    for (int i = 0; i < cycles; i++)
-        dlclose(open_lib(argv[1], "libdl_c.so"));
-    void *b = open_lib(argv[1], "libdl_b.so");
-    uintptr_t g = (uintptr_t)dlsym(b, "g");
-    void *pb = call((alloc_fn)dlsym(b, "f"), 2002, g + 1);
-    printf("%p %p\n", pa, pb);
+    volatile int libs = 2; /* a loop the compiler keeps: one call site in main for both */
+    void *p[2];
+    for (int i = 0; i < libs; i++) {
+        uintptr_t v;
+        alloc_fn f = prepare(argv[1], i, cycles, &v);
+        p[i] = call(f, 1001 * (size_t)(i + 1), v);
+        finish(i);
+    }
+    printf("%p %p\n", p[0], p[1]);
     return 0;
 }

@@ -202,17 +202,26 @@ wait "$lpid" 2>/dev/null
 expect_eq "query detail: the live program then exits 0" "0" "$?"
 expect_eq "query detail: its socket is gone" "" "$(ls "/tmp/memtrail-$(id -u)/$lpid.sock" 2>/dev/null)"
 
-# Unwind rules must not outlive the code they describe: a library's f is
-# unloaded, another library with the same code offsets and a larger frame
-# is loaded at its place after 0, 15 (the count where a 4-bit generation
-# would wrap) or 31 more dlopen/dlclose cycles. Each f's site must be f,
-# call, main — not the stale rule's frames.
+# Unwind rules, and sites, must not outlive the code they describe: a
+# library's f is unloaded, another library with the same code offsets and
+# a larger frame is loaded at its place after 0, 15 (the count where a
+# 4-bit generation would wrap) or 31 more dlopen/dlclose cycles, and its f
+# called from the same line. Each f's site must be f, call, main — not the
+# stale rule's frames — in its own library: the first one's 1001 bytes in
+# libdl_a.so, the second one's 2002 in libdl_b.so (not one site of 3003 in
+# the first library, as when the sites outlived the unload).
 for u in cfi libunwind; do
     for cycles in 0 15 31; do
         run_detail "dl_${u}_$cycles" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" "$cycles"
-        st=$($CHECK stack "$T/dl_${u}_$cycles.mtr" f)
-        expect_eq "dlclose ($u, $cycles more cycles): both f sites are f <- call <- main" "2" \
-            "$(grep -cE '^libdl_[ab]\.so\+0x[0-9a-f]+:f detail_dl\+0x[0-9a-f]+:call detail_dl\+0x[0-9a-f]+:main ' <<<"$st")"
+        st=$($CHECK stackb "$T/dl_${u}_$cycles.mtr" f)
+        expect_eq "dlclose ($u, $cycles more cycles): f's sites, each in its own library, f <- call <- main" \
+            "1 1" \
+            "$(grep -cE '^1001 libdl_a\.so\+0x[0-9a-f]+:f detail_dl\+0x[0-9a-f]+:call detail_dl\+0x[0-9a-f]+:main ' <<<"$st") $(grep -cE '^2002 libdl_b\.so\+0x[0-9a-f]+:f detail_dl\+0x[0-9a-f]+:call detail_dl\+0x[0-9a-f]+:main ' <<<"$st")"
+        # memtrail's own reader and symbolizer say the same
+        "$MT" report detail --json "$T/dl_${u}_$cycles.mtr" >"$T/dl_${u}_$cycles.json" 2>/dev/null
+        expect_eq "dlclose ($u, $cycles more cycles): memtrail report names each f's library" \
+            "[(1001, 'libdl_a.so'), (2002, 'libdl_b.so')]" \
+            "$(json_get "$T/dl_${u}_$cycles.json" "sorted((s['live_bytes'], s['frames'][0]['module'].rsplit('/', 1)[-1]) for s in j['sites'] if s['frames'] and s['frames'][0]['function'] == 'f')")"
     done
 done
 
