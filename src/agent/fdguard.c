@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -347,11 +348,36 @@ MT_EXPORT int dup3(int oldfd, int newfd, int flags)
  * own on them, libunwind would take a byte from one of the program's files
  * and write one into another. So, like the agent's own, both ends go high
  * (out of the program's way, as bare) and are kept, by the address of
- * libunwind's own array, which pipe2 is given. */
+ * libunwind's own array, which pipe2 is given. Only a call from libunwind's
+ * code inside the agent's work is taken for it (a program's signal handler
+ * interrupting the agent makes pipes of its own). */
+int unw_backtrace(void **buffer, int size); /* libunwind's, for where its code lies */
+
+static int from_libunwind(uintptr_t ra)
+{
+    static uintptr_t lo, hi; /* written once; a race writes the same values */
+    if (!hi) {
+        struct dl_find_object f;
+        if (_dl_find_object((void *)(uintptr_t)unw_backtrace, &f) != 0)
+            return 0;
+        lo = (uintptr_t)f.dlfo_map_start;
+        hi = (uintptr_t)f.dlfo_map_end;
+    }
+    return ra - lo < hi - lo;
+}
+
 MT_EXPORT int pipe2(int fds[2], int flags)
 {
-    if (mt_t.in_agent == 0 || !mt_own_process())
+    if (mt_t.in_agent == 0 || !from_libunwind((uintptr_t)__builtin_return_address(0)))
         return real_pipe2 ? real_pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
+    if (!mt_own_process()) {
+        /* A vfork child, which shares libunwind's array with its parent
+         * but not the descriptor table: numbers written there would be the
+         * parent's files. No pipe: the child's libunwind takes the
+         * addresses it would check as unreadable. */
+        errno = EMFILE;
+        return -1;
+    }
     int got[2];
     int rc = real_pipe2 ? real_pipe2(got, flags) : (int)syscall(SYS_pipe2, got, flags);
     if (rc != 0)

@@ -87,7 +87,12 @@ static ssize_t read_file(int f, char *buf, size_t cap)
 {
     if (!paths[f][0])
         return -1;
-    int once = still_ours(f) ? -1 : open_file(f);
+    int once = -1;
+    if (!still_ours(f)) {
+        /* not ours (any more): never read through that number again */
+        __atomic_store_n(&fds[f], -1, __ATOMIC_RELEASE);
+        once = open_file(f);
+    }
     int fd = once >= 0 ? once : fds[f];
     ssize_t n = fd >= 0 ? pread(fd, buf, cap - 1, 0) : -1;
     if (once >= 0)

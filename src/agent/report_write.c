@@ -225,11 +225,11 @@ static void write_sites(mt_out *o, int in_handler)
         mt_out_str(o, "\nmodule ");
         mt_out_i64(o, i + 1);
         mt_out_str(o, " bias=");
-        mt_out_hex(o, mt_module_shown(m, m->bias));
+        mt_out_hex(o, mt_module_shown(i, m->bias));
         mt_out_str(o, " start=");
-        mt_out_hex(o, mt_module_shown(m, m->start));
+        mt_out_hex(o, mt_module_shown(i, m->start));
         mt_out_str(o, " end=");
-        mt_out_hex(o, mt_module_shown(m, m->end));
+        mt_out_hex(o, mt_module_shown(i, m->end));
         mt_out_str(o, " buildid=");
         for (unsigned k = 0; k < m->build_id_len; k++) {
             mt_out_char(o, hex[m->build_id[k] >> 4]);

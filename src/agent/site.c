@@ -4,6 +4,7 @@
 
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -244,8 +245,12 @@ static int same_frames(const uintptr_t *a, const uintptr_t *b, int n)
     return 1;
 }
 
-static void note_modules(const uintptr_t *pcs, int n);
+static void note_modules(const uintptr_t *pcs, int n, uint32_t id);
 static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n);
+/* [MT_SITES_MAX], mapped at the first unload: 0 for a site in use, else
+ * retired (mt_modules_after_dlclose): where its frames' module entries
+ * were recorded, plus 1, or NO_RECORD. */
+static _Atomic uint32_t *_Atomic site_retired;
 
 /* A record for a new site: this thread's spare (claimed earlier, lost a
  * race) or a fresh one; 0 when the table is full. */
@@ -277,19 +282,23 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
                 return 0;
             }
             mt_site *s = &mt_sites[mine];
+            _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+            if (MT_UNLIKELY(retired != NULL)) /* a spare record an unload's scan saw */
+                atomic_store_explicit(&retired[mine], 0, memory_order_relaxed);
             s->hash = h;
             s->cat = (uint16_t)cat;
             s->nframes = (uint16_t)n;
             memcpy(frames_of(mine), pcs, (size_t)n * sizeof *pcs);
             if (atomic_compare_exchange_strong(&buckets[i], &id, mine)) {
-                note_modules(pcs, n);
+                note_modules(pcs, n, mine);
                 return mine;
             }
             mt_t.spare_site = mine; /* another thread filled this bucket: id is theirs */
         }
         const mt_site *s = &mt_sites[id];
-        if (__atomic_load_n(&s->hash, __ATOMIC_RELAXED) == h && s->cat == cat && s->nframes == n &&
-            same_frames(frames_of(id), pcs, n))
+        _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_relaxed);
+        if (s->hash == h && s->cat == cat && s->nframes == n && same_frames(frames_of(id), pcs, n) &&
+            (MT_LIKELY(retired == NULL) || atomic_load_explicit(&retired[id], memory_order_acquire) == 0))
             return id;
         i = (i + 1) & (NBUCKETS - 1);
     }
@@ -472,6 +481,7 @@ int mt_site_sum_of(uint32_t id, mt_site_sum *out)
 static mt_module modules[MODULES_MAX];
 static _Atomic int nmodules;
 static atomic_flag module_lock = ATOMIC_FLAG_INIT;
+static int modules_full_said; /* under module_lock */
 static char *paths;
 static size_t paths_used;
 
@@ -545,18 +555,53 @@ static int describe(uintptr_t bias, const ElfW(Phdr) * phdr, int phnum, mt_modul
  * here, for a few loads and stores: no holder ever waits for anything, so
  * taking it by spinning cannot deadlock (not even against the loader's
  * lock, which dl_iterate_phdr may hold around note_one). */
-static void add_module(mt_module *m, const char *name)
+static int same_place(const mt_module *a, const mt_module *b)
+{
+    return a->start == b->start && a->end == b->end && a->bias == b->bias;
+}
+
+static void lower_first_site(mt_module *m, uint32_t id)
+{
+    uint32_t was = __atomic_load_n(&m->first_site, __ATOMIC_RELAXED);
+    while (id < was &&
+           !__atomic_compare_exchange_n(&m->first_site, &was, id, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+static void add_module(mt_module *m, const char *name, uint32_t first_site)
 {
     while (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
         __builtin_ia32_pause();
-    int n = atomic_load(&nmodules), known = 0;
-    for (int i = 0; i < n && !known; i++)
-        known = modules[i].start == m->start && modules[i].end == m->end && modules[i].bias == m->bias &&
-                !gone_of(&modules[i]);
-    if (!known && n < MODULES_MAX) {
-        m->path = keep_path(name && name[0] ? name : exe_path);
+    const char *path = name && name[0] ? name : exe_path;
+    int n = atomic_load(&nmodules), known = -1, again = -1;
+    for (int i = 0; i < n && known < 0; i++) {
+        if (!same_place(&modules[i], m))
+            continue;
+        if (!gone_of(&modules[i]))
+            known = i;
+        else if (again < 0 && modules[i].build_id_len == m->build_id_len &&
+                 memcmp(modules[i].build_id, m->build_id, m->build_id_len) == 0 &&
+                 strcmp(modules[i].path, path) == 0)
+            again = i;
+    }
+    if (known >= 0) {
+        lower_first_site(&modules[known], first_site);
+    } else if (again >= 0) {
+        /* The same file back at the same place (a plugin reloaded): its
+         * entry serves again, so reloads do not fill the table. Frames of
+         * the sites made the time before resolve to the same file. */
+        __atomic_store_n(&modules[again].first_site, first_site, __ATOMIC_RELAXED);
+        __atomic_store_n(&modules[again].gone, 0, __ATOMIC_RELEASE);
+    } else if (n < MODULES_MAX) {
+        m->path = keep_path(path);
+        m->gone = 0;
+        m->first_site = first_site;
         modules[n] = *m;
         atomic_store_explicit(&nmodules, n + 1, memory_order_release);
+    } else if (!modules_full_said) {
+        modules_full_said = 1;
+        mt_say("detail mode: the module table is full (4096 objects loaded over the run): frames in objects "
+               "loaded from now on are not named");
     }
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
 }
@@ -568,19 +613,21 @@ static int note_one(struct dl_phdr_info *info, size_t size, void *arg)
     (void)arg;
     mt_module m;
     if (describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) == 0)
-        add_module(&m, info->dlpi_name);
+        add_module(&m, info->dlpi_name, mt_site_count_ids());
     return 0;
 }
 
 /* Notes the modules of a new site's frames while they are loaded. Without
  * the loader's lock: _dl_find_object finds the object, and its program
  * headers are read where its ELF header is mapped. */
-static void note_modules(const uintptr_t *pcs, int n)
+static void note_modules(const uintptr_t *pcs, int n, uint32_t id)
 {
     for (int i = 0; i < n; i++) {
         struct dl_find_object f;
-        if (module_index(pcs[i]) >= 0 || in_self(pcs[i]) || _dl_find_object((void *)pcs[i], &f) != 0 ||
-            !f.dlfo_link_map)
+        int known = module_index(pcs[i]);
+        if (known >= 0) /* a spare record taken back may be below its first site */
+            lower_first_site(&modules[known], id);
+        if (known >= 0 || in_self(pcs[i]) || _dl_find_object((void *)pcs[i], &f) != 0 || !f.dlfo_link_map)
             continue;
         const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f.dlfo_map_start;
         if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
@@ -589,7 +636,7 @@ static void note_modules(const uintptr_t *pcs, int n)
         mt_module m;
         if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff),
                      eh->e_phnum, &m) == 0)
-            add_module(&m, f.dlfo_link_map->l_name);
+            add_module(&m, f.dlfo_link_map->l_name, id);
     }
 }
 
@@ -598,99 +645,119 @@ static void note_modules(const uintptr_t *pcs, int n)
  * return addresses of the first one's sites would be read as the second
  * one's code, and a stack walked through the second one would find the
  * first one's site (same addresses). So after each dlclose the modules no
- * longer loaded are marked gone, at a new unload generation G, and every
- * site with a frame in one of them is retired: its hash no longer matches
- * the stack it was made from (find_or_add makes a new site for it), and
- * the report shows its frames in gone modules, and those modules' ranges,
- * shifted by G << MT_GONE_SHIFT. */
+ * longer loaded are marked gone, and every site with a frame in one of
+ * them is retired: find_or_add no longer matches it (a stack walked later
+ * makes a new site), and which module table entry each of its frames lay
+ * in is recorded then, when that is known. A report shows a gone entry's
+ * range, and the frames recorded in it, shifted by the entry's number
+ * (mt_module_shown). The same file loaded again at the same place takes
+ * its entry back (add_module), so reloads do not fill the table. */
 
-#define RETIRED_MARK 0x9e3779b97f4a7c15ull
-static _Atomic uint32_t unload_gen;
-static _Atomic uint32_t *site_retired; /* [MT_SITES_MAX]: the generation a site was retired at */
+#define NO_MODULE 0xffffu
+#define RECORDS_MAX (8u << 20) /* frames' module entries of retired sites: 16 MiB reserved */
+#define NO_RECORD UINT32_MAX   /* retired, its frames' entries not recorded (no room) */
+static uint16_t *records;      /* site_retired[id] - 1 is the offset of site id's */
+static uint32_t records_used;  /* under unload_lock */
+static atomic_flag unload_lock = ATOMIC_FLAG_INIT;
+static uint16_t gone_now[MODULES_MAX]; /* under unload_lock */
 
 /* Whether the module noted in m is still what is loaded at its address. */
 static int still_loaded(const mt_module *m)
 {
     struct dl_find_object f;
-    return _dl_find_object((void *)m->start, &f) == 0 && f.dlfo_link_map &&
-           f.dlfo_link_map->l_addr == m->bias;
+    if (_dl_find_object((void *)m->start, &f) != 0 || !f.dlfo_link_map || f.dlfo_link_map->l_addr != m->bias)
+        return 0;
+    const char *name = f.dlfo_link_map->l_name;
+    return !name || !name[0] || strcmp(name, m->path) == 0;
 }
 
-#define GONE_BATCH 64
+/* The entry a frame of a site being retired lies in: one that went just
+ * now, else a loaded one. */
+static uint16_t entry_of(uintptr_t pc, int ngone)
+{
+    for (int j = 0; j < ngone; j++) {
+        const mt_module *m = &modules[gone_now[j]];
+        if (pc - m->start < m->end - m->start)
+            return gone_now[j];
+    }
+    int i = module_index(pc);
+    return i >= 0 ? (uint16_t)i : NO_MODULE;
+}
+
 void mt_modules_after_dlclose(void)
 {
-    uintptr_t lo[GONE_BATCH], len[GONE_BATCH];
-    int ngone = 0, more = 0;
+    if (!mt_sites)
+        return;
     mt_t.in_agent++;
-    while (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
-        __builtin_ia32_pause();
-    uint32_t g = atomic_load(&unload_gen) + 1;
-    int n = atomic_load(&nmodules);
-    for (int i = 0; i < n; i++) {
-        mt_module *m = &modules[i];
-        if (gone_of(m) || still_loaded(m))
-            continue;
-        __atomic_store_n(&m->gone, g, __ATOMIC_RELEASE);
-        if (ngone < GONE_BATCH) {
-            lo[ngone] = m->start;
-            len[ngone++] = m->end - m->start;
-        } else {
-            more = 1;
-        }
+    while (atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire))
+        sched_yield();
+    _Atomic uint32_t *retired = atomic_load(&site_retired);
+    if (!retired && atomic_load(&nmodules) > 0) {
+        records = map_table(sizeof(uint16_t) * RECORDS_MAX);
+        retired = map_table(sizeof(uint32_t) * MT_SITES_MAX);
+        atomic_store_explicit(&site_retired, retired, memory_order_release);
     }
-    if (ngone)
-        atomic_store(&unload_gen, g);
-    atomic_flag_clear_explicit(&module_lock, memory_order_release);
-    if (ngone && !site_retired)
-        site_retired = map_table(sizeof(uint32_t) * MT_SITES_MAX);
-    uint32_t ids = mt_sites && site_retired && ngone ? mt_site_count_ids() : 0;
-    for (uint32_t id = 1; id < ids; id++) {
-        if (atomic_load_explicit(&site_retired[id], memory_order_relaxed))
+    int ngone = 0;
+    uint32_t first = UINT32_MAX;
+    if (retired) { /* else nothing is marked: without the table no site could be retired */
+        while (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
+            __builtin_ia32_pause();
+        int n = atomic_load(&nmodules);
+        for (int i = 0; i < n; i++) {
+            mt_module *m = &modules[i];
+            if (gone_of(m) || still_loaded(m))
+                continue;
+            __atomic_store_n(&m->gone, 1, __ATOMIC_RELEASE);
+            gone_now[ngone++] = (uint16_t)i;
+            uint32_t f = __atomic_load_n(&m->first_site, __ATOMIC_RELAXED);
+            if (f < first)
+                first = f;
+        }
+        atomic_flag_clear_explicit(&module_lock, memory_order_release);
+    }
+    uint32_t ids = ngone ? mt_site_count_ids() : 0;
+    for (uint32_t id = first > 0 ? first : 1; id < ids; id++) {
+        if (atomic_load_explicit(&retired[id], memory_order_relaxed))
             continue;
         const uintptr_t *f = frames_of(id);
+        unsigned nf = mt_sites[id].nframes;
         int hit = 0;
-        for (unsigned k = 0; k < mt_sites[id].nframes && !hit; k++) {
-            uintptr_t pc = f[k] - 1;
-            for (int j = 0; j < ngone && !hit; j++)
-                hit = pc - lo[j] < len[j];
-            if (!hit && more) {
-                /* more modules went at once than the batch holds: ask the
-                 * table (gone at g, and holding pc) */
-                for (int i = 0; i < n && !hit; i++)
-                    hit = gone_of(&modules[i]) == g &&
-                          pc - modules[i].start < modules[i].end - modules[i].start;
+        for (unsigned k = 0; k < nf && !hit; k++)
+            for (int j = 0; j < ngone && !hit; j++) {
+                const mt_module *m = &modules[gone_now[j]];
+                hit = f[k] - 1 - m->start < m->end - m->start;
             }
-        }
         if (!hit)
             continue;
-        atomic_store_explicit(&site_retired[id], g, memory_order_release);
-        __atomic_store_n(&mt_sites[id].hash,
-                         __atomic_load_n(&mt_sites[id].hash, __ATOMIC_RELAXED) ^ RETIRED_MARK,
-                         __ATOMIC_RELEASE);
+        uint32_t rec = NO_RECORD;
+        if (records && records_used + nf <= RECORDS_MAX) {
+            for (unsigned k = 0; k < nf; k++)
+                records[records_used + k] = entry_of(f[k] - 1, ngone);
+            rec = records_used + 1;
+            records_used += nf;
+        }
+        uint32_t none = 0; /* a spare record find_or_add takes back clears it */
+        atomic_compare_exchange_strong_explicit(&retired[id], &none, rec, memory_order_release,
+                                                memory_order_relaxed);
     }
+    atomic_flag_clear_explicit(&unload_lock, memory_order_release);
     mt_t.in_agent--;
 }
 
 uintptr_t mt_site_frame_shown(uint32_t id, unsigned k)
 {
     uintptr_t pc = frames_of(id)[k];
-    _Atomic uint32_t *retired = site_retired;
-    uint32_t r = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
-    if (r == 0)
+    _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+    uint32_t rec = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
+    if (rec == 0 || rec == NO_RECORD)
         return pc; /* every frame of a live site is in a loaded module, or none */
-    /* The module that held pc when the site was made: it was still loaded
-     * at r (the first unload that touched the site); any module at those
-     * addresses before it went earlier, any after it later. So: the one
-     * holding pc that went first at or after r. */
-    const mt_module *best = NULL;
-    int n = atomic_load_explicit(&nmodules, memory_order_acquire);
-    for (int i = 0; i < n; i++) {
-        const mt_module *m = &modules[i];
-        uint32_t gm = gone_of(m);
-        if (gm >= r && pc - 1 - m->start < m->end - m->start && (!best || gm < gone_of(best)))
-            best = m;
-    }
-    return best ? mt_module_shown(best, pc) : pc;
+    uint16_t i = records[rec - 1 + k];
+    return i == NO_MODULE ? pc : mt_module_shown(i, pc);
+}
+
+uintptr_t mt_module_shown(int i, uintptr_t a)
+{
+    return gone_of(&modules[i]) ? a + ((uintptr_t)(i + 1) << MT_GONE_SHIFT) : a;
 }
 
 void mt_site_after_fork_child(void)

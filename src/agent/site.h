@@ -255,26 +255,23 @@ typedef struct mt_module {
     const char *path;
     unsigned char build_id[32];
     unsigned build_id_len;
-    uint32_t gone; /* 0: loaded; else unloaded, at this unload generation (atomic access) */
+    uint32_t gone;       /* 1: unloaded (dlclose), 0: loaded (atomic access) */
+    uint32_t first_site; /* no site below this id has a frame in it (atomic access) */
 } mt_module;
 void mt_modules_refresh(void);
-/* After dlclose: modules no longer loaded are marked gone at a new unload
- * generation, and the sites with frames in them retired (a stack walked
- * later, through whatever is loaded at those addresses then, makes a new
- * site). Not from a signal handler. */
+/* After dlclose: modules no longer loaded are marked gone, and the sites
+ * with frames in them retired (a stack walked later, through whatever is
+ * loaded at those addresses then, makes a new site). Not from a signal
+ * handler. */
 void mt_modules_after_dlclose(void);
-/* How a report shows the addresses of an unloaded module (its range, and
- * the frames in it of the sites made while it was loaded): shifted by
- * its generation times 2^48, above every user address, so that no module
- * loaded there later is taken for it (docs/report-format.md). */
+/* How a report shows address a of module entry i: as it is while the
+ * module is loaded; once gone, shifted by (i + 1) << 48, above every user
+ * address, so that no module loaded there later is taken for it
+ * (docs/report-format.md). */
 #define MT_GONE_SHIFT 48
-#define MT_GONE_MAX 0xffffu
-static inline uintptr_t mt_module_shown(const mt_module *m, uintptr_t a)
-{
-    uint32_t g = __atomic_load_n(&m->gone, __ATOMIC_ACQUIRE);
-    return g ? a + ((uintptr_t)(g < MT_GONE_MAX ? g : MT_GONE_MAX) << MT_GONE_SHIFT) : a;
-}
-/* Frame k of site id as a report shows it (mt_module_shown). */
+uintptr_t mt_module_shown(int i, uintptr_t a);
+/* Frame k of site id as a report shows it: shifted as the entry it lay in
+ * when the site was retired, if it was. */
 uintptr_t mt_site_frame_shown(uint32_t id, unsigned k);
 /* In a fork child: lets go of the module lock another thread held. */
 void mt_site_after_fork_child(void);

@@ -165,9 +165,7 @@ static void host_modules(void *ctx, struct mt_trace_writer *w)
     int n = mt_module_count();
     for (int i = 0; i < n; i++) {
         const mt_module *m = mt_module_get(i);
-        /* An unloaded one is left out: another may be loaded at its place
-         * (a trace has no unload records; its stacks' frames are as walked) */
-        if (m && !__atomic_load_n(&m->gone, __ATOMIC_ACQUIRE))
+        if (m)
             mt_trace_write_module(w, m->start, m->end, m->bias, m->path, m->build_id_len ? m->build_id : NULL,
                                   m->build_id_len);
     }

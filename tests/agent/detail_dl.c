@@ -5,11 +5,14 @@
  * offsets, a larger frame) and its f is called (2002 bytes) from the same
  * line of main through call(), with stack residue planted where a stale
  * rule would look: both stacks have the same return addresses.
- * Usage: detail_dl DIR N   (DIR holds the libraries) */
+ * "alt": N loads of libdl_a.so and libdl_b.so in turn, each f called and
+ * its block kept, each library unloaded after.
+ * Usage: detail_dl DIR N [alt]   (DIR holds the libraries) */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef void *(*alloc_fn)(size_t);
 void plant(uintptr_t v);
@@ -66,6 +69,19 @@ __attribute__((noinline)) static void finish(int i)
 
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[3], "alt") == 0) {
+        /* a plugin host: libdl_a.so and libdl_b.so in turn, N loads in
+         * all, each at the same place; each f's block kept */
+        int loads = atoi(argv[2]);
+        volatile int again = 1;
+        for (int i = 0; i < loads && again; i++) {
+            void *h = open_lib(argv[1], names[i % 2]);
+            call((alloc_fn)dlsym(h, "f"), 1001 * (size_t)(i % 2 + 1), 0);
+            dlclose(h);
+        }
+        printf("%d loads\n", loads);
+        return 0;
+    }
     if (argc != 3)
         return 2;
     int cycles = atoi(argv[2]);

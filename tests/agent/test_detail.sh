@@ -225,6 +225,16 @@ for u in cfi libunwind; do
     done
 done
 
+# A plugin host loading two libraries in turn at one place, 300 times: each
+# library's blocks in its own sites, named after it (a module table entry
+# serves the same file each time it comes back: the table stays small).
+run_detail dl_alt "unwind=cfi" "$TBIN/detail_dl" "$TBIN/dl" 300 alt
+st=$($CHECK stackb "$T/dl_alt.mtr" f)
+expect_eq "dlclose, 300 loads in turn: f's live bytes by library" "libdl_a.so $((150 * 1001)) libdl_b.so $((150 * 2002))" \
+    "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
+n=$(grep -c '^module ' "$T/dl_alt.mtr")
+expect_eq "dlclose, 300 loads in turn: the module table stays small ($n entries)" 1 "$([ "$n" -lt 40 ] && echo 1 || echo 0)"
+
 # Stacks that are not the thread's own: a handler on an 8 KiB alternate
 # signal stack allocating, or calling _exit; a makecontext coroutine. Under
 # every unwinder the program must run as without memtrail, and the block
