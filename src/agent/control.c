@@ -295,14 +295,12 @@ static int open_socket(void)
     if (lstat(tmp, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(tmp); /* a dead process with our pid was setting up */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0) /* kept for the process's life: the low numbers stay the program's */
-        fd = mt_file_fd_high(fd);
     if (fd < 0) {
         complain("socket", NULL, errno);
         return -1;
     }
-    if (!mt_file_fd_out_of_way(fd)) {
-        close(fd);
+    fd = mt_file_fd_kept_high(fd); /* kept for the process's life: the low numbers stay the program's */
+    if (fd < 0) {
         complain("the descriptor limit (ulimit -n) is too low to keep one out of the program's way", NULL, 0);
         return -1;
     }
@@ -459,12 +457,18 @@ static void serve_one(int fd, const char *cmd)
     }
 }
 
-/* Is the listening descriptor still the socket we made? The program may
- * have closed it (closefrom) or put another file at that number. */
-static int still_ours(int fd)
+/* Whether fd is still the file noted as dev/ino: the program may have
+ * closed it (closefrom, or behind the hooks) and put another file there. */
+static int is_file(int fd, dev_t dev, ino_t ino)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && st.st_dev == ctl.sock_dev && st.st_ino == ctl.sock_ino;
+    return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* Is the listening descriptor still the socket we made? */
+static int still_ours(int fd)
+{
+    return is_file(fd, ctl.sock_dev, ctl.sock_ino);
 }
 
 static int64_t now_ms(void)
@@ -504,8 +508,7 @@ static int ctl_signal; /* query=on: the real-time signal the sockets raise */
 
 static int conn_ours(const struct pending *p)
 {
-    struct stat st;
-    return fstat(p->fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino;
+    return is_file(p->fd, p->dev, p->ino);
 }
 
 /* Forgets a connection, closing it if the fd is still ours (no reply). */
@@ -802,8 +805,7 @@ void mt_control_after_fork_child(void)
     if (fd >= 0 && still_ours(fd))
         close(fd);
     fd = atomic_exchange(&ctl.conn_fd, -1);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ctl.conn_dev && st.st_ino == ctl.conn_ino)
+    if (fd >= 0 && is_file(fd, ctl.conn_dev, ctl.conn_ino))
         close(fd);
     for (int i = 0; i < PENDING_MAX; i++)
         if (pending[i].used)

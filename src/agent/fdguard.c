@@ -383,14 +383,16 @@ MT_EXPORT int pipe2(int fds[2], int flags)
     if (rc != 0)
         return rc;
     int saved = errno;
-    got[0] = mt_file_fd_high(got[0]);
-    got[1] = mt_file_fd_high(got[1]);
-    if (!mt_file_fd_out_of_way(got[0]) || !mt_file_fd_out_of_way(got[1])) {
+    got[0] = mt_file_fd_kept_high(got[0]);
+    got[1] = mt_file_fd_kept_high(got[1]);
+    if (got[0] < 0 || got[1] < 0) {
         /* A descriptor limit too small to keep them out of the program's
-         * way: no pipe. libunwind then takes the addresses it would check
-         * as unreadable, and its frame-chain guesses stop there. */
-        (void)do_close(got[0]);
-        (void)do_close(got[1]);
+         * way: no pipe (EMFILE). libunwind then takes the addresses it
+         * would check as unreadable, and its frame-chain guesses stop
+         * there. */
+        for (int i = 0; i < 2; i++)
+            if (got[i] >= 0)
+                (void)do_close(got[i]);
         errno = EMFILE;
         return -1;
     }

@@ -259,6 +259,9 @@ static uint32_t claim(void)
     uint32_t id = mt_t.spare_site;
     if (id) {
         mt_t.spare_site = 0;
+        _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+        if (MT_UNLIKELY(retired != NULL)) /* an unload's scan may have seen the record */
+            atomic_store_explicit(&retired[id], 0, memory_order_relaxed);
         return id;
     }
     id = atomic_fetch_add(&next_id, 1);
@@ -282,9 +285,6 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
                 return 0;
             }
             mt_site *s = &mt_sites[mine];
-            _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
-            if (MT_UNLIKELY(retired != NULL)) /* a spare record an unload's scan saw */
-                atomic_store_explicit(&retired[mine], 0, memory_order_relaxed);
             s->hash = h;
             s->cat = (uint16_t)cat;
             s->nframes = (uint16_t)n;
@@ -490,12 +490,17 @@ static inline uint32_t gone_of(const mt_module *m)
     return __atomic_load_n(&m->gone, __ATOMIC_ACQUIRE);
 }
 
+static inline int holds(const mt_module *m, uintptr_t pc)
+{
+    return pc - m->start < m->end - m->start;
+}
+
 /* The loaded module that holds pc, or -1. */
 static int module_index(uintptr_t pc)
 {
     int n = atomic_load_explicit(&nmodules, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (pc - modules[i].start < modules[i].end - modules[i].start && !gone_of(&modules[i]))
+        if (holds(&modules[i], pc) && !gone_of(&modules[i]))
             return i;
     return -1;
 }
@@ -675,11 +680,9 @@ static int still_loaded(const mt_module *m)
  * now, else a loaded one. */
 static uint16_t entry_of(uintptr_t pc, int ngone)
 {
-    for (int j = 0; j < ngone; j++) {
-        const mt_module *m = &modules[gone_now[j]];
-        if (pc - m->start < m->end - m->start)
+    for (int j = 0; j < ngone; j++)
+        if (holds(&modules[gone_now[j]], pc))
             return gone_now[j];
-    }
     int i = module_index(pc);
     return i >= 0 ? (uint16_t)i : NO_MODULE;
 }
@@ -723,10 +726,8 @@ void mt_modules_after_dlclose(void)
         unsigned nf = mt_sites[id].nframes;
         int hit = 0;
         for (unsigned k = 0; k < nf && !hit; k++)
-            for (int j = 0; j < ngone && !hit; j++) {
-                const mt_module *m = &modules[gone_now[j]];
-                hit = f[k] - 1 - m->start < m->end - m->start;
-            }
+            for (int j = 0; j < ngone && !hit; j++)
+                hit = holds(&modules[gone_now[j]], f[k] - 1);
         if (!hit)
             continue;
         uint32_t rec = NO_RECORD;
@@ -736,7 +737,7 @@ void mt_modules_after_dlclose(void)
             rec = records_used + 1;
             records_used += nf;
         }
-        uint32_t none = 0; /* a spare record find_or_add takes back clears it */
+        uint32_t none = 0; /* a spare record claim takes back clears it */
         atomic_compare_exchange_strong_explicit(&retired[id], &none, rec, memory_order_release,
                                                 memory_order_relaxed);
     }

@@ -44,6 +44,17 @@ int mt_file_fd_out_of_way(int fd)
     return lim >= 32 && fd >= 3 && fd >= lim / 2;
 }
 
+int mt_file_fd_kept_high(int fd)
+{
+    fd = mt_file_fd_high(fd);
+    if (fd >= 0 && !mt_file_fd_out_of_way(fd)) {
+        close(fd);
+        errno = EMFILE;
+        return -1;
+    }
+    return fd;
+}
+
 int mt_file_fd_high(int fd)
 {
     long lim = fd_limit();
@@ -88,11 +99,9 @@ static int outdir_fd(void)
     int nfd = open_dir(outdir.path);
     if (nfd < 0)
         return nfd;
-    nfd = mt_file_fd_high(nfd);
-    if (!mt_file_fd_out_of_way(nfd)) { /* a tiny ulimit -n: opened for each file (dir_of) */
-        close(nfd);
+    nfd = mt_file_fd_kept_high(nfd); /* a tiny ulimit -n: -EMFILE, opened for each file (dir_of) */
+    if (nfd < 0)
         return -EMFILE;
-    }
     if (fstat(nfd, &st) != 0) {
         int e = -errno;
         close(nfd);
@@ -134,23 +143,21 @@ int mt_file_outdir_set(const char *path, int is_file)
         outdir.len = 0;
         return fd;
     }
-    fd = mt_file_fd_high(fd);
+    /* Under a descriptor limit too small to keep it out of the program's
+     * way (-1), the directory is opened by its path for each file (dir_of),
+     * as when the program closed it. */
+    fd = mt_file_fd_kept_high(fd);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (fd >= 0 && fstat(fd, &st) != 0) {
         int e = -errno;
         close(fd);
         outdir.len = 0;
         return e;
     }
-    if (!mt_file_fd_out_of_way(fd)) {
-        /* Under a descriptor limit too small to keep it out of the
-         * program's way, the directory is opened by its path for each file
-         * (dir_of), as when the program closed it. */
-        close(fd);
-        fd = -1;
+    if (fd >= 0) {
+        outdir.dev = st.st_dev;
+        outdir.ino = st.st_ino;
     }
-    outdir.dev = st.st_dev;
-    outdir.ino = st.st_ino;
     int old = __atomic_exchange_n(&outdir.fd, fd, __ATOMIC_ACQ_REL);
     (void)old; /* set once at start-up; an earlier one is the program's by now */
     outdir.len = len;

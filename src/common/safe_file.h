@@ -93,5 +93,9 @@ int mt_file_fd_high(int fd);
  * program's way: in the upper half of a limit of 32 or more. Below that,
  * a program sized for its limit would miss every descriptor taken. */
 int mt_file_fd_out_of_way(int fd);
+/* A descriptor to keep for the process's life: mt_file_fd_high, then the
+ * new number when it is out of the program's way; else -1 with errno
+ * EMFILE, fd closed (the limit leaves no room for one). */
+int mt_file_fd_kept_high(int fd);
 
 #endif
