@@ -221,10 +221,6 @@ static inline uintptr_t *frames_of(uint32_t id)
 {
     return frames + (size_t)id * (size_t)mt_site_opt.depth;
 }
-const uintptr_t *mt_site_frames(uint32_t id)
-{
-    return frames_of(id);
-}
 
 static uint64_t hash_stack(unsigned cat, const uintptr_t *pcs, int n)
 {
@@ -245,12 +241,22 @@ static int same_frames(const uintptr_t *a, const uintptr_t *b, int n)
     return 1;
 }
 
-static void note_modules(const uintptr_t *pcs, int n, uint32_t id);
+static int note_modules(const uintptr_t *pcs, int n, uint32_t id);
+static void revive(uint32_t from);
 static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n);
 /* [MT_SITES_MAX], mapped at the first unload: 0 for a site in use, else
  * retired (mt_modules_after_dlclose): where its frames' module entries
- * were recorded, plus 1, or NO_RECORD. */
+ * were recorded, plus 1, or NO_RECORD; with REVIVED, in use again (every
+ * entry recorded is loaded again: revive). */
 static _Atomic uint32_t *_Atomic site_retired;
+#define NO_RECORD UINT32_MAX /* retired, its frames' entries not recorded (no room) */
+#define REVIVED 0x80000000u
+static _Atomic int gone_entries; /* module entries marked gone, not taken back */
+
+static inline int serves(uint32_t v)
+{
+    return v == 0 || (v != NO_RECORD && (v & REVIVED));
+}
 
 /* A record for a new site: this thread's spare (claimed earlier, lost a
  * race) or a fresh one; 0 when the table is full. */
@@ -274,11 +280,26 @@ static uint32_t claim(void)
 
 static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
 {
+    /* Another thread's dlclose under way: the library it unloads may be
+     * unmapped already, and another one mapped at its place, that this
+     * stack went through; its scan may not have marked it yet. */
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_unloading, memory_order_acquire)))
+        mt_modules_after_dlclose();
     uint64_t h = hash_stack(cat, pcs, n);
     size_t i = (size_t)h & (NBUCKETS - 1);
+    int looked = 0;
     for (;;) {
         uint32_t id = atomic_load_explicit(&buckets[i], memory_order_acquire);
         if (id == 0) {
+            /* A library unloaded may be back: its sites then serve again,
+             * and this stack may be one of them. */
+            if (MT_UNLIKELY(atomic_load_explicit(&gone_entries, memory_order_relaxed) > 0) && !looked) {
+                looked = 1;
+                if (note_modules(pcs, n, mt_site_count_ids())) {
+                    i = (size_t)h & (NBUCKETS - 1);
+                    continue;
+                }
+            }
             uint32_t mine = claim();
             if (mine == 0) {
                 atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -298,7 +319,7 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
         const mt_site *s = &mt_sites[id];
         _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_relaxed);
         if (s->hash == h && s->cat == cat && s->nframes == n && same_frames(frames_of(id), pcs, n) &&
-            (MT_LIKELY(retired == NULL) || atomic_load_explicit(&retired[id], memory_order_acquire) == 0))
+            (MT_LIKELY(retired == NULL) || serves(atomic_load_explicit(&retired[id], memory_order_acquire))))
             return id;
         i = (i + 1) & (NBUCKETS - 1);
     }
@@ -573,7 +594,8 @@ static void lower_first_site(mt_module *m, uint32_t id)
     }
 }
 
-static void add_module(mt_module *m, const char *name, uint32_t first_site)
+/* Returns the entry taken back (the same file back at the same place), or -1. */
+static int add_module(mt_module *m, const char *name, uint32_t first_site)
 {
     while (atomic_flag_test_and_set_explicit(&module_lock, memory_order_acquire))
         __builtin_ia32_pause();
@@ -593,14 +615,18 @@ static void add_module(mt_module *m, const char *name, uint32_t first_site)
         lower_first_site(&modules[known], first_site);
     } else if (again >= 0) {
         /* The same file back at the same place (a plugin reloaded): its
-         * entry serves again, so reloads do not fill the table. Frames of
-         * the sites made the time before resolve to the same file. */
-        __atomic_store_n(&modules[again].first_site, first_site, __ATOMIC_RELAXED);
+         * entry serves again, so reloads do not fill the table, and the
+         * sites made the time before can serve again (revive). */
+        lower_first_site(&modules[again], first_site);
         __atomic_store_n(&modules[again].gone, 0, __ATOMIC_RELEASE);
+        atomic_fetch_sub_explicit(&gone_entries, 1, memory_order_relaxed);
     } else if (n < MODULES_MAX) {
         m->path = keep_path(path);
         m->gone = 0;
         m->first_site = first_site;
+        m->reused = 0;
+        for (int i = 0; i < n && !m->reused; i++)
+            m->reused = modules[i].start < m->end && m->start < modules[i].end;
         modules[n] = *m;
         atomic_store_explicit(&nmodules, n + 1, memory_order_release);
     } else if (!modules_full_said) {
@@ -609,6 +635,7 @@ static void add_module(mt_module *m, const char *name, uint32_t first_site)
                "loaded from now on are not named");
     }
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
+    return known < 0 ? again : -1;
 }
 
 /* dl_iterate_phdr callback: notes every loaded module. */
@@ -617,16 +644,21 @@ static int note_one(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     (void)arg;
     mt_module m;
-    if (describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) == 0)
-        add_module(&m, info->dlpi_name, mt_site_count_ids());
+    if (describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) == 0) {
+        int back = add_module(&m, info->dlpi_name, mt_site_count_ids());
+        if (back >= 0)
+            revive(__atomic_load_n(&modules[back].first_site, __ATOMIC_RELAXED));
+    }
     return 0;
 }
 
 /* Notes the modules of a new site's frames while they are loaded. Without
  * the loader's lock: _dl_find_object finds the object, and its program
- * headers are read where its ELF header is mapped. */
-static void note_modules(const uintptr_t *pcs, int n, uint32_t id)
+ * headers are read where its ELF header is mapped. Returns whether an
+ * entry was taken back (then the retired sites that can serve again do). */
+static int note_modules(const uintptr_t *pcs, int n, uint32_t id)
 {
+    uint32_t back_from = UINT32_MAX;
     for (int i = 0; i < n; i++) {
         struct dl_find_object f;
         int known = module_index(pcs[i]);
@@ -640,9 +672,17 @@ static void note_modules(const uintptr_t *pcs, int n, uint32_t id)
             continue; /* left for the report's refresh */
         mt_module m;
         if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff),
-                     eh->e_phnum, &m) == 0)
-            add_module(&m, f.dlfo_link_map->l_name, id);
+                     eh->e_phnum, &m) != 0)
+            continue;
+        int back = add_module(&m, f.dlfo_link_map->l_name, id);
+        uint32_t from = back >= 0 ? __atomic_load_n(&modules[back].first_site, __ATOMIC_RELAXED) : UINT32_MAX;
+        if (from < back_from)
+            back_from = from;
     }
+    if (back_from == UINT32_MAX)
+        return 0;
+    revive(back_from);
+    return 1;
 }
 
 /* ---- unloaded modules ---------------------------------------------------
@@ -655,12 +695,14 @@ static void note_modules(const uintptr_t *pcs, int n, uint32_t id)
  * makes a new site), and which module table entry each of its frames lay
  * in is recorded then, when that is known. A report shows a gone entry's
  * range, and the frames recorded in it, shifted by the entry's number
- * (mt_module_shown). The same file loaded again at the same place takes
- * its entry back (add_module), so reloads do not fill the table. */
+ * (mt_module_shown); a trace, the entries noted where another lay
+ * (mt_module_traced). The same file loaded again at the same place takes
+ * its entry back (add_module), so reloads do not fill the table, and the
+ * retired sites whose entries are all loaded again serve again (revive),
+ * so they do not fill the site table either. */
 
 #define NO_MODULE 0xffffu
 #define RECORDS_MAX (8u << 20) /* frames' module entries of retired sites: 16 MiB reserved */
-#define NO_RECORD UINT32_MAX   /* retired, its frames' entries not recorded (no room) */
 static uint16_t *records;      /* site_retired[id] - 1 is the offset of site id's */
 static uint32_t records_used;  /* under unload_lock */
 static atomic_flag unload_lock = ATOMIC_FLAG_INIT;
@@ -711,6 +753,7 @@ void mt_modules_after_dlclose(void)
             if (gone_of(m) || still_loaded(m))
                 continue;
             __atomic_store_n(&m->gone, 1, __ATOMIC_RELEASE);
+            atomic_fetch_add_explicit(&gone_entries, 1, memory_order_relaxed);
             gone_now[ngone++] = (uint16_t)i;
             uint32_t f = __atomic_load_n(&m->first_site, __ATOMIC_RELAXED);
             if (f < first)
@@ -720,7 +763,8 @@ void mt_modules_after_dlclose(void)
     }
     uint32_t ids = ngone ? mt_site_count_ids() : 0;
     for (uint32_t id = first > 0 ? first : 1; id < ids; id++) {
-        if (atomic_load_explicit(&retired[id], memory_order_relaxed))
+        uint32_t was = atomic_load_explicit(&retired[id], memory_order_relaxed);
+        if (!serves(was))
             continue;
         const uintptr_t *f = frames_of(id);
         unsigned nf = mt_sites[id].nframes;
@@ -730,6 +774,11 @@ void mt_modules_after_dlclose(void)
                 hit = holds(&modules[gone_now[j]], f[k] - 1);
         if (!hit)
             continue;
+        if (was) { /* revived: its record still says where its frames lie */
+            atomic_compare_exchange_strong_explicit(&retired[id], &was, was & ~REVIVED, memory_order_release,
+                                                    memory_order_relaxed);
+            continue;
+        }
         uint32_t rec = NO_RECORD;
         if (records && records_used + nf <= RECORDS_MAX) {
             for (unsigned k = 0; k < nf; k++)
@@ -745,6 +794,32 @@ void mt_modules_after_dlclose(void)
     mt_t.in_agent--;
 }
 
+/* After an entry was taken back: each retired site from id `from` up
+ * whose recorded entries are all loaded again serves again, so a plugin
+ * reloaded many times keeps its sites (find_or_add matches them again).
+ * An unload's scan under way: left retired (a stack walked later makes a
+ * new site, as before). */
+static void revive(uint32_t from)
+{
+    _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+    if (!retired || atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire))
+        return;
+    uint32_t ids = mt_site_count_ids();
+    for (uint32_t id = from > 0 ? from : 1; id < ids; id++) {
+        uint32_t was = atomic_load_explicit(&retired[id], memory_order_relaxed);
+        if (serves(was))
+            continue;
+        unsigned nf = mt_sites[id].nframes, k = 0;
+        const uint16_t *r = records + was - 1;
+        while (k < nf && (r[k] == NO_MODULE || !gone_of(&modules[r[k]])))
+            k++;
+        if (k == nf)
+            atomic_compare_exchange_strong_explicit(&retired[id], &was, was | REVIVED, memory_order_release,
+                                                    memory_order_relaxed);
+    }
+    atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+}
+
 uintptr_t mt_site_frame_shown(uint32_t id, unsigned k)
 {
     uintptr_t pc = frames_of(id)[k];
@@ -752,7 +827,7 @@ uintptr_t mt_site_frame_shown(uint32_t id, unsigned k)
     uint32_t rec = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
     if (rec == 0 || rec == NO_RECORD)
         return pc; /* every frame of a live site is in a loaded module, or none */
-    uint16_t i = records[rec - 1 + k];
+    uint16_t i = records[(rec & ~REVIVED) - 1 + k];
     return i == NO_MODULE ? pc : mt_module_shown(i, pc);
 }
 
@@ -761,9 +836,43 @@ uintptr_t mt_module_shown(int i, uintptr_t a)
     return gone_of(&modules[i]) ? a + ((uintptr_t)(i + 1) << MT_GONE_SHIFT) : a;
 }
 
+uintptr_t mt_module_traced(int i, uintptr_t a)
+{
+    return modules[i].reused ? a + ((uintptr_t)(i + 1) << MT_GONE_SHIFT) : a;
+}
+
+/* Each frame shifted as the entry it lies in: the one recorded when the
+ * site was retired, else the loaded one that holds it (a live site's
+ * modules are loaded). Under unload_lock once there were unloads, so that
+ * a site is not seen between its modules marked gone and it retired. */
+int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
+{
+    int n = mt_sites[id].nframes;
+    if (n > max)
+        n = max;
+    _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+    if (retired) {
+        mt_t.in_agent++;
+        while (atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire))
+            sched_yield();
+    }
+    uint32_t rec = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
+    const uintptr_t *f = frames_of(id);
+    for (int k = 0; k < n; k++) {
+        int i = rec == 0 ? module_index(f[k] - 1) : rec == NO_RECORD ? -1 : records[(rec & ~REVIVED) - 1 + k];
+        out[k] = i < 0 || i == NO_MODULE ? f[k] : mt_module_traced(i, f[k]);
+    }
+    if (retired) {
+        atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+        mt_t.in_agent--;
+    }
+    return n;
+}
+
 void mt_site_after_fork_child(void)
 {
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
+    atomic_flag_clear_explicit(&unload_lock, memory_order_release);
 }
 
 void mt_modules_refresh(void)

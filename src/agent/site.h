@@ -122,6 +122,11 @@ int mt_site_unw_steps(uintptr_t *pcs, int max);
 void mt_site_flush_unwind_caches(void);
 /* Bumped by every dlclose: unwind rules cached before may be stale. */
 extern _Atomic unsigned mt_code_gen;
+/* Threads inside dlclose (from before the real one to the end of the
+ * unload's scan): while any is, a walk reads no cached rule or memo and a
+ * site lookup first looks for modules gone (a library unmapped, and
+ * another mapped at its place, before the unloading thread's scan). */
+extern _Atomic int mt_unloading;
 /* site_cfi.c: walks from the frame whose return address is pc, stack
  * pointer sp (its caller's CFA) and rbp bp, into out[max] using the
  * objects' .eh_frame rules; returns the frames, or -1 where it cannot go
@@ -244,7 +249,6 @@ typedef struct mt_site_sum {
 } mt_site_sum;
 uint32_t mt_site_count_ids(void);                  /* ids in use are below this */
 int mt_site_sum_of(uint32_t id, mt_site_sum *out); /* 0 when the site has no blocks */
-const uintptr_t *mt_site_frames(uint32_t id);
 int64_t mt_site_dropped(void);
 const char *mt_site_unwinder(void);
 
@@ -257,6 +261,7 @@ typedef struct mt_module {
     unsigned build_id_len;
     uint32_t gone;       /* 1: unloaded (dlclose), 0: loaded (atomic access) */
     uint32_t first_site; /* no site below this id has a frame in it (atomic access) */
+    uint32_t reused;     /* 1: noted where an earlier entry (another file) lay */
 } mt_module;
 void mt_modules_refresh(void);
 /* After dlclose: modules no longer loaded are marked gone, and the sites
@@ -273,6 +278,12 @@ uintptr_t mt_module_shown(int i, uintptr_t a);
 /* Frame k of site id as a report shows it: shifted as the entry it lay in
  * when the site was retired, if it was. */
 uintptr_t mt_site_frame_shown(uint32_t id, unsigned k);
+/* How a trace shows them: a trace's module records and stacks are written
+ * as they are first needed and never taken back, so there it is the later
+ * module that is told apart: an entry noted where an earlier one lay is
+ * shifted by (i + 1) << 48 for the whole run (docs/trace-format.md). */
+uintptr_t mt_module_traced(int i, uintptr_t a);
+int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max); /* frames written */
 /* In a fork child: lets go of the module lock another thread held. */
 void mt_site_after_fork_child(void);
 int mt_module_count(void);

@@ -21,6 +21,7 @@
 #include "agent/site.h"
 
 _Atomic unsigned mt_code_gen; /* bumped by dlclose: cached rules may be stale */
+_Atomic int mt_unloading;
 
 enum { RULE_EMPTY, RULE_OK, RULE_END, RULE_UNKNOWN };
 enum { DWREG_RBP = 6, DWREG_RSP = 7, DWREG_RA = 16 };
@@ -435,10 +436,10 @@ static void compute_rule(uintptr_t ra, cfi_rule *r)
 
 /* ---- the walk ------------------------------------------------------------ */
 
-static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra)
+static const cfi_rule *rule_for(cfi_rule *cache, uintptr_t ra, int uncached)
 {
     cfi_rule *r = &cache[(ra ^ (ra >> CACHE_BITS)) & (CACHE_SIZE - 1)];
-    if (MT_LIKELY(r->pc == ra))
+    if (MT_LIKELY(r->pc == ra) && MT_LIKELY(!uncached))
         return r;
     cfi_rule fresh = {.pc = ra};
     compute_rule(ra, &fresh);
@@ -548,11 +549,14 @@ static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintp
      * any value in rbp); the rbp it began with, likewise. */
     int n = 0, first_bp = 1, bp_pending = 0;
     uintptr_t bp_at = 0;
+    /* A dlclose under way: rules cached may be for code unmapped since
+     * (and the rules put in the cache now are forgotten at its end). */
+    int uncached = atomic_load_explicit(&mt_unloading, memory_order_acquire) != 0;
     while (n < max) {
         if (pc < 4096)
             break;
         out[n++] = pc;
-        const cfi_rule *r = rule_for(cache, pc);
+        const cfi_rule *r = rule_for(cache, pc, uncached);
         if (r->kind == RULE_END)
             break;
         if (r->kind != RULE_OK)
@@ -612,8 +616,10 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
     cfi_memo *set = memo_set(cache, pc, sp);
     /* Same start, on this thread's stack with the same top (the words it
      * read lie between sp and that top: there to read again), same words:
-     * same site. */
-    for (int w = 0; w < 2; w++) {
+     * same site. No memo while a dlclose is under way: it may be of code
+     * unmapped since. */
+    int sets = MT_LIKELY(!atomic_load_explicit(&mt_unloading, memory_order_acquire)) ? 2 : 0;
+    for (int w = 0; w < sets; w++) {
         cfi_memo *m = &set[w];
         if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
             (!m->uses_bp || m->bp == bp)) {
@@ -668,12 +674,14 @@ MT_EXPORT int dlclose(void *handle)
         real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
         mt_t.in_agent--;
     }
+    atomic_fetch_add(&mt_unloading, 1);
     int rc = real_dlclose ? real_dlclose(handle) : -1;
     int saved = errno;
     atomic_fetch_add_explicit(&mt_code_gen, 1, memory_order_release);
     mt_site_flush_unwind_caches(); /* libunwind's, for its step loop (mt_site_unw) */
     if (rc == 0)
         mt_modules_after_dlclose(); /* what went, and the sites made through it */
+    atomic_fetch_sub(&mt_unloading, 1);
     errno = saved;
     return rc;
 }

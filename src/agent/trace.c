@@ -141,12 +141,7 @@ static int host_stack(void *ctx, uint32_t id, uint64_t *out, int max, unsigned *
     (void)ctx;
     if (id == 0 || id >= mt_site_count_ids())
         return -1;
-    const uintptr_t *f = mt_site_frames(id);
-    int n = mt_sites[id].nframes;
-    if (n > max)
-        n = max;
-    for (int i = 0; i < n; i++)
-        out[i] = f[i];
+    int n = mt_site_frames_traced(id, out, max);
     *category = mt_sites[id].cat;
     return n;
 }
@@ -158,7 +153,9 @@ static const char *host_category_name(void *ctx, unsigned id)
 }
 
 /* The modules noted as sites were made (no dl_iterate_phdr here: a
- * producer waiting for this thread may hold the loader's lock). */
+ * producer waiting for this thread may hold the loader's lock), gone ones
+ * too (their stacks may be written yet); each one noted where another lay
+ * shifted, as its frames are (mt_module_traced). */
 static void host_modules(void *ctx, struct mt_trace_writer *w)
 {
     (void)ctx;
@@ -166,7 +163,8 @@ static void host_modules(void *ctx, struct mt_trace_writer *w)
     for (int i = 0; i < n; i++) {
         const mt_module *m = mt_module_get(i);
         if (m)
-            mt_trace_write_module(w, m->start, m->end, m->bias, m->path, m->build_id_len ? m->build_id : NULL,
+            mt_trace_write_module(w, mt_module_traced(i, m->start), mt_module_traced(i, m->end),
+                                  mt_module_traced(i, m->bias), m->path, m->build_id_len ? m->build_id : NULL,
                                   m->build_id_len);
     }
 }

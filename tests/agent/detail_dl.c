@@ -6,13 +6,18 @@
  * line of main through call(), with stack residue planted where a stale
  * rule would look: both stacks have the same return addresses.
  * "alt": N loads of libdl_a.so and libdl_b.so in turn, each f called and
- * its block kept, each library unloaded after.
- * Usage: detail_dl DIR N [alt]   (DIR holds the libraries) */
+ * its block kept, each library unloaded after; "swap": the same through
+ * one path, DIR/plugin.so, linked to each in turn (DIR must be writable).
+ * "threads": see threads() below.
+ * Usage: detail_dl DIR N [alt|swap|threads]   (DIR holds the libraries) */
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef void *(*alloc_fn)(size_t);
 void plant(uintptr_t v);
@@ -67,15 +72,67 @@ __attribute__((noinline)) static void finish(int i)
         dlclose(handles[0]);
 }
 
+/* "threads": two threads load, call and unload libdl_a.so and libdl_b.so
+ * N times each while a third loads and unloads libdl_c.so, so that
+ * unloads, reloads and new sites race. */
+struct churn {
+    const char *dir;
+    int lib, loads;
+    void *(*fn)(void *);
+};
+
+static void *churn_f(void *arg)
+{
+    const struct churn *c = arg;
+    for (int i = 0; i < c->loads; i++) {
+        void *h = open_lib(c->dir, names[c->lib]);
+        call((alloc_fn)dlsym(h, "f"), 1001 * (size_t)(c->lib + 1), 0);
+        dlclose(h);
+    }
+    return NULL;
+}
+
+static void *churn_c(void *arg)
+{
+    const struct churn *c = arg;
+    for (int i = 0; i < c->loads; i++)
+        dlclose(open_lib(c->dir, "libdl_c.so"));
+    return NULL;
+}
+
+static int threads(const char *dir, int loads)
+{
+    struct churn c[3] = {{dir, 0, loads, churn_f}, {dir, 1, loads, churn_f}, {dir, 0, loads, churn_c}};
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        if (pthread_create(&t[i], NULL, c[i].fn, &c[i]) != 0)
+            return 2;
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    printf("%d loads each\n", loads);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[3], "alt") == 0) {
+    if (argc == 4 && strcmp(argv[3], "threads") == 0)
+        return threads(argv[1], atoi(argv[2]));
+    int swap = argc == 4 && strcmp(argv[3], "swap") == 0;
+    if (argc == 4 && (strcmp(argv[3], "alt") == 0 || swap)) {
         /* a plugin host: libdl_a.so and libdl_b.so in turn, N loads in
-         * all, each at the same place; each f's block kept */
+         * all, each at the same place; each f's block kept. "swap": both
+         * loaded by one path, DIR/plugin.so, a link to one then the other
+         * (a plugin rebuilt and reloaded) */
         int loads = atoi(argv[2]);
         volatile int again = 1;
         for (int i = 0; i < loads && again; i++) {
-            void *h = open_lib(argv[1], names[i % 2]);
+            char link[4096];
+            snprintf(link, sizeof link, "%s/plugin.so", argv[1]);
+            if (swap && ((unlink(link) != 0 && errno != ENOENT) || symlink(names[i % 2], link) != 0)) {
+                perror("detail_dl: plugin.so");
+                return 2;
+            }
+            void *h = open_lib(argv[1], swap ? "plugin.so" : names[i % 2]);
             call((alloc_fn)dlsym(h, "f"), 1001 * (size_t)(i % 2 + 1), 0);
             dlclose(h);
         }

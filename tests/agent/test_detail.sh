@@ -226,14 +226,43 @@ for u in cfi libunwind; do
 done
 
 # A plugin host loading two libraries in turn at one place, 300 times: each
-# library's blocks in its own sites, named after it (a module table entry
-# serves the same file each time it comes back: the table stays small).
-run_detail dl_alt "unwind=cfi" "$TBIN/detail_dl" "$TBIN/dl" 300 alt
-st=$($CHECK stackb "$T/dl_alt.mtr" f)
-expect_eq "dlclose, 300 loads in turn: f's live bytes by library" "libdl_a.so $((150 * 1001)) libdl_b.so $((150 * 2002))" \
-    "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
-n=$(grep -c '^module ' "$T/dl_alt.mtr")
-expect_eq "dlclose, 300 loads in turn: the module table stays small ($n entries)" 1 "$([ "$n" -lt 40 ] && echo 1 || echo 0)"
+# library's blocks in its own site, named after it (a module table entry
+# serves the same file each time it comes back, and so do the sites made
+# through it the time before: the tables stay small).
+for u in cfi libunwind; do
+    run_detail "dl_alt_$u" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" 300 alt
+    st=$($CHECK stackb "$T/dl_alt_$u.mtr" f)
+    expect_eq "dlclose, 300 loads in turn ($u): f's live bytes by library" \
+        "libdl_a.so $((150 * 1001)) libdl_b.so $((150 * 2002))" \
+        "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
+    expect_eq "dlclose, 300 loads in turn ($u): one site for each library's f (a reloaded library's sites serve again)" \
+        "2" "$(grep -c . <<<"$st")"
+    n=$(grep -c '^module ' "$T/dl_alt_$u.mtr")
+    expect_eq "dlclose, 300 loads in turn ($u): the module table stays small ($n entries)" 1 \
+        "$([ "$n" -lt 40 ] && echo 1 || echo 0)"
+done
+# Unloads, reloads and new sites racing: two threads each load, call and
+# unload libdl_a.so or libdl_b.so 500 times while a third loads and unloads
+# libdl_c.so (a library is often mapped where another was unmapped an
+# instant before, by another thread). Every block in its own library's f.
+for u in cfi libunwind; do
+    run_detail "dl_threads_$u" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" 500 threads
+    st=$($CHECK stackb "$T/dl_threads_$u.mtr" f)
+    expect_eq "dlclose on three threads ($u): f's live bytes by library" \
+        "libdl_a.so $((500 * 1001)) libdl_b.so $((500 * 2002))" \
+        "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
+    n=$(grep -c . <<<"$st")
+    expect_eq "dlclose on three threads ($u): f's sites serve again ($n sites for 1000 loads)" 1 \
+        "$([ "$n" -lt 50 ] && echo 1 || echo 0)"
+done
+
+# The same through one path, plugin.so, linked to each library in turn (a
+# plugin rebuilt and reloaded): told apart by build-id, each keeps its site.
+mkdir -p "$T/swap" && cp "$TBIN"/dl/*.so "$T/swap/"
+run_detail dl_swap "unwind=cfi" "$TBIN/detail_dl" "$T/swap" 10 swap
+expect_eq "dlclose, one path to two builds in turn: one site for each build's f, 5 x 1001 and 5 x 2002 bytes" \
+    "5005 plugin.so 10010 plugin.so" \
+    "$($CHECK stackb "$T/dl_swap.mtr" f | awk '{ split($2, m, "+"); print $1, m[1] }' | sort -n | tr '\n' ' ' | sed 's/ $//')"
 
 # Stacks that are not the thread's own: a handler on an 8 KiB alternate
 # signal stack allocating, or calling _exit; a makecontext coroutine. Under
