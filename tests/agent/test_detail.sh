@@ -225,32 +225,35 @@ for u in cfi libunwind; do
     done
 done
 
+# dl_host NAME WHAT UNWIND LOADS MODE: runs detail_dl DIR LOADS MODE, whose
+# libdl_a.so's f keeps LOADS/2 blocks of 1001 bytes and libdl_b.so's
+# LOADS/2 of 2002 (alt) or LOADS of each (threads), checks f's bytes by
+# library, and leaves f's sites ($CHECK stackb) in $st
+dl_host() {
+    local name=$1 what=$2 u=$3 loads=$4 mode=$5 each
+    each=$([ "$mode" = alt ] && echo $((loads / 2)) || echo "$loads")
+    run_detail "$name" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" "$loads" "$mode"
+    st=$($CHECK stackb "$T/$name.mtr" f)
+    expect_eq "$what ($u): f's live bytes by library" "libdl_a.so $((each * 1001)) libdl_b.so $((each * 2002))" \
+        "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
+}
+
 # A plugin host loading two libraries in turn at one place, 300 times: each
 # library's blocks in its own site, named after it (a module table entry
 # serves the same file each time it comes back, and so do the sites made
 # through it the time before: the tables stay small).
+# Then unloads, reloads and new sites racing: two threads each load, call
+# and unload libdl_a.so or libdl_b.so 500 times while a third loads and
+# unloads libdl_c.so (a library is often mapped where another was unmapped
+# an instant before, by another thread). Every block in its own library's f.
 for u in cfi libunwind; do
-    run_detail "dl_alt_$u" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" 300 alt
-    st=$($CHECK stackb "$T/dl_alt_$u.mtr" f)
-    expect_eq "dlclose, 300 loads in turn ($u): f's live bytes by library" \
-        "libdl_a.so $((150 * 1001)) libdl_b.so $((150 * 2002))" \
-        "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
+    dl_host "dl_alt_$u" "dlclose, 300 loads in turn" "$u" 300 alt
     expect_eq "dlclose, 300 loads in turn ($u): one site for each library's f (a reloaded library's sites serve again)" \
         "2" "$(grep -c . <<<"$st")"
     n=$(grep -c '^module ' "$T/dl_alt_$u.mtr")
     expect_eq "dlclose, 300 loads in turn ($u): the module table stays small ($n entries)" 1 \
         "$([ "$n" -lt 40 ] && echo 1 || echo 0)"
-done
-# Unloads, reloads and new sites racing: two threads each load, call and
-# unload libdl_a.so or libdl_b.so 500 times while a third loads and unloads
-# libdl_c.so (a library is often mapped where another was unmapped an
-# instant before, by another thread). Every block in its own library's f.
-for u in cfi libunwind; do
-    run_detail "dl_threads_$u" "unwind=$u" "$TBIN/detail_dl" "$TBIN/dl" 500 threads
-    st=$($CHECK stackb "$T/dl_threads_$u.mtr" f)
-    expect_eq "dlclose on three threads ($u): f's live bytes by library" \
-        "libdl_a.so $((500 * 1001)) libdl_b.so $((500 * 2002))" \
-        "$(awk '{ split($2, m, "+"); b[m[1]] += $1 } END { for (k in b) print k, b[k] }' <<<"$st" | sort | tr '\n' ' ' | sed 's/ $//')"
+    dl_host "dl_threads_$u" "dlclose on three threads" "$u" 500 threads
     n=$(grep -c . <<<"$st")
     expect_eq "dlclose on three threads ($u): f's sites serve again ($n sites for 1000 loads)" 1 \
         "$([ "$n" -lt 50 ] && echo 1 || echo 0)"
