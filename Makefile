@@ -384,15 +384,19 @@ $(BUILD)/tests/agent/detail_fp: tests/agent/detail.c $(BUILD)/tests/agent/libdet
 tests: $(BUILD)/tests/agent/detail_fp
 
 # Libraries detail_dl loads and unloads: dl_a and dl_b have the same code
-# at the same offsets and other unwind rules.
+# at the same offsets and other unwind rules; in dlnb/, without build-ids.
 $(BUILD)/tests/agent/dl/libdl_%.so: tests/agent/lib/dl_%.S
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -o $@ $<
+	$(CC) -shared -fPIC -Wl,--build-id -o $@ $<
 $(BUILD)/tests/agent/dl/libdl_c.so: tests/agent/lib/dl_c.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -Wl,--build-id -o $@ $<
+$(BUILD)/tests/agent/dlnb/libdl_%.so: tests/agent/lib/dl_%.S
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -Wl,--build-id=none -o $@ $<
 
-tests: $(BUILD)/tests/agent/dl/libdl_a.so $(BUILD)/tests/agent/dl/libdl_b.so $(BUILD)/tests/agent/dl/libdl_c.so
+tests: $(BUILD)/tests/agent/dl/libdl_a.so $(BUILD)/tests/agent/dl/libdl_b.so $(BUILD)/tests/agent/dl/libdl_c.so \
+       $(BUILD)/tests/agent/dlnb/libdl_a.so $(BUILD)/tests/agent/dlnb/libdl_b.so
 
 # An allocator whose blocks sit above PROT_NONE pages (test_allocators.sh).
 $(BUILD)/tests/agent/libguardalloc.so: tests/agent/lib/guardalloc.c

@@ -117,6 +117,7 @@ typedef struct mt_tls {
     uintptr_t stack_lo, stack_hi; /* this thread's stack, for frame-pointer walks (site.c); 0 = unknown */
     uint32_t spare_site;          /* a site record claimed but not published (site.c) */
     unsigned char span_depth;     /* request spans open on this thread (span.c) */
+    unsigned char dlclose_depth;  /* dlcloses under way on this thread (mt_unloading) */
     uint32_t events;              /* memory events this thread raised (meminfo.c) */
     uint64_t mem_ticks;           /* ticks inside timed allocator and mapping calls, cumulative */
     uint32_t id_base, id_next, id_gen; /* this thread's block of trace allocation ids (trace.h) */

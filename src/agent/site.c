@@ -242,7 +242,7 @@ static int same_frames(const uintptr_t *a, const uintptr_t *b, int n)
 }
 
 static int note_modules(const uintptr_t *pcs, int n, uint32_t id);
-static void revive(uint32_t from);
+static void revive(uint32_t from, int wait);
 static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n);
 /* [MT_SITES_MAX], mapped at the first unload: 0 for a site in use, else
  * retired (mt_modules_after_dlclose): where its frames' module entries
@@ -252,6 +252,10 @@ static _Atomic uint32_t *_Atomic site_retired;
 #define NO_RECORD UINT32_MAX /* retired, its frames' entries not recorded (no room) */
 #define REVIVED 0x80000000u
 static _Atomic int gone_entries; /* module entries marked gone, not taken back */
+#define NO_SITE UINT32_MAX
+static _Atomic uint32_t revive_pending = NO_SITE; /* revive from here: the lock was busy */
+static int entries_current(const uintptr_t *pcs, int n);
+static void unload_unlock(void);
 
 static inline int serves(uint32_t v)
 {
@@ -280,10 +284,11 @@ static uint32_t claim(void)
 
 static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
 {
-    /* Another thread's dlclose under way: the library it unloads may be
-     * unmapped already, and another one mapped at its place, that this
-     * stack went through; its scan may not have marked it yet. */
-    if (MT_UNLIKELY(atomic_load_explicit(&mt_unloading, memory_order_acquire)))
+    /* A dlclose under way: the library it unloads may be unmapped
+     * already, and another one mapped at its place that this stack went
+     * through, before its scan marked it. If one of this stack's modules
+     * is no longer what is loaded at its place, the scan is run now. */
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_unloading, memory_order_acquire)) && !entries_current(pcs, n))
         mt_modules_after_dlclose();
     uint64_t h = hash_stack(cat, pcs, n);
     size_t i = (size_t)h & (NBUCKETS - 1);
@@ -293,8 +298,15 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
         if (id == 0) {
             /* A library unloaded may be back: its sites then serve again,
              * and this stack may be one of them. */
-            if (MT_UNLIKELY(atomic_load_explicit(&gone_entries, memory_order_relaxed) > 0) && !looked) {
-                looked = 1;
+            if (MT_UNLIKELY(atomic_load_explicit(&revive_pending, memory_order_relaxed) != NO_SITE) &&
+                !looked) {
+                looked = 1; /* a revival lost to a busy lock, done now */
+                revive(atomic_exchange(&revive_pending, NO_SITE), 1);
+                i = (size_t)h & (NBUCKETS - 1);
+                continue;
+            }
+            if (MT_UNLIKELY(atomic_load_explicit(&gone_entries, memory_order_relaxed) > 0) && looked < 2) {
+                looked = 2;
                 if (note_modules(pcs, n, mt_site_count_ids())) {
                     i = (size_t)h & (NBUCKETS - 1);
                     continue;
@@ -606,7 +618,7 @@ static int add_module(mt_module *m, const char *name, uint32_t first_site)
             continue;
         if (!gone_of(&modules[i]))
             known = i;
-        else if (again < 0 && modules[i].build_id_len == m->build_id_len &&
+        else if (again < 0 && m->build_id_len > 0 && modules[i].build_id_len == m->build_id_len &&
                  memcmp(modules[i].build_id, m->build_id, m->build_id_len) == 0 &&
                  strcmp(modules[i].path, path) == 0)
             again = i;
@@ -647,7 +659,8 @@ static int note_one(struct dl_phdr_info *info, size_t size, void *arg)
     if (describe(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &m) == 0) {
         int back = add_module(&m, info->dlpi_name, mt_site_count_ids());
         if (back >= 0)
-            revive(__atomic_load_n(&modules[back].first_site, __ATOMIC_RELAXED));
+            revive(__atomic_load_n(&modules[back].first_site, __ATOMIC_RELAXED),
+                   0); /* the loader's lock held */
     }
     return 0;
 }
@@ -681,7 +694,7 @@ static int note_modules(const uintptr_t *pcs, int n, uint32_t id)
     }
     if (back_from == UINT32_MAX)
         return 0;
-    revive(back_from);
+    revive(back_from, 1);
     return 1;
 }
 
@@ -790,7 +803,7 @@ void mt_modules_after_dlclose(void)
         atomic_compare_exchange_strong_explicit(&retired[id], &none, rec, memory_order_release,
                                                 memory_order_relaxed);
     }
-    atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+    unload_unlock();
     mt_t.in_agent--;
 }
 
@@ -799,15 +812,12 @@ void mt_modules_after_dlclose(void)
  * reloaded many times keeps its sites (find_or_add matches them again).
  * An unload's scan under way: left retired (a stack walked later makes a
  * new site, as before). */
-static void revive(uint32_t from)
+static void revive_locked(_Atomic uint32_t *retired, uint32_t from)
 {
-    _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
-    if (!retired || atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire))
-        return;
     uint32_t ids = mt_site_count_ids();
     for (uint32_t id = from > 0 ? from : 1; id < ids; id++) {
         uint32_t was = atomic_load_explicit(&retired[id], memory_order_relaxed);
-        if (serves(was))
+        if (serves(was) || was == NO_RECORD) /* no record: where its frames lay is not known */
             continue;
         unsigned nf = mt_sites[id].nframes, k = 0;
         const uint16_t *r = records + was - 1;
@@ -817,7 +827,55 @@ static void revive(uint32_t from)
             atomic_compare_exchange_strong_explicit(&retired[id], &was, was | REVIVED, memory_order_release,
                                                     memory_order_relaxed);
     }
+}
+
+/* Releases unload_lock, doing first a revival left for its holder. */
+static void unload_unlock(void)
+{
+    uint32_t from = atomic_exchange(&revive_pending, NO_SITE);
+    _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+    if (from != NO_SITE && retired)
+        revive_locked(retired, from);
     atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+}
+
+/* wait: for the lock (no holder waits for anything); else, when it is
+ * busy, the revival is left for its holder (unload_unlock) or the next
+ * site lookup that misses. */
+static void revive(uint32_t from, int wait)
+{
+    _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+    if (!retired || from == NO_SITE)
+        return;
+    while (atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire)) {
+        if (wait) {
+            sched_yield();
+            continue;
+        }
+        uint32_t was = atomic_load(&revive_pending);
+        while (from < was && !atomic_compare_exchange_weak(&revive_pending, &was, from)) {
+        }
+        return;
+    }
+    revive_locked(retired, from);
+    unload_unlock();
+}
+
+/* Whether the loaded entries a stack's frames lie in are still what is
+ * loaded at their places (no lock: a dlclose under way may have unmapped
+ * one, and another object been mapped there, before its scan). */
+static int entries_current(const uintptr_t *pcs, int n)
+{
+    int last = -1;
+    for (int k = 0; k < n; k++) {
+        int i = module_index(pcs[k] - 1);
+        if (i < 0 || i == last)
+            continue;
+        last = i;
+        if (!still_loaded(&modules[i]))
+            return 0;
+    }
+    return 1;
 }
 
 uintptr_t mt_site_frame_shown(uint32_t id, unsigned k)
@@ -851,10 +909,17 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
     if (n > max)
         n = max;
     _Atomic uint32_t *retired = atomic_load_explicit(&site_retired, memory_order_acquire);
+    int locked = 0;
     if (retired) {
+        /* Waits a bounded time: a thread that crashed holding the lock
+         * (its handler flushes the trace) must not hang the flush. */
         mt_t.in_agent++;
-        while (atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire))
+        for (int tries = 0; tries < 1000; tries++) {
+            locked = !atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire);
+            if (locked)
+                break;
             sched_yield();
+        }
     }
     uint32_t rec = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
     const uintptr_t *f = frames_of(id);
@@ -862,10 +927,10 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
         int i = rec == 0 ? module_index(f[k] - 1) : rec == NO_RECORD ? -1 : records[(rec & ~REVIVED) - 1 + k];
         out[k] = i < 0 || i == NO_MODULE ? f[k] : mt_module_traced(i, f[k]);
     }
-    if (retired) {
+    if (locked)
         atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+    if (retired)
         mt_t.in_agent--;
-    }
     return n;
 }
 
@@ -873,6 +938,7 @@ void mt_site_after_fork_child(void)
 {
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
     atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+    atomic_store(&mt_unloading, mt_t.dlclose_depth); /* the other threads inside dlclose are not here */
 }
 
 void mt_modules_refresh(void)

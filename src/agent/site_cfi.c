@@ -477,9 +477,13 @@ static size_t cache_bytes(void)
 }
 
 /* This thread's rules and memos, emptied when code was unloaded since;
- * NULL without a shard or memory. */
-static cfi_rule *thread_cache(void)
+ * NULL without a shard or memory. *uncached: a dlclose is under way, so
+ * neither may be read (they may be of code unmapped since; what is put in
+ * them now is forgotten at its end). Read before the generation: a window
+ * that closed since is seen as the generation it bumped. */
+static cfi_rule *thread_cache(int *uncached)
 {
+    *uncached = atomic_load_explicit(&mt_unloading, memory_order_acquire) != 0;
     mt_shard *sh = mt_my_shard();
     if (MT_UNLIKELY(!sh))
         return NULL;
@@ -523,8 +527,8 @@ static inline void memo_read(cfi_memo *m, uintptr_t at, uintptr_t val)
 
 /* The walk; `m` (may be NULL, and is on any stack but the thread's own:
  * mt_cfi_site's site_off_stack) learns what it read. */
-static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max,
-                cfi_memo *m)
+static int walk(cfi_rule *cache, int uncached, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out,
+                int max, cfi_memo *m)
 {
     /* The stack the walk may read: this thread's, or the signal stack a
      * handler runs on (its frames up to the signal frame); on any other
@@ -549,9 +553,6 @@ static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintp
      * any value in rbp); the rbp it began with, likewise. */
     int n = 0, first_bp = 1, bp_pending = 0;
     uintptr_t bp_at = 0;
-    /* A dlclose under way: rules cached may be for code unmapped since
-     * (and the rules put in the cache now are forgotten at its end). */
-    int uncached = atomic_load_explicit(&mt_unloading, memory_order_acquire) != 0;
     while (n < max) {
         if (pc < 4096)
             break;
@@ -591,35 +592,35 @@ static int walk(cfi_rule *cache, uintptr_t pc, uintptr_t sp, uintptr_t bp, uintp
 
 int mt_cfi_walk(uintptr_t pc, uintptr_t sp, uintptr_t bp, uintptr_t *out, int max)
 {
-    cfi_rule *cache = thread_cache();
-    return cache ? walk(cache, pc, sp, bp, out, max, NULL) : -1;
+    int uncached;
+    cfi_rule *cache = thread_cache(&uncached);
+    return cache ? walk(cache, uncached, pc, sp, bp, out, max, NULL) : -1;
 }
 
 /* mt_cfi_site off the thread's own stack (a signal handler's alternate
  * stack, a coroutine's): no memo, and no room taken for one. */
-static __attribute__((noinline)) uint32_t site_off_stack(cfi_rule *cache, unsigned cat, int ask,
+static __attribute__((noinline)) uint32_t site_off_stack(cfi_rule *cache, int uncached, unsigned cat, int ask,
                                                          const uintptr_t *frame, uintptr_t *pcs)
 {
-    int n = walk(cache, frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask, NULL);
+    int n = walk(cache, uncached, frame[1], (uintptr_t)(frame + 2), frame[0], pcs, ask, NULL);
     return n < 0 ? MT_CFI_NO_WALK : mt_site_from_stack(cat, pcs, n, ask, NULL);
 }
 
 uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *pcs)
 {
     uintptr_t pc = frame[1], sp = (uintptr_t)(frame + 2), bp = frame[0];
-    cfi_rule *cache = thread_cache();
+    int uncached;
+    cfi_rule *cache = thread_cache(&uncached);
     if (MT_UNLIKELY(!cache))
         return MT_CFI_NO_WALK;
     if (MT_UNLIKELY(!mt_site_on_stack(sp)))
-        return site_off_stack(cache, cat, ask, frame, pcs);
+        return site_off_stack(cache, uncached, cat, ask, frame, pcs);
     uint32_t key = memo_key(cat, ask);
     cfi_memo *set = memo_set(cache, pc, sp);
     /* Same start, on this thread's stack with the same top (the words it
      * read lie between sp and that top: there to read again), same words:
-     * same site. No memo while a dlclose is under way: it may be of code
-     * unmapped since. */
-    int sets = MT_LIKELY(!atomic_load_explicit(&mt_unloading, memory_order_acquire)) ? 2 : 0;
-    for (int w = 0; w < sets; w++) {
+     * same site. None while a dlclose is under way. */
+    for (int w = 0; w < 2 && MT_LIKELY(!uncached); w++) {
         cfi_memo *m = &set[w];
         if (m->key == key && m->pc == pc && m->sp == sp && m->hi == mt_t.stack_hi &&
             (!m->uses_bp || m->bp == bp)) {
@@ -636,7 +637,7 @@ uint32_t mt_cfi_site(unsigned cat, int ask, const uintptr_t *frame, uintptr_t *p
     cfi_memo fresh;
     fresh.nread = 0;
     fresh.uses_bp = 0;
-    int n = walk(cache, pc, sp, bp, pcs, ask, &fresh);
+    int n = walk(cache, uncached, pc, sp, bp, pcs, ask, &fresh);
     if (n < 0)
         return MT_CFI_NO_WALK;
     int again = 0;
@@ -674,6 +675,7 @@ MT_EXPORT int dlclose(void *handle)
         real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
         mt_t.in_agent--;
     }
+    mt_t.dlclose_depth++;
     atomic_fetch_add(&mt_unloading, 1);
     int rc = real_dlclose ? real_dlclose(handle) : -1;
     int saved = errno;
@@ -682,6 +684,7 @@ MT_EXPORT int dlclose(void *handle)
     if (rc == 0)
         mt_modules_after_dlclose(); /* what went, and the sites made through it */
     atomic_fetch_sub(&mt_unloading, 1);
+    mt_t.dlclose_depth--;
     errno = saved;
     return rc;
 }

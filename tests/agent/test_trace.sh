@@ -208,40 +208,50 @@ expect_eq "trace: crash: the trace is complete, and holds the blocks live at the
 # detail_dl calls f of libdl_a.so (1001 bytes, kept), unloads it, then f of
 # libdl_b.so (2002 bytes) loaded at the same addresses, from the same call
 # site: the same return addresses. The trace names each block's library.
-dl_leaks() { # TRACE.json: "bytes module" of each leak stack whose first frame is f
-    json_get "$1" "' '.join(sorted('%d %s' % (x['live_bytes'], x['frames'][0]['module'].rsplit('/', 1)[-1]) for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'f'))"
+# dl_blocks NAME ARGS...: runs detail_dl ARGS in trace mode and prints, for
+# the leak stacks whose first frame is in a test library, "library
+# bytes-per-block bytes" summed by library and block size: a stack holding
+# both libraries' blocks shows as a size neither has.
+dl_blocks() {
+    local name=$1
+    shift
+    run_mt "$MT" run --mode trace --no-loss -o "$T/$name.mtt" "$@"
+    run_mt "$MT_ASAN" analyze --json --top 0 "$T/$name.mtt"
+    printf '%s' "$out" >"$T/$name.json"
+    python3 -c 'import collections, json, re, sys
+j = json.load(open(sys.argv[1]))
+c = collections.Counter()
+for x in j["leaks"]["stacks"]:
+    if x["frames"] and x["live_count"] and re.search(r"/(libdl_[ab]|plugin)\.so$", x["frames"][0]["module"]):
+        c[(x["frames"][0]["module"].rsplit("/", 1)[-1], "%g" % (x["live_bytes"] / x["live_count"]))] += x["live_bytes"]
+print(" ".join("%s %s %d" % (k[0], k[1], v) for k, v in sorted(c.items())))' "$T/$name.json"
 }
 for u in cfi libunwind; do
     for cycles in 0 15; do
-        run_mt "$MT" run --mode trace --no-loss --unwind "$u" -o "$T/dl.mtt" -- "$TBIN/detail_dl" "$TBIN/dl" "$cycles"
-        run_mt "$MT_ASAN" analyze --json "$T/dl.mtt"
-        printf '%s' "$out" >"$T/dl.json"
         expect_eq "trace: dlclose ($u, $cycles cycles): 1001 bytes by libdl_a.so's f, 2002 by libdl_b.so's" \
-            "1001 libdl_a.so 2002 libdl_b.so" "$(dl_leaks "$T/dl.json")"
+            "libdl_a.so 1001 1001 libdl_b.so 2002 2002" \
+            "$(dl_blocks dl --unwind "$u" -- "$TBIN/detail_dl" "$TBIN/dl" "$cycles")"
     done
 done
-# a plugin host: libdl_a.so and libdl_b.so loaded in turn at one place
-run_mt "$MT" run --mode trace --no-loss -o "$T/dlalt.mtt" -- "$TBIN/detail_dl" "$TBIN/dl" 300 alt
-run_mt "$MT_ASAN" analyze --json "$T/dlalt.mtt"
-printf '%s' "$out" >"$T/dlalt.json"
-expect_eq "trace: 300 loads in turn: one stack each, 150 x 1001 bytes in libdl_a.so's f, 150 x 2002 in libdl_b.so's" \
-    "150150 libdl_a.so 300300 libdl_b.so" "$(dl_leaks "$T/dlalt.json")"
+# a plugin host: libdl_a.so and libdl_b.so loaded in turn, 300 loads
+expect_eq "trace: 300 loads in turn: 150 x 1001 bytes in libdl_a.so's f, 150 x 2002 in libdl_b.so's" \
+    "libdl_a.so 1001 150150 libdl_b.so 2002 300300" "$(dl_blocks dlalt -- "$TBIN/detail_dl" "$TBIN/dl" 300 alt)"
 # unloads, reloads and new sites racing on three threads (test_detail)
-run_mt "$MT" run --mode trace --no-loss -o "$T/dlthreads.mtt" -- "$TBIN/detail_dl" "$TBIN/dl" 500 threads
-run_mt "$MT_ASAN" analyze --json --top 0 "$T/dlthreads.mtt"
-printf '%s' "$out" >"$T/dlthreads.json"
 expect_eq "trace: dlclose on three threads: f's live bytes by library" \
-    "[('libdl_a.so', 500500), ('libdl_b.so', 1001000)]" \
-    "$(json_get "$T/dlthreads.json" "sorted(__import__('collections').Counter({m: sum(x['live_bytes'] for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'f' and x['frames'][0]['module'].endswith('/' + m)) for m in ('libdl_a.so', 'libdl_b.so')}).items())")"
+    "libdl_a.so 1001 500500 libdl_b.so 2002 1001000" "$(dl_blocks dlthreads -- "$TBIN/detail_dl" "$TBIN/dl" 500 threads)"
+# one path to two builds in turn (the file at the path is the second build
+# by then: the analyzer names the first one's frames module+offset, as its
+# build-id differs)
 mkdir -p "$T/swap" && cp "$TBIN"/dl/*.so "$T/swap/"
-run_mt "$MT" run --mode trace --no-loss -o "$T/dlswap.mtt" -- "$TBIN/detail_dl" "$T/swap" 10 swap
-run_mt "$MT_ASAN" analyze --json "$T/dlswap.mtt"
-printf '%s' "$out" >"$T/dlswap.json"
-# (the file at the path is the second build by then: the analyzer names
-# the first one's frames module+offset, as its build-id differs)
-expect_eq "trace: one path to two builds in turn: one stack for each build's f, 5 x 1001 and 5 x 2002 bytes" \
-    "[5005, 10010]" \
-    "$(json_get "$T/dlswap.json" "sorted(x['live_bytes'] for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['module'].endswith('/plugin.so'))")"
+expect_eq "trace: one path to two builds in turn: no stack holds both builds' blocks" \
+    "plugin.so 1001 5005 plugin.so 2002 10010" "$(dl_blocks dlswap -- "$TBIN/detail_dl" "$T/swap" 10 swap)"
+# more retired stacks than the agent records the frames of, then the
+# library back (test_detail): the program and the trace's flush go on
+run_mt timeout 300 "$MT" run --mode trace --depth 64 -o "$T/dlrec.mtt" -- "$TBIN/detail_dl" "$TBIN/dl" 18 records
+expect_eq "trace: 262,144 stacks retired then the library back: the program exits 0" 0 "$rc"
+run_mt "$MT_ASAN" analyze --json "$T/dlrec.mtt"
+expect_eq "trace: 262,144 stacks retired then the library back: the trace is complete" "True" \
+    "$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["complete"])')"
 run_mt "$MT" export "$T/dlalt.mtt" --format folded
 expect_eq "trace: export of the plugin host's trace: f's blocks under main;call;f" "450450" \
     "$(awk '$1 ~ /(^|;)main;call;f$/ { s += $2 } END { print s + 0 }' <<<"$out")"
