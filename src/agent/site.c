@@ -810,8 +810,7 @@ void mt_modules_after_dlclose(void)
 /* After an entry was taken back: each retired site from id `from` up
  * whose recorded entries are all loaded again serves again, so a plugin
  * reloaded many times keeps its sites (find_or_add matches them again).
- * An unload's scan under way: left retired (a stack walked later makes a
- * new site, as before). */
+ * A site retired with no record stays retired. Under unload_lock. */
 static void revive_locked(_Atomic uint32_t *retired, uint32_t from)
 {
     uint32_t ids = mt_site_count_ids();
