@@ -481,20 +481,22 @@ static size_t cache_bytes(void)
  * neither may be read (they may be of code unmapped since; what is put in
  * them now is forgotten at its end). Read before the generation: a window
  * that closed since is seen as the generation it bumped. */
-static cfi_rule *thread_cache(int *uncached)
+static __attribute__((noinline)) cfi_rule *new_cache(mt_shard *sh)
+{
+    void *m =
+        mmap(NULL, cache_bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return m == MAP_FAILED ? NULL : (sh->cfi_cache = m);
+}
+
+static MT_INLINE cfi_rule *thread_cache(int *uncached)
 {
     *uncached = atomic_load_explicit(&mt_unloading, memory_order_acquire) != 0;
     mt_shard *sh = mt_my_shard();
     if (MT_UNLIKELY(!sh))
         return NULL;
     cfi_rule *cache = sh->cfi_cache;
-    if (MT_UNLIKELY(!cache)) {
-        void *m = mmap(NULL, cache_bytes(), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED)
-            return NULL;
-        cache = sh->cfi_cache = m;
-    }
+    if (MT_UNLIKELY(!cache) && !(cache = new_cache(sh)))
+        return NULL;
     unsigned gen = atomic_load_explicit(&mt_code_gen, memory_order_acquire);
     if (MT_UNLIKELY(gen != sh->cfi_gen)) { /* code was unloaded: any cached rule may be stale */
         memset(cache, 0, cache_bytes());
