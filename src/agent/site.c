@@ -261,6 +261,13 @@ static inline int serves(uint32_t v)
 {
     return v == 0 || (v != NO_RECORD && (v & REVIVED));
 }
+static uint16_t *records; /* frames' module entries of retired sites (record_of) */
+/* The module entries recorded for the frames of a site whose retirement
+ * word is v (neither 0 nor NO_RECORD). */
+static inline const uint16_t *record_of(uint32_t v)
+{
+    return records + (v & ~REVIVED) - 1;
+}
 
 /* A record for a new site: this thread's spare (claimed earlier, lost a
  * race) or a fresh one; 0 when the table is full. */
@@ -296,18 +303,16 @@ static uint32_t find_or_add(unsigned cat, const uintptr_t *pcs, int n)
     for (;;) {
         uint32_t id = atomic_load_explicit(&buckets[i], memory_order_acquire);
         if (id == 0) {
-            /* A library unloaded may be back: its sites then serve again,
-             * and this stack may be one of them. */
-            if (MT_UNLIKELY(atomic_load_explicit(&revive_pending, memory_order_relaxed) != NO_SITE) &&
-                !looked) {
-                looked = 1; /* a revival lost to a busy lock, done now */
-                revive(atomic_exchange(&revive_pending, NO_SITE), 1);
-                i = (size_t)h & (NBUCKETS - 1);
-                continue;
-            }
-            if (MT_UNLIKELY(atomic_load_explicit(&gone_entries, memory_order_relaxed) > 0) && looked < 2) {
-                looked = 2;
-                if (note_modules(pcs, n, mt_site_count_ids())) {
+            /* A library unloaded may be back (its entry taken back here,
+             * or a revival lost to a busy lock left pending): its sites
+             * then serve again, and this stack may be one of them. */
+            int pending = atomic_load_explicit(&revive_pending, memory_order_relaxed) != NO_SITE;
+            int gone = atomic_load_explicit(&gone_entries, memory_order_relaxed) > 0;
+            if (MT_UNLIKELY(pending || gone) && !looked) {
+                looked = 1;
+                if (pending)
+                    revive(atomic_exchange(&revive_pending, NO_SITE), 1);
+                if ((gone && note_modules(pcs, n, mt_site_count_ids())) || pending) {
                     i = (size_t)h & (NBUCKETS - 1);
                     continue;
                 }
@@ -716,7 +721,6 @@ static int note_modules(const uintptr_t *pcs, int n, uint32_t id)
 
 #define NO_MODULE 0xffffu
 #define RECORDS_MAX (8u << 20) /* frames' module entries of retired sites: 16 MiB reserved */
-static uint16_t *records;      /* site_retired[id] - 1 is the offset of site id's */
 static uint32_t records_used;  /* under unload_lock */
 static atomic_flag unload_lock = ATOMIC_FLAG_INIT;
 static uint16_t gone_now[MODULES_MAX]; /* under unload_lock */
@@ -819,7 +823,7 @@ static void revive_locked(_Atomic uint32_t *retired, uint32_t from)
         if (serves(was) || was == NO_RECORD) /* no record: where its frames lay is not known */
             continue;
         unsigned nf = mt_sites[id].nframes, k = 0;
-        const uint16_t *r = records + was - 1;
+        const uint16_t *r = record_of(was);
         while (k < nf && (r[k] == NO_MODULE || !gone_of(&modules[r[k]])))
             k++;
         if (k == nf)
@@ -884,7 +888,7 @@ uintptr_t mt_site_frame_shown(uint32_t id, unsigned k)
     uint32_t rec = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
     if (rec == 0 || rec == NO_RECORD)
         return pc; /* every frame of a live site is in a loaded module, or none */
-    uint16_t i = records[(rec & ~REVIVED) - 1 + k];
+    uint16_t i = record_of(rec)[k];
     return i == NO_MODULE ? pc : mt_module_shown(i, pc);
 }
 
@@ -923,7 +927,7 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
     uint32_t rec = retired ? atomic_load_explicit(&retired[id], memory_order_acquire) : 0;
     const uintptr_t *f = frames_of(id);
     for (int k = 0; k < n; k++) {
-        int i = rec == 0 ? module_index(f[k] - 1) : rec == NO_RECORD ? -1 : records[(rec & ~REVIVED) - 1 + k];
+        int i = rec == 0 ? module_index(f[k] - 1) : rec == NO_RECORD ? -1 : record_of(rec)[k];
         out[k] = i < 0 || i == NO_MODULE ? f[k] : mt_module_traced(i, f[k]);
     }
     if (locked)

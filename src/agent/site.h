@@ -124,8 +124,9 @@ void mt_site_flush_unwind_caches(void);
 extern _Atomic unsigned mt_code_gen;
 /* Threads inside dlclose (from before the real one to the end of the
  * unload's scan): while any is, a walk reads no cached rule or memo and a
- * site lookup first looks for modules gone (a library unmapped, and
- * another mapped at its place, before the unloading thread's scan). */
+ * site lookup first checks that its stack's modules are still what is
+ * loaded at their places (a library unmapped, and another mapped there,
+ * before the unloading thread's scan), and if not runs the scan. */
 extern _Atomic int mt_unloading;
 /* site_cfi.c: walks from the frame whose return address is pc, stack
  * pointer sp (its caller's CFA) and rbp bp, into out[max] using the
