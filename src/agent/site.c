@@ -252,6 +252,7 @@ static _Atomic uint32_t *_Atomic site_retired;
 #define NO_RECORD UINT32_MAX /* retired, its frames' entries not recorded (no room) */
 #define REVIVED 0x80000000u
 static _Atomic int gone_entries; /* module entries marked gone, not taken back */
+static int loader_unsure;        /* a fork child: mt_modules_refresh */
 #define NO_SITE UINT32_MAX
 static _Atomic uint32_t revive_pending = NO_SITE; /* revive from here: the lock was busy */
 static int entries_current(const uintptr_t *pcs, int n);
@@ -670,30 +671,46 @@ static int note_one(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* Notes the modules of a new site's frames while they are loaded. Without
- * the loader's lock: _dl_find_object finds the object, and its program
- * headers are read where its ELF header is mapped. Returns whether an
- * entry was taken back (then the retired sites that can serve again do). */
+/* Notes the object holding address `a`, without the loader's lock:
+ * _dl_find_object finds it, and its program headers are read where its
+ * ELF header is mapped. Returns the first site of the entry taken back
+ * (the same file back at the same place), else UINT32_MAX. want, when
+ * not NULL, is the only link map to note (a walk of the loader's list):
+ * its mapping is checked first, since a dlclose under way at a fork
+ * leaves in the child an object the loader still lists but has unmapped. */
+static uint32_t note_at(uintptr_t a, uint32_t id, const struct link_map *want)
+{
+    struct dl_find_object f;
+    unsigned char in_core;
+    if (_dl_find_object((void *)a, &f) != 0 || !f.dlfo_link_map)
+        return UINT32_MAX;
+    if (want && (f.dlfo_link_map != want || mincore(f.dlfo_map_start, 1, &in_core) != 0))
+        return UINT32_MAX;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f.dlfo_map_start;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+        eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 65536)
+        return UINT32_MAX; /* left for the report's refresh */
+    mt_module m;
+    if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff), eh->e_phnum,
+                 &m) != 0)
+        return UINT32_MAX;
+    int back = add_module(&m, f.dlfo_link_map->l_name, id);
+    return back >= 0 ? __atomic_load_n(&modules[back].first_site, __ATOMIC_RELAXED) : UINT32_MAX;
+}
+
+/* Notes the modules of a new site's frames while they are loaded.
+ * Returns whether an entry was taken back (then the retired sites that
+ * can serve again do). */
 static int note_modules(const uintptr_t *pcs, int n, uint32_t id)
 {
     uint32_t back_from = UINT32_MAX;
     for (int i = 0; i < n; i++) {
-        struct dl_find_object f;
         int known = module_index(pcs[i]);
         if (known >= 0) /* a spare record taken back may be below its first site */
             lower_first_site(&modules[known], id);
-        if (known >= 0 || in_self(pcs[i]) || _dl_find_object((void *)pcs[i], &f) != 0 || !f.dlfo_link_map)
+        if (known >= 0 || in_self(pcs[i]))
             continue;
-        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f.dlfo_map_start;
-        if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
-            eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > 65536)
-            continue; /* left for the report's refresh */
-        mt_module m;
-        if (describe(f.dlfo_link_map->l_addr, (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff),
-                     eh->e_phnum, &m) != 0)
-            continue;
-        int back = add_module(&m, f.dlfo_link_map->l_name, id);
-        uint32_t from = back >= 0 ? __atomic_load_n(&modules[back].first_site, __ATOMIC_RELAXED) : UINT32_MAX;
+        uint32_t from = note_at(pcs[i], id, NULL);
         if (from < back_from)
             back_from = from;
     }
@@ -939,15 +956,45 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
 
 void mt_site_after_fork_child(void)
 {
+    loader_unsure = 1;
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
     atomic_flag_clear_explicit(&unload_lock, memory_order_release);
     atomic_store(&mt_unloading, mt_t.dlclose_depth); /* the other threads inside dlclose are not here */
 }
 
+/* Every object on the loader's list, without its lock (a fork child's
+ * refresh). Each entry is checked to be what _dl_find_object finds at
+ * its dynamic section before it is noted or its link followed, so an
+ * entry freed meanwhile by one of the child's own threads ends the walk.
+ * Objects in other namespaces (dlmopen) are not on this list: they are
+ * noted when a site's frame lies in one (note_modules). */
+static void note_linked(void)
+{
+    uint32_t back_from = UINT32_MAX, id = mt_site_count_ids();
+    int steps = 0;
+    for (const struct link_map *l = _r_debug.r_map; l && steps < MODULES_MAX; l = l->l_next, steps++) {
+        struct dl_find_object f;
+        if (!l->l_ld || _dl_find_object((void *)l->l_ld, &f) != 0 || f.dlfo_link_map != l)
+            break;
+        uint32_t from = note_at((uintptr_t)l->l_ld, id, l);
+        if (from < back_from)
+            back_from = from;
+    }
+    if (back_from != UINT32_MAX)
+        revive(back_from, 1);
+}
+
+/* dl_iterate_phdr takes the loader's write lock, which glibc does not
+ * reset in a fork child: another thread of the parent inside dlopen,
+ * dlclose or dl_iterate_phdr at the fork leaves it held there for ever,
+ * so a fork child's report walks the list without it. */
 void mt_modules_refresh(void)
 {
     mt_t.in_agent++;
-    dl_iterate_phdr(note_one, NULL);
+    if (loader_unsure)
+        note_linked();
+    else
+        dl_iterate_phdr(note_one, NULL);
     mt_t.in_agent--;
 }
 

@@ -8,8 +8,9 @@
  * "alt": N loads of libdl_a.so and libdl_b.so in turn, each f called and
  * its block kept, each library unloaded after; "swap": the same through
  * one path, DIR/plugin.so, linked to each in turn (DIR must be writable).
- * "threads", "records": see threads() and records() below.
- * Usage: detail_dl DIR N [alt|swap|threads|records]   (DIR holds the libraries) */
+ * "threads", "records", "forks": see threads(), records() and forks() below.
+ * Usage: detail_dl DIR N [alt|swap|threads|records|forks exec|forks exit]
+ * (DIR holds the libraries) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef void *(*alloc_fn)(size_t);
@@ -155,8 +157,53 @@ static int records(const char *dir, int levels)
     return 0;
 }
 
+/* "forks": N children forked one after another while a thread loads,
+ * calls and unloads libdl_a.so; each child allocates, then execs
+ * /bin/true ("exec") or calls _exit ("exit"), as a server spawning
+ * helpers while it unloads a plugin does. A child stuck more than 10 s
+ * dies of SIGALRM. Prints how many children did not exit 0. */
+static volatile int forks_done;
+
+static void *churn_forks(void *arg)
+{
+    const char *dir = arg;
+    while (!forks_done) {
+        void *h = open_lib(dir, names[0]);
+        free(call((alloc_fn)dlsym(h, "f"), 1001, 0));
+        dlclose(h);
+    }
+    return NULL;
+}
+
+static int forks(const char *dir, int n, const char *how)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn_forks, (void *)dir) != 0)
+        return 2;
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(10);
+            free(malloc(64));
+            if (strcmp(how, "exec") == 0)
+                execl("/bin/true", "true", (char *)NULL);
+            _exit(0);
+        }
+        int st = 1;
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            failed++;
+    }
+    forks_done = 1;
+    pthread_join(t, NULL);
+    printf("%d children, %d did not exit 0\n", n, failed);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[3], "forks") == 0)
+        return forks(argv[1], atoi(argv[2]), argv[4]);
     if (argc == 4 && strcmp(argv[3], "threads") == 0)
         return threads(argv[1], atoi(argv[2]));
     if (argc == 4 && strcmp(argv[3], "records") == 0)

@@ -283,6 +283,26 @@ expect_eq "dlclose, 262,144 stacks retired then the library back: the program ex
 expect_eq "dlclose, 262,144 stacks retired then the library back: the report is read" 0 \
     "$("$MT" report detail "$T/dl_records.mtr" >/dev/null 2>&1; echo $?)"
 
+# A server spawning helpers while a thread loads and unloads a plugin: 60
+# children forked, each exec'ing /bin/true or calling _exit, and writing
+# its report first. glibc does not reset the loader's list lock in a fork
+# child, so a child forked while a dlclose held it must list the loaded
+# objects without it: no child may hang (one stuck 10 s dies of SIGALRM),
+# and each report names the agent's own library, which only that listing
+# notes (no frame lies in it).
+for m in detail sample; do
+    for how in exec exit; do
+        d="$T/forks_${m}_$how"
+        mkdir -p "$d"
+        out=$(MEMTRAIL_OPTIONS="mode=$m:output=$d/%p.mtr" LD_PRELOAD=$AGENT "$TBIN/detail_dl" "$TBIN/dl" 60 forks "$how" 2>"$d.err")
+        expect_eq "fork during dlclose ($m, children $how): every child exits 0" "60 children, 0 did not exit 0" "$out"
+        expect_eq "fork during dlclose ($m, children $how): 61 complete reports" 61 \
+            "$(for f in "$d"/*.mtr; do tail -n1 "$f"; done | grep -c '^end$')"
+        expect_eq "fork during dlclose ($m, children $how): each lists the loaded objects" 61 \
+            "$(grep -l '^module [0-9]* .*path=.*/libmemtrail\.so$' "$d"/*.mtr | wc -l)"
+    done
+done
+
 # Stacks that are not the thread's own: a handler on an 8 KiB alternate
 # signal stack allocating, or calling _exit; a makecontext coroutine. Under
 # every unwinder the program must run as without memtrail, and the block
