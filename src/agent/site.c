@@ -34,8 +34,11 @@ static _Atomic int64_t dropped;
 static uintptr_t self_lo, self_hi; /* the agent's own code: frames there are skipped */
 static char exe_path[MT_PATH_MAX]; /* the program's own path (its link map entry has none) */
 
-/* The walk in use (MT_WALK_*), set once at start-up. */
+/* The walk in use (MT_WALK_*), set at start-up (and in a fork child that
+ * may not call libunwind, mt_site_after_fork_child). */
 int mt_site_walker = MT_WALK_CFI;
+_Atomic int mt_unw_busy;
+int mt_unw_off;
 
 static void *map_table(size_t bytes)
 {
@@ -956,6 +959,17 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
 
 void mt_site_after_fork_child(void)
 {
+    /* The loader's state at the fork: another thread inside dlclose
+     * (mt_unloading), or inside dlopen or dlclose in the namespace of the
+     * program (r_state: both change the list of objects only between
+     * setting RT_ADD or RT_DELETE and setting RT_CONSISTENT again). */
+    int loader_busy = atomic_load(&mt_unloading) > mt_t.dlclose_depth || _r_debug.r_state != RT_CONSISTENT;
+    if (atomic_load(&mt_unw_busy) > 0 || loader_busy) {
+        mt_unw_off = 1;
+        if (mt_site_walker == MT_WALK_LIBUNWIND)
+            mt_site_walker = MT_WALK_CFI; /* the report's unwinder line says so */
+    }
+    atomic_store(&mt_unw_busy, 0);
     loader_unsure = 1;
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
     atomic_flag_clear_explicit(&unload_lock, memory_order_release);
@@ -991,10 +1005,13 @@ static void note_linked(void)
 void mt_modules_refresh(void)
 {
     mt_t.in_agent++;
-    if (loader_unsure)
+    if (loader_unsure) {
         note_linked();
-    else
+    } else {
+        atomic_fetch_add(&mt_unw_busy, 1); /* the loader's list lock held: a fork child's libunwind is off */
         dl_iterate_phdr(note_one, NULL);
+        atomic_fetch_sub(&mt_unw_busy, 1);
+    }
     mt_t.in_agent--;
 }
 

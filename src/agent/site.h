@@ -128,6 +128,14 @@ extern _Atomic unsigned mt_code_gen;
  * loaded at their places (a library unmapped, and another mapped there,
  * before the unloading thread's scan), and if not runs the scan. */
 extern _Atomic int mt_unloading;
+/* Threads inside libunwind or the agent's own dl_iterate_phdr. Both take
+ * locks a fork child inherits held if another thread was in them at the
+ * fork (libunwind's own, which it takes with every signal blocked, and the
+ * loader's list lock, which glibc does not reset there): a child made
+ * while any was, or while a dlopen or dlclose was under way, never calls
+ * libunwind (mt_unw_off), whose walks would wait on them for ever. */
+extern _Atomic int mt_unw_busy;
+extern int mt_unw_off;
 /* site_cfi.c: walks from the frame whose return address is pc, stack
  * pointer sp (its caller's CFA) and rbp bp, into out[max] using the
  * objects' .eh_frame rules; returns the frames, or -1 where it cannot go

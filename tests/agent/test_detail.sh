@@ -287,14 +287,16 @@ expect_eq "dlclose, 262,144 stacks retired then the library back: the report is 
 # children forked, each exec'ing /bin/true or calling _exit, and writing
 # its report first. glibc does not reset the loader's list lock in a fork
 # child, so a child forked while a dlclose held it must list the loaded
-# objects without it: no child may hang (one stuck 10 s dies of SIGALRM),
-# and each report names the agent's own library, which only that listing
-# notes (no frame lies in it).
-for m in detail sample; do
+# objects without it; and libunwind's own locks, held by a walk on another
+# thread at the fork, stay held in the child (with every signal blocked):
+# a child walks without libunwind then. No child may hang (one stuck 10 s
+# is killed), and each report names the agent's own library, which only
+# that listing notes (no frame lies in it).
+for m in detail:cfi sample:cfi detail:libunwind; do
     for how in exec exit; do
-        d="$T/forks_${m}_$how"
+        d="$T/forks_${m%:*}_${m#*:}_$how"
         mkdir -p "$d"
-        out=$(MEMTRAIL_OPTIONS="mode=$m:output=$d/%p.mtr" LD_PRELOAD=$AGENT "$TBIN/detail_dl" "$TBIN/dl" 60 forks "$how" 2>"$d.err")
+        out=$(MEMTRAIL_OPTIONS="mode=${m%:*}:unwind=${m#*:}:output=$d/%p.mtr" LD_PRELOAD=$AGENT "$TBIN/detail_dl" "$TBIN/dl" 60 forks "$how" 2>"$d.err")
         expect_eq "fork during dlclose ($m, children $how): every child exits 0" "60 children, 0 did not exit 0" "$out"
         expect_eq "fork during dlclose ($m, children $how): 61 complete reports" 61 \
             "$(for f in "$d"/*.mtr; do tail -n1 "$f"; done | grep -c '^end$')"
