@@ -527,6 +527,9 @@ asan: $(FUZZ_REPLAYS)
 
 .PHONY: fuzz fuzz-build fuzz-seeds
 fuzz-build: $(FUZZ_TARGETS)
+# Built by `make check` too, so that clang's warnings (-Werror) see every
+# change to what they compile; the corpora are replayed by the ASan builds.
+tests: $(FUZZ_TARGETS)
 # The hand-made seeds of the text targets (tests/fuzz/mkseeds.py).
 fuzz-seeds:
 	python3 tests/fuzz/mkseeds.py

@@ -111,11 +111,10 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_START] = {"start", MT_OPTT_CHOICE, starts, 0, 0, NULL, "on",
                       "detail, sample and trace modes: when recording (call sites, the trace) starts; "
                       "`memtrail query PID start` and `stop` switch it at any time"},
-    [MT_OPT_SAMPLE_RATE] = {"sample_rate", MT_OPTT_SIZE, NULL, 1, 1ll << 30,
+    [MT_OPT_SAMPLE_RATE] = {"sample_rate", MT_OPTT_BYTES, NULL, 1, 1ll << 30,
                             "a size from 1 byte to 1GiB: bytes, or with a unit (KiB, MiB, GiB)", "512KiB",
                             "sample mode: mean bytes allocated between two sampled allocations "
-                            "(docs/sampling.md)",
-                            1},
+                            "(docs/sampling.md)"},
     [MT_OPT_SAMPLE_SEED] = {"sample_seed", MT_OPTT_INT, NULL, 0, INT64_MAX, "0 to 2^63-1; 0: random", "0",
                             "sample mode: the seed of the sampling; a fixed one samples the same allocations "
                             "of a single-threaded run every time"},
@@ -185,12 +184,13 @@ int mt_opt_value(int k, const char *val, int64_t *out)
         *out = v;
         return 0;
     }
-    case MT_OPTT_SIZE: {
+    case MT_OPTT_SIZE:
+    case MT_OPTT_BYTES: {
         uint64_t v;
         char iec[32];
         if (strip_iec(val, iec, sizeof iec))
             val = iec;
-        if (xe_parse_size(val, d->bare_unit ? d->bare_unit : 1u << 20, &v) < 0 || v < (uint64_t)d->min ||
+        if (xe_parse_size(val, d->type == MT_OPTT_BYTES ? 1 : 1u << 20, &v) < 0 || v < (uint64_t)d->min ||
             v > (uint64_t)d->max)
             return -EINVAL;
         *out = (int64_t)v;

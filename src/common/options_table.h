@@ -50,7 +50,9 @@ enum {
     MT_NOPT
 };
 
-enum { MT_OPTT_CHOICE, MT_OPTT_INT, MT_OPTT_SIZE, MT_OPTT_PATH };
+/* MT_OPTT_SIZE: a size, a bare number counting MB; MT_OPTT_BYTES: the same,
+ * a bare number counting bytes. */
+enum { MT_OPTT_CHOICE, MT_OPTT_INT, MT_OPTT_SIZE, MT_OPTT_BYTES, MT_OPTT_PATH };
 
 typedef struct mt_optchoice {
     const char *name;
@@ -62,11 +64,10 @@ typedef struct mt_optdef {
     const char *key;
     int type;                    /* MT_OPTT_* */
     const mt_optchoice *choices; /* MT_OPTT_CHOICE: NULL-named entry ends them */
-    int64_t min, max;            /* MT_OPTT_INT, MT_OPTT_SIZE (bytes) */
+    int64_t min, max;            /* MT_OPTT_INT, MT_OPTT_SIZE and MT_OPTT_BYTES (bytes) */
     const char *accepted;        /* MT_OPTT_INT/SIZE/PATH: the accepted values, in words */
     const char *dflt;            /* the default, as written */
     const char *doc;             /* what it does, for the docs */
-    uint64_t bare_unit;          /* MT_OPTT_SIZE: what a number without a unit counts; 0 = MB */
 } mt_optdef;
 
 extern const mt_optdef mt_optdefs[MT_NOPT];
