@@ -37,7 +37,6 @@ static char exe_path[MT_PATH_MAX]; /* the program's own path (its link map entry
 /* The walk in use (MT_WALK_*), set at start-up (and in a fork child that
  * may not call libunwind, mt_site_after_fork_child). */
 int mt_site_walker = MT_WALK_CFI;
-_Atomic int mt_unw_busy;
 int mt_unw_off;
 
 static void *map_table(size_t bytes)
@@ -256,6 +255,7 @@ static _Atomic uint32_t *_Atomic site_retired;
 #define REVIVED 0x80000000u
 static _Atomic int gone_entries; /* module entries marked gone, not taken back */
 static int loader_unsure;        /* a fork child: mt_modules_refresh */
+static _Atomic int linked_walks; /* note_linked under way */
 #define NO_SITE UINT32_MAX
 static _Atomic uint32_t revive_pending = NO_SITE; /* revive from here: the lock was busy */
 static int entries_current(const uintptr_t *pcs, int n);
@@ -959,20 +959,13 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
 
 void mt_site_after_fork_child(void)
 {
-    /* The loader's state at the fork: another thread inside dlclose
-     * (mt_unloading), or inside dlopen or dlclose in the namespace of the
-     * program (r_state: both change the list of objects only between
-     * setting RT_ADD or RT_DELETE and setting RT_CONSISTENT again). */
-    int loader_busy = atomic_load(&mt_unloading) > mt_t.dlclose_depth || _r_debug.r_state != RT_CONSISTENT;
-    if (atomic_load(&mt_unw_busy) > 0 || loader_busy) {
-        mt_unw_off = 1;
-        if (mt_site_walker == MT_WALK_LIBUNWIND)
-            mt_site_walker = MT_WALK_CFI; /* the report's unwinder line says so */
-    }
-    atomic_store(&mt_unw_busy, 0);
+    mt_unw_off = 1;
+    if (mt_site_walker == MT_WALK_LIBUNWIND)
+        mt_site_walker = MT_WALK_CFI; /* the report's unwinder line says so */
     loader_unsure = 1;
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
     atomic_flag_clear_explicit(&unload_lock, memory_order_release);
+    atomic_store(&linked_walks, 0);
     atomic_store(&mt_unloading, mt_t.dlclose_depth); /* the other threads inside dlclose are not here */
 }
 
@@ -986,6 +979,17 @@ static void note_linked(void)
 {
     uint32_t back_from = UINT32_MAX, id = mt_site_count_ids();
     int steps = 0;
+    /* Not while one of this process's threads is inside dlclose, which
+     * unmaps objects and frees their entries: announced, then checked
+     * (mt_site_wait_linked_walks, in the dlclose hook, checks the other
+     * way round). */
+    for (;;) {
+        atomic_fetch_add(&linked_walks, 1);
+        if (atomic_load(&mt_unloading) <= mt_t.dlclose_depth)
+            break;
+        atomic_fetch_sub(&linked_walks, 1);
+        sched_yield();
+    }
     for (const struct link_map *l = _r_debug.r_map; l && steps < MODULES_MAX; l = l->l_next, steps++) {
         struct dl_find_object f;
         if (!l->l_ld || _dl_find_object((void *)l->l_ld, &f) != 0 || f.dlfo_link_map != l)
@@ -994,8 +998,15 @@ static void note_linked(void)
         if (from < back_from)
             back_from = from;
     }
+    atomic_fetch_sub(&linked_walks, 1);
     if (back_from != UINT32_MAX)
         revive(back_from, 1);
+}
+
+void mt_site_wait_linked_walks(void)
+{
+    while (atomic_load(&linked_walks) > 0)
+        sched_yield();
 }
 
 /* dl_iterate_phdr takes the loader's write lock, which glibc does not
@@ -1005,13 +1016,10 @@ static void note_linked(void)
 void mt_modules_refresh(void)
 {
     mt_t.in_agent++;
-    if (loader_unsure) {
+    if (loader_unsure)
         note_linked();
-    } else {
-        atomic_fetch_add(&mt_unw_busy, 1); /* the loader's list lock held: a fork child's libunwind is off */
+    else
         dl_iterate_phdr(note_one, NULL);
-        atomic_fetch_sub(&mt_unw_busy, 1);
-    }
     mt_t.in_agent--;
 }
 

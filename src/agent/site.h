@@ -128,14 +128,17 @@ extern _Atomic unsigned mt_code_gen;
  * loaded at their places (a library unmapped, and another mapped there,
  * before the unloading thread's scan), and if not runs the scan. */
 extern _Atomic int mt_unloading;
-/* Threads inside libunwind or the agent's own dl_iterate_phdr. Both take
- * locks a fork child inherits held if another thread was in them at the
- * fork (libunwind's own, which it takes with every signal blocked, and the
- * loader's list lock, which glibc does not reset there): a child made
- * while any was, or while a dlopen or dlclose was under way, never calls
- * libunwind (mt_unw_off), whose walks would wait on them for ever. */
-extern _Atomic int mt_unw_busy;
+/* Set in a fork child: libunwind is never called there. Its locks, and
+ * the loader's list lock it takes through dl_iterate_phdr (glibc resets
+ * neither in a child), stay held for ever in a child forked while another
+ * thread held one, and libunwind waits for them with every signal
+ * blocked. Which were held cannot be known (a program's own
+ * dl_iterate_phdr, a dlopen linking an object in), so no child calls it:
+ * the CFI walk takes the stacks, the frame-pointer chain where it cannot. */
 extern int mt_unw_off;
+/* The dlclose hook waits here for a fork child's listing of the loaded
+ * objects without the loader's lock (it reads what dlclose unmaps). */
+void mt_site_wait_linked_walks(void);
 /* site_cfi.c: walks from the frame whose return address is pc, stack
  * pointer sp (its caller's CFA) and rbp bp, into out[max] using the
  * objects' .eh_frame rules; returns the frames, or -1 where it cannot go

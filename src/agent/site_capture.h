@@ -19,20 +19,14 @@
 
 /* libunwind from here: unw_backtrace, whose cache of frames is never
  * told about unloaded code, until the first dlclose; then the step loop.
- * Counted in mt_unw_busy; in a fork child where libunwind's locks may be
- * held (mt_unw_off), the frame-pointer chain instead. */
+ * Never in a fork child (mt_unw_off): the frame-pointer chain there. */
 static MT_INLINE int mt_site_unw(uintptr_t *pcs, int ask)
 {
     if (MT_UNLIKELY(mt_unw_off))
         return mt_site_fp_walk(pcs, ask);
-    int n;
-    atomic_fetch_add(&mt_unw_busy, 1);
     if (MT_LIKELY(atomic_load_explicit(&mt_code_gen, memory_order_relaxed) == 0))
-        n = unw_backtrace((void **)pcs, ask);
-    else
-        n = mt_site_unw_steps(pcs, ask + 1); /* its own frame comes first */
-    atomic_fetch_sub(&mt_unw_busy, 1);
-    return n;
+        return unw_backtrace((void **)pcs, ask);
+    return mt_site_unw_steps(pcs, ask + 1); /* its own frame comes first */
 }
 
 /* A walk of at most `ask` frames starting at the caller of the function

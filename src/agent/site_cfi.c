@@ -679,6 +679,7 @@ MT_EXPORT int dlclose(void *handle)
     }
     mt_t.dlclose_depth++;
     atomic_fetch_add(&mt_unloading, 1);
+    mt_site_wait_linked_walks(); /* a fork child's lock-free listing of the loaded objects */
     int rc = real_dlclose ? real_dlclose(handle) : -1;
     int saved = errno;
     atomic_fetch_add_explicit(&mt_code_gen, 1, memory_order_release);

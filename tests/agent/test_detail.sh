@@ -288,10 +288,11 @@ expect_eq "dlclose, 262,144 stacks retired then the library back: the report is 
 # its report first. glibc does not reset the loader's list lock in a fork
 # child, so a child forked while a dlclose held it must list the loaded
 # objects without it; and libunwind's own locks, held by a walk on another
-# thread at the fork, stay held in the child (with every signal blocked):
-# a child walks without libunwind then. No child may hang (one stuck 10 s
-# is killed), and each report names the agent's own library, which only
-# that listing notes (no frame lies in it).
+# thread at the fork, stay held in the child (with every signal blocked),
+# so no child calls libunwind. No child may hang (one stuck 10 s is
+# killed), and every report lists the same objects as the parent's (but
+# the plugin, unloaded or not at the fork): those no frame lies in, such
+# as the agent's own library, only that listing notes.
 for m in detail:cfi sample:cfi detail:libunwind; do
     for how in exec exit; do
         d="$T/forks_${m%:*}_${m#*:}_$how"
@@ -300,8 +301,14 @@ for m in detail:cfi sample:cfi detail:libunwind; do
         expect_eq "fork during dlclose ($m, children $how): every child exits 0" "60 children, 0 did not exit 0" "$out"
         expect_eq "fork during dlclose ($m, children $how): 61 complete reports" 61 \
             "$(for f in "$d"/*.mtr; do tail -n1 "$f"; done | grep -c '^end$')"
-        expect_eq "fork during dlclose ($m, children $how): each lists the loaded objects" 61 \
+        expect_eq "fork during dlclose ($m, children $how): each lists the agent's library" 61 \
             "$(grep -l '^module [0-9]* .*path=.*/libmemtrail\.so$' "$d"/*.mtr | wc -l)"
+        expect_eq "fork during dlclose ($m, children $how): every report lists the parent's objects" 1 \
+            "$(for f in "$d"/*.mtr; do grep '^module ' "$f" | sed 's/.*path=//' | grep -v '/libdl_a\.so$' | sort | md5sum; done | sort -u | wc -l)"
+        want="60 cfi 1 libunwind"
+        [ "${m#*:}" = cfi ] && want="61 cfi"
+        expect_eq "fork during dlclose ($m, children $how): the children walk with cfi, the parent with ${m#*:}" \
+            "$want" "$(grep -h '^unwinder' "$d"/*.mtr | sort | uniq -c | sort -rn | awk '{ print $1, $3 }' | tr '\n' ' ' | sed 's/ $//')"
     done
 done
 
