@@ -971,10 +971,11 @@ void mt_site_after_fork_child(void)
 
 /* Every object on the loader's list, without its lock (a fork child's
  * refresh). Each entry is checked to be what _dl_find_object finds at
- * its dynamic section before it is noted or its link followed, so an
- * entry freed meanwhile by one of the child's own threads ends the walk.
- * Objects in other namespaces (dlmopen) are not on this list: they are
- * noted when a site's frame lies in one (note_modules). */
+ * its dynamic section before it is noted or its link followed: the walk
+ * ends at one the loader is still linking in (a dlopen under way, in the
+ * parent at the fork or in the child). Objects in other namespaces
+ * (dlmopen) are not on this list: they are noted when a site's frame lies
+ * in one (note_modules). */
 static void note_linked(void)
 {
     uint32_t back_from = UINT32_MAX, id = mt_site_count_ids();
