@@ -37,7 +37,7 @@ static char exe_path[MT_PATH_MAX]; /* the program's own path (its link map entry
 /* The walk in use (MT_WALK_*), set at start-up (and in a fork child that
  * may not call libunwind, mt_site_after_fork_child). */
 int mt_site_walker = MT_WALK_CFI;
-int mt_unw_off;
+int mt_site_forked;
 
 static void *map_table(size_t bytes)
 {
@@ -254,7 +254,6 @@ static _Atomic uint32_t *_Atomic site_retired;
 #define NO_RECORD UINT32_MAX /* retired, its frames' entries not recorded (no room) */
 #define REVIVED 0x80000000u
 static _Atomic int gone_entries; /* module entries marked gone, not taken back */
-static int loader_unsure;        /* a fork child: mt_modules_refresh */
 static _Atomic int linked_walks; /* note_linked under way */
 #define NO_SITE UINT32_MAX
 static _Atomic uint32_t revive_pending = NO_SITE; /* revive from here: the lock was busy */
@@ -959,10 +958,9 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
 
 void mt_site_after_fork_child(void)
 {
-    mt_unw_off = 1;
+    mt_site_forked = 1;
     if (mt_site_walker == MT_WALK_LIBUNWIND)
         mt_site_walker = MT_WALK_CFI; /* the report's unwinder line says so */
-    loader_unsure = 1;
     atomic_flag_clear_explicit(&module_lock, memory_order_release);
     atomic_flag_clear_explicit(&unload_lock, memory_order_release);
     atomic_store(&linked_walks, 0);
@@ -1017,7 +1015,7 @@ void mt_site_wait_linked_walks(void)
 void mt_modules_refresh(void)
 {
     mt_t.in_agent++;
-    if (loader_unsure)
+    if (mt_site_forked) /* the loader's list lock may be held for ever */
         note_linked();
     else
         dl_iterate_phdr(note_one, NULL);

@@ -128,14 +128,15 @@ extern _Atomic unsigned mt_code_gen;
  * loaded at their places (a library unmapped, and another mapped there,
  * before the unloading thread's scan), and if not runs the scan. */
 extern _Atomic int mt_unloading;
-/* Set in a fork child: libunwind is never called there. Its locks, and
+/* Set in a fork child, where libunwind is never called, nor dl_iterate_phdr
+ * by the agent (mt_modules_refresh). libunwind's locks, and
  * the loader's list lock it takes through dl_iterate_phdr (glibc resets
  * neither in a child), stay held for ever in a child forked while another
  * thread held one, and libunwind waits for them with every signal
  * blocked. Which were held cannot be known (a program's own
  * dl_iterate_phdr, a dlopen linking an object in), so no child calls it:
  * the CFI walk takes the stacks, the frame-pointer chain where it cannot. */
-extern int mt_unw_off;
+extern int mt_site_forked;
 /* The dlclose hook waits here for a fork child's listing of the loaded
  * objects without the loader's lock (it reads what dlclose unmaps). */
 void mt_site_wait_linked_walks(void);

@@ -19,10 +19,10 @@
 
 /* libunwind from here: unw_backtrace, whose cache of frames is never
  * told about unloaded code, until the first dlclose; then the step loop.
- * Never in a fork child (mt_unw_off): the frame-pointer chain there. */
+ * Never in a fork child (mt_site_forked): the frame-pointer chain there. */
 static MT_INLINE int mt_site_unw(uintptr_t *pcs, int ask)
 {
-    if (MT_UNLIKELY(mt_unw_off))
+    if (MT_UNLIKELY(mt_site_forked))
         return mt_site_fp_walk(pcs, ask);
     if (MT_LIKELY(atomic_load_explicit(&mt_code_gen, memory_order_relaxed) == 0))
         return unw_backtrace((void **)pcs, ask);
