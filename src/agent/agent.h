@@ -118,6 +118,7 @@ typedef struct mt_tls {
     uint32_t spare_site;          /* a site record claimed but not published (site.c) */
     unsigned char span_depth;     /* request spans open on this thread (span.c) */
     unsigned char dlclose_depth;  /* dlcloses under way on this thread (mt_unloading) */
+    unsigned char term_pending;   /* a terminating signal that landed in the agent's work (crash.c) */
     uint32_t events;              /* memory events this thread raised (meminfo.c) */
     uint64_t mem_ticks;           /* ticks inside timed allocator and mapping calls, cumulative */
     uint32_t id_base, id_next, id_gen; /* this thread's block of trace allocation ids (trace.h) */
@@ -131,6 +132,28 @@ typedef struct mt_tls {
 extern MT_TLS mt_tls mt_t;
 #define MT_GATE_OPEN 0x01000000u /* mt_tls.gate with armed alone set (little-endian) */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "MT_GATE_OPEN reads mt_tls.gate as little-endian");
+
+/* The agent's own work on this thread (in_agent counts how deep): the
+ * program's allocator calls meanwhile go straight to the real allocator.
+ * A terminating signal that lands inside waits for the outermost leave,
+ * which sends it again (crash.c): the signal fences keep the compiler
+ * from moving the two reads across each other, the handler being the
+ * only other party. */
+void mt_crash_resend(void);
+static inline void mt_agent_enter(void)
+{
+    mt_t.in_agent++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void mt_agent_leave(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--mt_t.in_agent == 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (MT_UNLIKELY(mt_t.term_pending))
+            mt_crash_resend();
+    }
+}
 
 /* init.c */
 void mt_init_slow(void);
@@ -171,7 +194,9 @@ static inline size_t mt_arena_size(const void *p)
 }
 
 /* report_write.c: writes the summary report; path NULL = configured output.
- * reason: "exit", "api", "signal". Returns 0 or -errno. */
+ * reason: "exit", "api", "signal". Returns 0 or -errno. A report being
+ * written on another thread is waited for, up to MT_REPORT_WAIT_MS. */
+#define MT_REPORT_WAIT_MS 10000
 int mt_report_write_to(const char *path_template, const char *reason);
 /* After the agent unmapped memory of its own (rlimit.c). */
 void mt_rlimit_agent_shrank(void);
@@ -218,6 +243,14 @@ void mt_crash_resolve(void);
 void mt_crash_install(void);
 void mt_crash_thread_start(void);
 void mt_crash_thread_exit(void);
+/* The report at exit begins, then is written (init.c): a terminating
+ * signal meanwhile waits for it, then ends the process without a report
+ * of its own. */
+enum { MT_EXIT_REPORT_NONE = 0, MT_EXIT_REPORT_WRITING = 1, MT_EXIT_REPORT_DONE = 2 };
+void mt_crash_exit_report(int state);
+/* In a fork child: no signal of the parent's waits, no report at exit
+ * has begun. */
+void mt_crash_after_fork_child(void);
 /* report_write.c: the path a report template (NULL = configured output)
  * expands to in this process. 0 or -ENAMETOOLONG. Signal-safe. */
 int mt_report_path(const char *path_template, char *out, size_t cap);

@@ -58,9 +58,9 @@ static void copy_str(char *dst, size_t cap, const char *src)
 #define IN_AGENT(call)                                                                                       \
     ({                                                                                                       \
         int saved_errno_ = errno;                                                                            \
-        mt_t.in_agent++;                                                                                     \
+        mt_agent_enter();                                                                                    \
         int rc_ = (call);                                                                                    \
-        mt_t.in_agent--;                                                                                     \
+        mt_agent_leave();                                                                                    \
         errno = saved_errno_;                                                                                \
         rc_;                                                                                                 \
     })

@@ -365,11 +365,11 @@ static void send_current(int fd)
 static int grow_baseline(void)
 {
     size_t cap = baseline_cap * 2;
-    mt_t.in_agent++; /* the agent's own mapping */
+    mt_agent_enter(); /* the agent's own mapping */
     char *p = mt_os_alloc(cap);
     if (p && baseline != baseline_static && munmap(baseline, baseline_cap) == 0)
         atomic_fetch_sub(&mt_glob[MT_CAT_OVERHEAD].live_bytes, (int64_t)baseline_cap);
-    mt_t.in_agent--;
+    mt_agent_leave();
     if (!p)
         return -ENOMEM;
     baseline = p;
@@ -666,7 +666,7 @@ static void on_connect(int sig, siginfo_t *si, void *uc)
 {
     (void)sig, (void)si, (void)uc;
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     int lfd = atomic_load(&ctl.listen_fd);
     /* The signal may land on several threads at once: one serves, and
      * looks again after letting go, so no connection is left waiting. */
@@ -677,7 +677,7 @@ static void on_connect(int sig, siginfo_t *si, void *uc)
         if (n == 0 || poll(fds, (nfds_t)n, 0) <= 0)
             break;
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -779,7 +779,7 @@ void mt_control_start(void)
     if (!mt_control_enabled || !mt_tracking || atomic_load(&ctl.listen_fd) >= 0)
         return;
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     /* Trace mode has a thread of its own already (the trace's writer),
      * so a serving thread costs glibc's malloc nothing more, and it can
      * start and stop traces on demand (record.c), which a handler cannot. */
@@ -790,7 +790,7 @@ void mt_control_start(void)
         remove_file();
         close(atomic_exchange(&ctl.listen_fd, -1));
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 

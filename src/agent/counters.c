@@ -215,7 +215,7 @@ mt_shard *mt_shard_acquire(void)
 {
     if (mt_t.exited)
         return NULL;
-    mt_t.in_agent++;
+    mt_agent_enter();
     mt_shard *sh;
     for (sh = atomic_load(&shard_list); sh; sh = sh->next) {
         int expect = 0;
@@ -248,7 +248,7 @@ mt_shard *mt_shard_acquire(void)
         if (shard_key_ok)
             pthread_setspecific(shard_key, sh);
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     return sh;
 }
 

@@ -26,9 +26,11 @@
  * disposition is still the default, and writes the report quietly (as at
  * exit: no summary on stderr), reason "signal SIGTERM", before the process
  * dies of the signal as it would have (not in a container's PID 1, which
- * the kernel keeps from dying of a signal at its default; nor when the
- * signal lands in the agent's own work at exit, or in a vfork child: the
- * default action then, at once). SIGINT is left alone: CPython
+ * the kernel keeps from dying of a signal at its default; nor in a vfork
+ * child: the default action there, at once). A signal that lands in the
+ * agent's own work on a thread (a stack walk, a report) waits for it to
+ * end; one during the report at exit, for that report, which is then the
+ * last. SIGINT is left alone: CPython
  * installs its KeyboardInterrupt handler only when it finds SIGINT at
  * the default. Ruby does the same for SIGTERM and others, so the agent's
  * handler on these is hidden: sigaction and signal report SIG_DFL for it
@@ -57,6 +59,10 @@ int mt_crash_report_opt = MT_CRASH_REPORT_ON;
 #define CRASH_GUARD_SIZE 4096
 /* How long a second crashing thread waits for the first one's report. */
 #define CRASH_WAIT_STEPS 200 /* x 10 ms */
+/* How long a terminating signal waits for the report at exit. */
+#define REPORT_WAIT_STEPS (MT_REPORT_WAIT_MS / 10) /* x 10 ms */
+static _Atomic int exit_report;                    /* MT_EXIT_REPORT_* (mt_crash_exit_report) */
+static _Atomic int exit_signal;                    /* a terminating signal waiting for it, or 0 */
 
 static const struct {
     int sig;
@@ -249,11 +255,36 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
 {
     int saved_errno = errno;
     /* A signal in a vfork child (its parent's memory: not even crash_owner
-     * is its own), or a terminating one that lands in the agent's own work
-     * on this thread (the report at exit, a trace stopping: locks this
-     * frame may hold), gets its default action at once, as without the
-     * agent. */
-    if (!mt_own_process() || (!crash && mt_t.in_agent > 0)) {
+     * is its own) gets its default action at once, as without the agent. */
+    if (!mt_own_process()) {
+        die(sig, si, crash);
+        errno = saved_errno;
+        return;
+    }
+    if (!crash && mt_t.in_agent > 0) {
+        /* A terminating signal that lands in the agent's own work on this
+         * thread (a stack walk, a report being written, a trace being
+         * finished: locks this frame may hold) waits for it: the outermost
+         * mt_agent_leave sends it again. A second one meanwhile gets the
+         * default action at once. */
+        if (mt_t.term_pending)
+            die(sig, si, crash);
+        else
+            mt_t.term_pending = (unsigned char)sig;
+        errno = saved_errno;
+        return;
+    }
+    if (!crash && atomic_load(&exit_report) != MT_EXIT_REPORT_NONE) {
+        /* The report at exit is written, or being written on another
+         * thread: it is the last one. The process dies of the signal once
+         * it is done (a bounded wait): the thread that wrote it sends it
+         * to itself, before the exit that would end this thread too. */
+        int none = 0;
+        atomic_compare_exchange_strong(&exit_signal, &none, sig);
+        for (int i = 0; atomic_load(&exit_report) != MT_EXIT_REPORT_DONE && i < REPORT_WAIT_STEPS; i++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
         die(sig, si, crash);
         errno = saved_errno;
         return;
@@ -272,7 +303,7 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
         errno = saved_errno;
         return;
     }
-    mt_t.in_agent++;
+    mt_agent_enter();
     int ncats = atomic_load(&mt_ncats);
     mt_counters_sum(cr.sum);
 
@@ -311,9 +342,38 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
         mt_out_flush(&o);
     }
     mt_control_shutdown(); /* the process is going: no stale socket */
-    mt_t.in_agent--;
+    mt_agent_leave();
     die(sig, si, crash);
     errno = saved_errno;
+}
+
+/* A terminating signal that waited for the agent's work on this thread
+ * (fatal_signal), sent again now that the work is done: the handler
+ * takes it as if it came now. */
+void mt_crash_resend(void)
+{
+    int saved_errno = errno;
+    int sig = mt_t.term_pending;
+    mt_t.term_pending = 0;
+    syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)sig);
+    errno = saved_errno;
+}
+
+/* The report at exit begins (MT_EXIT_REPORT_WRITING) or is written
+ * (MT_EXIT_REPORT_DONE): a terminating signal then adds no report of its own. */
+void mt_crash_exit_report(int state)
+{
+    atomic_store(&exit_report, state);
+    int sig = atomic_load(&exit_signal);
+    if (state == MT_EXIT_REPORT_DONE && sig)
+        die(sig, NULL, 0);
+}
+
+void mt_crash_after_fork_child(void)
+{
+    mt_t.term_pending = 0;
+    atomic_store(&exit_report, MT_EXIT_REPORT_NONE);
+    atomic_store(&exit_signal, 0);
 }
 
 static void crash_handler(int sig, siginfo_t *si, void *uctx)
@@ -337,7 +397,7 @@ void mt_crash_thread_start(void)
     stack_t cur;
     if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
         return;
-    mt_t.in_agent++;
+    mt_agent_enter();
     char *mem = mt_os_alloc(CRASH_GUARD_SIZE + CRASH_STACK_SIZE);
     if (mem) {
         mprotect(mem, CRASH_GUARD_SIZE, PROT_NONE);
@@ -347,7 +407,7 @@ void mt_crash_thread_start(void)
         else
             crash_free_stack(mem);
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 /* Releases the alternate stack mt_crash_thread_start made for this thread. */
@@ -364,9 +424,9 @@ void mt_crash_thread_exit(void)
     stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
     sigaltstack(&off, NULL);
     crash_stack = NULL;
-    mt_t.in_agent++;
+    mt_agent_enter();
     crash_free_stack(mem);
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 static void crash_free_stack(void *mem)

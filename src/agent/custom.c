@@ -40,17 +40,17 @@ static slot *get_table(void)
     slot *t = atomic_load_explicit(&table, memory_order_acquire);
     if (t)
         return t;
-    mt_t.in_agent++;
+    mt_agent_enter();
     slot *fresh =
         mmap(NULL, sizeof(slot) * SLOTS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    mt_t.in_agent--;
+    mt_agent_leave();
     if (fresh == MAP_FAILED)
         return NULL;
     slot *expect = NULL;
     if (!atomic_compare_exchange_strong(&table, &expect, fresh)) {
-        mt_t.in_agent++;
+        mt_agent_enter();
         munmap(fresh, sizeof(slot) * SLOTS);
-        mt_t.in_agent--;
+        mt_agent_leave();
         return expect;
     }
     return fresh;
@@ -96,9 +96,9 @@ static unsigned category(void)
         return mt_t.cat;
     int c = atomic_load_explicit(&custom_cat, memory_order_relaxed);
     if (c < 0) {
-        mt_t.in_agent++;
+        mt_agent_enter();
         c = mt_category_get("custom");
-        mt_t.in_agent--;
+        mt_agent_leave();
         if (c < 0)
             return MT_CAT_MALLOC;
         atomic_store(&custom_cat, c);

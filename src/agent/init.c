@@ -223,6 +223,7 @@ MT_EXPORT pid_t _Fork(void)
     }
     pid_t pid = real_Fork();
     if (pid == 0) {
+        mt_crash_after_fork_child();
         mt_vm_reset_after_fork();
         mt_category_unlock();
         mt_site_after_fork_child();
@@ -290,6 +291,7 @@ static void after_fork_parent(void)
 }
 static void after_fork_child(void)
 {
+    mt_crash_after_fork_child();
     mt_vm_after_fork();
     mt_category_unlock();
     mt_fd_after_fork_child();
@@ -317,7 +319,7 @@ void mt_init_slow(void)
         return;
     }
     int saved_errno = errno; /* the program must find errno as the C runtime left it */
-    mt_t.in_agent++;
+    mt_agent_enter();
     int ok = resolve_real();
     if (!ok)
         mt_say("cannot find the real malloc family (dlsym RTLD_NEXT failed); running untracked");
@@ -375,7 +377,7 @@ void mt_init_slow(void)
     }
     atomic_store(&mt_state, MT_STATE_READY);
     atomic_store(&mt_hot, mt_tracking);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -400,14 +402,16 @@ static void final_report(void *unused)
     mt_control_shutdown();
     if (!mt_own_process()) /* a vfork child: its parent's sessions and report */
         return;
-    /* the agent's work: a terminating signal meanwhile gets its default
-     * action (crash.c), not a second report over locks this frame holds */
-    mt_t.in_agent++;
+    /* the agent's work: a terminating signal meanwhile waits for the
+     * report, then ends the process without one of its own (crash.c) */
+    mt_agent_enter();
+    mt_crash_exit_report(MT_EXIT_REPORT_WRITING);
     mt_xe_stop_agent_sessions();
     mt_trace_report();
     if (atomic_load(&mt_hot) && !mt_site_opt.trace)
         mt_report_write_to(NULL, "exit");
-    mt_t.in_agent--;
+    mt_crash_exit_report(MT_EXIT_REPORT_DONE);
+    mt_agent_leave();
 }
 
 /* A raw exit_group that memtrail run holds (control.c "exit"; Go's

@@ -419,7 +419,7 @@ static void start_periodic(void)
     if (mt_info_opt.interval_ms <= 0 || !atomic_load(&info_ready))
         return;
     int saved = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -438,7 +438,7 @@ static void start_periodic(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         mt_say("info_interval: cannot start the thread of PERIODIC events; none will come");
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved;
 }
 

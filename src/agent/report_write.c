@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -124,6 +125,7 @@ static struct {
     mt_vm_process proc;
 } w;
 static atomic_flag w_busy = ATOMIC_FLAG_INIT;
+static _Atomic long w_owner; /* the thread holding w_busy, or 0 */
 
 /* The report file made before an id change (mt_report_before_setid),
  * this process's only: a fork child closes its copy. */
@@ -144,11 +146,42 @@ static int kept_valid(void)
            st.st_ino == kept.ino;
 }
 
+/* Waits up to wait_ms for a report another thread is writing (a report
+ * file, or a signal's report, must not lose it, nor be lost; a live query
+ * can be asked again and waits less), but never for one this thread was
+ * writing when a crash signal interrupted it. */
+#define QUERY_WAIT_MS 200
+static int take_buffers(unsigned wait_ms)
+{
+    long tid = syscall(SYS_gettid);
+    if (atomic_load(&w_owner) == tid)
+        return -EBUSY;
+    uint64_t give_up = mt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)wait_ms * 1000000;
+    for (unsigned spins = 0; atomic_flag_test_and_set_explicit(&w_busy, memory_order_acquire); spins++) {
+        if (mt_clock_ns(CLOCK_MONOTONIC) > give_up)
+            return -EBUSY;
+        if (spins < 100) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    atomic_store(&w_owner, tid);
+    return 0;
+}
+
+static void release_buffers(void)
+{
+    atomic_store(&w_owner, 0);
+    atomic_flag_clear_explicit(&w_busy, memory_order_release);
+}
+
 /* A fork child has only the forking thread: a report another thread was
  * writing at that moment will never finish there. */
 void mt_report_after_fork_child(void)
 {
-    atomic_flag_clear_explicit(&w_busy, memory_order_release);
+    release_buffers();
     if (kept.pid && kept.pid != getpid()) {
         int fd = kept_valid() ? kept.fd : -1;
         __atomic_store_n(&kept.fd, -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
@@ -156,17 +189,6 @@ void mt_report_after_fork_child(void)
             close(fd);
         kept.pid = 0;
     }
-}
-
-static int take_buffers(void)
-{
-    uint64_t give_up = mt_clock_ns(CLOCK_MONOTONIC) + 200000000; /* 200 ms */
-    while (atomic_flag_test_and_set_explicit(&w_busy, memory_order_acquire)) {
-        if (mt_clock_ns(CLOCK_MONOTONIC) > give_up)
-            return -EBUSY;
-        sched_yield();
-    }
-    return 0;
 }
 
 static mt_vm_report last_vm;
@@ -396,8 +418,8 @@ static int write_new(const char *reason)
 static int report_write_to(const char *path_template, const char *reason)
 {
     int saved_errno = errno;
-    mt_t.in_agent++;
-    int rc = take_buffers();
+    mt_agent_enter();
+    int rc = take_buffers(MT_REPORT_WAIT_MS);
     if (rc < 0) {
         mt_say("cannot write the report: another report is being written");
         goto out;
@@ -420,9 +442,9 @@ static int report_write_to(const char *path_template, const char *reason)
             mt_out_str(&o, " (the process changed its user or group id)");
         mt_say(mt_out_cstr(&o));
     }
-    atomic_flag_clear_explicit(&w_busy, memory_order_release);
+    release_buffers();
 out:
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
     return rc;
 }
@@ -433,8 +455,8 @@ void mt_report_before_setid(void)
         return;
     int old = no_cancel();
     int saved_errno = errno;
-    mt_t.in_agent++;
-    if (take_buffers() == 0) {
+    mt_agent_enter();
+    if (take_buffers(MT_REPORT_WAIT_MS) == 0) {
         int fd = expand_path(mt_opt.output, w.path, sizeof w.path) == 0 ? mt_file_open_stream(&w.file, w.path)
                                                                         : -1;
         struct stat st;
@@ -449,9 +471,9 @@ void mt_report_before_setid(void)
             close(fd);
         }
         /* On failure the report at exit tries the usual way, and says why. */
-        atomic_flag_clear_explicit(&w_busy, memory_order_release);
+        release_buffers();
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
     pthread_setcancelstate(old, NULL);
 }
@@ -469,8 +491,8 @@ static int report_to_fd(int fd, const char *reason, int sites)
 {
     int old = no_cancel();
     int saved_errno = errno;
-    mt_t.in_agent++;
-    int rc = take_buffers();
+    mt_agent_enter();
+    int rc = take_buffers(QUERY_WAIT_MS);
     if (rc == 0) {
         mt_out o;
         mt_out_init(&o, w.buf, sizeof w.buf, fd);
@@ -478,9 +500,9 @@ static int report_to_fd(int fd, const char *reason, int sites)
         write_report(&o, reason);
         report_sites = 1;
         rc = mt_out_flush(&o);
-        atomic_flag_clear_explicit(&w_busy, memory_order_release);
+        release_buffers();
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
     pthread_setcancelstate(old, NULL);
     return rc;
@@ -499,8 +521,8 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
 {
     int old = no_cancel();
     int saved_errno = errno;
-    mt_t.in_agent++;
-    long rc = take_buffers();
+    mt_agent_enter();
+    long rc = take_buffers(QUERY_WAIT_MS);
     if (rc == 0) {
         mt_out o;
         mt_out_init(&o, buf, cap, -1);
@@ -508,9 +530,9 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
         write_report(&o, reason);
         report_sites = 1;
         rc = o.err < 0 || o.len >= cap ? -ENOSPC : (long)o.len;
-        atomic_flag_clear_explicit(&w_busy, memory_order_release);
+        release_buffers();
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
     pthread_setcancelstate(old, NULL);
     return rc;

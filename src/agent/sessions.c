@@ -89,7 +89,7 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
 {
     /* The hooks must leave errno as the real call left it. */
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     if (to_trace) {
         xe_session *t = atomic_load_explicit(&trace_session, memory_order_acquire);
         if (t && xe_fire_fields(t, type, cat, size, address, old_address, site, key, value) == 0)
@@ -98,7 +98,7 @@ void mt_xe_fire_agent(unsigned type, uint64_t address, uint64_t old_address, uin
     int n = atomic_load_explicit(&agent_count, memory_order_acquire);
     for (int i = 0; i < n; i++)
         xe_fire_fields(agent_sessions[i], type, cat, size, address, old_address, site, key, value);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -213,7 +213,7 @@ void mt_xe_start_agent_sessions(void)
     if (!env || !*env)
         return;
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     int index = 0;
     for (const char *p = env; *p;) {
         const char *nl = strchr(p, '\n');
@@ -232,7 +232,7 @@ void mt_xe_start_agent_sessions(void)
     }
     if (atomic_load(&agent_count) > 0)
         mt_extra_on(MT_EXTRA_SESSIONS, &mt_xe_on, 1);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -241,20 +241,20 @@ void mt_xe_stop_agent_sessions(void)
     if (!atomic_exchange(&mt_xe_on, 0))
         return;
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     xe_session *t = atomic_load(&trace_session);
     if (t)
         xe_session_stop(t);
     int n = atomic_load(&agent_count);
     for (int i = 0; i < n; i++)
         xe_session_stop(agent_sessions[i]);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
 void mt_xe_after_fork_child(void)
 {
-    mt_t.in_agent++;
+    mt_agent_enter();
     xe_atfork_child();
-    mt_t.in_agent--;
+    mt_agent_leave();
 }

@@ -41,9 +41,9 @@ int mt_site_forked;
 
 static void *map_table(size_t bytes)
 {
-    mt_t.in_agent++; /* the mapping is the agent's own (vm_hooks.c) */
+    mt_agent_enter(); /* the mapping is the agent's own (vm_hooks.c) */
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    mt_t.in_agent--;
+    mt_agent_leave();
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -211,9 +211,9 @@ int mt_site_stack(uintptr_t *pcs, int want)
 {
     if (mt_t.in_agent)
         return 0;
-    mt_t.in_agent++; /* libunwind may allocate: not through us */
+    mt_agent_enter(); /* libunwind may allocate: not through us */
     int n = capture(pcs, want, mt_site_walker);
-    mt_t.in_agent--;
+    mt_agent_leave();
     return n;
 }
 
@@ -403,14 +403,14 @@ static void count_global(uint32_t id, int64_t bytes, int64_t n, int what)
 void mt_site_count_slow(mt_shard *sh, uint32_t id, int64_t bytes, int64_t n, int what)
 {
     if (sh && !sh->site_chunks) {
-        mt_t.in_agent++;
+        mt_agent_enter();
         sh->site_chunks = mt_os_alloc(sizeof(mt_site_slot *) * (MT_SITES_MAX / MT_SITE_CHUNK));
-        mt_t.in_agent--;
+        mt_agent_leave();
     }
     if (sh && sh->site_chunks && !sh->site_chunks[id / MT_SITE_CHUNK]) {
-        mt_t.in_agent++;
+        mt_agent_enter();
         sh->site_chunks[id / MT_SITE_CHUNK] = mt_os_alloc(sizeof(mt_site_slot) * MT_SITE_CHUNK);
-        mt_t.in_agent--;
+        mt_agent_leave();
     }
     if (sh && sh->site_chunks && sh->site_chunks[id / MT_SITE_CHUNK])
         mt_site_count_n(id, bytes, n, what);
@@ -769,7 +769,7 @@ void mt_modules_after_dlclose(void)
 {
     if (!mt_sites)
         return;
-    mt_t.in_agent++;
+    mt_agent_enter();
     while (atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire))
         sched_yield();
     _Atomic uint32_t *retired = atomic_load(&site_retired);
@@ -827,7 +827,7 @@ void mt_modules_after_dlclose(void)
                                                 memory_order_relaxed);
     }
     unload_unlock();
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 /* After an entry was taken back: each retired site from id `from` up
@@ -935,7 +935,7 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
     if (retired) {
         /* Waits a bounded time: a thread that crashed holding the lock
          * (its handler flushes the trace) must not hang the flush. */
-        mt_t.in_agent++;
+        mt_agent_enter();
         for (int tries = 0; tries < 1000; tries++) {
             locked = !atomic_flag_test_and_set_explicit(&unload_lock, memory_order_acquire);
             if (locked)
@@ -952,7 +952,7 @@ int mt_site_frames_traced(uint32_t id, uintptr_t *out, int max)
     if (locked)
         atomic_flag_clear_explicit(&unload_lock, memory_order_release);
     if (retired)
-        mt_t.in_agent--;
+        mt_agent_leave();
     return n;
 }
 
@@ -1014,12 +1014,12 @@ void mt_site_wait_linked_walks(void)
  * so a fork child's report walks the list without it. */
 void mt_modules_refresh(void)
 {
-    mt_t.in_agent++;
+    mt_agent_enter();
     if (mt_site_forked) /* the loader's list lock may be held for ever */
         note_linked();
     else
         dl_iterate_phdr(note_one, NULL);
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 int mt_module_count(void)

@@ -54,19 +54,19 @@ static MT_INLINE uint32_t mt_site_here(unsigned cat, int agent_frames)
     if (MT_UNLIKELY(mt_t.in_agent))
         return 0;
     uintptr_t pcs[MT_DEPTH_MAX + 32];
-    mt_t.in_agent++; /* libunwind may allocate: not through us */
+    mt_agent_enter(); /* libunwind may allocate: not through us */
     int ask = mt_site_opt.depth + agent_frames;
     uint32_t id;
     const uintptr_t *frame = __builtin_frame_address(0);
     if (MT_LIKELY(mt_site_walker == MT_WALK_CFI) &&
         MT_LIKELY((id = mt_cfi_site(cat, ask, frame, pcs)) != MT_CFI_NO_WALK)) {
-        mt_t.in_agent--;
+        mt_agent_leave();
         return id;
     }
     int n =
         mt_site_walker == MT_WALK_CFI ? mt_site_unw(pcs, ask) : mt_site_walk(pcs, ask, mt_site_walker, frame);
     id = mt_site_from_stack(cat, pcs, n, ask, NULL);
-    mt_t.in_agent--;
+    mt_agent_leave();
     return id;
 }
 

@@ -673,9 +673,9 @@ MT_EXPORT int dlclose(void *handle)
 {
     static int (*real_dlclose)(void *);
     if (!real_dlclose) {
-        mt_t.in_agent++;
+        mt_agent_enter();
         real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-        mt_t.in_agent--;
+        mt_agent_leave();
     }
     mt_t.dlclose_depth++;
     atomic_fetch_add(&mt_unloading, 1);

@@ -131,9 +131,9 @@ static int add_name(const char *name)
     int count = atomic_load_explicit(&nnames, memory_order_relaxed);
     int id = find_name(name, count); /* another thread may have added it */
     if (id < 0 && count < SPAN_NAMES) {
-        mt_t.in_agent++;
+        mt_agent_enter();
         span_hist *h = mt_os_alloc(sizeof *h);
-        mt_t.in_agent--;
+        mt_agent_leave();
         if (h) {
             span_name *n = &names[count];
             n->key = name;

@@ -177,7 +177,7 @@ static int host_spawn(void *ctx, void *(*fn)(void *), void *arg, pthread_t *out)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    mt_t.in_agent++;
+    mt_agent_enter();
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
     if (rc == 0) {
@@ -185,7 +185,7 @@ static int host_spawn(void *ctx, void *(*fn)(void *), void *arg, pthread_t *out)
         rc = pthread_create(out, &attr, fn, arg);
         pthread_attr_destroy(&attr);
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0)
         pthread_setname_np(*out, "memtrail-enc");
@@ -492,9 +492,9 @@ static void reserve_for_stop(void)
 {
     if (stop_reserve)
         return;
-    mt_t.in_agent++;
+    mt_agent_enter();
     void *p = mmap(NULL, STOP_RESERVE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    mt_t.in_agent--;
+    mt_agent_leave();
     stop_reserve = p == MAP_FAILED ? NULL : p;
 }
 
@@ -623,9 +623,9 @@ void mt_trace_start(void)
         mt_out_cstr(&o);
     }
     int saved_errno = errno;
-    mt_t.in_agent++; /* its buffers, its thread and its writer's memory are the agent's */
+    mt_agent_enter(); /* its buffers, its thread and its writer's memory are the agent's */
     (void)start_session(trace_path);
-    mt_t.in_agent--;
+    mt_agent_leave();
     recordings = 1;
     errno = saved_errno;
 }
@@ -734,7 +734,7 @@ int mt_trace_out_of_memory(void)
     }
     int saved_errno = errno;
     ended = "out-of-memory";
-    mt_t.in_agent++;
+    mt_agent_enter();
     release_stop_reserve();
     xe_session_stop(s);
     (void)xe_session_release_buffers(s);
@@ -745,7 +745,7 @@ int mt_trace_out_of_memory(void)
     atomic_store(&mt_trace_stopped, 2);
     atomic_flag_clear(&trace_switching);
     mt_rlimit_agent_shrank();
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
     return 1;
 }
@@ -759,10 +759,10 @@ void mt_trace_before_exec(void)
         return;
     ended = "exec";
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     xe_session_stop(s);
     mt_trace_report();
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -788,10 +788,10 @@ void mt_trace_crash(const char *why)
     mt_out_init(&o, ended_buf, sizeof ended_buf, -1);
     mt_out_str(&o, why);
     ended = mt_out_cstr(&o);
-    mt_t.in_agent++;
+    mt_agent_enter();
     xe_session_stop(s);
     mt_trace_report();
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 /* Before the process changes its user or group ids (setid.c): deliver
@@ -804,9 +804,9 @@ void mt_trace_before_setid(void)
     if (!s || !mt_own_process())
         return;
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     (void)xe_session_flush(s);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -818,9 +818,9 @@ void mt_trace_after_failed_exec(void)
     int saved_errno = errno;
     ended = "exit";
     began = "start"; /* (not a fork: its blocks are not a parent's to replay) */
-    mt_t.in_agent++;
+    mt_agent_enter();
     (void)xe_session_start(s);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }
 
@@ -872,9 +872,9 @@ void mt_trace_after_fork_child(void)
         mt_out_cstr(&o);
     }
     memcpy(trace_path, path, sizeof path);
-    mt_t.in_agent++;
+    mt_agent_enter();
     xe_session_file_retarget(trace_session, trace_path);
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 /* ---- recording on demand (record.c) ------------------------------------- */
@@ -932,11 +932,11 @@ int mt_trace_record_start(const char *path, mt_out *reply)
         start_dir[0] = '\0';
     path_given = path != NULL;
     int saved_errno = errno;
-    mt_t.in_agent++;
+    mt_agent_enter();
     take_switching();
     int rc = start_session(trace_path);
     atomic_flag_clear(&trace_switching);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
     if (rc != 0) {
         mt_out_str(reply, "error cannot start the trace session (the program's stderr says why)\n");
@@ -958,7 +958,7 @@ void mt_trace_record_stop(mt_out *reply, int drained)
         return;
     int saved_errno = errno;
     ended = "query";
-    mt_t.in_agent++;
+    mt_agent_enter();
     xe_session_stop(s); /* every event fired is written, the file finished */
     char msg[2 * MT_PATH_MAX + 512];
     mt_out o;
@@ -981,6 +981,6 @@ void mt_trace_record_stop(mt_out *reply, int drained)
      * hold the pointer; the session's own pages stay (a few KB a stop),
      * its buffers go back unless a hook may still be inside one. */
     xe_session_retire(s, drained);
-    mt_t.in_agent--;
+    mt_agent_leave();
     errno = saved_errno;
 }

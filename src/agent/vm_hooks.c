@@ -402,7 +402,7 @@ static void record_own_stack(int agent, mt_rs_agent_msg *rs)
         }
         return;
     }
-    mt_t.in_agent++;
+    mt_agent_enter();
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         void *bottom = NULL;
         size_t size = 0, guard = 0;
@@ -416,7 +416,7 @@ static void record_own_stack(int agent, mt_rs_agent_msg *rs)
         /* Without a guard a stale record (glibc unmaps cached stacks
          * unseen) could not be told from a live one: leave it to the scan. */
         if (guard == 0) {
-            mt_t.in_agent--;
+            mt_agent_leave();
             return;
         }
         mt_t.stack_lo = (uintptr_t)bottom; /* exact: no need for site.c to read the maps */
@@ -425,7 +425,7 @@ static void record_own_stack(int agent, mt_rs_agent_msg *rs)
         mt_vm_record(lo, (uintptr_t)bottom + size, MT_CAT_STACKS, MT_VM_STACK, (uint32_t)guard);
         mt_vm_unlock();
     }
-    mt_t.in_agent--;
+    mt_agent_leave();
 }
 
 /* pthread_attr_getstack reports the stored top minus the size; with no
@@ -456,20 +456,20 @@ static void *thread_trampoline(void *p)
 {
     thread_start s = *(thread_start *)p;
     if (s.agent) {
-        mt_t.in_agent++; /* the agent's page: no event */
+        mt_agent_enter(); /* the agent's page: no event */
         munmap(p, 4096);
-        mt_t.in_agent--;
+        mt_agent_leave();
     } else {
-        mt_t.in_agent++;
+        mt_agent_enter();
         mt_real_fn.free(p);
-        mt_t.in_agent--;
+        mt_agent_leave();
     }
     record_own_stack(s.agent, s.to_rs ? &s.rs : NULL);
     /* A thread the agent started (an event session's dispatcher) is the
      * agent's for its whole life: what it and libc do for it is neither
      * the program's memory nor the program's events. */
     if (s.agent)
-        mt_t.in_agent++;
+        mt_agent_enter();
     /* Its own alternate signal stack, so a stack overflow still gets the
      * crash report; released however the thread ends. */
     mt_crash_thread_start();
@@ -499,9 +499,9 @@ MT_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
         if (!s)
             return real_pthread_create(t, attr, fn, arg);
     } else {
-        mt_t.in_agent++;
+        mt_agent_enter();
         s = mt_real_fn.malloc(sizeof *s);
-        mt_t.in_agent--;
+        mt_agent_leave();
         if (!s)
             return real_pthread_create(t, attr, fn, arg);
     }
@@ -516,9 +516,9 @@ MT_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*f
         if (agent)
             munmap(s, 4096);
         else {
-            mt_t.in_agent++;
+            mt_agent_enter();
             mt_real_fn.free(s);
-            mt_t.in_agent--;
+            mt_agent_leave();
         }
     }
     return rc;

@@ -25,6 +25,15 @@
  *   graceful installs its own SIGTERM handler only where it finds the
  *            default, as Ruby does; then SIGTERM: its handler sets a
  *            flag, main prints "graceful" and exits 0
+ *   deep     allocates and frees 48 calls deep for ever; a timer on the
+ *            process's CPU clock sends SIGTERM after FILE ms of it (in
+ *            detail mode the signal lands in the agent's stack walk most
+ *            of the time)
+ *   exitself 16384 blocks kept from as many stacks, then exit 0; a thread
+ *   exitother watching FILE (a directory, the report's) sends SIGTERM to
+ *            the main thread (exitself) or to itself (exitother) as soon
+ *            as a file NAME.tmp.* appears there: the report at exit being
+ *            written
  * A signal the process survives (it was ignored at start-up): exit 5. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,7 +43,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +138,99 @@ static void print_disp(int sig, const char *name)
 {
     printf("%s sigaction=%s signal=%s sysv_signal=%s bsd_signal=%s sigset=%s\n", name, ask(sig, 0),
            ask(sig, 1), ask(sig, 2), ask(sig, 3), ask(sig, 4));
+}
+
+/* "deep": a chain of 48 calls, then one malloc and free, again and
+ * again. */
+__attribute__((noinline)) static void down(int left, unsigned salt)
+{
+    if (left == 0) {
+        char *p = malloc(16 + salt % 200);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        free(p);
+    } else {
+        down(left - 1, salt);
+    }
+    __asm__ volatile("" ::: "memory"); /* no tail call: a frame each */
+}
+
+static int deep(const char *ms)
+{
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGTERM;
+    timer_t t;
+    long n = ms ? atol(ms) : 100;
+    struct itimerspec at = {.it_value = {n / 1000, (n % 1000) * 1000000}};
+    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &t) != 0 || timer_settime(t, 0, &at, NULL) != 0)
+        return 3;
+    for (unsigned i = 0;; i++)
+        down(48, i);
+}
+
+/* "exitself", "exitother": 2^14 stacks through a binary recursion, each
+ * leaving a 16-byte block. */
+static void split(unsigned bits, int left);
+__attribute__((noinline)) static void split_a(unsigned bits, int left)
+{
+    split(bits, left);
+    __asm__ volatile("nop" ::: "memory");
+}
+__attribute__((noinline)) static void split_b(unsigned bits, int left)
+{
+    split(bits, left);
+    __asm__ volatile("nop; nop" ::: "memory");
+}
+__attribute__((noinline)) static void split(unsigned bits, int left)
+{
+    if (left == 0) {
+        char *p = malloc(16);
+        __asm__ volatile("" : : "r"(p) : "memory"); /* kept */
+    } else if (bits & 1) {
+        split_a(bits >> 1, left - 1);
+    } else {
+        split_b(bits >> 1, left - 1);
+    }
+    __asm__ volatile("" ::: "memory");
+}
+
+static pid_t main_tid;
+static int watch_fd, to_watcher;
+
+static void *watcher(void *arg)
+{
+    (void)arg;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        ssize_t n = read(watch_fd, buf, sizeof buf);
+        if (n <= 0)
+            return NULL;
+        for (char *q = buf; q < buf + n;) {
+            struct inotify_event *e = (struct inotify_event *)q;
+            if (e->len && strstr(e->name, ".tmp.")) {
+                syscall(SYS_tgkill, getpid(), to_watcher ? (pid_t)syscall(SYS_gettid) : main_tid, SIGTERM);
+                for (;;)
+                    pause();
+            }
+            q += sizeof *e + e->len;
+        }
+    }
+}
+
+static int exit_during_report(const char *dir, int other)
+{
+    main_tid = (pid_t)syscall(SYS_gettid);
+    to_watcher = other;
+    for (unsigned i = 0; i < 1u << 14; i++)
+        split(i, 14);
+    watch_fd = inotify_init1(IN_CLOEXEC);
+    pthread_t t;
+    if (!dir || watch_fd < 0 || inotify_add_watch(watch_fd, dir, IN_CREATE) < 0 ||
+        pthread_create(&t, NULL, watcher, NULL) != 0)
+        return 3;
+    printf("exiting\n");
+    return 0;
 }
 
 static volatile sig_atomic_t got_term;
@@ -252,6 +357,10 @@ int main(int argc, char **argv)
         printf("graceful\n");
         return 0;
     }
+    if (strcmp(mode, "deep") == 0)
+        return deep(file);
+    if (strcmp(mode, "exitself") == 0 || strcmp(mode, "exitother") == 0)
+        return exit_during_report(file, strcmp(mode, "exitother") == 0);
     dprintf(2, "termsig: unknown mode %s\n", mode);
     return 2;
 }

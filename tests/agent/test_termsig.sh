@@ -49,6 +49,56 @@ run_both threads threads
 expect_eq "threads: dies of SIGTERM, as without memtrail" "signal SIGTERM signal SIGTERM" "$bare $got"
 check_report threads "signal SIGTERM"
 
+# --- a signal that lands in the agent's own work waits for it ---------------------
+# "deep" allocates 48 calls deep until its CPU-clock timer sends SIGTERM: in
+# detail mode most of that time is the agent's stack walk, so the signal
+# lands there in most runs. Before, it then got its default action at once,
+# without a report (6 runs in 10 in detail mode). Each run must die of
+# SIGTERM with its complete report at the signal (a trace: complete too).
+for mode in detail sample trace; do
+    bad=""
+    for i in 1 2 3 4 5 6 7 8; do
+        name="deep_${mode}_$i"
+        rm -f "$T/$name".*
+        got=$(end_status "$T/$name.out" "$T/$name.err" MEMTRAIL_OPTIONS="mode=$mode:depth=64:output=$T/$name.mtr" \
+            LD_PRELOAD="$AGENT" "$P" deep "$T/$name.ledger" $((20 + 9 * i)))
+        rep=$T/$name.mtr
+        [ $mode = trace ] && rep=$T/$name.mtr.mtr
+        seen="$got|$(grep -s '^reason ' "$rep" | cut -d' ' -f2-)|$(tail -n1 "$rep" 2>/dev/null)"
+        if [ $mode = trace ]; then
+            "$MT" analyze --json "$T/$name.mtr" >"$T/$name.json" 2>/dev/null
+            seen="$seen|$(json_get "$T/$name.json" "j['complete']" 2>/dev/null)"
+        fi
+        want="signal SIGTERM|signal SIGTERM|end"
+        [ $mode = trace ] && want="$want|True"
+        [ "$seen" = "$want" ] || bad="$bad run $i: $seen;"
+    done
+    expect_eq "SIGTERM in the agent's stack walks ($mode, 8 runs): each dies of it, its report complete, reason signal SIGTERM" \
+        "" "$bad"
+done
+
+# exitself/exitother: 16384 sites, then exit 0; SIGTERM comes while the report
+# at exit is being written (its temporary file appears), to the thread
+# writing it or to another one. The report finishes (reason exit, every
+# site), nothing is left behind, and the process dies of the signal.
+# Before: exitself lost the report (its temporary left behind), exitother
+# exited 0 (the signal lost).
+for m in exitself exitother; do
+    D=$T/$m
+    rm -rf "$D" "$T/$m".*
+    mkdir -p "$D"
+    got=$(end_status "$T/$m.out" "$T/$m.err" MEMTRAIL_OPTIONS="mode=detail:depth=64:output=$D/r.mtr" \
+        LD_PRELOAD="$AGENT" "$P" $m "$T/$m.ledger" "$D")
+    expect_eq "$m: SIGTERM during the report at exit: dies of it; the report finished (reason exit, ends), alone in its directory" \
+        "signal SIGTERM|exit|end|r.mtr" \
+        "$got|$(grep -s '^reason ' "$D/r.mtr" | cut -d' ' -f2-)|$(tail -n1 "$D/r.mtr" 2>/dev/null)|$(ls "$D" | tr '\n' ' ' | sed 's/ $//')"
+    expect_eq "$m: every site in it (16384 stacks and more)" yes \
+        "$([ "$(grep -c '^site ' "$D/r.mtr" 2>/dev/null)" -ge 16384 ] && echo yes || echo no)"
+    cp "$D/r.mtr" "$T/$m.mtr" 2>/dev/null
+    check_report "$m" exit
+    expect_eq "$m: nothing on stderr" "" "$(cat "$T/$m.err")"
+done
+
 # --- RLIMIT_FSIZE: the report is a file too --------------------------------------
 run_both XFSZ XFSZ
 expect_eq "SIGXFSZ: dies of it, as without memtrail" "signal SIGXFSZ signal SIGXFSZ" "$bare $got"
