@@ -200,6 +200,12 @@ static inline size_t mt_arena_size(const void *p)
 int mt_report_write_to(const char *path_template, const char *reason);
 /* After the agent unmapped memory of its own (rlimit.c). */
 void mt_rlimit_agent_shrank(void);
+/* Around a report, under the report buffers' lock: a process at its
+ * descriptor limit still gets it (rlimit.c). The descriptors kept for it
+ * are taken at start-up. */
+void mt_rlimit_report_begin(void);
+void mt_rlimit_report_end(void);
+void mt_rlimit_reserve_take(void);
 /* The report at exit for a process leaving by a raw exit_group (init.c). */
 int mt_report_at_raw_exit(void);
 /* The same report written to an open descriptor (a socket, stderr), or

@@ -373,6 +373,7 @@ void mt_init_slow(void)
         pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         mt_report_capture_cmdline();
         mt_report_open_dir();
+        mt_rlimit_reserve_take();
         mt_crash_install();
     }
     atomic_store(&mt_state, MT_STATE_READY);

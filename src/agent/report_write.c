@@ -168,11 +168,13 @@ static int take_buffers(unsigned wait_ms)
         }
     }
     atomic_store(&w_owner, tid);
+    mt_rlimit_report_begin();
     return 0;
 }
 
 static void release_buffers(void)
 {
+    mt_rlimit_report_end();
     atomic_store(&w_owner, 0);
     atomic_flag_clear_explicit(&w_busy, memory_order_release);
 }
@@ -299,15 +301,38 @@ static void write_sites(mt_out *o, int in_handler)
 
 static int report_sites = 1; /* under w_busy: the report being written has detail lines */
 
+/* Only the program's own calls (exit, exec, mt_report_write) may wait
+ * for the VM table: a crash or a query runs in a signal handler, maybe
+ * on the very thread that holds it. */
+static int in_handler_for(const char *reason)
+{
+    return strcmp(reason, "exit") != 0 && strcmp(reason, "api") != 0 && strcmp(reason, "exec") != 0;
+}
+
+/* The figures, before the report's file is open: reading the address
+ * space takes two descriptors of its own, and a process at its limit may
+ * have few (rlimit.c). Without them the report leaves the address space
+ * out, and says why, rather than show it as empty. */
+static void collect(const char *reason)
+{
+    mt_counters_sum(w.sum);
+    mt_vm_scan(w.vm, MT_NCAT, &w.proc, in_handler_for(reason));
+    static int said; /* once: a process without /proc would say it at every report */
+    if (!w.proc.ok && !said) {
+        said = 1;
+        int err = errno;
+        mt_out o;
+        mt_out_init(&o, w.msg, sizeof w.msg, -1);
+        mt_out_str(&o, "the report leaves out the address space: cannot read /proc/self/smaps: ");
+        mt_out_str(&o, mt_file_strerror(-err));
+        mt_say(mt_out_cstr(&o));
+    }
+}
+
 static void write_report(mt_out *o, const char *reason)
 {
     mt_catsum *sum = w.sum;
-    mt_counters_sum(sum);
-    /* Only the program's own calls (exit, exec, mt_report_write) may wait
-     * for the VM table: a crash or a query runs in a signal handler, maybe
-     * on the very thread that holds it. */
-    int in_handler = strcmp(reason, "exit") != 0 && strcmp(reason, "api") != 0 && strcmp(reason, "exec") != 0;
-    mt_vm_scan(w.vm, MT_NCAT, &w.proc, in_handler);
+    int in_handler = in_handler_for(reason);
 
     mt_out_str(o, "memtrail-report 1\npid ");
     mt_out_u64(o, (uint64_t)getpid());
@@ -337,7 +362,8 @@ static void write_report(mt_out *o, const char *reason)
         mt_out_str(o, mt_cats[i].name);
         mt_out_str(o, kind_name(mt_cats[i].kind));
         write_counts(o, &sum[i]);
-        write_vm(o, &w.vm[i]);
+        if (w.proc.ok)
+            write_vm(o, &w.vm[i]);
         mt_out_char(o, '\n');
     }
     mt_out_str(o, "total");
@@ -386,6 +412,7 @@ int mt_report_write_to(const char *path_template, const char *reason)
  * then cut to what was written. */
 static int write_in_place(const char *reason)
 {
+    collect(reason);
     if (lseek(kept.fd, 0, SEEK_SET) != 0)
         return -errno;
     mt_out o;
@@ -401,6 +428,7 @@ static int write_in_place(const char *reason)
 /* Through safe_file: a temporary, renamed over the name when complete. */
 static int write_new(const char *reason)
 {
+    collect(reason);
     int rc = mt_file_begin_path(&w.file, w.path);
     if (rc < 0)
         return rc;
@@ -497,6 +525,7 @@ static int report_to_fd(int fd, const char *reason, int sites)
         mt_out o;
         mt_out_init(&o, w.buf, sizeof w.buf, fd);
         report_sites = sites;
+        collect(reason);
         write_report(&o, reason);
         report_sites = 1;
         rc = mt_out_flush(&o);
@@ -527,6 +556,7 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
         mt_out o;
         mt_out_init(&o, buf, cap, -1);
         report_sites = 0;
+        collect(reason);
         write_report(&o, reason);
         report_sites = 1;
         rc = o.err < 0 || o.len >= cap ? -ENOSPC : (long)o.len;

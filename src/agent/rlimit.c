@@ -12,13 +12,19 @@
  * The agent degrades on its own when it cannot map more (trace.c). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/counters.h"
+#include "agent/fdguard.h"
 #include "agent/vm.h"
+#include "common/safe_file.h"
 
 typedef int (*prlimit_fn)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *);
 static prlimit_fn real_prlimit;
@@ -101,6 +107,129 @@ void mt_rlimit_agent_shrank(void)
         as_limit.set = want;
 }
 
+/* ---- descriptors for a report -------------------------------------------
+ * A program at its RLIMIT_NOFILE (a server leaking descriptors: the very
+ * moment its report at a crash or at exit matters) would leave a report
+ * none: not the file, nor the two /proc files it reads the address space
+ * from first (report_write.c). While a report is written (one at a time:
+ * the report buffers' lock) the soft limit is lifted by NOFILE_LIFT,
+ * within the hard one, and put back after, unless the program changed it
+ * meanwhile. Where the soft limit is the hard one already (a container's
+ * usual 1048576, a program that raised it, as Go's runtime and the JVM
+ * do), the agent holds NRESERVE descriptors of its own from start-up
+ * (on /, high, kept from the program by fdguard.h) and lets them go
+ * for the report, taking them again after: another thread at the limit
+ * may take one first, and later reports have that much less. Raw system
+ * calls for the limit: safe in a signal handler, past the interposers. */
+#define NOFILE_LIFT 8
+#define NRESERVE 2
+static struct rlimit nofile_was, nofile_lifted;
+static int nofile_have;
+static int reserve[NRESERVE] = {-1, -1};
+
+static int raw_prlimit(int res, const struct rlimit *new, struct rlimit *old)
+{
+    return (int)syscall(SYS_prlimit64, 0, res, new, old);
+}
+
+/* The reserve changes under this flag: the report (under its own lock),
+ * and the program's own change of its limit, which moves it (a bounded
+ * try: a change meanwhile is skipped). */
+static atomic_flag reserve_busy = ATOMIC_FLAG_INIT;
+
+static void reserve_take_locked(void)
+{
+    for (int i = 0; i < NRESERVE; i++) {
+        if (__atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE) >= 0)
+            continue;
+        int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || (fd = mt_file_fd_kept_high(fd)) < 0)
+            return;
+        __atomic_store_n(&reserve[i], fd, __ATOMIC_RELEASE);
+        mt_fd_keep(&reserve[i]);
+    }
+}
+
+/* Lets go of the reserve descriptors numbered at or above `from`. */
+static void reserve_release_locked(long from)
+{
+    for (int i = 0; i < NRESERVE; i++) {
+        int fd = __atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE);
+        if (fd < from)
+            continue;
+        __atomic_store_n(&reserve[i], -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
+        close(fd);
+    }
+}
+
+static int reserve_lock(void)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        if (!atomic_flag_test_and_set_explicit(&reserve_busy, memory_order_acquire))
+            return 1;
+        sched_yield();
+    }
+    return 0;
+}
+
+static void reserve_unlock(void)
+{
+    atomic_flag_clear_explicit(&reserve_busy, memory_order_release);
+}
+
+/* Takes the reserve descriptors that are missing. Under a limit too low to
+ * keep them out of the program's way, none. */
+void mt_rlimit_reserve_take(void)
+{
+    if (!reserve_lock())
+        return;
+    reserve_take_locked();
+    reserve_unlock();
+}
+
+/* The program set its descriptor limit: a reserve descriptor at or above
+ * the new soft limit is no room below it; it moves under it. */
+static void reserve_replace(const struct rlimit *set)
+{
+    if (set->rlim_cur == RLIM_INFINITY || !reserve_lock())
+        return;
+    reserve_release_locked((long)set->rlim_cur);
+    reserve_take_locked();
+    reserve_unlock();
+}
+
+void mt_rlimit_report_begin(void)
+{
+    nofile_have = 0;
+    struct rlimit cur;
+    if (raw_prlimit(RLIMIT_NOFILE, NULL, &cur) == 0 && cur.rlim_cur < cur.rlim_max) {
+        struct rlimit up = {cur.rlim_max - cur.rlim_cur < NOFILE_LIFT ? cur.rlim_max
+                                                                      : cur.rlim_cur + NOFILE_LIFT,
+                            cur.rlim_max};
+        if (raw_prlimit(RLIMIT_NOFILE, &up, NULL) == 0) {
+            nofile_was = cur;
+            nofile_lifted = up;
+            nofile_have = 1;
+            return;
+        }
+    }
+    if (reserve_lock()) {
+        reserve_release_locked(0);
+        reserve_unlock();
+    }
+}
+
+void mt_rlimit_report_end(void)
+{
+    struct rlimit cur;
+    if (nofile_have && raw_prlimit(RLIMIT_NOFILE, NULL, &cur) == 0 &&
+        cur.rlim_cur == nofile_lifted.rlim_cur && cur.rlim_max == nofile_lifted.rlim_max)
+        raw_prlimit(RLIMIT_NOFILE, &nofile_was, NULL);
+    if (!nofile_have)
+        mt_rlimit_reserve_take();
+    nofile_have = 0;
+}
+
 static int tracking(void)
 {
     return atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_t.in_agent == 0;
@@ -115,7 +244,15 @@ MT_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *n
         errno = ENOSYS;
         return -1;
     }
-    return real(pid, res, new, old);
+    int rc = real(pid, res, new, old);
+    if (rc == 0 && new && (int)res == RLIMIT_NOFILE && self(pid) && tracking()) {
+        int saved_errno = errno;
+        mt_agent_enter();
+        reserve_replace(new);
+        mt_agent_leave();
+        errno = saved_errno;
+    }
+    return rc;
 }
 
 /* On 64-bit Linux struct rlimit64 is struct rlimit. */

@@ -174,3 +174,41 @@ for u in auto cfi libunwind vfork; do
             "^0 unwpipe: fds [0-9]+ [0-9]+ in=ABCDEFGH out=ok mine$" "$? $out $(tr -c "[:print:]\n" "?" <"$D/out" 2>/dev/null)"
     done
 done
+
+# A program at its descriptor limit (tests/agent/fdfull.c opens /dev/null
+# until EMFILE), as a server leaking descriptors ends: its report at exit,
+# at SIGTERM, at a crash, and mt_report_write's, must still be written
+# whole, address space included (before: none was, "cannot write the
+# report: Too many open files"). "lift": a soft limit under the hard one,
+# lifted for the report and put back; "reserve": soft = hard, set by the
+# program after start-up (the agent's reserve moves under it) or before
+# (ulimit -n). The program sees its limit unchanged after the report, and
+# still at it (its next open fails with EMFILE).
+F=$TBIN/fdfull
+for how in lift:64:128 reserve:64:64 preset:64:64; do
+    IFS=: read -r way soft hard <<<"$how"
+    for mode in exit term segv api; do
+        D=$T/full.$way.$mode
+        rm -rf "$D"
+        mkdir -p "$D"
+        pre=""
+        [ $way = preset ] && pre="ulimit -n $soft;"
+        st=$(bash -c "$pre MEMTRAIL_OPTIONS=output=$D/r.mtr LD_PRELOAD=$AGENT exec $F $soft $hard $mode $D/a.mtr" \
+            >"$D/out" 2>"$D/err" </dev/null; echo $?)
+        rep=$D/r.mtr
+        [ $mode = api ] && rep=$D/a.mtr
+        want=0
+        [ $mode = term ] && want=143
+        [ $mode = segv ] && want=139
+        expect_eq "at the descriptor limit ($way $soft/$hard, $mode): exit status $want, the program at its limit" \
+            "$want full" "$st $(grep -o '^full' "$D/out")"
+        expect_eq "at the descriptor limit ($way, $mode): the report whole, fdcat 123456 bytes, the address space in it" \
+            "end|live_bytes=123456|1|yes" \
+            "$(tail -n1 "$rep" 2>/dev/null)|$(grep -s '^category fdcat ' "$rep" | grep -o 'live_bytes=[0-9]*')|$(grep -sc '^process ' "$rep")|$(grep -s '^category code ' "$rep" | grep -qE 'reserved=[1-9]' && echo yes)"
+        if [ $mode = api ]; then
+            expect_eq "at the descriptor limit ($way, api): mt_report_write 0; the program's limit as it set it, its next open EMFILE" \
+                "after rc=0 soft=$soft hard=$hard open=EMFILE" "$(grep '^after' "$D/out")"
+        fi
+        [ $mode = segv ] || expect_eq "at the descriptor limit ($way, $mode): nothing on stderr" "" "$(cat "$D/err")"
+    done
+done
