@@ -150,7 +150,7 @@ static inline void mt_agent_leave(void)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (--mt_t.in_agent == 0) {
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (MT_UNLIKELY(mt_t.term_pending))
+        if (MT_UNLIKELY(mt_t.term_pending) && !mt_t.vm_locked) /* else the VM table's unlock */
             mt_crash_resend();
     }
 }
@@ -202,10 +202,12 @@ int mt_report_write_to(const char *path_template, const char *reason);
 void mt_rlimit_agent_shrank(void);
 /* Around a report, under the report buffers' lock: a process at its
  * descriptor limit still gets it (rlimit.c). The descriptors kept for it
- * are taken at start-up. */
+ * are taken at start-up; a fork holds them still. */
 void mt_rlimit_report_begin(void);
 void mt_rlimit_report_end(void);
 void mt_rlimit_reserve_take(void);
+void mt_rlimit_before_fork(void);
+void mt_rlimit_after_fork(void);
 /* The report at exit for a process leaving by a raw exit_group (init.c). */
 int mt_report_at_raw_exit(void);
 /* The same report written to an open descriptor (a socket, stderr), or
@@ -283,6 +285,8 @@ extern int mt_control_enabled; /* MT_QUERY_*: query=off|on|thread */
 void mt_control_start(void);
 void mt_control_after_fork_child(void);
 void mt_control_shutdown(void);
+/* Cuts short a query being answered (the process is ending). */
+void mt_control_cut_query(void);
 
 #pragma GCC visibility pop
 #endif

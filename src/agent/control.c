@@ -818,6 +818,22 @@ void mt_control_after_fork_child(void)
     mt_control_start();
 }
 
+/* The process is ending: a query being answered is cut short, so that the
+ * report buffers it holds are free at once for the last report (a client
+ * that stopped reading would hold them for the send timeout, 5 s a
+ * send). shutdown() and fstat() are async-signal-safe; the number is
+ * checked to still be that connection. */
+void mt_control_cut_query(void)
+{
+    if (atomic_load(&ctl.owner) != getpid()) /* a vfork child: the parent's */
+        return;
+    int saved_errno = errno;
+    int fd = atomic_load(&ctl.conn_fd);
+    if (fd >= 0 && is_file(fd, ctl.conn_dev, ctl.conn_ino))
+        shutdown(fd, SHUT_RDWR);
+    errno = saved_errno;
+}
+
 void mt_control_shutdown(void)
 {
     /* getpid() differs in a vfork child, which shares our memory: it must
@@ -825,6 +841,7 @@ void mt_control_shutdown(void)
     pid_t me = getpid();
     if (atomic_load(&ctl.owner) != me)
         return;
+    mt_control_cut_query();
     int saved_errno = errno;
     if (atomic_compare_exchange_strong(&ctl.owner, &me, 0))
         remove_file();

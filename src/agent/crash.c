@@ -249,6 +249,51 @@ static void die(int sig, const siginfo_t *si, int crash)
     sigprocmask(SIG_UNBLOCK, &s, NULL);
 }
 
+/* A terminating signal during the report at exit: the thread writing it
+ * dies of it when the report is done (mt_crash_exit_report). */
+static void note_exit_signal(int sig)
+{
+    int none = 0;
+    if (atomic_load(&exit_report) != MT_EXIT_REPORT_NONE)
+        atomic_compare_exchange_strong(&exit_signal, &none, sig);
+}
+
+/* The bound on a signal's wait for the agent's work (fatal_signal): a
+ * timer that sends it to this thread again, deleted when it is sent
+ * again the usual way. Raw system calls: safe in a handler. */
+#define DEFER_MAX_S (MT_REPORT_WAIT_MS / 1000)
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+static MT_TLS int defer_timer = -1;
+
+static void arm_deferral_timer(int sig)
+{
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = sig;
+    ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+    int id;
+    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &id) != 0)
+        return;
+    struct itimerspec at;
+    memset(&at, 0, sizeof at);
+    at.it_value.tv_sec = DEFER_MAX_S;
+    if (syscall(SYS_timer_settime, id, 0, &at, NULL) != 0) {
+        syscall(SYS_timer_delete, id);
+        return;
+    }
+    defer_timer = id;
+}
+
+static void disarm_deferral_timer(void)
+{
+    if (defer_timer >= 0)
+        syscall(SYS_timer_delete, defer_timer);
+    defer_timer = -1;
+}
+
 /* The report at a fatal signal; crash: a crash signal (summary on stderr),
  * else a terminating one (quiet). */
 static void fatal_signal(int sig, siginfo_t *si, int crash)
@@ -261,16 +306,23 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
         errno = saved_errno;
         return;
     }
-    if (!crash && mt_t.in_agent > 0) {
+    if (!crash && (mt_t.in_agent > 0 || mt_t.vm_locked > 0)) {
         /* A terminating signal that lands in the agent's own work on this
          * thread (a stack walk, a report being written, a trace being
-         * finished: locks this frame may hold) waits for it: the outermost
-         * mt_agent_leave sends it again. A second one meanwhile gets the
-         * default action at once. */
-        if (mt_t.term_pending)
+         * finished, the VM table held: locks this frame may hold) waits
+         * for it: the outermost mt_agent_leave or mt_vm_unlock sends it
+         * again. Not for ever: a second one meanwhile, or DEFER_MAX_S
+         * later the same one again from a timer (a program's handler that
+         * longjmp'd out of the agent's work left it unfinished), gets the
+         * default action at once. During the report at exit, its writer
+         * dies of it once the report is done, wherever this thread is. */
+        if (mt_t.term_pending) {
             die(sig, si, crash);
-        else
+        } else {
             mt_t.term_pending = (unsigned char)sig;
+            note_exit_signal(sig);
+            arm_deferral_timer(sig);
+        }
         errno = saved_errno;
         return;
     }
@@ -279,8 +331,7 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
          * thread: it is the last one. The process dies of the signal once
          * it is done (a bounded wait): the thread that wrote it sends it
          * to itself, before the exit that would end this thread too. */
-        int none = 0;
-        atomic_compare_exchange_strong(&exit_signal, &none, sig);
+        note_exit_signal(sig);
         for (int i = 0; atomic_load(&exit_report) != MT_EXIT_REPORT_DONE && i < REPORT_WAIT_STEPS; i++) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -333,6 +384,7 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
         cr.path[0] = '\0';
     /* The report reads the kernel's view of the address space, which the
      * summary then shows. On failure the writer says why. */
+    mt_control_cut_query();
     if (mt_report_write_to(tmpl, cr.reason) == 0 && crash) {
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
         crash_write_vm(&o, mt_report_last_vm(), ncats);
@@ -355,6 +407,7 @@ void mt_crash_resend(void)
     int saved_errno = errno;
     int sig = mt_t.term_pending;
     mt_t.term_pending = 0;
+    disarm_deferral_timer();
     syscall(SYS_tgkill, (long)getpid(), syscall(SYS_gettid), (long)sig);
     errno = saved_errno;
 }
@@ -364,14 +417,22 @@ void mt_crash_resend(void)
 void mt_crash_exit_report(int state)
 {
     atomic_store(&exit_report, state);
+    if (state != MT_EXIT_REPORT_DONE)
+        return;
+    /* One another thread noted, or one waiting on this thread (an exit
+     * from a handler that interrupted the agent's work, where the leave
+     * after this one is not the outermost). */
     int sig = atomic_load(&exit_signal);
-    if (state == MT_EXIT_REPORT_DONE && sig)
+    if (!sig)
+        sig = mt_t.term_pending;
+    if (sig)
         die(sig, NULL, 0);
 }
 
 void mt_crash_after_fork_child(void)
 {
     mt_t.term_pending = 0;
+    defer_timer = -1; /* the parent's: a child has no timers */
     atomic_store(&exit_report, MT_EXIT_REPORT_NONE);
     atomic_store(&exit_signal, 0);
 }

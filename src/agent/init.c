@@ -282,17 +282,20 @@ static void before_fork(void)
 {
     mt_trace_before_fork();
     mt_category_lock();
+    mt_rlimit_before_fork();
     mt_vm_before_fork();
 }
 static void after_fork_parent(void)
 {
     mt_vm_after_fork();
+    mt_rlimit_after_fork();
     mt_category_unlock();
 }
 static void after_fork_child(void)
 {
     mt_crash_after_fork_child();
     mt_vm_after_fork();
+    mt_rlimit_after_fork();
     mt_category_unlock();
     mt_fd_after_fork_child();
     mt_counters_after_fork_child();

@@ -124,8 +124,6 @@ static struct {
     mt_vm_sum vm[MT_NCAT];
     mt_vm_process proc;
 } w;
-static atomic_flag w_busy = ATOMIC_FLAG_INIT;
-static _Atomic long w_owner; /* the thread holding w_busy, or 0 */
 
 /* The report file made before an id change (mt_report_before_setid),
  * this process's only: a fork child closes its copy. */
@@ -146,20 +144,34 @@ static int kept_valid(void)
            st.st_ino == kept.ino;
 }
 
-/* Waits up to wait_ms for a report another thread is writing (a report
- * file, or a signal's report, must not lose it, nor be lost; a live query
- * can be asked again and waits less), but never for one this thread was
- * writing when a crash signal interrupted it. */
+/* The report buffers' lock: the thread holding them, or 0. Waits up to
+ * wait_ms for a report another thread is writing (a report file, or a
+ * signal's report, must not lose it, nor be lost; a live query can be
+ * asked again and waits less), never for one this thread was writing
+ * when a crash signal interrupted it. An urgent report (the process is
+ * ending: exit, exec, a signal) goes before the program's and the
+ * queries' (api, query: they hold back while one waits), and those give
+ * up at once when a terminating signal waits on their thread. */
+static _Atomic long w_owner;
+static atomic_int w_urgent; /* urgent reports waiting */
 #define QUERY_WAIT_MS 200
-static int take_buffers(unsigned wait_ms)
+static int take_buffers(unsigned wait_ms, int urgent)
 {
     long tid = syscall(SYS_gettid);
     if (atomic_load(&w_owner) == tid)
         return -EBUSY;
+    if (urgent)
+        atomic_fetch_add(&w_urgent, 1);
     uint64_t give_up = mt_clock_ns(CLOCK_MONOTONIC) + (uint64_t)wait_ms * 1000000;
-    for (unsigned spins = 0; atomic_flag_test_and_set_explicit(&w_busy, memory_order_acquire); spins++) {
-        if (mt_clock_ns(CLOCK_MONOTONIC) > give_up)
-            return -EBUSY;
+    int rc = 0;
+    for (unsigned spins = 0;; spins++) {
+        long none = 0;
+        if ((urgent || atomic_load(&w_urgent) == 0) && atomic_compare_exchange_strong(&w_owner, &none, tid))
+            break;
+        if ((!urgent && mt_t.term_pending) || mt_clock_ns(CLOCK_MONOTONIC) > give_up) {
+            rc = -EBUSY;
+            break;
+        }
         if (spins < 100) {
             sched_yield();
         } else {
@@ -167,23 +179,27 @@ static int take_buffers(unsigned wait_ms)
             nanosleep(&ts, NULL);
         }
     }
-    atomic_store(&w_owner, tid);
-    mt_rlimit_report_begin();
-    return 0;
+    if (urgent)
+        atomic_fetch_sub(&w_urgent, 1);
+    if (rc == 0)
+        mt_rlimit_report_begin();
+    return rc;
 }
 
 static void release_buffers(void)
 {
     mt_rlimit_report_end();
     atomic_store(&w_owner, 0);
-    atomic_flag_clear_explicit(&w_busy, memory_order_release);
 }
 
 /* A fork child has only the forking thread: a report another thread was
- * writing at that moment will never finish there. */
+ * writing at that moment will never finish there (its lifted descriptor
+ * limit is put back, its reserve taken again), and none waits. */
 void mt_report_after_fork_child(void)
 {
-    release_buffers();
+    atomic_store(&w_urgent, 0);
+    if (atomic_load(&w_owner) != 0)
+        release_buffers();
     if (kept.pid && kept.pid != getpid()) {
         int fd = kept_valid() ? kept.fd : -1;
         __atomic_store_n(&kept.fd, -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
@@ -299,7 +315,7 @@ static void write_sites(mt_out *o, int in_handler)
     mt_out_field(o, "dropped", mt_site_dropped());
 }
 
-static int report_sites = 1; /* under w_busy: the report being written has detail lines */
+static int report_sites = 1; /* under w_owner: the report being written has detail lines */
 
 /* Only the program's own calls (exit, exec, mt_report_write) may wait
  * for the VM table: a crash or a query runs in a signal handler, maybe
@@ -447,7 +463,7 @@ static int report_write_to(const char *path_template, const char *reason)
 {
     int saved_errno = errno;
     mt_agent_enter();
-    int rc = take_buffers(MT_REPORT_WAIT_MS);
+    int rc = take_buffers(MT_REPORT_WAIT_MS, strcmp(reason, "api") != 0);
     if (rc < 0) {
         mt_say("cannot write the report: another report is being written");
         goto out;
@@ -484,7 +500,7 @@ void mt_report_before_setid(void)
     int old = no_cancel();
     int saved_errno = errno;
     mt_agent_enter();
-    if (take_buffers(MT_REPORT_WAIT_MS) == 0) {
+    if (take_buffers(MT_REPORT_WAIT_MS, 0) == 0) {
         int fd = expand_path(mt_opt.output, w.path, sizeof w.path) == 0 ? mt_file_open_stream(&w.file, w.path)
                                                                         : -1;
         struct stat st;
@@ -520,7 +536,7 @@ static int report_to_fd(int fd, const char *reason, int sites)
     int old = no_cancel();
     int saved_errno = errno;
     mt_agent_enter();
-    int rc = take_buffers(QUERY_WAIT_MS);
+    int rc = take_buffers(QUERY_WAIT_MS, 0);
     if (rc == 0) {
         mt_out o;
         mt_out_init(&o, w.buf, sizeof w.buf, fd);
@@ -551,7 +567,7 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
     int old = no_cancel();
     int saved_errno = errno;
     mt_agent_enter();
-    long rc = take_buffers(QUERY_WAIT_MS);
+    long rc = take_buffers(QUERY_WAIT_MS, 0);
     if (rc == 0) {
         mt_out o;
         mt_out_init(&o, buf, cap, -1);

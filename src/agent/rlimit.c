@@ -15,8 +15,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -111,54 +112,57 @@ void mt_rlimit_agent_shrank(void)
  * A program at its RLIMIT_NOFILE (a server leaking descriptors: the very
  * moment its report at a crash or at exit matters) would leave a report
  * none: not the file, nor the two /proc files it reads the address space
- * from first (report_write.c). While a report is written (one at a time:
- * the report buffers' lock) the soft limit is lifted by NOFILE_LIFT,
- * within the hard one, and put back after, unless the program changed it
- * meanwhile. Where the soft limit is the hard one already (a container's
- * usual 1048576, a program that raised it, as Go's runtime and the JVM
- * do), the agent holds NRESERVE descriptors of its own from start-up
- * (on /, high, kept from the program by fdguard.h) and lets them go
- * for the report, taking them again after: another thread at the limit
- * may take one first, and later reports have that much less. Raw system
- * calls for the limit: safe in a signal handler, past the interposers. */
-#define NOFILE_LIFT 8
+ * from first (report_write.c). So the agent holds NRESERVE descriptors
+ * of its own from start-up (empty memfds: an inode no other file has,
+ * placed high and kept from the program by fdguard.h) and lets them go
+ * for the report (one at a time: the report buffers' lock), taking them
+ * again after; another thread at the limit may take a number first, and
+ * later reports have that much less. The program's own change of its
+ * limit moves them under a lower one (a number above the soft limit is
+ * no room under it). Not lifting the limit instead: another thread would
+ * get numbers above it meanwhile (select's FD_SETSIZE) and children
+ * spawned then would inherit it. */
 #define NRESERVE 2
-static struct rlimit nofile_was, nofile_lifted;
-static int nofile_have;
 static int reserve[NRESERVE] = {-1, -1};
-
-static int raw_prlimit(int res, const struct rlimit *new, struct rlimit *old)
-{
-    return (int)syscall(SYS_prlimit64, 0, res, new, old);
-}
-
-/* The reserve changes under this flag: the report (under its own lock),
- * and the program's own change of its limit, which moves it (a bounded
- * try: a change meanwhile is skipped). */
+static dev_t reserve_dev[NRESERVE];
+static ino_t reserve_ino[NRESERVE];
+/* The reserve changes under this flag (the report, the program's change
+ * of its limit, a fork: a bounded try, skipped when busy). */
 static atomic_flag reserve_busy = ATOMIC_FLAG_INIT;
 
 static void reserve_take_locked(void)
 {
     for (int i = 0; i < NRESERVE; i++) {
+        struct stat st;
         if (__atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE) >= 0)
             continue;
-        int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int fd = memfd_create("memtrail-reserve", MFD_CLOEXEC);
         if (fd < 0 || (fd = mt_file_fd_kept_high(fd)) < 0)
             return;
+        if (fstat(fd, &st) != 0) {
+            close(fd);
+            return;
+        }
+        reserve_dev[i] = st.st_dev;
+        reserve_ino[i] = st.st_ino;
         __atomic_store_n(&reserve[i], fd, __ATOMIC_RELEASE);
         mt_fd_keep(&reserve[i]);
     }
 }
 
-/* Lets go of the reserve descriptors numbered at or above `from`. */
+/* Lets go of the reserve descriptors numbered at or above `from`: closed
+ * only if still the agent's file (a number the program closed with a raw
+ * system call and got back is the program's, as fdguard.h says). */
 static void reserve_release_locked(long from)
 {
     for (int i = 0; i < NRESERVE; i++) {
+        struct stat st;
         int fd = __atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE);
         if (fd < from)
             continue;
         __atomic_store_n(&reserve[i], -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
-        close(fd);
+        if (fstat(fd, &st) == 0 && st.st_dev == reserve_dev[i] && st.st_ino == reserve_ino[i])
+            close(fd);
     }
 }
 
@@ -177,8 +181,6 @@ static void reserve_unlock(void)
     atomic_flag_clear_explicit(&reserve_busy, memory_order_release);
 }
 
-/* Takes the reserve descriptors that are missing. Under a limit too low to
- * keep them out of the program's way, none. */
 void mt_rlimit_reserve_take(void)
 {
     if (!reserve_lock())
@@ -200,34 +202,29 @@ static void reserve_replace(const struct rlimit *set)
 
 void mt_rlimit_report_begin(void)
 {
-    nofile_have = 0;
-    struct rlimit cur;
-    if (raw_prlimit(RLIMIT_NOFILE, NULL, &cur) == 0 && cur.rlim_cur < cur.rlim_max) {
-        struct rlimit up = {cur.rlim_max - cur.rlim_cur < NOFILE_LIFT ? cur.rlim_max
-                                                                      : cur.rlim_cur + NOFILE_LIFT,
-                            cur.rlim_max};
-        if (raw_prlimit(RLIMIT_NOFILE, &up, NULL) == 0) {
-            nofile_was = cur;
-            nofile_lifted = up;
-            nofile_have = 1;
-            return;
-        }
-    }
-    if (reserve_lock()) {
-        reserve_release_locked(0);
-        reserve_unlock();
-    }
+    if (!reserve_lock())
+        return;
+    reserve_release_locked(0);
+    reserve_unlock();
 }
 
 void mt_rlimit_report_end(void)
 {
-    struct rlimit cur;
-    if (nofile_have && raw_prlimit(RLIMIT_NOFILE, NULL, &cur) == 0 &&
-        cur.rlim_cur == nofile_lifted.rlim_cur && cur.rlim_max == nofile_lifted.rlim_max)
-        raw_prlimit(RLIMIT_NOFILE, &nofile_was, NULL);
-    if (!nofile_have)
-        mt_rlimit_reserve_take();
-    nofile_have = 0;
+    mt_rlimit_reserve_take();
+}
+
+/* A fork: no reserve operation half done in the child. */
+static int fork_locked;
+void mt_rlimit_before_fork(void)
+{
+    fork_locked = reserve_lock();
+}
+
+void mt_rlimit_after_fork(void)
+{
+    if (fork_locked)
+        reserve_unlock();
+    fork_locked = 0;
 }
 
 static int tracking(void)
@@ -245,7 +242,7 @@ MT_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *n
         return -1;
     }
     int rc = real(pid, res, new, old);
-    if (rc == 0 && new && (int)res == RLIMIT_NOFILE && self(pid) && tracking()) {
+    if (rc == 0 && new && (int)res == RLIMIT_NOFILE && self(pid) && tracking() && mt_own_process()) {
         int saved_errno = errno;
         mt_agent_enter();
         reserve_replace(new);

@@ -39,6 +39,19 @@ void mt_vm_lock(void)
     }
 }
 
+/* A terminating signal that landed while this thread held (or waited
+ * for) the table waits for it, as for the agent's other work (crash.c):
+ * the last release sends it again, unless the agent's work goes on. */
+static void vm_locked_drop(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (--mt_t.vm_locked == 0 && mt_t.in_agent == 0) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (MT_UNLIKELY(mt_t.term_pending))
+            mt_crash_resend();
+    }
+}
+
 int mt_vm_trylock(long spins)
 {
     if (mt_t.vm_locked) /* this very thread holds it: a handler interrupted it */
@@ -46,7 +59,7 @@ int mt_vm_trylock(long spins)
     mt_t.vm_locked++;
     for (long n = 0; atomic_flag_test_and_set_explicit(&vm_busy, memory_order_acquire); n++) {
         if (n >= spins) {
-            mt_t.vm_locked--;
+            vm_locked_drop();
             return -1;
         }
         __builtin_ia32_pause();
@@ -57,7 +70,7 @@ int mt_vm_trylock(long spins)
 void mt_vm_unlock(void)
 {
     atomic_flag_clear_explicit(&vm_busy, memory_order_release);
-    mt_t.vm_locked--;
+    vm_locked_drop();
 }
 
 void mt_vm_reset_after_fork(void)

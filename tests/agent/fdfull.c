@@ -10,8 +10,15 @@
  *   term   raise(SIGTERM) (the report at the signal)
  *   segv   a NULL store (the crash report)
  *   api    mt_report_write(REPORT), then prints "after rc=R soft=S hard=H
- *          open=EMFILE|ok": the limit and a further open as the program
- *          sees them after the report, then exits 0 */
+ *          open=EMFILE|ok lost=K": the limit and a further open as the
+ *          program sees them after the report, and how many of its own
+ *          descriptors are no longer open, then exits 0
+ *   rawclose  as api, after closing every descriptor from 3 with the raw
+ *          close_range system call (no hook sees it) before it opens its
+ *          files: the agent's numbers become the program's
+ *   vfork  as api, after a vfork child set the soft limit to SOFT / 2 and
+ *          left (the child shares the agent's memory, not the descriptor
+ *          table) */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -19,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "memtrail.h"
@@ -34,31 +43,48 @@ int main(int argc, char **argv)
         perror("fdfull: setrlimit");
         return 3;
     }
+    const char *mode = argv[3];
+    if (strcmp(mode, "rawclose") == 0)
+        syscall(SYS_close_range, 3, ~0u, 0);
+    if (strcmp(mode, "vfork") == 0) {
+        pid_t c = vfork();
+        if (c == 0) {
+            struct rlimit half = {rl.rlim_cur / 2, rl.rlim_max};
+            setrlimit(RLIMIT_NOFILE, &half);
+            _exit(0);
+        }
+        waitpid(c, NULL, 0);
+    }
     mt_tag_push("fdcat");
     char *keep = malloc(123456);
     memset(keep, 1, 123456);
     mt_tag_pop();
-    int n = 0;
-    while (open("/dev/null", O_RDONLY) >= 0)
-        n++;
+    static int mine[1 << 16];
+    int n = 0, fd;
+    while ((fd = open("/dev/null", O_RDONLY)) >= 0)
+        if (n < (int)(sizeof mine / sizeof mine[0]))
+            mine[n++] = fd;
     if (errno != EMFILE) {
         perror("fdfull: open");
         return 3;
     }
     printf("full %d\n", n);
     fflush(stdout);
-    const char *mode = argv[3];
     if (strcmp(mode, "term") == 0)
         raise(SIGTERM);
     else if (strcmp(mode, "segv") == 0)
         *(volatile char *)NULL = keep[0];
-    else if (strcmp(mode, "api") == 0 && argc > 4) {
+    else if (argc > 4) {
         int rc = mt_report_write(argv[4]);
         struct rlimit now;
         getrlimit(RLIMIT_NOFILE, &now);
-        int fd = open("/dev/null", O_RDONLY);
-        printf("after rc=%d soft=%llu hard=%llu open=%s\n", rc, (unsigned long long)now.rlim_cur,
-               (unsigned long long)now.rlim_max, fd < 0 && errno == EMFILE ? "EMFILE" : "ok");
+        int more = open("/dev/null", O_RDONLY);
+        int err = errno, lost = 0;
+        for (int i = 0; i < n; i++)
+            if (fcntl(mine[i], F_GETFD) < 0)
+                lost++;
+        printf("after rc=%d soft=%llu hard=%llu open=%s lost=%d\n", rc, (unsigned long long)now.rlim_cur,
+               (unsigned long long)now.rlim_max, more < 0 && err == EMFILE ? "EMFILE" : "ok", lost);
     }
     return 0;
 }

@@ -179,13 +179,14 @@ done
 # until EMFILE), as a server leaking descriptors ends: its report at exit,
 # at SIGTERM, at a crash, and mt_report_write's, must still be written
 # whole, address space included (before: none was, "cannot write the
-# report: Too many open files"). "lift": a soft limit under the hard one,
-# lifted for the report and put back; "reserve": soft = hard, set by the
-# program after start-up (the agent's reserve moves under it) or before
-# (ulimit -n). The program sees its limit unchanged after the report, and
-# still at it (its next open fails with EMFILE).
+# report: Too many open files"). The agent's two reserve descriptors are
+# let go for the report: limits set by the program after start-up (soft
+# under the hard limit, or equal: the reserve moves under them) or before
+# (ulimit -n). The program sees its limit unchanged after the report, is
+# still at it (its next open fails with EMFILE), and has every descriptor
+# it opened.
 F=$TBIN/fdfull
-for how in lift:64:128 reserve:64:64 preset:64:64; do
+for how in below:64:128 equal:64:64 preset:64:64; do
     IFS=: read -r way soft hard <<<"$how"
     for mode in exit term segv api; do
         D=$T/full.$way.$mode
@@ -206,9 +207,25 @@ for how in lift:64:128 reserve:64:64 preset:64:64; do
             "end|live_bytes=123456|1|yes" \
             "$(tail -n1 "$rep" 2>/dev/null)|$(grep -s '^category fdcat ' "$rep" | grep -o 'live_bytes=[0-9]*')|$(grep -sc '^process ' "$rep")|$(grep -s '^category code ' "$rep" | grep -qE 'reserved=[1-9]' && echo yes)"
         if [ $mode = api ]; then
-            expect_eq "at the descriptor limit ($way, api): mt_report_write 0; the program's limit as it set it, its next open EMFILE" \
-                "after rc=0 soft=$soft hard=$hard open=EMFILE" "$(grep '^after' "$D/out")"
+            expect_eq "at the descriptor limit ($way, api): mt_report_write 0; the program's limit as it set it, its next open EMFILE, none of its descriptors closed" \
+                "after rc=0 soft=$soft hard=$hard open=EMFILE lost=0" "$(grep '^after' "$D/out")"
         fi
         [ $mode = segv ] || expect_eq "at the descriptor limit ($way, $mode): nothing on stderr" "" "$(cat "$D/err")"
     done
+done
+# A vfork child that sets its own limit shares the agent's memory, not the
+# descriptor table: the parent's reserve stays (before the review's fix, the
+# child's numbers went into it, and the parent's report closed two of the
+# parent's files). A raw close_range of everything from 3 gives the agent's
+# numbers to the program: the report then has no reserve and says so, but
+# closes none of the program's files (before: two).
+for mode in vfork rawclose; do
+    D=$T/full.$mode
+    rm -rf "$D"
+    mkdir -p "$D"
+    MEMTRAIL_OPTIONS=output=$D/r.mtr LD_PRELOAD=$AGENT "$F" 64 64 $mode "$D/a.mtr" >"$D/out" 2>"$D/err" </dev/null
+    rc=0
+    [ $mode = rawclose ] && rc=-24
+    expect_eq "at the descriptor limit ($mode): mt_report_write $rc, none of the program's descriptors closed" \
+        "after rc=$rc soft=64 hard=64 open=EMFILE lost=0" "$(grep '^after' "$D/out")"
 done
