@@ -208,6 +208,7 @@ void mt_rlimit_report_end(void);
 void mt_rlimit_reserve_take(void);
 void mt_rlimit_before_fork(void);
 void mt_rlimit_after_fork(void);
+void mt_rlimit_reset_after_fork(void);
 /* The report at exit for a process leaving by a raw exit_group (init.c). */
 int mt_report_at_raw_exit(void);
 /* The same report written to an open descriptor (a socket, stderr), or

@@ -239,8 +239,10 @@ void mt_exec_init(const char *options)
 static void report_before_exec(void)
 {
     mt_trace_before_exec();
-    if (atomic_load(&mt_hot) && mt_own_process() && !mt_site_opt.trace)
+    if (atomic_load(&mt_hot) && mt_own_process() && !mt_site_opt.trace) {
+        mt_control_cut_query(); /* the image is going: a query being answered ends here */
         mt_report_write_to(NULL, "exec");
+    }
 }
 
 /* ---- environments and argument arrays without malloc ------------------- */

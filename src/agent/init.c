@@ -224,6 +224,7 @@ MT_EXPORT pid_t _Fork(void)
     pid_t pid = real_Fork();
     if (pid == 0) {
         mt_crash_after_fork_child();
+        mt_rlimit_reset_after_fork();
         mt_vm_reset_after_fork();
         mt_category_unlock();
         mt_site_after_fork_child();
@@ -287,9 +288,9 @@ static void before_fork(void)
 }
 static void after_fork_parent(void)
 {
-    mt_vm_after_fork();
     mt_rlimit_after_fork();
     mt_category_unlock();
+    mt_vm_after_fork(); /* last: a terminating signal that waited for it is sent again here */
 }
 static void after_fork_child(void)
 {

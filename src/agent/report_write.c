@@ -539,7 +539,7 @@ static int report_to_fd(int fd, const char *reason, int sites)
     int rc = take_buffers(QUERY_WAIT_MS, 0);
     if (rc == 0) {
         mt_out o;
-        mt_out_init(&o, w.buf, sizeof w.buf, fd);
+        mt_out_init_socket(&o, w.buf, sizeof w.buf, fd); /* no SIGPIPE: a client may leave, or be cut off */
         report_sites = sites;
         collect(reason);
         write_report(&o, reason);

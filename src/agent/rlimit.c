@@ -227,6 +227,15 @@ void mt_rlimit_after_fork(void)
     fork_locked = 0;
 }
 
+/* A child made without fork handlers (_Fork): another thread may have
+ * held the lock, half through taking or letting go of the reserve. */
+void mt_rlimit_reset_after_fork(void)
+{
+    fork_locked = 0;
+    reserve_unlock();
+    mt_rlimit_reserve_take();
+}
+
 static int tracking(void)
 {
     return atomic_load_explicit(&mt_hot, memory_order_relaxed) && mt_t.in_agent == 0;

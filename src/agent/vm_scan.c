@@ -21,7 +21,6 @@
  * process_vm_readv, mincore): the crash report uses it. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -493,11 +492,9 @@ void mt_vm_scan(mt_vm_sum *out, int ncat, mt_vm_process *proc, int in_signal)
         sc.have_table = 0;
     else if (in_signal)
         sc.have_table = mt_vm_trylock(1000000) == 0;
-    else { /* the program's own call waits, but not for ever: the holder may
-            * be stopped in a crash handler that waits for this report */
-        uint64_t until = mt_clock_ns(CLOCK_MONOTONIC) + 2000000000ull;
-        while (!(sc.have_table = mt_vm_trylock(100000) == 0) && mt_clock_ns(CLOCK_MONOTONIC) < until)
-            sched_yield();
+    else {
+        mt_vm_lock();
+        sc.have_table = 1;
     }
     vma cur;
     int have = 0;

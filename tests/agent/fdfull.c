@@ -16,6 +16,9 @@
  *   rawclose  as api, after closing every descriptor from 3 with the raw
  *          close_range system call (no hook sees it) before it opens its
  *          files: the agent's numbers become the program's
+ *   forkloop  forks children that _exit at once, again and again, until a
+ *          300 ms timer's SIGALRM ends it (it lands in a fork, most often,
+ *          while the agent holds its tables across it)
  *   vfork  as api, after a vfork child set the soft limit to SOFT / 2 and
  *          left (the child shares the agent's memory, not the descriptor
  *          table) */
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +74,17 @@ int main(int argc, char **argv)
     }
     printf("full %d\n", n);
     fflush(stdout);
+    if (strcmp(mode, "forkloop") == 0) {
+        struct itimerval at = {{0, 0}, {0, 300000}};
+        setitimer(ITIMER_REAL, &at, NULL);
+        for (;;) {
+            pid_t c = fork();
+            if (c == 0)
+                _exit(0);
+            if (c > 0)
+                waitpid(c, NULL, 0);
+        }
+    }
     if (strcmp(mode, "term") == 0)
         raise(SIGTERM);
     else if (strcmp(mode, "segv") == 0)

@@ -29,6 +29,11 @@
  *            process's CPU clock sends SIGTERM after FILE ms of it (in
  *            detail mode the signal lands in the agent's stack walk most
  *            of the time)
+ *   ljmp     a SIGPROF handler of its own that siglongjmps (a timeout
+ *            idiom), 1 ms timers while it allocates 40 calls deep: most
+ *            jumps leave the agent's stack walk unfinished, as the program
+ *            never knows; after 200, SIGTERM, then 15 s of sleep and
+ *            "survived" (exit 0) if it did
  *   exitself 16384 blocks kept from as many stacks, then exit 0; a thread
  *   exitother watching FILE (a directory, the report's) sends SIGTERM to
  *            the main thread (exitself) or to itself (exitother) as soon
@@ -37,6 +42,7 @@
  * A signal the process survives (it was ignored at start-up): exit 5. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -46,6 +52,7 @@
 #include <time.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -167,6 +174,36 @@ static int deep(const char *ms)
         return 3;
     for (unsigned i = 0;; i++)
         down(48, i);
+}
+
+/* "ljmp" */
+static sigjmp_buf jump_back;
+static volatile sig_atomic_t jumps;
+static void on_prof(int sig)
+{
+    (void)sig;
+    jumps++;
+    siglongjmp(jump_back, 1);
+}
+
+static int ljmp(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_prof;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPROF, &sa, NULL);
+    struct itimerval every = {{0, 1000}, {0, 1000}};
+    setitimer(ITIMER_PROF, &every, NULL);
+    sigsetjmp(jump_back, 1);
+    while (jumps < 200)
+        down(40, (unsigned)jumps);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_PROF, &off, NULL);
+    kill(getpid(), SIGTERM);
+    sleep(15);
+    printf("survived\n");
+    return 0;
 }
 
 /* "exitself", "exitother": 2^14 stacks through a binary recursion, each
@@ -359,6 +396,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "deep") == 0)
         return deep(file);
+    if (strcmp(mode, "ljmp") == 0)
+        return ljmp();
     if (strcmp(mode, "exitself") == 0 || strcmp(mode, "exitother") == 0)
         return exit_during_report(file, strcmp(mode, "exitother") == 0);
     dprintf(2, "termsig: unknown mode %s\n", mode);

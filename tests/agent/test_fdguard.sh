@@ -229,3 +229,19 @@ for mode in vfork rawclose; do
     expect_eq "at the descriptor limit ($mode): mt_report_write $rc, none of the program's descriptors closed" \
         "after rc=$rc soft=64 hard=64 open=EMFILE lost=0" "$(grep '^after' "$D/out")"
 done
+# A terminating signal (SIGALRM from the program's own timer) that lands in a
+# fork, while the agent holds its tables across it, at the descriptor limit:
+# it waits for the fork, then the report is written whole (the review of
+# 6902e80: it was sent again while the reserve's lock was still held for
+# the fork, and the report found no descriptor, 6 runs of 6). Each child
+# writes its own report too (%p).
+D=$T/full.forkloop
+rm -rf "$D"
+mkdir -p "$D"
+MEMTRAIL_OPTIONS="output=$D/r.%p.mtr" LD_PRELOAD=$AGENT "$F" 64 64 forkloop >"$D/out" 2>"$D/err" </dev/null &
+fpid=$!
+wait $fpid
+st=$?
+expect_eq "at the descriptor limit, SIGALRM during forks: dies of it, its report whole, reason signal SIGALRM" \
+    "142|signal SIGALRM|end" \
+    "$st|$(grep -s '^reason ' "$D/r.$fpid.mtr" | cut -d' ' -f2-)|$(tail -n1 "$D/r.$fpid.mtr" 2>/dev/null)"

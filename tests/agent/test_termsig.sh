@@ -79,6 +79,18 @@ for mode in detail sample trace; do
         "" "$bad"
 done
 
+# ljmp: the program's own SIGPROF handler siglongjmps out of whatever runs
+# (a timeout idiom), most often the agent's stack walk, which never
+# finishes: the thread stays in the agent's work for good. Its SIGTERM then
+# waits at most 10 s (a timer sends it again, and the second one ends the
+# process at once) instead of for ever: the program, which sleeps 15 s after
+# it and then prints "survived", must die of SIGTERM without printing it.
+rm -f "$T"/ljmp.*
+got=$(end_status "$T/ljmp.out" "$T/ljmp.err" MEMTRAIL_OPTIONS="mode=detail:output=$T/ljmp.mtr" \
+    LD_PRELOAD="$AGENT" "$P" ljmp "$T/ljmp.ledger")
+expect_eq "ljmp: a thread left in the agent's work by a longjmp still dies of its SIGTERM, bounded" \
+    "signal SIGTERM|" "$got|$(cat "$T/ljmp.out")"
+
 # exitself/exitother: 16384 sites, then exit 0; SIGTERM comes while the report
 # at exit is being written (its temporary file appears), to the thread
 # writing it or to another one. The report finishes (reason exit, every
