@@ -193,8 +193,8 @@ static void release_buffers(void)
 }
 
 /* A fork child has only the forking thread: a report another thread was
- * writing at that moment will never finish there (its lifted descriptor
- * limit is put back, its reserve taken again), and none waits. */
+ * writing at that moment will never finish there (the descriptor reserve
+ * it let go is taken again), and none waits. */
 void mt_report_after_fork_child(void)
 {
     atomic_store(&w_urgent, 0);
