@@ -140,6 +140,14 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "MT_GATE_OPEN reads mt
  * from moving the two reads across each other, the handler being the
  * only other party. */
 void mt_crash_resend(void);
+/* After the agent's work or the VM table's lock (vm_regions.c) was let
+ * go: a signal that waited is sent again once neither is held. */
+static inline void mt_crash_resend_if_free(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (MT_UNLIKELY(mt_t.term_pending) && mt_t.in_agent == 0 && !mt_t.vm_locked)
+        mt_crash_resend();
+}
 static inline void mt_agent_enter(void)
 {
     mt_t.in_agent++;
@@ -148,11 +156,8 @@ static inline void mt_agent_enter(void)
 static inline void mt_agent_leave(void)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (--mt_t.in_agent == 0) {
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (MT_UNLIKELY(mt_t.term_pending) && !mt_t.vm_locked) /* else the VM table's unlock */
-            mt_crash_resend();
-    }
+    if (--mt_t.in_agent == 0)
+        mt_crash_resend_if_free();
 }
 
 /* init.c */

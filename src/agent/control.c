@@ -459,16 +459,10 @@ static void serve_one(int fd, const char *cmd)
 
 /* Whether fd is still the file noted as dev/ino: the program may have
  * closed it (closefrom, or behind the hooks) and put another file there. */
-static int is_file(int fd, dev_t dev, ino_t ino)
-{
-    struct stat st;
-    return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-}
-
 /* Is the listening descriptor still the socket we made? */
 static int still_ours(int fd)
 {
-    return is_file(fd, ctl.sock_dev, ctl.sock_ino);
+    return mt_file_fd_is(fd, ctl.sock_dev, ctl.sock_ino);
 }
 
 static int64_t now_ms(void)
@@ -508,7 +502,7 @@ static int ctl_signal; /* query=on: the real-time signal the sockets raise */
 
 static int conn_ours(const struct pending *p)
 {
-    return is_file(p->fd, p->dev, p->ino);
+    return mt_file_fd_is(p->fd, p->dev, p->ino);
 }
 
 /* Forgets a connection, closing it if the fd is still ours (no reply). */
@@ -805,7 +799,7 @@ void mt_control_after_fork_child(void)
     if (fd >= 0 && still_ours(fd))
         close(fd);
     fd = atomic_exchange(&ctl.conn_fd, -1);
-    if (fd >= 0 && is_file(fd, ctl.conn_dev, ctl.conn_ino))
+    if (fd >= 0 && mt_file_fd_is(fd, ctl.conn_dev, ctl.conn_ino))
         close(fd);
     for (int i = 0; i < PENDING_MAX; i++)
         if (pending[i].used)
@@ -829,7 +823,7 @@ void mt_control_cut_query(void)
         return;
     int saved_errno = errno;
     int fd = atomic_load(&ctl.conn_fd);
-    if (fd >= 0 && is_file(fd, ctl.conn_dev, ctl.conn_ino))
+    if (fd >= 0 && mt_file_fd_is(fd, ctl.conn_dev, ctl.conn_ino))
         shutdown(fd, SHUT_RDWR);
     errno = saved_errno;
 }

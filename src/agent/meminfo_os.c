@@ -55,8 +55,7 @@ static int open_ro(const char *path)
 /* Whether fds[f] is still the file the agent opened. */
 static int still_ours(int f)
 {
-    struct stat st;
-    return fds[f] >= 0 && fstat(fds[f], &st) == 0 && st.st_dev == fd_dev[f] && st.st_ino == fd_ino[f];
+    return mt_file_fd_is(fds[f], fd_dev[f], fd_ino[f]);
 }
 
 /* Opens paths[f] and keeps it in fds[f]; -1 then (or when it cannot be

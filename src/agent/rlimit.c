@@ -156,12 +156,11 @@ static void reserve_take_locked(void)
 static void reserve_release_locked(long from)
 {
     for (int i = 0; i < NRESERVE; i++) {
-        struct stat st;
         int fd = __atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE);
         if (fd < from)
             continue;
         __atomic_store_n(&reserve[i], -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
-        if (fstat(fd, &st) == 0 && st.st_dev == reserve_dev[i] && st.st_ino == reserve_ino[i])
+        if (mt_file_fd_is(fd, reserve_dev[i], reserve_ino[i]))
             close(fd);
     }
 }

@@ -45,11 +45,8 @@ void mt_vm_lock(void)
 static void vm_locked_drop(void)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (--mt_t.vm_locked == 0 && mt_t.in_agent == 0) {
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (MT_UNLIKELY(mt_t.term_pending))
-            mt_crash_resend();
-    }
+    if (--mt_t.vm_locked == 0)
+        mt_crash_resend_if_free();
 }
 
 int mt_vm_trylock(long spins)

@@ -55,6 +55,12 @@ int mt_file_fd_kept_high(int fd)
     return fd;
 }
 
+int mt_file_fd_is(int fd, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 int mt_file_fd_high(int fd)
 {
     long lim = fd_limit();

@@ -29,6 +29,7 @@
 #define MT_COMMON_SAFE_FILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define MT_FILE_NAME_MAX 256  /* one path component and its NUL (NAME_MAX + 1) */
 #define MT_FILE_PATH_MAX 4096 /* a whole path and its NUL (PATH_MAX) */
@@ -97,5 +98,8 @@ int mt_file_fd_out_of_way(int fd);
  * new number when it is out of the program's way; else -1 with errno
  * EMFILE, fd closed (the limit leaves no room for one). */
 int mt_file_fd_kept_high(int fd);
+/* Whether fd is open on the file dev/ino (a number the program closed
+ * behind the agent's back and got again is not). Async-signal-safe. */
+int mt_file_fd_is(int fd, dev_t dev, ino_t ino);
 
 #endif
