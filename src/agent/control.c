@@ -295,6 +295,11 @@ static int open_socket(void)
     if (lstat(tmp, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(tmp); /* a dead process with our pid was setting up */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* At the descriptor limit (a fork child of a program that reached
+     * it: the parent's socket number it closed may be above the limit),
+     * a reserve descriptor's number, kept for the child's life. */
+    if (fd < 0 && errno == EMFILE && mt_rlimit_lend())
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         complain("socket", NULL, errno);
         return -1;
@@ -505,11 +510,19 @@ static int conn_ours(const struct pending *p)
     return mt_file_fd_is(p->fd, p->dev, p->ino);
 }
 
+/* Closes a connection of ours. A connection accepted at the descriptor
+ * limit took a reserve descriptor's number: the reserve takes it back. */
+static void close_conn(int fd)
+{
+    close(fd);
+    mt_rlimit_reserve_take();
+}
+
 /* Forgets a connection, closing it if the fd is still ours (no reply). */
 static void drop(struct pending *p)
 {
     if (conn_ours(p))
-        close(p->fd);
+        close_conn(p->fd);
     p->used = 0;
 }
 
@@ -529,17 +542,26 @@ static int arm(int fd)
  * connection stays queued; the caller must not spin on it). */
 static int accept_all(int lfd, int async)
 {
+    int lent = 0;
     for (;;) {
         int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (c < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
                 continue;
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+            /* At the descriptor limit (a program leaking descriptors is
+             * one worth asking): a reserve descriptor's number for this
+             * connection, once a pass. */
+            if (errno == EMFILE && !lent && (lent = mt_rlimit_lend()))
+                continue;
+            int rc = errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+            if (lent) /* unused if another thread took the number first */
+                mt_rlimit_reserve_take();
+            return rc;
         }
         c = mt_file_fd_high(c); /* away from the program's numbers, as the listener */
         struct stat st;
         if (fstat(c, &st) != 0 || (async && arm(c) < 0)) {
-            close(c);
+            close_conn(c);
             continue;
         }
         struct pending *slot = NULL;
@@ -612,7 +634,7 @@ static void serve_conn(struct pending *p)
     while (recv(c, drain, sizeof drain, MSG_DONTWAIT) > 0) {
     }
     atomic_store(&ctl.conn_fd, -1);
-    close(c);
+    close_conn(c);
 }
 
 /* Accepts what is waiting and answers every connection whose request is
@@ -784,6 +806,8 @@ void mt_control_start(void)
         remove_file();
         close(atomic_exchange(&ctl.listen_fd, -1));
     }
+    if (atomic_load(&ctl.listen_fd) < 0) /* a number lent for it (open_socket) comes back */
+        mt_rlimit_reserve_take();
     mt_agent_leave();
     errno = saved_errno;
 }

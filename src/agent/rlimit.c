@@ -153,16 +153,23 @@ static void reserve_take_locked(void)
 /* Lets go of the reserve descriptors numbered at or above `from`: closed
  * only if still the agent's file (a number the program closed with a raw
  * system call and got back is the program's, as fdguard.h says). */
+static int release_one_locked(int i)
+{
+    int fd = __atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE);
+    if (fd < 0)
+        return 0;
+    __atomic_store_n(&reserve[i], -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
+    if (!mt_file_fd_is(fd, reserve_dev[i], reserve_ino[i]))
+        return 0;
+    close(fd);
+    return 1;
+}
+
 static void reserve_release_locked(long from)
 {
-    for (int i = 0; i < NRESERVE; i++) {
-        int fd = __atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE);
-        if (fd < from)
-            continue;
-        __atomic_store_n(&reserve[i], -1, __ATOMIC_RELEASE); /* before the close: fdguard.h */
-        if (mt_file_fd_is(fd, reserve_dev[i], reserve_ino[i]))
-            close(fd);
-    }
+    for (int i = 0; i < NRESERVE; i++)
+        if (__atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE) >= from)
+            release_one_locked(i);
 }
 
 static int reserve_lock(void)
@@ -210,6 +217,24 @@ void mt_rlimit_report_begin(void)
 void mt_rlimit_report_end(void)
 {
     mt_rlimit_reserve_take();
+}
+
+/* The control socket at the limit (control.c): a query's connection, or a
+ * fork child's listening socket, gets one reserve number. A report needs
+ * one descriptor at a time (report_write.c reads the address space before
+ * it opens its file; without a second, vm_scan.c counts split mappings'
+ * resident pages with mincore instead of pagemap), so one is enough for
+ * it meanwhile. The number comes back with mt_rlimit_reserve_take once
+ * the connection is closed. */
+int mt_rlimit_lend(void)
+{
+    if (!reserve_lock())
+        return 0;
+    int lent = 0;
+    for (int i = NRESERVE - 1; i >= 0 && !lent; i--)
+        lent = release_one_locked(i);
+    reserve_unlock();
+    return lent;
 }
 
 /* A fork: no reserve operation half done in the child. */

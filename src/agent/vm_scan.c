@@ -297,11 +297,34 @@ static uint64_t zero_pfn(void)
     return pfn;
 }
 
+/* Without pagemap (no descriptor to spare at the descriptor limit: the
+ * report then has one, for smaps): mincore's residency. It also counts a
+ * file's pages in the page cache that this process has not mapped, and
+ * the zero page; emit_vma_end scales the pieces down to the VMA's Rss. */
+static int64_t resident_by_mincore(uintptr_t s, uintptr_t e)
+{
+    unsigned char *vec = (unsigned char *)sc.pagemap;
+    const size_t most = sizeof sc.pagemap;
+    int64_t n = 0;
+    s &= ~(uintptr_t)(PAGE - 1);
+    for (uintptr_t p = s; p < e;) {
+        size_t pages = (e - p + PAGE - 1) / PAGE;
+        if (pages > most)
+            pages = most;
+        if (mincore((void *)p, pages * PAGE, vec) != 0)
+            break;
+        for (size_t i = 0; i < pages; i++)
+            n += vec[i] & 1;
+        p += pages * PAGE;
+    }
+    return n * PAGE;
+}
+
 static int64_t present_bytes(uintptr_t s, uintptr_t e)
 {
     int64_t n = 0;
     if (sc.pagemap_fd < 0)
-        return 0;
+        return resident_by_mincore(s, e);
     uint64_t zero = zero_pfn();
     for (uintptr_t p = s; p < e;) {
         size_t want = (e - p) / PAGE;

@@ -21,13 +21,22 @@
  *          while the agent holds its tables across it)
  *   vfork  as api, after a vfork child set the soft limit to SOFT / 2 and
  *          left (the child shares the agent's memory, not the descriptor
- *          table) */
+ *          table)
+ *   query  maps 4 MiB in category fdmapa (touching 1 MiB) and 4 MiB right
+ *          after it in fdmapb (touching 3 MiB): one kernel mapping split
+ *          between two categories; prints "merged 1" when the kernel made
+ *          them one (as expected), then, at the limit, "ready", and waits
+ *          for a line on stdin (a live query meanwhile) before going on
+ *          as api
+ *   forkquery  as query, in a child forked at the limit (it prints
+ *          "child PID" before "ready"); the parent waits for it */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/syscall.h>
@@ -35,6 +44,44 @@
 #include <unistd.h>
 
 #include "memtrail.h"
+
+#define MIB (1024 * 1024)
+
+/* fdmapa and fdmapb: two adjacent anonymous mappings the kernel merges
+ * into one (same protection and flags), 1 MiB and 3 MiB touched, no huge
+ * pages (their resident figures are then exact). */
+static void split_mapping(void)
+{
+    mt_tag_push("fdmapa");
+    char *a = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mt_tag_pop();
+    if (a == MAP_FAILED) {
+        perror("fdfull: mmap");
+        exit(3);
+    }
+    munmap(a + 4 * MIB, 4 * MIB); /* room for b right after a */
+    mt_tag_push("fdmapb");
+    char *b = mmap(a + 4 * MIB, 4 * MIB, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    mt_tag_pop();
+    if (b != a + 4 * MIB) {
+        perror("fdfull: mmap next to it");
+        exit(3);
+    }
+    madvise(a, 8 * MIB, MADV_NOHUGEPAGE);
+    memset(a, 1, 1 * MIB);
+    memset(b, 2, 3 * MIB);
+    /* One line of /proc/self/maps from a to b's end: merged. */
+    char want[64], line[512];
+    snprintf(want, sizeof want, "%lx-%lx ", (unsigned long)a, (unsigned long)(a + 8 * MIB));
+    FILE *f = fopen("/proc/self/maps", "r");
+    int merged = 0;
+    while (f && fgets(line, sizeof line, f))
+        merged |= strncmp(line, want, strlen(want)) == 0;
+    if (f)
+        fclose(f);
+    printf("merged %d\n", merged);
+}
 
 int main(int argc, char **argv)
 {
@@ -59,6 +106,9 @@ int main(int argc, char **argv)
         }
         waitpid(c, NULL, 0);
     }
+    int query = strcmp(mode, "query") == 0 || strcmp(mode, "forkquery") == 0;
+    if (query)
+        split_mapping();
     mt_tag_push("fdcat");
     char *keep = malloc(123456);
     memset(keep, 1, 123456);
@@ -74,6 +124,22 @@ int main(int argc, char **argv)
     }
     printf("full %d\n", n);
     fflush(stdout);
+    if (strcmp(mode, "forkquery") == 0) {
+        pid_t c = fork();
+        if (c > 0) {
+            int st;
+            waitpid(c, &st, 0);
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+        }
+        printf("child %d\n", (int)getpid());
+    }
+    if (query) {
+        printf("ready\n");
+        fflush(stdout);
+        char line[64];
+        if (!fgets(line, sizeof line, stdin))
+            return 5;
+    }
     if (strcmp(mode, "forkloop") == 0) {
         struct itimerval at = {{0, 0}, {0, 300000}};
         setitimer(ITIMER_REAL, &at, NULL);

@@ -245,3 +245,65 @@ st=$?
 expect_eq "at the descriptor limit, SIGALRM during forks: dies of it, its report whole, reason signal SIGALRM" \
     "142|signal SIGALRM|end" \
     "$st|$(grep -s '^reason ' "$D/r.$fpid.mtr" | cut -d' ' -f2-)|$(tail -n1 "$D/r.$fpid.mtr" 2>/dev/null)"
+# A live query at the descriptor limit (a leaking server is one worth
+# asking): the connection takes a reserve descriptor's number (before:
+# accept failed with EMFILE and the query got no answer), the reply has the
+# heap's figures and, from the one descriptor left, the address space;
+# smaps then, and mincore instead of pagemap for a kernel mapping split
+# between two categories (fdmapa and fdmapb, 1 and 3 MiB touched: exact).
+# The number comes back to the reserve after, so the program's own report
+# is whole. forkquery: the same in a child forked at the limit, whose query
+# socket took one reserve number (before: "no control socket ... Too many
+# open files" on stderr in every such child); its reply then has no
+# descriptor left for the address space and leaves it out, silently (the
+# program's stderr is not the asker's), while its report is whole.
+fdfield() { # JSON CATEGORY FIELD: a category's field, or the process's ("-")
+    "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+if sys.argv[2] == "-":
+    print(d.get("process") and d["process"].get(sys.argv[3]))
+else:
+    print(next((c.get(sys.argv[3]) for c in d["categories"] if c["name"] == sys.argv[2]), "none"))' "$@" 2>/dev/null
+}
+for mode in query forkquery; do
+    D=$T/full.$mode
+    rm -rf "$D"
+    mkdir -p "$D"
+    mkfifo "$D/in"
+    MEMTRAIL_OPTIONS="output=$D/r.%p.mtr" LD_PRELOAD=$AGENT "$F" 64 64 $mode "$D/a.mtr" <"$D/in" >"$D/out" 2>"$D/err" &
+    fpid=$!
+    exec 8>"$D/in"
+    for _ in $(seq 200); do
+        grep -q '^ready' "$D/out" && break
+        sleep 0.05
+    done
+    qpid=$fpid
+    [ $mode = forkquery ] && qpid=$(awk '/^child/ {print $2}' "$D/out")
+    "$MT" query "$qpid" --json >"$D/q.json" 2>"$D/q.err"
+    qrc=$?
+    held=$(ls -l "/proc/$qpid/fd" 2>/dev/null | grep -c memtrail-reserve)
+    echo go >&8
+    exec 8>&-
+    wait $fpid
+    st=$?
+    expect_eq "query at the descriptor limit ($mode): the program at its limit, one kernel mapping for fdmapa and fdmapb" \
+        "full merged 1" "$(grep -o '^full' "$D/out") $(grep '^merged' "$D/out")"
+    expect_eq "query at the descriptor limit ($mode): answered, fdcat 123456 live bytes" \
+        "0 123456" "$qrc $(fdfield "$D/q.json" fdcat live_bytes)"
+    if [ $mode = query ]; then
+        expect_eq "query at the descriptor limit: the address space in the reply, the split mapping's pages exact (mincore)" \
+            "1048576 3145728 yes" \
+            "$(fdfield "$D/q.json" fdmapa resident_bytes) $(fdfield "$D/q.json" fdmapb resident_bytes) $([ "$(fdfield "$D/q.json" - rss_bytes)" -gt 0 ] 2>/dev/null && echo yes)"
+        expect_eq "query at the descriptor limit: both reserve descriptors back after it" 2 "$held"
+    else
+        expect_eq "query at the descriptor limit (forkquery): the child's reply leaves the address space out" \
+            "None None" "$(fdfield "$D/q.json" - rss_bytes) $(fdfield "$D/q.json" fdmapa resident_bytes)"
+        expect_eq "query at the descriptor limit (forkquery): one reserve descriptor left beside the child's query socket" 1 "$held"
+    fi
+    expect_eq "query at the descriptor limit ($mode): then mt_report_write 0, the program's limit and descriptors as they were" \
+        "0|after rc=0 soft=64 hard=64 open=EMFILE lost=0" "$st|$(grep '^after' "$D/out")"
+    expect_eq "query at the descriptor limit ($mode): that report whole, the split mapping's pages exact" \
+        "end|1|resident=1048576|resident=3145728" \
+        "$(tail -n1 "$D/a.mtr" 2>/dev/null)|$(grep -sc '^process ' "$D/a.mtr")|$(grep -s '^category fdmapa ' "$D/a.mtr" | grep -o 'resident=[0-9]*')|$(grep -s '^category fdmapb ' "$D/a.mtr" | grep -o 'resident=[0-9]*')"
+    expect_eq "query at the descriptor limit ($mode): nothing on the program's stderr" "" "$(cat "$D/err")"
+done
