@@ -210,6 +210,10 @@ typedef struct xe_target_ops {
      * record after them, if any, goes to deliver as an event, and the
      * rest comes here again. */
     uint64_t (*deliver_recs)(xe_target *t, const char *recs, uint64_t bytes);
+    /* In a fork child, before its dispatcher starts (may be NULL): 1 when
+     * the target now writes files of the child's own, so that what was
+     * buffered before the fork is left to the parent (xe_dispatch.c). */
+    int (*forked)(xe_target *t);
 } xe_target_ops;
 
 struct xe_target {

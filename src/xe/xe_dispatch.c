@@ -693,10 +693,17 @@ static void reclaim_forked(xe_session *s)
  * parent's dispatcher had taken go back to the pool (the parent delivers
  * them), and so does any buffer no one in the child holds
  * (reclaim_forked). What was buffered at the fork is delivered in both
- * processes. */
+ * processes, unless the session writes files (event_file): the child's
+ * files get only the child's events. */
 void xe_dispatch_after_fork(xe_session *s, int in_fire)
 {
     s->fork_in_fire = in_fire;
+    /* A target that moved to files of the child's own (event_file): the
+     * buffers opened before the fork are the parent's, written to its
+     * files, and not again to the child's. */
+    for (int i = 0; i < s->nasync; i++)
+        if (s->async[i]->ops->forked && s->async[i]->ops->forked(s->async[i]))
+            s->deliver_gen = atomic_load(&s->fork_gen) + 1;
     atomic_fetch_add(&s->fork_gen, 1); /* writers of buffers opened before now may be gone */
     xe_trim_forked(s);
     atomic_store(&s->disp_idle, 0);

@@ -121,7 +121,9 @@ static int file_parse_size(const char *s, size_t n, uint64_t bare_unit, uint64_t
 enum { OP_NONE, OP_OPEN, OP_WRITE };
 
 typedef struct file_state {
-    char filename[sizeof(((xe_target *)0)->params)];
+    char filename[sizeof(((xe_target *)0)->params)]; /* the template's, for this process */
+    char templ[sizeof(((xe_target *)0)->params)];    /* as given: %p is the process's id */
+    pid_t pid;                                       /* the process these files are for */
     uint64_t max_file_size;
     uint64_t max_rollover; /* 0: no limit */
     const xe_file_encoder *enc;
@@ -158,6 +160,34 @@ static int encoder_write(void *ctx, const void *buf, size_t n)
     return 0;
 }
 
+/* This process's file name from the template: %p is its id (%% a %).
+ * A fork child (child = 1) whose template has no %p writes
+ * "<template>.<pid>", as a trace does: never the parent's files. */
+static void name_files(file_state *s, int child)
+{
+    s->pid = getpid();
+    mt_out o;
+    mt_out_init(&o, s->filename, sizeof s->filename, -1);
+    int has_pid = 0;
+    for (const char *c = s->templ; *c; c++) {
+        if (c[0] == '%' && (c[1] == 'p' || c[1] == '%')) {
+            has_pid |= c[1] == 'p';
+            if (c[1] == 'p')
+                mt_out_u64(&o, (uint64_t)s->pid);
+            else
+                mt_out_char(&o, '%');
+            c++;
+        } else {
+            mt_out_char(&o, *c);
+        }
+    }
+    if (child && !has_pid) {
+        mt_out_char(&o, '.');
+        mt_out_u64(&o, (uint64_t)s->pid);
+    }
+    mt_out_cstr(&o);
+}
+
 static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
 {
     xe_param p[] = {{.name = "filename"}, {.name = "max_file_size"}, {.name = "max_rollover_files"}};
@@ -192,8 +222,9 @@ static int file_init(xe_target *t, const char *params, char *why, size_t whylen)
         xe_why_done(&o);
         return -ENOMEM;
     }
-    size_t n = p[0].len < sizeof s->filename - 1 ? p[0].len : sizeof s->filename - 1;
-    memcpy(s->filename, p[0].val, n);
+    size_t n = p[0].len < sizeof s->templ - 1 ? p[0].len : sizeof s->templ - 1;
+    memcpy(s->templ, p[0].val, n);
+    name_files(s, 0);
     s->max_file_size = max_size;
     s->max_rollover = rollover;
     s->enc = __atomic_load_n(&file_encoder, __ATOMIC_ACQUIRE);
@@ -584,6 +615,38 @@ static void file_close(xe_target *t)
     xe_target_unmap_state(t);
 }
 
+/* A fork child's files start afresh: the parent's descriptor is let go
+ * (nothing more goes into it from here), and so is whatever the parent
+ * had staged or was doing (an open half done: open_tried). The counts
+ * start again too: the child's view shows its own files. */
+static void start_afresh(file_state *s)
+{
+    drop_fd(s);
+    s->current = 0;
+    s->open_tried = 0;
+    s->opened = 0;
+    s->seq = 0;
+    s->file_bytes = 0;
+    s->staged = 0;
+    s->staged_events = 0;
+    s->reopened = s->bytes_written = s->events_written = s->events_dropped = s->write_errors = 0;
+    s->last_op = s->last_errno = 0;
+    if (s->est && s->enc->forked)
+        s->enc->forked(s->est);
+}
+
+/* The engine's fork handling (xe_dispatch_after_fork), unless the host
+ * retargeted the file in this process already (a trace). */
+static int file_forked(xe_target *t)
+{
+    file_state *s = t->state;
+    if (s->pid == getpid())
+        return 0;
+    start_afresh(s);
+    name_files(s, 1);
+    return 1;
+}
+
 int xe_session_file_retarget(xe_session *sess, const char *filename)
 {
     for (int i = 0; i < sess->nasync; i++) {
@@ -591,20 +654,13 @@ int xe_session_file_retarget(xe_session *sess, const char *filename)
         if (t->ops != &xe_target_event_file)
             continue;
         file_state *s = t->state;
-        drop_fd(s); /* the parent's: nothing more goes into it from here */
-        s->current = 0;
-        s->open_tried = 0;
-        s->opened = 0;
-        s->seq = 0;
-        s->staged = 0;
-        s->staged_events = 0;
+        start_afresh(s);
+        s->pid = getpid();
         size_t n = strlen(filename);
         if (n >= sizeof s->filename)
             n = sizeof s->filename - 1;
         memcpy(s->filename, filename, n);
         s->filename[n] = '\0';
-        if (s->est && s->enc->forked)
-            s->enc->forked(s->est);
         /* Before the engine's fork handling, which starts the child's
          * generation: only buffers opened from then on are delivered. */
         sess->deliver_gen = atomic_load(&sess->fork_gen) + 1;
@@ -646,4 +702,5 @@ const xe_target_ops xe_target_event_file = {
     .stop = file_stop,
     .watermark = file_watermark,
     .deliver_recs = file_deliver_recs,
+    .forked = file_forked,
 };

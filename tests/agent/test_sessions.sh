@@ -371,6 +371,37 @@ else
     fail "fork, agent session: program starts" "$(cat "$K/out")"
 fi
 
+# An agent session writing an event_file, forked before its first dispatch
+# (the default latency, 30 s): the child writes FILE.PID with its own
+# events only, the parent FILE with the 4242-byte blocks buffered at the
+# fork and its own (tests/agent/forkev.c: 1000 each). Before, both made
+# FILE and the child's renamed over the parent's, or the other way: one
+# process's 1000 events were in no file, and both views said written.
+K=$T/forkfile; mkdir -p "$K"
+"$MT" run -o "$K/r.%p.mtr" --session "name=ff;where=type == alloc && (size == 4242 || size == 1111 || size == 2222);target=event_file(filename=$K/ev.xel)" \
+    -- "$TBIN/forkev" >"$K/out" 2>"$K/err"
+frc=$?
+cpid=$(awk '/^child/ {print $2}' "$K/out")
+py "fork, agent session with an event_file: the parent's file has its 1111s and the 4242s, the child's (ev.xel.$cpid) its 2222s, each once" '
+import struct, sys, os
+def sizes(path):
+    out = {}
+    if not os.path.exists(path):
+        return "missing"
+    d = open(path, "rb").read()
+    if d[:8] != b"MTXERAW1" or (len(d) - 16) % 72:
+        return "bad file"
+    for i in range(16, len(d), 72):
+        size = struct.unpack_from("<Q", d, i + 24)[0]
+        out[size] = out.get(size, 0) + 1
+    return out
+k, cpid, rc = sys.argv[1], sys.argv[2], sys.argv[3]
+files = sorted(f for f in os.listdir(k) if f.startswith("ev.xel"))
+want = ["ev.xel", "ev.xel." + cpid]
+got = (rc, files, sizes(os.path.join(k, "ev.xel")), sizes(os.path.join(k, "ev.xel." + cpid)))
+print("ok" if got == ("0", want, {4242: 1000, 1111: 1000}, {2222: 1000}) else got)
+' "$K" "$cpid" "$frc"
+
 # --- the stub: without the agent every call says so --------------------------------
 "$TBIN/xe_api" stub >"$T/stub.json" 2>&1
 py "stub (no agent): create -ENOSYS with a reason and a NULL session, the rest -ENOSYS, reads 0" '

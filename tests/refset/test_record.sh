@@ -266,10 +266,13 @@ expect_eq record_pid_sigint_file_whole 0 "$?"
 wait "$sleeper"
 
 # A killed recorder leaves a file whose records up to its last scan read.
+# The program sleeps a minute (killed below): with 1.5 s, a loaded machine
+# (CI beside other work) saw it exit first, and the recorder finish its
+# file whole before the kill.
 rm -f "$T/said.txt"
 # (A subshell reaps it, so that bash's "Killed" notice goes nowhere.)
 (
-    $RS --no-agent -o "$T/killed.mtrs" -- "$TOUCH" "$T/said.txt" sleep 1500 2>/dev/null &
+    $RS --no-agent -o "$T/killed.mtrs" -- "$TOUCH" "$T/said.txt" sleep 60000 2>/dev/null &
     echo $! >"$T/rec.pid"
     wait
 ) 2>/dev/null &

@@ -5,7 +5,9 @@
  * producers keep their own tally), no event lost or duplicated under
  * NO_EVENT_LOSS, dispatch latency, large events, flush, restart, fork, and
  * fires from signal handlers. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -541,6 +543,100 @@ static void test_fork(void)
     xe_session_drop(s);
 }
 
+/* Records by key in the raw event files of dir whose names start with
+ * `prefix` followed by nothing or by ".<rollover number>" (not by another
+ * pid's ".<pid>"): keys 0-2 into n[]; anything else counts in n[3]. */
+static void count_files(const char *dir, const char *prefix, long also_not, uint64_t n[4])
+{
+    memset(n, 0, 4 * sizeof n[0]);
+    DIR *d = opendir(dir);
+    size_t plen = strlen(prefix);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        const char *rest = e->d_name + plen;
+        if (*rest && (*rest != '.' || atol(rest + 1) == also_not))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        unsigned char rec[72];
+        if (!f || fread(rec, 1, 16, f) != 16 || memcmp(rec, "MTXERAW1", 8) != 0)
+            n[3]++;
+        while (f && fread(rec, 1, sizeof rec, f) == sizeof rec) {
+            uint64_t key;
+            memcpy(&key, rec + 56, 8);
+            n[key < 3 ? key : 3]++;
+        }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* A session writing an event file, forked before its first dispatch: the
+ * child must write files of its own (FILE.PID, or its pid for %p), holding
+ * exactly its own events; the parent's hold what was buffered at the fork
+ * and its own, once each. Before: both made FILE, one renamed over the
+ * other's, and one process's events were in no file (helper 77's find). */
+static void test_fork_file(const char *label, const char *name, const char *extra)
+{
+    char dir[] = "/tmp/mt_xe_forkfile.XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK("fork, event_file: a scratch directory", 0);
+        return;
+    }
+    xe_config c;
+    config(&c, "forkfile", 1u << 20, XE_PART_NONE);
+    c.retention = XE_NO_EVENT_LOSS;
+    c.targets[0].ops = &xe_target_event_file;
+    snprintf(c.targets[0].params, sizeof c.targets[0].params, "filename=%s/%s%s", dir, name, extra);
+    xe_session *s = make(&c);
+    if (!s || xe_session_start(s) != 0) {
+        CHECK("fork, event_file: started", 0);
+        return;
+    }
+    fire_n(s, 1000, 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        fire_n(s, 30000, 2);
+        xe_session_stop(s);
+        _exit(0);
+    }
+    fire_n(s, 20000, 1);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    xe_session_stop(s);
+    xe_session_drop(s);
+    char pp[128], cp[128];
+    const char *at = strstr(name, "%p");
+    if (at) {
+        snprintf(pp, sizeof pp, "%.*s%ld%s", (int)(at - name), name, (long)getpid(), at + 2);
+        snprintf(cp, sizeof cp, "%.*s%ld%s", (int)(at - name), name, (long)pid, at + 2);
+    } else {
+        snprintf(pp, sizeof pp, "%s", name);
+        snprintf(cp, sizeof cp, "%s.%ld", name, (long)pid);
+    }
+    uint64_t par[4], chi[4];
+    count_files(dir, pp, pid, par);
+    count_files(dir, cp, -1, chi);
+    char what[512];
+    snprintf(
+        what, sizeof what,
+        "fork, event_file (%s): the parent's files hold the 1000 buffered at the fork and its 20000, the "
+        "child's (%s) its 30000 only (parent %lu %lu %lu %lu, child %lu %lu %lu %lu)",
+        label, cp, (unsigned long)par[0], (unsigned long)par[1], (unsigned long)par[2], (unsigned long)par[3],
+        (unsigned long)chi[0], (unsigned long)chi[1], (unsigned long)chi[2], (unsigned long)chi[3]);
+    CHECK(what, WIFEXITED(st) && WEXITSTATUS(st) == 0 && par[0] == 1000 && par[1] == 20000 && par[2] == 0 &&
+                    par[3] == 0 && chi[0] == 0 && chi[1] == 0 && chi[2] == 30000 && chi[3] == 0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+}
+
 static xe_session *sig_session;
 static _Atomic long sig_ok, sig_dropped, sig_fired;
 static void on_alarm(int sig)
@@ -644,6 +740,9 @@ int main(void)
     test_latency();
     test_large();
     test_fork();
+    test_fork_file("one file each", "ev.xel", "");
+    test_fork_file("rolling over", "ev.xel", ",max_file_size=20000B,max_rollover_files=0");
+    test_fork_file("%p in the name", "ev.%p.xel", ",max_file_size=20000B,max_rollover_files=0");
     test_signals(XE_ALLOW_SINGLE_EVENT_LOSS, "signals, single loss");
     test_signals(XE_NO_EVENT_LOSS, "signals, no event loss");
     return failures != 0;
