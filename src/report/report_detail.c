@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -599,10 +600,29 @@ static void t_delta(FILE *out, const char *key, int64_t cur, int64_t base)
         fprintf(out, " %+" PRId64, report_sub(cur, base));
 }
 
+/* Reports recorded at different stack depths (--depth of `run`): the
+ * deeper one's stacks are longer, and no site would match its own in the
+ * other. Both are then cut to the shallower depth, as diff's --depth
+ * would: the frames the stacks are matched on. 0: no cut beyond the
+ * options' (the depths agree, or --depth was given). */
+static int matched_depth(const struct report *base, const struct report *cur, const struct detail_options *o)
+{
+    if (o->depth > 0 || base->stack_depth <= 0 || cur->stack_depth <= 0 ||
+        base->stack_depth == cur->stack_depth)
+        return 0;
+    int64_t d = base->stack_depth < cur->stack_depth ? base->stack_depth : cur->stack_depth;
+    return d > INT_MAX ? INT_MAX : (int)d;
+}
+
 int detail_diff_print_text(FILE *out, const struct report *base, const struct report *cur,
-                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o,
+                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *opts,
                            const struct report_scale *scale)
 {
+    struct detail_options cut = *opts;
+    const struct detail_options *o = &cut;
+    int md = matched_depth(base, cur, opts);
+    if (md)
+        cut.depth = md;
     struct diff d;
     int rc = diff_build(&d, base, cur, sb, sc, o);
     if (rc < 0)
@@ -622,6 +642,11 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
         else
             grew++;
     }
+    if (md)
+        fprintf(out,
+                "\nThe reports were recorded at different stack depths (base %" PRId64 ", new %" PRId64
+                "): sites are matched on their first %d frames, as with --depth %d.\n",
+                base->stack_depth, cur->stack_depth, md, md);
     fprintf(out,
             "\nAllocation sites, matched by symbolized stack%s: %zu grew, %zu shrank, %zu new, %zu gone, "
             "%zu unchanged (not shown)\n\n",
@@ -680,8 +705,13 @@ static void j_side(mt_json *j, const char *key, const struct group *g, bool samp
 }
 
 int detail_diff_print_json(FILE *out, const struct report *base, const struct report *cur,
-                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *o)
+                           struct symbolizer *sb, struct symbolizer *sc, const struct detail_options *opts)
 {
+    struct detail_options cut = *opts;
+    const struct detail_options *o = &cut;
+    int md = matched_depth(base, cur, opts);
+    if (md)
+        cut.depth = md;
     struct diff d;
     int rc = diff_build(&d, base, cur, sb, sc, o);
     if (rc < 0)
@@ -695,6 +725,7 @@ int detail_diff_print_json(FILE *out, const struct report *base, const struct re
     }
     json_warnings(&j, "symbol_warnings_base", sb);
     json_warnings(&j, "symbol_warnings_new", sc);
+    mt_json_ki64_or_null(&j, "matched_frames", o->depth > 0, o->depth);
     mt_json_key(&j, "sites");
     mt_json_array_begin(&j);
     size_t shown = 0;

@@ -488,6 +488,25 @@ for s in j["sites"]:
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(sum(s["live_bytes"] for s in j["sites"]) == j["total"]["live_bytes"])' "$T/out"
+    # The same run recorded at --depth 2: diffed against the depth-6 one,
+    # every site must match on its first 2 frames, unchanged (before: none
+    # matched, every site new or gone, and nothing said why). The count of
+    # sites is report detail's own at --depth 2.
+    "$MT" run --mode detail --depth 2 -o "$T/real2.mtr" -- "$TBIN/detail" threads 3 recurse 5 >/dev/null 2>&1
+    run_mt "$MT_ASAN" report detail "$T/real2.mtr" --json --depth 2
+    nsites=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["sites"]))' "$T/out")
+    run_mt "$MT_ASAN" diff "$T/real2.mtr" "$T/real.mtr"
+    contains "diff at different stack depths: every site matched, unchanged ($nsites)" \
+        "0 grew, 0 shrank, 0 new, 0 gone, $nsites unchanged (not shown)" "$out"
+    contains "diff at different stack depths: says so" \
+        "recorded at different stack depths (base 2, new 6): sites are matched on their first 2 frames" "$out"
+    run_mt "$MT_ASAN" diff "$T/real.mtr" "$T/real2.mtr" --json
+    py "diff at different stack depths, JSON: matched_frames 2, every site unchanged" "2 True" '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(j["matched_frames"], len(j["sites"]) > 3 and all(s["status"] == "unchanged" for s in j["sites"]))' "$T/out"
+    run_mt "$MT_ASAN" diff "$T/real.mtr" "$T/real.mtr" --json
+    py "diff at one stack depth: matched_frames null" "None" 'import json, sys; print(json.load(open(sys.argv[1]))["matched_frames"])' "$T/out"
 else
     fail "real: detail program" "$TBIN/detail or $AGENT missing (make tests)"
 fi
