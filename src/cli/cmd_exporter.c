@@ -233,11 +233,22 @@ static int page_heap(const struct exporter *x, const char *query, FILE *body, co
             status = t.failure == -ETIMEDOUT ? 503 : 500;
         }
     } else if (!(r.has & REPORT_HAS_SITES)) {
-        fprintf(
-            body,
-            "process %ld does not run in detail mode (mode %s): it has no allocation sites; start it with "
-            "'memtrail run --mode detail', or switch it with 'memtrail query %ld start detail'\n",
-            pid, r.mode ? r.mode : "unknown", pid);
+        /* Only a process started in detail, sample or trace mode can
+         * start recording sites on demand (docs/cli.md, Recording on
+         * demand): a summary-mode one has no site table to record into. */
+        const char *mode = r.mode ? r.mode : "unknown";
+        if (strcmp(mode, "detail") == 0 || strcmp(mode, "sample") == 0 || strcmp(mode, "trace") == 0)
+            fprintf(body,
+                    "process %ld has no allocation sites (mode %s, recording off): switch it on with "
+                    "'memtrail query %ld start %s'\n",
+                    pid, mode, pid, strcmp(mode, "sample") == 0 ? "sample" : "detail");
+        else
+            fprintf(body,
+                    "process %ld does not run in detail mode (mode %s): it has no allocation sites, and "
+                    "cannot record them on demand (that needs it started in detail, sample or trace mode); "
+                    "start it with 'memtrail run --mode detail' (or MEMTRAIL_OPTIONS=mode=detail:start=off "
+                    "to switch it on later with 'memtrail query PID start detail')\n",
+                    pid, mode);
         status = 404;
     } else {
         struct symbolizer *sym = detail_symbolizer(&r);

@@ -30,8 +30,9 @@ static const char report_about[] =
     "categories explain, and the errors memtrail detected (double frees,\n"
     "overwritten canaries, frees of foreign pointers) when there are any.\n"
     "\n"
-    "Given a directory (every *.mtr in it) or several files, print one row per\n"
-    "report instead: a process tree, each child under its parent, with totals.\n"
+    "Given a directory (every *.mtr and *.mtt in it) or several files, print one\n"
+    "row per report instead: a process tree, each child under its parent, with\n"
+    "totals.\n"
     "\n"
     "'report detail' (a report of 'memtrail run --mode detail', or a trace of\n"
     "'memtrail run --mode trace', which is shown so by default) prints the summary,\n"
@@ -132,7 +133,7 @@ static int add_directory(struct file_list *l, const char *dir, bool *failed)
     if (rc < 0)
         return cli_error("out of memory");
     if (added == 0) {
-        cli_error("%s: no report files (*.mtr) in this directory", dir);
+        cli_error("%s: no report files (*.mtr, *.mtt) in this directory", dir);
         *failed = true;
     }
     return 0;

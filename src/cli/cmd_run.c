@@ -7,6 +7,7 @@
 #include "common/options_table.h"
 #include "common/safe_file.h"
 #include "report/report.h"
+#include "trace/trace_read.h"
 #include "xe/xe_plan.h"
 
 #include <errno.h>
@@ -396,6 +397,21 @@ static bool started_off(void)
     return off;
 }
 
+/* Does the trace at path end with its writer's end record? A complete
+ * file ends END, INDEX, trailer (docs/trace-format.md): its index's last
+ * entry is the END chunk. 1 yes, 0 no (or not readable). */
+static int trace_has_end(const char *path)
+{
+    mt_trace_reader *r;
+    char err[MT_TRACE_ERR_MAX];
+    if (mt_trace_open(path, 0, &r, err, sizeof err) < 0)
+        return 0;
+    size_t n = mt_trace_index_count(r);
+    int ended = n > 0 && mt_trace_index_get(r, n - 1)->kind == 3;
+    mt_trace_close(r);
+    return ended;
+}
+
 static void announce_report(const struct outcome *o, const char *out_template, const char *prog,
                             const char *mode)
 {
@@ -404,12 +420,22 @@ static void announce_report(const struct outcome *o, const char *out_template, c
     struct stat st;
     if (!o->stale && stat(o->report, &st) == 0 && strcmp(mode, "trace") == 0) {
         fprintf(stderr, "memtrail: trace of %d written to %s\n", (int)o->pid, path);
+        if (WIFSIGNALED(o->status)) {
+            fprintf(stderr, "memtrail: it was killed by signal %d (%s)", WTERMSIG(o->status),
+                    strsignal(WTERMSIG(o->status)));
+            if (trace_has_end(o->report))
+                fputs("; the trace is complete (it has its end record)\n", stderr);
+            else
+                fputs(": the trace has no end record ('memtrail analyze' says what it holds)\n", stderr);
+        }
         fputs("memtrail: analyse it with: memtrail analyze ", stderr);
         report_shell_quote(stderr, path);
         fputc('\n', stderr);
     } else if (!o->stale && stat(o->report, &st) == 0) {
         fprintf(stderr, "memtrail: %s report of %d written to %s\n", mode, (int)o->pid, path);
-        fprintf(stderr, "memtrail: read it with: memtrail report %s ", mode);
+        /* 'memtrail report' reads a sample-mode report as detail (its sites are estimates). */
+        fprintf(stderr, "memtrail: read it with: memtrail report %s ",
+                strcmp(mode, "sample") == 0 ? "detail" : mode);
         report_shell_quote(stderr, path);
         fputc('\n', stderr);
     } else if (o->stale) {

@@ -100,15 +100,29 @@ static size_t token_len(const parser *p)
     return 1;
 }
 
-static int unexpected(parser *p, const char *expected)
+/* "unexpected 'x' at column N (expected WHAT: LIST)", or at the end of the
+ * predicate "expected WHAT (LIST) at column N" (list: may be NULL). */
+static int unexpected(parser *p, const char *what, const char *list)
 {
-    if (p->pos >= p->len)
-        return fail(p, p->pos, "expected ", NULL, 0, expected);
     mt_out o;
     char buf[160];
     mt_out_init(&o, buf, sizeof buf, -1);
+    if (p->pos >= p->len) {
+        mt_out_str(&o, "expected ");
+        mt_out_str(&o, what);
+        if (list) {
+            mt_out_str(&o, " (");
+            mt_out_str(&o, list);
+            mt_out_char(&o, ')');
+        }
+        return fail(p, p->pos, mt_out_cstr(&o), NULL, 0, NULL);
+    }
     mt_out_str(&o, " (expected ");
-    mt_out_str(&o, expected);
+    mt_out_str(&o, what);
+    if (list) {
+        mt_out_str(&o, ": ");
+        mt_out_str(&o, list);
+    }
     mt_out_char(&o, ')');
     return fail(p, p->pos, "unexpected ", p->s + p->pos, token_len(p), mt_out_cstr(&o));
 }
@@ -134,7 +148,7 @@ static int parse_cmp_op(parser *p, uint8_t *op)
     else if (c0 == '=')
         return fail(p, p->pos, "'=' is not a comparison (use '==')", NULL, 0, NULL);
     else
-        return unexpected(p, "a comparison: == != < <= > >=");
+        return unexpected(p, "a comparison", "== != < <= > >=");
     return 0;
 }
 
@@ -272,7 +286,7 @@ static int parse_value(parser *p, unsigned field, uint64_t *out)
             return fail(p, start, "category names go in quotes: ", name, n, NULL);
         return fail(p, start, "expected a number, not ", name, n, NULL);
     }
-    return unexpected(p, "a value");
+    return unexpected(p, "a value", NULL);
 }
 
 static int parse_or(parser *p);
@@ -298,14 +312,14 @@ static int parse_not(parser *p)
             if (p->pos >= p->len)
                 return fail(p, open, "unclosed '('", NULL, 0, NULL);
             if (p->s[p->pos] != ')')
-                return unexpected(p, "')', '&&' or '||'");
+                return unexpected(p, "')', '&&' or '||'", NULL);
             p->pos++;
         }
         p->depth--;
         return 0;
     }
     if (!is_alpha(c))
-        return unexpected(p, "a field name, '!' or '('");
+        return unexpected(p, "a field name, '!' or '('", NULL);
     size_t n = token_len(p);
     int f = xe_field_by_name(p->s + p->pos, n);
     if (f < 0)
@@ -371,7 +385,7 @@ int xe_pred_compile(const char *text, xe_pred *out, char *why, size_t whylen)
         skip_space(&p);
         if (p.pos < len)
             rc = p.s[p.pos] == ')' ? fail(&p, p.pos, "unmatched ')'", NULL, 0, NULL)
-                                   : unexpected(&p, "'&&', '||' or the end");
+                                   : unexpected(&p, "'&&', '||' or the end", NULL);
     }
     if (rc < 0) {
         out->n = 0;

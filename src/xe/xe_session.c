@@ -169,14 +169,21 @@ static int setup_targets(xe_session *s, char *why, size_t whylen)
         xe_target *t = &s->targets[i];
         t->ops = s->cfg.targets[i].ops;
         memcpy(t->params, s->cfg.targets[i].params, sizeof t->params);
-        char sub[200];
+        char sub[200] = "";
         int rc = t->ops->init(t, t->params, sub, sizeof sub);
         if (rc < 0) {
             t->ops = NULL;
+            /* A target's message names it ("ring_buffer: ..."); one
+             * that does not gets the name put before it, once. */
+            const char *name = s->cfg.targets[i].ops->name;
+            size_t nl = strlen(name);
+            int named = strncmp(sub, name, nl) == 0 && (sub[nl] == ':' || sub[nl] == ' ');
             mt_out o;
             xe_why_init(&o, why, whylen);
-            mt_out_str(&o, s->cfg.targets[i].ops->name);
-            mt_out_str(&o, ": ");
+            if (!named) {
+                mt_out_str(&o, name);
+                mt_out_str(&o, ": ");
+            }
             mt_out_str(&o, sub);
             xe_why_done(&o);
             return rc;

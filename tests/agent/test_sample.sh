@@ -150,6 +150,8 @@ wait "$pid"
 
 # Options: memtrail run --mode sample --sample-rate; bad values refused.
 run_mt "$MT" run --mode sample --sample-rate 64KiB -o "$T/run.%p.mtr" -- "$TBIN/sampleprog" one "$T/run.ledger"
+contains "run --mode sample: the command it suggests reads the report (report detail)" \
+    "memtrail: read it with: memtrail report detail $T/run." "$err"
 expect_eq "run --mode sample --sample-rate 64KiB: the report's rate" "0 sample_rate 65536" \
     "$rc $(grep -h '^sample_rate' "$T"/run.*.mtr)"
 run_mt "$MT" run --sample-rate 64KiB -o "$T/x.mtr" -- /bin/true

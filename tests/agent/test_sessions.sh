@@ -329,6 +329,26 @@ expect_eq "run --session '': usage error, exit 2" "2 memtrail: --session: empty 
 MEMTRAIL_OPTIONS="output=$T/env.mtr" MEMTRAIL_SESSIONS=$'name=one;target=event_counter\n\nname=two;max_memory=50KB' \
     LD_PRELOAD=$AGENT "$TBIN/xe_api" stub >"$T/env.out" 2>"$T/env.err"
 expect_eq "MEMTRAIL_SESSIONS: a bad line is one error; the process runs" "0 1" "$? $(grep -c "^memtrail: session 'two': max_memory 50 KB" "$T/env.err")"
+# A target's error names it once (docs/events.md); a predicate cut short
+# says what it expected, then where.
+MEMTRAIL_OPTIONS="output=$T/tgt.mtr" MEMTRAIL_SESSIONS=$'name=a;target=ring_buffer(foo=1)\nname=b;target=histogram(slots=0)\nname=c;target=histogram(source=nope)\nname=d;target=pair_matching(begin_event=alloc,end_event=alloc)\nname=e;where=size' \
+    LD_PRELOAD=$AGENT /bin/true 2>"$T/tgt.err"
+expect_eq "MEMTRAIL_SESSIONS: target and predicate errors, each as the docs show" \
+    "memtrail: session 'a': ring_buffer: unknown parameter 'foo' (accepted: max_events_limit); the program runs without it
+memtrail: session 'b': histogram: slots='0' is not a number from 1 to 1048576; the program runs without it
+memtrail: session 'c': histogram: unknown source field 'nope' (fields: type, category, size, address, old_address, site, key, value, tid, cpu, data_len, size_class); the program runs without it
+memtrail: session 'd': pair_matching: begin_event and end_event are both alloc; the program runs without it
+memtrail: session 'e': predicate: expected a comparison (== != < <= > >=) at column 5; the program runs without it" \
+    "$(grep -v '^memtrail: \(summary report\|read it with\)' "$T/tgt.err")"
+api view 'name=x;target=ring_buffer(foo=1)' 'name=y;target=pair_matching(begin_event=free,end_event=free)' 'name=z;where=size' >"$T/apierr.jsonl" 2>&1
+py "mt_session_create: a target's error names it once, a cut-short predicate reads right" '
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1])]
+want = [{"create": -22, "why": "ring_buffer: unknown parameter \x27foo\x27 (accepted: max_events_limit)"},
+        {"create": -22, "why": "pair_matching: begin_event and end_event are both free"},
+        {"create": -22, "why": "predicate: expected a comparison (== != < <= > >=) at column 5"}]
+print("ok" if got == want else got)
+' "$T/apierr.jsonl"
 
 # --- (h) fork -------------------------------------------------------------------------
 api fork >"$T/fork.jsonl" 2>&1

@@ -191,8 +191,25 @@ for mode in summary trace; do
             "True True" "$(json_get "$D/an.json" "str(j['complete']) + ' ' + str(j['allocs'] >= 5)")"
         expect_eq "memtrail run, trace: the report beside the trace" "signal SIGTERM" \
             "$(grep -s '^reason ' "$D/w.$pid.mtt.mtr" | cut -d' ' -f2-)"
+        contains "memtrail run, trace: says the signal, and that the trace was finished" \
+            "memtrail: it was killed by signal 15 (Terminated); the trace is complete (it has its end record)" "$(cat "$D/err")"
     fi
 done
+# SIGKILL in trace mode: the trace as far as it was written, no end record;
+# memtrail run says so (summary mode says the program was killed too).
+D=$T/run.kill9
+mkdir -p "$D"
+"$MT" run --mode trace -o "$D/w.%p.mtt" -- "$P" wait "$D/ledger" >"$D/out" 2>"$D/err" </dev/null &
+runner=$!
+for _ in $(seq 1 100); do grep -q ready "$D/out" 2>/dev/null && break; sleep 0.1; done
+pid=$(pgrep -f "$P wait $D/ledger" | while read -r p; do [ "$(cat /proc/$p/comm)" = termsig ] && echo "$p"; done | head -1)
+[ -n "$pid" ] && kill -KILL "$pid"
+wait "$runner"
+expect_eq "memtrail run, trace, kill -KILL: exit status 137" 137 "$?"
+contains "memtrail run, trace, kill -KILL: names the trace" "memtrail: trace of $pid written to $D/w.$pid.mtt" "$(cat "$D/err")"
+contains "memtrail run, trace, kill -KILL: says it was killed and the trace has no end record" \
+    "memtrail: it was killed by signal 9 (Killed): the trace has no end record ('memtrail analyze' says what it holds)" \
+    "$(cat "$D/err")"
 
 # --- CPython: SIGINT stays KeyboardInterrupt's, SIGTERM's report --------------------
 PY=/usr/bin/python3

@@ -157,7 +157,11 @@ contains "bad: missing file message" "memtrail: $T/nonexistent.mtr: cannot open:
 mkdir -p "$T/noreports"
 run_mt "$MT_ASAN" report "$T/noreports"
 expect_eq "bad: directory exits 1" 1 "$rc"
-contains "bad: directory message" "$T/noreports: no report files (*.mtr) in this directory" "$err"
+contains "bad: directory message" "$T/noreports: no report files (*.mtr, *.mtt) in this directory" "$err"
+run_mt "$MT_ASAN" html "$T/noreports"
+contains "bad: html of a directory without reports names both kinds" "no report files (*.mtr, *.mtt) in this directory" "$err"
+run_mt "$MT_ASAN" report --help
+contains "report --help: a directory's reports and traces" "(every *.mtr and *.mtt in it)" "$out"
 : >"$T/empty.mtr"
 run_mt "$MT_ASAN" report "$T/empty.mtr"
 expect_eq "bad: empty file exits 1" 1 "$rc"

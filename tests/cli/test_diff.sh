@@ -370,7 +370,7 @@ contains "tree bad: the other still shown" "memtrail process tree: 1 report" "$o
 mkdir -p "$T/none"
 run_mt "$MT_ASAN" report "$T/none"
 expect_eq "tree bad: directory without reports exits 1" 1 "$rc"
-contains "tree bad: directory without reports message" "memtrail: $T/none: no report files (*.mtr) in this directory" "$err"
+contains "tree bad: directory without reports message" "memtrail: $T/none: no report files (*.mtr, *.mtt) in this directory" "$err"
 run_mt "$MT_ASAN" report "$T/tree/memtrail.$parent.mtr"
 contains "tree: a single file keeps the summary" "memtrail native memory summary: pid $parent" "$out"
 

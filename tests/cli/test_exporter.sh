@@ -146,6 +146,8 @@ else
 fi
 expect_eq "pprof heap of a summary-mode program: 404, says why" "404 1" \
     "$(http_code "http://127.0.0.1:$P1/debug/pprof/heap?pid=$pid") $(grep -c "process $pid does not run in detail mode (mode summary)" "$T/body")"
+expect_eq "pprof heap of a summary-mode program: a hint that works (no 'query start', which it refuses)" "0 1" \
+    "$(grep -c "query $pid start" "$T/body") $(grep -c "start it with 'memtrail run --mode detail'" "$T/body")"
 true & gone=$!; wait "$gone"
 expect_eq "pprof heap of a pid that is gone: 404" "404 no process with pid $gone" \
     "$(http_code "http://127.0.0.1:$P1/debug/pprof/heap?pid=$gone") $(cat "$T/body")"

@@ -61,6 +61,11 @@ static void test_errors(void)
     expect_error("size >> 1", "unexpected '>' at column 7 (expected a value)");
     expect_error("size = 1", "'=' is not a comparison (use '==') at column 6");
     expect_error("size 1", "unexpected '1' at column 6 (expected a comparison: == != < <= > >=)");
+    /* At the end: what was expected, then where; every one an end of input reaches. */
+    expect_error("size", "predicate: expected a comparison (== != < <= > >=) at column 5");
+    expect_error("size  ", "predicate: expected a comparison (== != < <= > >=) at column 7");
+    expect_error("size >", "predicate: expected a value at column 7");
+    expect_error("(size > 1", "predicate: unclosed '(' at column 1");
     expect_error("size > 4 XB", "unexpected 'XB' at column 10");
     expect_error("size > 4XB", "unknown unit 'XB' at column 9 (units: B, KB, MB, GB)");
     expect_error("(size > 1", "unclosed '(' at column 1");
