@@ -8,6 +8,7 @@
 #include "common/safe_file.h"
 #include "report/report.h"
 #include "trace/trace_read.h"
+#include "trace/trace_util.h"
 #include "xe/xe_plan.h"
 
 #include <errno.h>
@@ -407,7 +408,7 @@ static int trace_has_end(const char *path)
     if (mt_trace_open(path, 0, &r, err, sizeof err) < 0)
         return 0;
     size_t n = mt_trace_index_count(r);
-    int ended = n > 0 && mt_trace_index_get(r, n - 1)->kind == 3;
+    int ended = n > 0 && mt_trace_index_get(r, n - 1)->kind == TRACE_CHUNK_END;
     mt_trace_close(r);
     return ended;
 }
