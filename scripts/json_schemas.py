@@ -98,7 +98,8 @@ DIFF_SITE = obj({"status": {"enum": ["new", "gone", "changed", "unchanged"]},
                  "category": STR, "stack_key": STR, "base": SITE_SIDE, "new": SITE_SIDE,
                  "delta": obj(dict(list(COUNTS.items()) + [("allocated_bytes", null(INT))])), "frames": FRAMES})
 DETAIL_DIFF = dict(list(DIFF.items()) + [
-    ("symbol_warnings_base", WARNINGS), ("symbol_warnings_new", WARNINGS), ("sites", arr(DIFF_SITE))])
+    ("symbol_warnings_base", WARNINGS), ("symbol_warnings_new", WARNINGS), ("matched_frames", null(COUNT)),
+    ("sites", arr(DIFF_SITE))])
 
 TREE = {
     "processes": arr(obj({"file": STR, "pid": null(INT), "ppid": null(INT), "parent_index": null(COUNT),

@@ -39,8 +39,15 @@ run_mt() {
     err=$(cat "$T/err")
 }
 # contains NAME NEEDLE TEXT: passes when TEXT holds NEEDLE (a fixed string).
+# A needle of several lines must appear whole, as one piece of text (grep
+# -F alone takes each line for a pattern of its own, and any one would do).
 contains() {
-    if printf '%s' "$3" | grep -Fq -- "$2"; then pass "$1"; else fail "$1" "no '$2' in: $(printf '%s' "$3" | head -c 2000)"; fi
+    local found=""
+    case "$2" in
+    *$'\n'*) [[ "$3" == *"$2"* ]] && found=1 ;;
+    *) printf '%s' "$3" | grep -Fq -- "$2" && found=1 ;;
+    esac
+    if [ -n "$found" ]; then pass "$1"; else fail "$1" "no '$2' in: $(printf '%s' "$3" | head -c 2000)"; fi
 }
 
 # end_status OUT ERR [VAR=VALUE...] CMD...: runs CMD with stdout/stderr to
