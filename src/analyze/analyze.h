@@ -199,6 +199,9 @@ struct analyze_caveats {
     uint64_t lost, fired; /* events lost, of events fired (fired: the end record's, else read + lost) */
     bool incomplete;      /* no end record, or reading stopped early */
     uint64_t unknown;     /* frees and reallocs of blocks the trace does not hold */
+    bool before;          /* the trace began after the program had allocated (on demand, or a
+                             forked child's without its parent's blocks): those are in no figure */
+    bool began_query;     /* before, because it began on demand (meta began=query) */
     uint64_t mean_size, max_size;
     struct analyze_caveat fig[ANALYZE_CAVEATS_MAX];
     size_t nfig;

@@ -51,12 +51,19 @@ void analyze_caveats(const struct analyze_result *res, const mt_trace_reader *r,
     }
     cv->mean_size = calls ? bytes / calls : 0;
     cv->max_size = res->max_size;
-    cv->any = lost || incomplete || cv->unknown;
+    /* A trace started on demand (meta began=query), or a forked child's
+     * whose parent's blocks could not be replayed, began after the program
+     * had allocated: its blocks live then are in no figure, whether or not
+     * the trace sees them freed. */
+    const char *began = r ? mt_trace_meta(r, "began") : NULL;
+    cv->began_query = began && strcmp(began, "query") == 0;
+    cv->before = cv->began_query || res->inherited.state == ANALYZE_INHERIT_FAILED;
+    cv->any = lost || incomplete || cv->unknown || cv->before;
     if (!cv->any)
         return;
     /* More unknown blocks than events lost: some were allocated before the
      * trace began, and those never freed are in no figure. */
-    bool before = cv->unknown > lost;
+    bool before = cv->before || cv->unknown > lost;
     bool bounded = !incomplete && !before;
     uint64_t n = lost;
     add_fig(cv, "live", n, n, true, bounded);
@@ -108,6 +115,14 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
                 "to %s)\n",
                 n, w);
     }
+    if (cv->before)
+        fprintf(
+            out,
+            "  CAUTION: the trace began %s, after the program had run: blocks allocated before it "
+            "began\n    are in no figure (their frees, if any, are frees of unknown blocks), so live, "
+            "leaks and\n    the peak may be lower than the program's by an amount the trace cannot tell\n",
+            cv->began_query ? "on demand (memtrail query PID start trace)"
+                            : "at a fork whose parent's blocks could not be read");
     if (cv->unknown) {
         char mean[MT_UNITS_MAX];
         fprintf(out,
@@ -117,7 +132,7 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
                 res->frees_unknown, res->reallocs_unknown,
                 size(a, sizeof a, mul_sat(cv->unknown, cv->mean_size)),
                 size(mean, sizeof mean, cv->mean_size));
-        if (cv->unknown > n)
+        if (cv->unknown > n && !cv->before)
             fputs("    more than the events lost, so some were allocated before the trace began: those never "
                   "freed\n    are in no figure, and live, leaks and the peak may be lower than the program's "
                   "by more\n    than the trace can tell\n",
@@ -157,12 +172,17 @@ void analyze_caveats_json(struct mt_json *j, const struct analyze_caveats *cv)
     mt_json_object_begin(j);
     mt_json_ku64_or_null(j, "events_lost", cv->lost_known, cv->lost);
     mt_json_ku64_or_null(j, "events_fired", cv->lost_known, cv->fired);
-    char pct[32];
-    snprintf(pct, sizeof pct, "%.4f", cv->fired ? 100.0 * (double)cv->lost / (double)cv->fired : 0.0);
     mt_json_key(j, "lost_percent");
-    mt_json_number(j, pct);
+    if (cv->lost_known) {
+        char pct[32];
+        snprintf(pct, sizeof pct, "%.4f", cv->fired ? 100.0 * (double)cv->lost / (double)cv->fired : 0.0);
+        mt_json_number(j, pct);
+    } else {
+        mt_json_null(j); /* no end record: how many were lost is unknown, not none */
+    }
     mt_json_kbool(j, "incomplete", cv->incomplete);
     mt_json_ku64(j, "blocks_unknown", cv->unknown);
+    mt_json_kbool(j, "began_late", cv->before);
     mt_json_ku64(j, "mean_size_bytes", cv->mean_size);
     mt_json_ku64(j, "max_size_bytes", cv->max_size);
     mt_json_key(j, "figures");

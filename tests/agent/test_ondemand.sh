@@ -118,6 +118,35 @@ expect_eq "start=off: no trace at start-up, none at exit" "" "$(ls "$T/trace" | 
 expect_eq "fork while recording: the child's own trace (FILE.PID), complete, with its allocations only, its frees of 5 inherited blocks known (the parent's trace holds them)" \
     "10 15 0" "$(analyzed "$T/cwd/rec.mtt.$child" | awk '{ print $1, $2, $4 }')"
 
+expect_eq "trace begun on demand: analyze --json says blocks before it are in no figure (began_late, live/leaks/peak unbounded)" \
+    "True [False, False, False]" \
+    "$("$MT" analyze "$T/cwd/rec.mtt" --json | python3 -c 'import json,sys; c = json.load(sys.stdin)["caveats"]
+print(c["began_late"], [f["bounded"] for f in c["figures"] if f["figure"] in ("live", "leaks", "peak")])')"
+
+# --- trace begun on demand while blocks are live, none of them freed in it -----
+# tests/agent/held.c holds 64 blocks (its books: DIR/held) when the trace
+# starts, then allocates and frees 100 more and exits: the trace sees no
+# unknown free, yet the held bytes are in no figure; analyze must say so
+# (text, JSON, and the html page built from the same analysis).
+D=$T/before; mkdir -p "$D"
+MEMTRAIL_OPTIONS="mode=trace:start=off:output=$D/startup.mtt" LD_PRELOAD=$AGENT "$TBIN/held" "$D" >"$D/out" 2>&1 &
+pid=$!; pids+=("$pid")
+wait_file "$D/ready" || fail "before: program starts" "$(cat "$D/out")"
+q "before: start trace with blocks live" "$pid" start trace -o "$D/t.mtt"
+touch "$D/go"; wait "$pid"
+"$MT" analyze "$D/t.mtt" --json >"$T/b.json" 2>&1
+expect_eq "before: the program held 5242880 bytes (64 blocks) when the trace began; the trace: 100 allocs, live 0, no unknown free" \
+    "5242880 64 100 0 0" "$(cat "$D/held") $(json_get "$T/b.json" "'%d %d %d' % (j['allocs'], j['live_bytes'], j['frees_unknown'] + j['reallocs_unknown'])")"
+expect_eq "before: JSON caveats say the trace began late, live/leaks/peak not bounded" \
+    "True 0 [('live', False), ('leaks', False), ('peak', False)]" \
+    "$(json_get "$T/b.json" "'%s %s %s' % (j['caveats'] and j['caveats'].get('began_late'), j['caveats'] and j['caveats']['events_lost'], j['caveats'] and [(f['figure'], f['bounded']) for f in j['caveats']['figures']])")"
+run_mt "$MT" analyze "$D/t.mtt" --peak --leaks
+contains "before: text CAUTION before the figures: began on demand, blocks before it in no figure" \
+    "CAUTION: the trace began on demand (memtrail query PID start trace), after the program had run: blocks allocated before it began are in no figure" \
+    "$(printf '%s' "$out" | sed -n '2,4p' | tr '\n' ' ' | sed 's/  */ /g')"
+"$MT" html "$D/t.mtt" -o "$T/b.html" >/dev/null 2>&1
+expect_match "before: the html page's data carries the caveat" '"began_late": ?true' "$(cat "$T/b.html")"
+
 # --- exec while recording a trace: the file is finished there ----------------
 # follow_exec=on: the new program loads the agent and starts as the options
 # say (start=off: not recording).

@@ -193,6 +193,18 @@ printf '%s' "$out" >"$T/killed.json"
 expect_eq "trace: killed: analyze reports what was written (exit 0 or 1)" 1 "$([ "$rc" -le 1 ] && echo 1 || echo 0)"
 expect_eq "trace: killed: incomplete, with events" "False 1" \
     "$(json_get "$T/killed.json" "'%s %d' % (j['complete'], int(j['events'] > 1000))")"
+expect_eq "trace: killed: the count of events lost is unknown, not 0 (events_lost, caveats.lost_percent null)" \
+    "None None True" \
+    "$(json_get "$T/killed.json" "'%s %s %s' % (j['events_lost'], j['caveats']['lost_percent'], j['caveats']['incomplete'])")"
+if command -v chromium >/dev/null; then
+    "$MT" html "$T/killed.mtt" -o "$T/killed.html" >/dev/null 2>&1
+    dom=$(timeout 60 chromium --headless=new --no-sandbox --disable-gpu --dump-dom "file://$T/killed.html" 2>/dev/null |
+        sed 's/<[^>]*>/ /g' | tr -s ' \n' ' ')
+    expect_eq "trace: killed: the html page says the count lost is unknown, not '0 events lost'" "1 0" \
+        "$(grep -c 'number of events lost is unknown' <<<"$dom") $(grep -c ' 0 events lost' <<<"$dom")"
+else
+    echo "SKIP trace: killed: no chromium for the html page"
+fi
 
 # --- a crash: the trace gets what was buffered, the crash report goes beside it ------
 run_mt "$MT" run --mode trace -o "$T/crash.mtt" -- "$TBIN/crasher" segv "$T/crash.ledger"

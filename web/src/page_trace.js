@@ -142,10 +142,15 @@
             root.appendChild(MT.el("p", {id: "mt-top-site", data: {"function": MT.frameName(top.frames[0]), value: String(top.live_bytes)}}, [
                 "Largest at the peak: ", MT.el("code", {text: frameText(top.frames[0])}),
                 ", " + MT.bytes(top.live_bytes) + " in " + MT.count(top.live_count) + " blocks (" + top.category + ")"]));
-        if (d.caveats)
-            root.appendChild(MT.el("p", {"class": "mt-error", text: "CAUTION: " + (d.caveats.incomplete ? "the trace is incomplete; " : "") +
-                (d.caveats.events_lost || 0) + " events lost, " + d.caveats.blocks_unknown + " blocks the trace does not hold: " +
-                d.caveats.figures.map(function (f) { return f.figure; }).join(", ") + " may be off (memtrail analyze says by how much)."}));
+        if (d.caveats) {
+            var cv = d.caveats;
+            /* events_lost null: no end record, so how many were lost is unknown (not 0). */
+            root.appendChild(MT.el("p", {id: "mt-caveats", "class": "mt-error", text: "CAUTION: " + (cv.incomplete ? "the trace is incomplete; " : "") +
+                (cv.began_late ? "the trace began after the program had run (on demand): blocks allocated before it are in no figure; " : "") +
+                (cv.events_lost === null || cv.events_lost === undefined ? "the number of events lost is unknown, " : MT.count(cv.events_lost) + " events lost, ") +
+                MT.count(cv.blocks_unknown) + " blocks the trace does not hold: " +
+                cv.figures.map(function (f) { return f.figure; }).join(", ") + " may be off (memtrail analyze says by how much)."}));
+        }
         if (!d.complete && d.error)
             root.appendChild(MT.el("p", {"class": "mt-error", text: "Incomplete: " + d.error}));
 
