@@ -169,14 +169,20 @@ for v in crash off; do
 done
 
 # --- killed from outside, through memtrail run, in summary and trace mode -----------
+# start_waiter DIR MODE EXT: `memtrail run --mode MODE` of the waiting
+# program in the background, output w.PID.EXT in DIR; sets runner (run's
+# pid) and pid (the program's, once it said ready).
+start_waiter() {
+    "$MT" run --mode "$2" -o "$1/w.%p.$3" -- "$P" wait "$1/ledger" >"$1/out" 2>"$1/err" </dev/null &
+    runner=$!
+    for _ in $(seq 1 100); do grep -q ready "$1/out" 2>/dev/null && break; sleep 0.1; done
+    pid=$(pgrep -f "$P wait $1/ledger" | while read -r p; do [ "$(cat /proc/$p/comm)" = termsig ] && echo "$p"; done | head -1)
+}
 for mode in summary trace; do
     ext=mtr; [ $mode = trace ] && ext=mtt
     D=$T/run.$mode
     mkdir -p "$D"
-    "$MT" run --mode $mode -o "$D/w.%p.$ext" -- "$P" wait "$D/ledger" >"$D/out" 2>"$D/err" </dev/null &
-    runner=$!
-    for _ in $(seq 1 100); do grep -q ready "$D/out" 2>/dev/null && break; sleep 0.1; done
-    pid=$(pgrep -f "$P wait $D/ledger" | while read -r p; do [ "$(cat /proc/$p/comm)" = termsig ] && echo "$p"; done | head -1)
+    start_waiter "$D" $mode $ext
     [ -n "$pid" ] && kill -TERM "$pid"
     wait "$runner"
     expect_eq "memtrail run, $mode, kill -TERM: exit status 143" 143 "$?"
@@ -199,10 +205,7 @@ done
 # memtrail run says so (summary mode says the program was killed too).
 D=$T/run.kill9
 mkdir -p "$D"
-"$MT" run --mode trace -o "$D/w.%p.mtt" -- "$P" wait "$D/ledger" >"$D/out" 2>"$D/err" </dev/null &
-runner=$!
-for _ in $(seq 1 100); do grep -q ready "$D/out" 2>/dev/null && break; sleep 0.1; done
-pid=$(pgrep -f "$P wait $D/ledger" | while read -r p; do [ "$(cat /proc/$p/comm)" = termsig ] && echo "$p"; done | head -1)
+start_waiter "$D" trace mtt
 [ -n "$pid" ] && kill -KILL "$pid"
 wait "$runner"
 expect_eq "memtrail run, trace, kill -KILL: exit status 137" 137 "$?"
