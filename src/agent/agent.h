@@ -212,8 +212,10 @@ void mt_rlimit_report_begin(void);
 void mt_rlimit_report_end(void);
 void mt_rlimit_reserve_take(void);
 /* One reserve descriptor let go for the control socket at the limit: 1 if
- * one was (mt_rlimit_reserve_take takes it again). */
+ * one was. mt_rlimit_give_back takes the reserve's numbers again, unless
+ * a report holds them (between mt_rlimit_report_begin and _end). */
 int mt_rlimit_lend(void);
+void mt_rlimit_give_back(void);
 void mt_rlimit_before_fork(void);
 void mt_rlimit_after_fork(void);
 void mt_rlimit_reset_after_fork(void);

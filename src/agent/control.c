@@ -511,11 +511,13 @@ static int conn_ours(const struct pending *p)
 }
 
 /* Closes a connection of ours. A connection accepted at the descriptor
- * limit took a reserve descriptor's number: the reserve takes it back. */
+ * limit took a reserve descriptor's number: the reserve takes it back,
+ * unless a report is under way (its numbers are the report's until it
+ * ends, and it takes the reserve back itself). */
 static void close_conn(int fd)
 {
     close(fd);
-    mt_rlimit_reserve_take();
+    mt_rlimit_give_back();
 }
 
 /* Forgets a connection, closing it if the fd is still ours (no reply). */
@@ -555,7 +557,7 @@ static int accept_all(int lfd, int async)
                 continue;
             int rc = errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
             if (lent) /* unused if another thread took the number first */
-                mt_rlimit_reserve_take();
+                mt_rlimit_give_back();
             return rc;
         }
         c = mt_file_fd_high(c); /* away from the program's numbers, as the listener */
@@ -807,7 +809,7 @@ void mt_control_start(void)
         close(atomic_exchange(&ctl.listen_fd, -1));
     }
     if (atomic_load(&ctl.listen_fd) < 0) /* a number lent for it (open_socket) comes back */
-        mt_rlimit_reserve_take();
+        mt_rlimit_give_back();
     mt_agent_leave();
     errno = saved_errno;
 }

@@ -128,7 +128,11 @@ static dev_t reserve_dev[NRESERVE];
 static ino_t reserve_ino[NRESERVE];
 /* The reserve changes under this flag (the report, the program's change
  * of its limit, a fork: a bounded try, skipped when busy). */
-static atomic_flag reserve_busy = ATOMIC_FLAG_INIT;
+static _Atomic long reserve_owner; /* the thread holding it (gettid), or 0 */
+/* A report let the reserve go (mt_rlimit_report_begin to _end): the
+ * numbers are the report's until then, not to be taken back by anyone
+ * else (a query's connection closing meanwhile). Under the lock. */
+static int report_holds;
 
 static void reserve_take_locked(void)
 {
@@ -172,10 +176,17 @@ static void reserve_release_locked(long from)
             release_one_locked(i);
 }
 
+/* A bounded try; at once 0 on the thread that holds it (a handler that
+ * interrupted it, e.g. a query's on a thread in fork or in a report). */
 static int reserve_lock(void)
 {
+    long me = gettid();
+    if (atomic_load_explicit(&reserve_owner, memory_order_relaxed) == me)
+        return 0;
     for (int tries = 0; tries < 1000; tries++) {
-        if (!atomic_flag_test_and_set_explicit(&reserve_busy, memory_order_acquire))
+        long none = 0;
+        if (atomic_compare_exchange_strong_explicit(&reserve_owner, &none, me, memory_order_acquire,
+                                                    memory_order_relaxed))
             return 1;
         sched_yield();
     }
@@ -184,7 +195,7 @@ static int reserve_lock(void)
 
 static void reserve_unlock(void)
 {
-    atomic_flag_clear_explicit(&reserve_busy, memory_order_release);
+    atomic_store_explicit(&reserve_owner, 0, memory_order_release);
 }
 
 void mt_rlimit_reserve_take(void)
@@ -211,12 +222,26 @@ void mt_rlimit_report_begin(void)
     if (!reserve_lock())
         return;
     reserve_release_locked(0);
+    report_holds = 1;
     reserve_unlock();
 }
 
 void mt_rlimit_report_end(void)
 {
-    mt_rlimit_reserve_take();
+    if (!reserve_lock())
+        return;
+    report_holds = 0;
+    reserve_take_locked();
+    reserve_unlock();
+}
+
+void mt_rlimit_give_back(void)
+{
+    if (!reserve_lock())
+        return;
+    if (!report_holds)
+        reserve_take_locked();
+    reserve_unlock();
 }
 
 /* The control socket at the limit (control.c): a query's connection, or a
@@ -224,8 +249,8 @@ void mt_rlimit_report_end(void)
  * one descriptor at a time (report_write.c reads the address space before
  * it opens its file; without a second, vm_scan.c counts split mappings'
  * resident pages with mincore instead of pagemap), so one is enough for
- * it meanwhile. The number comes back with mt_rlimit_reserve_take once
- * the connection is closed. */
+ * it meanwhile. The number comes back with mt_rlimit_give_back once the
+ * connection is closed. */
 int mt_rlimit_lend(void)
 {
     if (!reserve_lock())
@@ -256,6 +281,7 @@ void mt_rlimit_after_fork(void)
 void mt_rlimit_reset_after_fork(void)
 {
     fork_locked = 0;
+    report_holds = 0; /* a report another thread was writing: not in the child */
     reserve_unlock();
     mt_rlimit_reserve_take();
 }

@@ -533,7 +533,12 @@ static int start_session(const char *path)
     mt_out_init(&o, cfg.targets[0].params, sizeof cfg.targets[0].params, -1);
     /* No size limit (2^50 bytes), no rollover. */
     mt_out_str(&o, "max_file_size=1073741824,max_rollover_files=0,filename=");
-    mt_out_str(&o, path);
+    /* The path as it is: the target reads %p and %% in a filename. */
+    for (const char *c = path; *c; c++) {
+        if (*c == '%')
+            mt_out_char(&o, '%');
+        mt_out_char(&o, *c);
+    }
     _Static_assert(MT_TRACE_PATH_MAX + 64 < sizeof cfg.targets[0].params,
                    "a trace path fits the target's params");
     if (strlen(path) > MT_TRACE_PATH_MAX) {
@@ -541,6 +546,10 @@ static int start_session(const char *path)
         return -1;
     }
     mt_out_cstr(&o);
+    if (o.err) { /* every '%' doubled: a path of many of them */
+        say_no_trace("the output path is too long (its '%' signs count twice)");
+        return -1;
+    }
     xe_session *s = NULL;
     int rc = xe_session_create(&cfg, &s, why, sizeof why);
     if (rc == 0 && (rc = xe_session_start(s)) != 0) {

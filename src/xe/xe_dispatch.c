@@ -252,17 +252,21 @@ static int process(xe_session *s, uint32_t idx)
     xe_bufhdr *b = xe_buf(s, idx);
     if (s->time_order)
         xe_mark_walked(s, atomic_load_explicit(&b->sealseq, memory_order_acquire));
-    /* A retargeted fork child: what was buffered before the fork is the
-     * parent's (its file gets it), and buffers the child fills are new. */
-    if ((int32_t)(b->fork_gen - s->deliver_gen) < 0)
-        return 1;
+    /* A fork child writing files of its own (event_file, a trace): what
+     * was buffered before the fork is the parent's (its files get it), and
+     * buffers the child fills are new. The parent's are walked all the
+     * same, delivering nothing: the walk tells a record a fire left
+     * unfinished, whose buffer must not be used again below. */
+    int parents = (int32_t)(b->fork_gen - s->deliver_gen) < 0;
     int abandoned = 0;
-    uint64_t n = xe_walk(s, b, deliver_fn(s), &abandoned);
-    s->since_mark += n;
-    for (int i = 0; i < s->nasync; i++)
-        if (s->async[i]->ops->flush)
-            s->async[i]->ops->flush(s->async[i]);
-    atomic_fetch_add(&s->delivered, n);
+    uint64_t n = xe_walk(s, b, parents ? NULL : deliver_fn(s), &abandoned);
+    if (!parents) {
+        s->since_mark += n;
+        for (int i = 0; i < s->nasync; i++)
+            if (s->async[i]->ops->flush)
+                s->async[i]->ops->flush(s->async[i]);
+        atomic_fetch_add(&s->delivered, n);
+    }
     /* Abandoned by a writer the fork left behind (opened in an earlier
      * generation): no one will ever write there, so it is used again;
      * unless the fork ran in a handler that interrupted a fire, whose

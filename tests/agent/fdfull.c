@@ -29,7 +29,11 @@
  *          for a line on stdin (a live query meanwhile) before going on
  *          as api
  *   forkquery  as query, in a child forked at the limit (it prints
- *          "child PID" before "ready"); the parent waits for it */
+ *          "child PID" before "ready"); the parent waits for it
+ *   apiloop  at the limit, prints "ready", then calls mt_report_write(REPORT)
+ *          again and again for 4 s (live queries meanwhile find it busy
+ *          and close their connections in the middle of its reports), and
+ *          prints "apiloop reports=N failed=K" */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -41,6 +45,7 @@
 #include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memtrail.h"
@@ -150,6 +155,20 @@ int main(int argc, char **argv)
             if (c > 0)
                 waitpid(c, NULL, 0);
         }
+    }
+    if (strcmp(mode, "apiloop") == 0) {
+        printf("ready\n");
+        fflush(stdout);
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int reports = 0, failed = 0;
+        do {
+            reports++;
+            failed += mt_report_write(argv[4]) != 0;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (t.tv_sec - t0.tv_sec < 4);
+        printf("apiloop reports=%d failed=%d\n", reports, failed);
+        return 0;
     }
     if (strcmp(mode, "term") == 0)
         raise(SIGTERM);

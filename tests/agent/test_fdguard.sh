@@ -307,3 +307,27 @@ for mode in query forkquery; do
         "$(tail -n1 "$D/a.mtr" 2>/dev/null)|$(grep -sc '^process ' "$D/a.mtr")|$(grep -s '^category fdmapa ' "$D/a.mtr" | grep -o 'resident=[0-9]*')|$(grep -s '^category fdmapb ' "$D/a.mtr" | grep -o 'resident=[0-9]*')"
     expect_eq "query at the descriptor limit ($mode): nothing on the program's stderr" "" "$(cat "$D/err")"
 done
+# Queries closing their connections in the middle of the program's own
+# reports at the limit (query=thread: the server thread answers "busy" while
+# the main thread writes mt_report_write's, again and again for 4 s): a
+# closing connection must not take back the numbers a report has let go
+# (the review of 789fe08: it did, and that report failed with "Too many
+# open files").
+D=$T/full.apiloop
+rm -rf "$D"
+mkdir -p "$D"
+MEMTRAIL_OPTIONS="query=thread:output=$D/r.%p.mtr" LD_PRELOAD=$AGENT "$F" 64 64 apiloop "$D/a.mtr" >"$D/out" 2>"$D/err" </dev/null &
+fpid=$!
+for _ in $(seq 200); do
+    grep -q '^ready' "$D/out" && break
+    sleep 0.05
+done
+asked=0
+while kill -0 $fpid 2>/dev/null && ! grep -q '^apiloop' "$D/out"; do
+    "$MT" query $fpid >/dev/null 2>>"$D/q.err"
+    asked=$((asked + 1))
+done
+wait $fpid
+expect_eq "queries during the program's reports at the limit: every report written (queries asked: $asked, busy: $(grep -c busy "$D/q.err"))" \
+    "0 failed=0 yes" "$? $(grep -o 'failed=[0-9]*' "$D/out") $([ "$(grep -c busy "$D/q.err")" -gt 0 ] && echo yes)"
+expect_eq "queries during the program's reports at the limit: nothing on its stderr" "" "$(cat "$D/err")"

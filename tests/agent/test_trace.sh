@@ -36,6 +36,16 @@ expect_eq "trace: events = allocs + frees + reallocs + mappings" \
     "$(json_get "$T/known.json" "j['allocs'] + j['frees'] + j['reallocs'] + j['mmaps'] + j['munmaps']")" \
     "$(json_get "$T/known.json" "j['events']")"
 
+# A '%' in the trace's name (the template's %%): the trace is written under
+# the name the agent and memtrail run give, a%pb.mtt. Before, the session's
+# file target read the %p in that name again: a<pid>b.mtt was written, and
+# the file both named did not exist.
+mkdir -p "$T/pct"
+run_mt "$MT" run --mode trace -o "$T/pct/a%%pb.mtt" -- "$TR" known
+expect_eq "trace: a '%' in the file's name: the file is the one named, and the only one" \
+    "0 a%pb.mtt|a%pb.mtt" \
+    "$rc $(ls "$T/pct" | grep -v '\.mtr$' | paste -sd' ')|$(printf '%s' "$err" | grep -o 'bytes in [^ ]*' | sed 's|.*/||')"
+
 # --- leaks and temporaries, by stack --------------------------------------------
 leak_of() { # FUNCTION: "count bytes" of the leak stacks whose first frame is FUNCTION
     json_get "$T/known.json" "(lambda s: '%d %d' % (sum(x['live_count'] for x in s), sum(x['live_bytes'] for x in s)))([x for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == '$1'])"
