@@ -126,8 +126,9 @@ void mt_rlimit_agent_shrank(void)
 static int reserve[NRESERVE] = {-1, -1};
 static dev_t reserve_dev[NRESERVE];
 static ino_t reserve_ino[NRESERVE];
-/* The reserve changes under this flag (the report, the program's change
- * of its limit, a fork: a bounded try, skipped when busy). */
+/* The reserve changes under this lock (the report, the program's change
+ * of its limit, a query's connection, a fork: a bounded try, skipped when
+ * busy). */
 static _Atomic long reserve_owner; /* the thread holding it (gettid), or 0 */
 /* A report let the reserve go (mt_rlimit_report_begin to _end): the
  * numbers are the report's until then, not to be taken back by anyone
@@ -154,9 +155,9 @@ static void reserve_take_locked(void)
     }
 }
 
-/* Lets go of the reserve descriptors numbered at or above `from`: closed
- * only if still the agent's file (a number the program closed with a raw
- * system call and got back is the program's, as fdguard.h says). */
+/* Lets go of reserve descriptor i: closed only if still the agent's file
+ * (a number the program closed with a raw system call and got back is the
+ * program's, as fdguard.h says). 1 when a number was freed. */
 static int release_one_locked(int i)
 {
     int fd = __atomic_load_n(&reserve[i], __ATOMIC_ACQUIRE);
@@ -169,6 +170,7 @@ static int release_one_locked(int i)
     return 1;
 }
 
+/* Lets go of the reserve descriptors numbered at or above `from`. */
 static void reserve_release_locked(long from)
 {
     for (int i = 0; i < NRESERVE; i++)
@@ -262,16 +264,20 @@ int mt_rlimit_lend(void)
     return lent;
 }
 
-/* A fork: no reserve operation half done in the child. */
+/* A fork: no reserve operation half done in the child. In the child the
+ * lock is let go even when the try failed: its holder, another thread of
+ * the parent's, is not there (its operation is lost, at worst a number). */
 static int fork_locked;
+static pid_t fork_parent;
 void mt_rlimit_before_fork(void)
 {
+    fork_parent = getpid();
     fork_locked = reserve_lock();
 }
 
 void mt_rlimit_after_fork(void)
 {
-    if (fork_locked)
+    if (fork_locked || getpid() != fork_parent)
         reserve_unlock();
     fork_locked = 0;
 }
