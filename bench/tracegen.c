@@ -6,7 +6,8 @@
  * (32 MB + 12 B x live).
  *
  * The events: ALLOC/FREE pairs from 4 threads; one step in 16 is a
- * temporary (an allocation freed by the thread's next call), one in 32 a
+ * temporary (an allocation freed by the thread's next call; a realloc of
+ * the block in between would not end it), one in 32 a
  * realloc of a live block followed by a free of an id the trace never
  * allocated (0). Stacks are real return addresses of this program's functions
  * (its module is recorded), so the analysis symbolizes them. The LIVE
@@ -287,8 +288,9 @@ int main(int argc, char **argv)
                                 .id = g.next_id++,
                                 .size = rnd_size(),
                                 .stack = 1 + (uint32_t)(rnd() % (NSTACKS - 1))};
-            count_free(&g, k, slot_id[s], slot_size[s]); /* realloc frees the old block */
-            g.last[k] = r.id;
+            /* a realloc resizes the block, it ends none: still a temporary
+             * if freed next, when it was the thread's last call's */
+            g.last[k] = g.last[k] == slot_id[s] ? r.id : 0;
             slot_id[s] = r.id;
             slot_size[s] = (uint32_t)r.size;
             emit(&g, &r);

@@ -15,7 +15,7 @@
 /* A thread's last malloc-family call, for temporary allocations. */
 struct thread {
     uint32_t tid;
-    uint32_t last_id; /* the block its last call allocated */
+    uint32_t last_id; /* the block its last call allocated, or resized when it was still the one before */
     bool has_last;
     bool used;
 };
@@ -352,7 +352,8 @@ static inline void histogram(struct analyze_result *r, uint64_t size)
     r->max_size = size > r->max_size ? size : r->max_size;
 }
 
-/* The block id freed by thread t: a temporary when t's last call allocated it. */
+/* The block id freed by thread t: a temporary when no other call of t came
+ * between its allocation and this free (reallocs of it only: last_id). */
 static inline void free_block(struct analyzer *a, struct hot *h, struct thread *t, struct analyze_stack *s,
                               uint32_t id, uint64_t size)
 {
@@ -433,17 +434,21 @@ static inline int on_realloc(struct analyzer *a, struct hot *h, const mt_trace_e
     r->reallocs++;
     r->categories[s->category].reallocs++;
     histogram(r, ev->size);
+    /* A realloc resizes a block, it does not end it: the block is still
+     * temporary if it is freed next, counted once; and only if nothing but
+     * reallocs of it came since its allocation (the thread's last call). */
+    bool fresh = t && known && t->has_last && t->last_id == ev->old_id;
     uint64_t grown;
     if (known && ostack == si) {
         /* resized where it was allocated: a realloc of this stack */
-        free_block(a, h, t, s, ev->old_id, osize);
+        stack_sub(a, h, s, osize);
         stack_add(a, h, s, ev->size);
         s->reallocs++;
         grown = ev->size > osize ? ev->size - osize : 0;
     } else {
         if (known) {
             /* moved to another stack: a free there, an allocation here */
-            free_block(a, h, t, &r->stacks[ostack], ev->old_id, osize);
+            stack_sub(a, h, &r->stacks[ostack], osize);
             r->stacks[ostack].frees++;
         } else {
             r->reallocs_unknown++;
@@ -455,7 +460,7 @@ static inline int on_realloc(struct analyzer *a, struct hot *h, const mt_trace_e
     s->allocated_bytes += grown;
     r->allocated_bytes += grown;
     if (t) {
-        t->has_last = true;
+        t->has_last = fresh;
         t->last_id = ev->id;
     }
     return 0;

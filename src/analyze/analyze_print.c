@@ -149,7 +149,7 @@ static int text_list(FILE *out, const struct analyze_result *res, const struct a
             text_bytes(out, b);
             fputs(" allocated", out);
         } else if (k == RANK_TEMPORARY) {
-            fprintf(out, "%" PRIu64 " temporary of %" PRIu64 " allocations, ", c, s->allocs + s->reallocs);
+            fprintf(out, "%" PRIu64 " temporary of %" PRIu64 " allocations, ", c, s->allocs);
             text_bytes(out, b);
         } else {
             text_bytes(out, b);
@@ -292,11 +292,12 @@ int analyze_print_text(FILE *out, const struct analyze_result *res, const struct
         rc = rc ? rc : text_list(out, res, v, RANK_LEAKS, "by stack");
     }
     if (v->show & ANALYZE_SHOW_TEMPORARY) {
-        uint64_t calls = res->allocs + res->reallocs;
+        /* blocks, of the blocks allocated: the header's allocations (a realloc resizes a block) */
+        uint64_t blocks = res->allocs;
         fprintf(out,
-                "Temporary allocations (freed by their thread's next call): %" PRIu64 " (%.1f%% of %" PRIu64
-                " allocations), ",
-                res->temp_count, calls ? 100.0 * (double)res->temp_count / (double)calls : 0.0, calls);
+                "Temporary allocations (blocks freed by their thread's next call, reallocs of them aside): "
+                "%" PRIu64 " (%.1f%% of %" PRIu64 " allocations), ",
+                res->temp_count, blocks ? 100.0 * (double)res->temp_count / (double)blocks : 0.0, blocks);
         text_bytes(out, res->temp_bytes);
         fputc('\n', out);
         rc = rc ? rc : text_list(out, res, v, RANK_TEMPORARY, "by stack");
@@ -338,7 +339,7 @@ static void json_figures(mt_json *j, const struct analyze_stack *s, enum rank k)
     case RANK_TEMPORARY:
         mt_json_ku64(j, "temporary_bytes", s->temp_bytes);
         mt_json_ku64(j, "temporary_count", s->temp_count);
-        mt_json_ku64(j, "allocs", s->allocs + s->reallocs);
+        mt_json_ku64(j, "allocs", s->allocs);
         break;
     default:
         mt_json_ku64(j, "allocated_bytes", s->allocated_bytes);

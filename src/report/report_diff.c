@@ -167,7 +167,9 @@ static bool all_zero(const struct report_category *c)
            !v->reserved && !v->committed && !v->resident && !v->mappings;
 }
 
-static void text_row(FILE *out, const struct row *w, bool vm, const struct report_scale *sc)
+/* no_vm: the side without address-space figures ("new", "base"), or NULL. */
+static void text_row(FILE *out, const struct row *w, bool vm, const char *no_vm,
+                     const struct report_scale *sc)
 {
     const struct report_category *c = row_any(w);
     const struct report_counts *nb = counts_of(w->base), *nc = counts_of(w->cur);
@@ -184,7 +186,12 @@ static void text_row(FILE *out, const struct row *w, bool vm, const struct repor
         t_bytes(out, ", committed=", nc->live_bytes, nb->live_bytes, true, sc);
     }
     fputs(")\n", out);
-    if (!w->base)
+    /* an address-space category on one side only because the other has no
+     * such figures (a trace, say) did not come or go: it is not comparable */
+    bool one_sided = no_vm && report_category_is(c, "vm") && (!w->base || !w->cur);
+    if (one_sided)
+        fprintf(out, CONTINUE "(not comparable: the %s report has no address-space figures)\n", no_vm);
+    else if (!w->base)
         fputs(CONTINUE "(new: not in the base report)\n", out);
     else if (!w->cur)
         fputs(CONTINUE "(gone: not in the new report)\n", out);
@@ -325,6 +332,9 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
         return -ENOMEM;
     /* Address space figures only when both sides have them. */
     bool vm = (base->has & REPORT_HAS_VM) && (cur->has & REPORT_HAS_VM);
+    const char *no_vm = (base->has & REPORT_HAS_VM) == (cur->has & REPORT_HAS_VM) ? NULL
+                        : (base->has & REPORT_HAS_VM)                             ? "new"
+                                                                                  : "base";
 
     fputs("memtrail native memory diff\n", out);
     text_side(out, "base: ", base);
@@ -346,7 +356,7 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
         const struct row *w = &rows[i];
         if (all_zero(w->base) && all_zero(w->cur) && !report_category_is(row_any(w), "overhead"))
             continue; /* nothing on either side: as the summary, left out of the text */
-        text_row(out, w, vm, scale);
+        text_row(out, w, vm, no_vm, scale);
     }
     free(rows);
     text_process(out, base, cur, scale);

@@ -68,6 +68,29 @@ printf '%s' "$out" >"$T/maps.json"
 expect_eq "trace: mmap, mremap (unmap + map), munmap and the break: 5 maps, 5 unmaps" "5 5" \
     "$(json_get "$T/maps.json" "'%d %d' % (j['mmaps'], j['munmaps'])")"
 
+# --- temporaries: blocks, a realloc in between resizes, it does not free --------
+# tracer temps: 4 x 2000 blocks freed right after they were allocated (80 of
+# them realloc'd in between), and 4 blocks realloc'd then leaked.
+run_mt "$MT" run --mode trace --no-loss -o "$T/temps.mtt" -- "$TR" temps
+run_mt "$MT" analyze --json "$T/temps.mtt"
+printf '%s' "$out" >"$T/temps.json"
+of_fn() { # FUNCTION EXPR: the sum of EXPR over the temporary stacks whose first frame is FUNCTION
+    json_get "$T/temps.json" "sum($2 for x in j['temporary']['stacks'] if x['frames'] and x['frames'][0]['function'] == '$1')"
+}
+expect_eq "trace: temps: temp_worker's 8000 blocks are temporary, each once (realloc'd or not)" "8000" \
+    "$(of_fn temp_worker "x['temporary_count']")"
+expect_eq "trace: temps: a block realloc'd and leaked is a leak, not a temporary" "0" \
+    "$(of_fn realloc_leak "x['temporary_count']")"
+expect_eq "trace: temps: realloc_leak leaked 4 x 300 bytes" "4 1200" \
+    "$(json_get "$T/temps.json" "(lambda s: '%d %d' % (sum(x['live_count'] for x in s), sum(x['live_bytes'] for x in s)))([x for x in j['leaks']['stacks'] if x['frames'] and x['frames'][0]['function'] == 'realloc_leak'])")"
+expect_eq "trace: temps: no stack more temporaries than its allocations (JSON)" "True" \
+    "$(json_get "$T/temps.json" "all(x['temporary_count'] <= x['allocs'] for x in j['temporary']['stacks']) and j['temporary']['temporary_count'] <= j['allocs']")"
+run_mt "$MT" analyze "$T/temps.mtt"
+hdr=$(printf '%s\n' "$out" | sed -n 's/^ *allocations \([0-9]*\),.*/\1/p')
+tmp=$(printf '%s\n' "$out" | sed -n 's/^Temporary allocations.*(.*% of \([0-9]*\) allocations).*/\1/p')
+expect_eq "trace: temps: the temporaries' denominator is the header's allocations ($hdr)" "$hdr" "$tmp"
+expect_eq "trace: temps: the header's allocations = the JSON's allocs" "$(json_get "$T/temps.json" "j['allocs']")" "$hdr"
+
 # --- report and export read traces ------------------------------------------------
 run_mt "$MT" export "$T/known.mtt" --format folded
 expect_eq "trace: export folded exits 0" 0 "$rc"

@@ -13,6 +13,11 @@
  *                     main thread forks 5 children, each leaking 9 x 900 bytes
  *   tracer maps       3 mmaps, a moving mremap, 3 munmaps, the break moved up
  *                     and back: 5 mapping events of each kind
+ *   tracer temps      4 threads, each 2000 blocks from temp_worker() freed
+ *                     right after they were allocated, one in 100 realloc'd
+ *                     in between (8000 temporary blocks, 80 reallocs), then
+ *                     one block from realloc_leak() realloc'd and leaked
+ *                     (4 x 300 bytes: leaks, not temporaries)
  * Functions are noinline so their names appear in the stacks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -226,6 +231,41 @@ static int forkbusy(void)
     return bad;
 }
 
+/* ---- temporaries ---- */
+
+static NOINLINE void realloc_leak(void)
+{
+    char *p = malloc(100);
+    p[0] = 1;
+    p = realloc(p, 300);
+    sink = p;
+}
+
+static NOINLINE void *temp_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2000; i++) {
+        char *p = malloc(16 + (size_t)(i % 64) * 8);
+        p[0] = 1;
+        if (i % 100 == 0)
+            p = realloc(p, 5000);
+        sink = p;
+        free(p);
+    }
+    realloc_leak();
+    return NULL;
+}
+
+static int temps(void)
+{
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, temp_worker, NULL);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    return 0;
+}
+
 static int maps(void)
 {
     size_t pg = 4096;
@@ -261,6 +301,9 @@ int main(int argc, char **argv)
         return forkbusy();
     if (argc >= 2 && strcmp(argv[1], "maps") == 0)
         return maps();
-    fprintf(stderr, "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps\n");
+    if (argc >= 2 && strcmp(argv[1], "temps") == 0)
+        return temps();
+    fprintf(stderr,
+            "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps\n");
     return 2;
 }

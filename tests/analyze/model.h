@@ -76,6 +76,27 @@ static size_t gen_events(mt_trace_event *ev, size_t n, uint32_t first_id, unsign
             ev[k++] = e;
             /* a temporary: freed by the same thread's next call */
             if (k < n && rnd_below(6) == 0) {
+                if (k + 2 < n && rnd_below(4) == 0) {
+                    /* realloc'd in between (once or twice): resized, still the one block */
+                    for (int r = (int)rnd_below(2); r >= 0; r--) {
+                        mt_trace_event re = e;
+                        re.type = MT_TRACE_REALLOC;
+                        re.old_id = e.id;
+                        re.id = next_id++;
+                        re.size = 1 + rnd_below(4096);
+                        if (rnd_below(2) == 0) { /* at another stack: moved there */
+                            re.stack = 1 + (uint32_t)rnd_below(39);
+                            re.category = (uint8_t)(re.stack % 3);
+                        }
+                        for (size_t i = nlive; i-- > 0;)
+                            if (live[i].id == e.id) {
+                                live[i].id = re.id;
+                                break;
+                            }
+                        e = re;
+                        ev[k++] = re;
+                    }
+                }
                 mt_trace_event f = {.type = MT_TRACE_FREE, .thread = tid, .time_ns = t, .id = e.id};
                 if (rnd_below(3) == 0 && k + 1 < n) {
                     /* another thread's call in between does not count */
@@ -149,6 +170,7 @@ struct m_thread {
     uint32_t tid;
     bool has_last;
     uint32_t last;
+    bool resized; /* last was given by a realloc of the block before it */
 };
 
 struct model {
@@ -160,6 +182,7 @@ struct model {
     size_t nth;
     uint64_t events, allocs, frees, reallocs, frees_unknown, reallocs_unknown, ids_reused, mmaps, munmaps;
     uint64_t allocated, live_bytes, live_count, peak_bytes, peak_count, peak_time, temp_count, temp_bytes;
+    uint64_t temp_resized; /* temporaries realloc'd between their allocation and free */
     uint64_t mapped, mapped_peak, first_ns, last_ns;
     uint64_t hist_count[65], hist_bytes[65];
     uint64_t *ev_time, *ev_live; /* per event: running max of times, live bytes after */
@@ -233,7 +256,8 @@ static void m_hist(struct model *m, uint64_t size)
     m->hist_bytes[k] += size;
 }
 
-/* A block freed by thread th's call: temporary when th's last call allocated it. */
+/* A block freed by thread th's free: temporary when th's last call allocated
+ * it (or resized it, when that call's block was the one it resized). */
 static void m_temp(struct model *m, struct m_thread *th, struct m_block *b)
 {
     if (th->has_last && th->last == b->id) {
@@ -241,6 +265,7 @@ static void m_temp(struct model *m, struct m_thread *th, struct m_block *b)
         m->st[b->stack].temp_bytes += b->size;
         m->temp_count++;
         m->temp_bytes += b->size;
+        m->temp_resized += th->resized;
     }
 }
 
@@ -264,13 +289,14 @@ static void model_run(struct model *m, const mt_trace_event *ev, size_t n)
             struct m_block *old = NULL;
             uint64_t old_size = 0;
             size_t old_stack = 0;
+            bool fresh = e->type == MT_TRACE_ALLOC; /* a realloc ends no block: temporary if freed next */
             if (e->type == MT_TRACE_REALLOC) {
                 m->reallocs++;
                 m->cat_reallocs[m->st[s].category]++;
                 if ((old = m_find(m, e->old_id)) != NULL) {
                     old_size = old->size;
                     old_stack = old->stack;
-                    m_temp(m, th, old);
+                    fresh = th->has_last && th->last == old->id;
                     m_remove(m, old);
                 } else {
                     m->reallocs_unknown++;
@@ -300,7 +326,8 @@ static void model_run(struct model *m, const mt_trace_event *ev, size_t n)
                 m->st[s].allocated += e->size;
                 m->allocated += e->size;
             }
-            th->has_last = true;
+            th->resized = fresh && e->type == MT_TRACE_REALLOC;
+            th->has_last = fresh;
             th->last = e->id;
         } else if (e->type == MT_TRACE_FREE) {
             struct m_block *b = e->id ? m_find(m, e->id) : NULL;

@@ -106,7 +106,7 @@ static void direct(const char *prefix, const mt_trace_event *ev, size_t n)
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = analyze_event(a, &ev[i]);
     analyze_end(a);
-    char name[128];
+    char name[192];
     snprintf(name, sizeof name, "%s: analysed", prefix);
     CHECK(name, rc == 0);
     compare(prefix, analyze_result(a), &m, n);
@@ -116,10 +116,12 @@ static void direct(const char *prefix, const mt_trace_event *ev, size_t n)
         for (size_t i = 0; i < m.nst; i++)
             at_peak += m.st[i].peak_bytes != m.st[i].live_bytes;
         snprintf(name, sizeof name,
-                 "%s: covers temporaries (%" PRIu64 "), reused ids (%" PRIu64 "), unknown frees "
+                 "%s: covers temporaries (%" PRIu64 ", %" PRIu64 " realloc'd between), reused ids (%" PRIu64
+                 "), unknown frees "
                  "(%" PRIu64 ") and reallocs (%" PRIu64 "), stacks changed since the peak (%zu)",
-                 prefix, m.temp_count, m.ids_reused, m.frees_unknown, m.reallocs_unknown, at_peak);
-        CHECK(name, m.temp_count > 10 && m.ids_reused > 0 && m.frees_unknown > 10 &&
+                 prefix, m.temp_count, m.temp_resized, m.ids_reused, m.frees_unknown, m.reallocs_unknown,
+                 at_peak);
+        CHECK(name, m.temp_count > 10 && m.temp_resized > 10 && m.ids_reused > 0 && m.frees_unknown > 10 &&
                         m.reallocs_unknown > 10 && at_peak > 3 &&
                         analyze_result(a)->ntimeline > ANALYZE_TIMELINE / 2);
     }

@@ -396,3 +396,16 @@ printf 'memtrail-report 1\npid 6\nppid 5\ntotal live_bytes=2 live_count=1 peak_b
 "$MT_ASAN" report --json "$T/cycle" >"$T/cyc.json"
 jq_py "tree: a pid cycle is shown once per report" "[5, 6] 3" "$T/cyc.json" \
     "str(sorted(p['pid'] for p in j['processes'])) + ' ' + str(j['total']['live_bytes'])"
+
+# --- a summary report against a trace of the same program: the trace has no
+# address-space figures, so its VM categories neither came nor went
+run_mt "$MT" run -o "$T/vm.mtr" -- "$TBIN/tracer" known
+run_mt "$MT" run --mode trace -o "$T/novm.mtt" -- "$TBIN/tracer" known
+run_mt "$MT" diff "$T/vm.mtr" "$T/novm.mtt"
+expect_match "diff report vs trace: a VM category is not comparable, the new side has no address-space figures" \
+    "heap \(reserved=[^)]*\) +\(not comparable: the new report has no address-space figures\)" "$(printf '%s' "$out" | tr '\n' ' ')"
+case $out in *"heap (reserved"*"(gone: not in the new report)"*"malloc ("*) fail "diff report vs trace: heap not called gone" "it is";;
+*) pass "diff report vs trace: heap not called gone";; esac
+run_mt "$MT" diff "$T/novm.mtt" "$T/vm.mtr"
+expect_match "diff trace vs report: the base side has no address-space figures" \
+    "\(not comparable: the base report has no address-space figures\)" "$out"

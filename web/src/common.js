@@ -77,6 +77,15 @@ var MT = (function () {
         var box = MT.el("div", { class: "mt-cards" });
         items.forEach(function (it) {
             var bytes = it.unit !== "count", human = bytes ? MT.bytes : MT.count;
+            if (it.value === null || it.value === undefined) { /* not known, or not comparable: never 0 */
+                box.appendChild(MT.el("div", { class: "mt-card mt-na", data: { key: it.key } }, [
+                    MT.el("div", { class: "mt-card-label", text: it.label }),
+                    MT.el("div", { class: "mt-card-value", text: "n/a" }),
+                    MT.el("div", { class: "mt-exact", data: { value: "null" }, text: "not available" }),
+                    it.note ? MT.el("div", { class: "mt-card-note", text: it.note }) : null,
+                ]));
+                return;
+            }
             var cls = "mt-card" + (it.signed && it.value > 0 ? " mt-up" : it.signed && it.value < 0 ? " mt-down" : "");
             box.appendChild(MT.el("div", { class: cls, data: { key: it.key } }, [
                 MT.el("div", { class: "mt-card-label", text: it.label }),
@@ -124,6 +133,8 @@ var MT = (function () {
         function cell(c, r) {
             var v = get(c, r);
             if (c.unit === "text") return MT.el("td", { class: "mt-text", title: v }, [String(v)]);
+            if (v === null || v === undefined) /* not known, or not comparable: never 0 */
+                return MT.el("td", { class: "mt-numcol mt-na", data: { value: "null" }, title: c.naTitle || "not available" }, ["n/a"]);
             var signed = c.unit === "signed-bytes" || c.unit === "signed";
             var txt = signed ? MT.signed(v) : c.unit === "id" ? String(v) : MT.count(v);
             return MT.el("td", { class: "mt-numcol" + (signed ? (v > 0 ? " mt-up" : v < 0 ? " mt-down" : "") : ""),

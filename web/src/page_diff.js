@@ -5,7 +5,8 @@
  * colour: the change, red grew, blue shrank) and a table.
  *
  * Test hooks: .mt-card[data-key] live_bytes_delta, peak_bytes_delta,
- * committed_bytes_delta, rss_bytes_delta; #mt-diff-categories (bars of the
+ * committed_bytes_delta, rss_bytes_delta (.mt-na, value n/a, when a side has no
+ * address-space figures: not comparable); #mt-diff-categories (bars of the
  * non-zero live-byte changes, g.mt-bar[data-name][data-value]);
  * #mt-diff-category-table; #mt-diff-site-bars; #mt-flame-diff (.mt-flame);
  * #mt-diff-sites (rows tr[data-name] = innermost frame, sorted by the size
@@ -35,10 +36,16 @@ MT.pages.diff = function (root, env) {
 
     MT.section(root, "What changed", "NEW minus BASE. Live: allocated and not freed when each report was written; " +
         "committed and RSS: the process's mapped and resident memory.");
+    /* Address-space figures: null on a side without them (a trace, say):
+     * NEW's null when NEW has none, the change null unless both have them. */
+    var noVm = t.committed_bytes === null || t.committed_bytes === undefined ? "NEW has no address-space figures" :
+        t.committed_bytes_delta === null || t.committed_bytes_delta === undefined ? "BASE has no address-space figures" : null;
     var cards = [
         { key: "live_bytes_delta", label: "live", value: t.live_bytes_delta, signed: true, note: "now " + MT.bytes(t.live_bytes) },
         { key: "peak_bytes_delta", label: "peak live", value: t.peak_bytes_delta, signed: true, note: "now " + MT.bytes(t.peak_bytes) },
-        { key: "committed_bytes_delta", label: "committed", value: t.committed_bytes_delta, signed: true, note: "now " + MT.bytes(t.committed_bytes) },
+        { key: "committed_bytes_delta", label: "committed", value: t.committed_bytes_delta, signed: true, 
+          note: noVm ? "not comparable: " + noVm + (t.committed_bytes === null || t.committed_bytes === undefined ? "" : "; now " + MT.bytes(t.committed_bytes))
+                     : "now " + MT.bytes(t.committed_bytes) },
     ];
     if (p) cards.push({ key: "rss_bytes_delta", label: "RSS", value: p.rss_bytes_delta, signed: true, note: "now " + MT.bytes(p.rss_bytes) });
     cards.push({ key: "allocs_delta", label: "allocations", value: t.allocs_delta, unit: "count", signed: true, note: "now " + MT.count(t.allocs) });
@@ -54,16 +61,18 @@ MT.pages.diff = function (root, env) {
         .sort(function (a, b) { return Math.abs(b.committed_bytes_delta) - Math.abs(a.committed_bytes_delta); });
     s = MT.section(root, "Categories: committed bytes", "The mappings' committed bytes that changed, by category.");
     MT.bars(s, mapped, { id: "mt-diff-mappings", signed: true, name: function (c) { return c.name; },
-                         series: [{ key: "committed_bytes_delta", label: "committed bytes change" }], empty: "No category's committed bytes changed." });
+                         series: [{ key: "committed_bytes_delta", label: "committed bytes change" }], 
+                         empty: noVm ? "Not comparable: " + noVm + "." : "No category's committed bytes changed." });
     s = MT.section(root, "All categories", "NEW's figures and their changes since BASE; status: both, new (NEW only) or gone (BASE only).");
     var delta = function (k) { return { key: k + "_delta", label: "Δ", unit: "signed-bytes", sortValue: function (c) { return Math.abs(c[k + "_delta"]); },
-                                        title: "change of " + k.replace("_bytes", "") + " since BASE (sorts by its size)" }; };
+                                        title: "change of " + k.replace("_bytes", "") + " since BASE (sorts by its size)",
+                                        naTitle: "not comparable: " + (noVm || "not in both reports") }; };
     MT.table(s, { id: "mt-diff-category-table", rows: cats, sort: "live_bytes_delta", name: function (c) { return c.name; }, columns: [
         { key: "name", label: "category", unit: "text" }, { key: "status", label: "status", unit: "text" },
         { key: "live_bytes", label: "live", unit: "bytes" }, delta("live_bytes"),
         { key: "peak_bytes", label: "peak", unit: "bytes" }, delta("peak_bytes"),
-        { key: "committed_bytes", label: "committed", unit: "bytes" }, delta("committed_bytes"),
-        { key: "resident_bytes", label: "resident", unit: "bytes" }, delta("resident_bytes"),
+        { key: "committed_bytes", label: "committed", unit: "bytes", naTitle: "not available: NEW has no address-space figures" }, delta("committed_bytes"),
+        { key: "resident_bytes", label: "resident", unit: "bytes", naTitle: "not available: NEW has no address-space figures" }, delta("resident_bytes"),
         { key: "allocs", label: "allocs", unit: "count" },
     ] });
 

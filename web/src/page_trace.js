@@ -133,9 +133,10 @@
                 note: "first reached at " + seconds(d.peak.time_ns)});
             cards.push({key: "peak_count", label: "blocks at the peak", value: d.peak.live_count, unit: "count"});
         }
-        if (d.temporary)
+        if (d.temporary) /* blocks, out of the allocations card's blocks (a realloc resizes a block) */
             cards.push({key: "temporary_count", label: "temporary allocations", value: d.temporary.temporary_count,
-                unit: "count", note: MT.bytes(d.temporary.temporary_bytes)});
+                unit: "count", note: (d.allocs ? (100 * d.temporary.temporary_count / d.allocs).toFixed(1) : "0.0") +
+                    "% of the " + MT.count(d.allocs) + " allocations, " + MT.bytes(d.temporary.temporary_bytes)});
         MT.cards(root, cards);
         var top = d.peak && d.peak.stacks.length ? d.peak.stacks[0] : null;
         if (top && top.frames.length)
@@ -175,7 +176,8 @@
                 figs([["live_bytes", "bytes", "bytes"], ["live_count", "blocks", "count"]]));
         if (d.temporary)
             stackTable(MT.section(root, "Temporary allocations: " + MT.count(d.temporary.temporary_count) + " (" +
-                MT.bytes(d.temporary.temporary_bytes) + ")", "Blocks freed by the very next malloc-family call of the thread that allocated them.",
+                MT.bytes(d.temporary.temporary_bytes) + ")", "Blocks freed by the very next malloc-family call of the thread that allocated them " +
+                "(a realloc of the block in between resizes it: still one block), out of the blocks allocated at each stack.",
                 "mt-temporary-box"), "mt-temporary", d.temporary,
                 figs([["temporary_count", "temporary", "count"], ["allocs", "of allocations", "count"], ["temporary_bytes", "bytes", "bytes"]]));
         if (d.hot) {
