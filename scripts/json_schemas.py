@@ -81,7 +81,7 @@ def pairs(names):
 VM = ["reserved_bytes", "committed_bytes", "resident_bytes"]
 SIDE = obj(dict(list(WHO.items()) + [("reason", null(STR)), ("start_ns", null(INT)), ("end_ns", null(INT)),
                                      ("complete", BOOL), ("sampling", SAMPLING)]))
-DIFF_CATEGORY = obj(dict([("name", STR), ("kind", STR), ("status", {"enum": ["new", "gone", "both"]})]
+DIFF_CATEGORY = obj(dict([("name", STR), ("kind", STR), ("status", {"enum": ["new", "gone", "both", "not_comparable"]})]
                          + pairs(list(COUNTS) + VM + ["mappings"])))
 DIFF = {
     "base": SIDE, "new": SIDE, "categories": arr(DIFF_CATEGORY),

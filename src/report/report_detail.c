@@ -603,14 +603,16 @@ static void t_delta(FILE *out, const char *key, int64_t cur, int64_t base)
 /* Reports recorded at different stack depths (--depth of `run`): the
  * deeper one's stacks are longer, and no site would match its own in the
  * other. Both are then cut to the shallower depth, as diff's --depth
- * would: the frames the stacks are matched on. 0: no cut beyond the
- * options' (the depths agree, or --depth was given). */
+ * would: the frames the stacks are matched on (a --depth deeper than
+ * the shallower one is no cut for it). 0: no cut beyond the options'
+ * (the depths agree, or --depth cuts to as few). */
 static int matched_depth(const struct report *base, const struct report *cur, const struct detail_options *o)
 {
-    if (o->depth > 0 || base->stack_depth <= 0 || cur->stack_depth <= 0 ||
-        base->stack_depth == cur->stack_depth)
+    if (base->stack_depth <= 0 || cur->stack_depth <= 0 || base->stack_depth == cur->stack_depth)
         return 0;
     int64_t d = base->stack_depth < cur->stack_depth ? base->stack_depth : cur->stack_depth;
+    if (o->depth > 0 && o->depth <= d) /* --depth cuts both to as few frames already */
+        return 0;
     return d > INT_MAX ? INT_MAX : (int)d;
 }
 
@@ -645,12 +647,16 @@ int detail_diff_print_text(FILE *out, const struct report *base, const struct re
     if (md)
         fprintf(out,
                 "\nThe reports were recorded at different stack depths (base %" PRId64 ", new %" PRId64
-                "): sites are matched on their first %d frames, as with --depth %d.\n",
-                base->stack_depth, cur->stack_depth, md, md);
+                "): sites are matched on their first %d frames, as with --depth %d%s.\n",
+                base->stack_depth, cur->stack_depth, md, md,
+                opts->depth > 0 ? " (not the --depth given)" : "");
     fprintf(out,
             "\nAllocation sites, matched by symbolized stack%s: %zu grew, %zu shrank, %zu new, %zu gone, "
             "%zu unchanged (not shown)\n\n",
-            o->depth > 0 ? " (first frames only: --depth)" : "", grew, shrank, added, gone, same);
+            md             ? " (first frames only)"
+            : o->depth > 0 ? " (first frames only: --depth)"
+                           : "",
+            grew, shrank, added, gone, same);
     size_t shown = 0;
     for (size_t i = 0; i < d.n; i++) {
         const struct drow *w = &d.rows[i];

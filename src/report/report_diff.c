@@ -29,9 +29,17 @@ static const struct report_category *row_any(const struct row *w)
     return w->cur ? w->cur : w->base;
 }
 
-static const char *row_status(const struct row *w)
+/* An address-space category on one side only because the other report
+ * has no such figures (a trace, say): it did not come or go, it cannot be
+ * compared. */
+static bool not_comparable(const struct row *w, bool vb, bool vc)
 {
-    return !w->base ? "new" : !w->cur ? "gone" : "both";
+    return vb != vc && (!w->base || !w->cur) && report_category_is(row_any(w), "vm");
+}
+
+static const char *row_status(const struct row *w, bool vb, bool vc)
+{
+    return not_comparable(w, vb, vc) ? "not_comparable" : !w->base ? "new" : !w->cur ? "gone" : "both";
 }
 
 static const struct report_counts zero_counts;
@@ -175,6 +183,12 @@ static void text_row(FILE *out, const struct row *w, bool vm, const char *no_vm,
     const struct report_counts *nb = counts_of(w->base), *nc = counts_of(w->cur);
     const struct report_vm *vb = vm_of(w->base), *vc = vm_of(w->cur);
 
+    /* no figures of the other side to set against: none shown, not zeros */
+    if (no_vm && not_comparable(w, strcmp(no_vm, "base") != 0, strcmp(no_vm, "new") != 0)) {
+        fprintf(out, "-%*s (not comparable: the %s report has no address-space figures)\n\n", NAME_COLUMN,
+                c->name, no_vm);
+        return;
+    }
     fprintf(out, "-%*s (", NAME_COLUMN, c->name);
     if (vm) {
         t_bytes(out, "reserved=", vc->reserved, vb->reserved, true, sc);
@@ -186,12 +200,7 @@ static void text_row(FILE *out, const struct row *w, bool vm, const char *no_vm,
         t_bytes(out, ", committed=", nc->live_bytes, nb->live_bytes, true, sc);
     }
     fputs(")\n", out);
-    /* an address-space category on one side only because the other has no
-     * such figures (a trace, say) did not come or go: it is not comparable */
-    bool one_sided = no_vm && report_category_is(c, "vm") && (!w->base || !w->cur);
-    if (one_sided)
-        fprintf(out, CONTINUE "(not comparable: the %s report has no address-space figures)\n", no_vm);
-    else if (!w->base)
+    if (!w->base)
         fputs(CONTINUE "(new: not in the base report)\n", out);
     else if (!w->cur)
         fputs(CONTINUE "(gone: not in the new report)\n", out);
@@ -454,7 +463,7 @@ int report_json_diff(mt_json *j, const struct report *base, const struct report 
         mt_json_object_begin(j);
         mt_json_kstr(j, "name", c->name);
         mt_json_kstr(j, "kind", c->kind);
-        mt_json_kstr(j, "status", row_status(w));
+        mt_json_kstr(j, "status", row_status(w, vb, vc));
         /* A category absent on one side counts as zeros there. */
         j_counts(j, counts_of(w->cur), true, counts_of(w->base), true);
         j_vm(j, vm_of(w->cur), vc, vm_of(w->base), vb, true);

@@ -505,6 +505,13 @@ print(sum(s["live_bytes"] for s in j["sites"]) == j["total"]["live_bytes"])' "$T
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(j["matched_frames"], len(j["sites"]) > 3 and all(s["status"] == "unchanged" for s in j["sites"]))' "$T/out"
+    # A --depth deeper than the shallower report's cuts nothing there: the
+    # shallower depth still applies (the review: 4 matched nothing).
+    run_mt "$MT_ASAN" diff "$T/real2.mtr" "$T/real.mtr" --depth 4
+    contains "diff at different stack depths, --depth 4: still matched on 2 frames, every site unchanged" \
+        "0 grew, 0 shrank, 0 new, 0 gone, $nsites unchanged (not shown)" "$out"
+    contains "diff at different stack depths, --depth 4: says the --depth given was not the one used" \
+        "as with --depth 2 (not the --depth given)" "$out"
     run_mt "$MT_ASAN" diff "$T/real.mtr" "$T/real.mtr" --json
     py "diff at one stack depth: matched_frames null" "None" 'import json, sys; print(json.load(open(sys.argv[1]))["matched_frames"])' "$T/out"
 else

@@ -63,7 +63,7 @@ MT.pages.diff = function (root, env) {
     MT.bars(s, mapped, { id: "mt-diff-mappings", signed: true, name: function (c) { return c.name; },
                          series: [{ key: "committed_bytes_delta", label: "committed bytes change" }], 
                          empty: noVm ? "Not comparable: " + noVm + "." : "No category's committed bytes changed." });
-    s = MT.section(root, "All categories", "NEW's figures and their changes since BASE; status: both, new (NEW only) or gone (BASE only).");
+    s = MT.section(root, "All categories", "NEW's figures and their changes since BASE; status: both, new (NEW only), gone (BASE only) or not_comparable (address space one side has no figures for).");
     var delta = function (k) { return { key: k + "_delta", label: "Δ", unit: "signed-bytes", sortValue: function (c) { return Math.abs(c[k + "_delta"]); },
                                         title: "change of " + k.replace("_bytes", "") + " since BASE (sorts by its size)",
                                         naTitle: "not comparable: " + (noVm || "not in both reports") }; };
