@@ -175,18 +175,18 @@ static bool all_zero(const struct report_category *c)
            !v->reserved && !v->committed && !v->resident && !v->mappings;
 }
 
-/* no_vm: the side without address-space figures ("new", "base"), or NULL. */
-static void text_row(FILE *out, const struct row *w, bool vm, const char *no_vm,
-                     const struct report_scale *sc)
+/* hb, hc: whether the base and the new report have address-space figures. */
+static void text_row(FILE *out, const struct row *w, bool hb, bool hc, const struct report_scale *sc)
 {
     const struct report_category *c = row_any(w);
     const struct report_counts *nb = counts_of(w->base), *nc = counts_of(w->cur);
     const struct report_vm *vb = vm_of(w->base), *vc = vm_of(w->cur);
+    bool vm = hb && hc;
 
     /* no figures of the other side to set against: none shown, not zeros */
-    if (no_vm && not_comparable(w, strcmp(no_vm, "base") != 0, strcmp(no_vm, "new") != 0)) {
+    if (not_comparable(w, hb, hc)) {
         fprintf(out, "-%*s (not comparable: the %s report has no address-space figures)\n\n", NAME_COLUMN,
-                c->name, no_vm);
+                c->name, hb ? "new" : "base");
         return;
     }
     fprintf(out, "-%*s (", NAME_COLUMN, c->name);
@@ -340,10 +340,7 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
     if (match_rows(base, cur, &rows, &n) < 0)
         return -ENOMEM;
     /* Address space figures only when both sides have them. */
-    bool vm = (base->has & REPORT_HAS_VM) && (cur->has & REPORT_HAS_VM);
-    const char *no_vm = (base->has & REPORT_HAS_VM) == (cur->has & REPORT_HAS_VM) ? NULL
-                        : (base->has & REPORT_HAS_VM)                             ? "new"
-                                                                                  : "base";
+    bool hb = base->has & REPORT_HAS_VM, hc = cur->has & REPORT_HAS_VM, vm = hb && hc;
 
     fputs("memtrail native memory diff\n", out);
     text_side(out, "base: ", base);
@@ -353,9 +350,9 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
         fprintf(out, "(new written %s after base)\n",
                 mt_duration(d, sizeof d, (uint64_t)cur->end_ns - (uint64_t)base->end_ns));
     }
-    if ((base->has & REPORT_HAS_VM) != (cur->has & REPORT_HAS_VM))
+    if (hb != hc)
         fprintf(out, "(the %s report has no virtual memory fields: only heap figures are compared)\n",
-                (base->has & REPORT_HAS_VM) ? "new" : "base");
+                hb ? "new" : "base");
     text_sampling(out, base, cur);
     fputc('\n', out);
     text_total(out, base, cur, vm, scale);
@@ -365,7 +362,7 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
         const struct row *w = &rows[i];
         if (all_zero(w->base) && all_zero(w->cur) && !report_category_is(row_any(w), "overhead"))
             continue; /* nothing on either side: as the summary, left out of the text */
-        text_row(out, w, vm, no_vm, scale);
+        text_row(out, w, hb, hc, scale);
     }
     free(rows);
     text_process(out, base, cur, scale);
