@@ -287,6 +287,15 @@ void mt_exec_note_pid(void);
 /* 0 in a vfork child (its own pid, its parent's memory and counters):
  * reports are written only when this is 1. */
 int mt_own_process(void);
+/* mt_own_process, and for a child of a raw clone system call (no fork
+ * handlers ran: its pid is not the one noted, as in a vfork child, but its
+ * memory is its own): the kernel (kcmp) tells the two apart, and such a
+ * child is set up as a _Fork child is, now. For the points that write a
+ * report. */
+int mt_claim_process(void);
+/* init.c: what a fork child with no fork handlers run needs (_Fork, and a
+ * claimed raw clone child). */
+void mt_fork_child_unhandled(void);
 /* control.c: the live control socket of `memtrail query` (docs/cli.md).
  * mt_control_enabled: option query=on|off (default on). start: at start-up
  * when tracking (creates the socket, starts the server thread); again in a
@@ -294,7 +303,7 @@ int mt_own_process(void);
  * the process that created it (not in a vfork child). */
 extern int mt_control_enabled; /* MT_QUERY_*: query=off|on|thread */
 void mt_control_start(void);
-void mt_control_after_fork_child(void);
+void mt_control_after_fork_child(int start); /* start: a socket of its own */
 void mt_control_shutdown(void);
 /* Cuts short a query being answered (the process is ending). */
 void mt_control_cut_query(void);

@@ -814,7 +814,7 @@ void mt_control_start(void)
     errno = saved_errno;
 }
 
-void mt_control_after_fork_child(void)
+void mt_control_after_fork_child(int start)
 {
     int saved_errno = errno;
     /* The parent's socket and connection are not the child's business.
@@ -835,7 +835,8 @@ void mt_control_after_fork_child(void)
     atomic_store(&ctl.owner, 0);
     baseline_len = 0;
     errno = saved_errno;
-    mt_control_start();
+    if (start)
+        mt_control_start();
 }
 
 /* The process is ending: a query being answered is cut short, so that the

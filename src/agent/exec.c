@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <linux/kcmp.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -53,6 +54,29 @@ void mt_exec_note_pid(void)
 int mt_own_process(void)
 {
     return getpid() == own_pid;
+}
+
+/* Whether this process shares its memory with process `other`: a vfork
+ * child with its parent, a CLONE_VM child with its maker. Unknown (no
+ * kcmp: an older kernel, a seccomp filter, another user's process, or
+ * `other` gone) counts as shared: a child wrongly taken for a vfork child
+ * writes no report, one wrongly taken for its own would write into its
+ * parent's memory. */
+static int shares_memory_with(pid_t other)
+{
+    return syscall(SYS_kcmp, getpid(), other, KCMP_VM, 0, 0) <= 0;
+}
+
+int mt_claim_process(void)
+{
+    if (mt_own_process())
+        return 1;
+    /* The process noted, and the parent (its memory, for a vfork child of
+     * a raw clone child not yet claimed). */
+    if (own_pid == 0 || shares_memory_with(own_pid) || shares_memory_with(getppid()))
+        return 0;
+    mt_fork_child_unhandled();
+    return 1;
 }
 
 /* ---- our library and the options we started with ----------------------- */
@@ -239,7 +263,7 @@ void mt_exec_init(const char *options)
 static void report_before_exec(void)
 {
     mt_trace_before_exec();
-    if (atomic_load(&mt_hot) && mt_own_process() && !mt_site_opt.trace) {
+    if (atomic_load(&mt_hot) && mt_claim_process() && !mt_site_opt.trace) {
         mt_control_cut_query(); /* the image is going: a query being answered ends here */
         mt_report_write_to(NULL, "exec");
     }

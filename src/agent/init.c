@@ -222,17 +222,8 @@ MT_EXPORT pid_t _Fork(void)
         return -1;
     }
     pid_t pid = real_Fork();
-    if (pid == 0) {
-        mt_crash_after_fork_child();
-        mt_rlimit_reset_after_fork();
-        mt_vm_reset_after_fork();
-        mt_category_unlock();
-        mt_site_after_fork_child();
-        mt_report_after_fork_child();
-        mt_rec_after_fork_child();
-        mt_trace_after_fork_child();
-        mt_xe_after_fork_child();
-    }
+    if (pid == 0)
+        mt_fork_child_unhandled();
     return pid;
 }
 
@@ -304,13 +295,42 @@ static void after_fork_child(void)
     mt_sample_after_fork_child();
     mt_exec_note_pid();
     mt_report_after_fork_child();
-    mt_control_after_fork_child();
+    mt_control_after_fork_child(1);
     mt_rec_after_fork_child();
     mt_trace_after_fork_child(); /* before the sessions' dispatchers restart */
     /* Here, not in the engine's own handler (which then does nothing): the
      * dispatchers restart inside the agent, as its threads. */
     mt_xe_after_fork_child();
-    mt_info_after_fork_child();
+    mt_info_after_fork_child(1);
+    mt_span_after_fork_child();
+}
+
+/* A child no fork handler ran in: made by _Fork, or by a raw clone system
+ * call (claimed at its report: exec.c's mt_claim_process). Its locks are
+ * let go rather than handed over (another thread may have held one), and
+ * it starts no control socket or memory-info thread of its own: such a
+ * child may be running in a signal handler, where glibc's thread and
+ * stack locks another thread held stay taken (a pthread_create could
+ * hang it). The sessions' dispatchers do restart, as they did before: a
+ * trace or an event file needs its writer. Such a child is not
+ * queryable; its report at exit is whole. */
+void mt_fork_child_unhandled(void)
+{
+    mt_crash_after_fork_child();
+    mt_rlimit_reset_after_fork();
+    mt_vm_reset_after_fork();
+    mt_category_unlock();
+    mt_fd_after_fork_child();
+    mt_counters_after_fork_child();
+    mt_site_after_fork_child();
+    mt_sample_after_fork_child();
+    mt_exec_note_pid();
+    mt_report_after_fork_child();
+    mt_control_after_fork_child(0);
+    mt_rec_after_fork_child();
+    mt_trace_after_fork_child();
+    mt_xe_after_fork_child();
+    mt_info_after_fork_child(0);
     mt_span_after_fork_child();
 }
 
@@ -405,7 +425,7 @@ static void final_report(void *unused)
 {
     (void)unused;
     mt_control_shutdown();
-    if (!mt_own_process()) /* a vfork child: its parent's sessions and report */
+    if (!mt_claim_process()) /* a vfork child: its parent's sessions and report */
         return;
     /* the agent's work: a terminating signal meanwhile waits for the
      * report, then ends the process without one of its own (crash.c) */
@@ -426,7 +446,7 @@ static void final_report(void *unused)
 int mt_report_at_raw_exit(void)
 {
     static _Atomic int done;
-    if (atomic_exchange(&done, 1) || !mt_own_process())
+    if (atomic_exchange(&done, 1) || !mt_claim_process())
         return 0;
     mt_trace_crash("exit"); /* finishes a trace, as for a crash (one started on demand too) */
     if (mt_site_opt.trace)

@@ -460,13 +460,14 @@ void mt_info_start(void)
     start_periodic();
 }
 
-void mt_info_after_fork_child(void)
+void mt_info_after_fork_child(int start)
 {
     /* Only this thread lives on: no writer holds the flag. */
     atomic_store(&writer, 0);
     if (atomic_load(&info_ready))
         mt_os_mem_open();
-    start_periodic();
+    if (start)
+        start_periodic();
 }
 
 /* The ratio (ns per tick, a double's bits) and the tick it was measured

@@ -52,7 +52,7 @@ void mt_info_init(void);
  * PERIODIC thread, when info_interval is set. */
 void mt_info_start(void);
 /* In a fork child: the writer lock and the periodic thread are gone. */
-void mt_info_after_fork_child(void);
+void mt_info_after_fork_child(int start); /* start: its PERIODIC thread too */
 
 /* ns for a number of ticks (the ratio measured since start-up). */
 uint64_t mt_ticks_to_ns(uint64_t ticks);

@@ -1,11 +1,19 @@
 /* forker.c — fork, with a second thread holding blocks at the moment of
  * the fork: the child must write its own report (%p) that includes what it
  * inherited (the other thread's blocks too) plus its own allocations, and
- * the parent's report must not see the child's.
- * Usage: forker LEDGER_FILE   (writes "parent" and "child" ledgers) */
+ * the parent's report must not see the child's. HOW: fork (the default),
+ * _Fork (no fork handlers run) or clone (the raw system call, as a
+ * sandbox or a language runtime makes its children: neither glibc nor
+ * the agent sees it).
+ * Usage: forker LEDGER_FILE [fork|_Fork|clone]   (writes "parent" and
+ * "child" ledgers) */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "ledger.h"
 #include "memtrail.h"
@@ -27,9 +35,20 @@ static void *worker(void *arg)
     return NULL;
 }
 
+extern pid_t _Fork(void);
+
+static pid_t make_child(const char *how)
+{
+    if (strcmp(how, "_Fork") == 0)
+        return _Fork();
+    if (strcmp(how, "clone") == 0)
+        return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    return fork();
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2)
+    if (argc != 2 && argc != 3)
         return 2;
     pthread_t t;
     pthread_barrier_init(&ready, NULL, 2);
@@ -46,7 +65,7 @@ int main(int argc, char **argv)
     mt_tag_pop();
     ledger_write(argv[1], "worker", &worker_l, 0);
     ledger_write(argv[1], "parent-family", &parent, 1);
-    pid_t pid = fork();
+    pid_t pid = make_child(argc == 3 ? argv[2] : "fork");
     if (pid == 0) {
         ledger child = parent; /* inherited blocks are the child's memory too */
         mt_tag_push("family");
