@@ -221,6 +221,9 @@ MT_EXPORT pid_t _Fork(void)
         errno = ENOSYS;
         return -1;
     }
+    /* A trace's fork point (a clock read and atomics: safe in a signal
+     * handler), so the child's trace inherits the parent's blocks. */
+    mt_trace_before_fork();
     pid_t pid = real_Fork();
     if (pid == 0)
         mt_fork_child_unhandled();

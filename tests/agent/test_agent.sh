@@ -156,6 +156,16 @@ for how in fork _Fork clone; do
     else
         fail "$how: one report per process" "expected fork.$child.mtr and the parent's; have: $(ls "$T")"
     fi
+    [ "$how" = _Fork ] || continue
+    # A _Fork child's trace inherits the parent's blocks at the fork point
+    # the wrapper takes: it ends with the live blocks its report counted.
+    rm -f "$T"/fork.*.mtt
+    out=$(MEMTRAIL_OPTIONS="mode=trace:output=$T/fork.%p.mtt" LD_PRELOAD=$AGENT "$TBIN/forker" "$T/fork.ledger" $how 2>/dev/null)
+    tchild=$(echo "$out" | sed -n 's/^child pid //p')
+    "$MT" analyze --json "$T/fork.$tchild.mtt" >"$T/tchild.json" 2>/dev/null
+    expect_eq "_Fork: the child's trace replays its parent's: live at the end as its report's, nothing unknown" \
+        "$(json_get "$T/child.json" "'%d %d' % (j['total']['live_bytes'], j['total']['live_count'])") True None" \
+        "$(json_get "$T/tchild.json" "'%d %d %s %s' % (j['live_bytes'], j['live_count'], j['inherited']['replayed'], j['caveats'])")"
 done
 
 # --- heap errors are reported, never a crash ---------------------------------
