@@ -4,6 +4,7 @@
 #ifndef MT_AGENT_H
 #define MT_AGENT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -158,6 +159,25 @@ static inline void mt_agent_leave(void)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (--mt_t.in_agent == 0)
         mt_crash_resend_if_free();
+}
+
+/* The agent's system calls inside a program's malloc or free (a memory-
+ * info snapshot's /proc reads, libunwind's memory checks, a message on
+ * stderr) are cancellation points in glibc: a pthread_cancel pending on
+ * the thread would act there, in the middle of the call, and leave the
+ * agent's state half updated (a flag held for ever, a block half freed).
+ * Such work runs with cancellation off; the program's next cancellation
+ * point acts on it. */
+static inline int mt_cancel_off(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+static inline void mt_cancel_restore(int old)
+{
+    if (old != PTHREAD_CANCEL_DISABLE)
+        pthread_setcancelstate(old, NULL);
 }
 
 /* init.c */

@@ -75,6 +75,7 @@ static void flush_to_stderr(mt_out *o)
     sigaddset(&pipe_only, SIGPIPE);
     int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
     int saved = errno;
+    int cancel = mt_cancel_off(); /* write and sigtimedwait would be cancellation points */
     pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
     mt_out_flush(o);
     if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
@@ -82,6 +83,7 @@ static void flush_to_stderr(mt_out *o)
         sigtimedwait(&pipe_only, NULL, &zero);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    mt_cancel_restore(cancel);
     errno = saved;
 }
 

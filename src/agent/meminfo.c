@@ -119,6 +119,11 @@ static uint64_t latch_index(latch *l)
 
 /* 1 with the flag taken; 0 when this thread holds it already (a nested
  * event) or another holder kept it too long: the event stays pending. */
+static int gone(pid_t pid, pid_t tid)
+{
+    return syscall(SYS_tgkill, pid, tid, 0) == -1 && errno == ESRCH;
+}
+
 static int take_writer(void)
 {
     uint64_t pid = (uint64_t)(uint32_t)getpid();
@@ -131,6 +136,12 @@ static int take_writer(void)
             return 0;
         /* held in another process: a copy no thread here will let go */
         if (expect >> 32 != pid && atomic_compare_exchange_strong(&writer, &expect, me))
+            return 1;
+        /* held by a thread of this process that is gone (one a signal
+         * handler ended with pthread_exit inside a snapshot): checked once
+         * the spinning has gone on a while */
+        if (spins == 200 && gone((pid_t)(expect >> 32), (pid_t)(uint32_t)expect) &&
+            atomic_compare_exchange_strong(&writer, &expect, me))
             return 1;
         if (spins < 200)
             __builtin_ia32_pause();
@@ -273,8 +284,13 @@ static int any_pending(void)
 static void drain(int may_sample, uint64_t frag_before)
 {
     for (;;) {
-        if (!any_pending() || !take_writer())
+        if (!any_pending())
             return;
+        int cancel = mt_cancel_off(); /* fill reads /proc: agent.h */
+        if (!take_writer()) {
+            mt_cancel_restore(cancel);
+            return;
+        }
         uint64_t took[MT_EVENT_KINDS] = {0};
         for (int k = 1; k < MT_EVENT_KINDS; k++)
             took[k] = atomic_exchange(&pending[k], 0);
@@ -297,6 +313,7 @@ static void drain(int may_sample, uint64_t frag_before)
             publish(&snaps[MT_EVENT_ANY], &scratch);
         }
         atomic_store(&writer, 0);
+        mt_cancel_restore(cancel);
     }
 }
 

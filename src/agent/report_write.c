@@ -410,20 +410,14 @@ static void write_report(mt_out *o, const char *reason)
 
 /* A thread cancelled inside a report (open, read and write are cancellation
  * points) would leave the report buffers and the VM table locked. */
-static int no_cancel(void)
-{
-    int old = PTHREAD_CANCEL_ENABLE;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-    return old;
-}
 
 static int report_write_to(const char *path_template, const char *reason);
 
 int mt_report_write_to(const char *path_template, const char *reason)
 {
-    int old = no_cancel();
+    int old = mt_cancel_off();
     int rc = report_write_to(path_template, reason);
-    pthread_setcancelstate(old, NULL);
+    mt_cancel_restore(old);
     return rc;
 }
 
@@ -500,7 +494,7 @@ void mt_report_before_setid(void)
 {
     if (!atomic_load(&mt_hot) || mt_site_opt.trace || !mt_own_process() || kept.pid == getpid())
         return;
-    int old = no_cancel();
+    int old = mt_cancel_off();
     int saved_errno = errno;
     mt_agent_enter();
     if (take_buffers(MT_REPORT_WAIT_MS, 0) == 0) {
@@ -522,7 +516,7 @@ void mt_report_before_setid(void)
     }
     mt_agent_leave();
     errno = saved_errno;
-    pthread_setcancelstate(old, NULL);
+    mt_cancel_restore(old);
 }
 
 void mt_report_open_dir(void)
@@ -536,7 +530,7 @@ void mt_report_open_dir(void)
 
 static int report_to_fd(int fd, const char *reason, int sites)
 {
-    int old = no_cancel();
+    int old = mt_cancel_off();
     int saved_errno = errno;
     mt_agent_enter();
     int rc = take_buffers(QUERY_WAIT_MS, 0);
@@ -552,7 +546,7 @@ static int report_to_fd(int fd, const char *reason, int sites)
     }
     mt_agent_leave();
     errno = saved_errno;
-    pthread_setcancelstate(old, NULL);
+    mt_cancel_restore(old);
     return rc;
 }
 
@@ -567,7 +561,7 @@ int mt_report_detail_to_fd(int fd, const char *reason)
 
 long mt_report_to_mem(char *buf, size_t cap, const char *reason)
 {
-    int old = no_cancel();
+    int old = mt_cancel_off();
     int saved_errno = errno;
     mt_agent_enter();
     long rc = take_buffers(QUERY_WAIT_MS, 0);
@@ -583,7 +577,7 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
     }
     mt_agent_leave();
     errno = saved_errno;
-    pthread_setcancelstate(old, NULL);
+    mt_cancel_restore(old);
     return rc;
 }
 

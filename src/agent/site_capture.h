@@ -24,9 +24,14 @@ static MT_INLINE int mt_site_unw(uintptr_t *pcs, int ask)
 {
     if (MT_UNLIKELY(mt_site_forked))
         return mt_site_fp_walk(pcs, ask);
+    /* libunwind checks addresses by writing them to a pipe: agent.h */
+    int cancel = mt_cancel_off(), n;
     if (MT_LIKELY(atomic_load_explicit(&mt_code_gen, memory_order_relaxed) == 0))
-        return unw_backtrace((void **)pcs, ask);
-    return mt_site_unw_steps(pcs, ask + 1); /* its own frame comes first */
+        n = unw_backtrace((void **)pcs, ask);
+    else
+        n = mt_site_unw_steps(pcs, ask + 1); /* its own frame comes first */
+    mt_cancel_restore(cancel);
+    return n;
 }
 
 /* A walk of at most `ask` frames starting at the caller of the function

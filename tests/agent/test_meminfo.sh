@@ -131,6 +131,19 @@ MEMTRAIL_OPTIONS="output=$T/fork.%p.mtr:info_interval=20" LD_PRELOAD=$AGENT "$TB
 grep -E '^(PASS|FAIL) ' "$T/fork.out"
 expect_eq "fork: both processes wrote their report" 2 "$(ls "$T"/fork.*.mtr 2>/dev/null | wc -l)"
 
+# --- threads cancelled in their malloc/free loop: a pending cancel never acts
+# inside the agent's work (its /proc reads are cancellation points), so no
+# block is half freed and no snapshot flag is left held -------------------------
+for walk in summary detail:unwind=libunwind; do
+    timeout 300 env MEMTRAIL_OPTIONS="output=$T/cancel.mtr:mode=$walk" LD_PRELOAD=$AGENT "$TBIN/cancelled" 20 >"$T/cancel.out" 2>"$T/cancel.err"
+    sed "s/^\(PASS\|FAIL\) /\1 $walk: /" "$T/cancel.out" | grep -E '^(PASS|FAIL) '
+    read -r _ n_alloc _ n_free < <(grep '^allocs ' "$T/cancel.out")
+    expect_eq "cancel ($walk): the category ends at zero, every block freed once, no heap error" \
+        "live_bytes=0 live_count=0 allocs=$n_alloc frees=$n_free double_free=0" \
+        "$(for k in live_bytes live_count allocs frees; do printf '%s=%s ' $k "$(field "$T/cancel.mtr" "category cancelled " $k)"; done)double_free=$(field "$T/cancel.mtr" errors double_free)"
+    expect_eq "cancel ($walk): nothing on stderr" "" "$(cat "$T/cancel.err")"
+done
+
 # --- without the agent: the stub -------------------------------------------------
 "$TBIN/meminfo_index" noagent | grep -E '^(PASS|FAIL) '
 
