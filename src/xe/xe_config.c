@@ -165,7 +165,7 @@ static int parse_count(const char *v, size_t n, unsigned *out)
             return -1;
         x = x * 10 + (unsigned)(v[i] - '0');
     }
-    if (x == 0 || x > 65536)
+    if (x == 0 || x > XE_MAX_COUNT)
         return -1;
     *out = x;
     return 0;
@@ -218,8 +218,17 @@ static int parse_option(xe_config *cfg, const char *k, size_t kn, const char *v,
     } else if (word_is(k, kn, "target")) {
         return parse_target(cfg, v, vn, why, whylen);
     } else if (word_is(k, kn, "cpus") || word_is(k, kn, "nodes")) {
-        if (parse_count(v, vn, word_is(k, kn, "cpus") ? &cfg->cpus : &cfg->nodes) < 0)
-            return say(why, whylen, "bad count '", v, vn, "' (1 to 65536)");
+        if (parse_count(v, vn, word_is(k, kn, "cpus") ? &cfg->cpus : &cfg->nodes) < 0) {
+            mt_out o;
+            xe_why_init(&o, why, whylen);
+            mt_out_str(&o, "bad count '");
+            mt_out_shown(&o, v, vn);
+            mt_out_str(&o, "' (1 to ");
+            mt_out_u64(&o, XE_MAX_COUNT);
+            mt_out_str(&o, ")");
+            xe_why_done(&o);
+            return -EINVAL;
+        }
     } else {
         return say(why, whylen, "unknown session option '", k, kn,
                    "' (name, max_memory, memory_partition_mode, event_retention_mode, max_dispatch_latency, "

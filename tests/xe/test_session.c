@@ -727,6 +727,23 @@ static void test_config(void)
     CHECK("config: option without value",
           xe_config_parse("name", &c, why, sizeof why) == -EINVAL && strstr(why, "needs a value") != NULL);
     CHECK("config: bad name", xe_config_parse("name=a b", &c, why, sizeof why) == -EINVAL);
+    /* cpus= and nodes= take what `memtrail xe plan --cpus/--nodes` takes
+     * (tests/cli/test_xe_plan.sh checks the same ends there). */
+    CHECK("config: cpus=1 and nodes=1, the least",
+          xe_config_parse("cpus=1;nodes=1", &c, why, sizeof why) == 0 && c.cpus == 1 && c.nodes == 1);
+    CHECK("config: cpus=65536 and nodes=65536, the most (XE_MAX_COUNT)",
+          xe_config_parse("cpus=65536;nodes=65536", &c, why, sizeof why) == 0 && c.cpus == XE_MAX_COUNT &&
+              c.nodes == XE_MAX_COUNT);
+    CHECK("config: cpus=0 refused, the range named",
+          xe_config_parse("cpus=0", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "bad count '0' (1 to 65536)") == 0);
+    CHECK("config: cpus=65537 refused, the range named",
+          xe_config_parse("cpus=65537", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "bad count '65537' (1 to 65536)") == 0);
+    CHECK("config: nodes=0 and nodes=65537 refused",
+          xe_config_parse("nodes=0", &c, why, sizeof why) == -EINVAL &&
+              xe_config_parse("nodes=65537", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "bad count '65537' (1 to 65536)") == 0);
 }
 
 int main(void)
