@@ -740,6 +740,30 @@ static void test_config(void)
     CHECK("config: cpus=65537 refused, the range named",
           xe_config_parse("cpus=65537", &c, why, sizeof why) == -EINVAL &&
               strcmp(why, "bad count '65537' (1 to 65536)") == 0);
+    /* An option once (a second value would replace the first unseen), as
+     * a target's parameter; target once per kind. */
+    CHECK("config: an option given twice is refused, named",
+          xe_config_parse("name=x;max_memory=4MB;max_memory=8MB", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "session option 'max_memory' given twice") == 0);
+    CHECK("config: an option given twice under its two names is refused, named both ways",
+          xe_config_parse("memory_partition_mode=none; MODE=per_cpu", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "session option 'MODE' (memory_partition_mode) given twice") == 0);
+    CHECK("config: name, where, cpus given twice are refused",
+          xe_config_parse("name=a;name=b", &c, why, sizeof why) == -EINVAL &&
+              strstr(why, "'name' given twice") != NULL &&
+              xe_config_parse("where=size > 1;predicate=size < 9", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "session option 'predicate' (where) given twice") == 0 &&
+              xe_config_parse("cpus=2;cpus=2", &c, why, sizeof why) == -EINVAL);
+    CHECK("config: targets of two kinds are fine, one kind twice is not",
+          xe_config_parse("target=ring_buffer;target=event_counter", &c, why, sizeof why) == 0 &&
+              c.ntargets == 2 &&
+              xe_config_parse("target=ring_buffer;target=ring_buffer", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "target 'ring_buffer' given twice") == 0);
+    CHECK("config: an unknown option lists every option",
+          xe_config_parse("colour=red", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "unknown session option 'colour' (name, max_memory, memory_partition_mode, "
+                          "event_retention_mode, max_dispatch_latency, max_event_size, strict_max_memory, "
+                          "events, where, target, start, cpus, nodes)") == 0);
     CHECK("config: nodes=0 and nodes=65537 refused",
           xe_config_parse("nodes=0", &c, why, sizeof why) == -EINVAL &&
               xe_config_parse("nodes=65537", &c, why, sizeof why) == -EINVAL &&
