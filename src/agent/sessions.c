@@ -155,8 +155,8 @@ static void complain(const char *def, size_t len, int index, const char *reason)
     mt_out_str(&o, "session '");
     if (definition_name(def, len, name, sizeof name)) {
         mt_out_shown(&o, name, strlen(name));
-    } else {
-        mt_out_str(&o, "#");
+    } else { /* the name start_one gives it: session1, session2, ... */
+        mt_out_str(&o, "session");
         mt_out_u64(&o, (uint64_t)index);
     }
     mt_out_str(&o, "': ");

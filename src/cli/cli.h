@@ -220,9 +220,10 @@ struct query_target {
     int ndirs;
     char *sock;  /* the socket found */
     int failure; /* why the last query_open or query_ask failed (their messages
-                    say it in words): -ESRCH no such process (or a zombie),
-                    -EPERM another uid's, -ENOENT not tracked (no socket, or
-                    one not private), -ECONNREFUSED nothing listens (a stale
+                    say it in words): -ESRCH no such process (or a zombie, or
+                    one that exited before answering), -EPERM another
+                    uid's, -ENOENT not tracked (no socket, or one not
+                    private), -ECONNREFUSED nothing listens (a stale
                     socket), -ETIMEDOUT no answer in time, -EPROTO the
                     process's "error ..." reply, -ENODATA no answer,
                     -ECANCELED given up for the caller (below, nothing said); 0 */
@@ -245,6 +246,8 @@ int query_open(long pid, const char *cmd_name, struct query_target *t);
  * with t->failure set. */
 int query_ask(struct query_target *t, const char *request, int timeout_ms, char **buf, size_t *len);
 void query_close(struct query_target *t);
+/* Whether process pid is gone, or a zombie waiting for its parent. */
+bool query_process_gone(long pid);
 /* The pids of the control sockets in the directories our processes use
  * ($XDG_RUNTIME_DIR/memtrail, /run/user/UID/memtrail, /tmp/memtrail-UID),
  * ascending, each once: candidates only (a socket may be stale; query_open

@@ -107,22 +107,6 @@ static const struct cli_command top_cmd = {
 
 /* --- asking the process -------------------------------------------------------- */
 
-/* Whether the process is gone (or a zombie waiting for its parent). */
-static bool process_gone(long pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    bool zombie = false;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "State:", 6) == 0)
-            zombie = strchr(line, 'Z') != NULL;
-    fclose(f);
-    return zombie;
-}
-
 static void set_clock(struct top *t)
 {
     time_t now = time(NULL);
@@ -580,7 +564,7 @@ static int64_t now_ms(void)
 /* After a refresh that failed: the process has exited, or why it did not answer. */
 static void refresh_failed(struct top *t)
 {
-    if (!process_gone(t->pid))
+    if (!query_process_gone(t->pid))
         return; /* t->status says why; asked again at the next interval */
     t->exited = true;
     snprintf(t->status, sizeof t->status, "process %ld has exited; its last figures (at %s) are above.",
@@ -693,7 +677,7 @@ static int run_batch(struct top *t)
             nanosleep(&ts, NULL);
             /* Quietly: a process that exited is said once, on stdout. */
             if (fetch(t, true) != 0) {
-                if (!process_gone(t->pid))
+                if (!query_process_gone(t->pid))
                     return cli_error("%s", t->status);
                 printf("process %ld has exited\n", t->pid);
                 return cli_write_status(0);

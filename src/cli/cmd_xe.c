@@ -29,7 +29,6 @@ static const char plan_about[] =
     "Both end with advice: which MAX_MEMORY values give the same buffers, and\n"
     "what the next step costs.\n";
 
-#define MAX_COUNT (1u << 20)        /* --cpus/--nodes: far above any machine, far below overflow */
 #define RANGE_MAX_VALUES (1u << 24) /* --range: KB values in one table */
 
 /* ---- this machine -------------------------------------------------------- */
@@ -37,7 +36,7 @@ static const char plan_about[] =
 static unsigned machine_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_CONF);
-    return n >= 1 && n <= (long)MAX_COUNT ? (unsigned)n : 1;
+    return n >= 1 && n <= (long)XE_MAX_COUNT ? (unsigned)n : 1;
 }
 
 /* NUMA nodes as sysfs lists them (node0, node1, ...); 1 without NUMA. */
@@ -462,7 +461,7 @@ static int cmd_plan(int argc, char **argv)
          .arg = "N",
          .value = &cpus,
          .min = 1,
-         .max = MAX_COUNT,
+         .max = XE_MAX_COUNT,
          .noun = "a count",
          .help = "logical CPUs for per_cpu (default: this machine's)"},
         {.kind = CLI_OPT_INT,
@@ -470,7 +469,7 @@ static int cmd_plan(int argc, char **argv)
          .arg = "N",
          .value = &nodes,
          .min = 1,
-         .max = MAX_COUNT,
+         .max = XE_MAX_COUNT,
          .noun = "a count",
          .help = "NUMA nodes for per_node (default: this machine's)"},
         {.kind = CLI_OPT_FLAG,

@@ -148,6 +148,51 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool query_process_gone(long pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return true;
+    bool ended = false;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "State:", 6) == 0)
+            ended = strchr(line, 'Z') != NULL || strchr(line, 'X') != NULL; /* zombie, dead */
+    fclose(f);
+    return ended;
+}
+
+/* After an exchange that failed (no answer, the connection refused or
+ * reset, "busy"): whether the process ended meanwhile. A query's signal
+ * ends a sleep the program may not resume, so it can exit before its
+ * answer. The agent removes the socket file as the process leaves, before
+ * its report at exit: then the end is waited for until the deadline.
+ * Otherwise only briefly, for a process killed (the kernel closes its
+ * descriptors a moment before the process is gone). */
+static bool ended_while_asking(const struct query_target *t, int64_t deadline)
+{
+    struct stat st;
+    bool leaving = lstat(t->sock, &st) != 0 && errno == ENOENT;
+    int64_t until = leaving ? deadline : now_ms() + 200 < deadline ? now_ms() + 200 : deadline;
+    for (;;) {
+        if (query_process_gone(t->pid))
+            return true;
+        if (now_ms() >= until || (t->cancel && *t->cancel))
+            return false;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* "process PID exited before answering", with t->failure -ESRCH, as for
+ * a process gone before the query. */
+static int ended(struct query_target *t)
+{
+    t->failure = -ESRCH;
+    return cli_error("process %ld exited before answering", t->pid);
+}
+
 /* query_ask: the exchange, with t->failure set to why it failed. */
 static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **buf, size_t *len);
 
@@ -172,10 +217,13 @@ static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **b
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return cli_error("socket: %s", strerror(errno));
+    int64_t deadline = now_ms() + timeout_ms;
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         int e = errno;
         close(fd);
         t->failure = -e;
+        if ((e == ECONNREFUSED || e == ENOENT) && ended_while_asking(t, deadline))
+            return ended(t);
         if (e == ECONNREFUSED)
             return cli_error(
                 "process %ld is not tracked by memtrail (nothing listens on its control socket %s;"
@@ -199,7 +247,6 @@ static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **b
         close(fd);
         return cli_error("out of memory");
     }
-    int64_t deadline = now_ms() + timeout_ms;
     for (;;) {
         int64_t left = deadline - now_ms();
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = STDIN_FILENO, .events = POLLIN}};
@@ -233,6 +280,8 @@ static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **b
         if (r < 0) {
             int e = errno;
             close(fd);
+            if (*len == 0 && ended_while_asking(t, deadline))
+                return ended(t);
             return cli_error("cannot read the answer of process %ld: %s", t->pid, strerror(e));
         }
         if (r == 0)
@@ -243,8 +292,12 @@ static int ask(struct query_target *t, const char *cmd, int timeout_ms, char **b
     (*buf)[*len] = '\0';
     if (*len == 0) {
         t->failure = -ENODATA;
+        if (ended_while_asking(t, deadline))
+            return ended(t);
         return cli_error("process %ld closed its control socket without answering", t->pid);
     }
+    if (strncmp(*buf, "error busy", 10) == 0 && ended_while_asking(t, deadline))
+        return ended(t); /* busy with its report at exit */
     if (strncmp(*buf, "error ", 6) == 0) {
         t->failure = -EPROTO;
         char *nl = strchr(*buf, '\n');

@@ -109,11 +109,15 @@ static const char *pct_text(char buf[32], double v)
     return buf;
 }
 
-/* A request count: whole when it is one (a band's may be a fraction). */
+/* A request count: whole when it is one (a band's may be a fraction);
+ * "<0.01" for a sliver of one, which must not read as none (a band of a
+ * percentile so small it takes part of the fastest request). */
 static const char *count_text(char buf[32], double v)
 {
     double whole = v >= 0 && v < 1e15 ? (double)(int64_t)(v + 0.5) : v;
-    if (v - whole < 0.005 && whole - v < 0.005)
+    if (v > 0 && v < 0.005)
+        snprintf(buf, 32, "<0.01");
+    else if (v - whole < 0.005 && whole - v < 0.005)
         snprintf(buf, 32, "%.0f", v);
     else
         snprintf(buf, 32, "%.2f", v);
@@ -269,6 +273,8 @@ static void json_decimal(mt_json *j, const char *key, double v)
     char buf[64];
     if (v >= 1e15 || v <= -1e15) {
         snprintf(buf, sizeof buf, "%.17g", v);
+    } else if (v != 0 && v < 0.0005 && v > -0.0005) {
+        snprintf(buf, sizeof buf, "%.3g", v); /* 1e-05: 3 decimals would make it 0 */
     } else {
         snprintf(buf, sizeof buf, "%.3f", v);
         char *e = buf + strlen(buf) - 1;
@@ -347,8 +353,11 @@ static void json_view(mt_json *j, const struct spans_view *v)
         const struct info_band *band = &v->bands[i];
         mt_json_oneline(j);
         mt_json_object_begin(j);
-        json_decimal(j, "percentile", (double)band->to / INFO_PCT_SCALE);
-        json_decimal(j, "percentile_from", (double)band->from / INFO_PCT_SCALE);
+        char pct[32]; /* exact, as the text names the band: 0.000001 is not 0 */
+        mt_json_key(j, "percentile");
+        mt_json_number(j, pct_name(pct, band->to));
+        mt_json_key(j, "percentile_from");
+        mt_json_number(j, pct_name(pct, band->from));
         json_figures(j, &band->f);
         mt_json_ki64_or_null(j, "latency_min_ns", band->f.latency_min_ns >= 0, band->f.latency_min_ns);
         mt_json_ki64_or_null(j, "latency_max_ns", band->f.latency_max_ns >= 0, band->f.latency_max_ns);

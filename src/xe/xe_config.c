@@ -165,73 +165,168 @@ static int parse_count(const char *v, size_t n, unsigned *out)
             return -1;
         x = x * 10 + (unsigned)(v[i] - '0');
     }
-    if (x == 0 || x > 65536)
+    if (x == 0 || x > XE_MAX_COUNT)
         return -1;
     *out = x;
     return 0;
 }
 
-static int parse_option(xe_config *cfg, const char *k, size_t kn, const char *v, size_t vn, char *why,
-                        size_t whylen)
+/* The session options, by the names of CREATE EVENT SESSION and their
+ * short forms; each may be given once, target excepted (once per kind). */
+enum option {
+    OPT_NAME,
+    OPT_MAX_MEMORY,
+    OPT_MODE,
+    OPT_RETENTION,
+    OPT_LATENCY,
+    OPT_MAX_EVENT_SIZE,
+    OPT_STRICT,
+    OPT_EVENTS,
+    OPT_WHERE,
+    OPT_TARGET,
+    OPT_START,
+    OPT_CPUS,
+    OPT_NODES,
+    NOPTIONS
+};
+static const struct {
+    const char *name, *alias;
+} options[NOPTIONS] = {
+    [OPT_NAME] = {"name", NULL},
+    [OPT_MAX_MEMORY] = {"max_memory", NULL},
+    [OPT_MODE] = {"memory_partition_mode", "mode"},
+    [OPT_RETENTION] = {"event_retention_mode", "retention"},
+    [OPT_LATENCY] = {"max_dispatch_latency", "latency"},
+    [OPT_MAX_EVENT_SIZE] = {"max_event_size", NULL},
+    [OPT_STRICT] = {"strict_max_memory", "strict"},
+    [OPT_EVENTS] = {"events", NULL},
+    [OPT_WHERE] = {"where", "predicate"},
+    [OPT_TARGET] = {"target", NULL},
+    [OPT_START] = {"start", NULL},
+    [OPT_CPUS] = {"cpus", NULL},
+    [OPT_NODES] = {"nodes", NULL},
+};
+
+/* The option named k[0..kn), or -1. */
+static int option_of(const char *k, size_t kn)
+{
+    for (int i = 0; i < NOPTIONS; i++)
+        if (word_is(k, kn, options[i].name) || (options[i].alias && word_is(k, kn, options[i].alias)))
+            return i;
+    return -1;
+}
+
+static int parse_option(xe_config *cfg, enum option opt, const char *v, size_t vn, char *why, size_t whylen)
 {
     char tmp[256];
-    if (word_is(k, kn, "name")) {
+    uint64_t bytes;
+    switch (opt) {
+    case OPT_NAME:
         if (vn == 0 || vn > XE_NAME_MAX)
             return say(why, whylen, "name: 1 to 63 characters", NULL, 0, NULL);
         for (size_t i = 0; i < vn; i++)
             if (!isalnum((unsigned char)v[i]) && !strchr("_.-:", v[i]))
                 return say(why, whylen, "name '", v, vn, "': use letters, digits and _ . - : only");
         copy_value(cfg->name, sizeof cfg->name, v, vn);
-    } else if (word_is(k, kn, "max_memory") || word_is(k, kn, "max_event_size")) {
-        uint64_t bytes;
+        return 0;
+    case OPT_MAX_MEMORY:
+    case OPT_MAX_EVENT_SIZE:
         if (copy_value(tmp, sizeof tmp, v, vn) < 0 || xe_parse_size(tmp, 1024, &bytes) < 0)
             return say(why, whylen, "bad size '", v, vn, "' (e.g. 4MB, 640KB; a bare number is KB)");
-        if (word_is(k, kn, "max_memory"))
-            cfg->max_memory = bytes;
-        else
-            cfg->max_event_size = bytes;
-    } else if (word_is(k, kn, "memory_partition_mode") || word_is(k, kn, "mode")) {
+        *(opt == OPT_MAX_MEMORY ? &cfg->max_memory : &cfg->max_event_size) = bytes;
+        return 0;
+    case OPT_MODE:
         if (copy_value(tmp, sizeof tmp, v, vn) < 0 || xe_parse_partition_mode(tmp, &cfg->mode) < 0)
             return say(why, whylen, "bad partition mode '", v, vn, "' (none, per_node, per_cpu)");
-    } else if (word_is(k, kn, "event_retention_mode") || word_is(k, kn, "retention")) {
+        return 0;
+    case OPT_RETENTION:
         if (parse_retention(v, vn, &cfg->retention) < 0)
             return say(why, whylen, "bad retention mode '", v, vn,
                        "' (allow_single_event_loss, allow_multiple_event_loss, no_event_loss)");
-    } else if (word_is(k, kn, "max_dispatch_latency") || word_is(k, kn, "latency")) {
+        return 0;
+    case OPT_LATENCY:
         if (parse_latency(v, vn, &cfg->max_dispatch_latency_ns) < 0)
             return say(why, whylen, "bad dispatch latency '", v, vn, "' (e.g. 30s, 500ms, infinite)");
-    } else if (word_is(k, kn, "strict_max_memory") || word_is(k, kn, "strict")) {
+        return 0;
+    case OPT_STRICT:
         if (parse_on_off(v, vn, &cfg->strict) < 0)
             return say(why, whylen, "strict_max_memory: on or off, not '", v, vn, "'");
-    } else if (word_is(k, kn, "start")) {
+        return 0;
+    case OPT_START:
         if (parse_on_off(v, vn, &cfg->start) < 0)
             return say(why, whylen, "start: on or off, not '", v, vn, "'");
-    } else if (word_is(k, kn, "events")) {
+        return 0;
+    case OPT_EVENTS:
         if (parse_events(v, vn, &cfg->event_mask) < 0)
             return say(
                 why, whylen, "bad event list '", v, vn,
                 "' (user, alloc, free, realloc, mmap, munmap, span_begin, span_end, snapshot, page_ref)");
-    } else if (word_is(k, kn, "where") || word_is(k, kn, "predicate")) {
+        return 0;
+    case OPT_WHERE:
         if (copy_value(tmp, sizeof tmp, v, vn) < 0)
             return say(why, whylen, "predicate too long", NULL, 0, NULL);
         return xe_pred_compile(tmp, &cfg->pred, why, whylen);
-    } else if (word_is(k, kn, "target")) {
-        return parse_target(cfg, v, vn, why, whylen);
-    } else if (word_is(k, kn, "cpus") || word_is(k, kn, "nodes")) {
-        if (parse_count(v, vn, word_is(k, kn, "cpus") ? &cfg->cpus : &cfg->nodes) < 0)
-            return say(why, whylen, "bad count '", v, vn, "' (1 to 65536)");
-    } else {
-        return say(why, whylen, "unknown session option '", k, kn,
-                   "' (name, max_memory, memory_partition_mode, event_retention_mode, max_dispatch_latency, "
-                   "max_event_size, strict_max_memory, events, where, target, start, cpus, nodes)");
+    case OPT_TARGET: return parse_target(cfg, v, vn, why, whylen);
+    case OPT_CPUS:
+    case OPT_NODES:
+        if (parse_count(v, vn, opt == OPT_CPUS ? &cfg->cpus : &cfg->nodes) < 0) {
+            mt_out o;
+            xe_why_init(&o, why, whylen);
+            mt_out_str(&o, "bad count '");
+            mt_out_shown(&o, v, vn);
+            mt_out_str(&o, "' (1 to ");
+            mt_out_u64(&o, XE_MAX_COUNT);
+            mt_out_str(&o, ")");
+            xe_why_done(&o);
+            return -EINVAL;
+        }
+        return 0;
+    case NOPTIONS: break;
     }
-    return 0;
+    return -EINVAL;
+}
+
+/* "unknown session option 'colour' (name, max_memory, ...)": the table's names. */
+static int unknown_option(const char *k, size_t kn, char *why, size_t whylen)
+{
+    mt_out o;
+    xe_why_init(&o, why, whylen);
+    mt_out_str(&o, "unknown session option '");
+    mt_out_shown(&o, k, kn);
+    mt_out_str(&o, "' (");
+    for (int i = 0; i < NOPTIONS; i++) {
+        mt_out_str(&o, options[i].name);
+        mt_out_str(&o, i + 1 < NOPTIONS ? ", " : ")");
+    }
+    xe_why_done(&o);
+    return -EINVAL;
+}
+
+/* "session option 'max_memory' given twice", or for a short form
+ * "session option 'mode' (memory_partition_mode) given twice": the
+ * target's "parameter '...' given twice", for the session. */
+static int given_twice(enum option opt, const char *k, size_t kn, char *why, size_t whylen)
+{
+    mt_out o;
+    xe_why_init(&o, why, whylen);
+    mt_out_str(&o, "session option '");
+    mt_out_shown(&o, k, kn);
+    mt_out_char(&o, '\'');
+    if (!word_is(k, kn, options[opt].name)) {
+        mt_out_str(&o, " (");
+        mt_out_str(&o, options[opt].name);
+        mt_out_char(&o, ')');
+    }
+    mt_out_str(&o, " given twice");
+    xe_why_done(&o);
+    return -EINVAL;
 }
 
 int xe_config_parse(const char *text, xe_config *cfg, char *why, size_t whylen)
 {
     xe_config_defaults(cfg);
     const char *p = text ? text : "";
+    uint32_t given = 0; /* the options seen, by enum option */
     while (*p) {
         const char *e = p;
         int depth = 0;
@@ -252,7 +347,14 @@ int xe_config_parse(const char *text, xe_config *cfg, char *why, size_t whylen)
         size_t kn = (size_t)(eq - item), vn = n - kn - 1;
         xe_trim(&k, &kn);
         xe_trim(&v, &vn);
-        int rc = parse_option(cfg, k, kn, v, vn, why, whylen);
+        int opt = option_of(k, kn);
+        if (opt < 0)
+            return unknown_option(k, kn, why, whylen);
+        /* A second value would silently replace the first. */
+        if (opt != OPT_TARGET && (given >> opt & 1))
+            return given_twice((enum option)opt, k, kn, why, whylen);
+        given |= 1u << opt;
+        int rc = parse_option(cfg, (enum option)opt, v, vn, why, whylen);
         if (rc < 0)
             return rc;
     }

@@ -14,6 +14,12 @@
 #define XE_CHUNK 65536u         /* buffers are made of 64 KiB chunks */
 #define XE_BUFFER_OVERHEAD 205u /* bytes of each buffer not usable for events */
 #define XE_DEFAULT_MAX_MEMORY (4u << 20)
+/* The most CPUs or NUMA nodes a session (cpus=, nodes=) or `memtrail xe
+ * plan` (--cpus, --nodes) sizes for: one limit, so the plan never shows
+ * buffers a session would refuse. 8 times Linux's largest NR_CPUS (8192)
+ * and 64 times its MAX_NUMNODES (1024); a session maps a partition and a
+ * CPU map entry per count inside the traced program. */
+#define XE_MAX_COUNT 65536u
 
 typedef enum { XE_PART_NONE = 0, XE_PART_PER_NODE = 1, XE_PART_PER_CPU = 2 } xe_partition_mode;
 

@@ -237,6 +237,98 @@ expect_eq "query: it answers again once continued" "$stopped" "$(json_get "$T/co
 kill "$stopped"; wait_gone "$stopped"
 rm -f "$(sock_of "$stopped")"   # killed by a signal: no exit handler removed it
 
+# --- a process that exits before answering -----------------------------------
+# The query's signal ends a sleep that tests/agent/sleep_once.c does not
+# resume, so it exits; or it exits on its own while the query is on its
+# way. Either way the query says so, not "closed its control socket
+# without answering", "busy" or "nothing listens". hold.so, preloaded into
+# memtrail, holds the query's send() (or connect()) until the program has
+# gone, so the exit comes first every time.
+cat >"$T/hold.c" <<'EOF2'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+/* Until process MT_HOLD_PID is gone or a zombie (at most 20 s). */
+static void hold(const char *call)
+{
+    const char *which = getenv("MT_HOLD"), *pid = getenv("MT_HOLD_PID");
+    if (!which || !pid || strcmp(which, call) != 0)
+        return;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%s/status", pid);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(path, "r");
+        int ended = !f;
+        while (f && fgets(line, sizeof line, f))
+            if (strncmp(line, "State:", 6) == 0)
+                ended = strchr(line, 'Z') != NULL;
+        if (f)
+            fclose(f);
+        if (ended)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    hold("send");
+    return ((ssize_t (*)(int, const void *, size_t, int))dlsym(RTLD_NEXT, "send"))(fd, buf, n, flags);
+}
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    hold("connect");
+    return ((int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "connect"))(fd, addr, len);
+}
+EOF2
+# start_sleeper SECONDS: sleep_once under the agent; its pid in $sleeper once its socket is there.
+start_sleeper() {
+    rm -f "$T/sleeper.pid"
+    MEMTRAIL_OPTIONS="${QOPT}output=$T/sleeper.%p.mtr" LD_PRELOAD=$AGENT "$TBIN/sleep_once" "$T/sleeper.pid" "$1" \
+        >"$T/sleeper.out" 2>&1 &
+    sleeper=$!; pids+=("$sleeper")
+    wait_file "$T/sleeper.pid" && wait_file "$(sock_of "$sleeper")"
+}
+if ! cc -shared -fPIC -o "$T/hold.so" "$T/hold.c" -ldl 2>"$T/hold.err"; then
+    fail "exits before answering: build hold.so" "$(head -c 300 "$T/hold.err")"
+else
+    if [ "$MODE" = on ]; then
+        # The connection's signal ends the sleep; the request is sent once the program is gone.
+        if start_sleeper 60; then
+            out=$(MT_HOLD=send MT_HOLD_PID=$sleeper LD_PRELOAD=$T/hold.so "$MT" query "$sleeper" summary 2>&1); rc=$?
+            expect_eq "exits before answering (the query ended its sleep): said plainly, exit 1" \
+                "1 memtrail: process $sleeper exited before answering" "$rc $out"
+            wait "$sleeper"
+            expect_eq "exits before answering: the program's sleep was cut short (it exits 0)" 0 "$?"
+        else
+            fail "exits before answering: program starts" "output: $(cat "$T/sleeper.out")"
+        fi
+        # Without holding: answered, or the same line (never busy, never closed without answering).
+        bad=""
+        for i in 1 2 3 4 5; do
+            start_sleeper 60 || { bad="$bad run $i did not start;"; break; }
+            out=$("$MT" query "$sleeper" summary 2>&1 >/dev/null); rc=$?
+            [ $rc = 0 ] || [ "$rc $out" = "1 memtrail: process $sleeper exited before answering" ] ||
+                bad="$bad run $i: $rc $out;"
+            wait "$sleeper"
+        done
+        expect_eq "exits before answering: 5 unheld runs, each answered or said plainly" "" "$bad"
+    fi
+    # The program leaves on its own (a 3 s sleep) between the socket's lookup and the connection.
+    if start_sleeper 3; then
+        out=$(MT_HOLD=connect MT_HOLD_PID=$sleeper LD_PRELOAD=$T/hold.so "$MT" query "$sleeper" summary 2>&1); rc=$?
+        expect_eq "exits before the connection: said plainly, exit 1" \
+            "1 memtrail: process $sleeper exited before answering" "$rc $out"
+        wait "$sleeper"
+    else
+        fail "exits before the connection: program starts" "output: $(cat "$T/sleeper.out")"
+    fi
+fi
+
 # --- another user's process -------------------------------------------------
 if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
     chmod 0711 "$T"

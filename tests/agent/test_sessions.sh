@@ -316,12 +316,14 @@ fi
 # Bad definitions: one line each, naming the session; the program runs, the
 # good session too.
 run_mt "$MT" run -o "$T/bad.mtr" --session 'name=small;max_memory=100KB' --session 'name=typo;max_memroy=4MB' \
-    --session 'name=ok;target=event_counter' --session 'target=nosuch' -- "$TBIN/xe_api" stub
+    --session 'name=ok;target=event_counter' --session 'target=nosuch' \
+    --session 'name=dup;max_memory=4MB;max_memory=8MB' -- "$TBIN/xe_api" stub
 expect_eq "bad session definitions: the program runs (exit 0)" "0" "$rc"
 expect_eq "bad session definitions: one line each" \
     "memtrail: session 'small': max_memory 100 KB gives 3 buffers of 34133 bytes; a buffer needs at least 64 KB (max_memory >= 192 KB); the program runs without it
 memtrail: session 'typo': unknown session option 'max_memroy' (name, max_memory, memory_partition_mode, event_retention_mode, max_dispatch_latency, max_event_size, strict_max_memory, events, where, target, start, cpus, nodes); the program runs without it
-memtrail: session '#4': unknown target 'nosuch' (targets: ring_buffer, event_file, histogram, event_counter, pair_matching); the program runs without it" \
+memtrail: session 'session4': unknown target 'nosuch' (targets: ring_buffer, event_file, histogram, event_counter, pair_matching); the program runs without it
+memtrail: session 'dup': session option 'max_memory' given twice; the program runs without it" \
     "$(printf '%s\n' "$err" | grep -v '^memtrail: \(summary report\|read it with\)')"
 run_mt "$MT" run --session '' -- true
 expect_eq "run --session '': usage error, exit 2" "2 memtrail: --session: empty session definition" "$rc $(echo "$err" | head -1)"
@@ -329,6 +331,12 @@ expect_eq "run --session '': usage error, exit 2" "2 memtrail: --session: empty 
 MEMTRAIL_OPTIONS="output=$T/env.mtr" MEMTRAIL_SESSIONS=$'name=one;target=event_counter\n\nname=two;max_memory=50KB' \
     LD_PRELOAD=$AGENT "$TBIN/xe_api" stub >"$T/env.out" 2>"$T/env.err"
 expect_eq "MEMTRAIL_SESSIONS: a bad line is one error; the process runs" "0 1" "$? $(grep -c "^memtrail: session 'two': max_memory 50 KB" "$T/env.err")"
+# An unnamed definition is called as the docs say (sessionN, N its place
+# among the definitions: blank lines do not count), in its error line too.
+MEMTRAIL_OPTIONS="output=$T/env2.mtr" MEMTRAIL_SESSIONS=$'target=event_counter\n\nmax_memory=50KB' \
+    LD_PRELOAD=$AGENT "$TBIN/xe_api" stub >"$T/env2.out" 2>"$T/env2.err"
+expect_eq "MEMTRAIL_SESSIONS: a bad unnamed definition is named session2 (its place), as docs/cli.md says" "0 1" \
+    "$? $(grep -c "^memtrail: session 'session2': max_memory 50 KB gives 3 buffers" "$T/env2.err")"
 # A target's error names it once (docs/events.md); a predicate cut short
 # says what it expected, then where.
 MEMTRAIL_OPTIONS="output=$T/tgt.mtr" MEMTRAIL_SESSIONS=$'name=a;target=ring_buffer(foo=1)\nname=b;target=histogram(slots=0)\nname=c;target=histogram(source=nope)\nname=d;target=pair_matching(begin_event=alloc,end_event=alloc)\nname=e;where=size' \

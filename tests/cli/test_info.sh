@@ -168,7 +168,7 @@ PYEOF
 
 # --- the figures, against the model --------------------------------------------------
 for f in one two; do
-    for p in 50,90,99,99.9 25,75 10,99.5 33.333333,66.666666; do
+    for p in 50,90,99,99.9 25,75 10,99.5 33.333333,66.666666 0.000001,99.999999; do
         args=(); [ $p = 50,90,99,99.9 ] || args=(--percentiles "$p")
         run_mt "$M" info "$T/$f.mtr" --json "${args[@]}"
         echo "$out" >"$T/got.json"
@@ -238,6 +238,20 @@ contains "text: spans summary" "affected by memory events: 64 of 1000 requests (
 contains "text: shares" "memory management's share: 46.80% of the affected requests' time" "$out"
 expect_match "text: the p99.9 band" "p99\.9-p100 +1 +5\.000ms-5\.100ms +100\.00% +79\.21% +79\.21% +0\.40" "$out"
 expect_match "text: the p0-p50 band, none affected" "p0-p50 +500 +41\.000us-42\.000us +0% +- " "$out"
+# Percentiles so small that a band holds a sliver of one request (1000 x
+# 0.000001% = 0.00001 of the fastest, and of the slowest): not shown as 0
+# requests beside a latency range; the percentiles as given, in JSON too.
+run_mt "$M" info "$T/one.mtr" --percentiles 0.000001,99.999999
+expect_match "text: p0-p0.000001 holds a sliver of a request, not 0" \
+    "p0-p0\.000001 +<0\.01 +41\.000us-42\.000us " "$out"
+expect_match "text: p99.999999-p100 holds a sliver of a request, not 0" \
+    "p99\.999999-p100 +<0\.01 +5\.000ms-5\.100ms " "$out"
+run_mt "$M" info "$T/one.mtr" --percentiles 0.000001,99.999999 --json
+echo "$out" >"$T/sliver.json"
+expect_eq "json: exact percentiles (0.000001, not 0; 99.999999, not 100) and the slivers' requests, not 0" \
+    "0 1e-06 1e-05 41000 | 1e-06 99.999999 1000 41000 | 99.999999 100 1e-05 5000000" \
+    "$(json_get "$T/sliver.json" "' | '.join(' '.join(str(b[k]) for k in ('percentile_from', 'percentile', 'requests', 'latency_min_ns')) for b in j['spans']['by_percentile'])")"
+contains "json: the percentile written as given" '{"percentile": 0.000001, "percentile_from": 0, "requests": 1e-05,' "$out"
 run_mt "$M" info "$T/two.mtr"
 contains "text, two names: the counts of the spans line" "Request spans: 2 names (3 ends without a begin, 1 spans not recorded)" "$out"
 contains "text, two names: one block per name" "  span 'POST':" "$out"
@@ -265,7 +279,7 @@ fi
 # --- JSON against the schema --------------------------------------------------------------
 "$M" info "$T/two.mtr" --json >"$T/two.json"
 if python3 -c 'import jsonschema' 2>/dev/null; then
-    for d in one two trim; do
+    for d in one two trim sliver; do
         expect_eq "info --json ($d) validates against info.schema.json" ok "$(python3 - "$MT_ROOT/docs/schema/info.schema.json" "$T/$d.json" <<'PYEOF'
 import json, sys, jsonschema
 try:

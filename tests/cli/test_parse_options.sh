@@ -89,7 +89,7 @@ usage_error "int: negative" "bad value '-1' for --top (expected an integer from 
     analyze "$T/r.mtr" --top -1
 usage_error "int with a noun" "--timeout: '3601' is not a number of seconds from 1 to 3600" query \
     query 1 --timeout 3601
-usage_error "int with a noun (xe)" "--cpus: '0' is not a count from 1 to 1048576" "xe plan" \
+usage_error "int with a noun (xe)" "--cpus: '0' is not a count from 1 to 65536" "xe plan" \
     xe plan --max-memory 576 --cpus 0
 # run's flags that become agent options: the agent's table gives the range.
 usage_error "run --depth 65: the option table's range" "--depth: bad value '65' (accepted: 1 to 64 frames)" run \

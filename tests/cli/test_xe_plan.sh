@@ -314,6 +314,22 @@ contains "range of 16777216 values: ends with the advice for its end" "advice fo
 usage_case "missing --max-memory"    "missing --max-memory"            xe plan --mode per_cpu
 usage_case "--cpus 0"                "--cpus: '0' is not a count"      xe plan --max-memory 576 --cpus 0
 usage_case "--nodes x"               "--nodes: 'x' is not a count"     xe plan --max-memory 576 --nodes x
+# --cpus and --nodes take what a session's cpus= and nodes= take (1 to
+# 65536, XE_MAX_COUNT; tests/xe/test_session.c checks the same ends there).
+usage_case "--cpus 65537"            "--cpus: '65537' is not a count from 1 to 65536" \
+    xe plan --max-memory 576 --cpus 65537
+usage_case "--nodes 0"               "--nodes: '0' is not a count from 1 to 65536" xe plan --max-memory 576 --nodes 0
+usage_case "--nodes 65537"           "--nodes: '65537' is not a count from 1 to 65536" \
+    xe plan --max-memory 576 --nodes 65537
+buffers_of() { printf '%s' "$out" >"$T/c.json" && json_get "$T/c.json" 'j["total_regular_buffers"]'; }
+run_mt "$MT_ASAN" xe plan --max-memory 192KB --mode per_cpu --cpus 1 --json
+expect_eq "--cpus 1: the least, 3 buffers (ceil 2.5)" "0 3" "$rc $(buffers_of)"
+run_mt "$MT_ASAN" xe plan --max-memory 10GB --mode per_cpu --cpus 65536 --json
+expect_eq "--cpus 65536: the most, 163840 buffers" "0 163840" "$rc $(buffers_of)"
+run_mt "$MT_ASAN" xe plan --max-memory 192KB --mode per_node --nodes 1 --json
+expect_eq "--nodes 1: the least, 3 buffers" "0 3" "$rc $(buffers_of)"
+run_mt "$MT_ASAN" xe plan --max-memory 12GB --mode per_node --nodes 65536 --json
+expect_eq "--nodes 65536: the most, 196608 buffers" "0 196608" "$rc $(buffers_of)"
 usage_case "--mode without value"    "needs a value"                   xe plan --max-memory 576 --mode
 usage_case "stray argument"          "unexpected argument 'extra'"     xe plan --max-memory 576 extra
 usage_case "xe alone"                "missing the xe command"          xe

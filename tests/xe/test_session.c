@@ -727,6 +727,47 @@ static void test_config(void)
     CHECK("config: option without value",
           xe_config_parse("name", &c, why, sizeof why) == -EINVAL && strstr(why, "needs a value") != NULL);
     CHECK("config: bad name", xe_config_parse("name=a b", &c, why, sizeof why) == -EINVAL);
+    /* cpus= and nodes= take what `memtrail xe plan --cpus/--nodes` takes
+     * (tests/cli/test_xe_plan.sh checks the same ends there). */
+    CHECK("config: cpus=1 and nodes=1, the least",
+          xe_config_parse("cpus=1;nodes=1", &c, why, sizeof why) == 0 && c.cpus == 1 && c.nodes == 1);
+    CHECK("config: cpus=65536 and nodes=65536, the most (XE_MAX_COUNT)",
+          xe_config_parse("cpus=65536;nodes=65536", &c, why, sizeof why) == 0 && c.cpus == XE_MAX_COUNT &&
+              c.nodes == XE_MAX_COUNT);
+    CHECK("config: cpus=0 refused, the range named",
+          xe_config_parse("cpus=0", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "bad count '0' (1 to 65536)") == 0);
+    CHECK("config: cpus=65537 refused, the range named",
+          xe_config_parse("cpus=65537", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "bad count '65537' (1 to 65536)") == 0);
+    /* An option once (a second value would replace the first unseen), as
+     * a target's parameter; target once per kind. */
+    CHECK("config: an option given twice is refused, named",
+          xe_config_parse("name=x;max_memory=4MB;max_memory=8MB", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "session option 'max_memory' given twice") == 0);
+    CHECK("config: an option given twice under its two names is refused, named both ways",
+          xe_config_parse("memory_partition_mode=none; MODE=per_cpu", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "session option 'MODE' (memory_partition_mode) given twice") == 0);
+    CHECK("config: name, where, cpus given twice are refused",
+          xe_config_parse("name=a;name=b", &c, why, sizeof why) == -EINVAL &&
+              strstr(why, "'name' given twice") != NULL &&
+              xe_config_parse("where=size > 1;predicate=size < 9", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "session option 'predicate' (where) given twice") == 0 &&
+              xe_config_parse("cpus=2;cpus=2", &c, why, sizeof why) == -EINVAL);
+    CHECK("config: targets of two kinds are fine, one kind twice is not",
+          xe_config_parse("target=ring_buffer;target=event_counter", &c, why, sizeof why) == 0 &&
+              c.ntargets == 2 &&
+              xe_config_parse("target=ring_buffer;target=ring_buffer", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "target 'ring_buffer' given twice") == 0);
+    CHECK("config: an unknown option lists every option",
+          xe_config_parse("colour=red", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "unknown session option 'colour' (name, max_memory, memory_partition_mode, "
+                          "event_retention_mode, max_dispatch_latency, max_event_size, strict_max_memory, "
+                          "events, where, target, start, cpus, nodes)") == 0);
+    CHECK("config: nodes=0 and nodes=65537 refused",
+          xe_config_parse("nodes=0", &c, why, sizeof why) == -EINVAL &&
+              xe_config_parse("nodes=65537", &c, why, sizeof why) == -EINVAL &&
+              strcmp(why, "bad count '65537' (1 to 65536)") == 0);
 }
 
 int main(void)
