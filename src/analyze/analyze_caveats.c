@@ -115,12 +115,12 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
                 "to %s)\n",
                 n, w);
     }
-    if (cv->before)
+    if (cv->before) /* wrapped after the how, which is long, so no line passes ~90 columns */
         fprintf(
             out,
-            "  CAUTION: the trace began %s, after the program had run: blocks allocated before it "
-            "began\n    are in no figure (their frees, if any, are frees of unknown blocks), so live, "
-            "leaks and\n    the peak may be lower than the program's by an amount the trace cannot tell\n",
+            "  CAUTION: the trace began %s, after the\n    program had run: blocks allocated before it "
+            "began are in no figure (their frees, if\n    any, are frees of unknown blocks), so live, "
+            "leaks and the peak may be lower than the\n    program's by an amount the trace cannot tell\n",
             cv->began_query ? "on demand (memtrail query PID start trace)"
                             : "at a fork whose parent's blocks could not be read");
     if (cv->unknown) {

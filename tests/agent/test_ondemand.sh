@@ -144,6 +144,8 @@ run_mt "$MT" analyze "$D/t.mtt" --peak --leaks
 contains "before: text CAUTION before the figures: began on demand, blocks before it in no figure" \
     "CAUTION: the trace began on demand (memtrail query PID start trace), after the program had run: blocks allocated before it began are in no figure" \
     "$(printf '%s' "$out" | sed -n '2,4p' | tr '\n' ' ' | sed 's/  */ /g')"
+expect_eq "before: the CAUTION wrapped as the other CAUTIONs are (its widest line within 90 columns)" "yes" \
+    "$(printf '%s\n' "$out" | sed -n '/CAUTION/,/^  allocations/p' | sed '$d' | awk '{ if (length($0) > w) w = length($0) } END { print (w > 0 && w <= 90) ? "yes" : "no: " w }')"
 "$MT" html "$D/t.mtt" -o "$T/b.html" >/dev/null 2>&1
 expect_match "before: the html page's data carries the caveat" '"began_late": ?true' "$(cat "$T/b.html")"
 
