@@ -117,6 +117,17 @@ expect_eq "trace holds exactly phase 2 (allocs frees reallocs frees_unknown real
 expect_eq "start=off: no trace at start-up, none at exit" "" "$(ls "$T/trace" | grep mtt)"
 expect_eq "fork while recording: the child's own trace (FILE.PID), complete, with its allocations only, its frees of 5 inherited blocks known (the parent's trace holds them)" \
     "10 15 0" "$(analyzed "$T/cwd/rec.mtt.$child" | awk '{ print $1, $2, $4 }')"
+# the parent's trace began on demand: what the parent held before it, the
+# child inherited unseen
+expect_eq "fork while recording: the child's trace began late too (caveat began_late, a note why)" \
+    "True True" \
+    "$("$MT" analyze "$T/cwd/rec.mtt.$child" --json | python3 -c 'import json,sys; j = json.load(sys.stdin)
+print(bool(j["caveats"] and j["caveats"]["began_late"]), "began after the parent had allocated" in (j["inherited"]["note"] or ""))')"
+run_mt "$MT" analyze "$T/cwd/rec.mtt.$child" --peak
+contains "fork while recording: the child's text CAUTION says it began at a fork without all its parent's blocks" \
+    "CAUTION: the trace began at a fork without all its parent's blocks" "$out"
+"$MT" html "$T/cwd/rec.mtt.$child" -o "$T/child.html" >/dev/null 2>&1
+expect_match "fork while recording: the child's html page's data carries the caveat" '"began_late": ?true' "$(cat "$T/child.html")"
 
 expect_eq "trace begun on demand: analyze --json says blocks before it are in no figure (began_late, live/leaks/peak unbounded)" \
     "True [False, False, False]" \

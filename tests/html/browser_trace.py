@@ -58,6 +58,14 @@ def check_trace(d, name, j, truth):
     peak_drawn = max(tl["max"]) if tl else None
     expect(name + ": the timeline reaches the peak", peak_drawn == j["peak"]["live_bytes"],
            "highest point %s, peak %s" % (peak_drawn, j["peak"]["live_bytes"]))
+    # What the analysis cannot know is said as analyze says it, or nothing
+    # when every figure is exact.
+    said = js(d, "var e = document.getElementById('mt-caveats'); return e ? e.textContent : null;")
+    if j["caveats"]:
+        expect(name + ": the caveats shown (began late: said so)", said is not None and
+               ("began after the program had run" in said) == bool(j["caveats"]["began_late"]), "%r" % said)
+    else:
+        expect(name + ": no caveat (every figure exact)", said is None, "%r" % said)
     tree = j["peak"]["tree"]
     expect(name + ": JSON tree's root is the peak and its first level sums to it",
            tree[0]["value"] == j["peak"]["live_bytes"] and
