@@ -92,6 +92,15 @@ def check_trace(d, name, j, truth):
         return r;""")
     expect(name + ": leak table's bytes are the JSON's", sorted(leak_bytes) == sorted(s["live_bytes"] for s in j["leaks"]["stacks"]),
            "%r" % leak_bytes)
+    # The hottest stacks by number: ranked by allocations (reallocs apart),
+    # the page's order that of the JSON (and of analyze's text).
+    hot = js(d, """var th = document.querySelector('#mt-hot-count th[data-key="allocs"]');
+        var i = Array.prototype.indexOf.call(th.parentNode.children, th), r = [];
+        document.querySelectorAll('#mt-hot-count tbody tr').forEach(function (tr) { r.push(+tr.children[i].dataset.value); });
+        return r;""")
+    want = [s["allocs"] for s in j["hot"]["by_count"]["stacks"]]
+    expect(name + ": hot stacks by allocations in the JSON's order", hot == want and want == sorted(want, reverse=True),
+           "page %r, JSON %r" % (hot[:8], want[:8]))
     bars = js(d, "var r = []; document.querySelectorAll('#mt-histogram g.mt-bar').forEach(function (g) { r.push(+g.dataset.value); }); return r;")
     expect(name + ": histogram has a bar per bucket with its count", bars == [h["count"] for h in j["histogram"]],
            "bars %r, JSON %r" % (bars, [h["count"] for h in j["histogram"]]))

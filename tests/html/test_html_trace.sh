@@ -8,7 +8,8 @@
 # tests/html/browser_trace.py, which checks what the page shows against the
 # JSON `memtrail analyze|refset report|info --json` prints and against the
 # programs' own counts: no console errors; totals, peak and top site; the
-# caveats (a trace begun on demand, tests/agent/held.c); a timeline point
+# caveats (a trace begun on demand, tests/agent/held.c); the hottest
+# stacks ranked by allocations (tests/agent/tracer.c hot); a timeline point
 # per bucket; the flame graph's root, zoom, search; the
 # reference-set figures recomputed in the page for a typed and a dragged
 # viewport equal `refset report --viewport`. Also the memory bound of
@@ -19,7 +20,7 @@ PY=/usr/bin/python3 # Debian's, with python3-selenium (not a pyenv shim)
 SCREENS=$BUILD/html-screens
 RSBIN=$BUILD/tests/refset
 GEN=$BUILD/bench/tracegen
-for f in "$MT" "$TBIN/peak" "$TBIN/spans" "$RSBIN/rs_seed" "$GEN"; do
+for f in "$MT" "$TBIN/peak" "$TBIN/tracer" "$TBIN/spans" "$RSBIN/rs_seed" "$GEN"; do
     [ -e "$f" ] || { fail html-trace-build "$f missing (make tests)"; exit 1; }
 done
 cd "$T" || exit 1
@@ -55,6 +56,13 @@ if [ -e "$AGENT" ] && [ -x "$TBIN/held" ]; then
 else
     echo "SKIP html trace: the agent or tests/agent/held not built: no on-demand page"
 fi
+
+# --- tracer hot: a stack of 100 allocations, and one of 20 allocations
+# grown by 180 reallocs: by number of allocations the first ranks first.
+"$MT" run --mode trace -o hot.mtt -- "$TBIN/tracer" hot >/dev/null 2>&1
+"$MT" analyze --json hot.mtt >hot.json
+"$MT" html hot.mtt -o hot.html 2>/dev/null
+jobs+=(trace:hot.html:hot.json)
 
 SQLITE=$(command -v sqlite3 || true)
 SQL=${MT_SHARED:-/work/shared}/bench/workload.sql
