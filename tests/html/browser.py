@@ -282,6 +282,20 @@ def check_diff(d, name, j):
         return r;""")
     want = {c["name"]: c["live_bytes_delta"] for c in j["categories"] if c["live_bytes_delta"]}
     expect(name + ": categories' changes drawn", bars == want, "bars %r, JSON %r" % (bars, want))
+    # A category one side has no figures for (address space, memtrail's
+    # overhead, against a trace): its status said, its change n/a, not a drop.
+    rows = js(d, """var keys = [], r = {};
+        document.querySelectorAll('#mt-diff-category-table thead th').forEach(function (th) { keys.push(th.dataset.key); });
+        document.querySelectorAll('#mt-diff-category-table tbody tr').forEach(function (tr) {
+            var s = tr.children[keys.indexOf('status')], d = tr.children[keys.indexOf('live_bytes_delta')];
+            r[tr.dataset.name] = [s.textContent, d.dataset.value, d.title]; });
+        return r;""")
+    for c in j["categories"]:
+        if c["status"] == "not_comparable":
+            row = rows.get(c["name"]) or ["", "", ""]
+            expect("%s: %s (%s) not comparable, its change n/a" % (name, c["name"], c["kind"]),
+                   row[0] == "not_comparable" and row[1] == "null" and row[2].startswith("not comparable: ") and
+                   ("overhead" in row[2]) == (c["kind"] == "overhead"), "row %r" % row)
     if j.get("sites"):
         sites = j["sites"]
         big = max(sites, key=lambda s: abs(s["delta"]["live_bytes"]))
