@@ -79,8 +79,9 @@ struct analyze_inherited {
     uint64_t ppid;         /* the parent's pid (meta ppid), 0 when not given */
     uint64_t count, bytes; /* the blocks inherited */
     bool parent_short;     /* the parent's file ends (or stops) before the fork */
+    bool parent_late;      /* the parent's trace began late itself (analyze_began_late) */
     char parent[1024];     /* the parent's trace file as opened (or as named) */
-    char note[768];        /* FAILED: why; DONE with parent_short: what the file lacks */
+    char note[768];        /* FAILED: why; DONE with parent_short or parent_late: what it lacks */
 };
 
 struct analyze_result {
@@ -200,13 +201,18 @@ struct analyze_caveats {
     bool incomplete;      /* no end record, or reading stopped early */
     uint64_t unknown;     /* frees and reallocs of blocks the trace does not hold */
     bool before;          /* the trace began after the program had allocated (on demand, or a
-                             forked child's without its parent's blocks): those are in no figure */
+                             forked child's without all its parent's blocks): those are in no figure */
     bool began_query;     /* before, because it began on demand (meta began=query) */
     uint64_t mean_size, max_size;
     struct analyze_caveat fig[ANALYZE_CAVEATS_MAX];
     size_t nfig;
 };
 
+/* Whether the trace read through r began after the program had allocated,
+ * the blocks live then in no figure: on demand (meta began=query), or at a
+ * fork without all the parent's blocks (its trace unreadable, ending
+ * before the fork, or begun late itself). */
+bool analyze_began_late(const struct analyze_result *res, const mt_trace_reader *r);
 /* The caveats of a result read through r (NULL: none known), incomplete
  * when reading stopped early or the trace has no end record. */
 void analyze_caveats(const struct analyze_result *res, const mt_trace_reader *r, bool incomplete,

@@ -32,6 +32,16 @@ static void add_fig(struct analyze_caveats *cv, const char *figure, uint64_t ove
     }
 }
 
+bool analyze_began_late(const struct analyze_result *res, const mt_trace_reader *r)
+{
+    const char *began = r ? mt_trace_meta(r, "began") : NULL;
+    const struct analyze_inherited *in = &res->inherited;
+    /* a child that replayed its parent's trace has only the blocks that
+     * trace knew of at the fork */
+    return (began && strcmp(began, "query") == 0) || in->state == ANALYZE_INHERIT_FAILED ||
+           (in->state == ANALYZE_INHERIT_DONE && (in->parent_short || in->parent_late));
+}
+
 void analyze_caveats(const struct analyze_result *res, const mt_trace_reader *r, bool incomplete,
                      struct analyze_caveats *cv)
 {
@@ -51,13 +61,11 @@ void analyze_caveats(const struct analyze_result *res, const mt_trace_reader *r,
     }
     cv->mean_size = calls ? bytes / calls : 0;
     cv->max_size = res->max_size;
-    /* A trace started on demand (meta began=query), or a forked child's
-     * whose parent's blocks could not be replayed, began after the program
-     * had allocated: its blocks live then are in no figure, whether or not
-     * the trace sees them freed. */
+    /* Blocks live when a trace begun late began are in no figure, whether
+     * or not the trace sees them freed. */
     const char *began = r ? mt_trace_meta(r, "began") : NULL;
     cv->began_query = began && strcmp(began, "query") == 0;
-    cv->before = cv->began_query || res->inherited.state == ANALYZE_INHERIT_FAILED;
+    cv->before = analyze_began_late(res, r);
     cv->any = lost || incomplete || cv->unknown || cv->before;
     if (!cv->any)
         return;
@@ -115,14 +123,14 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
                 "to %s)\n",
                 n, w);
     }
-    if (cv->before)
+    if (cv->before) /* wrapped after the how, which is long, so no line passes ~90 columns */
         fprintf(
             out,
-            "  CAUTION: the trace began %s, after the program had run: blocks allocated before it "
-            "began\n    are in no figure (their frees, if any, are frees of unknown blocks), so live, "
-            "leaks and\n    the peak may be lower than the program's by an amount the trace cannot tell\n",
+            "  CAUTION: the trace began %s, after the\n    program had run: blocks allocated before it "
+            "began are in no figure (their frees, if\n    any, are frees of unknown blocks), so live, "
+            "leaks and the peak may be lower than the\n    program's by an amount the trace cannot tell\n",
             cv->began_query ? "on demand (memtrail query PID start trace)"
-                            : "at a fork whose parent's blocks could not be read");
+                            : "at a fork without all its parent's blocks");
     if (cv->unknown) {
         char mean[MT_UNITS_MAX];
         fprintf(out,

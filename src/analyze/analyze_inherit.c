@@ -89,9 +89,10 @@ static bool after_fork_id(uint32_t id, uint32_t last)
     return (int32_t)(id - last) > 0;
 }
 
-/* The parent's events up to the fork into pa. *past: an event after the
- * fork was seen (the file reaches the fork). 0, -ENOMEM, or -EBADMSG when
- * the file stops on an error before the fork (what was before it is in pa). */
+/* The parent's events up to the fork into pa. *past: the file reaches the
+ * fork (an event after it was seen, or the file is complete). 0, -ENOMEM,
+ * or -EBADMSG when the file stops on an error before the fork (what was
+ * before it is in pa). */
 static int replay(struct analyzer *pa, mt_trace_reader *pr, uint64_t fork_t, uint32_t last_id, bool *past,
                   unsigned generation)
 {
@@ -128,6 +129,11 @@ static int replay(struct analyzer *pa, mt_trace_reader *pr, uint64_t fork_t, uin
     free(buf);
     if (rc == 0 && nrc < 0)
         rc = -EBADMSG;
+    /* The parent was writing this file at the fork (it named it to the
+     * child there): finished whole, it reaches the fork even when its
+     * last event came before it. */
+    if (rc == 0 && nrc == 0 && mt_trace_complete(pr))
+        *past = true;
     return rc;
 }
 
@@ -291,6 +297,13 @@ static int inherit_at(struct analyzer *a, mt_trace_reader *child, unsigned gener
                 note(in,
                      "the parent's trace %s ends before the fork: blocks it allocated after its last "
                      "event are unknown",
+                     in->parent);
+            /* what the parent's trace did not know of, it could not hand on */
+            in->parent_late = analyze_began_late(analyze_result(pa), pr);
+            if (in->parent_late && !in->note[0])
+                note(in,
+                     "the parent's trace %s began after the parent had allocated (on demand, or at a fork "
+                     "without all its own parent's blocks): blocks it held from before are unknown",
                      in->parent);
             rc = analyze_take_live(a, pa);
             if (rc == 0)

@@ -20,14 +20,16 @@
 
 enum rank { RANK_PEAK, RANK_LEAKS, RANK_TEMPORARY, RANK_HOT_COUNT, RANK_HOT_BYTES };
 
-/* A stack's figures in a list: bytes and count. */
+/* A stack's figures in a list: bytes and count. The hot lists count
+ * allocations as the header does, a realloc resizing a block (its reallocs
+ * are shown beside them). */
 static void figures(const struct analyze_stack *s, enum rank k, uint64_t *bytes, uint64_t *count)
 {
     switch (k) {
     case RANK_PEAK: *bytes = s->peak_bytes, *count = s->peak_count; break;
     case RANK_LEAKS: *bytes = s->live_bytes, *count = s->live_count; break;
     case RANK_TEMPORARY: *bytes = s->temp_bytes, *count = s->temp_count; break;
-    default: *bytes = s->allocated_bytes, *count = s->allocs + s->reallocs; break;
+    default: *bytes = s->allocated_bytes, *count = s->allocs; break;
     }
 }
 

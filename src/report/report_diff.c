@@ -29,17 +29,36 @@ static const struct report_category *row_any(const struct row *w)
     return w->cur ? w->cur : w->base;
 }
 
-/* An address-space category on one side only because the other report
- * has no such figures (a trace, say): it did not come or go, it cannot be
- * compared. */
-static bool not_comparable(const struct row *w, bool vb, bool vc)
+/* The figures a report has: address-space ones (a category line with VM
+ * fields), memtrail's own overhead (every report the agent writes lists
+ * it; a trace has none: memtrail does not trace itself). */
+struct has {
+    bool vm, overhead;
+};
+
+static struct has has_of(const struct report *r)
 {
-    return vb != vc && (!w->base || !w->cur) && report_category_is(row_any(w), "vm");
+    struct has h = {.vm = r->has & REPORT_HAS_VM};
+    for (size_t i = 0; i < r->ncategories && !h.overhead; i++)
+        h.overhead = report_category_is(&r->categories[i], "overhead");
+    return h;
 }
 
-static const char *row_status(const struct row *w, bool vb, bool vc)
+/* A category on one side only because the other report has no figures of
+ * its kind (address space, memtrail's overhead: a trace, say): it did not
+ * come or go, it cannot be compared. */
+static bool not_comparable(const struct row *w, struct has b, struct has c)
 {
-    return not_comparable(w, vb, vc) ? "not_comparable" : !w->base ? "new" : !w->cur ? "gone" : "both";
+    if (w->base && w->cur)
+        return false;
+    const struct report_category *k = row_any(w);
+    return (report_category_is(k, "vm") && b.vm != c.vm) ||
+           (report_category_is(k, "overhead") && b.overhead != c.overhead);
+}
+
+static const char *row_status(const struct row *w, struct has b, struct has c)
+{
+    return not_comparable(w, b, c) ? "not_comparable" : !w->base ? "new" : !w->cur ? "gone" : "both";
 }
 
 static const struct report_counts zero_counts;
@@ -175,18 +194,21 @@ static bool all_zero(const struct report_category *c)
            !v->reserved && !v->committed && !v->resident && !v->mappings;
 }
 
-/* hb, hc: whether the base and the new report have address-space figures. */
-static void text_row(FILE *out, const struct row *w, bool hb, bool hc, const struct report_scale *sc)
+/* hb, hc: the figures the base and the new report have. */
+static void text_row(FILE *out, const struct row *w, struct has hb, struct has hc,
+                     const struct report_scale *sc)
 {
     const struct report_category *c = row_any(w);
     const struct report_counts *nb = counts_of(w->base), *nc = counts_of(w->cur);
     const struct report_vm *vb = vm_of(w->base), *vc = vm_of(w->cur);
-    bool vm = hb && hc;
+    bool vm = hb.vm && hc.vm;
 
     /* no figures of the other side to set against: none shown, not zeros */
     if (not_comparable(w, hb, hc)) {
-        fprintf(out, "-%*s (not comparable: the %s report has no address-space figures)\n\n", NAME_COLUMN,
-                c->name, hb ? "new" : "base");
+        bool overhead = report_category_is(c, "overhead");
+        fprintf(out, "-%*s (not comparable: the %s report has no %s)\n\n", NAME_COLUMN, c->name,
+                (overhead ? hb.overhead : hb.vm) ? "new" : "base",
+                overhead ? "overhead figures" : "address-space figures");
         return;
     }
     fprintf(out, "-%*s (", NAME_COLUMN, c->name);
@@ -340,7 +362,8 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
     if (match_rows(base, cur, &rows, &n) < 0)
         return -ENOMEM;
     /* Address space figures only when both sides have them. */
-    bool hb = base->has & REPORT_HAS_VM, hc = cur->has & REPORT_HAS_VM, vm = hb && hc;
+    struct has figs_b = has_of(base), figs_c = has_of(cur);
+    bool hb = figs_b.vm, hc = figs_c.vm, vm = hb && hc;
 
     fputs("memtrail native memory diff\n", out);
     text_side(out, "base: ", base);
@@ -362,7 +385,7 @@ int report_diff_print_text(FILE *out, const struct report *base, const struct re
         const struct row *w = &rows[i];
         if (all_zero(w->base) && all_zero(w->cur) && !report_category_is(row_any(w), "overhead"))
             continue; /* nothing on either side: as the summary, left out of the text */
-        text_row(out, w, hb, hc, scale);
+        text_row(out, w, figs_b, figs_c, scale);
     }
     free(rows);
     text_process(out, base, cur, scale);
@@ -446,7 +469,8 @@ int report_json_diff(mt_json *j, const struct report *base, const struct report 
     size_t n;
     if (match_rows(base, cur, &rows, &n) < 0)
         return -ENOMEM;
-    bool vb = base->has & REPORT_HAS_VM, vc = cur->has & REPORT_HAS_VM;
+    struct has figs_b = has_of(base), figs_c = has_of(cur);
+    bool vb = figs_b.vm, vc = figs_c.vm;
 
     j_side(j, "base", base);
     j_side(j, "new", cur);
@@ -460,9 +484,11 @@ int report_json_diff(mt_json *j, const struct report *base, const struct report 
         mt_json_object_begin(j);
         mt_json_kstr(j, "name", c->name);
         mt_json_kstr(j, "kind", c->kind);
-        mt_json_kstr(j, "status", row_status(w, vb, vc));
-        /* A category absent on one side counts as zeros there. */
-        j_counts(j, counts_of(w->cur), true, counts_of(w->base), true);
+        mt_json_kstr(j, "status", row_status(w, figs_b, figs_c));
+        /* A category absent on one side counts as zeros there, unless that
+         * side has no figures of its kind: null there, and no change. */
+        bool nc = not_comparable(w, figs_b, figs_c);
+        j_counts(j, counts_of(w->cur), !nc || w->cur, counts_of(w->base), !nc || w->base);
         j_vm(j, vm_of(w->cur), vc, vm_of(w->base), vb, true);
         mt_json_object_end(j);
     }

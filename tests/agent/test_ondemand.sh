@@ -117,6 +117,17 @@ expect_eq "trace holds exactly phase 2 (allocs frees reallocs frees_unknown real
 expect_eq "start=off: no trace at start-up, none at exit" "" "$(ls "$T/trace" | grep mtt)"
 expect_eq "fork while recording: the child's own trace (FILE.PID), complete, with its allocations only, its frees of 5 inherited blocks known (the parent's trace holds them)" \
     "10 15 0" "$(analyzed "$T/cwd/rec.mtt.$child" | awk '{ print $1, $2, $4 }')"
+# the parent's trace began on demand: what the parent held before it, the
+# child inherited unseen
+expect_eq "fork while recording: the child's trace began late too (caveat began_late, a note why)" \
+    "True True" \
+    "$("$MT" analyze "$T/cwd/rec.mtt.$child" --json | python3 -c 'import json,sys; j = json.load(sys.stdin)
+print(bool(j["caveats"] and j["caveats"]["began_late"]), "began after the parent had allocated" in (j["inherited"]["note"] or ""))')"
+run_mt "$MT" analyze "$T/cwd/rec.mtt.$child" --peak
+contains "fork while recording: the child's text CAUTION says it began at a fork without all its parent's blocks" \
+    "CAUTION: the trace began at a fork without all its parent's blocks" "$out"
+"$MT" html "$T/cwd/rec.mtt.$child" -o "$T/child.html" >/dev/null 2>&1
+expect_match "fork while recording: the child's html page's data carries the caveat" '"began_late": ?true' "$(cat "$T/child.html")"
 
 expect_eq "trace begun on demand: analyze --json says blocks before it are in no figure (began_late, live/leaks/peak unbounded)" \
     "True [False, False, False]" \
@@ -144,6 +155,8 @@ run_mt "$MT" analyze "$D/t.mtt" --peak --leaks
 contains "before: text CAUTION before the figures: began on demand, blocks before it in no figure" \
     "CAUTION: the trace began on demand (memtrail query PID start trace), after the program had run: blocks allocated before it began are in no figure" \
     "$(printf '%s' "$out" | sed -n '2,4p' | tr '\n' ' ' | sed 's/  */ /g')"
+expect_eq "before: the CAUTION wrapped as the other CAUTIONs are (its widest line within 90 columns)" "yes" \
+    "$(printf '%s\n' "$out" | sed -n '/CAUTION/,/^  allocations/p' | sed '$d' | awk '{ if (length($0) > w) w = length($0) } END { print (w > 0 && w <= 90) ? "yes" : "no: " w }')"
 "$MT" html "$D/t.mtt" -o "$T/b.html" >/dev/null 2>&1
 expect_match "before: the html page's data carries the caveat" '"began_late": ?true' "$(cat "$T/b.html")"
 

@@ -91,6 +91,26 @@ tmp=$(printf '%s\n' "$out" | sed -n 's/^Temporary allocations.*(.*% of \([0-9]*\
 expect_eq "trace: temps: the temporaries' denominator is the header's allocations ($hdr)" "$hdr" "$tmp"
 expect_eq "trace: temps: the header's allocations = the JSON's allocs" "$(json_get "$T/temps.json" "j['allocs']")" "$hdr"
 
+# --- the hot lists count allocations as the header does --------------------------
+# tracer hot: allocate_many() 100 mallocs; regrow() 20 blocks, each grown
+# from NULL by 10 reallocs at one call site: 20 allocations, 180 reallocs.
+run_mt "$MT" run --mode trace --no-loss -o "$T/hot.mtt" -- "$TR" hot
+run_mt "$MT" analyze --json --hot --top 0 "$T/hot.mtt"
+printf '%s' "$out" >"$T/hot.json"
+hot_of() { # FUNCTION: "allocs reallocs" of the by_count stacks whose first frame is FUNCTION
+    json_get "$T/hot.json" "' '.join('%d %d' % (x['allocs'], x['reallocs']) for x in j['hot']['by_count']['stacks'] if x['frames'] and x['frames'][0]['function'] == '$1')"
+}
+expect_eq "trace: hot: regrow's stack: 20 allocations, its 180 reallocs apart (JSON)" "20 180" "$(hot_of regrow)"
+expect_eq "trace: hot: allocate_many's stack: 100 allocations" "100 0" "$(hot_of allocate_many)"
+expect_eq "trace: hot: by number of allocations, allocate_many (100) ranks before regrow (20, and 180 reallocs)" \
+    "allocate_many regrow" \
+    "$(json_get "$T/hot.json" "' '.join(f for f in (x['frames'][0]['function'] for x in j['hot']['by_count']['stacks'] if x['frames']) if f in ('allocate_many', 'regrow'))")"
+expect_eq "trace: hot: the stacks' allocations add up to the header's (no block moved between stacks)" "True" \
+    "$(json_get "$T/hot.json" "sum(x['allocs'] for x in j['hot']['by_count']['stacks']) == j['allocs'] and j['hot']['by_count']['stacks_total'] == len(j['hot']['by_count']['stacks'])")"
+run_mt "$MT" analyze --hot --top 0 "$T/hot.mtt"
+contains "trace: hot: the text says regrow's 20 allocations and 180 reallocs, as the JSON" \
+    "20 allocations (180 reallocs)" "$out"
+
 # --- report and export read traces ------------------------------------------------
 run_mt "$MT" export "$T/known.mtt" --format folded
 expect_eq "trace: export folded exits 0" 0 "$rc"

@@ -18,6 +18,11 @@
  *                     in between (8000 temporary blocks, 80 reallocs), then
  *                     one block from realloc_leak() realloc'd and leaked
  *                     (4 x 300 bytes: leaks, not temporaries)
+ *   tracer hot        allocate_many() mallocs and frees 100 blocks; regrow()
+ *                     20 times grows a block by realloc at one call site, 10
+ *                     steps from NULL, then frees it: 20 allocations, 180
+ *                     reallocs there (more calls than allocate_many's, fewer
+ *                     allocations)
  * Functions are noinline so their names appear in the stacks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -266,6 +271,36 @@ static int temps(void)
     return 0;
 }
 
+static NOINLINE void allocate_many(void)
+{
+    for (int i = 0; i < 100; i++) {
+        char *p = malloc(32);
+        p[0] = 1;
+        sink = p;
+        free(p);
+    }
+}
+
+static NOINLINE void regrow(void)
+{
+    for (int k = 0; k < 20; k++) {
+        char *p = NULL;
+        for (int i = 1; i <= 10; i++) { /* the first from NULL: an allocation */
+            p = realloc(p, (size_t)i * 64);
+            p[0] = 1;
+            sink = p;
+        }
+        free(p);
+    }
+}
+
+static int hot(void)
+{
+    allocate_many();
+    regrow();
+    return 0;
+}
+
 static int maps(void)
 {
     size_t pg = 4096;
@@ -303,7 +338,10 @@ int main(int argc, char **argv)
         return maps();
     if (argc >= 2 && strcmp(argv[1], "temps") == 0)
         return temps();
-    fprintf(stderr,
-            "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps\n");
+    if (argc >= 2 && strcmp(argv[1], "hot") == 0)
+        return hot();
+    fprintf(
+        stderr,
+        "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps | hot\n");
     return 2;
 }

@@ -37,9 +37,10 @@ struct run {
     char *text, *json; /* the printers' output */
 };
 
-/* Writes, reads back, analyses and prints; names/values the end record's. */
-static int run(struct run *x, bool unknown, const char *const *names, const uint64_t *values, unsigned nstats,
-               const char *error)
+/* Writes, reads back, analyses and prints; names/values the end record's,
+ * meta the trace's meta records (key, value, ..., NULL; or NULL). */
+static int run_meta(struct run *x, bool unknown, const char *const *names, const uint64_t *values,
+                    unsigned nstats, const char *error, const char *const *meta)
 {
     memset(x, 0, sizeof *x);
     mt_trace_event ev[16];
@@ -48,7 +49,8 @@ static int run(struct run *x, bool unknown, const char *const *names, const uint
                                .start_ns = TRACE_MEM_START_NS,
                                .stat_names = names,
                                .stat_values = values,
-                               .nstats = nstats};
+                               .nstats = nstats,
+                               .meta = meta};
     char err[MT_TRACE_ERR_MAX];
     if (trace_mem_write_opts(&x->tm, ev, n, &o) < 0 || trace_mem_open(&x->tm, 0, &x->r, err, sizeof err) < 0)
         return -1;
@@ -65,6 +67,12 @@ static int run(struct run *x, bool unknown, const char *const *names, const uint
     analyze_print_json(f, analyze_result(x->a), &v);
     fclose(f);
     return 0;
+}
+
+static int run(struct run *x, bool unknown, const char *const *names, const uint64_t *values, unsigned nstats,
+               const char *error)
+{
+    return run_meta(x, unknown, names, values, nstats, error, NULL);
 }
 
 static void run_free(struct run *x)
@@ -190,10 +198,48 @@ static void unknown_and_cut(void)
     run_free(&x);
 }
 
+/* The widest line from the first CAUTION to the figures (the other
+ * CAUTION lines wrap near 80 columns, none past 94). */
+static size_t caution_width(const char *text)
+{
+    const char *p = text ? strstr(text, "  CAUTION") : NULL,
+               *end = text ? strstr(text, "  allocations ") : NULL;
+    size_t widest = 0;
+    for (const char *nl; p && end && p < end && (nl = strchr(p, '\n')); p = nl + 1)
+        if ((size_t)(nl - p) > widest)
+            widest = (size_t)(nl - p);
+    return widest;
+}
+
+static void began_on_demand(void)
+{
+    static const char *names[] = {"events_lost", "events_fired"};
+    static const uint64_t values[] = {0, 14};
+    static const char *const meta[] = {"began", "query", NULL};
+    struct run x;
+    CHECK("on demand: analysed", run_meta(&x, false, names, values, 2, NULL, meta) == 0);
+    struct analyze_caveats cv;
+    analyze_caveats(analyze_result(x.a), x.r, false, &cv);
+    CHECK("on demand: began late, nothing lost: live, leaks and the peak unbounded",
+          cv.any && cv.before && cv.began_query && cv.lost == 0 && fig_is(&cv, "live", 0, 0, 0, 0, false) &&
+              fig_is(&cv, "leaks", 0, 0, 0, 0, false) && fig_is(&cv, "peak", 0, 0, 0, 0, false));
+    size_t width = caution_width(x.text);
+    CHECK("on demand: the CAUTION says so, wrapped as the others are (no line past 90 columns)",
+          x.text &&
+              strstr(x.text,
+                     "  CAUTION: the trace began on demand (memtrail query PID start trace), after the\n"
+                     "    program had run: blocks allocated before it began are in no figure") &&
+              width > 0 && width <= 90);
+    if (width > 90 || getenv("SHOW"))
+        printf("  widest CAUTION line: %zu\n%s\n", width, x.text);
+    run_free(&x);
+}
+
 int main(void)
 {
     lost_events();
     clean();
     unknown_and_cut();
+    began_on_demand();
     return failures ? 1 : 0;
 }

@@ -4,8 +4,9 @@
  * with the blocks the parent had live at the fork, so its frees of them
  * are known and its live, leaks and peak are the truth built here; the
  * inherited blocks keep the parent's stacks. A parent's trace missing, of
- * another pid, or ending before the fork is a note, and the child is
- * analysed as before. `memtrail report` of both shows the tree (PPID,
+ * another pid, ending before the fork or begun on demand is a note and
+ * the began-late caveat, and the child is analysed as before (with what
+ * the parent's trace has). `memtrail report` of both shows the tree (PPID,
  * reason). */
 #include "analyze/analyze.h"
 #include "report/report.h"
@@ -73,19 +74,32 @@ static size_t child_events(mt_trace_event *ev)
     return sizeof all / sizeof all[0];
 }
 
-static int write_file(const char *path, uint32_t pid, uint64_t start, const mt_trace_event *ev, size_t n,
-                      const char *const *meta)
+/* end: with the END chunk (else the file of a writer stopped after its
+ * last chunk). */
+static int write_file_end(const char *path, uint32_t pid, uint64_t start, const mt_trace_event *ev, size_t n,
+                          const char *const *meta, bool end)
 {
     static const char *names[] = {"events_lost", "events_fired"};
     uint64_t values[] = {0, n};
     struct trace_mem tm;
-    struct trace_mem_opts o = {
-        .pid = pid, .start_ns = start, .meta = meta, .stat_names = names, .stat_values = values, .nstats = 2};
+    struct trace_mem_opts o = {.pid = pid,
+                               .start_ns = start,
+                               .meta = meta,
+                               .stat_names = names,
+                               .stat_values = values,
+                               .nstats = 2,
+                               .no_end = !end};
     int rc = trace_mem_write_opts(&tm, ev, n, &o);
     if (rc == 0)
         rc = trace_mem_save(&tm, path);
     trace_mem_free(&tm);
     return rc;
+}
+
+static int write_file(const char *path, uint32_t pid, uint64_t start, const mt_trace_event *ev, size_t n,
+                      const char *const *meta)
+{
+    return write_file_end(path, pid, start, ev, n, meta, true);
 }
 
 /* The child's file, naming parent as its parent's trace and ppid. */
@@ -209,6 +223,27 @@ static void report_tree(const char *parent, const char *child, const char *old)
         report_free(&r[i]);
 }
 
+/* A child that inherited only some of its parent's blocks began late: the
+ * caveat in the text, the JSON and the figures (live, leaks, peak unbounded). */
+static void began_late(const struct result *x, const char *says)
+{
+    const struct analyze_result *res = analyze_result(x->a);
+    struct analyze_caveats cv;
+    analyze_caveats(res, x->r, false, &cv);
+    bool unbounded = cv.nfig >= 3;
+    for (size_t i = 0; i < cv.nfig && i < 3; i++)
+        unbounded &= !cv.fig[i].bounded;
+    char name[200];
+    snprintf(name, sizeof name, "%s: the child began late: live, leaks and the peak unbounded", says);
+    CHECK(name, analyze_began_late(res, x->r) && cv.any && cv.before && !cv.began_query && unbounded);
+    snprintf(name, sizeof name, "%s: text CAUTION before the figures, JSON began_late", says);
+    const char *caution = x->text ? strstr(x->text, "  CAUTION: the trace began at a fork without all its "
+                                                    "parent's blocks, after the\n    program had run")
+                                  : NULL;
+    CHECK(name, caution && caution < strstr(x->text, "  allocations ") && x->json &&
+                    strstr(x->json, "\"began_late\": true"));
+}
+
 static void no_parent(const char *path, const char *named, const char *ppid, const char *says)
 {
     char name[200];
@@ -227,6 +262,7 @@ static void no_parent(const char *path, const char *named, const char *ppid, con
     snprintf(name, sizeof name, "%s: one note line in the text, replayed false in JSON", says);
     CHECK(name,
           count_of(x.text, "  note: ") == 1 && strstr(x.text, says) && strstr(x.json, "\"replayed\": false"));
+    began_late(&x, says);
     result_free(&x);
 }
 
@@ -237,13 +273,14 @@ int main(void)
         CHECK("a scratch directory", 0);
         return 1;
     }
-    char parent[128], child[128], old[128], moved[128], other[128], shortp[128];
+    char parent[128], child[128], old[128], moved[128], other[128], shortp[128], ondemand[128];
     snprintf(parent, sizeof parent, "%s/parent.mtt", dir);
     snprintf(child, sizeof child, "%s/child.mtt", dir);
     snprintf(old, sizeof old, "%s/old.mtt", dir);
     snprintf(moved, sizeof moved, "%s/moved.mtt", dir);
     snprintf(other, sizeof other, "%s/other.mtt", dir);
     snprintf(shortp, sizeof shortp, "%s/short.mtt", dir);
+    snprintf(ondemand, sizeof ondemand, "%s/ondemand.mtt", dir);
     mt_trace_event ev[16];
     const char *pmeta[] = {"ppid", "1", "began", "start", "ended", "exit", NULL};
     /* the parent's module is another than the child's: the child's report and symbolizer get both */
@@ -294,20 +331,51 @@ int main(void)
     no_parent(moved, "/nonexistent-dir/gone.mtt", "5000", "cannot be read");
     no_parent(other, parent, "4999", "not the parent's");
 
-    /* the parent's file ends before the fork: what it has is inherited, and a note */
-    CHECK("short: parent written", write_file(shortp, 5000, S, ev, parent_events(ev, 500), pmeta) == 0);
-    CHECK("short: child written", write_child(child, shortp, "5000") == 0);
+    /* the parent's file is complete, its last event before the fork (it
+     * did nothing more until its end): it reaches the fork */
+    CHECK("quiet parent: written", write_file(shortp, 5000, S, ev, parent_events(ev, 700), pmeta) == 0);
+    CHECK("quiet parent: child written", write_child(child, shortp, "5000") == 0);
     struct result x;
-    CHECK("short: analysed", analyse(child, &x) == 0);
+    CHECK("quiet parent: analysed", analyse(child, &x) == 0);
     const struct analyze_inherited *in = &analyze_result(x.a)->inherited;
+    CHECK("quiet parent: complete, so it reaches the fork: its 5 blocks inherited, no note, no caveat",
+          in->state == ANALYZE_INHERIT_DONE && !in->parent_short && !in->parent_late && in->count == 5 &&
+              in->bytes == 1810 && !in->note[0] && !strstr(x.text, "CAUTION") &&
+              strstr(x.json, "\"parent_reaches_fork\": true") && strstr(x.json, "\"caveats\": null"));
+    result_free(&x);
+
+    /* the parent's file ends before the fork (its writer stopped, no end
+     * record): what it has is inherited, and a note */
+    CHECK("short: parent written",
+          write_file_end(shortp, 5000, S, ev, parent_events(ev, 500), pmeta, false) == 0);
+    CHECK("short: child written", write_child(child, shortp, "5000") == 0);
+    CHECK("short: analysed", analyse(child, &x) == 0);
+    in = &analyze_result(x.a)->inherited;
     CHECK("short: the blocks up to its end inherited (1..5: 3750 bytes), and a note that it ends before the "
           "fork",
           in->state == ANALYZE_INHERIT_DONE && in->parent_short && in->count == 5 && in->bytes == 3750 &&
               strstr(in->note, "ends before the fork") && count_of(x.text, "  note: ") == 1 &&
               strstr(x.json, "\"parent_reaches_fork\": false"));
+    began_late(&x, "short");
     result_free(&x);
 
-    const char *files[] = {parent, child, old, moved, other, shortp};
+    /* the parent's trace began on demand: the blocks it held from before
+     * are unknown to the child too */
+    const char *qmeta[] = {"ppid", "1", "began", "query", "ended", "exit", NULL};
+    CHECK("parent on demand: parent written",
+          write_file(ondemand, 5000, S, ev, parent_events(ev, UINT64_MAX), qmeta) == 0);
+    CHECK("parent on demand: child written", write_child(child, ondemand, "5000") == 0);
+    CHECK("parent on demand: analysed", analyse(child, &x) == 0);
+    in = &analyze_result(x.a)->inherited;
+    CHECK("parent on demand: its 5 blocks at the fork inherited, and a note that those from before its "
+          "trace are unknown",
+          in->state == ANALYZE_INHERIT_DONE && !in->parent_short && in->parent_late && in->count == 5 &&
+              in->bytes == 1810 && strstr(in->note, "began after the parent had allocated") &&
+              count_of(x.text, "  note: ") == 1 && strstr(x.json, "\"parent_reaches_fork\": true"));
+    began_late(&x, "parent on demand");
+    result_free(&x);
+
+    const char *files[] = {parent, child, old, moved, other, shortp, ondemand};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         unlink(files[i]);
     rmdir(dir);

@@ -6,6 +6,7 @@
 #define MT_TESTS_ANALYZE_TRACE_MEM_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,7 @@ struct trace_mem_opts {
     const char *const *stat_names;
     const uint64_t *stat_values;
     unsigned nstats;
+    bool no_end; /* no END chunk: the writer was stopped after its last chunk */
 };
 
 static inline int trace_mem_write_opts(struct trace_mem *m, const mt_trace_event *ev, size_t n,
@@ -133,7 +135,8 @@ static inline int trace_mem_write_opts(struct trace_mem *m, const mt_trace_event
         rc = mt_trace_write_event(w, &e);
     }
     if (rc == 0)
-        rc = mt_trace_write_finish(w, o->stat_names, o->stat_values, o->nstats);
+        rc = o->no_end ? mt_trace_write_flush(w, 1)
+                       : mt_trace_write_finish(w, o->stat_names, o->stat_values, o->nstats);
     mt_trace_writer_destroy(w);
     return rc == 0 ? 0 : -1;
 }

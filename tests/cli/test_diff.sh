@@ -416,3 +416,30 @@ case $out in *"code (reserved=0KB"*) fail "diff trace vs report: no zeros for NE
 run_mt "$MT" diff "$T/vm.mtr" "$T/novm.mtt" --json
 jq_py "diff report vs trace, JSON: the VM categories' status is not_comparable, as the text says" "not_comparable" "$T/out" \
     "' '.join(sorted(set(c['status'] for c in j['categories'] if c['kind'] == 'vm')))"
+# memtrail's own overhead: every report the agent writes has it, a trace
+# none (memtrail does not trace itself): not comparable either, not gone
+run_mt "$MT" diff "$T/vm.mtr" "$T/novm.mtt"
+expect_match "diff report vs trace: the overhead is not comparable, the new side has no overhead figures" \
+    "-  +memtrail \(not comparable: the new report has no overhead figures\)" "$out"
+case $out in *"(gone: not in the new report)"*) fail "diff report vs trace: nothing called gone" "$out" ;;
+*) pass "diff report vs trace: nothing called gone" ;; esac
+run_mt "$MT" diff "$T/novm.mtt" "$T/vm.mtr"
+expect_match "diff trace vs report: the overhead is not comparable, the base side has no overhead figures" \
+    "-  +memtrail \(not comparable: the base report has no overhead figures\)" "$out"
+case $out in *"(new: not in the base report)"*) fail "diff trace vs report: nothing called new" "$out" ;;
+*) pass "diff trace vs report: nothing called new" ;; esac
+run_mt "$MT" diff "$T/vm.mtr" "$T/novm.mtt" --json
+printf '%s' "$out" >"$T/ovh.json"
+jq_py "diff report vs trace, JSON: the overhead not_comparable, no figure for the new side, no change (not a drop to 0)" \
+    "not_comparable None None None" "$T/ovh.json" \
+    "' '.join(str(x) for c in j['categories'] if c['kind'] == 'overhead' for x in (c['status'], c['live_bytes'], c['live_bytes_delta'], c['allocs_delta']))"
+run_mt "$MT" diff "$T/novm.mtt" "$T/vm.mtr" --json
+printf '%s' "$out" >"$T/ovh2.json"
+jq_py "diff trace vs report, JSON: the overhead not_comparable, NEW's figures, no change" "not_comparable True None" \
+    "$T/ovh2.json" \
+    "' '.join(str(x) for c in j['categories'] if c['kind'] == 'overhead' for x in (c['status'], c['live_bytes'] > 0, c['live_bytes_delta']))"
+# two summary reports both have the overhead: compared as ever
+run_mt "$MT" diff "$T/vm.mtr" "$T/vm.mtr" --json
+printf '%s' "$out" >"$T/ovh3.json"
+jq_py "diff of two reports: the overhead in both, its change 0" "both 0" "$T/ovh3.json" \
+    "' '.join(str(x) for c in j['categories'] if c['kind'] == 'overhead' for x in (c['status'], c['live_bytes_delta']))"

@@ -58,6 +58,14 @@ def check_trace(d, name, j, truth):
     peak_drawn = max(tl["max"]) if tl else None
     expect(name + ": the timeline reaches the peak", peak_drawn == j["peak"]["live_bytes"],
            "highest point %s, peak %s" % (peak_drawn, j["peak"]["live_bytes"]))
+    # What the analysis cannot know is said as analyze says it, or nothing
+    # when every figure is exact.
+    said = js(d, "var e = document.getElementById('mt-caveats'); return e ? e.textContent : null;")
+    if j["caveats"]:
+        expect(name + ": the caveats shown (began late: said so)", said is not None and
+               ("began after the program had run" in said) == bool(j["caveats"]["began_late"]), "%r" % said)
+    else:
+        expect(name + ": no caveat (every figure exact)", said is None, "%r" % said)
     tree = j["peak"]["tree"]
     expect(name + ": JSON tree's root is the peak and its first level sums to it",
            tree[0]["value"] == j["peak"]["live_bytes"] and
@@ -84,6 +92,15 @@ def check_trace(d, name, j, truth):
         return r;""")
     expect(name + ": leak table's bytes are the JSON's", sorted(leak_bytes) == sorted(s["live_bytes"] for s in j["leaks"]["stacks"]),
            "%r" % leak_bytes)
+    # The hottest stacks by number: ranked by allocations (reallocs apart),
+    # the page's order that of the JSON (and of analyze's text).
+    hot = js(d, """var th = document.querySelector('#mt-hot-count th[data-key="allocs"]');
+        var i = Array.prototype.indexOf.call(th.parentNode.children, th), r = [];
+        document.querySelectorAll('#mt-hot-count tbody tr').forEach(function (tr) { r.push(+tr.children[i].dataset.value); });
+        return r;""")
+    want = [s["allocs"] for s in j["hot"]["by_count"]["stacks"]]
+    expect(name + ": hot stacks by allocations in the JSON's order", hot == want and want == sorted(want, reverse=True),
+           "page %r, JSON %r" % (hot[:8], want[:8]))
     bars = js(d, "var r = []; document.querySelectorAll('#mt-histogram g.mt-bar').forEach(function (g) { r.push(+g.dataset.value); }); return r;")
     expect(name + ": histogram has a bar per bucket with its count", bars == [h["count"] for h in j["histogram"]],
            "bars %r, JSON %r" % (bars, [h["count"] for h in j["histogram"]]))

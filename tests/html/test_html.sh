@@ -119,6 +119,13 @@ jobs=(summary:s.html:s.json detail:d1.html:d1.json diff:d2-diff.html:diff.json t
 "$MT" html --kind detail t.mtt -o tdetail.html 2>/dev/null
 "$MT" report detail --json t.mtt >tdetail.json 2>/dev/null
 jobs+=(diff:sdiff.html:sdiff.json detail:tdetail.html:tdetail.json)
+# A summary report against a trace: the trace has no address-space figures
+# and no overhead ones, so those categories are not comparable (not gone).
+"$MT" html s3.mtr t.mtt -o tdiff.html 2>/dev/null
+"$MT" diff --json s3.mtr t.mtt >tdiff.json
+expect_eq "html: a report against a trace: memtrail's overhead not comparable (JSON)" "not_comparable" \
+    "$(json_get tdiff.json "' '.join(c['status'] for c in j['categories'] if c['kind'] == 'overhead')")"
+jobs+=(diff:tdiff.html:tdiff.json)
 "$MT" html big.mtr 2>/dev/null
 "$MT" report detail --json big.mtr >big.json
 jobs+=(detail:big.html:big.json)

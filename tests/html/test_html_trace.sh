@@ -7,8 +7,10 @@
 # workload, when sqlite3 is there), opened in headless Chromium by
 # tests/html/browser_trace.py, which checks what the page shows against the
 # JSON `memtrail analyze|refset report|info --json` prints and against the
-# programs' own counts: no console errors; totals, peak and top site; a
-# timeline point per bucket; the flame graph's root, zoom, search; the
+# programs' own counts: no console errors; totals, peak and top site; the
+# caveats (a trace begun on demand, tests/agent/held.c); the hottest
+# stacks ranked by allocations (tests/agent/tracer.c hot); a timeline point
+# per bucket; the flame graph's root, zoom, search; the
 # reference-set figures recomputed in the page for a typed and a dragged
 # viewport equal `refset report --viewport`. Also the memory bound of
 # `memtrail html` on a generated trace. Screenshots: $BUILD/html-screens/.
@@ -18,7 +20,7 @@ PY=/usr/bin/python3 # Debian's, with python3-selenium (not a pyenv shim)
 SCREENS=$BUILD/html-screens
 RSBIN=$BUILD/tests/refset
 GEN=$BUILD/bench/tracegen
-for f in "$MT" "$TBIN/peak" "$TBIN/spans" "$RSBIN/rs_seed" "$GEN"; do
+for f in "$MT" "$TBIN/peak" "$TBIN/tracer" "$TBIN/spans" "$RSBIN/rs_seed" "$GEN"; do
     [ -e "$f" ] || { fail html-trace-build "$f missing (make tests)"; exit 1; }
 done
 cd "$T" || exit 1
@@ -34,6 +36,33 @@ expect_eq "html trace: page written" "0 memtrail: wrote peak.html (trace page)" 
 printf '{"category": "pk", "category_peak": %d, "function": "worker", "function_bytes": %d}\n' \
     "$pk" $((4 * (200000 + 32000))) >peak.truth
 jobs=(trace:peak.html:peak.json:peak.truth)
+
+# --- a trace begun on demand: tests/agent/held.c holds 64 blocks when it
+# starts, in no figure: the page says the trace began late, as analyze does.
+if [ -e "$AGENT" ] && [ -x "$TBIN/held" ]; then
+    mkdir held
+    MEMTRAIL_OPTIONS="mode=trace:start=off:output=$T/held/startup.mtt" LD_PRELOAD=$AGENT "$TBIN/held" "$T/held" \
+        >held/out 2>&1 &
+    hpid=$!
+    for _ in $(seq 1500); do [ -e held/ready ] && break; sleep 0.02; done
+    "$MT" query "$hpid" start trace -o "$T/held.mtt" >held/query 2>&1
+    touch held/go
+    wait "$hpid"
+    "$MT" analyze --json held.mtt >held.json
+    expect_eq "html trace: the on-demand trace began late (analyze --json)" True \
+        "$(json_get held.json "bool(j['caveats'] and j['caveats']['began_late'])")"
+    "$MT" html held.mtt -o held.html 2>/dev/null
+    jobs+=(trace:held.html:held.json)
+else
+    echo "SKIP html trace: the agent or tests/agent/held not built: no on-demand page"
+fi
+
+# --- tracer hot: a stack of 100 allocations, and one of 20 allocations
+# grown by 180 reallocs: by number of allocations the first ranks first.
+"$MT" run --mode trace -o hot.mtt -- "$TBIN/tracer" hot >/dev/null 2>&1
+"$MT" analyze --json hot.mtt >hot.json
+"$MT" html hot.mtt -o hot.html 2>/dev/null
+jobs+=(trace:hot.html:hot.json)
 
 SQLITE=$(command -v sqlite3 || true)
 SQL=${MT_SHARED:-/work/shared}/bench/workload.sql

@@ -134,7 +134,8 @@ var MT = (function () {
             var v = get(c, r);
             if (c.unit === "text") return MT.el("td", { class: "mt-text", title: v }, [String(v)]);
             if (v === null || v === undefined) /* not known, or not comparable: never 0 */
-                return MT.el("td", { class: "mt-numcol mt-na", data: { value: "null" }, title: c.naTitle || "not available" }, ["n/a"]);
+                return MT.el("td", { class: "mt-numcol mt-na", data: { value: "null" },
+                                     title: (typeof c.naTitle === "function" ? c.naTitle(r) : c.naTitle) || "not available" }, ["n/a"]);
             var signed = c.unit === "signed-bytes" || c.unit === "signed";
             var txt = signed ? MT.signed(v) : c.unit === "id" ? String(v) : MT.count(v);
             return MT.el("td", { class: "mt-numcol" + (signed ? (v > 0 ? " mt-up" : v < 0 ? " mt-down" : "") : ""),

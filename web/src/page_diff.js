@@ -63,10 +63,15 @@ MT.pages.diff = function (root, env) {
     MT.bars(s, mapped, { id: "mt-diff-mappings", signed: true, name: function (c) { return c.name; },
                          series: [{ key: "committed_bytes_delta", label: "committed bytes change" }], 
                          empty: noVm ? "Not comparable: " + noVm + "." : "No category's committed bytes changed." });
-    s = MT.section(root, "All categories", "NEW's figures and their changes since BASE; status: both, new (NEW only), gone (BASE only) or not_comparable (address space one side has no figures for).");
+    s = MT.section(root, "All categories", "NEW's figures and their changes since BASE; status: both, new (NEW only), gone (BASE only) or not_comparable (address space, or memtrail's overhead, one side has no figures for).");
+    /* why a row's figure is n/a: its kind has no figures on one side */
+    var why = function (c) {
+        return "not comparable: " + (c.status === "not_comparable" && c.kind === "overhead" ? "one side has no figures of memtrail's own overhead (a trace, say)" :
+            noVm || "not in both reports");
+    };
     var delta = function (k) { return { key: k + "_delta", label: "Δ", unit: "signed-bytes", sortValue: function (c) { return Math.abs(c[k + "_delta"]); },
                                         title: "change of " + k.replace("_bytes", "") + " since BASE (sorts by its size)",
-                                        naTitle: "not comparable: " + (noVm || "not in both reports") }; };
+                                        naTitle: why }; };
     MT.table(s, { id: "mt-diff-category-table", rows: cats, sort: "live_bytes_delta", name: function (c) { return c.name; }, columns: [
         { key: "name", label: "category", unit: "text" }, { key: "status", label: "status", unit: "text" },
         { key: "live_bytes", label: "live", unit: "bytes" }, delta("live_bytes"),

@@ -147,7 +147,7 @@
             var cv = d.caveats;
             /* events_lost null: no end record, so how many were lost is unknown (not 0). */
             root.appendChild(MT.el("p", {id: "mt-caveats", "class": "mt-error", text: "CAUTION: " + (cv.incomplete ? "the trace is incomplete; " : "") +
-                (cv.began_late ? "the trace began after the program had run (on demand, or in a fork child whose parent's trace could not be read): blocks allocated before it are in no figure; " : "") +
+                (cv.began_late ? "the trace began after the program had run (on demand, or in a fork child without all its parent's blocks): blocks allocated before it are in no figure; " : "") +
                 (cv.events_lost === null || cv.events_lost === undefined ? "the number of events lost is unknown, " : MT.count(cv.events_lost) + " events lost, ") +
                 MT.count(cv.blocks_unknown) + " blocks the trace does not hold: " +
                 cv.figures.map(function (f) { return f.figure; }).join(", ") + " may be off (memtrail analyze says by how much)."}));
