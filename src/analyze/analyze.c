@@ -458,7 +458,9 @@ static inline int on_realloc(struct analyzer *a, struct hot *h, const mt_trace_e
         grown = ev->size;
     }
     s->allocated_bytes += grown;
-    r->allocated_bytes += grown;
+    /* The total counts a block once, wherever it moves: a realloc adds its
+     * growth, or its new size when the trace does not hold the old block. */
+    r->allocated_bytes += !known ? ev->size : ev->size > osize ? ev->size - osize : 0;
     if (t) {
         t->has_last = fresh;
         t->last_id = ev->id;

@@ -18,8 +18,9 @@
  *   live_bytes live_count
  * where, for phase 2: frees/reallocs of blocks allocated in phase 2, the
  * _unknown ones of blocks from phase 1; allocated_bytes = sizes allocated
- * + new sizes of every realloc; live = phase-2 blocks (and realloc'd old
- * ones) live at its end. DIR/total: the category's summary over the whole
+ * + the growth of each realloc of a phase-2 block + the new size of each
+ * phase-1 block realloc'd (its old size unknown to the recording); live =
+ * phase-2 blocks (and realloc'd old ones) live at its end. DIR/total: the category's summary over the whole
  * run: "live_bytes live_count allocs frees reallocs".
  *
  * With "fork", a child forked at the end of phase 2 (see fork_child).
@@ -105,7 +106,8 @@ static __attribute__((noinline)) void *resize(worker *w, int ph, void *p, size_t
     w->b[ph].reallocs++;
     if (unknown)
         w->b[ph].reallocs_unknown++;
-    w->b[ph].allocated_bytes += (int64_t)to;
+    /* a block the recording holds is one block: its growth; another, its new size */
+    w->b[ph].allocated_bytes += unknown ? (int64_t)to : to > from ? (int64_t)(to - from) : 0;
     w->total_live += (int64_t)to - (int64_t)from;
     w->total_reallocs++;
     return q;

@@ -110,6 +110,44 @@ expect_eq "trace: hot: the stacks' allocations add up to the header's (no block 
 run_mt "$MT" analyze --hot --top 0 "$T/hot.mtt"
 contains "trace: hot: the text says regrow's 20 allocations and 180 reallocs, as the JSON" \
     "20 allocations (180 reallocs)" "$out"
+# --- bytes allocated: a block counts once in the total, wherever reallocs move it ---
+# tracer reallocs: 100 and 10 bytes allocated, then reallocs growing them by
+# 50, 0 (a shrink), 350, 600 and 10: 1120 bytes. Three of the reallocs move
+# a block to another stack, where it counts at its new size (docs/trace-
+# analysis.md), as detail mode counts it per site: resize_a 150 + 350 + 20,
+# resize_b 1000, the two mallocs 110 (1630 over the stacks).
+run_mt "$MT" run -o "$T/ra.mtr" -- "$TR" reallocs
+run_mt "$MT" report "$T/ra.mtr" --json
+printf '%s' "$out" >"$T/ra.mtr.json"
+run_mt "$MT" run --mode detail -o "$T/rad.mtr" -- "$TR" reallocs
+run_mt "$MT" report detail "$T/rad.mtr" --json --top 1000000000
+printf '%s' "$out" >"$T/rad.json"
+run_mt "$MT" run --mode trace --no-loss -o "$T/ra.mtt" -- "$TR" reallocs
+run_mt "$MT_ASAN" analyze --json --top 0 "$T/ra.mtt"
+printf '%s' "$out" >"$T/ra.json"
+expect_eq "trace: reallocs: allocs, frees, reallocs, live bytes and blocks = the summary report's" \
+    "$(json_get "$T/ra.mtr.json" "' '.join(str(j['total'][k]) for k in ('allocs', 'frees', 'reallocs', 'live_bytes', 'live_count'))")" \
+    "$(json_get "$T/ra.json" "' '.join(str(j[k]) for k in ('allocs', 'frees', 'reallocs', 'live_bytes', 'live_count'))")"
+expect_eq "trace: reallocs: allocated 1120 bytes: the blocks' sizes and the reallocs' growth, moved or not" \
+    "2 1 5 1120" "$(json_get "$T/ra.json" "'%d %d %d %d' % (j['allocs'], j['frees'], j['reallocs'], j['allocated_bytes'])")"
+by_fn() { # FILE hot|sites: "function:bytes", the bytes allocated at the hot stacks or the sites, by first frame
+    python3 - "$1" "$2" <<'EOF'
+import collections, json, sys
+j = json.load(open(sys.argv[1]))
+c = collections.Counter()
+for s in j["sites"] if sys.argv[2] == "sites" else j["hot"]["by_bytes"]["stacks"]:
+    f = s["frames"][0]["function"] if s["frames"] else None
+    if f in ("main", "reallocs", "resize_a", "resize_b"):
+        c[f] += s["allocated_bytes"]
+print(" ".join("%s:%d" % kv for kv in sorted(c.items())))
+EOF
+}
+ra_stacks=$(by_fn "$T/ra.json" hot)
+expect_match "trace: reallocs: per stack, a block realloc'd in counts at its new size" \
+    "^(main|reallocs):110 resize_a:520 resize_b:1000$" "$ra_stacks"
+expect_eq "trace: reallocs: per stack as detail mode's sites" "$(by_fn "$T/rad.json" sites)" "$ra_stacks"
+run_mt "$MT" analyze "$T/ra.mtt"
+contains "trace: reallocs: the text says 1120 bytes allocated" "allocations 2, frees 1, reallocs 5; allocated 1.09KB" "$out"
 
 # --- report and export read traces ------------------------------------------------
 run_mt "$MT" export "$T/known.mtt" --format folded

@@ -23,6 +23,11 @@
  *                     steps from NULL, then frees it: 20 allocations, 180
  *                     reallocs there (more calls than allocate_many's, fewer
  *                     allocations)
+ *   tracer reallocs   one block of 100 bytes realloc'd to 150 (moved to
+ *                     resize_a's stack), 50 and 400 (there), 1000 (moved to
+ *                     resize_b's) and freed; one of 10 realloc'd to 20
+ *                     (moved to resize_a's, at another call) and leaked:
+ *                     allocated 110 + growth 50 + 350 + 600 + 10 = 1120 bytes
  * Functions are noinline so their names appear in the stacks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -301,6 +306,40 @@ static int hot(void)
     return 0;
 }
 
+/* ---- reallocs ---- */
+
+static NOINLINE void *resize_a(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    sink = q; /* no tail call: resize_a stays in the stack */
+    return q;
+}
+
+static void *volatile sink_b; /* not sink: resize_b's code differs from resize_a's, not folded into it */
+
+static NOINLINE void *resize_b(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    sink_b = q;
+    return q;
+}
+
+static volatile size_t resizes[] = {150, 50, 400, 0}; /* volatile: the loop stays one call site */
+
+static int reallocs(void)
+{
+    char *p = malloc(100);
+    /* the first moves the block to resize_a's stack, the others resize it there */
+    for (int i = 0; resizes[i]; i++)
+        p = resize_a(p, resizes[i]);
+    p = resize_b(p, 1000);
+    free(p);
+    char *q = malloc(10);
+    q = resize_a(q, 20);
+    sink = q;
+    return 0;
+}
+
 static int maps(void)
 {
     size_t pg = 4096;
@@ -340,8 +379,10 @@ int main(int argc, char **argv)
         return temps();
     if (argc >= 2 && strcmp(argv[1], "hot") == 0)
         return hot();
-    fprintf(
-        stderr,
-        "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps | hot\n");
+    if (argc >= 2 && strcmp(argv[1], "reallocs") == 0)
+        return reallocs();
+    fprintf(stderr,
+            "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps | hot | "
+            "reallocs\n");
     return 2;
 }

@@ -320,11 +320,13 @@ static void model_run(struct model *m, const mt_trace_event *ev, size_t n)
                 m->st[s].allocated += g;
                 m->allocated += g;
             } else {
+                /* the block comes to this stack: its whole size there; the
+                 * total counts its growth (its new size when not held) */
                 if (old)
                     m->st[old_stack].frees++;
                 m->st[s].allocs++;
                 m->st[s].allocated += e->size;
-                m->allocated += e->size;
+                m->allocated += !old ? e->size : e->size > old_size ? e->size - old_size : 0;
             }
             th->resized = fresh && e->type == MT_TRACE_REALLOC;
             th->has_last = fresh;

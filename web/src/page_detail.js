@@ -22,7 +22,7 @@ MT.siteColumns = function (withAllocated, sampled) {
         { key: "frees", label: "frees", unit: "count" },
     ];
     if (withAllocated)
-        cols.push({ key: "allocated_bytes", label: "allocated", unit: "bytes", title: "bytes allocated over the run (the first size, then each growth)" });
+        cols.push({ key: "allocated_bytes", label: "allocated", unit: "bytes", title: "bytes allocated over the run (each block's size when it came to the site, then each growth)" });
     if (sampled)
         cols.push({ key: "samples", label: "samples", unit: "count", title: "sampled allocations behind this site's estimates (few samples: a wide error)" });
     cols.push({ key: "source", label: "source", unit: "text", value: function (s) { return MT.frameSource(s.frames[0] || {}); } });
@@ -59,7 +59,8 @@ MT.pages.detail = function (root, env) {
         root.appendChild(MT.el("p", { class: "mt-note", id: "mt-sampling", text: "sampled, one sample per " +
             MT.bytes(j.sampling.rate_bytes) + ": site figures are estimates (the category totals are exact)" }));
     MT.section(root, "Totals", "Live: allocated and not yet freed when the report was written. Allocated: every byte the " +
-        "sites allocated over the run (a realloc counts its growth).");
+        "sites allocated over the run (a realloc counts its growth at the block's site; one that moves the block to " +
+        "another site counts its new size there, so a block may count at two sites).");
     MT.cards(root, [
         { key: "live_bytes", label: "live", value: t.live_bytes },
         { key: "peak_bytes", label: "peak live", value: t.peak_bytes },
