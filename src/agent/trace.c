@@ -85,14 +85,23 @@ static struct enc_state *trace_enc;        /* the encoder's state (one session) 
 static const char *began = "start";
 static const char *ended = "exit";
 static char ended_buf[64];
-/* A fork child's: the parent's trace, and the fork's time and last id
- * (taken before the fork: the parent's events after that time are not
- * the child's), and the parent's pid (its getppid() may be init's by the
- * time its file opens). */
-static char parent_trace[MT_PATH_MAX];
+/* The fork being made: its time and last id (taken before the fork: the
+ * parent's events after that time are not the child's) and the parent's
+ * pid (the child's getppid() may be init's by the time its file opens).
+ * Each fork sets them again, in the process that forks. */
 static uint64_t fork_ns;
 static uint32_t fork_last_id;
 static pid_t fork_parent;
+/* A fork child's own: the parent's trace, and the fork it was made by,
+ * copied from the above in the child at once. Its file begins at its
+ * first event, and by then the child may have forked a child of its
+ * own, which set the above for that one. */
+static char parent_trace[MT_PATH_MAX];
+static struct {
+    uint64_t ns;
+    uint32_t last_id;
+    pid_t parent;
+} forked_by;
 /* The start-up directory: a relative trace path is under it. */
 static char start_dir[MT_PATH_MAX];
 /* Held while a trace session is made or dropped on demand, and by the
@@ -271,16 +280,16 @@ static int enc_begin(void *st)
     char num[24];
     mt_out o;
     mt_out_init(&o, num, sizeof num, -1);
-    mt_out_u64(&o, (uint64_t)(strcmp(began, "fork") == 0 && fork_parent ? fork_parent : getppid()));
+    mt_out_u64(&o, (uint64_t)(strcmp(began, "fork") == 0 && forked_by.parent ? forked_by.parent : getppid()));
     mt_trace_write_meta(e->w, "ppid", mt_out_cstr(&o));
     mt_trace_write_meta(e->w, "began", began);
     if (strcmp(began, "fork") == 0) {
         mt_trace_write_meta(e->w, "parent_trace", parent_trace);
         mt_out_init(&o, num, sizeof num, -1);
-        mt_out_u64(&o, fork_ns);
+        mt_out_u64(&o, forked_by.ns);
         mt_trace_write_meta(e->w, "fork_ns", mt_out_cstr(&o));
         mt_out_init(&o, num, sizeof num, -1);
-        mt_out_u64(&o, fork_last_id);
+        mt_out_u64(&o, forked_by.last_id);
         mt_trace_write_meta(e->w, "fork_last_id", mt_out_cstr(&o));
     }
     e->last_ns = 0;
@@ -857,7 +866,10 @@ void mt_trace_after_fork_child(void)
     /* The child's trace begins at the fork; the blocks it inherited are in
      * the parent's trace, up to the fork (the analysis reads them there). */
     began = "fork";
-    ended = "exit"; /* fork_ns, fork_last_id, fork_parent: mt_trace_before_fork's */
+    ended = "exit";
+    forked_by.ns = fork_ns; /* mt_trace_before_fork's, for this child */
+    forked_by.last_id = fork_last_id;
+    forked_by.parent = fork_parent;
     mt_out po;
     mt_out_init(&po, parent_trace, sizeof parent_trace, -1);
     if (trace_path[0] != '/' && start_dir[0]) {

@@ -7,6 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 TR=$TBIN/tracer
+META=$BUILD/asan/tests/trace/trace_meta # a trace's meta values (tests/trace/trace_meta.c)
 py() { python3 -c "$@"; }
 
 # --- the analyzer's totals = the summary report's -----------------------------
@@ -157,6 +158,61 @@ for f in "$T"/fl.*.mtt; do
     fllost="$fllost $(json_get "$T/fl.json" "int(j['events_lost'] <= 9 - j['allocs'])")"
 done
 expect_match "trace: fork children's traces count only their own losses (at most their 9)" "^( 1)+$" "$fllost"
+
+# --- chains of forks: each trace's fork meta is its own fork's ------------------
+# forkchain (tests/agent/forkchain.c) keeps the books of its blocks (category
+# "chain") in every process and writes them in DIR/ledger.PID as it ends:
+# "pid ppid live_count live_bytes". fork_check DIR prints one line per
+# forked process whose trace disagrees: its meta ppid, or its fork_ns not
+# between its parent's and its child's (each fork later than the one that
+# made the process), or its analysis (inherited blocks not replayed, a
+# free of an unknown block, its blocks at the end not the ledger's, a note
+# that the parent's trace cannot be read or is another's).
+fork_check() {
+    python3 - "$1" "$MT" "$META" <<'PYEOF'
+import glob, json, os, subprocess, sys
+d, mt, meta = sys.argv[1:4]
+books = {}
+for l in glob.glob(d + '/ledger.*'):
+    pid, ppid, n, b = map(int, open(l).read().split())
+    books[pid] = (ppid, n, b)
+def fork_ns(pid):
+    out = subprocess.run([meta, '%s/c.%d.mtt' % (d, pid), 'fork_ns'], capture_output=True, text=True).stdout
+    return int(out.split('=')[1]) if out.startswith('fork_ns=') else None
+bad = []
+for pid, (ppid, n, b) in sorted(books.items()):
+    f = '%s/c.%d.mtt' % (d, pid)
+    m = dict(l.split('=', 1) for l in subprocess.run([meta, f, 'ppid', 'began'], capture_output=True,
+                                                     text=True).stdout.split('\n') if '=' in l)
+    j = json.loads(subprocess.run([mt, 'analyze', '--json', f], capture_output=True, text=True).stdout)
+    inh = j['inherited'] or {}
+    live = [x for x in j['leaks']['stacks'] if x['category'] == 'chain']
+    got = (sum(x['live_count'] for x in live), sum(x['live_bytes'] for x in live))
+    note = inh.get('note') or ''
+    kids = [k for k, v in books.items() if v[0] == pid]
+    if m.get('ppid') != str(ppid) or m.get('began') != 'fork':
+        bad.append('%d: meta ppid %s began %s, its parent is %d' % (pid, m.get('ppid'), m.get('began'), ppid))
+    for k in kids:
+        if not fork_ns(pid) < fork_ns(k):
+            bad.append('%d: fork_ns %s, not before its child %d\'s %s' % (pid, fork_ns(pid), k, fork_ns(k)))
+    if not inh.get('replayed') or j['frees_unknown'] or got != (n, b):
+        bad.append('%d: replayed %s, frees_unknown %d, %d blocks %d bytes at the end; its books: %d %d (%s)' %
+                   (pid, inh.get('replayed'), j['frees_unknown'], got[0], got[1], n, b, note))
+    if 'cannot be read' in note or 'not the parent' in note:
+        bad.append('%d: %s' % (pid, note))
+print('%d processes' % len(books))
+print('\n'.join(bad))
+PYEOF
+}
+# 20 times in a row, a child that forks at once (before its trace's first
+# dispatch) and a grandchild. Before, the child's trace took its fork meta
+# when its file began, after its own fork had set them again for the
+# grandchild: ppid its own pid, fork_ns the grandchild's, its inherited
+# blocks unknown (most rounds of a run).
+mkdir -p "$T/chain"
+run_mt "$MT" run --mode trace -o "$T/chain/c.%p.mtt" -- "$TBIN/forkchain" "$T/chain" chain 20
+expect_eq "trace: a child forking at once, 20 rounds: every child's and grandchild's fork meta and inherited blocks" \
+    "40 processes" "$(fork_check "$T/chain")"
 
 # --- exec: the image before keeps its trace, the one after writes its own ------------
 run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
