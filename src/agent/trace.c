@@ -79,7 +79,8 @@ static uint64_t files_written, files_bytes;
 /* Out of memory (mt_trace_out_of_memory): recording stopped for good. */
 _Alignas(64) _Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
 _Atomic uint64_t mt_trace_unrecorded;      /* events fired after that */
-static struct enc_state *trace_enc;        /* the encoder's state (one session) */
+static struct enc_state *trace_enc;        /* the trace session's encoder state */
+static int making_trace;                   /* start_session is creating the trace's session */
 /* Why the current trace began and (once known) ended: the trace's meta
  * records `began` and `ended` (docs/trace-format.md). */
 static const char *began = "start";
@@ -102,6 +103,10 @@ static struct {
     uint32_t last_id;
     pid_t parent;
 } forked_by;
+/* A fork child's trace names this process's as its parent's: the file is
+ * written even with no event, so that the child's chain of inherited
+ * blocks reads through it (a daemon()'s middle process). */
+static _Atomic int named_by_child;
 /* The start-up directory: a relative trace path is under it. */
 static char start_dir[MT_PATH_MAX];
 /* Held while a trace session is made or dropped on demand, and by the
@@ -250,7 +255,8 @@ static void *enc_create(int (*write)(void *ctx, const void *buf, size_t n), void
         munmap(e, sizeof *e);
         return NULL;
     }
-    trace_enc = e;
+    if (making_trace) /* not an event_file target of the program's own sessions */
+        trace_enc = e;
     return e;
 }
 
@@ -454,6 +460,11 @@ static void enc_forked(void *st)
     e->w = atomic_load(&mt_trace_stopped) ? NULL : new_writer(e);
 }
 
+static int enc_wanted(void *st)
+{
+    return st == trace_enc && atomic_load(&named_by_child);
+}
+
 static const xe_file_encoder trace_encoder = {
     .name = "trace",
     .create = enc_create,
@@ -465,6 +476,7 @@ static const xe_file_encoder trace_encoder = {
     .destroy = enc_destroy,
     .forked = enc_forked,
     .watermark = enc_watermark,
+    .wanted = enc_wanted,
 };
 
 /* ---- the session ----------------------------------------------------------- */
@@ -560,7 +572,9 @@ static int start_session(const char *path)
         return -1;
     }
     xe_session *s = NULL;
+    making_trace = 1;
     int rc = xe_session_create(&cfg, &s, why, sizeof why);
+    making_trace = 0;
     if (rc == 0 && (rc = xe_session_start(s)) != 0) {
         mt_out_init(&o, why, sizeof why, -1);
         mt_out_str(&o, "cannot start its session");
@@ -852,6 +866,7 @@ void mt_trace_before_fork(void)
     fork_last_id = atomic_load(&mt_trace_last_id);
     atomic_fetch_add(&mt_trace_id_gen, 1);
     fork_parent = getpid();
+    atomic_store(&named_by_child, 1);
 }
 
 void mt_trace_after_fork_child(void)
@@ -867,7 +882,8 @@ void mt_trace_after_fork_child(void)
      * the parent's trace, up to the fork (the analysis reads them there). */
     began = "fork";
     ended = "exit";
-    forked_by.ns = fork_ns; /* mt_trace_before_fork's, for this child */
+    atomic_store(&named_by_child, 0); /* the parent's, until this process forks */
+    forked_by.ns = fork_ns;           /* mt_trace_before_fork's, for this child */
     forked_by.last_id = fork_last_id;
     forked_by.parent = fork_parent;
     mt_out po;
@@ -943,6 +959,7 @@ int mt_trace_record_start(const char *path, mt_out *reply)
      * trace's. */
     files_written = files_bytes = 0;
     process_lost0 = process_fired0 = file_lost0 = file_fired0 = 0;
+    atomic_store(&named_by_child, 0); /* a child of an earlier trace names that one */
     atomic_store(&mt_trace_unrecorded, 0);
     if (!trace_start_ns)
         mt_trace_init(); /* a detail-mode process: the encoder for event_file targets */

@@ -214,6 +214,31 @@ run_mt "$MT" run --mode trace -o "$T/chain/c.%p.mtt" -- "$TBIN/forkchain" "$T/ch
 expect_eq "trace: a child forking at once, 20 rounds: every child's and grandchild's fork meta and inherited blocks" \
     "40 processes" "$(fork_check "$T/chain")"
 
+# A double fork whose middle process allocates nothing: its trace has no
+# event, but the grandchild's names it as its parent's, so it is written
+# all the same (began fork, its meta, an end): the grandchild inherits the
+# first process's blocks through it. Before, the middle wrote no file and
+# the grandchild's inherited blocks were unknown ("the parent's trace
+# cannot be read"). Through daemon(1, 1) too: glibc's leaves the middle by
+# an _exit no hook saw (the agent's daemon leaves by its own).
+for how in middle daemon; do
+    mkdir -p "$T/$how"
+    run_mt "$MT" run --mode trace -o "$T/$how/c.%p.mtt" -- "$TBIN/forkchain" "$T/$how" "$how"
+    for _ in $(seq 500); do # the daemon outlives memtrail run: its ledger, then its exit
+        l=$(ls "$T/$how"/ledger.* 2>/dev/null | head -1)
+        [ -n "$l" ] && ! kill -0 "$(cut -d' ' -f1 "$l")" 2>/dev/null && break
+        sleep 0.02
+    done
+    gp=$(cut -d' ' -f2 "$l" 2>/dev/null)
+    expect_match "trace: $how: the middle process says its trace, 0 events" \
+        "trace: 0 events, 0 lost, [0-9]+ bytes in $T/$how/c\.$gp\.mtt" "$err"
+    expect_eq "trace: $how: the middle's trace: began fork, complete, no event" "began=fork|True 0" \
+        "$("$META" "$T/$how/c.$gp.mtt" began)|$("$MT" analyze --json "$T/$how/c.$gp.mtt" 2>/dev/null |
+            json_get /dev/stdin "'%s %d' % (j['complete'], j['events'])")"
+    expect_eq "trace: $how: the grandchild inherits the first process's blocks through the middle's trace" \
+        "1 processes" "$(fork_check "$T/$how")"
+done
+
 # --- exec: the image before keeps its trace, the one after writes its own ------------
 run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
 shpid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
