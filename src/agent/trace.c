@@ -269,6 +269,22 @@ static void enc_destroy(void *st)
     munmap(e, sizeof *e);
 }
 
+/* The command line, as the summary report's cmdline line has it; a
+ * longer one than a meta value holds is cut, never inside an escape. */
+static void write_cmdline(mt_trace_writer *w)
+{
+    char cmd[MT_TRACE_META_MAX + 1];
+    mt_out o;
+    mt_out_init(&o, cmd, sizeof cmd, -1);
+    mt_report_cmdline(&o);
+    mt_out_cstr(&o);
+    size_t slashes = 0;
+    while (o.err && slashes < o.len && cmd[o.len - 1 - slashes] == '\\')
+        slashes++;
+    cmd[o.len - (slashes & 1)] = '\0'; /* an odd one out begins an escape cut short */
+    mt_trace_write_meta(w, "cmdline", cmd);
+}
+
 static int enc_begin(void *st)
 {
     enc_state *e = st;
@@ -283,6 +299,8 @@ static int enc_begin(void *st)
         exe[n] = '\0';
         mt_trace_write_meta(e->w, "exe", exe);
     }
+    write_cmdline(e->w);
+    mt_trace_write_meta(e->w, "unwinder", mt_site_unwinder());
     char num[24];
     mt_out o;
     mt_out_init(&o, num, sizeof num, -1);

@@ -100,6 +100,26 @@ run_mt "$MT" report "$T/known.mtt"
 expect_eq "trace: report of a trace exits 0" 0 "$rc"
 expect_match "trace: report of a trace shows its sites" "leak_small" "$out"
 
+# The meta name the command line and the unwinder (docs/trace-format.md),
+# and a report of the trace names the unwinder. Before, neither was
+# written: "(stack depth 4, unwinder unknown)".
+expect_eq "trace: meta cmdline is the summary report's cmdline line" \
+    "$(sed -n 's/^cmdline /cmdline=/p' "$T/known.mtr")" "$("$META" "$T/known.mtt" cmdline)"
+run_mt "$MT" run --mode trace --unwind fp -o "$T/fp.mtt" -- "$TR" known 'a b\c'
+expect_eq "trace: meta cmdline escapes a space and a backslash as the report does; unwinder fp" \
+    "cmdline=$TR known a\\sb\\\\c unwinder=fp" "$("$META" "$T/fp.mtt" cmdline unwinder | paste -sd' ')"
+# Longer than a meta value holds (4096 bytes): cut there, but not between
+# a backslash and its escape's letter (the escape of the argument's backslash straddles it).
+xs=$(python3 -c "print('x' * (4095 - len('$TR known ')))")
+run_mt "$MT" run --mode trace -o "$T/long.mtt" -- "$TR" known "$xs\\yyyy"
+expect_eq "trace: meta cmdline over 4096 bytes: cut before the escape the cut would split" \
+    "cmdline=$TR known $xs" "$("$META" "$T/long.mtt" cmdline)"
+run_mt "$MT" report "$T/fp.mtt"
+expect_match "trace: report of a trace names its unwinder" "by live bytes \(stack depth [0-9]+, fp\):" "$out"
+run_mt "$MT" report "$T/known.mtt"
+expect_match "trace: report of a trace names its unwinder (the default)" \
+    "by live bytes \(stack depth [0-9]+, $("$META" "$T/known.mtt" unwinder | sed -n 's/^unwinder=//p')\):" "$out"
+
 # --- frees handed between threads arrive after their allocs ---------------------
 run_mt "$MT" run --mode trace --no-loss -o "$T/handoff.mtt" -- "$TR" handoff 2
 run_mt "$MT" analyze --json "$T/handoff.mtt"
