@@ -184,6 +184,8 @@ $(BUILD)/asan/tests/trace/test_merge: src/agent/trace_merge.c
 # and its own test, which includes it.
 tests: $(BUILD)/asan/tests/trace/trace_order
 $(BUILD)/asan/tests/trace/test_trace_order: tests/trace/trace_order.c
+# A trace's meta values (test_trace.sh, test_ondemand.sh).
+tests: $(BUILD)/asan/tests/trace/trace_meta
 
 # The analyzer's tests (ASan+UBSan): traces written with the real writer,
 # read with the real reader, checked against a brute-force model.

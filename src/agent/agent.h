@@ -254,6 +254,10 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason);
 void mt_report_after_fork_child(void);
 /* Keeps /proc/self/cmdline as it was at start-up. */
 void mt_report_capture_cmdline(void);
+/* That command line as the report's cmdline line has it (arguments
+ * separated by spaces, with \s \n \\ escapes), into o. */
+struct mt_out;
+void mt_report_cmdline(struct mt_out *o);
 /* At start-up: opens the output's directory and keeps it (safe_file.h),
  * so reports reach it after a chroot, a chdir or an id change. */
 void mt_report_open_dir(void);

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -474,6 +476,42 @@ MT_EXPORT void _exit(int status)
 MT_EXPORT void _Exit(int status)
 {
     exit_now(status);
+}
+
+/* glibc's daemon() leaves its parent by an _exit inside libc, which the
+ * hook above never sees: that process wrote no report, and no trace,
+ * though the daemon's trace names it as its parent's. The same steps as
+ * glibc's, the parent leaving through exit_now. */
+MT_EXPORT int daemon(int nochdir, int noclose)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        exit_now(0);
+    if (setsid() < 0)
+        return -1;
+    if (!nochdir)
+        (void)chdir("/");
+    if (noclose)
+        return 0;
+    /* stdin, stdout and stderr onto /dev/null, once it is seen to be it */
+    int fd = open("/dev/null", O_RDWR);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int bad = fstat(fd, &st) != 0 ? errno : !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3) ? ENODEV : 0;
+    if (bad) {
+        close(fd);
+        errno = bad;
+        return -1;
+    }
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    if (fd > STDERR_FILENO)
+        close(fd);
+    return 0;
 }
 
 /* The report at exit must come after every library's destructors (they

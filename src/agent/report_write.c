@@ -92,6 +92,11 @@ static void write_cmdline(mt_out *o)
     }
 }
 
+void mt_report_cmdline(mt_out *o)
+{
+    write_cmdline(o);
+}
+
 static void write_counts(mt_out *o, const mt_catsum *c)
 {
     static const struct {

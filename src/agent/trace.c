@@ -79,20 +79,34 @@ static uint64_t files_written, files_bytes;
 /* Out of memory (mt_trace_out_of_memory): recording stopped for good. */
 _Alignas(64) _Atomic int mt_trace_stopped; /* out of memory: 0, 1 stopping, 2 stopped */
 _Atomic uint64_t mt_trace_unrecorded;      /* events fired after that */
-static struct enc_state *trace_enc;        /* the encoder's state (one session) */
+static struct enc_state *trace_enc;        /* the trace session's encoder state */
+static int making_trace;                   /* start_session is creating the trace's session */
 /* Why the current trace began and (once known) ended: the trace's meta
  * records `began` and `ended` (docs/trace-format.md). */
 static const char *began = "start";
 static const char *ended = "exit";
 static char ended_buf[64];
-/* A fork child's: the parent's trace, and the fork's time and last id
- * (taken before the fork: the parent's events after that time are not
- * the child's), and the parent's pid (its getppid() may be init's by the
- * time its file opens). */
-static char parent_trace[MT_PATH_MAX];
+/* The fork being made: its time and last id (taken before the fork: the
+ * parent's events after that time are not the child's) and the parent's
+ * pid (the child's getppid() may be init's by the time its file opens).
+ * Each fork sets them again, in the process that forks. */
 static uint64_t fork_ns;
 static uint32_t fork_last_id;
 static pid_t fork_parent;
+/* A fork child's own: the parent's trace, and the fork it was made by,
+ * copied from the above in the child at once. Its file begins at its
+ * first event, and by then the child may have forked a child of its
+ * own, which set the above for that one. */
+static char parent_trace[MT_PATH_MAX];
+static struct {
+    uint64_t ns;
+    uint32_t last_id;
+    pid_t parent;
+} forked_by;
+/* A fork child's trace names this process's as its parent's: the file is
+ * written even with no event, so that the child's chain of inherited
+ * blocks reads through it (a daemon()'s middle process). */
+static _Atomic int named_by_child;
 /* The start-up directory: a relative trace path is under it. */
 static char start_dir[MT_PATH_MAX];
 /* Held while a trace session is made or dropped on demand, and by the
@@ -241,7 +255,8 @@ static void *enc_create(int (*write)(void *ctx, const void *buf, size_t n), void
         munmap(e, sizeof *e);
         return NULL;
     }
-    trace_enc = e;
+    if (making_trace) /* not an event_file target of the program's own sessions */
+        trace_enc = e;
     return e;
 }
 
@@ -252,6 +267,22 @@ static void enc_destroy(void *st)
         mt_trace_writer_destroy(e->w);
     trace_merge_destroy(e->merge);
     munmap(e, sizeof *e);
+}
+
+/* The command line, as the summary report's cmdline line has it; a
+ * longer one than a meta value holds is cut, never inside an escape. */
+static void write_cmdline(mt_trace_writer *w)
+{
+    char cmd[MT_TRACE_META_MAX + 1];
+    mt_out o;
+    mt_out_init(&o, cmd, sizeof cmd, -1);
+    mt_report_cmdline(&o);
+    mt_out_cstr(&o);
+    size_t slashes = 0;
+    while (o.err && slashes < o.len && cmd[o.len - 1 - slashes] == '\\')
+        slashes++;
+    cmd[o.len - (slashes & 1)] = '\0'; /* an odd one out begins an escape cut short */
+    mt_trace_write_meta(w, "cmdline", cmd);
 }
 
 static int enc_begin(void *st)
@@ -268,19 +299,21 @@ static int enc_begin(void *st)
         exe[n] = '\0';
         mt_trace_write_meta(e->w, "exe", exe);
     }
+    write_cmdline(e->w);
+    mt_trace_write_meta(e->w, "unwinder", mt_site_unwinder());
     char num[24];
     mt_out o;
     mt_out_init(&o, num, sizeof num, -1);
-    mt_out_u64(&o, (uint64_t)(strcmp(began, "fork") == 0 && fork_parent ? fork_parent : getppid()));
+    mt_out_u64(&o, (uint64_t)(strcmp(began, "fork") == 0 && forked_by.parent ? forked_by.parent : getppid()));
     mt_trace_write_meta(e->w, "ppid", mt_out_cstr(&o));
     mt_trace_write_meta(e->w, "began", began);
     if (strcmp(began, "fork") == 0) {
         mt_trace_write_meta(e->w, "parent_trace", parent_trace);
         mt_out_init(&o, num, sizeof num, -1);
-        mt_out_u64(&o, fork_ns);
+        mt_out_u64(&o, forked_by.ns);
         mt_trace_write_meta(e->w, "fork_ns", mt_out_cstr(&o));
         mt_out_init(&o, num, sizeof num, -1);
-        mt_out_u64(&o, fork_last_id);
+        mt_out_u64(&o, forked_by.last_id);
         mt_trace_write_meta(e->w, "fork_last_id", mt_out_cstr(&o));
     }
     e->last_ns = 0;
@@ -445,6 +478,11 @@ static void enc_forked(void *st)
     e->w = atomic_load(&mt_trace_stopped) ? NULL : new_writer(e);
 }
 
+static int enc_wanted(void *st)
+{
+    return st == trace_enc && atomic_load(&named_by_child);
+}
+
 static const xe_file_encoder trace_encoder = {
     .name = "trace",
     .create = enc_create,
@@ -456,6 +494,7 @@ static const xe_file_encoder trace_encoder = {
     .destroy = enc_destroy,
     .forked = enc_forked,
     .watermark = enc_watermark,
+    .wanted = enc_wanted,
 };
 
 /* ---- the session ----------------------------------------------------------- */
@@ -551,7 +590,9 @@ static int start_session(const char *path)
         return -1;
     }
     xe_session *s = NULL;
+    making_trace = 1;
     int rc = xe_session_create(&cfg, &s, why, sizeof why);
+    making_trace = 0;
     if (rc == 0 && (rc = xe_session_start(s)) != 0) {
         mt_out_init(&o, why, sizeof why, -1);
         mt_out_str(&o, "cannot start its session");
@@ -843,6 +884,7 @@ void mt_trace_before_fork(void)
     fork_last_id = atomic_load(&mt_trace_last_id);
     atomic_fetch_add(&mt_trace_id_gen, 1);
     fork_parent = getpid();
+    atomic_store(&named_by_child, 1);
 }
 
 void mt_trace_after_fork_child(void)
@@ -857,7 +899,11 @@ void mt_trace_after_fork_child(void)
     /* The child's trace begins at the fork; the blocks it inherited are in
      * the parent's trace, up to the fork (the analysis reads them there). */
     began = "fork";
-    ended = "exit"; /* fork_ns, fork_last_id, fork_parent: mt_trace_before_fork's */
+    ended = "exit";
+    atomic_store(&named_by_child, 0); /* the parent's, until this process forks */
+    forked_by.ns = fork_ns;           /* mt_trace_before_fork's, for this child */
+    forked_by.last_id = fork_last_id;
+    forked_by.parent = fork_parent;
     mt_out po;
     mt_out_init(&po, parent_trace, sizeof parent_trace, -1);
     if (trace_path[0] != '/' && start_dir[0]) {
@@ -931,6 +977,7 @@ int mt_trace_record_start(const char *path, mt_out *reply)
      * trace's. */
     files_written = files_bytes = 0;
     process_lost0 = process_fired0 = file_lost0 = file_fired0 = 0;
+    atomic_store(&named_by_child, 0); /* a child of an earlier trace names that one */
     atomic_store(&mt_trace_unrecorded, 0);
     if (!trace_start_ns)
         mt_trace_init(); /* a detail-mode process: the encoder for event_file targets */

@@ -70,6 +70,9 @@ void mt_trace_writer_destroy(mt_trace_writer *w);
 /* Starts a file: writes the header; every definition is written again
  * before its first use in this file, so each file stands alone. */
 int mt_trace_write_begin(mt_trace_writer *w);
+/* A meta key's or value's longest (the format's longest string): a longer
+ * one is cut there. */
+#define MT_TRACE_META_MAX 4096u
 /* Key/value metadata (exe, cmdline, ...) for the next definitions chunk. */
 int mt_trace_write_meta(mt_trace_writer *w, const char *key, const char *value);
 /* Appends one event; writes a chunk when one is full. 0 or -errno (the

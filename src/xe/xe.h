@@ -267,6 +267,9 @@ typedef struct xe_file_encoder {
      * only with its file open (whose size it looks at after each run);
      * everything else still comes as events. */
     uint64_t (*records)(void *st, const char *recs, uint64_t bytes);
+    /* At the session's stop, when no file was opened (no event came):
+     * whether to write one all the same, begun and ended (may be NULL). */
+    int (*wanted)(void *st);
 } xe_file_encoder;
 void xe_file_set_encoder(const xe_file_encoder *enc);
 /* The agent's guard over its long-lived descriptors (src/agent/fdguard.h):

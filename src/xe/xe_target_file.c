@@ -533,6 +533,16 @@ static void file_stop(xe_target *t)
     s->current = 0;
 }
 
+/* The session stops: as file_stop, and a file the encoder wants though
+ * no event came is written now (a trace that another names). */
+static void file_session_stop(xe_target *t)
+{
+    file_state *s = t->state;
+    if (s->est && !s->current && !s->opened && s->enc->wanted && s->enc->wanted(s->est))
+        (void)file_open_next(s);
+    file_stop(t);
+}
+
 static const char *errno_name(uint64_t e)
 {
     switch (e) {
@@ -699,7 +709,7 @@ const xe_target_ops xe_target_event_file = {
     .flush = file_flush,
     .close = file_close,
     .view_json = file_view,
-    .stop = file_stop,
+    .stop = file_session_stop,
     .watermark = file_watermark,
     .deliver_recs = file_deliver_recs,
     .forked = file_forked,

@@ -7,6 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 TR=$TBIN/tracer
+META=$BUILD/asan/tests/trace/trace_meta # a trace's meta values (tests/trace/trace_meta.c)
 py() { python3 -c "$@"; }
 
 # --- the analyzer's totals = the summary report's -----------------------------
@@ -157,6 +158,26 @@ run_mt "$MT" report "$T/known.mtt"
 expect_eq "trace: report of a trace exits 0" 0 "$rc"
 expect_match "trace: report of a trace shows its sites" "leak_small" "$out"
 
+# The meta name the command line and the unwinder (docs/trace-format.md),
+# and a report of the trace names the unwinder. Before, neither was
+# written: "(stack depth 4, unwinder unknown)".
+expect_eq "trace: meta cmdline is the summary report's cmdline line" \
+    "$(sed -n 's/^cmdline /cmdline=/p' "$T/known.mtr")" "$("$META" "$T/known.mtt" cmdline)"
+run_mt "$MT" run --mode trace --unwind fp -o "$T/fp.mtt" -- "$TR" known 'a b\c'
+expect_eq "trace: meta cmdline escapes a space and a backslash as the report does; unwinder fp" \
+    "cmdline=$TR known a\\sb\\\\c unwinder=fp" "$("$META" "$T/fp.mtt" cmdline unwinder | paste -sd' ')"
+# Longer than a meta value holds (4096 bytes): cut there, but not between
+# a backslash and its escape's letter (the escape of the argument's backslash straddles it).
+xs=$(python3 -c "print('x' * (4095 - len('$TR known ')))")
+run_mt "$MT" run --mode trace -o "$T/long.mtt" -- "$TR" known "$xs\\yyyy"
+expect_eq "trace: meta cmdline over 4096 bytes: cut before the escape the cut would split" \
+    "cmdline=$TR known $xs" "$("$META" "$T/long.mtt" cmdline)"
+run_mt "$MT" report "$T/fp.mtt"
+expect_match "trace: report of a trace names its unwinder" "by live bytes \(stack depth [0-9]+, fp\):" "$out"
+run_mt "$MT" report "$T/known.mtt"
+expect_match "trace: report of a trace names its unwinder (the default)" \
+    "by live bytes \(stack depth [0-9]+, $("$META" "$T/known.mtt" unwinder | sed -n 's/^unwinder=//p')\):" "$out"
+
 # --- frees handed between threads arrive after their allocs ---------------------
 run_mt "$MT" run --mode trace --no-loss -o "$T/handoff.mtt" -- "$TR" handoff 2
 run_mt "$MT" analyze --json "$T/handoff.mtt"
@@ -215,6 +236,86 @@ for f in "$T"/fl.*.mtt; do
     fllost="$fllost $(json_get "$T/fl.json" "int(j['events_lost'] <= 9 - j['allocs'])")"
 done
 expect_match "trace: fork children's traces count only their own losses (at most their 9)" "^( 1)+$" "$fllost"
+
+# --- chains of forks: each trace's fork meta is its own fork's ------------------
+# forkchain (tests/agent/forkchain.c) keeps the books of its blocks (category
+# "chain") in every process and writes them in DIR/ledger.PID as it ends:
+# "pid ppid live_count live_bytes". fork_check DIR prints one line per
+# forked process whose trace disagrees: its meta ppid, or its fork_ns not
+# between its parent's and its child's (each fork later than the one that
+# made the process), or its analysis (inherited blocks not replayed, a
+# free of an unknown block, its blocks at the end not the ledger's, a note
+# that the parent's trace cannot be read or is another's).
+fork_check() {
+    python3 - "$1" "$MT" "$META" <<'PYEOF'
+import glob, json, os, subprocess, sys
+d, mt, meta = sys.argv[1:4]
+books = {}
+for l in glob.glob(d + '/ledger.*'):
+    pid, ppid, n, b = map(int, open(l).read().split())
+    books[pid] = (ppid, n, b)
+def fork_ns(pid):
+    out = subprocess.run([meta, '%s/c.%d.mtt' % (d, pid), 'fork_ns'], capture_output=True, text=True).stdout
+    return int(out.split('=')[1]) if out.startswith('fork_ns=') else None
+bad = []
+for pid, (ppid, n, b) in sorted(books.items()):
+    f = '%s/c.%d.mtt' % (d, pid)
+    m = dict(l.split('=', 1) for l in subprocess.run([meta, f, 'ppid', 'began'], capture_output=True,
+                                                     text=True).stdout.split('\n') if '=' in l)
+    j = json.loads(subprocess.run([mt, 'analyze', '--json', f], capture_output=True, text=True).stdout)
+    inh = j['inherited'] or {}
+    live = [x for x in j['leaks']['stacks'] if x['category'] == 'chain']
+    got = (sum(x['live_count'] for x in live), sum(x['live_bytes'] for x in live))
+    note = inh.get('note') or ''
+    kids = [k for k, v in books.items() if v[0] == pid]
+    if m.get('ppid') != str(ppid) or m.get('began') != 'fork':
+        bad.append('%d: meta ppid %s began %s, its parent is %d' % (pid, m.get('ppid'), m.get('began'), ppid))
+    for k in kids:
+        if not fork_ns(pid) < fork_ns(k):
+            bad.append('%d: fork_ns %s, not before its child %d\'s %s' % (pid, fork_ns(pid), k, fork_ns(k)))
+    if not inh.get('replayed') or j['frees_unknown'] or got != (n, b):
+        bad.append('%d: replayed %s, frees_unknown %d, %d blocks %d bytes at the end; its books: %d %d (%s)' %
+                   (pid, inh.get('replayed'), j['frees_unknown'], got[0], got[1], n, b, note))
+    if 'cannot be read' in note or 'not the parent' in note:
+        bad.append('%d: %s' % (pid, note))
+print('%d processes' % len(books))
+print('\n'.join(bad))
+PYEOF
+}
+# 20 times in a row, a child that forks at once (before its trace's first
+# dispatch) and a grandchild. Before, the child's trace took its fork meta
+# when its file began, after its own fork had set them again for the
+# grandchild: ppid its own pid, fork_ns the grandchild's, its inherited
+# blocks unknown (most rounds of a run).
+mkdir -p "$T/chain"
+run_mt "$MT" run --mode trace -o "$T/chain/c.%p.mtt" -- "$TBIN/forkchain" "$T/chain" chain 20
+expect_eq "trace: a child forking at once, 20 rounds: every child's and grandchild's fork meta and inherited blocks" \
+    "40 processes" "$(fork_check "$T/chain")"
+
+# A double fork whose middle process allocates nothing: its trace has no
+# event, but the grandchild's names it as its parent's, so it is written
+# all the same (began fork, its meta, an end): the grandchild inherits the
+# first process's blocks through it. Before, the middle wrote no file and
+# the grandchild's inherited blocks were unknown ("the parent's trace
+# cannot be read"). Through daemon(1, 1) too: glibc's leaves the middle by
+# an _exit no hook saw (the agent's daemon leaves by its own).
+for how in middle daemon; do
+    mkdir -p "$T/$how"
+    run_mt "$MT" run --mode trace -o "$T/$how/c.%p.mtt" -- "$TBIN/forkchain" "$T/$how" "$how"
+    for _ in $(seq 500); do # the daemon outlives memtrail run: its ledger, then its exit
+        l=$(ls "$T/$how"/ledger.* 2>/dev/null | head -1)
+        [ -n "$l" ] && ! kill -0 "$(cut -d' ' -f1 "$l")" 2>/dev/null && break
+        sleep 0.02
+    done
+    gp=$(cut -d' ' -f2 "$l" 2>/dev/null)
+    expect_match "trace: $how: the middle process says its trace, 0 events" \
+        "trace: 0 events, 0 lost, [0-9]+ bytes in $T/$how/c\.$gp\.mtt" "$err"
+    expect_eq "trace: $how: the middle's trace: began fork, complete, no event" "began=fork|True 0" \
+        "$("$META" "$T/$how/c.$gp.mtt" began)|$("$MT" analyze --json "$T/$how/c.$gp.mtt" 2>/dev/null |
+            json_get /dev/stdin "'%s %d' % (j['complete'], j['events'])")"
+    expect_eq "trace: $how: the grandchild inherits the first process's blocks through the middle's trace" \
+        "1 processes" "$(fork_check "$T/$how")"
+done
 
 # --- exec: the image before keeps its trace, the one after writes its own ------------
 run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
