@@ -188,7 +188,27 @@ struct builder {
     } * has;           /* per module: what its Locations carry */
     bool unknown_used; /* a site without frames refers to UNKNOWN_LOCATION */
     bool alloc_space;  /* every site has allocated_bytes: the alloc_space type */
+    size_t main;       /* the executable's module (Mapping 1), or nmodules when none is */
 };
+
+/* The executable's module: pprof takes the first Mapping for the main
+ * binary (its "File:"), and a report's first module may be another (a
+ * trace's is often the dynamic loader's). nmodules when none is. */
+static size_t main_module(const struct report *r)
+{
+    for (size_t i = 0; r->exe && i < r->nmodules; i++)
+        if (r->modules[i].path && strcmp(r->modules[i].path, r->exe) == 0)
+            return i;
+    return r->nmodules;
+}
+
+/* Module i's Mapping id: the executable's 1, the others in their order. */
+static uint64_t mapping_id(const struct builder *b, size_t i)
+{
+    if (b->main == b->r->nmodules)
+        return i + 1;
+    return i == b->main ? 1 : i < b->main ? i + 2 : i + 1;
+}
 
 /* Location ids: 1 stands for "no stack" (the site table's overflow, site 0),
  * a Line of function "[unknown]" as in the folded stacks; the recorded
@@ -287,7 +307,7 @@ static int add_locations(struct builder *b)
         pb_reset(&b->msg);
         pb_uint64(&b->msg, LOCATION_ID, a + 2);
         if (ad->module >= 0)
-            pb_uint64(&b->msg, LOCATION_MAPPING_ID, (uint64_t)ad->module + 1);
+            pb_uint64(&b->msg, LOCATION_MAPPING_ID, mapping_id(b, (size_t)ad->module));
         pb_uint64(&b->msg, LOCATION_ADDRESS, ad->address);
         int named = 0;
         for (int j = 0; j < ad->nframes; j++) { /* innermost (inlined) first, as pprof wants */
@@ -326,28 +346,36 @@ static int add_locations(struct builder *b)
     return 0;
 }
 
+static int add_mapping(struct builder *b, size_t i)
+{
+    const struct report_module *m = &b->r->modules[i];
+    int64_t file = intern(&b->strings, m->path), id = intern(&b->strings, m->buildid);
+    if (file < 0 || id < 0)
+        return -ENOMEM;
+    pb_reset(&b->msg);
+    pb_uint64(&b->msg, MAPPING_ID, mapping_id(b, i));
+    pb_uint64(&b->msg, MAPPING_MEMORY_START, m->start);
+    pb_uint64(&b->msg, MAPPING_MEMORY_LIMIT, m->end);
+    pb_uint64(&b->msg, MAPPING_FILE_OFFSET, file_offset(m));
+    pb_int64(&b->msg, MAPPING_FILENAME, file);
+    if (id)
+        pb_int64(&b->msg, MAPPING_BUILD_ID, id);
+    pb_bool(&b->msg, MAPPING_HAS_FUNCTIONS, b->has[i].functions);
+    pb_bool(&b->msg, MAPPING_HAS_FILENAMES, b->has[i].filenames);
+    pb_bool(&b->msg, MAPPING_HAS_LINE_NUMBERS, b->has[i].lines);
+    pb_bool(&b->msg, MAPPING_HAS_INLINE_FRAMES, b->has[i].inlines);
+    pb_message(&b->out, PROFILE_MAPPING, &b->msg);
+    return 0;
+}
+
+/* The Mappings in id order: the executable's first. */
 static int add_mappings(struct builder *b)
 {
-    for (size_t i = 0; i < b->r->nmodules; i++) {
-        const struct report_module *m = &b->r->modules[i];
-        int64_t file = intern(&b->strings, m->path), id = intern(&b->strings, m->buildid);
-        if (file < 0 || id < 0)
-            return -ENOMEM;
-        pb_reset(&b->msg);
-        pb_uint64(&b->msg, MAPPING_ID, i + 1);
-        pb_uint64(&b->msg, MAPPING_MEMORY_START, m->start);
-        pb_uint64(&b->msg, MAPPING_MEMORY_LIMIT, m->end);
-        pb_uint64(&b->msg, MAPPING_FILE_OFFSET, file_offset(m));
-        pb_int64(&b->msg, MAPPING_FILENAME, file);
-        if (id)
-            pb_int64(&b->msg, MAPPING_BUILD_ID, id);
-        pb_bool(&b->msg, MAPPING_HAS_FUNCTIONS, b->has[i].functions);
-        pb_bool(&b->msg, MAPPING_HAS_FILENAMES, b->has[i].filenames);
-        pb_bool(&b->msg, MAPPING_HAS_LINE_NUMBERS, b->has[i].lines);
-        pb_bool(&b->msg, MAPPING_HAS_INLINE_FRAMES, b->has[i].inlines);
-        pb_message(&b->out, PROFILE_MAPPING, &b->msg);
-    }
-    return 0;
+    int rc = b->main < b->r->nmodules ? add_mapping(b, b->main) : 0;
+    for (size_t i = 0; i < b->r->nmodules && rc == 0; i++)
+        if (i != b->main)
+            rc = add_mapping(b, i);
+    return rc;
 }
 
 static int add_comment(struct builder *b, char *text)
@@ -443,7 +471,7 @@ static int gzip_write(FILE *out, const struct pb_buf *data)
 int export_pprof(FILE *out, const struct report *r, struct symbolizer *sym, enum export_value default_type,
                  const char *source)
 {
-    struct builder b = {.r = r, .alloc_space = report_sites_have_allocated(r)};
+    struct builder b = {.r = r, .alloc_space = report_sites_have_allocated(r), .main = main_module(r)};
     bool known = false;
     for (size_t t = 0; t < NTYPES; t++)
         known |= sample_types[t].value == default_type && HAS_TYPE(&b, t);

@@ -154,6 +154,43 @@ contains "trace: reallocs: the text says 1120 bytes allocated" "allocations 2, f
 run_mt "$MT" export "$T/known.mtt" --format folded
 expect_eq "trace: export folded exits 0" 0 "$rc"
 expect_match "trace: folded stacks name leak_big" "leak_big" "$out"
+# pprof takes the first Mapping for the main binary (go tool pprof's "File:"):
+# the program's, though the temps trace lists the dynamic loader's module
+# first (its calloc of a new thread's TLS comes before any other allocation)
+run_mt "$MT" export "$T/temps.mtt" --format pprof -o "$T/temps.pb.gz"
+expect_eq "trace: export pprof: the first mapping is the program's" "0 $TR" "$rc $(python3 - "$T/temps.pb.gz" <<'EOF'
+import gzip, sys
+def fields(b):  # (number, value) of a protobuf message's varint and length-delimited fields
+    i = 0
+    while i < len(b):
+        def varint():
+            nonlocal i
+            v = s = 0
+            while True:
+                v |= (b[i] & 0x7f) << s
+                s += 7
+                i += 1
+                if not b[i - 1] & 0x80:
+                    return v
+        key = varint()
+        if key & 7 == 0:
+            yield key >> 3, varint()
+        elif key & 7 == 2:
+            n = varint()
+            yield key >> 3, b[i:i + n]
+            i += n
+        else:
+            raise SystemExit("wire type %d" % (key & 7))
+prof = list(fields(gzip.open(sys.argv[1]).read()))
+strings = [v.decode() for k, v in prof if k == 6]
+mappings = [dict(fields(v)) for k, v in prof if k == 3]
+print(strings[mappings[0].get(5, 0)] if mappings else "no mapping")
+EOF
+)"
+if command -v go >/dev/null 2>&1; then
+    expect_eq "trace: export pprof: go tool pprof names the program" "File: tracer" \
+        "$(go tool pprof -top -symbolize=none "$T/temps.pb.gz" 2>&1 | grep '^File: ')"
+fi
 run_mt "$MT" report "$T/known.mtt"
 expect_eq "trace: report of a trace exits 0" 0 "$rc"
 expect_match "trace: report of a trace shows its sites" "leak_small" "$out"

@@ -33,6 +33,8 @@ python3 "$X/make_fixture.py" "$T/prog.out" "$T/stripped.mtr" "$T/stripped.json" 
 python3 "$X/make_fixture.py" "$T/prog.out" "$T/cut.mtr" "$T/cut.json" --truncate
 # an older agent's report: no allocated_bytes on its site lines
 python3 "$X/make_fixture.py" "$T/prog.out" "$T/old.mtr" "$T/old.json" --no-allocated
+# the library's module listed before the program's (a trace lists ld.so first)
+python3 "$X/make_fixture.py" "$T/prog.out" "$T/libfirst.mtr" "$T/libfirst.json" --lib-first
 expect_eq export-fixtures-allocated "7 0" \
     "$(grep -c '^site .* allocated_bytes=' "$T/app.mtr") $(grep -c 'allocated_bytes' "$T/old.mtr")"
 
@@ -116,6 +118,12 @@ gzip -dc "$T/app.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.P
     >"$T/app.protoc" 2>"$T/protoc.err"
 expect_eq export-pprof-protoc-decodes "0 " "${PIPESTATUS[1]} $(cat "$T/protoc.err")"
 python3 "$X/check_pprof.py" protoc "$T/app.protoc" "$T/app.json" export-pprof-protoc --addr2line
+# the program's module last in the report: its Mapping still first (pprof's
+# main binary), the Locations' mapping ids following it
+run_mt "$MT_ASAN" export "$T/libfirst.mtr" --format pprof -o "$T/libfirst.pb.gz"
+gzip -dc "$T/libfirst.pb.gz" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto \
+    >"$T/libfirst.protoc" 2>"$T/protoc.err"
+python3 "$X/check_pprof.py" protoc "$T/libfirst.protoc" "$T/libfirst.json" export-pprof-libfirst-protoc --addr2line
 
 if command -v go >/dev/null 2>&1; then
     go tool pprof -raw -symbolize=none "$T/app.pb.gz" >"$T/app.raw" 2>"$T/go.err"
@@ -167,6 +175,11 @@ PY
     "$MT_ASAN" export "$T/stripped.mtr" --format pprof -o "$T/stripped.pb.gz" 2>/dev/null
     go tool pprof -raw -symbolize=none "$T/stripped.pb.gz" >"$T/stripped.raw" 2>&1
     python3 "$X/check_pprof.py" goraw "$T/stripped.raw" "$T/stripped.json" export-pprof-stripped
+    # the program's module last in the report: go tool pprof names the program
+    go tool pprof -raw -symbolize=none "$T/libfirst.pb.gz" >"$T/libfirst.raw" 2>&1
+    python3 "$X/check_pprof.py" goraw "$T/libfirst.raw" "$T/libfirst.json" export-pprof-libfirst-go
+    expect_eq export-pprof-libfirst-go-file "File: stackprog" \
+        "$(go tool pprof -top -symbolize=none "$T/libfirst.pb.gz" 2>&1 | grep '^File: ')"
 else
     echo "SKIP export-pprof-go: no go (scripts/deps.sh installs golang-go)"
     pass export-pprof-go-skipped-visibly

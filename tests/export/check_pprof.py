@@ -8,9 +8,9 @@ DECODED is `protoc --decode=perftools.profiles.Profile profile.proto`'s text
 decoders independent of memtrail's encoder. Both are read into one shape,
 then compared with the truth: sample types, one sample per site in order
 with its values, category label and return addresses, the function names
-of its stack (root first, inlined frames their own), the mappings; with
---addr2line also each location's functions and line numbers against
-binutils' `addr2line -f -i` at (address - bias - 1).
+of its stack (root first, inlined frames their own), the mappings (the
+program's first); with --addr2line also each location's functions and
+line numbers against binutils' `addr2line -f -i` at (address - bias - 1).
 Prints one "PASS PREFIX-name" or "FAIL PREFIX-name: why" line per check.
 """
 import json
@@ -97,12 +97,13 @@ def from_protoc(s):
         prof["samples"].append((smp.get("location_id", []), smp.get("value", []), labels))
     prof["mappings"] = {one(m, "id"): (one(m, "memory_start"), one(m, "memory_limit"), S(one(m, "filename")),
                                        S(one(m, "build_id"))) for m in p.get("mapping", [])}
+    prof["mapping_order"] = [one(m, "id") for m in p.get("mapping", [])]
     return prof
 
 
 # --- go tool pprof -raw ----------------------------------------------------------
 def from_goraw(s):
-    prof = {"string0": "", "comments": [], "samples": [], "locations": {}, "mappings": {}}
+    prof = {"string0": "", "comments": [], "samples": [], "locations": {}, "mappings": {}, "mapping_order": []}
     section = None
     lines = s.splitlines()
     i = 0
@@ -150,6 +151,7 @@ def from_goraw(s):
             if m:
                 prof["mappings"][int(m.group(1))] = (int(m.group(2), 16), int(m.group(3), 16), m.group(5),
                                                      m.group(6))
+                prof["mapping_order"].append(int(m.group(1)))
     return prof
 
 
@@ -198,6 +200,9 @@ for site, (locs, values, labels) in zip(sites, prof["samples"]):
 mods = {m["id"]: (m["start"], m["end"], m["path"], "" if m["buildid"] == "-" else m["buildid"])
         for m in truth["modules"]}
 expect("mappings", mods, prof["mappings"])
+# pprof takes the first Mapping for the main binary (go tool pprof's "File:")
+first = prof["mapping_order"][0] if prof["mapping_order"] else None
+expect("main-mapping-first", truth["main"], prof["mappings"].get(first, (0, 0, None))[2])
 
 if use_addr2line:
     by_id = {m["id"]: m for m in truth["modules"]}

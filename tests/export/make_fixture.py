@@ -4,10 +4,15 @@ addresses, load biases, spans and build-ids), and the truth the export
 tests compare against: per site its category, counters, frames and the
 stack of function names by construction (root first).
 
-usage: make_fixture.py PROG_OUTPUT OUT.mtr OUT.json [--prog-path PATH] [--truncate] [--no-allocated]
+usage: make_fixture.py PROG_OUTPUT OUT.mtr OUT.json [--prog-path PATH] [--truncate] [--no-allocated] [--lib-first]
   --prog-path PATH  name another file (a stripped copy) as the program's module
   --truncate        cut the report after its third site (no end marker)
   --no-allocated    no allocated_bytes= on the site lines (an older agent's report)
+  --lib-first       the library's module line (ID 1) before the program's (ID 2), as a
+                    trace lists the dynamic loader's first
+
+The truth's module ids are the pprof Mappings' the export gives: the
+program's (the report's exe) 1, whatever the report's order.
 """
 import json
 import sys
@@ -55,8 +60,9 @@ sites = [
     (5, "lib", "malloc", 0, 0, 512, 11, 11, 0, 5632),
     (6, "nomodule", "malloc", 16, 1, 16, 1, 0, 0, 16),
 ]
-order = ["prog", "lib"]
-mod_id = {name: i + 1 for i, name in enumerate(order)}
+order = ["lib", "prog"] if "--lib-first" in args else ["prog", "lib"]
+mod_id = {"prog": 1, "lib": 2}  # the profile's Mapping ids: the program's first
+file_id = {name: i + 1 for i, name in enumerate(order)}  # the report's module IDs
 
 
 def module_of(addr):
@@ -73,7 +79,7 @@ def stripped_name(addr):
     return "%s+0x%x" % (m["path"].rsplit("/", 1)[-1], addr - int(m["bias"], 16))
 
 
-truth = {"has_allocated": with_allocated, "sites": [], "modules": [], "start_ns": 1700000000000000000, "end_ns": 1700000002500000000}
+truth = {"has_allocated": with_allocated, "main": modules["prog"]["path"], "sites": [], "modules": [], "start_ns": 1700000000000000000, "end_ns": 1700000002500000000}
 for name in order:
     m = modules[name]
     truth["modules"].append({"id": mod_id[name], "path": m["path"], "bias": int(m["bias"], 16),
@@ -118,7 +124,7 @@ with open(mtr_path, "w") as out:
     for name in order:
         m = modules[name]
         out.write("module %d bias=%s start=%s end=%s buildid=%s path=%s\n" % (
-            mod_id[name], m["bias"], m["start"], m["end"], m["buildid"],
+            file_id[name], m["bias"], m["start"], m["end"], m["buildid"],
             m["path"].replace("\\", "\\\\").replace("\n", "\\n")))
     for i, line in enumerate(lines):
         if truncate and i == 3:
