@@ -18,6 +18,10 @@
  *                     in between (8000 temporary blocks, 80 reallocs), then
  *                     one block from realloc_leak() realloc'd and leaked
  *                     (4 x 300 bytes: leaks, not temporaries)
+ *   tracer apireport N  leaks 6 x 600 bytes in category apicat, then calls
+ *                     mt_report_write(NULL) and prints "rc=R"; with N > 0, N
+ *                     threads then call it without end (a block allocated
+ *                     and freed between calls) while main exits after 20 ms
  * Functions are noinline so their names appear in the stacks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +32,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <memtrail.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -285,6 +291,41 @@ static int maps(void)
     return 0;
 }
 
+/* ---- mt_report_write(NULL) in trace mode: the report goes beside the trace ---- */
+
+static NOINLINE void *api_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        mt_report_write(NULL);
+        char *p = malloc(100);
+        p[0] = 1;
+        sink = p;
+        free(p);
+    }
+    return NULL;
+}
+
+static int apireport(int threads)
+{
+    mt_tag_push("apicat");
+    for (int i = 0; i < 6; i++) {
+        char *p = malloc(600);
+        p[0] = 1;
+        sink = p;
+    }
+    mt_tag_pop();
+    printf("rc=%d\n", mt_report_write(NULL));
+    fflush(stdout);
+    if (threads <= 0)
+        return 0;
+    pthread_t th;
+    for (int i = 0; i < threads; i++)
+        pthread_create(&th, NULL, api_worker, NULL);
+    usleep(20000);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "known") == 0)
@@ -303,7 +344,10 @@ int main(int argc, char **argv)
         return maps();
     if (argc >= 2 && strcmp(argv[1], "temps") == 0)
         return temps();
+    if (argc >= 3 && strcmp(argv[1], "apireport") == 0)
+        return apireport(atoi(argv[2]));
     fprintf(stderr,
-            "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps\n");
+            "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps "
+            "| apireport N\n");
     return 2;
 }
