@@ -41,8 +41,10 @@ int mt_tag_push(const char *name);
 int mt_tag_pop(void);
 
 /* Write the summary report now: to `path` (%p expands to the pid, %e to the
- * program name, %% to %) or, when path is NULL, to the configured output.
- * Returns 0 or a negative errno code. */
+ * program name, %% to %) or, when path is NULL, to the configured output;
+ * in trace mode, where that output is the trace's, beside the trace instead
+ * (OUTPUT.mtr, e.g. memtrail.4242.mtt.mtr, as a crash's report), never over
+ * it. Returns 0 or a negative errno code. */
 int mt_report_write(const char *path);
 
 /* 1 when the agent is loaded and tracking, 0 otherwise. */

@@ -218,8 +218,8 @@ static inline size_t mt_arena_size(const void *p)
     return *(const size_t *)((const char *)p - 16);
 }
 
-/* report_write.c: writes the summary report; path NULL = configured output.
- * reason: "exit", "api", "signal". Returns 0 or -errno. A report being
+/* report_write.c: writes the summary report; path NULL = where
+ * mt_report_summary_path says. reason: "exit", "api", "signal". Returns 0 or -errno. A report being
  * written on another thread is waited for, up to MT_REPORT_WAIT_MS. */
 #define MT_REPORT_WAIT_MS 10000
 int mt_report_write_to(const char *path_template, const char *reason);
@@ -297,6 +297,10 @@ void mt_crash_after_fork_child(void);
 /* report_write.c: the path a report template (NULL = configured output)
  * expands to in this process. 0 or -ENAMETOOLONG. Signal-safe. */
 int mt_report_path(const char *path_template, char *out, size_t cap);
+/* The path a report written without one goes to: the configured output,
+ * or beside the trace in trace mode (OUTPUT.mtr, as the trace is the
+ * output). 0 or -ENAMETOOLONG. Signal-safe. */
+int mt_report_summary_path(char *out, size_t cap);
 
 /* exec.c: the report at exec and exec following (option follow_exec). */
 extern int mt_follow_exec; /* follow_exec=on: keep the agent across exec */

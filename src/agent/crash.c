@@ -94,7 +94,6 @@ static struct {
     mt_catsum sum[MT_NSLOT];
     char out[1024];
     char path[MT_PATH_MAX];
-    char tmpl[MT_PATH_MAX + 8];
     char reason[32];
 } cr;
 
@@ -371,21 +370,14 @@ static void fatal_signal(int sig, siginfo_t *si, int crash)
     mt_out_str(&o, crash_signame(sig));
     mt_out_cstr(&o);
     /* Trace mode: the trace gets what was buffered, and the report goes
-     * beside it (OUTPUT.mtr), not over it. */
-    const char *tmpl = NULL;
+     * beside it (OUTPUT.mtr, mt_report_summary_path), not over it. */
     mt_trace_crash(cr.reason); /* a trace started on demand too */
-    if (mt_site_opt.trace) {
-        mt_out_init(&o, cr.tmpl, sizeof cr.tmpl, -1);
-        mt_out_str(&o, mt_opt.output);
-        mt_out_str(&o, ".mtr");
-        tmpl = mt_out_cstr(&o);
-    }
-    if (mt_report_path(tmpl, cr.path, sizeof cr.path) < 0)
+    if (mt_report_summary_path(cr.path, sizeof cr.path) < 0)
         cr.path[0] = '\0';
     /* The report reads the kernel's view of the address space, which the
      * summary then shows. On failure the writer says why. */
     mt_control_cut_query();
-    if (mt_report_write_to(tmpl, cr.reason) == 0 && crash) {
+    if (mt_report_write_to(NULL, cr.reason) == 0 && crash) {
         mt_out_init(&o, cr.out, sizeof cr.out, 2);
         crash_write_vm(&o, mt_report_last_vm(), ncats);
         mt_out_str(&o, "memtrail: crash report written to ");

@@ -470,7 +470,8 @@ static int report_write_to(const char *path_template, const char *reason)
         mt_say("cannot write the report: another report is being written");
         goto out;
     }
-    rc = expand_path(path_template ? path_template : mt_opt.output, w.path, sizeof w.path);
+    rc = path_template ? expand_path(path_template, w.path, sizeof w.path)
+                       : mt_report_summary_path(w.path, sizeof w.path);
     int changed_ids = kept.pid == getpid();
     if (rc == 0)
         rc = changed_ids && strcmp(kept.path, w.path) == 0 && kept_valid() ? write_in_place(reason)
@@ -589,4 +590,18 @@ long mt_report_to_mem(char *buf, size_t cap, const char *reason)
 int mt_report_path(const char *path_template, char *out, size_t cap)
 {
     return expand_path(path_template ? path_template : mt_opt.output, out, cap);
+}
+
+/* In trace mode the configured output is the trace's: a report goes
+ * beside it (OUTPUT.mtr), never over it. */
+int mt_report_summary_path(char *out, size_t cap)
+{
+    int rc = expand_path(mt_opt.output, out, cap);
+    if (rc < 0 || !mt_site_opt.trace)
+        return rc;
+    size_t len = strlen(out);
+    if (len + sizeof ".mtr" > cap)
+        return -ENAMETOOLONG;
+    memcpy(out + len, ".mtr", sizeof ".mtr");
+    return 0;
 }

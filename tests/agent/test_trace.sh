@@ -445,6 +445,30 @@ read -r _ lbytes lcount _ <"$T/crash.ledger"
 expect_eq "trace: crash: the trace is complete, and holds the blocks live at the crash" "True $lcount $lbytes" \
     "$(json_get "$T/crash.json" "'%s %d %d' % (j['complete'], sum(x['live_count'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'), sum(x['live_bytes'] for x in j['leaks']['stacks'] if x['category'] == 'crashcat'))")"
 
+# --- mt_report_write(NULL): the report goes beside the trace, as a crash's -------------
+# tracer apireport N leaks 6 x 600 bytes in category apicat and writes a
+# report; N threads then write reports without end while main exits. Before,
+# the report went to the configured output, the trace's own path: one call's
+# report was replaced by the trace (returned 0, went nowhere), and reports
+# racing the exit replaced the trace.
+for n in 0 4; do
+    mkdir -p "$T/api$n"
+    run_mt "$MT" run --mode trace --no-loss -o "$T/api$n/r.%p.mtt" -- "$TR" apireport $n
+    pid=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p' | head -1)
+    expect_eq "trace: mt_report_write(NULL), $n threads: the program exits 0, the call returns 0" "0 rc=0" "$rc $out"
+    run_mt "$MT_ASAN" analyze --json "$T/api$n/r.$pid.mtt"
+    printf '%s' "$out" >"$T/api$n.json"
+    expect_eq "trace: mt_report_write(NULL), $n threads: the trace stays whole (complete, nothing lost)" "0 True 0" \
+        "$rc $(json_get "$T/api$n.json" "'%s %d' % (j['complete'], j['events_lost'])")"
+    expect_eq "trace: mt_report_write(NULL), $n threads: the trace holds apicat's 6 x 600 bytes" "6 3600" \
+        "$(json_get "$T/api$n.json" "'%d %d' % (sum(x['live_count'] for x in j['leaks']['stacks'] if x['category'] == 'apicat'), sum(x['live_bytes'] for x in j['leaks']['stacks'] if x['category'] == 'apicat'))")"
+    run_mt "$MT" report "$T/api$n/r.$pid.mtt.mtr" --json
+    printf '%s' "$out" >"$T/api$n.mtr.json"
+    expect_eq "trace: mt_report_write(NULL), $n threads: the report is beside the trace (OUTPUT.mtr), reason api, apicat's figures" \
+        "0 api live_bytes=3600 live_count=6 allocs=6" \
+        "$rc $(json_get "$T/api$n.mtr.json" "j['reason'] + ' ' + ' '.join('%s=%s' % (k, c[k]) for c in j['categories'] if c['name'] == 'apicat' for k in ('live_bytes','live_count','allocs'))")"
+done
+
 # --- a library loaded where another was unloaded -------------------------------------
 # detail_dl calls f of libdl_a.so (1001 bytes, kept), unloads it, then f of
 # libdl_b.so (2002 bytes) loaded at the same addresses, from the same call

@@ -28,6 +28,10 @@
  *                     resize_b's) and freed; one of 10 realloc'd to 20
  *                     (moved to resize_a's, at another call) and leaked:
  *                     allocated 110 + growth 50 + 350 + 600 + 10 = 1120 bytes
+ *   tracer apireport N  leaks 6 x 600 bytes in category apicat, then calls
+ *                     mt_report_write(NULL) and prints "rc=R"; with N > 0, N
+ *                     threads then call it without end (a block allocated
+ *                     and freed between calls) while main exits after 20 ms
  * Functions are noinline so their names appear in the stacks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +42,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <memtrail.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -359,6 +365,41 @@ static int maps(void)
     return 0;
 }
 
+/* ---- mt_report_write(NULL) in trace mode: the report goes beside the trace ---- */
+
+static NOINLINE void *api_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        mt_report_write(NULL);
+        char *p = malloc(100);
+        p[0] = 1;
+        sink = p;
+        free(p);
+    }
+    return NULL;
+}
+
+static int apireport(int threads)
+{
+    mt_tag_push("apicat");
+    for (int i = 0; i < 6; i++) {
+        char *p = malloc(600);
+        p[0] = 1;
+        sink = p;
+    }
+    mt_tag_pop();
+    printf("rc=%d\n", mt_report_write(NULL));
+    fflush(stdout);
+    if (threads <= 0)
+        return 0;
+    pthread_t th;
+    for (int i = 0; i < threads; i++)
+        pthread_create(&th, NULL, api_worker, NULL);
+    usleep(20000);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "known") == 0)
@@ -381,8 +422,10 @@ int main(int argc, char **argv)
         return hot();
     if (argc >= 2 && strcmp(argv[1], "reallocs") == 0)
         return reallocs();
+    if (argc >= 3 && strcmp(argv[1], "apireport") == 0)
+        return apireport(atoi(argv[2]));
     fprintf(stderr,
             "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps | hot | "
-            "reallocs\n");
+            "reallocs | apireport N\n");
     return 2;
 }
