@@ -44,9 +44,25 @@ static pid_t own_pid;
 
 /* ---- the process that owns the counters -------------------------------- */
 
+/* A page the kernel zeroes in a child that gets a copy of our memory
+ * (fork, _Fork, a raw clone without CLONE_VM: MADV_WIPEONFORK, Linux
+ * 4.14) and leaves as it is for one that shares it (vfork, CLONE_VM): a
+ * vfork child is told without a system call (no kcmp, which a seccomp
+ * filter may answer by killing the child). NULL: no such page. */
+static volatile unsigned char *mem_mark;
+
 void mt_exec_note_pid(void)
 {
     own_pid = getpid();
+    if (!mem_mark) {
+        long p = syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != -1 && syscall(SYS_madvise, p, 4096, MADV_WIPEONFORK) == 0)
+            mem_mark = (volatile unsigned char *)p;
+        else if (p != -1)
+            syscall(SYS_munmap, p, 4096);
+    }
+    if (mem_mark)
+        *mem_mark = 1;
 }
 
 /* getpid() is a system call (glibc no longer caches it), so a vfork child
@@ -66,14 +82,31 @@ static int shares_memory_with(pid_t other)
 {
     return syscall(SYS_kcmp, getpid(), other, KCMP_VM, 0, 0) <= 0;
 }
+/* The same for the descriptor table (CLONE_FILES): a child that shares
+ * it must not close the parent's control socket or files. */
+static int shares_files_with(pid_t other)
+{
+    return syscall(SYS_kcmp, getpid(), other, KCMP_FILES, 0, 0) <= 0;
+}
 
 int mt_claim_process(void)
 {
     if (mt_own_process())
         return 1;
-    /* The process noted, and the parent (its memory, for a vfork child of
-     * a raw clone child not yet claimed). */
-    if (own_pid == 0 || shares_memory_with(own_pid) || shares_memory_with(getppid()))
+    /* Our memory is the noted process's (or a claimed one's): a vfork or
+     * CLONE_VM child. */
+    if (mem_mark && *mem_mark)
+        return 0;
+    /* Without the page: the process noted, and the parent (its memory, for
+     * a vfork child of a raw clone child not yet claimed). Not told apart:
+     * a CLONE_VM|CLONE_PARENT child of a raw clone child not yet claimed
+     * (it shares memory with a process it cannot name), which is taken for
+     * a child of its own. Then, for a raw clone child, its descriptor
+     * table: one shared (CLONE_FILES) is the parent's, whose control
+     * socket and files it must not close, so such a child writes no
+     * report. */
+    if (own_pid == 0 || (!mem_mark && (shares_memory_with(own_pid) || shares_memory_with(getppid()))) ||
+        shares_files_with(own_pid))
         return 0;
     mt_fork_child_unhandled();
     return 1;

@@ -783,6 +783,7 @@ int mt_trace_out_of_memory(void)
         return 0;
     }
     int saved_errno = errno;
+    int cancel = mt_cancel_off(); /* inside a malloc: joins and writes below (agent.h) */
     ended = "out-of-memory";
     mt_agent_enter();
     release_stop_reserve();
@@ -796,6 +797,7 @@ int mt_trace_out_of_memory(void)
     atomic_flag_clear(&trace_switching);
     mt_rlimit_agent_shrank();
     mt_agent_leave();
+    mt_cancel_restore(cancel);
     errno = saved_errno;
     return 1;
 }

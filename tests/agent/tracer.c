@@ -424,8 +424,9 @@ int main(int argc, char **argv)
         return reallocs();
     if (argc >= 3 && strcmp(argv[1], "apireport") == 0)
         return apireport(atoi(argv[2]));
-    fprintf(stderr,
-            "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps | hot | "
-            "reallocs | apireport N\n");
+    fprintf(
+        stderr,
+        "usage: tracer known | handoff N | fork | flood N | forkflood N | forkbusy | maps | temps | hot | "
+        "reallocs | apireport N\n");
     return 2;
 }
