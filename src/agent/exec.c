@@ -22,6 +22,7 @@
  * and reports are written only by the process whose pid that is. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/kcmp.h>
 #include <spawn.h>
@@ -89,6 +90,29 @@ static int shares_files_with(pid_t other)
     return syscall(SYS_kcmp, getpid(), other, KCMP_FILES, 0, 0) <= 0;
 }
 
+/* Whether a seccomp filter governs this process (/proc/self/status's
+ * "Seccomp:\t2"; raw system calls, no agent hooks): it may kill on kcmp
+ * rather than refuse it. Unknown counts as filtered. */
+static int seccomp_filtered(void)
+{
+    char buf[4096];
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+    syscall(SYS_close, fd);
+    if (n <= 0)
+        return 1;
+    buf[n] = '\0';
+    const char *at = strstr(buf, "\nSeccomp:");
+    if (!at)
+        return 0; /* a kernel without seccomp */
+    at += sizeof "\nSeccomp:" - 1;
+    while (*at == ' ' || *at == '\t')
+        at++;
+    return *at != '0';
+}
+
 int mt_claim_process(void)
 {
     if (mt_own_process())
@@ -104,8 +128,10 @@ int mt_claim_process(void)
      * a child of its own. Then, for a raw clone child, its descriptor
      * table: one shared (CLONE_FILES) is the parent's, whose control
      * socket and files it must not close, so such a child writes no
-     * report. */
-    if (own_pid == 0 || (!mem_mark && (shares_memory_with(own_pid) || shares_memory_with(getppid()))) ||
+     * report. Under a seccomp filter (one that may kill on kcmp) no raw
+     * clone child is claimed. */
+    if (own_pid == 0 || seccomp_filtered() ||
+        (!mem_mark && (shares_memory_with(own_pid) || shares_memory_with(getppid()))) ||
         shares_files_with(own_pid))
         return 0;
     mt_fork_child_unhandled();

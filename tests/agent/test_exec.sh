@@ -124,8 +124,9 @@ done
 # --- a sandbox that kills on kcmp: vfork children make no such call and live ---
 rm -rf "$T/k" && mkdir "$T/k"
 out=$(MEMTRAIL_OPTIONS="output=$T/k/%p.mtr" LD_PRELOAD=$AGENT "$TBIN/nokcmp" 2>&1)
-expect_eq "seccomp killing kcmp: vfork children live (exec, _exit), one report" "vfork+exec 0
-vfork+_exit 0 1" "$out $(ls "$T/k" | wc -l)"
+expect_eq "seccomp killing kcmp: vfork and raw clone children live (exec, _exit, exit), one report" "vfork+exec 0
+vfork+_exit 0
+clone+exit 0 1" "$out $(ls "$T/k" | wc -l)"
 
 # --- a failed exec: the process stays tracked, its final report replaces the exec one --
 for fo in off on; do
