@@ -290,11 +290,11 @@ static void after_fork_parent(void)
     mt_category_unlock();
     mt_vm_after_fork(); /* last: a terminating signal that waited for it is sent again here */
 }
-static void after_fork_child(void)
+/* A fork child's state past its locks, with fork handlers or without:
+ * start says whether it starts a control socket and memory-info thread
+ * of its own. */
+static void child_after_fork(int start)
 {
-    mt_crash_after_fork_child();
-    mt_vm_after_fork();
-    mt_rlimit_after_fork();
     mt_category_unlock();
     mt_fd_after_fork_child();
     mt_counters_after_fork_child();
@@ -302,14 +302,22 @@ static void after_fork_child(void)
     mt_sample_after_fork_child();
     mt_exec_note_pid();
     mt_report_after_fork_child();
-    mt_control_after_fork_child(1);
+    mt_control_after_fork_child(start);
     mt_rec_after_fork_child();
     mt_trace_after_fork_child(); /* before the sessions' dispatchers restart */
     /* Here, not in the engine's own handler (which then does nothing): the
      * dispatchers restart inside the agent, as its threads. */
     mt_xe_after_fork_child();
-    mt_info_after_fork_child(1);
+    mt_info_after_fork_child(start);
     mt_span_after_fork_child();
+}
+
+static void after_fork_child(void)
+{
+    mt_crash_after_fork_child();
+    mt_vm_after_fork();
+    mt_rlimit_after_fork();
+    child_after_fork(1);
 }
 
 /* A child no fork handler ran in: made by _Fork, or by a raw clone system
@@ -326,19 +334,7 @@ void mt_fork_child_unhandled(void)
     mt_crash_after_fork_child();
     mt_rlimit_reset_after_fork();
     mt_vm_reset_after_fork();
-    mt_category_unlock();
-    mt_fd_after_fork_child();
-    mt_counters_after_fork_child();
-    mt_site_after_fork_child();
-    mt_sample_after_fork_child();
-    mt_exec_note_pid();
-    mt_report_after_fork_child();
-    mt_control_after_fork_child(0);
-    mt_rec_after_fork_child();
-    mt_trace_after_fork_child();
-    mt_xe_after_fork_child();
-    mt_info_after_fork_child(0);
-    mt_span_after_fork_child();
+    child_after_fork(0);
 }
 
 void mt_init_slow(void)
