@@ -165,6 +165,7 @@ static int parse_options(const char *s)
     o.info_interval_ms = mt_info_opt.interval_ms;
     o.alloc_timing = mt_info_opt.alloc_timing;
     o.span_faults = mt_info_opt.span_faults;
+    o.run_pid = mt_trace_opt.run_pid;
     if (mt_options_parse(s, &o, err, sizeof err) < 0) {
         mt_say(err);
         return -1;
@@ -193,6 +194,7 @@ static int parse_options(const char *s)
     mt_info_opt.interval_ms = o.info_interval_ms;
     mt_info_opt.alloc_timing = o.alloc_timing;
     mt_info_opt.span_faults = o.span_faults;
+    mt_trace_opt.run_pid = o.run_pid;
     return 0;
 }
 

@@ -40,6 +40,7 @@ static void store(mt_env_options *opt, int k, int64_t v, const char *val)
     case MT_OPT_INFO_INTERVAL: opt->info_interval_ms = (int)v; break;
     case MT_OPT_ALLOC_TIMING: opt->alloc_timing = (int)v; break;
     case MT_OPT_SPAN_FAULTS: opt->span_faults = (int)v; break;
+    case MT_OPT_RUN_PID: opt->run_pid = (int)v; break;
     }
 }
 

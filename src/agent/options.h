@@ -35,6 +35,7 @@ typedef struct mt_env_options {
     int info_interval_ms;    /* memory info: PERIODIC events; 0 = none */
     int alloc_timing;        /* MT_ALLOC_TIMING_* */
     int span_faults;         /* 0 or 1 */
+    int run_pid;             /* the process `memtrail run` started, or 0 */
     char value[MT_PATH_MAX]; /* the parser's scratch: a value unescaped */
 } mt_env_options;
 

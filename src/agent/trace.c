@@ -84,6 +84,7 @@ static int making_trace;                   /* start_session is creating the trac
 /* Why the current trace began and (once known) ended: the trace's meta
  * records `began` and `ended` (docs/trace-format.md). */
 static const char *began = "start";
+static int forked_child; /* this image runs in a fork child (quiet_child) */
 static const char *ended = "exit";
 static char ended_buf[64];
 /* The fork being made: its time and last id (taken before the fork: the
@@ -687,8 +688,10 @@ static const char *errno_text(int e)
     return t ? t : "unknown error";
 }
 
-/* The line mt_trace_report says (without "memtrail: "), into o; 0 when
- * nothing was fired and no file made. */
+/* The line mt_trace_report says (without "memtrail: "), into o. Returns
+ * 0 when nothing was fired and no file made, 2 when something went wrong
+ * (events lost, the file not opened or not written, the descriptor closed
+ * behind the agent, recording stopped out of memory), 1 otherwise. */
 static int trace_summary(xe_session *s, mt_out *o)
 {
     xe_session_info info;
@@ -712,7 +715,7 @@ static int trace_summary(xe_session *s, mt_out *o)
         mt_out_str(o, "; ");
         mt_out_u64(o, lost);
         mt_out_str(o, " events lost");
-        return 1;
+        return 2;
     }
     if (fs.files_opened == 0 && fired == 0) {
         /* Nothing happened (a process that execs at once, as make's and
@@ -749,7 +752,18 @@ static int trace_summary(xe_session *s, mt_out *o)
     mt_out_u64(o, files_bytes);
     mt_out_str(o, " bytes in ");
     mt_out_str(o, trace_path);
-    return 1;
+    return lost || fs.reopened || fs.last_op || atomic_load(&mt_trace_stopped) ? 2 : 1;
+}
+
+/* Is this process a child of the one the user started: forked, or any process but run_pid under `memtrail
+ * run` (an exec'd child)? A child's line goes to a stderr its parent may have redirected into its data
+ * (`$(cmd 2>&1)`), and the other modes' children say nothing: it says its line only when something went
+ * wrong. */
+static int quiet_child(void)
+{
+    if (forked_child)
+        return 1;
+    return mt_trace_opt.run_pid > 0 && getpid() != mt_trace_opt.run_pid;
 }
 
 void mt_trace_report(void)
@@ -760,7 +774,8 @@ void mt_trace_report(void)
     char msg[2 * MT_PATH_MAX + 512];
     mt_out o;
     mt_out_init(&o, msg, sizeof msg, -1);
-    trace_summary(s, &o);
+    if (trace_summary(s, &o) < 2 && quiet_child())
+        return;
     mt_say(mt_out_cstr(&o));
 }
 
@@ -894,6 +909,7 @@ void mt_trace_after_fork_child(void)
     /* Held by a thread of the parent's (a start, a stop, the out-of-memory
      * path), which the child does not have. */
     atomic_flag_clear(&trace_switching);
+    forked_child = 1;
     if (!trace_session)
         return;
     files_written = files_bytes = 0;

@@ -31,6 +31,7 @@ typedef struct mt_trace_opts {
     int level;             /* zstd level; 0: the writer's default */
     uint32_t chunk_events; /* events per chunk; default 32 Ki (an encoder thread then holds ~2 MB) */
     uint32_t threads;      /* encoder threads; 0: min(CPUs, 4) */
+    int run_pid; /* the process `memtrail run` started, or 0: the others say their line only on trouble */
 } mt_trace_opts;
 extern mt_trace_opts mt_trace_opt;
 

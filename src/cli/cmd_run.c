@@ -206,6 +206,8 @@ static int set_agent_env(const char *agent, const char *mode, const char *detail
     return 0;
 }
 
+static int add_agent_option(const char *opt);
+
 static volatile sig_atomic_t child_pid;
 
 /* memtrail killed or hung up: pass it on to the program, whose status we
@@ -290,6 +292,13 @@ static int launch(const struct launch *l, struct outcome *o)
         char c;
         if (read_full(sv[1], &c, 1) != 1)
             _exit(127); /* the parent went away */
+        /* The agent tells this process from its children by it (trace
+         * mode's line at exit). memtrail is single-threaded: setenv is
+         * safe after the fork. */
+        char run_pid[32];
+        snprintf(run_pid, sizeof run_pid, "run_pid=%d", (int)getpid());
+        if (add_agent_option(run_pid) < 0)
+            _exit(127);
         if (watch[1] >= 0) {
             close(watch[0]);
             int e = run_exit_watch_install(watch[1]);

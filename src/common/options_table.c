@@ -138,6 +138,10 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
     [MT_OPT_SPAN_FAULTS] = {"span_faults", MT_OPTT_CHOICE, on_off, 0, 0, NULL, "off",
                             "request spans: count each span's page faults (getrusage(RUSAGE_THREAD) at "
                             "begin and end, about 270 ns a span)"},
+    [MT_OPT_RUN_PID] = {"run_pid", MT_OPTT_INT, NULL, 0, 2147483647, "a process id, or 0 (none)", "0",
+                        "set by `memtrail run`: the process it started. Trace mode's line at exit "
+                        "('trace: N events, ...') is said by that process, and by the others (its "
+                        "children, forked or exec'd) only when events were lost or the file failed"},
 };
 
 int mt_opt_find(const char *key, size_t klen)

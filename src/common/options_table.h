@@ -47,6 +47,7 @@ enum {
     MT_OPT_INFO_INTERVAL,
     MT_OPT_ALLOC_TIMING,
     MT_OPT_SPAN_FAULTS,
+    MT_OPT_RUN_PID,
     MT_NOPT
 };
 

@@ -238,6 +238,34 @@ done
 expect_eq "trace: fork: the parent's 7 and the child's 11 leaks, each in its file" "7 11" \
     "$(echo $leaks | tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/ $//')"
 
+# --- children keep quiet: only the process memtrail run started says its
+# trace line, a child (forked or exec'd) only when it lost events. A child's
+# stderr may be its parent's data ($(cmd 2>&1)); before, every child's line
+# went there. -------------------------------------------------------------------
+trace_lines() { printf '%s\n' "$1" | grep -c 'memtrail: trace: [0-9]* events'; }
+expect_eq "trace: fork: one trace line, the parent's (the child's is quiet)" \
+    "1 $(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')" \
+    "$(trace_lines "$err") $(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, 0 lost, [0-9]* bytes in .*fork\.\([0-9]*\)\.mtt$/\1/p')"
+"$TR" known >"$T/cap.truth" 2>&1
+run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/cap.%p.mtt" -- \
+    sh -c 'x=$("$1" known 2>&1); printf "%s\n" "$x" >"$2"' sh "$TR" "$T/cap.data"
+expect_eq "trace: an exec'd child's stderr taken as data holds the program's output only" \
+    "$(cat "$T/cap.truth")" "$(cat "$T/cap.data")"
+capkid=$(ls "$T"/cap.*.mtt.1 | head -1) # the subshell's exec of the tracer (--follow-exec)
+expect_eq "trace: the quiet exec'd child still wrote its trace, complete, its 13 leaks" "True 13" \
+    "$("$MT" analyze --json "$capkid" 2>/dev/null | json_get /dev/stdin "'%s %d' % (j['complete'], j['leaks']['live_count'])")"
+expect_eq "trace: exec'd child: one trace line, the shell's" \
+    "1 $(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')" \
+    "$(trace_lines "$err") $(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, 0 lost, [0-9]* bytes in .*cap\.\([0-9]*\)\.mtt$/\1/p')"
+run_mt timeout 120 "$MT" run --mode trace --allow-loss --trace-buffer 192KB -o "$T/fq.%p.mtt" -- "$TR" forkflood 3000000
+fqparent=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
+fqkid=$(printf '%s\n' "$err" | sed -n 's/.*trace: [0-9]* events, [1-9][0-9]* lost.* in .*fq\.\([0-9]*\)\.mtt$/\1/p')
+if [ -n "$fqkid" ] && [ "$fqkid" != "$fqparent" ]; then
+    pass "trace: a forked child that lost events says so ($fqkid)"
+else
+    fail "trace: a forked child that lost events says so" "$err"
+fi
+
 # --- a fork child's dispatcher is the agent's: its writer's mappings are no
 # events, and with trace_loss=wait it never waits for its own buffers ----------
 run_mt timeout 120 "$MT" run --mode trace --no-loss --trace-buffer 192KB -o "$T/ff.%p.mtt" -- "$TR" forkflood 1000000
@@ -345,8 +373,8 @@ for how in middle daemon; do
         sleep 0.02
     done
     gp=$(cut -d' ' -f2 "$l" 2>/dev/null)
-    expect_match "trace: $how: the middle process says its trace, 0 events" \
-        "trace: 0 events, 0 lost, [0-9]+ bytes in $T/$how/c\.$gp\.mtt" "$err"
+    expect_eq "trace: $how: the middle process (a fork child, nothing lost) says nothing" "" \
+        "$(printf '%s\n' "$err" | grep "c\.$gp\.mtt")"
     expect_eq "trace: $how: the middle's trace: began fork, complete, no event" "began=fork|True 0" \
         "$("$META" "$T/$how/c.$gp.mtt" began)|$("$MT" analyze --json "$T/$how/c.$gp.mtt" 2>/dev/null |
             json_get /dev/stdin "'%s %d' % (j['complete'], j['events'])")"
