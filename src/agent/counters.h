@@ -88,7 +88,8 @@ typedef struct mt_shard {
     unsigned cfi_gen;                  /* the mt_code_gen those rules are from */
     struct mt_shard *next;             /* registry list; shards are never unmapped */
     _Atomic int in_use;
-    _Atomic long rec_busy; /* this thread's hooks in flight while a trace records (record.h) */
+    _Atomic long rec_busy;  /* this thread's hooks in flight while a trace records (record.h) */
+    _Atomic long site_busy; /* this thread's hooks between a block's count and its site's (record.h) */
 } mt_shard;
 
 typedef struct mt_cglobal {

@@ -144,9 +144,12 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     s->cat = (unsigned char)cat;
     s->kind = (unsigned char)kind;
     s->tag = tag;
+    _Atomic long *sbusy = kind == MT_REC_DETAIL ? mt_site_enter() : NULL; /* record.h: across a fork */
     mt_count_block(cat, (int64_t)size, 0, +1);
-    if (kind == MT_REC_DETAIL)
+    if (sbusy) {
         mt_site_count_new(site, size);
+        mt_site_leave(sbusy);
+    }
     mt_event_alloc(ptr, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
 }
@@ -163,9 +166,12 @@ MT_EXPORT void mt_free_report(const void *ptr)
     uintptr_t k = (uintptr_t)ptr;
     if (!atomic_compare_exchange_strong(&s->key, &k, GONE))
         return; /* another thread freed it meanwhile */
+    _Atomic long *sbusy = kind == MT_REC_DETAIL ? mt_site_enter() : NULL;
     mt_count_block(cat, (int64_t)size, 0, -1);
-    if (kind == MT_REC_DETAIL)
+    if (sbusy) {
         mt_site_count_gone(tag, size);
+        mt_site_leave(sbusy);
+    }
     _Atomic long *busy = NULL;
     int rec = mt_rec_enter(&busy);
     uint32_t id = rec == MT_REC_TRACE ? mt_tag_id(kind, tag) : 0;
@@ -221,8 +227,10 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
     s->size = size;
     s->kind = (unsigned char)kind;
     s->tag = tag;
+    _Atomic long *sbusy = mt_site_enter();
     mt_count_resize(cat, (int64_t)size - (int64_t)was, 0);
     mt_site_count_resize(okind, old_tag, kind, tag, (int64_t)was, (int64_t)size);
+    mt_site_leave(sbusy);
     if (rec == MT_REC_TRACE)
         mt_event_realloc(ptr, old, size, cat, site, tag, mt_tag_id(okind, old_tag), rec);
     else

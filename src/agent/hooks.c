@@ -482,9 +482,14 @@ static __attribute__((noinline)) void *track_new_full(void *real, uint64_t size,
         tag = mt_tag_new(kind, site);
     }
     char *p = fill_header(real, size, cat, shift, (unsigned)kind, tag);
-    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
-    if (MT_UNLIKELY(kind == MT_REC_DETAIL))
+    if (MT_UNLIKELY(kind == MT_REC_DETAIL)) { /* the count and the site's, together across a fork */
+        _Atomic long *sbusy = mt_site_enter();
+        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
         mt_site_count_new(site, size);
+        mt_site_leave(sbusy);
+    } else {
+        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), +1);
+    }
     mt_event_alloc(p, size, cat, site, rec == MT_REC_TRACE ? tag : 0, rec);
     mt_rec_leave(rec, busy);
     if (MT_UNLIKELY(size >= MT_INFO_MAPPED_MIN) && mt_glibc_is_mapped(real)) /* memory info: GROW */
@@ -621,11 +626,16 @@ static __attribute__((noinline)) void release_full(void *p, mt_hdr *h)
         bad = check_tail(p, h, size);
     else if (tail_on(p, size, shift))
         __builtin_prefetch((char *)p + size);
-    mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
     /* A site keeps counting the blocks detail recording gave it, recording
      * or not, so its live bytes stay exact. */
-    if (MT_UNLIKELY(kind == MT_REC_DETAIL))
+    if (MT_UNLIKELY(kind == MT_REC_DETAIL)) {
+        _Atomic long *sbusy = mt_site_enter();
+        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
         mt_site_count_gone(h->tag, size);
+        mt_site_leave(sbusy);
+    } else {
+        mt_count_block(cat, (int64_t)size, mt_overhead(size, shift), -1);
+    }
     /* Before the block goes: once it is back, another thread may get the
      * same address, and its alloc event must come after this free. */
     _Atomic long *busy = NULL;
@@ -871,10 +881,15 @@ static __attribute__((noinline)) void *realloc_recorded(void *p, mt_hdr *h, size
             mt_info_block_resized(was_mapped, is_mapped, size, n);
         np = fill_header(real, n, cat, shift, kind, tag);
     }
-    mt_count_resize(cat, (int64_t)n - (int64_t)size,
-                    mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift));
-    if (MT_UNLIKELY((okind | kind) & MT_REC_DETAIL))
+    int64_t dovh = mt_overhead(n, MT_PLAIN_SHIFT) - mt_overhead(size, shift);
+    if (MT_UNLIKELY((okind | kind) & MT_REC_DETAIL)) {
+        _Atomic long *sbusy = mt_site_enter();
+        mt_count_resize(cat, (int64_t)n - (int64_t)size, dovh);
         mt_site_count_resize(okind, old_tag, kind, tag, (int64_t)size, (int64_t)n);
+        mt_site_leave(sbusy);
+    } else {
+        mt_count_resize(cat, (int64_t)n - (int64_t)size, dovh);
+    }
     /* A trace gets the old block's id only if it saw that block: else 0
      * (the analyzer's "unknown", docs/trace-analysis.md). */
     if (rec == MT_REC_TRACE)

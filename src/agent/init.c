@@ -282,6 +282,9 @@ static int resolve_real(void)
 static void before_fork(void)
 {
     mt_trace_before_fork();
+    /* Other threads' site updates wait from here to the fork; before the
+     * agent's locks, which a thread inside an update could need. */
+    mt_rec_fork_hold();
     mt_category_lock();
     mt_rlimit_before_fork();
     mt_vm_before_fork();
@@ -290,6 +293,7 @@ static void after_fork_parent(void)
 {
     mt_rlimit_after_fork();
     mt_category_unlock();
+    mt_rec_fork_release();
     mt_vm_after_fork(); /* last: a terminating signal that waited for it is sent again here */
 }
 /* A fork child's state past its locks, with fork handlers or without:

@@ -45,11 +45,21 @@ _Atomic int mt_rec_membarrier;
  * state is seen, or that read sees the stop. Registered before the state
  * says trace (the registration is the process's, kept across fork and
  * asked again in a fork child all the same). */
+_Atomic int mt_site_gate = MT_SITE_NO_MB;
+
+static void set_membarrier(int on)
+{
+    atomic_store(&mt_rec_membarrier, on);
+    if (on)
+        atomic_fetch_and(&mt_site_gate, ~MT_SITE_NO_MB);
+    else
+        atomic_fetch_or(&mt_site_gate, MT_SITE_NO_MB);
+}
+
 static void membarrier_register(void)
 {
     if (!atomic_load(&mt_rec_membarrier))
-        atomic_store(&mt_rec_membarrier,
-                     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0);
+        set_membarrier(syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0);
 }
 
 /* The stop's side, after the state's store: when it returns, every
@@ -64,7 +74,7 @@ static void membarrier_all(void)
     if (!atomic_load(&mt_rec_membarrier) ||
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
-    atomic_store(&mt_rec_membarrier, 0);
+    set_membarrier(0);
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
 }
@@ -85,7 +95,7 @@ _Atomic uint32_t mt_rec_first_id = 1;
 
 void mt_rec_init(int mode, int start)
 {
-    if (mode == MT_MODE_TRACE)
+    if (mode != MT_MODE_SUMMARY) /* a trace's stop, a fork's hold (mt_rec_fork_hold) */
         membarrier_register();
     int rec = mode == MT_MODE_TRACE    ? MT_REC_TRACE
               : mode == MT_MODE_DETAIL ? MT_REC_DETAIL
@@ -96,13 +106,72 @@ void mt_rec_init(int mode, int start)
 
 void mt_rec_after_fork_child(void)
 {
+    mt_t.forking = 0;
+    atomic_store(&mt_site_gate, MT_SITE_NO_MB); /* no hold: whichever thread of the parent's held it */
     if (atomic_load(&mt_rec_membarrier)) {
         atomic_store(&mt_rec_membarrier, 0);
         membarrier_register();
     }
     atomic_store(&mt_rec_busy, 0);
-    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next) {
         atomic_store(&sh->rec_busy, 0);
+        atomic_store(&sh->site_busy, 0);
+    }
+}
+
+/* 100 us, by the system call itself: glibc's nanosleep is a cancellation
+ * point, and these waits run inside fork() and inside malloc. */
+static void pause_100us(void)
+{
+    struct timespec ts = {0, 100000};
+    syscall(SYS_nanosleep, &ts, NULL);
+}
+
+/* Site updates in flight in threads other than this one (seq_cst loads,
+ * after the hold's store). This thread's own count is not waited for: a
+ * fork from a signal handler that interrupted one cannot drain it. */
+static int sites_busy(void)
+{
+    for (mt_shard *sh = mt_shard_first(); sh; sh = sh->next)
+        if (sh != mt_t.shard && atomic_load(&sh->site_busy) != 0)
+            return 1;
+    return 0;
+}
+
+void mt_rec_fork_hold(void)
+{
+    if (!mt_site_opt.detail)
+        return; /* no sites: nothing to keep together */
+    mt_t.forking = 1;
+    atomic_fetch_add(&mt_site_gate, MT_SITE_HOLD); /* a count: two threads may fork at once */
+    membarrier_all();
+    /* A bracket is a few stores long; a thread stopped inside one (a
+     * debugger) is waited for 2 s at most. */
+    for (int spins = 0; sites_busy() && spins < 20000; spins++)
+        pause_100us();
+}
+
+void mt_rec_fork_release(void)
+{
+    if (!mt_t.forking)
+        return;
+    mt_t.forking = 0;
+    atomic_fetch_sub(&mt_site_gate, MT_SITE_HOLD);
+}
+
+/* Bounded too: were this thread holding a lock glibc's fork takes after
+ * the prepare handlers (it takes none of its own inside the bracket), the
+ * fork would wait for it, and it for the fork. */
+int mt_site_gate_slow(void)
+{
+    /* No membarrier on the fork's side: this side's fence, then the
+     * hold read again. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&mt_site_gate) < MT_SITE_HOLD || mt_t.forking)
+        return 1;
+    for (int spins = 0; atomic_load(&mt_site_gate) >= MT_SITE_HOLD && spins < 20000; spins++)
+        pause_100us();
+    return atomic_load(&mt_site_gate) >= MT_SITE_HOLD; /* still held after 2 s: go on */
 }
 
 /* Hooks in flight anywhere (seq_cst loads, after the state's store). */

@@ -89,6 +89,59 @@ static MT_INLINE int mt_rec_enter(_Atomic long **busy)
     return rec;
 }
 
+/* A fork in detail and sample modes. A block's count (counters.h) and
+ * its site's (site.h) are two updates: a child forked between them, while
+ * another thread was inside its hook, had sites that did not add up to
+ * its totals. A hook brackets the two with its shard's site_busy (as a
+ * trace's hooks bracket their events with rec_busy); fork's prepare
+ * handler (mt_rec_fork_hold) holds new brackets off and waits for those
+ * in flight, as glibc's fork holds its malloc arenas. Only blocks with a
+ * site pay for it: detail mode's, and sample mode's sampled ones.
+ * mt_site_gate is what a bracket reads after its count: MT_SITE_NO_MB
+ * while the fork's side is no membarrier(2) (the bracket then needs a
+ * fence of its own), plus MT_SITE_HOLD for each fork holding; 0 in the
+ * common case, one load and one test. */
+#define MT_SITE_NO_MB 1
+#define MT_SITE_HOLD 2
+extern _Atomic int mt_site_gate;
+/* A bracket whose gate was not 0: 1 to go on (nothing held after its
+ * fence, or this is the forking thread), 0 once the fork is done (the
+ * caller leaves and enters again). */
+int mt_site_gate_slow(void);
+
+static MT_INLINE void mt_site_leave(_Atomic long *busy)
+{
+    if (MT_LIKELY(busy != NULL))
+        atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) - 1,
+                              memory_order_release);
+}
+
+/* Before a block's count and its site's; pair with mt_site_leave. The
+ * count is stored before the gate is read: the fork stores its hold,
+ * then (membarrier) reads the counts. A shard's count has one writer,
+ * its thread (a signal handler nested on it puts back what it took). A
+ * thread with no shard (it is exiting: its counts go to the globals)
+ * brackets nothing. */
+static MT_INLINE _Atomic long *mt_site_enter(void)
+{
+    struct mt_shard *sh = mt_t.shard;
+    if (MT_UNLIKELY(sh == NULL))
+        return NULL;
+    _Atomic long *busy = &sh->site_busy;
+    for (;;) {
+        atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (MT_LIKELY(atomic_load_explicit(&mt_site_gate, memory_order_relaxed) == 0) || mt_site_gate_slow())
+            return busy;
+        mt_site_leave(busy);
+    }
+}
+
+/* Fork's prepare handler and both sides after it (init.c). */
+void mt_rec_fork_hold(void);
+void mt_rec_fork_release(void);
+
 /* The first allocation id of the current trace: ids from it on are in
  * the trace file being written, older ones are not. */
 extern _Atomic uint32_t mt_rec_first_id;

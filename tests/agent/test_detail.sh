@@ -152,6 +152,22 @@ for f in "$T"/fork.[0-9]*.mtr; do
 done
 [ "$n" -ge 2 ] && pass "fork: parent and child reports ($n)" || fail "fork: reports" "found $n"
 
+# Forks while four other threads churn through their hooks: every child's
+# sites add up to its totals. The fork waits for hooks between a block's
+# count and its site's (before, 26 to 32 of 50 children did not add up).
+mkdir -p "$T/fs"
+MEMTRAIL_OPTIONS="mode=detail:output=$T/fs/c.%p.mtr" timeout 300 env LD_PRELOAD="$AGENT" "$TBIN/forksites" 40 >/dev/null 2>"$T/fs.err"
+expect_eq "fork amid churning threads: exits 0, nothing on stderr" "0:" "$?:$(cat "$T/fs.err")"
+n=0 off=""
+for f in "$T"/fs/c.*.mtr; do
+    [ -e "$f" ] || continue
+    n=$((n + 1))
+    read -r _ a b _ c d <<<"$($CHECK invariant "$f")"
+    [ "$a $c" = "$b $d" ] || off="$off $(basename "$f"):$a/$b,$c/$d"
+done
+expect_eq "fork amid churning threads: 41 reports (the parent and 40 children)" 41 "$n"
+expect_eq "fork amid churning threads: every report's sites add up to its totals (bytes, blocks)" "" "$off"
+
 # Real programs: same output as without the agent, and sites that add up.
 if command -v sqlite3 >/dev/null; then
     q="create table t(a,b); with recursive c(x) as (select 1 union all select x+1 from c where x<20000) insert into t select x, hex(randomblob(40)) from c; select count(*), sum(length(b)) from t;"
