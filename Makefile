@@ -422,6 +422,12 @@ $(BUILD)/tests/agent/libslowalloc.so: tests/agent/lib/slowalloc.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -fno-builtin -o $@ $<
 tests: $(BUILD)/tests/agent/libslowalloc.so
 
+# A send() that holds one answer of the control socket, preloaded after
+# the agent (test_ondemand.sh: a stop racing the program's exit).
+$(BUILD)/tests/agent/libholdsend.so: tests/agent/lib/holdsend.c
+	$(CC) $(BASEFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
+tests: $(BUILD)/tests/agent/libholdsend.so
+
 # perf_event_open refused, for `refset record`'s error (test_record.sh).
 $(BUILD)/tests/refset/libnoperf.so: tests/refset/lib/noperf.c
 	@mkdir -p $(dir $@)

@@ -334,6 +334,9 @@ extern int mt_control_enabled; /* MT_QUERY_*: query=off|on|thread */
 void mt_control_start(void);
 void mt_control_after_fork_child(int start); /* start: a socket of its own */
 void mt_control_shutdown(void);
+/* At exit: the socket file removed, then a start or stop of recording
+ * under way waited for (record.h's mt_rec_hold_switches), then shutdown. */
+void mt_control_leave(void);
 /* Cuts short a query being answered (the process is ending). */
 void mt_control_cut_query(void);
 

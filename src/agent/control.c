@@ -26,7 +26,9 @@
  *   exit      the report at exit, now: the process is leaving by a raw
  *             exit_group that memtrail run holds (Go programs)
  *   start detail | start trace [PATH] | stop
- *             recording on demand (record.c): "ok ..." or "error ..."
+ *             recording on demand (record.c): "ok ..." or "error ...";
+ *             the process's exit waits for one under way (its answer
+ *             included)
  *   other     "error unknown command '...'"
  *
  * Peers of another uid get "error permission denied". Serving never calls
@@ -438,11 +440,9 @@ static void serve_one(int fd, const char *cmd)
         send_str(fd,
                  mt_report_at_raw_exit() == 0 ? "ok\n" : "error the report at exit could not be written\n");
     } else if (strncmp(cmd, "start ", 6) == 0 || strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0) {
-        /* Recording on demand (record.c). */
-        mt_out o;
-        mt_out_init_socket(&o, reply, sizeof reply, fd);
-        mt_rec_request(cmd, serving_async, &o);
-        mt_out_flush(&o);
+        /* Recording on demand (record.c), which sends its answer itself:
+         * the process's exit waits for that. */
+        mt_rec_request(cmd, serving_async, fd);
     } else if (strcmp(cmd, "sessions") == 0) {
         /* Targets' data can be large (a ring buffer's events): streamed to
          * the socket as it is formatted, through the reply buffer. */
@@ -853,6 +853,21 @@ void mt_control_cut_query(void)
     if (fd >= 0 && mt_file_fd_is(fd, ctl.conn_dev, ctl.conn_ino))
         shutdown(fd, SHUT_RDWR);
     errno = saved_errno;
+}
+
+/* The process is leaving (exit, _exit): no client finds the socket from
+ * here on (one that looks is told the process is leaving), a start or
+ * stop under way ends and sends its answer (record.c), and then the rest
+ * of the shutdown cuts whatever is still being answered. */
+void mt_control_leave(void)
+{
+    if (atomic_load(&ctl.owner) != getpid()) /* a vfork child: the parent's */
+        return;
+    int saved_errno = errno;
+    remove_file();
+    errno = saved_errno;
+    mt_rec_hold_switches();
+    mt_control_shutdown();
 }
 
 void mt_control_shutdown(void)

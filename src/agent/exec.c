@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/record.h"
 #include "agent/site.h"
 #include "agent/trace.h"
 #include "common/out.h"
@@ -321,11 +322,21 @@ void mt_exec_init(const char *options)
  * its report now. Never from a vfork child. */
 static void report_before_exec(void)
 {
+    if (mt_own_process()) /* a start or stop under way ends first, its answer sent */
+        mt_rec_hold_switches();
     mt_trace_before_exec();
     if (atomic_load(&mt_hot) && mt_claim_process() && !mt_site_opt.trace) {
         mt_control_cut_query(); /* the image is going: a query being answered ends here */
         mt_report_write_to(NULL, "exec");
     }
+}
+
+/* The exec failed: the image goes on, and so do switches of recording. */
+static void exec_failed(void)
+{
+    if (mt_own_process())
+        mt_rec_release_switches();
+    mt_trace_after_failed_exec();
 }
 
 /* ---- environments and argument arrays without malloc ------------------- */
@@ -464,7 +475,7 @@ static int do_exec(int search, const char *file, char *const argv[], char *const
         rc = real.execvpe ? real.execvpe(file, argv, env) : (errno = ENOSYS, -1);
     else
         rc = real.execve ? real.execve(file, argv, env) : (int)syscall(SYS_execve, file, argv, env);
-    mt_trace_after_failed_exec();
+    exec_failed();
     scratch_release(&s);
     return rc;
 }
@@ -534,7 +545,7 @@ MT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     char *const *env = env_for_exec(envp, &s);
     report_before_exec();
     int rc = real.fexecve ? real.fexecve(fd, argv, env) : (errno = ENOSYS, -1);
-    mt_trace_after_failed_exec();
+    exec_failed();
     scratch_release(&s);
     return rc;
 }
@@ -551,7 +562,7 @@ MT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
     report_before_exec();
     int rc = real.execveat ? real.execveat(dirfd, path, argv, env, flags)
                            : (int)syscall(SYS_execveat, dirfd, path, argv, env, flags);
-    mt_trace_after_failed_exec();
+    exec_failed();
     scratch_release(&s);
     return rc;
 }

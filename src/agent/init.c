@@ -433,7 +433,7 @@ __attribute__((constructor)) static void mt_constructor(void)
 static void final_report(void *unused)
 {
     (void)unused;
-    mt_control_shutdown();
+    mt_control_leave();      /* after a stop under way: it finishes its trace and answers */
     if (!mt_claim_process()) /* a vfork child: its parent's sessions and report */
         return;
     /* the agent's work: a terminating signal meanwhile waits for the

@@ -14,7 +14,13 @@
  * never samples: a site table holds one kind of counts. A trace needs its writer thread
  * started and, at stop, joined: that is not for a signal handler, so trace
  * requests are served only by the control thread (query=thread, which
- * trace-mode processes use by default). */
+ * trace-mode processes use by default).
+ *
+ * A switch sends its own answer before it counts as done: the process's
+ * exit (or exec) waits for a switch under way, 30 s at most, so a trace
+ * stopped as the program ends is finished by the stop and its path
+ * reaches the client. An answer the client is no longer there to read
+ * goes to the program's stderr, one line. */
 #include "agent/record.h"
 
 #include <errno.h>
@@ -33,6 +39,17 @@
 _Atomic int mt_rec;
 _Atomic long mt_rec_busy;
 _Atomic int mt_rec_membarrier;
+
+/* The thread answering a start or stop, from the request until its
+ * answer is sent (0: none), and whether the process is leaving (its exit
+ * or exec is under way). A process leaving in the middle of a stop would
+ * cut the connection and end the thread: the client would get no answer,
+ * nor learn where the trace went. So the leaving thread waits for the
+ * switch (mt_rec_hold_switches), and a switch that begins once the
+ * process is leaving is refused. Each side stores its own flag, then
+ * reads the other's (seq_cst): one of them sees the other. */
+static _Atomic pid_t switching;
+static _Atomic int leaving; /* exits and execs under way */
 
 /* The hooks count themselves in flight (a store to their shard) and then
  * read the state; a stop stores the state and then reads the counts. Each
@@ -117,6 +134,9 @@ void mt_rec_after_fork_child(void)
         atomic_store(&sh->rec_busy, 0);
         atomic_store(&sh->site_busy, 0);
     }
+    /* Those were the parent's threads and the parent's end. */
+    atomic_store(&switching, 0);
+    atomic_store(&leaving, 0);
 }
 
 /* 100 us, by the system call itself: glibc's nanosleep is a cancellation
@@ -351,7 +371,64 @@ static void stop(int from_signal, mt_out *o)
     mt_trace_record_stop(o, wait_hooks());
 }
 
-void mt_rec_request(const char *req, int from_signal, mt_out *o)
+/* ---- a switch and the process's end ------------------------------------- */
+
+#define SWITCH_WAIT_MS 30000
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void mt_rec_hold_switches(void)
+{
+    atomic_fetch_add(&leaving, 1);
+    pid_t who = atomic_load(&switching);
+    if (who == 0 || who == (pid_t)syscall(SYS_gettid)) /* none, or this thread's own (a handler under it) */
+        return;
+    int saved_errno = errno;
+    int64_t deadline = mono_ms() + SWITCH_WAIT_MS;
+    while (atomic_load(&switching) != 0 && mono_ms() < deadline) {
+        /* The raw call: not a cancellation point, and safe in a signal
+         * handler (an _exit from one comes here). */
+        struct timespec ts = {0, 1000 * 1000};
+        syscall(SYS_nanosleep, &ts, NULL);
+    }
+    if (atomic_load(&switching) != 0)
+        mt_say("a 'start' or 'stop' of recording was still under way after 30 s: the process leaves without "
+               "its answer");
+    errno = saved_errno;
+}
+
+void mt_rec_release_switches(void)
+{
+    atomic_fetch_sub(&leaving, 1);
+}
+
+/* Sends the answer. One that cannot reach its client (it left, or timed
+ * out) goes to stderr as one line: what was done, where a trace went,
+ * would be known to nobody otherwise. */
+static void answer(int fd, const char *req, mt_out *o)
+{
+    if (mt_send_all(fd, o->buf, o->len) == 0)
+        return;
+    static char line[2 * MT_PATH_MAX + 1536];
+    mt_out l;
+    mt_out_init(&l, line, sizeof line, -1);
+    mt_out_str(&l, "the answer to 'query PID ");
+    mt_out_shown(&l, req, strlen(req) < 64 ? strlen(req) : 64);
+    mt_out_str(&l, "' could not be sent (the client left): ");
+    size_t from = o->len >= 3 && memcmp(o->buf, "ok ", 3) == 0 ? 3 : 0;
+    for (size_t i = from; i < o->len; i++)
+        if (o->buf[i] != '\n' || i + 1 < o->len)
+            mt_out_char(&l, o->buf[i] == '\n' ? ' ' : o->buf[i]);
+    mt_say(mt_out_cstr(&l));
+}
+
+/* The request's words, and the start or stop it asks for, answered into o. */
+static void switch_recording(const char *req, int from_signal, mt_out *o)
 {
     static char words[3][MT_PATH_MAX]; /* not on a signal handler's stack; serving is one at a time */
     int n = 0;
@@ -377,4 +454,20 @@ void mt_rec_request(const char *req, int from_signal, mt_out *o)
     } else {
         mt_out_str(o, "error usage: 'start detail', 'start sample', 'start trace [PATH]' or 'stop'\n");
     }
+}
+
+void mt_rec_request(const char *req, int from_signal, int fd)
+{
+    static char text[2 * MT_PATH_MAX + 1024]; /* a trace's summary names its path */
+    mt_out o;
+    mt_out_init(&o, text, sizeof text, -1);
+    atomic_store(&switching, (pid_t)syscall(SYS_gettid));
+    if (atomic_load(&leaving))
+        mt_out_str(
+            &o, "error the process is ending (exit or exec): a trace being recorded is finished there (its "
+                "stderr says where)\n");
+    else
+        switch_recording(req, from_signal, &o);
+    answer(fd, req, &o);
+    atomic_store(&switching, 0);
 }

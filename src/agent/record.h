@@ -152,10 +152,18 @@ void mt_rec_init(int mode, int start);
  * longer count as in flight. */
 void mt_rec_after_fork_child(void);
 /* control.c: answers "start detail", "start sample", "start trace [PATH]" and "stop"
- * (`req` is the request line) into o: "ok ..." or "error ...". Not from
- * a signal handler for trace recording (it starts and joins a thread):
- * `from_signal` says so, and such a request gets an error. */
-void mt_rec_request(const char *req, int from_signal, mt_out *o);
+ * (`req` is the request line) on the connection fd: "ok ..." or "error
+ * ...", sent before it returns (an answer that cannot be sent goes to
+ * stderr). Not from a signal handler for trace recording (it starts and
+ * joins a thread): `from_signal` says so, and such a request gets an
+ * error. */
+void mt_rec_request(const char *req, int from_signal, int fd);
+/* The process is leaving (exit, _exit, exec; the process that owns the
+ * agent's state only): waits for a start or stop under way, its answer
+ * included, 30 s at most, and refuses those that come after. Released
+ * again if an exec fails. Async-signal-safe. */
+void mt_rec_hold_switches(void);
+void mt_rec_release_switches(void);
 
 #pragma GCC visibility pop
 #endif

@@ -42,9 +42,9 @@ int mt_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-/* send(2) all of buf without raising SIGPIPE. 0 or -errno. */
-static int send_all(int fd, const char *p, size_t n)
+int mt_send_all(int fd, const void *buf, size_t n)
 {
+    const char *p = buf;
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0) {
@@ -84,7 +84,7 @@ int mt_out_flush(mt_out *o)
     if (o->err != 0)
         o->len = 0;
     if (o->fd >= 0 && o->len > 0) {
-        int rc = o->sock ? send_all(o->fd, o->buf, o->len) : mt_write_all(o->fd, o->buf, o->len);
+        int rc = o->sock ? mt_send_all(o->fd, o->buf, o->len) : mt_write_all(o->fd, o->buf, o->len);
         if (rc < 0 && o->err == 0)
             o->err = rc;
         o->len = 0;

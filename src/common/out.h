@@ -46,6 +46,9 @@ const char *mt_out_cstr(mt_out *o);
 
 /* write(2) all of buf, retrying on EINTR and short writes. 0 or -errno. */
 int mt_write_all(int fd, const void *buf, size_t n);
+/* send(2) all of buf to a connected socket, without raising SIGPIPE (a
+ * client gone is -EPIPE). 0 or -errno. */
+int mt_send_all(int fd, const void *buf, size_t n);
 /* write(2), but never one the process's RLIMIT_FSIZE answers with
  * SIGXFSZ, whose default action would end the program: a write into a
  * regular file that would start at or past the limit fails with EFBIG

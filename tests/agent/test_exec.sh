@@ -212,3 +212,82 @@ mkdir -p "$T/ftree"
 n=$(ls "$T/ftree" | grep -c '^t\.[0-9]*\.mtt$')
 contains "run --follow-exec, trace mode: says how many traces the other processes wrote" \
     "$((n - 1)) more traces, from other processes of the tree" "$(cat "$T/ftree.err")"
+
+# --- daemon(): the parent and the daemon both write their reports ------------------
+# glibc's daemon() forks and leaves the parent by an _exit inside libc, a
+# path no hook sees: that process would write no report, and in trace mode
+# no end to its trace. The agent's daemon() does the same steps, the parent
+# leaving through the agent's _exit. tests/agent/daemonize.c keeps the
+# books of category daemon: the parent's before daemon(), the daemon's
+# (inherited blocks included) at its exit. daemon(1, 1), and daemon(0, 0)
+# (cwd /, stdio on /dev/null).
+# wait_daemon DIR: until the daemon has written its pid and is gone.
+wait_daemon() {
+    local i p
+    for ((i = 0; i < 500; i++)); do
+        p=$(cat "$1/daemon.pid" 2>/dev/null)
+        [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null && return 0
+        sleep 0.02
+    done
+    return 1
+}
+# daemon_trace TRACE LEDGER [PARENT_LEDGER]: "complete live_count live_bytes
+# allocs reallocs frees_unknown replayed" of the trace: live blocks at the
+# end and blocks allocated at the stacks of category daemon (a realloc puts
+# its block at its own stack: counted there, as detail mode's sites do),
+# the trace's reallocs (the program's only ones are its books'); and after
+# "want" the same from the books, when they differ (allocations and
+# reallocs since the fork for a daemon, whose books begin as its
+# parent's).
+daemon_trace() {
+    python3 - "$MT" "$@" <<'PYEOF'
+import json, subprocess, sys
+mt, trace, books = sys.argv[1:4]
+j = json.loads(subprocess.run([mt, 'analyze', '--json', trace], capture_output=True, text=True).stdout or 'null')
+def own(path):
+    f = open(path).read().split()
+    return dict(zip(('live_bytes', 'live_count', 'peak', 'allocs', 'frees', 'reallocs'), map(int, f[1:])))
+b = own(books)
+if len(sys.argv) > 4:
+    p = own(sys.argv[4])
+    b['allocs'] -= p['allocs']
+    b['reallocs'] -= p['reallocs']
+want = (True, b['live_count'], b['live_bytes'], b['allocs'] + b['reallocs'], b['reallocs'], 0, len(sys.argv) > 4)
+if not j:
+    print('unreadable', 'want', *want)
+    sys.exit()
+mine = lambda xs: [x for x in xs if x['category'] == 'daemon']
+live = mine(j['leaks']['stacks'])
+hot = mine(j['hot']['by_count']['stacks'])
+got = (j['complete'], sum(x['live_count'] for x in live), sum(x['live_bytes'] for x in live),
+       sum(x['allocs'] for x in hot), j['reallocs'], j['frees_unknown'],
+       bool(j['inherited'] and j['inherited']['replayed']))
+print(*got, *(['want', *want] if got != want else []))
+PYEOF
+}
+for how in keep close; do
+    arg=; [ "$how" = close ] && arg=close
+    D=$T/daemon-$how; mkdir -p "$D"
+    run_mt "$MT" run -o "$D/r.%p.mtr" -- "$TBIN/daemonize" "$D" $arg
+    wait_daemon "$D" || fail "daemon ($how): the daemon ends" "no $D/daemon.pid or still running"
+    parent=$(cat "$D/parent.pid" 2>/dev/null) child=$(cat "$D/daemon.pid" 2>/dev/null)
+    expect_eq "daemon ($how): memtrail run exits 0 and names the parent's report" "0 $parent" "$rc $(main_pid)"
+    compare_ledger "daemon ($how): the parent's report holds its books" "$D/r.$parent.mtr" "$D/parent.ledger" daemon
+    expect_eq "daemon ($how): the parent's report is its exit's, whole" "exit True" \
+        "$(report_get "$D/r.$parent.mtr" "'%s %s' % (j['reason'], j['complete'])")"
+    compare_ledger "daemon ($how): the daemon's report holds its books (inherited blocks too)" "$D/r.$child.mtr" \
+        "$D/daemon.ledger" daemon
+    expect_eq "daemon ($how): two reports, the parent's and the daemon's" "r.$parent.mtr r.$child.mtr" \
+        "$(cd "$D" && ls r.*.mtr | sort -t. -k2n | tr '\n' ' ' | sed 's/ $//')"
+
+    D=$T/dtrace-$how; mkdir -p "$D"
+    run_mt "$MT" run --mode trace -o "$D/t.%p.mtt" -- "$TBIN/daemonize" "$D" $arg
+    wait_daemon "$D" || fail "daemon ($how), trace: the daemon ends" "no $D/daemon.pid or still running"
+    parent=$(cat "$D/parent.pid" 2>/dev/null) child=$(cat "$D/daemon.pid" 2>/dev/null)
+    expect_eq "daemon ($how), trace: memtrail run exits 0, the parent's trace line and its file named" \
+        "0 1 1" "$rc $(printf '%s\n' "$err" | grep -c "^memtrail: trace: [0-9]* events, 0 lost, [0-9]* bytes in $D/t\.$parent\.mtt\$") $(printf '%s\n' "$err" | grep -c "^memtrail: trace of $parent written to $D/t\.$parent\.mtt\$")"
+    expect_eq "daemon ($how), trace: the parent's trace is complete and holds its books (complete live_count live_bytes allocs reallocs frees_unknown inherited)" \
+        "True 3 3333 4 0 0 False" "$(daemon_trace "$D/t.$parent.mtt" "$D/parent.ledger")"
+    expect_eq "daemon ($how), trace: the daemon's trace is complete, inherits the parent's blocks, and holds its books" \
+        "True 4 12221 2 1 0 True" "$(daemon_trace "$D/t.$child.mtt" "$D/daemon.ledger" "$D/parent.ledger")"
+done

@@ -331,3 +331,55 @@ for i in $(seq 12); do
     : >"$T/race/pid"
 done
 expect_eq "a stop racing the exit: the program exits 0 every time ($tries tries)" "0" "$crashed"
+
+# --- a stop racing the program's exit, made certain -------------------------------
+# libholdsend.so holds the agent's answer to the stop ("ok trace: ...", the
+# trace finished by then) until the program, let go meanwhile, is leaving
+# (its socket file gone), and 300 ms more. The exit must wait for the stop
+# and its answer: the client gets it (or, gone, the program's stderr says
+# it), the trace is complete and holds exactly phase 2, the program exits 0.
+# hold_run NAME [gone]: phase 2 traced, then the stop held while the
+# program runs phase 3 and exits; with "gone", the client is killed while
+# its answer is held. Sets D, pid, qrc (the client's status), prc.
+hold_run() {
+    D=$T/$1; mkdir -p "$D"
+    MEMTRAIL_OPTIONS="mode=trace:start=off:query=thread:output=$D/startup.mtt" HOLDSEND_MATCH="ok trace:" \
+        HOLDSEND_TOUCH="$D/held" HOLDSEND_MS=300 \
+        bash -c 'HOLDSEND_UNTIL_GONE=/tmp/memtrail-$(id -u)/$$.sock LD_PRELOAD=$0 exec "$@"' \
+        "$AGENT:$TBIN/libholdsend.so" "$TBIN/ondemand" "$D" >"$D/stdout" 2>"$D/stderr" &
+    pid=$!; pids+=("$pid")
+    wait_file "$D/ready1" || fail "$1: program starts" "no ready1; $(cat "$D/stderr")"
+    phase 1
+    q "$1: start trace" "$pid" start trace -o "$D/t.mtt"
+    phase 2
+    touch "$D/go4" # the program leaves once phase 3 is done
+    # (in a subshell whose stderr is not the script's: bash says "Killed" there)
+    ("$MT" query "$pid" stop >"$D/q.out" 2>&1 & echo $! >"$D/qpid"; wait $!) 2>/dev/null &
+    local qpid=$!
+    wait_file "$D/held" || fail "$1: the stop's answer is held" "no $D/held; $(cat "$D/stderr")"
+    if [ "${2:-}" = gone ]; then kill -9 "$(cat "$D/qpid")"; fi
+    touch "$D/go3"
+    wait "$qpid"; qrc=$?
+    wait "$pid"; prc=$?
+}
+# trace_whole NAME: the trace is complete and holds exactly phase 2.
+trace_whole() {
+    "$MT" analyze "$D/t.mtt" >"$T/a.txt" 2>&1
+    expect_eq "$1: analyze reads the trace whole (exit 0, not 'Incomplete', no caveat of a cut)" "0 0" \
+        "$? $(grep -c -i -E 'Incomplete|truncated' "$T/a.txt")"
+    expect_eq "$1: analyze --json says complete" "True" "$("$MT" analyze "$D/t.mtt" --json | json_get /dev/stdin "j['complete']")"
+    expect_eq "$1: the trace holds exactly phase 2 (the program's books)" "$(books "$D")" "$(analyzed "$D/t.mtt")"
+}
+hold_run hold
+events=$("$MT" analyze "$D/t.mtt" --json | json_get /dev/stdin "j['events']")
+expect_eq "hold: the client gets the stop's answer: exit 0, the trace's events and path" \
+    "0 trace: $events events, 0 lost, B bytes in $D/t.mtt" "$qrc $(sed 's/lost, [0-9]* bytes/lost, B bytes/' "$D/q.out")"
+expect_eq "hold: the program exits 0, nothing on its stderr (the stop answered; its exit had no trace left)" \
+    "0:" "$prc:$(cat "$D/stderr")"
+trace_whole hold
+hold_run holdgone gone
+expect_eq "holdgone: the program exits 0" "0" "$prc"
+expect_eq "holdgone: the answer no client took is on the program's stderr, one line, with the trace's path" \
+    "memtrail: the answer to 'query PID stop' could not be sent (the client left): trace: $("$MT" analyze "$D/t.mtt" --json | json_get /dev/stdin "j['events']") events, 0 lost, B bytes in $D/t.mtt" \
+    "$(sed 's/lost, [0-9]* bytes/lost, B bytes/' "$D/stderr")"
+trace_whole holdgone
