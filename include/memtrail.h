@@ -44,7 +44,8 @@ int mt_tag_pop(void);
  * program name, %% to %) or, when path is NULL, to the configured output;
  * in trace mode, where that output is the trace's, beside the trace instead
  * (OUTPUT.mtr, e.g. memtrail.4242.mtt.mtr, as a crash's report), never over
- * it. Returns 0 or a negative errno code. */
+ * it. Returns 0 or a negative errno code: -EINVAL for a '%' in path that
+ * is not %p, %e or %% (nothing is written; a line on stderr says so). */
 int mt_report_write(const char *path);
 
 /* 1 when the agent is loaded and tracking, 0 otherwise. */

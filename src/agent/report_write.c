@@ -27,12 +27,16 @@
 #include "agent/meminfo.h"
 #include "agent/site.h"
 #include "agent/vm.h"
+#include "common/options_table.h"
 #include "common/out.h"
 #include "common/safe_file.h"
 
-/* Expands %p (pid), %e (program name) and %% into out. 0 or -ENAMETOOLONG. */
+/* Expands %p (pid), %e (program name) and %% into out. 0, -EINVAL (any
+ * other '%': options_table.h's mt_template_bad) or -ENAMETOOLONG. */
 static int expand_path(const char *tmpl, char *out, size_t cap)
 {
+    if (mt_template_bad(tmpl) >= 0)
+        return -EINVAL;
     mt_out o;
     mt_out_init(&o, out, cap, -1);
     for (const char *s = tmpl; *s; s++) {
@@ -45,12 +49,8 @@ static int expand_path(const char *tmpl, char *out, size_t cap)
             mt_out_u64(&o, (uint64_t)getpid());
         else if (*s == 'e')
             mt_out_str(&o, program_invocation_short_name);
-        else if (*s == '%')
+        else
             mt_out_char(&o, '%');
-        else {
-            mt_out_char(&o, '%');
-            mt_out_char(&o, *s);
-        }
     }
     if (o.len + 1 >= cap)
         return -ENAMETOOLONG;
@@ -476,7 +476,17 @@ static int report_write_to(const char *path_template, const char *reason)
     if (rc == 0)
         rc = changed_ids && strcmp(kept.path, w.path) == 0 && kept_valid() ? write_in_place(reason)
                                                                            : write_new(reason);
-    if (rc < 0) {
+    if (rc == -EINVAL && path_template && mt_template_bad(path_template) >= 0) {
+        mt_out o;
+        mt_out_init(&o, w.msg, sizeof w.msg, -1);
+        mt_out_str(&o, "cannot write the report: the path '");
+        mt_out_shown(&o, path_template, strlen(path_template));
+        mt_out_str(&o, "' has '");
+        const char *bad = path_template + mt_template_bad(path_template);
+        mt_out_shown(&o, bad, bad[1] ? 2 : 1);
+        mt_out_str(&o, "', which is not %p, %e or %% (a '%' is written %%)");
+        mt_say(mt_out_cstr(&o));
+    } else if (rc < 0) {
         /* strerrordesc_np (through mt_file_strerror): no locale, no
          * allocation (safe in a handler). */
         mt_out o;

@@ -79,7 +79,8 @@ const mt_optdef mt_optdefs[MT_NOPT] = {
                        "detail, sample and trace modes: how stacks are taken"},
     [MT_OPT_OUTPUT] =
         {"output", MT_OPTT_PATH, NULL, 1, MT_OUTPUT_MAX,
-         "a file path, at most 3800 bytes; %p = pid, %e = program name", "memtrail.%p.mtr",
+         "a file path, at most 3800 bytes; %p = pid, %e = program name, %% = %, no other %",
+         "memtrail.%p.mtr",
          "the report's (or trace's) path, in the start-up directory unless absolute; `%%` = `%`; "
          "`memtrail run --mode trace` gives `memtrail.%p.mtt`"},
     [MT_OPT_TRACE_BUFFER] = {"trace_buffer", MT_OPTT_SIZE, NULL, 192 << 10, 64ll << 30,
@@ -169,6 +170,18 @@ static int strip_iec(const char *val, char *buf, size_t cap)
     return 1;
 }
 
+long mt_template_bad(const char *t)
+{
+    for (const char *s = t; *s; s++) {
+        if (*s != '%')
+            continue;
+        if (s[1] != 'p' && s[1] != 'e' && s[1] != '%')
+            return s - t;
+        s++;
+    }
+    return -1;
+}
+
 int mt_opt_value(int k, const char *val, int64_t *out)
 {
     const mt_optdef *d = &mt_optdefs[k];
@@ -202,7 +215,7 @@ int mt_opt_value(int k, const char *val, int64_t *out)
     }
     default: {
         size_t n = strlen(val);
-        if (n < (size_t)d->min || n > (size_t)d->max)
+        if (n < (size_t)d->min || n > (size_t)d->max || mt_template_bad(val) >= 0)
             return -EINVAL;
         *out = (int64_t)n;
         return 0;

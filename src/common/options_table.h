@@ -78,6 +78,11 @@ int mt_opt_find(const char *key, size_t klen);
 /* Checks val for option k; sets *out to the choice's value, the number or
  * the size in bytes (a path: its length). 0, or -EINVAL. */
 int mt_opt_value(int k, const char *val, int64_t *out);
+/* An output template's '%' that is not %p, %e or %% (a typo, or a '%'
+ * meant literally: %% writes one), as its offset; -1 when there is none.
+ * The agent and `memtrail run` expand a template alike only when every
+ * '%' is one of those. */
+long mt_template_bad(const char *t);
 /* " (accepted: ...)" for option k. */
 void mt_opt_accepted(mt_out *o, int k);
 /* "mode, depth, ...": every key. */

@@ -9,6 +9,8 @@
  *   chroot DIR P     chroot()s into DIR and keeps P bytes
  *   closeall P       closes every descriptor above 2, then dup2()s /dev/null
  *                    onto all of them up to the descriptor limit, keeps P bytes
+ *   template T...    keeps 4096 bytes, calls mt_report_write(T) for each T
+ *                    and prints what each returned, one line
  *
  * Prints "parent PID" and, for the forking ones, "child PID" on stdout.
  * Exit status 0, or 1 with a line on stderr when a step fails. */
@@ -20,6 +22,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "memtrail.h"
 
 #define NOBODY 65534
 
@@ -115,6 +119,13 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "closeall") == 0)
         return closeall(strtoul(argv[2], NULL, 10));
-    fprintf(stderr, "usage: outputs setid P C | jail DIR P C | chroot DIR P | closeall P\n");
+    if (argc >= 3 && strcmp(argv[1], "template") == 0) {
+        kept[0] = keep(4096);
+        for (int i = 2; i < argc; i++)
+            printf("%s%d", i > 2 ? " " : "", mt_report_write(argv[i]));
+        printf("\n");
+        return 0;
+    }
+    fprintf(stderr, "usage: outputs setid P C | jail DIR P C | chroot DIR P | closeall P | template T...\n");
     return 2;
 }

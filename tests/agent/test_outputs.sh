@@ -40,6 +40,24 @@ kept_ok() {
         [ -n "$l" ] && [ "$l" -ge "$4" ] && [ "$l" -lt $(($4 + 65536)) ]
 }
 
+# --- '%' in a path template: %p, %e and %% only, alike in the agent and the CLI
+# (before, the agent kept an unknown '%q' as it was and memtrail run dropped
+# its '%', so run named a file the agent never wrote) ---------------------------
+D=$T/tmpl; mkdir -p "$D"
+agent "output=$D/end.mtr" "$P" template "$D/q%q.mtr" "$D/trail%" "$D/pct%%.%p.%e.mtr"
+expect_eq "template: mt_report_write refuses %q and a trailing %, writes %% and %p, %e" "-22 -22 0" "$out"
+expect_eq "template: the files written: %% as %, %p the pid, %e the program; nothing for the bad ones" \
+    "end.mtr pct%.$(field "$D/end.mtr" pid).outputs.mtr" "$(ls "$D" | sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "template: one clear line for each refused template" \
+    "memtrail: cannot write the report: the path '$D/q%q.mtr' has '%q', which is not %p, %e or %% (a '%' is written %%)
+memtrail: cannot write the report: the path '$D/trail%' has '%', which is not %p, %e or %% (a '%' is written %%)" "$err"
+agent "output=$D/opt%q.mtr" "$P" template "$D/x.mtr"
+expect_match "template: MEMTRAIL_OPTIONS output with %q: the agent says so and runs untracked" \
+    "^memtrail: MEMTRAIL_OPTIONS: bad value '$D/opt%q.mtr' for output .*; running untracked$" "$err"
+run_mt "$MT" run -o "$D/run%q.mtr" -- "$P" template "$D/y.mtr"
+expect_eq "template: memtrail run -o with %q: a usage error, nothing run" \
+    "2 memtrail: -o: unknown '%q' in '$D/run%q.mtr' (accepted: %p, %e, %%)" "$rc $(printf '%s' "$err" | head -1)"
+
 # --- hostile names -------------------------------------------------------------
 D=$T/names; mkdir -p "$D"
 echo "precious data" >"$D/victim"
