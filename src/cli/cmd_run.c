@@ -57,16 +57,12 @@ static const char run_more[] =
  * after % would be read differently by the agent, so it is refused. */
 static int check_template(const char *t)
 {
-    for (const char *p = t; *p; p++) {
-        if (*p != '%')
-            continue;
-        p++;
-        if (*p == '\0')
-            return cli_usage_error("run", "-o: '%s' ends in a lone '%%' (write %%%% for a percent sign)", t);
-        if (*p != 'p' && *p != 'e' && *p != '%')
-            return cli_usage_error("run", "-o: unknown '%%%c' in '%s' (accepted: %%p, %%e, %%%%)", *p, t);
-    }
-    return 0;
+    long bad = mt_template_bad(t); /* the agent's own check (options_table.h) */
+    if (bad < 0)
+        return 0;
+    if (t[bad + 1] == '\0')
+        return cli_usage_error("run", "-o: '%s' ends in a lone '%%' (write %%%% for a percent sign)", t);
+    return cli_usage_error("run", "-o: unknown '%%%c' in '%s' (accepted: %%p, %%e, %%%%)", t[bad + 1], t);
 }
 
 /* The template with %p, %e and %% expanded, as the agent expands it. */

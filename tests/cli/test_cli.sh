@@ -300,12 +300,13 @@ expect_eq "run: memtrail ignores SIGINT while waiting" 3 "$rc"
 
 cc -shared -fPIC -o "$T/other.so" "$T/standin.c"
 LD_PRELOAD=$T/other.so MEMTRAIL_OPTIONS=on_error=abort \
-    "$MT" run -o "$T/a:b\\c.%p.mtr" -- sh -c 'printf "%s\n%s\n" "$LD_PRELOAD" "$MEMTRAIL_OPTIONS"' >"$T/env.out" 2>/dev/null
+    "$MT" run -o "$T/a:b\\c.%p.mtr" -- sh -c 'printf "%s\n%s\n%s\n" "$LD_PRELOAD" "$MEMTRAIL_OPTIONS" $$' >"$T/env.out" 2>/dev/null
 expect_eq "run: agent prepended to LD_PRELOAD" "$T/standin.so:$T/other.so" "$(sed -n 1p "$T/env.out")"
-expect_eq "run: options appended, path escaped" 'on_error=abort:mode=summary:output='"${T//:/\\:}"'/a\:b\\c.%p.mtr' \
+expect_eq "run: options appended, path escaped, the program's pid last (run_pid)" \
+    'on_error=abort:mode=summary:output='"${T//:/\\:}"'/a\:b\\c.%p.mtr:run_pid='"$(sed -n 3p "$T/env.out")" \
     "$(sed -n 2p "$T/env.out")"
-run_mt "$MT_ASAN" run -o rel.mtr -- sh -c 'echo "$MEMTRAIL_OPTIONS"'
-expect_eq "run: relative output made absolute" "mode=summary:output=${T//:/\\:}/rel.mtr" "$out"
+run_mt "$MT_ASAN" run -o rel.mtr -- sh -c 'echo "$MEMTRAIL_OPTIONS $$"'
+expect_eq "run: relative output made absolute" "mode=summary:output=${T//:/\\:}/rel.mtr:run_pid=${out##* } ${out##* }" "$out"
 
 echo old >"$T/stale.mtr"
 run_mt "$MT_ASAN" run -o "$T/stale.mtr" -- true
