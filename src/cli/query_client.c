@@ -100,6 +100,54 @@ static int find_dirs(struct query_target *t)
     return 0;
 }
 
+/* The value of key in the MEMTRAIL_OPTIONS the process started with (the
+ * last one given), into val; false when it has none. */
+static bool start_option(long pid, const char *key, char *val, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    char *entry = NULL;
+    size_t ecap = 0, klen = strlen(key);
+    bool found = false;
+    while (getdelim(&entry, &ecap, '\0', f) > 0) {
+        if (strncmp(entry, "MEMTRAIL_OPTIONS=", 17) != 0)
+            continue;
+        for (const char *o = entry + 17; o && *o; o = strchr(o, ':') ? strchr(o, ':') + 1 : NULL) {
+            if (strncmp(o, key, klen) == 0 && o[klen] == '=') {
+                size_t n = strcspn(o + klen + 1, ":");
+                snprintf(val, cap, "%.*s", (int)n, o + klen + 1);
+                found = true;
+            }
+        }
+    }
+    free(entry);
+    fclose(f);
+    return found;
+}
+
+/* Is memtrail's agent mapped in the process? (Its maps name the library.)
+ * Then a missing socket means the process is leaving (its exit or exec
+ * removes the socket first) or runs with query=off, not that it is
+ * untracked. */
+static bool agent_loaded(long pid)
+{
+    char path[64], *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    while (!found && getline(&line, &cap, f) > 0)
+        found = strstr(line, "/libmemtrail.so") != NULL;
+    free(line);
+    fclose(f);
+    return found;
+}
+
 /* Finds the socket: *path is set (malloc'd) to the first candidate that
  * exists. Returns 0, or CLI_FAILED after printing why. */
 static int find_socket(const struct query_target *t, char **path)
@@ -129,7 +177,17 @@ static int find_socket(const struct query_target *t, char **path)
         tried[i] = NULL;
     }
     if (!*path && rc == 0) {
-        if (tried[1])
+        char mode[16] = "", query[16] = "";
+        bool loaded = agent_loaded(t->pid);
+        bool off = start_option(t->pid, "mode", mode, sizeof mode) && strcmp(mode, "off") == 0;
+        if (loaded && !off && start_option(t->pid, "query", query, sizeof query) && strcmp(query, "off") == 0)
+            rc = cli_error("process %ld runs memtrail's agent with query=off: it answers no queries", t->pid);
+        else if (loaded && !off)
+            rc = cli_error(
+                "process %ld runs memtrail's agent but its control socket is gone: it is ending (its "
+                "exit or exec removes the socket first)",
+                t->pid);
+        else if (tried[1])
             rc = cli_error("process %ld is not tracked by memtrail (no control socket at %s or %s)", t->pid,
                            tried[0], tried[1]);
         else

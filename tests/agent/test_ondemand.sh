@@ -335,7 +335,7 @@ expect_eq "a stop racing the exit: the program exits 0 every time ($tries tries)
 # --- a stop racing the program's exit, made certain -------------------------------
 # libholdsend.so holds the agent's answer to the stop ("ok trace: ...", the
 # trace finished by then) until the program, let go meanwhile, is leaving
-# (its socket file gone), and 300 ms more. The exit must wait for the stop
+# (its socket file gone), and 1 s more. The exit must wait for the stop
 # and its answer: the client gets it (or, gone, the program's stderr says
 # it), the trace is complete and holds exactly phase 2, the program exits 0.
 # hold_run NAME [gone]: phase 2 traced, then the stop held while the
@@ -344,7 +344,7 @@ expect_eq "a stop racing the exit: the program exits 0 every time ($tries tries)
 hold_run() {
     D=$T/$1; mkdir -p "$D"
     MEMTRAIL_OPTIONS="mode=trace:start=off:query=thread:output=$D/startup.mtt" HOLDSEND_MATCH="ok trace:" \
-        HOLDSEND_TOUCH="$D/held" HOLDSEND_MS=300 \
+        HOLDSEND_TOUCH="$D/held" HOLDSEND_MS=1000 \
         bash -c 'HOLDSEND_UNTIL_GONE=/tmp/memtrail-$(id -u)/$$.sock LD_PRELOAD=$0 exec "$@"' \
         "$AGENT:$TBIN/libholdsend.so" "$TBIN/ondemand" "$D" >"$D/stdout" 2>"$D/stderr" &
     pid=$!; pids+=("$pid")
@@ -359,6 +359,19 @@ hold_run() {
     wait_file "$D/held" || fail "$1: the stop's answer is held" "no $D/held; $(cat "$D/stderr")"
     if [ "${2:-}" = gone ]; then kill -9 "$(cat "$D/qpid")"; fi
     touch "$D/go3"
+    # While the exit waits for the stop (its socket file gone, the answer
+    # held 1 s more), a query is told the process is ending, not that it is
+    # untracked. Checked when the program is still there after the answer.
+    local sock=/tmp/memtrail-$(id -u)/$pid.sock
+    for _ in $(seq 500); do [ -e "$sock" ] || break; sleep 0.01; done
+    local end_out; end_out=$("$MT" query "$pid" summary 2>&1)
+    if kill -0 "$pid" 2>/dev/null; then
+        expect_eq "$1: a query while the program leaves: it is ending" \
+            "memtrail: process $pid runs memtrail's agent but its control socket is gone: it is ending (its exit or exec removes the socket first)" \
+            "$end_out"
+    else
+        echo "SKIP $1: a query while the program leaves: the program had left already ($end_out)"
+    fi
     wait "$qpid"; qrc=$?
     wait "$pid"; prc=$?
 }
