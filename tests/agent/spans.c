@@ -24,7 +24,9 @@
  *   spans wide DIR                  five names with hundreds of buckets each
  *       (a report over 64 KiB); writes DIR/ready, waits for DIR/stop.
  *   spans bench N                   N begin/end pairs, N malloc/free pairs
- *       outside and inside a span: "pair_ns", "malloc_free_ns", ... */
+ *       outside and inside a span: "pair_ns", "malloc_free_ns", ...
+ *   spans named NAME...             a span under each NAME (the bytes as
+ *       given: escape sequences, bytes that are not UTF-8), a malloc in it */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -327,6 +329,18 @@ static int bench(long n)
     return 0;
 }
 
+/* ---- named ------------------------------------------------------------ */
+
+static int named(int n, char **names)
+{
+    for (int i = 0; i < n; i++) {
+        expect_rc("named", mt_span_begin(names[i]), 0);
+        free(malloc(100));
+        expect_rc("named end", mt_span_end(), 0);
+    }
+    return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -342,6 +356,9 @@ int main(int argc, char **argv)
         return wide(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "bench") == 0)
         return bench(atol(argv[2]));
-    fprintf(stderr, "usage: spans server THREADS REQUESTS | map N | limits | fork | wide DIR | bench N\n");
+    if (argc >= 3 && strcmp(argv[1], "named") == 0)
+        return named(argc - 2, argv + 2);
+    fprintf(stderr, "usage: spans server THREADS REQUESTS | map N | limits | fork | wide DIR | bench N | "
+                    "named NAME...\n");
     return 2;
 }
