@@ -17,8 +17,9 @@
  *       (MAP_POPULATE) and unmaps it, nothing else. Prints "count put N"
  *       and "map_ns NS": the time inside mmap and munmap by its own clock.
  *   spans limits                    64 names, a 65th (-ENOSPC), NULL
- *       (-EINVAL), a name longer than 63 bytes and one with a space, all
- *       inside an open "outer" span that must stay balanced.
+ *       (-EINVAL), a name of 63 bytes, names of 64 and 70 (-EINVAL), one
+ *       with a space, all inside an open "outer" span that must stay
+ *       balanced.
  *   spans fork                      begins "outer", forks; the child ends
  *       it (the span goes on in the child) and exits.
  *   spans wide DIR                  five names with hundreds of buckets each
@@ -210,16 +211,26 @@ static int limits(void)
     expect_rc("null end", mt_span_end(), 0);
     expect_rc("empty", mt_span_begin(""), -EINVAL);
     expect_rc("empty end", mt_span_end(), 0);
-    /* A name in a buffer reused for another name: told apart by content. */
+    /* A name in a buffer reused for another name: told apart by content.
+     * MT_SPAN_NAME_MAX bytes are a name; one more is refused (-EINVAL),
+     * not cut to the name before it, and its end is still its own. */
     char buf[80];
-    memset(buf, 'x', 70);
+    memset(buf, 'x', MT_SPAN_NAME_MAX);
+    buf[MT_SPAN_NAME_MAX] = '\0';
+    expect_rc("63 bytes", mt_span_begin(buf), 0);
+    expect_rc("63 bytes end", mt_span_end(), 0);
+    memset(buf, 'x', MT_SPAN_NAME_MAX + 1);
+    buf[MT_SPAN_NAME_MAX + 1] = '\0';
+    expect_rc("64 bytes", mt_span_begin(buf), -EINVAL);
+    expect_rc("64 bytes end", mt_span_end(), 0);
+    memset(buf, 'y', 70);
     buf[70] = '\0';
-    expect_rc("long", mt_span_begin(buf), 0);
-    expect_rc("long end", mt_span_end(), 0);
+    expect_rc("70 bytes", mt_span_begin(buf), -EINVAL);
+    expect_rc("70 bytes end", mt_span_end(), 0);
     strcpy(buf, "two words");
     expect_rc("space", mt_span_begin(buf), 0);
     expect_rc("space end", mt_span_end(), 0);
-    /* outer, the long one and "two words" are 3; 61 more make 64. */
+    /* outer, the 63-byte one and "two words" are 3; 61 more make 64. */
     for (int i = 0; i < 61; i++) {
         snprintf(names[i], sizeof names[i], "n%02d", i);
         expect_rc("name", mt_span_begin(names[i]), 0);
