@@ -141,15 +141,18 @@ const char *mt_category_name(int id);
 /* ---- request spans ----------------------------------------------------------
  * mt_span_begin(name) ... mt_span_end() around a request (nestable per
  * thread, up to 16 deep; each level is recorded under its own name, up to
- * 64 names). Inside a span the agent times this thread's allocator and
- * mapping calls and counts the memory events they raised; at the end the
- * span's duration, its memory time and its events go into a latency
- * histogram per name, which `memtrail info` turns into the tail-latency
- * report. Returns 0, -EINVAL (NULL or empty name), -EOVERFLOW (too deep;
- * not pushed), -ENOSPC (too many names; not pushed), -ENOENT (end without
- * a begin: counted and reported), -ENOSYS (no agent). A begin that failed
- * with -EINVAL, -EOVERFLOW or -ENOSPC is not recorded, but its mt_span_end
- * (which returns 0) is still its own: it never ends the span around it. */
+ * 64 names of up to MT_SPAN_NAME_MAX bytes). Inside a span the agent times
+ * this thread's allocator and mapping calls and counts the memory events
+ * they raised; at the end the span's duration, its memory time and its
+ * events go into a latency histogram per name, which `memtrail info` turns
+ * into the tail-latency report. Returns 0, -EINVAL (NULL or empty name, or
+ * one longer than MT_SPAN_NAME_MAX bytes: refused, never cut), -EOVERFLOW
+ * (too deep; not pushed), -ENOSPC (too many names; not pushed), -ENOENT
+ * (end without a begin: counted and reported), -ENOSYS (no agent). A begin
+ * that failed with -EINVAL, -EOVERFLOW or -ENOSPC is not recorded, but its
+ * mt_span_end (which returns 0) is still its own: it never ends the span
+ * around it. */
+#define MT_SPAN_NAME_MAX 63 /* bytes, without the terminating NUL */
 int mt_span_begin(const char *name);
 int mt_span_end(void);
 

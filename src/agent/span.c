@@ -18,7 +18,6 @@
 
 #define SPAN_DEPTH 16
 #define SPAN_NAMES 64
-#define SPAN_NAME_MAX 63
 
 /* Buckets (docs/report-format.md): [v, v+1) below 10 ns, then 90 per
  * decade (two significant digits) for 12 decades up to 10^13, then one
@@ -42,7 +41,7 @@ typedef struct span_hist {
 typedef struct span_name {
     const char *key; /* the pointer first registered */
     unsigned len;
-    char text[SPAN_NAME_MAX + 1];
+    char text[MT_SPAN_NAME_MAX + 1];
     span_hist *hist;
 } span_name;
 
@@ -101,14 +100,14 @@ void mt_span_thread_exit(void)
 
 /* ---- the names --------------------------------------------------------- */
 
-/* name equals the stored text (names longer than the maximum compare by
- * their first SPAN_NAME_MAX bytes, as they were stored). */
+/* name equals the stored text (a name longer than any stored never does:
+ * its byte after the stored length is not the terminator). */
 static int same_text(const span_name *n, const char *name)
 {
     for (unsigned i = 0; i < n->len; i++)
         if (name[i] != n->text[i])
             return 0;
-    return name[n->len] == '\0' || n->len == SPAN_NAME_MAX;
+    return name[n->len] == '\0';
 }
 
 static int find_name(const char *name, int count)
@@ -137,7 +136,7 @@ static int add_name(const char *name)
         if (h) {
             span_name *n = &names[count];
             n->key = name;
-            n->len = (unsigned)strnlen(name, SPAN_NAME_MAX);
+            n->len = (unsigned)strlen(name); /* at most MT_SPAN_NAME_MAX: name_id checked */
             memcpy(n->text, name, n->len);
             n->text[n->len] = '\0';
             n->hist = h;
@@ -149,10 +148,18 @@ static int add_name(const char *name)
     return id < 0 ? -ENOSPC : id;
 }
 
+/* The id of name, or -EINVAL for a name longer than MT_SPAN_NAME_MAX
+ * (refused, not cut: two names alike in their first 63 bytes would share
+ * one histogram), -ENOSPC. The length is checked only for a name not
+ * found: a registered one is short enough. */
 static int name_id(const char *name)
 {
     int id = find_name(name, atomic_load_explicit(&nnames, memory_order_acquire));
-    return id >= 0 ? id : add_name(name);
+    if (id >= 0)
+        return id;
+    if (strnlen(name, MT_SPAN_NAME_MAX + 1) > MT_SPAN_NAME_MAX)
+        return -EINVAL;
+    return add_name(name);
 }
 
 /* ---- buckets ----------------------------------------------------------- */
@@ -223,7 +230,8 @@ MT_EXPORT int mt_span_begin(const char *name)
         id = rc = -EINVAL;
     } else if ((id = name_id(name)) < 0) {
         rc = id;
-        atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+        if (rc == -ENOSPC) /* a bad name (-EINVAL) is the program's error, as NULL is */
+            atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
     }
     span_level *l = &sp.lv[sp.depth];
     l->id = id;

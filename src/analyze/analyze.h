@@ -221,6 +221,16 @@ void analyze_caveats(const struct analyze_result *res, const mt_trace_reader *r,
  * the inherited blocks' line (a forked child's trace). */
 void analyze_caveats_text(FILE *out, const struct analyze_result *res, const struct analyze_caveats *cv);
 void analyze_inherited_text(FILE *out, const struct analyze_result *res);
+/* The same caveats one line each, no newline ("CAUTION: ..."), for where
+ * analyze's text is not shown: export's stderr, pprof's comments. */
+#define ANALYZE_CAVEAT_LINES 4 /* lost, began late, unknown blocks, incomplete */
+#define ANALYZE_CAVEAT_LINE_MAX 512
+struct analyze_caveat_lines {
+    size_t n;
+    char line[ANALYZE_CAVEAT_LINES][ANALYZE_CAVEAT_LINE_MAX];
+};
+void analyze_caveats_lines(const struct analyze_result *res, const struct analyze_caveats *cv,
+                           struct analyze_caveat_lines *out);
 /* JSON: "caveats" (null when every figure is exact) and "inherited"
  * (null when the trace is not a forked child's). */
 struct mt_json;
@@ -262,7 +272,8 @@ int analyze_tree_json(struct mt_json *j, const struct analyze_result *res, mt_tr
 
 /* The analysis as a detail report: one site per stack (its counters at the
  * end of the trace, peak_bytes its own peak, allocated_bytes), the trace's
- * modules, one category per category used. `r` is initialised here; free
+ * modules, one category per category used, the caveats one line each
+ * (analyze_caveats_lines; complete false counts as incomplete). `r` is initialised here; free
  * it with report_free. 0 or -ENOMEM. */
 int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, bool complete, struct report *r);
 

@@ -10,6 +10,7 @@
 #include "common/units.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 static uint64_t mul_sat(uint64_t a, uint64_t b)
@@ -152,6 +153,61 @@ void analyze_caveats_text(FILE *out, const struct analyze_result *res, const str
             "of\n    events lost, are unknown; live and leaks may hold blocks freed later, and every figure "
             "covers\n    only the events read\n",
             out);
+}
+
+/* --- one line each ---------------------------------------------------------
+ * The same caveats where a figure is shown without analyze's text (export's
+ * stderr, pprof's comments): the first sentence of each CAUTION above, not
+ * wrapped, with the bound that matters most. */
+
+static void add_line(struct analyze_caveat_lines *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_line(struct analyze_caveat_lines *out, const char *fmt, ...)
+{
+    if (out->n == ANALYZE_CAVEAT_LINES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->line[out->n++], ANALYZE_CAVEAT_LINE_MAX, fmt, ap);
+    va_end(ap);
+}
+
+void analyze_caveats_lines(const struct analyze_result *res, const struct analyze_caveats *cv,
+                           struct analyze_caveat_lines *out)
+{
+    out->n = 0;
+    if (!cv->any)
+        return;
+    char w[MT_UNITS_MAX], mx[MT_UNITS_MAX], e[MT_UNITS_MAX], mean[MT_UNITS_MAX];
+    uint64_t n = cv->lost;
+    if (n)
+        add_line(out,
+                 "CAUTION: %" PRIu64 " of %" PRIu64
+                 " events (%.2f%%) were lost while recording; the figures miss them: live bytes, "
+                 "leaks and the peak each up to %s too high or too low (%" PRIu64
+                 " x %s, the largest block seen), allocations and frees up to %" PRIu64 " too few",
+                 n, cv->fired, cv->fired ? 100.0 * (double)n / (double)cv->fired : 100.0,
+                 size(w, sizeof w, mul_sat(n, cv->max_size)), n, size(mx, sizeof mx, cv->max_size), n);
+    if (cv->before)
+        add_line(out,
+                 "CAUTION: the trace began %s, after the program had run: blocks allocated before it began "
+                 "are in no figure (their frees, if any, are frees of unknown blocks), so live, leaks and "
+                 "the peak may be lower than the program's by an amount the trace cannot tell",
+                 cv->began_query ? "on demand (memtrail query PID start trace)"
+                                 : "at a fork without all its parent's blocks");
+    if (cv->unknown)
+        add_line(out,
+                 "CAUTION: %" PRIu64 " frees and %" PRIu64
+                 " reallocs name blocks the trace does not hold (allocated before it began, or their "
+                 "allocation lost): their sizes are unknown (~%s at the mean size, %s)",
+                 res->frees_unknown, res->reallocs_unknown,
+                 size(e, sizeof e, mul_sat(cv->unknown, cv->mean_size)),
+                 size(mean, sizeof mean, cv->mean_size));
+    if (cv->incomplete)
+        add_line(out,
+                 "CAUTION: the trace is incomplete (no end record, or reading stopped early): the events "
+                 "after what was read, and the count of events lost, are unknown; live and leaks may hold "
+                 "blocks freed later, and every figure covers only the events read");
 }
 
 void analyze_inherited_text(FILE *out, const struct analyze_result *res)

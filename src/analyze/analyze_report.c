@@ -124,6 +124,23 @@ static int add_categories(const struct analyze_result *res, mt_trace_reader *tr,
     return 0;
 }
 
+/* What export and report cannot otherwise say about the figures. */
+static int add_caveats(const struct analyze_result *res, mt_trace_reader *tr, bool complete, struct report *r)
+{
+    struct analyze_caveats cv;
+    struct analyze_caveat_lines lines;
+    analyze_caveats(res, tr, !complete, &cv);
+    analyze_caveats_lines(res, &cv, &lines);
+    if (!lines.n)
+        return 0;
+    if (!(r->caveats = calloc(lines.n, sizeof *r->caveats)))
+        return -ENOMEM;
+    for (size_t i = 0; i < lines.n; i++)
+        if (!(r->caveats[r->ncaveats++] = strdup(lines.line[i])))
+            return -ENOMEM;
+    return 0;
+}
+
 int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, bool complete, struct report *r)
 {
     memset(r, 0, sizeof *r);
@@ -179,6 +196,8 @@ int analyze_to_report(const struct analyze_result *res, mt_trace_reader *tr, boo
         rc = add_modules(res, tr, r);
     if (rc == 0)
         rc = add_sites(res, tr, r);
+    if (rc == 0)
+        rc = add_caveats(res, tr, complete, r);
     return rc;
 }
 

@@ -70,7 +70,10 @@ static const struct cli_command export_cmd = {
     .usage = "usage: memtrail export FILE --format folded|pprof|json [-o OUT] [--value COUNTER]\n",
     .about = export_about,
     .more = "A report cut short is exported as far as it goes, then named on stderr with\n"
-            "exit status 1. A summary report (no sites) is refused with exit status 1.\n",
+            "exit status 1. A summary report (no sites) is refused with exit status 1.\n"
+            "A trace's caveats (events lost while recording, a trace begun late, frees of\n"
+            "blocks it does not hold, no end record) are printed on stderr, one CAUTION\n"
+            "line each, as 'memtrail analyze' states them; pprof's comments hold them too.\n",
     .min_args = 1,
     .max_args = 1,
     .missing = "missing the report FILE",
@@ -192,6 +195,10 @@ int cmd_export(int argc, char **argv)
     }
     if (status == CLI_OK && format == FORMAT_PPROF && !to_stdout)
         fprintf(stderr, "memtrail: wrote %s (%zu sites)\n", output, r.nsites);
+    /* A trace's caveats, whatever the format (pprof's comments hold them
+     * too): the values exported are no better than the trace. */
+    for (size_t i = 0; status == CLI_OK && i < r.ncaveats; i++)
+        fprintf(stderr, "memtrail: %s: %s\n", from_stdin ? "(stdin)" : file, r.caveats[i]);
     if (rrc == -ENODATA)
         status = cli_error("%s", err);
 done:

@@ -1,5 +1,6 @@
 /* json_out.c — the streaming JSON writer (see json_out.h). */
 #include "common/json_out.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 
@@ -143,36 +144,6 @@ void mt_json_oneline(mt_json *j)
     j->next_oneline = true;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0: overlong
- * forms, surrogates and code points past U+10FFFF are invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    else if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 static bool plain(unsigned char c)
 {
     return c >= 0x20 && c != 0x7f && c != '"' && c != '\\';
@@ -183,7 +154,7 @@ static void escaped(mt_json *j, const unsigned char *s, size_t n)
     static const char hex[] = "0123456789abcdef";
     put(j, "\"", 1);
     while (n > 0) {
-        size_t k = utf8_len(s, n);
+        size_t k = mt_utf8_len(s, n);
         if (k == 0) {
             puts_(j, "\\ufffd");
             s++, n--;
@@ -205,7 +176,7 @@ static void escaped(mt_json *j, const unsigned char *s, size_t n)
         } else {
             /* a run of characters that need no escape, written at once */
             const unsigned char *run = s;
-            while (n > 0 && plain(*s) && (k = utf8_len(s, n)) > 0)
+            while (n > 0 && plain(*s) && (k = mt_utf8_len(s, n)) > 0)
                 s += k, n -= k;
             put(j, (const char *)run, (size_t)(s - run));
         }

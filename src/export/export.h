@@ -49,7 +49,7 @@ int export_folded(FILE *out, const struct report *r, struct symbolizer *sym, enu
  * default_sample_type: EXPORT_LIVE_BYTES, EXPORT_LIVE_COUNT, EXPORT_ALLOCS
  * or EXPORT_ALLOCATED_BYTES (-EINVAL for the others, and for
  * EXPORT_ALLOCATED_BYTES without alloc_space). `source` names the report in
- * the profile's comments. */
+ * the profile's comments, which also carry r's caveats (a trace's). */
 int export_pprof(FILE *out, const struct report *r, struct symbolizer *sym, enum export_value default_type,
                  const char *source);
 

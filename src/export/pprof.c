@@ -417,7 +417,11 @@ static int add_header(struct builder *b, enum export_value default_type, const c
             pb_int64(&b->out, PROFILE_DEFAULT_SAMPLE_TYPE, s);
         }
     if (rc == 0)
-        rc = add_comment(b, asprintf(&text, "memtrail detail report %s", source) < 0 ? NULL : text);
+        rc = add_comment(b, asprintf(&text, "memtrail %s %s",
+                                     r->mode && strcmp(r->mode, "trace") == 0 ? "trace" : "detail report",
+                                     source) < 0
+                                ? NULL
+                                : text);
     if (rc == 0 && (r->has & REPORT_HAS_PID))
         rc = add_comment(
             b, asprintf(&text, "pid %lld: %s", (long long)r->pid, r->exe ? r->exe : "?") < 0 ? NULL : text);
@@ -435,6 +439,9 @@ static int add_header(struct builder *b, enum export_value default_type, const c
                                : text);
     if (rc == 0 && !r->complete)
         rc = add_comment(b, strdup("the report was cut short: these are the sites it holds"));
+    /* a trace's caveats, so that a viewer shows them beside the values */
+    for (size_t i = 0; i < r->ncaveats && rc == 0; i++)
+        rc = add_comment(b, strdup(r->caveats[i]));
     return rc;
 }
 

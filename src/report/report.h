@@ -199,6 +199,11 @@ struct report {
     bool span_faults;             /* faults were counted (option span_faults=on) */
     bool complete;                /* the end marker was read */
     long lines_read;              /* complete lines accepted so far */
+    /* What the figures cannot know, one line each ("CAUTION: ..."): a
+     * trace's caveats (events lost, begun late, blocks unknown, no end),
+     * set by analyze_to_report; none for a report file. */
+    char **caveats;
+    size_t ncaveats;
 };
 
 /* Whether r's sites are sampled estimates (mode sample, docs/sampling.md). */

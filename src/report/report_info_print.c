@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/json_out.h"
+#include "common/show.h"
 #include "common/units.h"
 
 /* Whether `o` asks for info line `in`: its kind, or every known one (a
@@ -241,7 +242,9 @@ static int text_spans(FILE *out, const struct report *r, const struct info_optio
     for (size_t i = 0; r->nspans > 1 && i < r->nspans; i++) {
         const struct report_span *s = &r->spans[i];
         view_of(s->buckets, s->nbuckets, o, v);
-        fprintf(out, "\n  span '%s':\n", s->name);
+        fputs("\n  span '", out);
+        mt_show(out, s->name); /* the program's bytes: no escape sequence reaches the terminal */
+        fputs("':\n", out);
         text_figures(out, "    ", &v->total);
         text_bands(out, v);
     }

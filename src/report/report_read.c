@@ -611,6 +611,9 @@ void report_free(struct report *r)
         free(r->sites[i].frames);
     }
     free(r->sites);
+    for (size_t i = 0; i < r->ncaveats; i++)
+        free(r->caveats[i]);
+    free(r->caveats);
     report_info_free(r);
     memset(r, 0, sizeof *r);
 }

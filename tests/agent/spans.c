@@ -17,14 +17,17 @@
  *       (MAP_POPULATE) and unmaps it, nothing else. Prints "count put N"
  *       and "map_ns NS": the time inside mmap and munmap by its own clock.
  *   spans limits                    64 names, a 65th (-ENOSPC), NULL
- *       (-EINVAL), a name longer than 63 bytes and one with a space, all
- *       inside an open "outer" span that must stay balanced.
+ *       (-EINVAL), a name of 63 bytes, names of 64 and 70 (-EINVAL), one
+ *       with a space, all inside an open "outer" span that must stay
+ *       balanced.
  *   spans fork                      begins "outer", forks; the child ends
  *       it (the span goes on in the child) and exits.
  *   spans wide DIR                  five names with hundreds of buckets each
  *       (a report over 64 KiB); writes DIR/ready, waits for DIR/stop.
  *   spans bench N                   N begin/end pairs, N malloc/free pairs
- *       outside and inside a span: "pair_ns", "malloc_free_ns", ... */
+ *       outside and inside a span: "pair_ns", "malloc_free_ns", ...
+ *   spans named NAME...             a span under each NAME (the bytes as
+ *       given: escape sequences, bytes that are not UTF-8), a malloc in it */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -208,16 +211,26 @@ static int limits(void)
     expect_rc("null end", mt_span_end(), 0);
     expect_rc("empty", mt_span_begin(""), -EINVAL);
     expect_rc("empty end", mt_span_end(), 0);
-    /* A name in a buffer reused for another name: told apart by content. */
+    /* A name in a buffer reused for another name: told apart by content.
+     * MT_SPAN_NAME_MAX bytes are a name; one more is refused (-EINVAL),
+     * not cut to the name before it, and its end is still its own. */
     char buf[80];
-    memset(buf, 'x', 70);
+    memset(buf, 'x', MT_SPAN_NAME_MAX);
+    buf[MT_SPAN_NAME_MAX] = '\0';
+    expect_rc("63 bytes", mt_span_begin(buf), 0);
+    expect_rc("63 bytes end", mt_span_end(), 0);
+    memset(buf, 'x', MT_SPAN_NAME_MAX + 1);
+    buf[MT_SPAN_NAME_MAX + 1] = '\0';
+    expect_rc("64 bytes", mt_span_begin(buf), -EINVAL);
+    expect_rc("64 bytes end", mt_span_end(), 0);
+    memset(buf, 'y', 70);
     buf[70] = '\0';
-    expect_rc("long", mt_span_begin(buf), 0);
-    expect_rc("long end", mt_span_end(), 0);
+    expect_rc("70 bytes", mt_span_begin(buf), -EINVAL);
+    expect_rc("70 bytes end", mt_span_end(), 0);
     strcpy(buf, "two words");
     expect_rc("space", mt_span_begin(buf), 0);
     expect_rc("space end", mt_span_end(), 0);
-    /* outer, the long one and "two words" are 3; 61 more make 64. */
+    /* outer, the 63-byte one and "two words" are 3; 61 more make 64. */
     for (int i = 0; i < 61; i++) {
         snprintf(names[i], sizeof names[i], "n%02d", i);
         expect_rc("name", mt_span_begin(names[i]), 0);
@@ -327,6 +340,18 @@ static int bench(long n)
     return 0;
 }
 
+/* ---- named ------------------------------------------------------------ */
+
+static int named(int n, char **names)
+{
+    for (int i = 0; i < n; i++) {
+        expect_rc("named", mt_span_begin(names[i]), 0);
+        free(malloc(100));
+        expect_rc("named end", mt_span_end(), 0);
+    }
+    return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -342,6 +367,9 @@ int main(int argc, char **argv)
         return wide(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "bench") == 0)
         return bench(atol(argv[2]));
-    fprintf(stderr, "usage: spans server THREADS REQUESTS | map N | limits | fork | wide DIR | bench N\n");
+    if (argc >= 3 && strcmp(argv[1], "named") == 0)
+        return named(argc - 2, argv + 2);
+    fprintf(stderr, "usage: spans server THREADS REQUESTS | map N | limits | fork | wide DIR | bench N | "
+                    "named NAME...\n");
     return 2;
 }

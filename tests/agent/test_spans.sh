@@ -168,8 +168,9 @@ elif check == "limits":
        s.get("names") == "64" and s.get("dropped") == "1" and s.get("unmatched_ends") == "2", str(s))
     ok("spans: the outer span stayed balanced around NULL, empty and 65th names",
        r["names"].get("outer", (0, 0))[1] == 1, str(r["names"].get("outer")))
-    ok("spans: a long name is kept to 63 bytes", r["names"].get("x" * 63, (0, 0))[1] == 1,
-       str([n for n in r["names"] if n.startswith("x")]))
+    ok("spans: a name of 63 bytes is kept whole; 64 and 70 are refused, not cut (no span under their first 63)",
+       r["names"].get("x" * 63, (0, 0))[1] == 1 and not [n for n in r["names"] if n[0] in "xy" and n != "x" * 63],
+       str([(n, c) for n, (i, c) in r["names"].items() if n[0] in "xy"]))
     ok("spans: a name with a space is escaped, and told from the name its buffer held before",
        r["names"].get("two\\swords", (0, 0))[1] == 1, str(list(r["names"])[:4]))
     ok("spans: a known name is found again", r["names"].get("n05", (0, 0))[1] == 2, str(r["names"].get("n05")))
@@ -250,3 +251,18 @@ for faults in off on; do
     MEMTRAIL_OPTIONS="output=$T/bench.mtr:span_faults=$faults" LD_PRELOAD=$AGENT "$TBIN/spans" bench 100000 >"$T/bench.out"
     check "spans: bench mode (span_faults=$faults) prints its pair cost" grep -Eq '^pair_ns [0-9.]+$' "$T/bench.out"
 done
+
+# Span names are the program's bytes: a name that is a terminal's escape
+# sequence (window title, screen clear) or not UTF-8 reaches memtrail info's
+# text escaped (\xNN), printable UTF-8 as it is; the JSON gives the names back.
+MEMTRAIL_OPTIONS="output=$T/named.mtr" LD_PRELOAD=$AGENT "$TBIN/spans" named \
+    $'\e]0;pwned\a\e[2J' $'caf\xc3\xa9 \xff' plain >"$T/named.ledger"
+expect_eq "spans: named spans ran" "0" "$?"
+run_mt "$MT" info "$T/named.mtr"
+expect_eq "spans: info shows the names escaped, no escape byte reaches the terminal" \
+    "0|  span '\\x1b]0;pwned\\x07\\x1b[2J':|  span 'café \\xff':|  span 'plain':|0" \
+    "$rc|$(grep "^  span '" "$T/out" | paste -sd'|')|$(tr -cd '\000-\011\013-\037\177' <"$T/out" | wc -c)"
+run_mt "$MT" info "$T/named.mtr" --json
+expect_eq "spans: info --json parses and gives the names (U+FFFD for a byte not UTF-8)" \
+    "0 ['\\x1b]0;pwned\\x07\\x1b[2J', 'caf\\xe9 \\ufffd', 'plain']" \
+    "$rc $(printf '%s' "$out" | python3 -c 'import json,sys; print(ascii([n["name"] for n in json.load(sys.stdin)["spans"]["by_name"]]))')"

@@ -316,3 +316,102 @@ PY
 else
     echo "SKIP e2e: $TBIN/detail or the agent not built"
 fi
+
+# --- traces with caveats ----------------------------------------------------------
+# Real traces the figures of which cannot be exact: events lost (tests/agent/
+# tracer.c flood through a small buffer: the agent's exit line counts them),
+# begun on demand while tests/agent/held.c holds 64 blocks, and one cut short
+# (a complete trace's file cut at 2/3). Every format states each caveat on
+# stderr, one CAUTION line each as `memtrail analyze` words it (its text,
+# unwrapped), and pprof's comments hold the same lines (read back by protoc
+# and, when there, go tool pprof -comments). A complete trace has none.
+# caveats_of ERR: the CAUTION lines of an export's stderr, without the prefix
+caveats_of() { printf '%s\n' "$1" | sed -n 's/^memtrail: [^ ]*: \(CAUTION: .*\)$/\1/p'; }
+# comments_of FILE.pb.gz: the profile's comments, one a line (protoc's decoding)
+comments_of() {
+    gzip -dc "$1" | protoc --proto_path="$X" --decode=perftools.profiles.Profile profile.proto >"$T/c.protoc" &&
+        python3 "$X/check_pprof.py" comments "$T/c.protoc"
+}
+# flat TEXT: analyze's text with its CAUTIONs' wrapping undone
+flat() { printf '%s\n' "$1" | tr '\n' ' ' | sed 's/  */ /g'; }
+# export_caveats NAME TRACE WANT_RC: runs every format on TRACE; checks the
+# exit status and that each prints the same CAUTION lines (kept in
+# $T/NAME.caveats), and that pprof's comments end with them.
+export_caveats() {
+    local name=$1 tr=$2 want_rc=$3 f
+    run_mt "$MT_ASAN" export "$tr" --format folded
+    caveats_of "$err" >"$T/$name.caveats"
+    expect_eq "export-caveats-$name-folded-rc" "$want_rc" "$rc"
+    for f in pprof json; do
+        run_mt "$MT_ASAN" export "$tr" --format "$f" -o "$T/$name.$f"
+        expect_eq "export-caveats-$name-$f-rc" "$want_rc" "$rc"
+        expect_eq "export-caveats-$name-$f-same-lines" "$(cat "$T/$name.caveats")" "$(caveats_of "$err")"
+    done
+    expect_eq "export-caveats-$name-pprof-comments" "$(cat "$T/$name.caveats")" \
+        "$(comments_of "$T/$name.pprof" | grep '^CAUTION: ')"
+    if command -v go >/dev/null 2>&1; then
+        expect_eq "export-caveats-$name-go-pprof-comments" "$(cat "$T/$name.caveats")" \
+            "$(go tool pprof -comments "$T/$name.pprof" 2>/dev/null | grep '^CAUTION: ')"
+    fi
+}
+if [ -e "$AGENT" ] && [ -x "$TBIN/tracer" ] && [ -x "$TBIN/held" ]; then
+    # events lost: the count the agent gave as the program ended
+    run_mt "$MT" run --mode trace --allow-loss --trace-buffer 192KB -o "$T/lost.mtt" -- "$TBIN/tracer" flood 3000000
+    lost=$(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, \([0-9]*\) lost.*/\1/p')
+    written=$(printf '%s' "$err" | sed -n 's/.*trace: \([0-9]*\) events, [0-9]* lost.*/\1/p')
+    if [ -n "$lost" ] && [ "$lost" -gt 0 ]; then
+        export_caveats lost "$T/lost.mtt" 0
+        expect_match export-caveats-lost-count \
+            "^CAUTION: $lost of $((written + lost)) events \([0-9.]+%\) were lost while recording; " \
+            "$(grep 'were lost' "$T/lost.caveats")"
+        "$MT" analyze --json "$T/lost.mtt" >"$T/lost.json" 2>/dev/null
+        # the frees of blocks whose allocation was lost, as analyze counts them
+        fu=$(json_get "$T/lost.json" "'%d %d' % (j['frees_unknown'], j['reallocs_unknown'])")
+        if [ "$fu" != "0 0" ]; then
+            expect_match export-caveats-lost-unknown "^CAUTION: ${fu% *} frees and ${fu#* } reallocs name blocks the trace does not hold" \
+                "$(grep 'name blocks' "$T/lost.caveats")"
+        else
+            expect_eq export-caveats-lost-no-unknown "" "$(grep 'name blocks' "$T/lost.caveats")"
+        fi
+        expect_eq export-caveats-lost-lines "$([ "$fu" != "0 0" ] && echo 2 || echo 1)" "$(wc -l <"$T/lost.caveats")"
+        a=$(flat "$("$MT" analyze "$T/lost.mtt" 2>/dev/null)")
+        contains export-caveats-lost-as-analyze "$(grep -o '^CAUTION: .* were lost while recording' "$T/lost.caveats")" "$a"
+        [ "$fu" = "0 0" ] || contains export-caveats-unknown-as-analyze "$(grep 'name blocks' "$T/lost.caveats")" "$a"
+    else
+        fail export-caveats-lost "the small buffer lost no event: $err"
+    fi
+
+    # begun on demand while the program held 64 blocks
+    mkdir -p "$T/held"
+    MEMTRAIL_OPTIONS="mode=trace:start=off:output=$T/held/startup.mtt" LD_PRELOAD=$AGENT "$TBIN/held" "$T/held" \
+        >"$T/held/out" 2>&1 &
+    hpid=$!
+    for _ in $(seq 1500); do [ -e "$T/held/ready" ] && break; sleep 0.02; done
+    "$MT" query "$hpid" start trace -o "$T/late.mtt" >"$T/held/query" 2>&1
+    touch "$T/held/go"
+    wait "$hpid"
+    export_caveats late "$T/late.mtt" 0
+    expect_eq export-caveats-late-line \
+        "CAUTION: the trace began on demand (memtrail query PID start trace), after the program had run: blocks allocated before it began are in no figure (their frees, if any, are frees of unknown blocks), so live, leaks and the peak may be lower than the program's by an amount the trace cannot tell" \
+        "$(cat "$T/late.caveats")"
+    contains export-caveats-late-as-analyze "$(cat "$T/late.caveats")" "$(flat "$("$MT" analyze "$T/late.mtt" 2>/dev/null)")"
+
+    # cut short: every whole chunk exported, the caveat, then the error (exit 1)
+    run_mt "$MT" run --mode trace --no-loss -o "$T/whole.mtt" -- "$TBIN/tracer" flood 600000
+    size=$(stat -c %s "$T/whole.mtt")
+    head -c $((size * 2 / 3)) "$T/whole.mtt" >"$T/cut.mtt"
+    export_caveats cut "$T/cut.mtt" 1
+    expect_eq export-caveats-cut-line \
+        "CAUTION: the trace is incomplete (no end record, or reading stopped early): the events after what was read, and the count of events lost, are unknown; live and leaks may hold blocks freed later, and every figure covers only the events read" \
+        "$(cat "$T/cut.caveats")"
+    run_mt "$MT_ASAN" export "$T/cut.mtt" --format folded
+    expect_match export-caveats-cut-then-error "^memtrail: $T/cut\.mtt: CAUTION: the trace is incomplete .*memtrail: $T/cut\.mtt: chunk [0-9]+" \
+        "$(printf '%s\n' "$err" | tail -n 2 | tr '\n' ' ')"
+
+    # the complete trace: no caveat
+    export_caveats whole "$T/whole.mtt" 0
+    expect_eq export-caveats-whole-none "" "$(cat "$T/whole.caveats")"
+    expect_eq export-caveats-whole-trace-comment "memtrail trace $T/whole.mtt" "$(comments_of "$T/whole.pprof" | head -1)"
+else
+    echo "SKIP export-caveats: the agent, $TBIN/tracer or $TBIN/held not built"
+fi

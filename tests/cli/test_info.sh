@@ -333,3 +333,42 @@ run_mt "$M" info
 expect_eq "no argument: exit 2" "2 memtrail: missing the report FILE or the PID of a process" "$rc $(head -1 "$T/err")"
 run_mt "$M" info "$T/one.mtr" "$T/two.mtr"
 expect_eq "two arguments: exit 2" "2" "$rc"
+
+# --- span names are the program's bytes: shown escaped ---------------------------
+# The agent writes a span name as mt_span_begin got it (only space, newline
+# and backslash escaped in the report: \s \n \\), so a name may carry a
+# terminal's escape sequences (an OSC that sets the window title, a screen
+# clear), C1 CSI, bytes that are not UTF-8. The text shows each such byte as
+# \xNN (a backslash as \\), keeps printable UTF-8 as it is, and sends no
+# control byte to the terminal; the JSON stays valid, each name its bytes
+# with JSON's escapes (U+FFFD for what is not UTF-8).
+{
+    head_lines
+    printf 'span_name id=1 count=1 name=\033]0;pwned\007\033[2J\n'
+    echo "span id=1 lo_ns=41000 hi_ns=42000 count=1 affected=0 multiple=0 events=0 duration_ns=41500 memory_ns=0 faults=0"
+    printf 'span_name id=2 count=1 name=caf\303\251\\s\377\376\302\23331m\n'
+    echo "span id=2 lo_ns=41000 hi_ns=42000 count=1 affected=0 multiple=0 events=0 duration_ns=41500 memory_ns=0 faults=0"
+    printf 'span_name id=3 count=1 name=back\\\\slash\\nline\n'
+    echo "span id=3 lo_ns=41000 hi_ns=42000 count=1 affected=0 multiple=0 events=0 duration_ns=41500 memory_ns=0 faults=0"
+    printf 'spans names=3 unmatched_ends=0 dropped=0 faults_counted=0\nend\n'
+} >"$T/hostile.mtr"
+run_mt "$M" info "$T/hostile.mtr"
+expect_eq "hostile span names: text exits 0" 0 "$rc"
+expect_eq "hostile span names: each shown escaped, printable UTF-8 kept" \
+    "  span '\\x1b]0;pwned\\x07\\x1b[2J':|  span 'café \\xff\\xfe\\xc2\\x9b31m':|  span 'back\\\\slash\\x0aline':" \
+    "$(grep "^  span '" "$T/out" | paste -sd'|')"
+expect_eq "hostile span names: the text is UTF-8 with no control byte but newlines (C0, DEL, C1)" "ok" \
+    "$(python3 -c '
+import re, sys
+b = open(sys.argv[1], "rb").read()
+try:
+    t = b.decode("utf-8")
+except UnicodeDecodeError as e:
+    sys.exit(print("not UTF-8: %s" % e))
+bad = re.findall("[\x00-\x09\x0b-\x1f\x7f-\x9f]", t)
+print("ok" if not bad else "control characters %r" % bad)' "$T/out")"
+run_mt "$M" info "$T/hostile.mtr" --json
+expect_eq "hostile span names: JSON exits 0" 0 "$rc"
+expect_eq "hostile span names: JSON parses, each name its bytes (U+FFFD for the bytes not UTF-8)" \
+    "['\\x1b]0;pwned\\x07\\x1b[2J', 'café \\ufffd\\ufffd\\x9b31m', 'back\\\\slash\\nline']" \
+    "$(printf '%s' "$out" | python3 -c 'import json,sys; print(ascii([n["name"] for n in json.load(sys.stdin)["spans"]["by_name"]]).replace("\\xe9", "é"))')"

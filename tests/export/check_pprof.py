@@ -2,6 +2,7 @@
 """Checks a decoded pprof profile against the truth make_fixture.py wrote.
 
 usage: check_pprof.py protoc|goraw DECODED TRUTH.json PREFIX [--addr2line]
+       check_pprof.py comments DECODED   (protoc's text: the profile's comments, one a line)
 
 DECODED is `protoc --decode=perftools.profiles.Profile profile.proto`'s text
 (after gzip -dc) or `go tool pprof -raw -symbolize=none`'s dump: two
@@ -18,9 +19,11 @@ import re
 import subprocess
 import sys
 
-mode, decoded_path, truth_path, prefix = sys.argv[1:5]
+mode, decoded_path = sys.argv[1:3]
+if mode != "comments":
+    truth_path, prefix = sys.argv[3:5]
+    truth = json.load(open(truth_path))
 use_addr2line = "--addr2line" in sys.argv
-truth = json.load(open(truth_path))
 text = open(decoded_path).read()
 failures = 0
 
@@ -155,7 +158,10 @@ def from_goraw(s):
     return prof
 
 
-prof = from_protoc(text) if mode == "protoc" else from_goraw(text)
+prof = from_goraw(text) if mode == "goraw" else from_protoc(text)
+if mode == "comments":
+    print("\n".join(prof["comments"]))
+    sys.exit(0)
 
 # --- the comparison ------------------------------------------------------------------
 # alloc_space (pprof's heap order) only when the report's sites carry allocated_bytes
