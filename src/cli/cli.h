@@ -137,6 +137,10 @@ int info_cli_print(const struct report *r, int read_rc, const char *err, _Bool j
 /* Asks process pid for its report and prints its memory info; the exit code. */
 int info_cli_query(long pid, const char *cmd_name, int timeout_s, _Bool json, const struct info_options *o);
 
+/* A trace read as a report: its caveats (events lost, begun late, blocks
+ * unknown, no end; report.caveats), one "memtrail: NAME: CAUTION: ..."
+ * line each on stderr, whatever is printed from it (output.c). */
+void cli_print_caveats(const char *name, const struct report *r);
 /* Output (output.c). After printing to stdout (prc: the printer's 0,
  * -ENOMEM or -EIO): flushes, and turns a failure into one error line
  * ("cannot write to standard output: ..."). The exit code. */

@@ -197,8 +197,8 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "memtrail: wrote %s (%zu sites)\n", output, r.nsites);
     /* A trace's caveats, whatever the format (pprof's comments hold them
      * too): the values exported are no better than the trace. */
-    for (size_t i = 0; status == CLI_OK && i < r.ncaveats; i++)
-        fprintf(stderr, "memtrail: %s: %s\n", from_stdin ? "(stdin)" : file, r.caveats[i]);
+    if (status == CLI_OK)
+        cli_print_caveats(from_stdin ? "(stdin)" : file, &r);
     if (rrc == -ENODATA)
         status = cli_error("%s", err);
 done:

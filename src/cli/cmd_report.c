@@ -265,6 +265,7 @@ int cmd_report(int argc, char **argv)
     }
     /* A truncated report still holds everything before the cut: show it. */
     int prc = json ? report_print_json(stdout, &r) : report_print_text(stdout, &r, &scale);
+    cli_print_caveats(path, &r); /* a trace's: its figures are no better than it */
     if (!json && prc == 0 && (r.has & REPORT_HAS_SITES))
         printf(
             "Detail report: 'memtrail report detail %s' shows its %zu allocation sites with their stacks.\n",

@@ -64,6 +64,7 @@ int detail_cli_report(struct report_input *in, bool json, const struct report_sc
         return cli_error("%s", err);
     }
     int st = detail_cli_print(&r, in->name, json, scale, o);
+    cli_print_caveats(in->name, &r); /* a trace's: its sites are no better than it */
     report_free(&r);
     if (st != CLI_OK)
         return st;

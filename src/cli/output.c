@@ -8,6 +8,7 @@
  * "standard output") and exit status 1. */
 #include "cli/cli.h"
 #include "common/safe_file.h"
+#include "report/report.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -131,4 +132,10 @@ int cli_out_close(struct cli_out *o, int ok, int prc)
     free(o->file);
     o->file = NULL;
     return status;
+}
+
+void cli_print_caveats(const char *name, const struct report *r)
+{
+    for (size_t i = 0; i < r->ncaveats; i++)
+        fprintf(stderr, "memtrail: %s: %s\n", name, r->caveats[i]);
 }

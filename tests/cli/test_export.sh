@@ -349,6 +349,14 @@ export_caveats() {
     done
     expect_eq "export-caveats-$name-pprof-comments" "$(cat "$T/$name.caveats")" \
         "$(comments_of "$T/$name.pprof" | grep '^CAUTION: ')"
+    # memtrail report of the trace, as a detail report (its default), as a
+    # summary and as JSON: the same lines (before, none)
+    run_mt "$MT_ASAN" report "$tr"
+    expect_eq "report-caveats-$name-detail-same-lines" "$(cat "$T/$name.caveats")" "$(caveats_of "$err")"
+    run_mt "$MT_ASAN" report summary "$tr"
+    expect_eq "report-caveats-$name-summary-same-lines" "$(cat "$T/$name.caveats")" "$(caveats_of "$err")"
+    run_mt "$MT_ASAN" report --json "$tr"
+    expect_eq "report-caveats-$name-json-same-lines" "$(cat "$T/$name.caveats")" "$(caveats_of "$err")"
     if command -v go >/dev/null 2>&1; then
         expect_eq "export-caveats-$name-go-pprof-comments" "$(cat "$T/$name.caveats")" \
             "$(go tool pprof -comments "$T/$name.pprof" 2>/dev/null | grep '^CAUTION: ')"
