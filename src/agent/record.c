@@ -181,17 +181,25 @@ void mt_rec_fork_release(void)
 
 /* Bounded too: were this thread holding a lock glibc's fork takes after
  * the prepare handlers (it takes none of its own inside the bracket), the
- * fork would wait for it, and it for the fork. */
-int mt_site_gate_slow(void)
+ * fork would wait for it, and it for the fork. The wait is outside the
+ * bracket: the fork's hold waits for brackets in flight, and a bracket
+ * waiting inside for the hold made each of them wait the other's 2 s. */
+int mt_site_gate_slow(_Atomic long *busy)
 {
     /* No membarrier on the fork's side: this side's fence, then the
      * hold read again. */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&mt_site_gate) < MT_SITE_HOLD || mt_t.forking)
         return 1;
-    for (int spins = 0; atomic_load(&mt_site_gate) >= MT_SITE_HOLD && spins < 20000; spins++)
+    mt_site_leave(busy);
+    int spins = 0;
+    for (; atomic_load(&mt_site_gate) >= MT_SITE_HOLD && spins < 20000; spins++)
         pause_100us();
-    return atomic_load(&mt_site_gate) >= MT_SITE_HOLD; /* still held after 2 s: go on */
+    if (spins < 20000)
+        return 0; /* the fork is done: the caller enters again */
+    /* Still held after 2 s: go on, inside the bracket again. */
+    atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) + 1, memory_order_relaxed);
+    return 1;
 }
 
 /* Hooks in flight anywhere (seq_cst loads, after the state's store). */

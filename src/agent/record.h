@@ -104,10 +104,11 @@ static MT_INLINE int mt_rec_enter(_Atomic long **busy)
 #define MT_SITE_NO_MB 1
 #define MT_SITE_HOLD 2
 extern _Atomic int mt_site_gate;
-/* A bracket whose gate was not 0: 1 to go on (nothing held after its
- * fence, or this is the forking thread), 0 once the fork is done (the
- * caller leaves and enters again). */
-int mt_site_gate_slow(void);
+/* A bracket whose gate was not 0: 1 to go on, still inside (nothing
+ * held after its fence, this is the forking thread, or the hold outlasted
+ * 2 s), 0 once the fork is done: the wait is outside the bracket (the
+ * fork waits for brackets in flight), and the caller enters again. */
+int mt_site_gate_slow(_Atomic long *busy);
 
 static MT_INLINE void mt_site_leave(_Atomic long *busy)
 {
@@ -132,9 +133,9 @@ static MT_INLINE _Atomic long *mt_site_enter(void)
         atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) + 1,
                               memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
-        if (MT_LIKELY(atomic_load_explicit(&mt_site_gate, memory_order_relaxed) == 0) || mt_site_gate_slow())
+        if (MT_LIKELY(atomic_load_explicit(&mt_site_gate, memory_order_relaxed) == 0) ||
+            mt_site_gate_slow(busy))
             return busy;
-        mt_site_leave(busy);
     }
 }
 
