@@ -120,7 +120,7 @@ typedef struct mt_tls {
     unsigned char span_depth;     /* request spans open on this thread (span.c) */
     unsigned char dlclose_depth;  /* dlcloses under way on this thread (mt_unloading) */
     unsigned char term_pending;   /* a terminating signal that landed in the agent's work (crash.c) */
-    unsigned char forking; /* this thread holds other threads' site updates off for a fork (record.c) */
+    unsigned char forking; /* forks (nested: a handler's) this thread holds site updates off for (record.c) */
     uint32_t events;       /* memory events this thread raised (meminfo.c) */
     uint64_t mem_ticks;    /* ticks inside timed allocator and mapping calls, cumulative */
     uint32_t id_base, id_next, id_gen; /* this thread's block of trace allocation ids (trace.h) */

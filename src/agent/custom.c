@@ -146,7 +146,7 @@ MT_EXPORT void mt_alloc_report(const void *ptr, size_t size)
     s->tag = tag;
     _Atomic long *sbusy = kind == MT_REC_DETAIL ? mt_site_enter() : NULL; /* record.h: across a fork */
     mt_count_block(cat, (int64_t)size, 0, +1);
-    if (sbusy) {
+    if (kind == MT_REC_DETAIL) { /* (sbusy is NULL in a thread with no shard) */
         mt_site_count_new(site, size);
         mt_site_leave(sbusy);
     }
@@ -168,7 +168,7 @@ MT_EXPORT void mt_free_report(const void *ptr)
         return; /* another thread freed it meanwhile */
     _Atomic long *sbusy = kind == MT_REC_DETAIL ? mt_site_enter() : NULL;
     mt_count_block(cat, (int64_t)size, 0, -1);
-    if (sbusy) {
+    if (kind == MT_REC_DETAIL) {
         mt_site_count_gone(tag, size);
         mt_site_leave(sbusy);
     }
@@ -216,9 +216,12 @@ MT_EXPORT void mt_realloc_report(const void *old, const void *ptr, size_t size)
         s = insert(t, (uintptr_t)ptr);
         if (!s) {
             say_full();
+            _Atomic long *sbusy = okind == MT_REC_DETAIL ? mt_site_enter() : NULL; /* record.h */
             mt_count_block(cat, (int64_t)was, 0, -1);
-            if (okind == MT_REC_DETAIL) /* it leaves its site too */
+            if (okind == MT_REC_DETAIL) { /* it leaves its site too */
                 mt_site_count_gone(old_tag, was);
+                mt_site_leave(sbusy);
+            }
             mt_rec_leave(rec, busy);
             return;
         }

@@ -92,8 +92,10 @@ static void membarrier_all(void)
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
     set_membarrier(0);
+    /* The raw call: glibc's nanosleep is a cancellation point, and this
+     * runs inside fork()'s prepare handler too. */
     struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    syscall(SYS_nanosleep, &ts, NULL);
 }
 
 _Atomic unsigned mt_hooks_extra;
@@ -161,8 +163,8 @@ static int sites_busy(void)
 void mt_rec_fork_hold(void)
 {
     if (!mt_site_opt.detail)
-        return; /* no sites: nothing to keep together */
-    mt_t.forking = 1;
+        return;     /* no sites: nothing to keep together */
+    mt_t.forking++; /* a depth: a fork from a signal handler that landed in here nests */
     atomic_fetch_add(&mt_site_gate, MT_SITE_HOLD); /* a count: two threads may fork at once */
     membarrier_all();
     /* A bracket is a few stores long; a thread stopped inside one (a
@@ -175,7 +177,7 @@ void mt_rec_fork_release(void)
 {
     if (!mt_t.forking)
         return;
-    mt_t.forking = 0;
+    mt_t.forking--;
     atomic_fetch_sub(&mt_site_gate, MT_SITE_HOLD);
 }
 

@@ -62,7 +62,10 @@ static int check_template(const char *t)
         return 0;
     if (t[bad + 1] == '\0')
         return cli_usage_error("run", "-o: '%s' ends in a lone '%%' (write %%%% for a percent sign)", t);
-    return cli_usage_error("run", "-o: unknown '%%%c' in '%s' (accepted: %%p, %%e, %%%%)", t[bad + 1], t);
+    unsigned char c = (unsigned char)t[bad + 1];
+    char shown[8]; /* a byte that is no printable ASCII (a UTF-8 lead byte) as \xNN */
+    snprintf(shown, sizeof shown, c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
+    return cli_usage_error("run", "-o: unknown '%%%s' in '%s' (accepted: %%p, %%e, %%%%)", shown, t);
 }
 
 /* The template with %p, %e and %% expanded, as the agent expands it. */

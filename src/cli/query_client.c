@@ -184,8 +184,9 @@ static int find_socket(const struct query_target *t, char **path)
             rc = cli_error("process %ld runs memtrail's agent with query=off: it answers no queries", t->pid);
         else if (loaded && !off)
             rc = cli_error(
-                "process %ld runs memtrail's agent but its control socket is gone: it is ending (its "
-                "exit or exec removes the socket first)",
+                "process %ld runs memtrail's agent but has no control socket: it is ending (its exit or exec "
+                "removes the socket first), or its agent runs untracked or could not open one (its stderr "
+                "says why)",
                 t->pid);
         else if (tried[1])
             rc = cli_error("process %ld is not tracked by memtrail (no control socket at %s or %s)", t->pid,

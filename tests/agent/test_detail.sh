@@ -158,12 +158,11 @@ done
 # A thread meeting the hold waits outside its bracket: the fork and it
 # waited for each other 2 s before (40 forks took 80 s and more).
 mkdir -p "$T/fs"
-t0=$(date +%s%N)
-MEMTRAIL_OPTIONS="mode=detail:output=$T/fs/c.%p.mtr" timeout 300 env LD_PRELOAD="$AGENT" "$TBIN/forksites" 40 >/dev/null 2>"$T/fs.err"
-expect_eq "fork amid churning threads: exits 0, nothing on stderr" "0:" "$?:$(cat "$T/fs.err")"
-ms=$((($(date +%s%N) - t0) / 1000000))
-[ "$ms" -lt 20000 ] && pass "fork amid churning threads: 40 forks in under 20 s ($ms ms)" ||
-    fail "fork amid churning threads: 40 forks in under 20 s" "took $ms ms (a hold and a bracket waiting for each other)"
+# (A hang guard, not a timing: 40 forks take under a second; with the
+# two waiting for each other they took 123 s, past the timeout.)
+MEMTRAIL_OPTIONS="mode=detail:output=$T/fs/c.%p.mtr" timeout 60 env LD_PRELOAD="$AGENT" "$TBIN/forksites" 40 >/dev/null 2>"$T/fs.err"
+expect_eq "fork amid churning threads: exits 0 (no fork left waiting for a thread, nor it for the fork), nothing on stderr" \
+    "0:" "$?:$(cat "$T/fs.err")"
 n=0 off=""
 for f in "$T"/fs/c.*.mtr; do
     [ -e "$f" ] || continue
