@@ -352,8 +352,12 @@ static void read_index(mt_trace_reader *r)
     chunk c;
     memset(&c, 0, sizeof c);
     load_next(&il, &c);
+    /* An entry takes 5 bytes at least, and lists a chunk before the index,
+     * which takes 40 at least: a count from the file sizes nothing bigger
+     * than the file. */
     if (c.status == 1 && c.kind == TRACE_CHUNK_INDEX && c.next == ld->size - TRACE_TRAILER_SIZE &&
-        c.count == trace_get32(t + 16) && c.count <= c.raw_len / 5) { /* an entry takes 5 bytes at least */
+        c.count == trace_get32(t + 16) && c.count <= c.raw_len / 5 &&
+        c.count <= (at - TRACE_HEADER_SIZE) / TRACE_CHUNK_HEADER_SIZE) {
         r->index = malloc((c.count ? c.count : 1) * sizeof *r->index);
         char why[160];
         if (r->index && trace_index_parse(c.raw, c.raw_len, c.count, r->info.time_unit_ns, r->index, why,
