@@ -132,8 +132,9 @@ ANALYZE_PROPS = dict(
                             "live_count", "mapped_bytes", "mapped_peak_bytes"]]
     + [("caveats", null(obj({
         "events_lost": null(COUNT), "events_fired": null(COUNT),
-        "lost_percent": {"type": "number", "minimum": 0, "maximum": 100}, "incomplete": BOOL,
-        "blocks_unknown": COUNT, "mean_size_bytes": COUNT, "max_size_bytes": COUNT,
+        # null without an end record: how many were lost is unknown, not none
+        "lost_percent": null({"type": "number", "minimum": 0, "maximum": 100}), "incomplete": BOOL,
+        "blocks_unknown": COUNT, "began_late": BOOL, "mean_size_bytes": COUNT, "max_size_bytes": COUNT,
         "figures": arr(obj({"figure": {"enum": ["live", "leaks", "peak", "allocations", "frees", "temporary"]},
                             "over_count": COUNT, "over_bytes": COUNT, "under_count": COUNT,
                             "under_bytes": COUNT, "bounded": BOOL}))}))),

@@ -188,9 +188,14 @@ int run_exit_watch_wait(int listener, int pid, int *status);
 
 /* --follow-exec (run_tree.c): does the output template hold %p? */
 int run_template_has_pid(const char *tmpl);
+/* The length of a file name without its numeric suffixes: the agent names
+ * a process's output FILE.N (an exec'd image after the first, a recording
+ * on demand after the first, a rollover) or FILE.PID (a fork child when
+ * the template has no %p), and so on (FILE.PID.N): "t.mtt.4242.1" -> 5. */
+size_t run_output_base_len(const char *name);
 /* The reports other processes of a run's tree wrote: files in the
- * template's directory whose names fit it (%p any pid, %e any name),
- * modified at or after `since`, other than main_report. Returns how many,
+ * template's directory whose names fit it (%p any pid, %e any name; with
+ * the numeric suffixes above), modified at or after `since`, other than main_report. Returns how many,
  * or -1 when they cannot be counted (the template's directory has a '%',
  * or cannot be read). *dir is set to that directory (malloc'd) or NULL.
  * trace: count traces (trace mode) instead of reports. */

@@ -208,8 +208,9 @@ int cmd_html(int argc, char **argv)
          .value = &kind,
          .choices = kind_choices,
          .noun = "kind",
-         .help = "the page for one INPUT, instead of the one its contents call for: summary, detail, "
-                 "trace, tree, refset, info (a report's memory info and spans)"},
+         .help = "the page for one INPUT, instead of the one its contents call for (a pipe or FIFO, read "
+                 "once, needs it): summary, detail, trace, tree, refset, info (a report's memory info and "
+                 "spans)"},
         {0},
     };
     int npos = cli_parse(&html_cmd, options, argc, argv);
@@ -234,6 +235,15 @@ int cmd_html(int argc, char **argv)
         kind = KIND_TREE;
     } else if (kind == KIND_TREE) {
         return cli_usage_error("html", "--kind tree: needs a directory of reports (%s is not one)", in[0]);
+    } else if (kind == KIND_AUTO && stat(in[0], &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* Its kind is told by reading it, and the command that makes the
+         * page reads it again: a pipe or FIFO gives its bytes once (the
+         * second open of a FIFO waits for a writer that has gone). */
+        return cli_usage_error(
+            "html",
+            "%s: not a regular file (a pipe or FIFO is read once): its kind cannot be told "
+            "before the page is made; give --kind summary, detail, trace, refset or info",
+            in[0]);
     } else if (kind == KIND_AUTO) {
         enum html_kind k = KIND_SUMMARY;
         if (file_kind(in[0], &k) != CLI_OK)

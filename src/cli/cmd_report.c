@@ -30,9 +30,9 @@ static const char report_about[] =
     "categories explain, and the errors memtrail detected (double frees,\n"
     "overwritten canaries, frees of foreign pointers) when there are any.\n"
     "\n"
-    "Given a directory (every *.mtr and *.mtt in it) or several files, print one\n"
-    "row per report instead: a process tree, each child under its parent, with\n"
-    "totals.\n"
+    "Given a directory (every *.mtr and *.mtt in it, and the agent's FILE.N and\n"
+    "FILE.PID beside them) or several files, print one row per report instead: a\n"
+    "process tree, each child under its parent, with totals.\n"
     "\n"
     "'report detail' (a report of 'memtrail run --mode detail', or a trace of\n"
     "'memtrail run --mode trace', which is shown so by default) prints the summary,\n"
@@ -73,13 +73,15 @@ static int list_add(struct file_list *l, char *path)
 }
 
 /* A report file of a directory: NAME.mtr, or a trace NAME.mtt (its
- * process is in the tree too), but not a writer's temporary (PATH.tmp, or
- * a *.tmp.* name). */
+ * process is in the tree too), either with the numeric suffixes the agent
+ * adds (NAME.mtt.1 for an exec'd image, NAME.mtt.PID for a fork child when
+ * the output has no %p), but not a writer's temporary (PATH.tmp, or a
+ * *.tmp.* name). */
 static bool is_report_name(const char *name)
 {
-    size_t len = strlen(name);
+    size_t len = run_output_base_len(name);
     return name[0] != '.' && len > 4 &&
-           (strcmp(name + len - 4, ".mtr") == 0 || strcmp(name + len - 4, ".mtt") == 0) &&
+           (strncmp(name + len - 4, ".mtr", 4) == 0 || strncmp(name + len - 4, ".mtt", 4) == 0) &&
            !strstr(name, ".tmp.");
 }
 

@@ -526,13 +526,13 @@ static void announce_tree(const char *out_abs, const char *main_report, const st
     else
         fprintf(stderr, "memtrail: %d more %s%s, from other processes of the tree, in %s\n", n, what,
                 n == 1 ? "" : "s", dir);
-    if (n > 0 && !trace) {
+    if (n > 0) { /* report DIR reads traces too, FILE.N of an exec'd image among them */
         fputs("memtrail: summarise the tree with: memtrail report ", stderr);
         report_shell_quote(stderr, dir);
         fputc('\n', stderr);
-    } else if (n > 0) {
-        fputs("memtrail: analyse each with: memtrail analyze FILE\n", stderr);
     }
+    if (n > 0 && trace)
+        fputs("memtrail: analyse each with: memtrail analyze FILE\n", stderr);
     free(dir);
 }
 

@@ -1,12 +1,14 @@
 /* run_tree.c — after `memtrail run --follow-exec`: each process of the
  * program's tree wrote its own report under its own pid (the %p of the
- * output template). Finds the ones this run wrote besides the main
- * process's, so `run` can say how many there are and where. */
+ * output template), an exec'd image its trace as FILE.1 (.2, ...). Finds
+ * the ones this run wrote besides the main process's, so `run` can say how
+ * many there are and where. */
 #include "cli/cli.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,33 @@ static bool name_matches(const char *t, const char *s)
         s++;
     }
     return *s == '\0';
+}
+
+size_t run_output_base_len(const char *name)
+{
+    size_t n = strlen(name);
+    for (;;) {
+        size_t k = n;
+        while (k > 0 && isdigit((unsigned char)name[k - 1]))
+            k--;
+        if (k == n || k < 2 || name[k - 1] != '.')
+            return n; /* not ".DIGITS" (or the whole name): no more suffixes */
+        n = k - 1;
+    }
+}
+
+/* Does the name fit the template, as is or with numeric suffixes? */
+static bool output_matches(const char *t, const char *s)
+{
+    if (name_matches(t, s))
+        return true;
+    size_t n = run_output_base_len(s);
+    char base[NAME_MAX + 1];
+    if (n == strlen(s) || n >= sizeof base)
+        return false;
+    memcpy(base, s, n);
+    base[n] = '\0';
+    return name_matches(t, base);
 }
 
 /* The agent's temporary files: NAME.tmp.PID.TID. */
@@ -108,7 +137,7 @@ int run_count_tree_reports(const char *template_abs, const char *main_report, co
     while ((e = readdir(d)) != NULL) {
         if (main_base && strcmp(e->d_name, main_base) == 0)
             continue;
-        if (!name_matches(base, e->d_name) || is_temporary(e->d_name))
+        if (!output_matches(base, e->d_name) || is_temporary(e->d_name))
             continue;
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))

@@ -136,6 +136,23 @@ static const char *header_problem(const unsigned char *h, int no_crc)
     return NULL;
 }
 
+/* The trailer ends the file: anything after it (a second file appended,
+ * a copy gone wrong) is an error, not silently left unread. `got`: the
+ * bytes read at the trailer, up to a chunk header's 40 (a stream's length
+ * is not known: they tell). */
+static void after_trailer(loader *ld, chunk *c, ssize_t got)
+{
+    uint64_t end = ld->offset + TRACE_TRAILER_SIZE;
+    if (got <= (ssize_t)TRACE_TRAILER_SIZE)
+        return;
+    if (ld->stream)
+        chunk_fail(c, ld, "bytes after the trailer, from offset %llu", (unsigned long long)end);
+    else
+        chunk_fail(c, ld, "%llu byte%s after the trailer, from offset %llu",
+                   (unsigned long long)(ld->size - end), ld->size - end == 1 ? "" : "s",
+                   (unsigned long long)end);
+}
+
 /* Loads the next chunk into c (status 1), or the end (0), or an error. */
 static void load_next(loader *ld, chunk *c)
 {
@@ -155,6 +172,8 @@ static void load_next(loader *ld, chunk *c)
             chunk_fail(c, ld, "truncated trailer (%zd of %u bytes)", got, TRACE_TRAILER_SIZE);
         else if (!ld->no_crc && trace_get32(h + 20) != trace_crc32c(0, h, 20))
             chunk_fail(c, ld, "trailer CRC mismatch");
+        else
+            after_trailer(ld, c, got);
         goto stop;
     }
     if (got < (ssize_t)sizeof h) {
@@ -352,8 +371,12 @@ static void read_index(mt_trace_reader *r)
     chunk c;
     memset(&c, 0, sizeof c);
     load_next(&il, &c);
+    /* An entry takes 5 bytes at least, and lists a chunk before the index,
+     * which takes 40 at least: a count from the file sizes nothing bigger
+     * than the file. */
     if (c.status == 1 && c.kind == TRACE_CHUNK_INDEX && c.next == ld->size - TRACE_TRAILER_SIZE &&
-        c.count == trace_get32(t + 16) && c.count <= c.raw_len / 5) { /* an entry takes 5 bytes at least */
+        c.count == trace_get32(t + 16) && c.count <= c.raw_len / 5 &&
+        c.count <= (at - TRACE_HEADER_SIZE) / TRACE_CHUNK_HEADER_SIZE) {
         r->index = malloc((c.count ? c.count : 1) * sizeof *r->index);
         char why[160];
         if (r->index && trace_index_parse(c.raw, c.raw_len, c.count, r->info.time_unit_ns, r->index, why,

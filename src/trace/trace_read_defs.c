@@ -37,6 +37,28 @@ static int get_bytes(cursor *c, size_t max, const unsigned char **s, size_t *n)
     return 0;
 }
 
+/* What an allocation of n bytes costs, with malloc's own header. */
+static size_t cost(size_t n)
+{
+    return n + 16;
+}
+
+/* Counts n more bytes held; -1 (nothing counted) past the limit. */
+static int charge(trace_defs *d, size_t n)
+{
+    if (n > TRACE_DEFS_MAX_BYTES - d->bytes)
+        return -1;
+    d->bytes += n;
+    return 0;
+}
+
+static void uncharge(trace_defs *d, size_t n)
+{
+    d->bytes = n < d->bytes ? d->bytes - n : 0;
+}
+
+#define TOO_MUCH "definitions exceed %zu MB", TRACE_DEFS_MAX_BYTES >> 20
+
 static char *dup_str(const unsigned char *s, size_t n)
 {
     char *d = malloc(n + 1);
@@ -46,6 +68,36 @@ static char *dup_str(const unsigned char *s, size_t n)
         d[n] = 0;
     }
     return d;
+}
+
+/* A copy of the n bytes at s, counted; NULL when out of memory, or over
+ * the limit (then *over is set). */
+static char *dup_counted(trace_defs *d, const unsigned char *s, size_t n, int *over)
+{
+    if (charge(d, cost(n + 1)) < 0) {
+        *over = 1;
+        return NULL;
+    }
+    char *c = dup_str(s, n);
+    if (!c)
+        uncharge(d, cost(n + 1));
+    return c;
+}
+
+/* A string's copy ends at its first NUL (it is read as a C string): what
+ * it holds is then its strlen + 1, given back by free_counted. */
+static char *dup_text(trace_defs *d, const unsigned char *s, size_t n, int *over)
+{
+    const unsigned char *nul = memchr(s, 0, n);
+    return dup_counted(d, s, nul ? (size_t)(nul - s) : n, over);
+}
+
+static void free_counted(trace_defs *d, char *s)
+{
+    if (s) {
+        uncharge(d, cost(strlen(s) + 1));
+        free(s);
+    }
 }
 
 /* ---- stacks: open addressing by id, frames in a block arena ---- */
@@ -65,12 +117,17 @@ static mt_trace_stack *stack_slot(mt_trace_stack *t, uint32_t mask, uint32_t id)
             return &t[i];
 }
 
+/* Doubles the table: 0, -1 out of memory, -2 over the limit. */
 static int stacks_grow(trace_defs *d)
 {
     uint32_t n = d->stacks ? (d->stacks_mask + 1) * 2 : 1024;
+    if (!n || charge(d, cost((size_t)n * sizeof(mt_trace_stack))) < 0)
+        return -2;
     mt_trace_stack *t = malloc((size_t)n * sizeof *t);
-    if (!t)
+    if (!t) {
+        uncharge(d, cost((size_t)n * sizeof *t));
         return -1;
+    }
     for (uint32_t i = 0; i < n; i++)
         t[i].nframes = UINT32_MAX;
     if (d->stacks) {
@@ -78,31 +135,55 @@ static int stacks_grow(trace_defs *d)
             if (d->stacks[i].nframes != UINT32_MAX)
                 *stack_slot(t, n - 1, d->stacks[i].id) = d->stacks[i];
         free(d->stacks);
+        uncharge(d, cost((size_t)(d->stacks_mask + 1) * sizeof *t));
     }
     d->stacks = t;
     d->stacks_mask = n - 1;
     return 0;
 }
 
-static uint64_t *arena_frames(trace_defs *d, size_t n)
+/* Room for n frames (at least one word: a free block's link): a block a
+ * redefined stack gave back, else the arena's. NULL: out of memory (*over
+ * 0) or over the limit (*over 1). */
+static uint64_t *frames_get(trace_defs *d, size_t n, int *over)
 {
+    uint64_t *f = d->free_frames[n], *next;
+    if (f) {
+        memcpy(&next, f, sizeof next);
+        d->free_frames[n] = next;
+        return f;
+    }
     size_t bytes = n * sizeof(uint64_t);
     if (!bytes)
         bytes = sizeof(uint64_t);
     if (bytes > d->arena_left) {
         size_t cap = bytes > ARENA_BLOCK ? bytes : ARENA_BLOCK;
-        void **blk = malloc(sizeof(void *) * 2 + cap); /* link, pad, then frames */
-        if (!blk)
+        if (charge(d, cost(sizeof(void *) * 2 + cap)) < 0) {
+            *over = 1;
             return NULL;
+        }
+        void **blk = malloc(sizeof(void *) * 2 + cap); /* link, pad, then frames */
+        if (!blk) {
+            uncharge(d, cost(sizeof(void *) * 2 + cap));
+            return NULL;
+        }
         blk[0] = d->arena;
         d->arena = blk;
         d->arena_at = (unsigned char *)(blk + 2);
         d->arena_left = cap;
     }
-    uint64_t *f = (uint64_t *)d->arena_at;
+    f = (uint64_t *)d->arena_at;
     d->arena_at += bytes;
     d->arena_left -= bytes;
     return f;
+}
+
+/* A stack's old frames, for the next stack of as many. */
+static void frames_put(trace_defs *d, uint64_t *f, size_t n)
+{
+    uint64_t *next = d->free_frames[n];
+    memcpy(f, &next, sizeof next);
+    d->free_frames[n] = f;
 }
 
 const mt_trace_stack *trace_defs_stack(const trace_defs *d, uint32_t id)
@@ -119,22 +200,33 @@ static int def_stack(trace_defs *d, cursor *c, char *why, size_t whylen)
     if (get(c, &id) < 0 || id > UINT32_MAX || get(c, &cat) < 0 || cat > 255 || get(c, &n) < 0 ||
         n > TRACE_MAX_FRAMES)
         FAIL("bad stack record");
-    if ((!d->stacks || (d->nstacks + 1) * 4 > (d->stacks_mask + 1) * 3) && stacks_grow(d) < 0)
+    int grown = 0, over = 0;
+    if (!d->stacks || (d->nstacks + 1) * 4 > (d->stacks_mask + 1) * 3)
+        grown = stacks_grow(d);
+    if (grown == -2)
+        FAIL(TOO_MUCH);
+    if (grown < 0)
         FAIL("out of memory");
-    uint64_t *f = arena_frames(d, (size_t)n);
+    uint64_t *f = frames_get(d, (size_t)n, &over);
+    if (!f && over)
+        FAIL(TOO_MUCH);
     if (!f)
         FAIL("out of memory");
     uint64_t prev = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t z;
-        if (get(c, &z) < 0)
+        if (get(c, &z) < 0) {
+            frames_put(d, f, (size_t)n);
             FAIL("bad frame in stack %llu", (unsigned long long)id);
+        }
         prev += (uint64_t)trace_unzigzag(z);
         f[i] = prev;
     }
     mt_trace_stack *s = stack_slot(d->stacks, d->stacks_mask, (uint32_t)id);
     if (s->nframes == UINT32_MAX)
         d->nstacks++;
+    else /* defined again: the old frames serve the next stack of their size */
+        frames_put(d, (uint64_t *)s->frames, s->nframes);
     s->id = (uint32_t)id;
     s->category = (unsigned)cat;
     s->nframes = (uint32_t)n;
@@ -153,6 +245,8 @@ static int def_thread(trace_defs *d, cursor *c, char *why, size_t whylen)
         uint32_t cap = d->threads_cap ? d->threads_cap : 64;
         while (cap <= idx)
             cap *= 2;
+        if (charge(d, (size_t)(cap - d->threads_cap) * (sizeof *d->tids + 1)) < 0)
+            FAIL(TOO_MUCH);
         uint32_t *t = realloc(d->tids, cap * sizeof *t);
         if (!t)
             FAIL("out of memory");
@@ -179,11 +273,16 @@ static int def_module(trace_defs *d, cursor *c, char *why, size_t whylen)
     if (get(c, &start) < 0 || get(c, &len) < 0 || len > UINT64_MAX - start || get(c, &bias) < 0 ||
         get_bytes(c, 255, &bid, &bidn) < 0 || get_bytes(c, TRACE_MAX_STRING, &path, &pathn) < 0)
         FAIL("bad module record");
+    int over = 0;
     if (d->nmodules == d->modules_cap) {
         size_t cap = d->modules_cap ? d->modules_cap * 2 : 16;
+        if (charge(d, (cap - d->modules_cap) * sizeof(mt_trace_module)) < 0)
+            FAIL(TOO_MUCH);
         mt_trace_module *m = realloc(d->modules, cap * sizeof *m);
-        if (!m)
+        if (!m) {
+            uncharge(d, (cap - d->modules_cap) * sizeof *m);
             FAIL("out of memory");
+        }
         d->modules = m;
         d->modules_cap = cap;
     }
@@ -191,12 +290,13 @@ static int def_module(trace_defs *d, cursor *c, char *why, size_t whylen)
     m->start = start;
     m->end = start + len;
     m->bias = bias;
-    m->path = dup_str(path, pathn);
-    m->build_id = bidn ? (const unsigned char *)dup_str(bid, bidn) : NULL;
+    m->path = dup_text(d, path, pathn, &over);
+    m->build_id = bidn && m->path ? (const unsigned char *)dup_counted(d, bid, bidn, &over) : NULL;
     m->build_id_len = (unsigned)bidn;
     if (!m->path || (bidn && !m->build_id)) {
-        free((void *)m->path);
-        free((void *)m->build_id);
+        free_counted(d, (char *)m->path);
+        if (over)
+            FAIL(TOO_MUCH);
         FAIL("out of memory");
     }
     d->nmodules++;
@@ -210,10 +310,13 @@ static int def_category(trace_defs *d, cursor *c, char *why, size_t whylen)
     size_t n;
     if (get(c, &id) < 0 || id > 255 || get_bytes(c, TRACE_MAX_STRING, &s, &n) < 0)
         FAIL("bad category record");
-    char *name = dup_str(s, n);
+    int over = 0;
+    char *name = dup_text(d, s, n, &over);
+    if (!name && over)
+        FAIL(TOO_MUCH);
     if (!name)
         FAIL("out of memory");
-    free(d->categories[id]);
+    free_counted(d, d->categories[id]);
     d->categories[id] = name;
     return 0;
 }
@@ -224,20 +327,34 @@ static int def_meta(trace_defs *d, cursor *c, char *why, size_t whylen)
     size_t kn, vn;
     if (get_bytes(c, TRACE_MAX_STRING, &k, &kn) < 0 || get_bytes(c, TRACE_MAX_STRING, &v, &vn) < 0)
         FAIL("bad meta record");
-    char *val = dup_str(v, vn);
+    const unsigned char *nul = memchr(k, 0, kn);
+    if (nul)
+        kn = (size_t)(nul - k); /* the key as it is kept, a C string */
+    size_t at = 0;
+    while (at < d->nmeta && !(strlen(d->meta[2 * at]) == kn && !memcmp(d->meta[2 * at], k, kn)))
+        at++;
+    /* The writer has a handful of keys, each written once or twice; a key
+     * is looked for among all of them. */
+    if (at == d->nmeta && d->nmeta == TRACE_DEFS_MAX_META)
+        FAIL("more than %u meta keys", TRACE_DEFS_MAX_META);
+    int over = 0;
+    char *val = dup_text(d, v, vn, &over);
+    if (!val && over)
+        FAIL(TOO_MUCH);
     if (!val)
         FAIL("out of memory");
-    for (size_t i = 0; i < d->nmeta; i++)
-        if (strlen(d->meta[2 * i]) == kn && !memcmp(d->meta[2 * i], k, kn)) {
-            free(d->meta[2 * i + 1]);
-            d->meta[2 * i + 1] = val;
-            return 0;
-        }
-    char *key = dup_str(k, kn);
+    if (at < d->nmeta) {
+        free_counted(d, d->meta[2 * at + 1]);
+        d->meta[2 * at + 1] = val;
+        return 0;
+    }
+    char *key = dup_text(d, k, kn, &over);
     char **m = key ? realloc(d->meta, (d->nmeta + 1) * 2 * sizeof *m) : NULL;
     if (!m) {
-        free(key);
-        free(val);
+        free_counted(d, key);
+        free_counted(d, val);
+        if (over)
+            FAIL(TOO_MUCH);
         FAIL("out of memory");
     }
     d->meta = m;
@@ -277,6 +394,9 @@ int trace_end_parse(trace_defs *d, const unsigned char *p, size_t n, uint32_t co
     cursor c = {p, p + n};
     if (count > n)
         FAIL("%u statistics in %zu bytes", count, n);
+    /* The writer writes a few; each costs more in memory than in the file. */
+    if (count > TRACE_MAX_STATS)
+        FAIL("%u statistics in the end record (at most %u)", count, TRACE_MAX_STATS);
     char **names = calloc(count ? count : 1, sizeof *names);
     uint64_t *vals = calloc(count ? count : 1, sizeof *vals);
     if (!names || !vals) {

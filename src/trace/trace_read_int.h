@@ -10,7 +10,14 @@
 #include <pthread.h>
 #include <zstd.h>
 
-/* Definitions kept as they come. */
+/* Definitions kept as they come. Their sizes come from the file, so what
+ * they hold is counted (`bytes`, at most TRACE_DEFS_MAX_BYTES) and a stack
+ * defined again gives its old frames back (`free_frames`, one list per
+ * frame count): a small file of compressed definitions must not make the
+ * reader take gigabytes. */
+#define TRACE_DEFS_MAX_BYTES ((size_t)512 << 20)
+#define TRACE_DEFS_MAX_META 64u /* distinct meta keys (the writer has 9) */
+#define TRACE_MAX_STATS 4096u   /* statistics of an end record (the writer has 6) */
 typedef struct trace_defs {
     uint32_t *tids; /* thread index -> tid */
     unsigned char *tid_known;
@@ -20,6 +27,8 @@ typedef struct trace_defs {
     void *arena; /* frame blocks (a list, never moved) */
     size_t arena_left;
     unsigned char *arena_at;
+    uint64_t *free_frames[TRACE_MAX_FRAMES + 1]; /* by frame count; each block's first word links the next */
+    size_t bytes;                                /* memory held, against TRACE_DEFS_MAX_BYTES */
     mt_trace_module *modules;
     size_t nmodules, modules_cap;
     char *categories[256];

@@ -209,7 +209,7 @@ fi
 mkdir -p "$T/ftree"
 (cd "$T/ftree" && "$MT" run --mode trace --follow-exec -o "$T/ftree/t.%p.mtt" -- \
     sh -c 'ls / >/dev/null; echo hi | cat >/dev/null; true' >/dev/null 2>"$T/ftree.err")
-n=$(ls "$T/ftree" | grep -c '^t\.[0-9]*\.mtt$')
+n=$(ls "$T/ftree" | grep -E -c '^t\.[0-9]+\.mtt(\.[0-9]+)?$') # an exec'd image's is FILE.1
 contains "run --follow-exec, trace mode: says how many traces the other processes wrote" \
     "$((n - 1)) more traces, from other processes of the tree" "$(cat "$T/ftree.err")"
 

@@ -391,6 +391,37 @@ expect_eq "trace: exec: the shell's trace is kept, complete" "True" "$(json_get 
 expect_eq "trace: exec: the exec'd program's trace goes to FILE.1, with its 13 leaks" "True 13" \
     "$(json_get "$T/ex1.json" "'%s %d' % (j['complete'], j['leaks']['live_count'])")"
 
+# --- the agent's numbered names belong to the tree: a fork child's FILE.PID
+# (-o without %p), an exec'd image's FILE.1 (same pid); report DIR, html DIR
+# and run --follow-exec take them -------------------------------------------------
+mkdir -p "$T/rd" "$T/fe"
+run_mt "$MT" run --mode trace --no-loss -o "$T/rd/t.mtt" -- "$TBIN/forker" "$T/rd.ledger"
+rdparent=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
+rdchild=$(printf '%s' "$out" | sed -n 's/^child pid //p')
+expect_eq "trace: a fork child, -o without %p: its trace is FILE.PID" "t.mtt t.mtt.$rdchild" "$(ls "$T/rd" | tr '\n' ' ' | sed 's/ $//')"
+run_mt "$MT_ASAN" report --json "$T/rd"
+printf '%s' "$out" >"$T/rd.json"
+expect_eq "trace: report DIR: the fork child's FILE.PID is a process of the tree, under its parent" \
+    "0 $rdparent:None:t.mtt $rdchild:0:t.mtt.$rdchild" \
+    "$rc $(json_get "$T/rd.json" "' '.join('%d:%s:%s' % (p['pid'], p['parent_index'], p['file'].split('/')[-1]) for p in j['processes'])")"
+expect_eq "trace: report DIR: the child's row is its trace's analysis (live bytes, allocations)" \
+    "$("$MT" analyze --json "$T/rd/t.mtt.$rdchild" 2>/dev/null | json_get /dev/stdin "'%d %d' % (j['live_bytes'], j['allocs'])")" \
+    "$(json_get "$T/rd.json" "'%d %d' % (j['processes'][1]['live_bytes'], j['processes'][1]['allocs'])")"
+run_mt "$MT" html "$T/rd" -o "$T/rd.html"
+expect_eq "trace: html DIR: the tree page" "0 memtrail: wrote $T/rd.html (tree page)" "$rc $err"
+contains "trace: html DIR: the page holds the fork child's trace" "\"file\": \"$T/rd/t.mtt.$rdchild\"" "$(cat "$T/rd.html")"
+run_mt "$MT" run --mode trace --no-loss --follow-exec -o "$T/fe/ex.%p.mtt" -- sh -c "\"$TR\" known; exec \"$TR\" known"
+feshell=$(printf '%s' "$err" | sed -n 's/.*trace of \([0-9]*\) written.*/\1/p')
+contains "trace: run --follow-exec counts the exec'd image's FILE.1 with the child's trace" \
+    "memtrail: 2 more traces, from other processes of the tree, in $T/fe" "$err"
+contains "trace: run --follow-exec points to the tree" "memtrail: summarise the tree with: memtrail report $T/fe" "$err"
+run_mt "$MT_ASAN" report --json "$T/fe"
+printf '%s' "$out" >"$T/fe.json"
+expect_eq "trace: report DIR of the exec: the shell (ended exec), its child and the exec'd image (FILE.1)" \
+    "0 $feshell:exec:ex.$feshell.mtt $feshell:exit:ex.$feshell.mtt.1 1" \
+    "$rc $(json_get "$T/fe.json" "' '.join(sorted('%d:%s:%s' % (p['pid'], p['reason'], p['file'].split('/')[-1]) for p in j['processes'] if p['pid'] == $feshell))") \
+$(json_get "$T/fe.json" "sum(1 for p in j['processes'] if p['ppid'] == $feshell and p['reason'] == 'exit')")"
+
 # --- losses are counted and shown -------------------------------------------------
 run_mt "$MT" run --mode trace --allow-loss --trace-buffer 192KB -o "$T/flood.mtt" -- "$TR" flood 3000000
 lost=$(printf '%s' "$err" | sed -n 's/.*trace: [0-9]* events, \([0-9]*\) lost.*/\1/p')

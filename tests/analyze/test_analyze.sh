@@ -119,6 +119,20 @@ expect_match "analyze of a trace with a flipped byte: the error names the chunk"
 expect_eq "analyze of a trace with a flipped byte: events before it reported" "True" \
     "$(python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(j["events"] > 0 and not j["complete"])' <<<"$out")"
 
+# Bytes after the trailer: every event is reported, then the error names
+# where they start (exit 1), from a file and from a pipe alike.
+cp "$TR" "$T/extra.mtt"
+printf 'extra' >>"$T/extra.mtt"
+run_mt "$MT" analyze "$T/extra.mtt" --json
+expect_eq "analyze of a trace with bytes after its trailer: exit 1" 1 "$rc"
+expect_match "analyze of a trace with bytes after its trailer: the error names them and their offset" \
+    "^memtrail: .*extra\.mtt: chunk [0-9]+ at offset [0-9]+: 5 bytes after the trailer, from offset $size\$" "$err"
+expect_eq "analyze of a trace with bytes after its trailer: every event reported" "True" \
+    "$(python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(j["events"] == '"$(exp events)"' and not j["complete"])' <<<"$out")"
+run_mt "$MT" analyze <(cat "$T/extra.mtt")
+expect_eq "analyze of a pipe with bytes after the trailer: exit 1" 1 "$rc"
+contains "analyze of a pipe with bytes after the trailer: says so" "bytes after the trailer, from offset $size" "$err"
+
 # --- report and export of a trace --------------------------------------------
 run_mt "$MT" report "$TR" --json
 expect_eq "report of a trace: exit 0" 0 "$rc"

@@ -161,7 +161,7 @@ contains "bad: directory message" "$T/noreports: no report files (*.mtr, *.mtt) 
 run_mt "$MT_ASAN" html "$T/noreports"
 contains "bad: html of a directory without reports names both kinds" "no report files (*.mtr, *.mtt) in this directory" "$err"
 run_mt "$MT_ASAN" report --help
-contains "report --help: a directory's reports and traces" "(every *.mtr and *.mtt in it)" "$out"
+contains "report --help: a directory's reports and traces" "(every *.mtr and *.mtt in it, and the agent's FILE.N and" "$out"
 : >"$T/empty.mtr"
 run_mt "$MT_ASAN" report "$T/empty.mtr"
 expect_eq "bad: empty file exits 1" 1 "$rc"

@@ -4,7 +4,7 @@
 # jsonschema): a real program (tests/agent/exact.c, which keeps its own
 # ledger) run under the agent in summary, detail and trace modes, and the
 # documents of report, report DIR, report detail, diff (summary and detail
-# reports), analyze, export --format json, query PID summary/baseline/
+# reports), analyze (caveated traces too), export --format json, query PID summary/baseline/
 # detail/diff on a running program (tests/agent/live.c), xe plan and info. The
 # figures that have an independent truth are compared with it (the
 # programs' ledgers); every document starts with "schema": "memtrail/1";
@@ -135,6 +135,27 @@ run_json analyze "analyze --json --peak (one section)" "$MT" analyze "$T/tr.mtt"
 expect_eq "analyze --json --peak: only that section" "peak" \
     "$(json_get "$last" "' '.join(k for k in ('peak', 'leaks', 'temporary', 'hot', 'histogram', 'timeline') if k in j)")"
 
+# Caveated traces: every caveat the analysis states validates. Events lost
+# (a small buffer, --allow-loss: lost_percent a number), cut short (no end
+# record: the losses unknown, lost_percent null), a fork child whose
+# parent's trace is gone (began_late).
+"$MT" run --mode trace --allow-loss --trace-buffer 192KB -o "$T/lost.mtt" -- "$TBIN/tracer" flood 1000000 \
+    >/dev/null 2>&1
+run_json analyze "analyze --json of a trace that lost events" "$MT" analyze "$T/lost.mtt" --json --top 1
+expect_eq "analyze --json (events lost): lost_percent = events_lost / events_fired, not late" "True True False" \
+    "$(json_get "$last" "(lambda c: '%s %s %s' % (c['events_lost'] > 0, abs(c['lost_percent'] - 100.0 * c['events_lost'] / c['events_fired']) < 0.001, c['began_late']))(j['caveats'])")"
+head -c "$(($(stat -c %s "$T/lost.mtt") / 2))" "$T/lost.mtt" >"$T/cut.mtt"
+EXPECT_RC=1 run_json analyze "analyze --json of a trace cut short" "$MT" analyze "$T/cut.mtt" --json --top 1
+expect_eq "analyze --json (cut short): incomplete, the losses unknown (null)" "True None None None" \
+    "$(json_get "$last" "(lambda c: '%s %s %s %s' % (c['incomplete'], c['events_lost'], c['events_fired'], c['lost_percent']))(j['caveats'])")"
+mkdir -p "$T/fk"
+"$MT" run --mode trace -o "$T/fk/t.%p.mtt" -- "$TBIN/forker" "$T/fk.ledger" >"$T/fk.out" 2>/dev/null
+fkchild=$(sed -n 's/^child pid //p' "$T/fk.out")
+find "$T/fk" -name 't.*.mtt' ! -name "t.$fkchild.mtt" -delete # the parent's trace gone
+run_json analyze "analyze --json of a fork child without its parent's trace" "$MT" analyze "$T/fk/t.$fkchild.mtt" --json --top 1
+expect_eq "analyze --json (parent's trace gone): began_late, nothing replayed" "True False" \
+    "$(json_get "$last" "'%s %s' % (j['caveats']['began_late'], j['inherited']['replayed'])")"
+
 run_json diff "diff --json (summary reports)" "$MT" diff "$T/sum.mtr" "$T/sum.mtr" --json
 expect_eq "diff --json of a report with itself: every delta 0" True \
     "$(json_get "$last" "all(v == 0 for c in j['categories'] for k, v in c.items() if k.endswith('_delta'))")"
@@ -260,6 +281,8 @@ for line in open(sys.argv[2]):
     why = valid(doc, name)
     print("PASS %s: validates as %s" % (label, name) if why is None else "FAIL %s: validates as %s: %s" % (label, name, why))
     docs.setdefault(name, doc)
+    if name == "analyze" and doc.get("caveats"):
+        docs.setdefault("analyze-caveats", doc)
 
 def rejected(label, name, mutate):
     if name not in docs:
@@ -282,6 +305,9 @@ rejected("a frame without \"offset\"", "detail", lambda d: d["sites"][0]["frames
 rejected("analyze's old nested \"live\"", "analyze", lambda d: d.update(live={"bytes": 1, "count": 1}))
 rejected("analyze with a negative count", "analyze", lambda d: d.update(allocs=-1))
 rejected("a stack keyed \"stack\"", "analyze", lambda d: rename(d["leaks"]["stacks"][0], "stack_id", "stack"))
+rejected("caveats without \"began_late\"", "analyze",
+         lambda d: d.update(caveats=dict((k, v) for k, v in docs["analyze-caveats"]["caveats"].items() if k != "began_late")))
+rejected("a lost_percent over 100", "analyze", lambda d: d.update(caveats=dict(docs["analyze-caveats"]["caveats"], lost_percent=101)))
 rejected("refset report with six categories", "refset-report", lambda d: d["categories"].pop())
 rejected("refset report's category \"heap\"", "refset-report", lambda d: d["categories"][0].update(name="heap"))
 rejected("refset report without \"graph_end_bytes\"", "refset-report", lambda d: d.pop("graph_end_bytes"))

@@ -88,6 +88,27 @@ expect_eq "html: a directory given as . is named by its own name" "0 memtrail: w
 rm -f tree/tree.html
 run_mt "$MT" html - -o x.html
 expect_match "html: stdin is refused with a reason" "must be files" "$err"
+# A FIFO: its kind would be told by reading it, and the page's command
+# would then open it again and wait for a writer that has gone. Without
+# --kind it is a usage error naming it, at once (the FIFO not opened: its
+# writer still waits); with --kind it is read once, by that command.
+mkfifo t.fifo s.fifo
+cat t.mtt >t.fifo 2>/dev/null &
+writer=$!
+start=$(date +%s)
+run_mt timeout 20 "$MT" html t.fifo -o fifo.html
+expect_eq "html: a FIFO without --kind: usage error, its name and the way out" \
+    "2 memtrail: t.fifo: not a regular file (a pipe or FIFO is read once): its kind cannot be told before the page is made; give --kind summary, detail, trace, refset or info" \
+    "$rc $(head -n 1 <<<"$err")"
+[ $(($(date +%s) - start)) -lt 10 ] && [ ! -e fifo.html ] && pass "html: ... at once, nothing written" ||
+    fail "html: a FIFO without --kind" "took $(($(date +%s) - start)) s, fifo.html $([ -e fifo.html ] && echo written)"
+run_mt timeout 20 "$MT" html --kind trace t.fifo -o fifo.html
+expect_eq "html: a FIFO with --kind trace: the trace page" "0 memtrail: wrote fifo.html (trace page)" "$rc $err"
+kill "$writer" 2>/dev/null; wait "$writer" 2>/dev/null
+run_mt timeout 20 "$MT" html <(cat s.mtr) -o pipe.html
+expect_match "html: a pipe without --kind: usage error" "^2 memtrail: /dev/fd/[0-9]+: not a regular file" "$rc $err"
+run_mt timeout 20 "$MT" html --kind summary <(cat s.mtr) -o pipe.html
+expect_eq "html: a pipe with --kind summary: the summary page" "0 memtrail: wrote pipe.html (summary page)" "$rc $err"
 n=$("$MT" html --help | wc -c)
 [ "$n" -lt 4096 ] && pass "html: --help under 4 KB" || fail "html: --help under 4 KB" "$n bytes"
 

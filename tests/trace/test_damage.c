@@ -1,7 +1,7 @@
 /* test_damage.c — the trace reader on bad input: a file cut at every byte
  * of a small multi-chunk trace (and at random bytes of a bigger one), a
  * byte flipped at each offset, a wrong magic, an unknown version, a disk
- * that fills while writing. Never a crash; exactly the events of the whole
+ * that fills while writing, bytes after the trailer. Never a crash; exactly the events of the whole
  * chunks before the damage come back, and the error names the chunk and
  * its offset. */
 #include "unit.h"
@@ -10,6 +10,7 @@
 #include "trace/trace_util.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 typedef struct sample {
@@ -255,6 +256,71 @@ static void magic_version(void)
     free_sample(&s);
 }
 
+/* Bytes after the trailer (one, a few, a whole second trace): every event
+ * still comes back and the end record was read, then an error names the
+ * trailer's chunk and where the extra bytes start; so does a stream. */
+static void after_trailer(void)
+{
+    mt_trace_write_stats st;
+    sample s;
+    make_sample(&s, 400, 60, &st, -1);
+    size_t len = s.m->len, trailer = len - TRACE_TRAILER_SIZE; /* the trailer: "chunk" nchunks - 1 */
+    size_t extra[] = {1, 7, 4096, len};
+    int fails = 0;
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        unsigned char *d = malloc(len + extra[i]);
+        memcpy(d, s.m->p, len);
+        for (size_t k = 0; k < extra[i]; k++)
+            d[len + k] = extra[i] == len ? s.m->p[k] : (unsigned char)k; /* a second trace, or junk */
+        char err[MT_TRACE_ERR_MAX], want[160];
+        int mismatch, complete;
+        size_t got =
+            read_all(&s, d, len + extra[i], i % 2 ? MT_TRACE_PREFETCH : 0, &mismatch, err, &complete);
+        snprintf(want, sizeof want, "%zu byte%s after the trailer, from offset %zu", extra[i],
+                 extra[i] == 1 ? "" : "s", len);
+        if (got != s.n || mismatch || !complete || !names_chunk(err, s.nchunks - 1, trailer) ||
+            !strstr(err, want)) {
+            printf("  %zu bytes after the trailer: %zu events of %zu, complete %d, error: %s\n", extra[i],
+                   got, s.n, complete, err);
+            fails++;
+        }
+        if (i == 1) { /* as a stream: a pipe's length is not known */
+            int fd = memfd_create("t", MFD_CLOEXEC);
+            mt_trace_reader *r;
+            size_t n = 0;
+            int rc = -2;
+            if (fd >= 0 && write(fd, d, len + extra[i]) == (ssize_t)(len + extra[i]) &&
+                lseek(fd, 0, SEEK_SET) == 0 &&
+                mt_trace_open_fd(fd, NULL, 0, "t.mtt", MT_TRACE_STREAM, &r, err, sizeof err) == 0) {
+                mt_trace_event ev;
+                while ((rc = mt_trace_next(r, &ev)) == 1)
+                    n++;
+                snprintf(err, sizeof err, "%s", mt_trace_error(r) ? mt_trace_error(r) : "");
+                complete = mt_trace_complete(r);
+                mt_trace_close(r);
+            }
+            snprintf(want, sizeof want, "bytes after the trailer, from offset %zu", len);
+            if (!(rc == -1 && n == s.n && complete && names_chunk(err, s.nchunks - 1, trailer) &&
+                  strstr(err, want)))
+                printf("  stream: rc %d, %zu events of %zu, complete %d, error: %s\n", rc, n, s.n, complete,
+                       err);
+            CHECK("a stream with bytes after its trailer: every event, then an error naming the offset",
+                  rc == -1 && n == s.n && complete && names_chunk(err, s.nchunks - 1, trailer) &&
+                      strstr(err, want));
+        }
+        free(d);
+    }
+    CHECK(
+        "1, 7, 4096 bytes or a second trace after the trailer: every event, then an error naming the offset",
+        fails == 0);
+    /* the file as written: no error */
+    char err[MT_TRACE_ERR_MAX];
+    int mismatch, complete;
+    size_t got = read_all(&s, s.m->p, len, 0, &mismatch, err, &complete);
+    CHECK("nothing after the trailer: no error", got == s.n && !mismatch && complete && !err[0]);
+    free_sample(&s);
+}
+
 /* The disk fills: writes fail from some byte on (after a partial write). */
 static void disk_full(void)
 {
@@ -291,6 +357,7 @@ int main(void)
 {
     cuts_and_flips();
     magic_version();
+    after_trailer();
     disk_full();
     return failures != 0;
 }
