@@ -30,10 +30,12 @@
  *            detail mode the signal lands in the agent's stack walk most
  *            of the time)
  *   ljmp     a SIGPROF handler of its own that siglongjmps (a timeout
- *            idiom), 1 ms timers while it allocates 40 calls deep: most
- *            jumps leave the agent's stack walk unfinished, as the program
+ *            idiom), 1 ms timers while it allocates 40 calls deep: it
+ *            jumps when the signal lands in the agent's code (most often
+ *            its stack walk), leaving that work unfinished, as the program
  *            never knows; after 200, SIGTERM, then 15 s of sleep and
- *            "survived" (exit 0) if it did
+ *            "survived" (exit 0) if it did. (Not out of glibc's malloc:
+ *            a jump from there breaks glibc's own heap, agent or not.)
  *   exitself 16384 blocks kept from as many stacks, then exit 0; a thread
  *   exitother watching FILE (a directory, the report's) sends SIGTERM to
  *            the main thread (exitself) or to itself (exitother) as soon
@@ -41,6 +43,7 @@
  *            written
  * A signal the process survives (it was ignored at start-up): exit 5. */
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -55,6 +58,7 @@
 #include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "ledger.h"
@@ -179,18 +183,51 @@ static int deep(const char *ms)
 /* "ljmp" */
 static sigjmp_buf jump_back;
 static volatile sig_atomic_t jumps;
-static void on_prof(int sig)
+static uintptr_t agent_lo, agent_hi; /* the agent's code */
+
+static int find_agent(struct dl_phdr_info *info, size_t size, void *data)
 {
-    (void)sig;
+    (void)size, (void)data;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "/libmemtrail.so"))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            agent_lo = info->dlpi_addr + ph->p_vaddr;
+            agent_hi = agent_lo + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+static void on_prof(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig, (void)si;
+    const ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+#else
+    uintptr_t pc = agent_lo;
+#endif
+    if (pc < agent_lo || pc >= agent_hi)
+        return; /* not in the agent's code: glibc's malloc, say, which a jump would break */
     jumps++;
     siglongjmp(jump_back, 1);
 }
 
 static int ljmp(void)
 {
+    dl_iterate_phdr(find_agent, NULL);
+    if (!agent_lo) {
+        fprintf(stderr, "termsig ljmp: the agent is not loaded\n");
+        return 2;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_prof;
+    sa.sa_sigaction = on_prof;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGPROF, &sa, NULL);
     struct itimerval every = {{0, 1000}, {0, 1000}};
