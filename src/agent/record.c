@@ -86,16 +86,22 @@ static void membarrier_register(void)
  * first), the hooks go back to fenced counts from now on, and the stop
  * waits 10 ms for hooks that did not fence: a store leaves a CPU's store
  * buffer within microseconds. */
+/* us microseconds, by the system call itself: glibc's nanosleep is a
+ * cancellation point, and these waits run inside fork(), inside malloc
+ * and at exit, maybe in a signal handler. */
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+    syscall(SYS_nanosleep, &ts, NULL);
+}
+
 static void membarrier_all(void)
 {
     if (!atomic_load(&mt_rec_membarrier) ||
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
     set_membarrier(0);
-    /* The raw call: glibc's nanosleep is a cancellation point, and this
-     * runs inside fork()'s prepare handler too. */
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    syscall(SYS_nanosleep, &ts, NULL);
+    sleep_us(10000);
 }
 
 _Atomic unsigned mt_hooks_extra;
@@ -141,12 +147,14 @@ void mt_rec_after_fork_child(void)
     atomic_store(&leaving, 0);
 }
 
-/* 100 us, by the system call itself: glibc's nanosleep is a cancellation
- * point, and these waits run inside fork() and inside malloc. */
-static void pause_100us(void)
+/* Waits while busy() says so, 100 us at a time, 2 s at most (a thread
+ * stopped inside a bracket, by a debugger, is not waited for longer).
+ * 1: drained; 0: not. */
+static int drain(int (*busy)(void))
 {
-    struct timespec ts = {0, 100000};
-    syscall(SYS_nanosleep, &ts, NULL);
+    for (int spins = 0; busy() && spins < 20000; spins++)
+        sleep_us(100);
+    return !busy();
 }
 
 /* Site updates in flight in threads other than this one (seq_cst loads,
@@ -167,10 +175,7 @@ void mt_rec_fork_hold(void)
     mt_t.forking++; /* a depth: a fork from a signal handler that landed in here nests */
     atomic_fetch_add(&mt_site_gate, MT_SITE_HOLD); /* a count: two threads may fork at once */
     membarrier_all();
-    /* A bracket is a few stores long; a thread stopped inside one (a
-     * debugger) is waited for 2 s at most. */
-    for (int spins = 0; sites_busy() && spins < 20000; spins++)
-        pause_100us();
+    (void)drain(sites_busy); /* a bracket is a few stores long */
 }
 
 void mt_rec_fork_release(void)
@@ -196,7 +201,7 @@ int mt_site_gate_slow(_Atomic long *busy)
     mt_site_leave(busy);
     int spins = 0;
     for (; atomic_load(&mt_site_gate) >= MT_SITE_HOLD && spins < 20000; spins++)
-        pause_100us();
+        sleep_us(100);
     if (spins < 20000)
         return 0; /* the fork is done: the caller enters again */
     /* Still held after 2 s: go on, inside the bracket again. */
@@ -227,11 +232,7 @@ static const char *const rec_names[] = {"summary counting", "detail recording", 
 static int wait_hooks(void)
 {
     membarrier_all();
-    for (int spins = 0; hooks_busy() && spins < 20000; spins++) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
-    return !hooks_busy();
+    return drain(hooks_busy);
 }
 
 /* Can this process create a file in path's directory? (The trace is
@@ -401,10 +402,7 @@ void mt_rec_hold_switches(void)
     int saved_errno = errno;
     int64_t deadline = mono_ms() + SWITCH_WAIT_MS;
     while (atomic_load(&switching) != 0 && mono_ms() < deadline) {
-        /* The raw call: not a cancellation point, and safe in a signal
-         * handler (an _exit from one comes here). */
-        struct timespec ts = {0, 1000 * 1000};
-        syscall(SYS_nanosleep, &ts, NULL);
+        sleep_us(1000); /* (an _exit from a signal handler comes here) */
     }
     if (atomic_load(&switching) != 0)
         mt_say("a 'start' or 'stop' of recording was still under way after 30 s: the process leaves without "
